@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoDeadLetter is wrapped by the error that stops [Run] when a stage
+// reports invalid input (see [Invalid]) and no dead-letter destination was
+// configured with [WithDeadLetter].
+var ErrNoDeadLetter = errors.New("invalid record and no dead-letter destination configured (use pipeline.WithDeadLetter)")
+
+// Causes of a partition context's cancellation, as reported by
+// context.Cause(p.Context()).
+var (
+	// ErrRevoked: the partition was revoked (or Run shut down) and its graph
+	// drained in time.
+	ErrRevoked = errors.New("partition revoked")
+	// ErrDrainTimeout: the partition was revoked but its graph did not drain
+	// within the drain timeout; unfinished records are not committed.
+	ErrDrainTimeout = errors.New("partition drain timed out")
+	// ErrLost: the partition was lost (another consumer may own it already);
+	// nothing more of it is committed.
+	ErrLost = errors.New("partition lost")
+)
+
+// Invalid marks err as bad input: the record (or records) the failing value
+// came from is sent to the dead-letter destination and its offset counts as
+// done. Stage functions return Invalid(err) for data they can never process
+// (malformed JSON, a missing field); any other error stops Run. Invalid(nil)
+// is nil.
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &invalidError{err: err}
+}
+
+// IsInvalid reports whether err (or any error it wraps) was marked with
+// [Invalid].
+func IsInvalid(err error) bool {
+	var ie *invalidError
+	return errors.As(err, &ie)
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return "invalid input: " + e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// StageError is the error Run returns when a stage function fails: it names
+// the stage and the position of the (first) record the failing value came
+// from. Err is the stage function's error (a *PanicError for a panic).
+type StageError struct {
+	Stage     string
+	Topic     string
+	Partition int32
+	Offset    int64 // -1 when the position is unknown
+	Err       error
+}
+
+func (e *StageError) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("sluice: stage %q on %s/%d: %v", e.Stage, e.Topic, e.Partition, e.Err)
+	}
+	return fmt.Sprintf("sluice: stage %q on %s/%d at offset %d: %v", e.Stage, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *StageError) Unwrap() error { return e.Err }
+
+// PanicError is a panic recovered from a stage function or a builder.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
+}
+
+// BuildError reports a graph that a [Builder] wired incorrectly (a stream
+// consumed twice or never, streams of two partitions mixed, no End).
+type BuildError struct {
+	Topic     string
+	Partition int32
+	Problem   string
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("sluice: building the graph of %s/%d: %s", e.Topic, e.Partition, e.Problem)
+}

@@ -1,0 +1,217 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Builder builds the graph of one partition. Run calls it once each time a
+// partition is assigned, from the source's poll goroutine, so it should
+// only wire stages and return (no I/O that can block for long). Stages
+// start after it returns. It must return an End of the graph fed by in.
+type Builder func(p *Partition, in Stream[Record]) End
+
+// graph is one assigned partition's running graph.
+type graph struct {
+	rt     *runtime
+	part   *Partition
+	tp     TopicPartition
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	tr     *tracker
+
+	building bool
+	nstages  int
+	edges    []edgeInfo
+	starts   []func()
+	wg       sync.WaitGroup
+	exited   chan struct{}
+
+	// input queue between Deliver and the feeder goroutine
+	qmu     sync.Mutex
+	queue   []Item[Record]
+	qhead   int
+	closing bool
+	qsig    chan struct{}
+	stop    chan struct{}
+
+	pending  atomic.Int64 // delivered records not yet committable
+	paused   bool         // guarded by rt.mu
+	reported int64        // last offset returned by Offsets; poll goroutine only
+}
+
+func newGraph(rt *runtime, tp TopicPartition) *graph {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(rt.parent))
+	g := &graph{
+		rt:       rt,
+		tp:       tp,
+		ctx:      ctx,
+		cancel:   cancel,
+		exited:   make(chan struct{}),
+		qsig:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		reported: -1,
+	}
+	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
+	g.tr = newTracker(func(n int, b int64) {
+		g.pending.Add(int64(-n))
+		rt.completed(g, n, b)
+	})
+	return g
+}
+
+// build runs the builder and checks the wiring, then starts every stage.
+func (g *graph) build(b Builder) (err error) {
+	in := newEdge[Record](g, "input", 0)
+	g.building = true
+	defer func() {
+		g.building = false
+		if v := recover(); v != nil {
+			if bp, ok := v.(buildPanic); ok {
+				err = &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition, Problem: bp.problem}
+			} else {
+				err = &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition,
+					Problem: fmt.Sprintf("the builder panicked: %v\n\n%s", v, debug.Stack())}
+			}
+		}
+		if err != nil {
+			g.cancel(err)
+		}
+	}()
+	end := b(g.part, Stream[Record]{e: in})
+	if end.g == nil {
+		panic(buildPanic{"the builder returned a zero End; end the graph with a terminal stage such as stages.Each or stages.Discard"})
+	}
+	if end.g != g {
+		panic(buildPanic{"the builder returned an End of another partition's graph"})
+	}
+	for _, e := range g.edges {
+		if from, to := e.ends(); to == "" {
+			panic(buildPanic{fmt.Sprintf("the output of %q is never consumed; end it with stages.Each or stages.Discard", from)})
+		}
+	}
+	g.building = false
+	g.wg.Add(len(g.starts) + 1)
+	for _, start := range g.starts {
+		go start()
+	}
+	go g.feed(in)
+	go func() {
+		g.wg.Wait()
+		close(g.exited)
+	}()
+	return nil
+}
+
+// deliver queues records for the feeder; false if the graph is closing.
+func (g *graph) deliver(recs []Record) bool {
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	if g.closing {
+		return false
+	}
+	seq := g.tr.add(recs)
+	for i := range recs {
+		g.queue = append(g.queue, Item[Record]{Value: recs[i], Ticket: ticketAt(seq + uint64(i))})
+	}
+	g.pending.Add(int64(len(recs)))
+	select {
+	case g.qsig <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// feed moves queued records into the graph, a chunk at a time.
+func (g *graph) feed(e *edge[Record]) {
+	defer g.wg.Done()
+	defer close(e.ch)
+	out := &Outlet[Record]{e: e, ctx: g.ctx}
+	for {
+		select {
+		case <-g.qsig:
+		case <-g.stop:
+			return
+		case <-g.ctx.Done():
+			return
+		}
+		for {
+			buf := out.Buffer()
+			g.qmu.Lock()
+			n := min(len(g.queue)-g.qhead, g.rt.cfg.chunk)
+			buf = append(buf, g.queue[g.qhead:g.qhead+n]...)
+			g.qhead += n
+			if g.qhead == len(g.queue) {
+				clear(g.queue)
+				g.queue, g.qhead = g.queue[:0], 0
+			}
+			g.qmu.Unlock()
+			if n == 0 {
+				out.e.release(buf)
+				break
+			}
+			if !out.Send(buf) {
+				return
+			}
+		}
+	}
+}
+
+// stopInput stops deliveries and tells the feeder to close the input.
+func (g *graph) stopInput() {
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	if !g.closing {
+		g.closing = true
+		g.queue, g.qhead = nil, 0
+		close(g.stop)
+	}
+}
+
+// Drain is a graceful revoke (rebalance.Worker).
+func (g *graph) Drain() {
+	start := time.Now()
+	g.stopInput()
+	t := time.NewTimer(g.rt.cfg.drainTimeout)
+	defer t.Stop()
+	select {
+	case <-g.exited:
+		g.rt.cfg.logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
+			"drain", time.Since(start))
+	case <-t.C:
+		g.rt.cfg.logger.Warn("sluice: partition drain timed out; committing only what finished",
+			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.drainTimeout)
+		g.cancel(ErrDrainTimeout)
+		<-g.exited
+	}
+	g.close()
+	g.cancel(ErrRevoked)
+}
+
+// Kill is a lost partition (rebalance.Worker).
+func (g *graph) Kill() {
+	g.stopInput()
+	g.cancel(ErrLost)
+	<-g.exited
+	g.close()
+	g.rt.cfg.logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
+}
+
+// close runs the OnClose hooks, newest first.
+func (g *graph) close() {
+	hooks := g.part.hooks()
+	if len(hooks) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.drainTimeout)
+	defer cancel()
+	for i := len(hooks) - 1; i >= 0; i-- {
+		if err := hooks[i](ctx); err != nil {
+			g.rt.fail(nil, fmt.Errorf("sluice: OnClose hook of %s/%d: %w", g.tp.Topic, g.tp.Partition, err))
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Option configures [Run]. Options are applied in order; an invalid value
+// makes Run return an error naming the option before anything starts.
+type Option func(*config)
+
+type config struct {
+	drainTimeout   time.Duration
+	maxInFlight    int
+	maxBytes       int64
+	partitionQueue int
+	chunk          int
+	deadLetter     func(context.Context, DeadLetter) error
+	logger         *slog.Logger
+	errs           []error
+}
+
+const (
+	// DefaultDrainTimeout is how long a revoked partition may take to drain.
+	DefaultDrainTimeout = 20 * time.Second
+	// DefaultMaxInFlight bounds records delivered but not yet committable,
+	// across all partitions.
+	DefaultMaxInFlight = 100_000
+	// DefaultMaxInFlightBytes bounds the key and value bytes of those
+	// records.
+	DefaultMaxInFlightBytes = 256 << 20
+	// DefaultPartitionQueue is how many records one partition may hold
+	// before it is paused.
+	DefaultPartitionQueue = 4096
+)
+
+func defaultConfig() config {
+	return config{
+		drainTimeout:   DefaultDrainTimeout,
+		maxInFlight:    DefaultMaxInFlight,
+		maxBytes:       DefaultMaxInFlightBytes,
+		partitionQueue: DefaultPartitionQueue,
+		chunk:          256,
+		logger:         slog.New(slog.DiscardHandler),
+	}
+}
+
+func (c *config) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("sluice: "+format, args...))
+}
+
+// WithDrainTimeout sets how long a revoked partition's graph may take to
+// finish its in-flight records (default 20 s). Keep it well below the
+// source's poll interval limit (Kafka's max.poll.interval.ms): the poll loop
+// waits for the drain. After the timeout the partition context is cancelled
+// and only what finished is committed.
+func WithDrainTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.bad("WithDrainTimeout(%v): the drain timeout must be positive", d)
+		}
+		c.drainTimeout = d
+	}
+}
+
+// WithMaxInFlight bounds the records delivered but not yet committable
+// across all partitions (default 100,000). When the bound is reached, the
+// source pauses the partitions that deliver more until records complete.
+func WithMaxInFlight(records int) Option {
+	return func(c *config) {
+		if records <= 0 {
+			c.bad("WithMaxInFlight(%d): the limit must be positive", records)
+		}
+		c.maxInFlight = records
+	}
+}
+
+// WithMaxInFlightBytes bounds the key and value bytes of the records in
+// flight across all partitions (default 256 MiB), like [WithMaxInFlight].
+func WithMaxInFlightBytes(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.bad("WithMaxInFlightBytes(%d): the limit must be positive", n)
+		}
+		c.maxBytes = n
+	}
+}
+
+// WithPartitionQueue sets how many records one partition may hold
+// (delivered, not yet committable) before the source pauses it (default
+// 4096). It resumes when half of them completed.
+func WithPartitionQueue(records int) Option {
+	return func(c *config) {
+		if records <= 0 {
+			c.bad("WithPartitionQueue(%d): the limit must be positive", records)
+		}
+		c.partitionQueue = records
+	}
+}
+
+// WithDeadLetter sets where records marked with [Invalid] go. fn is called
+// from the stage that found the record invalid, one record at a time and in
+// offset order within a partition; calls for different partitions may
+// overlap. The record's offset counts as done only when fn returns nil; an
+// error from fn stops Run like a stage error. ctx is the partition's
+// context.
+func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
+	return func(c *config) {
+		if fn == nil {
+			c.bad("WithDeadLetter(nil): pass a function")
+		}
+		c.deadLetter = fn
+	}
+}
+
+// WithLogger sets the logger for assignment, revocation, drain and errors
+// (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.bad("WithLogger(nil): pass a logger")
+			return
+		}
+		c.logger = l
+	}
+}
+
+// DeadLetter is one record found invalid, as handed to the function set
+// with [WithDeadLetter].
+type DeadLetter struct {
+	Record Record // the original record, untouched
+	Stage  string // the stage that reported it
+	Err    error  // the error passed to Invalid
+}

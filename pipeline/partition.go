@@ -1,0 +1,44 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+)
+
+// Partition is the partition a graph is built for, handed to the
+// [Builder]. Its context and close hooks are the graph's lifecycle.
+type Partition struct {
+	Topic string
+	ID    int32
+
+	ctx     context.Context
+	mu      sync.Mutex
+	onClose []func(context.Context) error
+}
+
+// Context returns the partition's context. It is done when the graph must
+// stop: after a graceful revoke drained (cause [ErrRevoked]), when the drain
+// timed out ([ErrDrainTimeout]) or when the partition was lost ([ErrLost]).
+// Values of the context given to [Run] are visible through it; Run's own
+// cancellation is not (shutdown drains gracefully first).
+func (p *Partition) Context() context.Context { return p.ctx }
+
+// OnClose registers fn to run when the graph is taken away: after every
+// stage goroutine exited (drained, timed out or lost) and before the final
+// offset is reported to the source. Hooks run in reverse order of
+// registration, one at a time; ctx expires after the drain timeout. An
+// error from a hook stops Run. OnClose may be called from the builder or
+// from a stage.
+func (p *Partition) OnClose(fn func(ctx context.Context) error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onClose = append(p.onClose, fn)
+}
+
+func (p *Partition) hooks() []func(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.onClose
+	p.onClose = nil
+	return h
+}

@@ -1,0 +1,85 @@
+package pipeline
+
+import "context"
+
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Offset is the next offset to consume for a partition: the value a source
+// commits to the consumer group.
+type Offset struct {
+	TopicPartition
+	Next int64
+}
+
+// Source is what feeds records into [Run] and commits the offsets that Run
+// reports. Sluice ships two: the Kafka source in package source and the fake
+// source in package testkit. Users pick one; they do not implement one.
+//
+// Run calls Source.Run exactly once, with a [Group] that owns the
+// per-partition graphs. The source calls the Group's methods only from the
+// goroutine running Source.Run (its poll loop), never concurrently.
+//
+// Contract for implementations:
+//   - Assign before Deliver for a partition; Deliver records of one partition
+//     in offset order.
+//   - When Deliver returns pause=true, stop delivering that partition (pause
+//     it) until it is listed by Group.Resumable. Records already polled for a
+//     paused partition may still be delivered; the group accepts them.
+//   - Commit what Group.Offsets returns, on the source's own interval.
+//   - Before giving a partition up gracefully, call Group.Revoke and commit
+//     what it returns synchronously; when the partition was lost, call
+//     Group.Lose and commit nothing for it. Never commit a partition that
+//     was revoked or lost.
+//   - When ctx is done, call Group.Shutdown, commit what it returns, close the
+//     client and return nil. Return a non-nil error only for a fatal client
+//     failure; Run then stops every graph without committing.
+type Source interface {
+	Run(ctx context.Context, g Group) error
+}
+
+// Group is the runtime side of a [Source]: the set of partition graphs that
+// [Run] manages. It is implemented by Run and handed to Source.Run; all of
+// its methods must be called from the source's poll goroutine only.
+type Group interface {
+	// Assign builds and starts a graph for each partition. Partitions
+	// already assigned are ignored. It returns once every graph runs.
+	Assign(tps []TopicPartition) error
+
+	// Revoke drains the graphs of the given partitions gracefully (bounded
+	// by the drain timeout), waits for all their goroutines to exit and
+	// returns the final offsets to commit: one per revoked partition that
+	// completed at least one record since it was assigned. Unknown
+	// partitions are ignored.
+	Revoke(tps []TopicPartition) []Offset
+
+	// Lose cancels the graphs of the given partitions at once and waits for
+	// them to exit. Nothing of theirs may be committed afterwards.
+	Lose(tps []TopicPartition)
+
+	// Shutdown revokes every assigned partition gracefully, like Revoke.
+	Shutdown() []Offset
+
+	// Deliver hands records of one assigned partition, in offset order, to
+	// its graph. It never blocks. It returns pause=true when the partition's
+	// input queue (or the global in-flight budget) is full: the source must
+	// pause the partition until Resumable lists it. Records for a partition
+	// that is not assigned are dropped.
+	Deliver(tp TopicPartition, recs []Record) (pause bool)
+
+	// Resumable returns the partitions that Deliver asked to pause and that
+	// have room again. Each paused partition is returned once.
+	Resumable() []TopicPartition
+
+	// Wake is signalled (capacity one, never closed) when Resumable has
+	// something to return or when Offsets has advanced; a source that can
+	// select on it avoids polling.
+	Wake() <-chan struct{}
+
+	// Offsets returns, for each assigned partition whose processed offset
+	// advanced since the previous call, the next offset to commit.
+	Offsets() []Offset
+}

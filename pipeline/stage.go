@@ -1,0 +1,241 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// This file is the stage-authoring API: what package stages is built on.
+// Users compose stages from package stages; these functions are for
+// writing a new kind of stage.
+
+// StageSpec describes a stage being added to a graph.
+type StageSpec struct {
+	// Name identifies the stage in errors, logs and dead letters. Empty
+	// means Kind followed by the stage's position in the graph ("Map#2").
+	Name string
+	// Kind is the stage's type, used for the default name ("Map").
+	Kind string
+	// Buffer is the capacity, in chunks, of the stage's output channel(s);
+	// 0 means the default (4).
+	Buffer int
+}
+
+func (g *graph) stageName(spec StageSpec) string {
+	g.nstages++
+	if spec.Name != "" {
+		return spec.Name
+	}
+	kind := spec.Kind
+	if kind == "" {
+		kind = "stage"
+	}
+	return fmt.Sprintf("%s#%d", kind, g.nstages)
+}
+
+// Stage is a running stage's handle on its partition: its context and the
+// ticket operations that drive commits. Its methods may be called from any
+// goroutine the stage runs.
+type Stage struct {
+	name string
+	g    *graph
+}
+
+// Name returns the stage's name.
+func (s *Stage) Name() string { return s.name }
+
+// Context returns the partition's context: cancelled when the partition is
+// lost, when its drain times out, and after it drained on revoke.
+func (s *Stage) Context() context.Context { return s.g.ctx }
+
+// Partition returns the partition the stage runs for.
+func (s *Stage) Partition() *Partition { return s.g.part }
+
+// Done completes one reference of each ticket: the value reached an End,
+// was filtered out, or otherwise needs no more work.
+func (s *Stage) Done(ts ...Ticket) { s.g.tr.done(ts...) }
+
+// Retain adds n references to t, for a value that became n+1 values (each
+// of which is completed with Done). Call it before passing any of them on.
+func (s *Stage) Retain(t Ticket, n int) {
+	if n > 0 {
+		s.g.tr.retain(t, n)
+	}
+}
+
+// Join returns one ticket standing for all of ts (which it takes over):
+// completing it completes each of them. Batching stages use it.
+func (s *Stage) Join(ts []Ticket) Ticket { return s.g.tr.join(ts) }
+
+// Fail handles the error of a stage function for the value holding ticket
+// t. For an error marked with [Invalid], it sends every record behind t to
+// the dead-letter destination, completes t and returns nil. For any other
+// error it returns a *StageError naming the stage and the record's
+// position; the stage must then return that error, which stops Run. The
+// ticket is not completed, so nothing past the record is committed.
+func (s *Stage) Fail(t Ticket, err error) error {
+	if err == nil {
+		return nil
+	}
+	recs := s.g.tr.records(nil, t)
+	if IsInvalid(err) {
+		dl := s.g.rt.cfg.deadLetter
+		if dl == nil {
+			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
+		}
+		for _, r := range recs {
+			if derr := dl(s.g.ctx, DeadLetter{Record: r, Stage: s.name, Err: err}); derr != nil {
+				return s.stageError([]Record{r}, fmt.Errorf("dead-letter delivery failed: %w (record was invalid: %v)", derr, err))
+			}
+		}
+		s.g.tr.done(t)
+		return nil
+	}
+	return s.stageError(recs, err)
+}
+
+func (s *Stage) stageError(recs []Record, err error) *StageError {
+	off := int64(-1)
+	if len(recs) > 0 {
+		off = recs[0].Offset
+	}
+	return &StageError{Stage: s.name, Topic: s.g.part.Topic, Partition: s.g.part.ID, Offset: off, Err: err}
+}
+
+// Inlet is a stage's input.
+type Inlet[T any] struct {
+	e   *edge[T]
+	ctx context.Context
+}
+
+// Recv returns the next chunk of values. It returns false when the input
+// is closed (the graph is draining and everything upstream finished) or
+// the partition context is done. Pass the chunk to Release once its values
+// are no longer referenced.
+func (in *Inlet[T]) Recv() ([]Item[T], bool) {
+	select {
+	case c, ok := <-in.e.ch:
+		return c, ok
+	case <-in.ctx.Done():
+		return nil, false
+	}
+}
+
+// C returns the input channel, for stages that select on it together with
+// a timer; such stages must also select on the stage context.
+func (in *Inlet[T]) C() <-chan []Item[T] { return in.e.ch }
+
+// Release returns a received chunk for reuse.
+func (in *Inlet[T]) Release(c []Item[T]) { in.e.release(c) }
+
+// Outlet is a stage's output.
+type Outlet[T any] struct {
+	e   *edge[T]
+	ctx context.Context
+}
+
+// Buffer returns an empty chunk to fill and Send.
+func (o *Outlet[T]) Buffer() []Item[T] { return o.e.buffer() }
+
+// Send passes a chunk downstream, blocking while the downstream channel is
+// full. It returns false when the partition context is done; the chunk's
+// values are then dropped without completing their tickets. Empty chunks
+// are recycled, not sent.
+func (o *Outlet[T]) Send(c []Item[T]) bool {
+	if len(c) == 0 {
+		o.e.release(c)
+		return true
+	}
+	select {
+	case o.e.ch <- c:
+		return true
+	case <-o.ctx.Done():
+		return false
+	}
+}
+
+// AddStage adds a stage with one input and one output to in's graph. run
+// is started in its own goroutine once the builder returned; it must read
+// in until Recv returns false and return nil, or return the error from
+// [Stage.Fail]. Returning closes the output. A panic in run stops Run with
+// a *PanicError.
+func AddStage[In, Out any](in Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) Stream[Out] {
+	outs := AddFanOut(in, spec, 1, func(s *Stage, i *Inlet[In], os []*Outlet[Out]) error { return run(s, i, os[0]) })
+	return outs[0]
+}
+
+// AddFanOut adds a stage with one input and n outputs, like [AddStage].
+func AddFanOut[In, Out any](in Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []Stream[Out] {
+	g := graphOf(in)
+	s := &Stage{g: g, name: g.stageName(spec)}
+	e := in.take(s.name)
+	if n <= 0 {
+		panic(buildPanic{fmt.Sprintf("stage %q needs at least one output, got %d", s.name, n)})
+	}
+	streams := make([]Stream[Out], n)
+	outlets := make([]*Outlet[Out], n)
+	for i := range streams {
+		oe := newEdge[Out](g, s.name, spec.Buffer)
+		streams[i] = Stream[Out]{e: oe}
+		outlets[i] = &Outlet[Out]{e: oe, ctx: g.ctx}
+	}
+	inlet := &Inlet[In]{e: e, ctx: g.ctx}
+	g.spawn(s, inlet.discard, func() error { return run(s, inlet, outlets) }, func() {
+		for _, o := range outlets {
+			close(o.e.ch)
+		}
+	})
+	return streams
+}
+
+// AddEnd adds a terminal stage, like [AddStage] without output.
+func AddEnd[In any](in Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) End {
+	g := graphOf(in)
+	s := &Stage{g: g, name: g.stageName(spec)}
+	e := in.take(s.name)
+	inlet := &Inlet[In]{e: e, ctx: g.ctx}
+	g.spawn(s, inlet.discard, func() error { return run(s, inlet) }, func() {})
+	return End{g: g}
+}
+
+// discard empties the input after the stage stopped, so upstream stages
+// are never blocked by a failed stage; the values are not completed.
+func (in *Inlet[T]) discard() {
+	for {
+		if _, ok := in.Recv(); !ok {
+			return
+		}
+	}
+}
+
+func graphOf[T any](in Stream[T]) *graph {
+	if in.e == nil {
+		panic(buildPanic{"a stage got a zero Stream; streams come from the builder's input or from another stage"})
+	}
+	return in.e.g
+}
+
+// buildPanic carries a wiring mistake out of the builder.
+type buildPanic struct{ problem string }
+
+// spawn registers a stage goroutine, started after the builder returns.
+func (g *graph) spawn(s *Stage, discard func(), run func() error, closeOut func()) {
+	g.starts = append(g.starts, func() {
+		defer g.wg.Done()
+		defer closeOut()
+		err := func() (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = &StageError{Stage: s.name, Topic: g.part.Topic, Partition: g.part.ID, Offset: -1,
+						Err: &PanicError{Value: v, Stack: debug.Stack()}}
+				}
+			}()
+			return run()
+		}()
+		if err != nil {
+			g.rt.fail(g, err)
+		}
+		discard()
+	})
+}

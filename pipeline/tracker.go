@@ -1,0 +1,211 @@
+package pipeline
+
+import "sync"
+
+// tracker does one partition's offset accounting. Every delivered record
+// gets a slot holding the record and a reference count; stages complete
+// references as values reach an End, get filtered out or dead-lettered,
+// and the committable offset advances past the longest prefix of slots
+// whose count dropped to zero. Joined tickets (batches) hold references to
+// their members and release them all when they complete.
+//
+// All methods are safe for concurrent use; stages call them once per chunk,
+// not once per record, so one lock per chunk is the cost.
+type tracker struct {
+	mu   sync.Mutex
+	ring []slot // circular buffer, len is a power of two
+	head int    // index in ring of the oldest slot
+	size int    // live slots
+	base uint64 // sequence number of ring[head]; tickets are seq+1
+
+	joins []join // indexed by ticket id without joinedBit, minus one
+	free  []int  // reusable indexes into joins
+
+	next   int64 // next offset to commit; -1 before anything completed
+	bytes  int64 // payload bytes of live slots
+	onDone func(records int, bytes int64)
+}
+
+type slot struct {
+	rec  Record
+	refs int32
+}
+
+type join struct {
+	refs    int32
+	members []Ticket
+}
+
+func newTracker(onDone func(records int, bytes int64)) *tracker {
+	return &tracker{ring: make([]slot, 64), next: -1, onDone: onDone}
+}
+
+func recordBytes(r *Record) int64 { return int64(len(r.Key) + len(r.Value)) }
+
+// add appends records (in offset order) and returns the sequence number of
+// the first one; the others follow consecutively.
+func (tr *tracker) add(recs []Record) uint64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	first := tr.base + uint64(tr.size)
+	for len(tr.ring)-tr.size < len(recs) {
+		tr.grow()
+	}
+	mask := len(tr.ring) - 1
+	for i := range recs {
+		s := &tr.ring[(tr.head+tr.size)&mask]
+		s.rec = recs[i]
+		s.refs = 1
+		tr.size++
+		tr.bytes += recordBytes(&recs[i])
+	}
+	return first
+}
+
+func (tr *tracker) grow() {
+	n := make([]slot, 2*len(tr.ring))
+	mask := len(tr.ring) - 1
+	for i := 0; i < tr.size; i++ {
+		n[i] = tr.ring[(tr.head+i)&mask]
+	}
+	tr.ring, tr.head = n, 0
+}
+
+// ticketAt returns the ticket of the record with sequence number seq.
+func ticketAt(seq uint64) Ticket { return Ticket{id: seq + 1} }
+
+// slotOf returns the live slot of a record ticket, or nil.
+func (tr *tracker) slotOf(t Ticket) *slot {
+	seq := t.id - 1
+	if t.id == 0 || seq < tr.base || seq >= tr.base+uint64(tr.size) {
+		return nil
+	}
+	return &tr.ring[(tr.head+int(seq-tr.base))&(len(tr.ring)-1)]
+}
+
+// done completes one reference of each ticket.
+func (tr *tracker) done(ts ...Ticket) {
+	tr.mu.Lock()
+	for _, t := range ts {
+		tr.release(t)
+	}
+	n, b := tr.advance()
+	tr.mu.Unlock()
+	if n > 0 {
+		tr.onDone(n, b)
+	}
+}
+
+func (tr *tracker) release(t Ticket) {
+	if t.joined() {
+		j := &tr.joins[t.id&^joinedBit-1]
+		if j.refs--; j.refs > 0 {
+			return
+		}
+		for _, m := range j.members {
+			tr.release(m)
+		}
+		j.members = j.members[:0]
+		tr.free = append(tr.free, int(t.id&^joinedBit-1))
+		return
+	}
+	if s := tr.slotOf(t); s != nil && s.refs > 0 {
+		s.refs--
+	}
+}
+
+// retain adds n references to t.
+func (tr *tracker) retain(t Ticket, n int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if t.joined() {
+		tr.joins[t.id&^joinedBit-1].refs += int32(n)
+	} else if s := tr.slotOf(t); s != nil {
+		s.refs += int32(n)
+	}
+}
+
+// join returns one ticket that holds the references of ts and releases
+// them when it completes.
+func (tr *tracker) join(ts []Ticket) Ticket {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var i int
+	if n := len(tr.free); n > 0 {
+		i, tr.free = tr.free[n-1], tr.free[:n-1]
+	} else {
+		tr.joins = append(tr.joins, join{})
+		i = len(tr.joins) - 1
+	}
+	j := &tr.joins[i]
+	j.refs = 1
+	j.members = append(j.members, ts...)
+	return Ticket{id: joinedBit | uint64(i+1)}
+}
+
+// records appends the records a ticket refers to.
+func (tr *tracker) records(dst []Record, t Ticket) []Record {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.recordsLocked(dst, t)
+}
+
+func (tr *tracker) recordsLocked(dst []Record, t Ticket) []Record {
+	if t.joined() {
+		for _, m := range tr.joins[t.id&^joinedBit-1].members {
+			dst = tr.recordsLocked(dst, m)
+		}
+		return dst
+	}
+	if s := tr.slotOf(t); s != nil {
+		dst = append(dst, s.rec)
+	}
+	return dst
+}
+
+// advance drops the completed prefix and moves next past it. It returns
+// how many records and bytes left the tracker.
+func (tr *tracker) advance() (int, int64) {
+	mask := len(tr.ring) - 1
+	n, b := 0, int64(0)
+	for tr.size > 0 {
+		s := &tr.ring[tr.head]
+		if s.refs > 0 {
+			break
+		}
+		tr.next = s.rec.Offset + 1
+		b += recordBytes(&s.rec)
+		*s = slot{}
+		tr.head = (tr.head + 1) & mask
+		tr.size--
+		tr.base++
+		n++
+	}
+	tr.bytes -= b
+	return n, b
+}
+
+// committable returns the next offset to commit, or -1.
+func (tr *tracker) committable() int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.next
+}
+
+// pending returns how many records are delivered but not committable.
+func (tr *tracker) pending() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.size
+}
+
+// drop forgets every live slot of a stopped graph and returns how many
+// records and bytes were held.
+func (tr *tracker) drop() (int, int64) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n, b := tr.size, tr.bytes
+	clear(tr.ring)
+	tr.size, tr.bytes = 0, 0
+	return n, b
+}

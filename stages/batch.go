@@ -1,0 +1,119 @@
+package stages
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Batch groups consecutive values into slices. A batch is emitted when it
+// holds maxSize values (or maxSize weight, with the Weight option; a value
+// heavier than maxSize forms a batch of its own), when maxWait has passed
+// since its first value, and when the partition drains. The batch's
+// records commit when the batch completes downstream. maxWait <= 0 means
+// no time limit (a partial batch then waits for more values or the drain).
+// The emitted slice is the receiver's to keep.
+func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opts ...Option) pipeline.Stream[[]T] {
+	sp, o := spec("Batch", opts)
+	if maxSize <= 0 {
+		panic(fmt.Sprintf("stages.Batch: maxSize must be at least 1, got %d", maxSize))
+	}
+	weigh := func(T) int { return 1 }
+	if o.weight != nil {
+		weigh = typed[func(T) int]("Batch", "Weight", o.weight)
+	}
+	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[[]T]) error {
+		ctx := s.Context()
+		var (
+			vals    []T
+			tickets []pipeline.Ticket
+			weight  int
+			timer   = time.NewTimer(time.Hour)
+			timerC  <-chan time.Time
+		)
+		timer.Stop()
+		defer timer.Stop()
+		flush := func(buf []pipeline.Item[[]T]) []pipeline.Item[[]T] {
+			if len(vals) == 0 {
+				return buf
+			}
+			t := tickets[0]
+			if len(tickets) > 1 {
+				t = s.Join(tickets)
+			}
+			buf = append(buf, pipeline.Item[[]T]{Value: vals, Ticket: t})
+			vals, tickets, weight = nil, tickets[:0], 0
+			timer.Stop()
+			timerC = nil
+			return buf
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timerC:
+				timerC = nil
+				if !out.Send(flush(out.Buffer())) {
+					return nil
+				}
+			case chunk, ok := <-inl.C():
+				buf := out.Buffer()
+				if !ok {
+					out.Send(flush(buf))
+					return nil
+				}
+				for _, it := range chunk {
+					w := weigh(it.Value)
+					if len(vals) > 0 && weight+w > maxSize {
+						buf = flush(buf)
+					}
+					if len(vals) == 0 && maxWait > 0 {
+						timer.Reset(maxWait)
+						timerC = timer.C
+					}
+					vals = append(vals, it.Value)
+					tickets = append(tickets, it.Ticket)
+					weight += w
+					if weight >= maxSize {
+						buf = flush(buf)
+					}
+				}
+				inl.Release(chunk)
+				if !out.Send(buf) {
+					return nil
+				}
+			}
+		}
+	})
+}
+
+// Unbatch emits the elements of every slice, in order. The slice's records
+// commit when all of its elements completed; an empty slice completes at
+// once.
+func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] {
+	sp, _ := spec("Unbatch", opts)
+	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[[]T], out *pipeline.Outlet[T]) error {
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			buf := out.Buffer()
+			for _, it := range chunk {
+				if len(it.Value) == 0 {
+					s.Done(it.Ticket)
+					continue
+				}
+				s.Retain(it.Ticket, len(it.Value)-1)
+				for _, v := range it.Value {
+					buf = append(buf, pipeline.Item[T]{Value: v, Ticket: it.Ticket})
+				}
+			}
+			inl.Release(chunk)
+			if !out.Send(buf) {
+				return nil
+			}
+		}
+	})
+}

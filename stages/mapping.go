@@ -1,0 +1,117 @@
+package stages
+
+import (
+	"context"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Map applies fn to every value, one at a time, in order. An error from fn
+// is handled as the package doc says.
+func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out, error), opts ...Option) pipeline.Stream[Out] {
+	sp, _ := spec("Map", opts)
+	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+		ctx := s.Context()
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			buf := out.Buffer()
+			for _, it := range chunk {
+				v, err := call(fn, ctx, it.Value)
+				if err != nil {
+					if err := s.Fail(it.Ticket, err); err != nil {
+						return err
+					}
+					continue
+				}
+				buf = append(buf, pipeline.Item[Out]{Value: v, Ticket: it.Ticket})
+			}
+			inl.Release(chunk)
+			if !out.Send(buf) {
+				return nil
+			}
+		}
+	})
+}
+
+// Filter passes on the values for which keep returns true. Dropped values
+// count as done at once, so a filtered tail of a partition is committed.
+func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pipeline.Stream[T] {
+	sp, _ := spec("Filter", opts)
+	pred := func(_ context.Context, v T) (bool, error) { return keep(v), nil }
+	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[T]) error {
+		ctx := s.Context()
+		var dropped []pipeline.Ticket
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			buf := out.Buffer()
+			dropped = dropped[:0]
+			for _, it := range chunk {
+				ok, err := call(pred, ctx, it.Value)
+				if err != nil {
+					return s.Fail(it.Ticket, err)
+				}
+				if ok {
+					buf = append(buf, it)
+				} else {
+					dropped = append(dropped, it.Ticket)
+				}
+			}
+			inl.Release(chunk)
+			if len(dropped) > 0 {
+				s.Done(dropped...)
+			}
+			if !out.Send(buf) {
+				return nil
+			}
+		}
+	})
+}
+
+// FlatMap replaces every value with the values fn returns for it, in
+// order. The input record commits only when all of its outputs completed;
+// an empty result completes it at once.
+func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) ([]Out, error), opts ...Option) pipeline.Stream[Out] {
+	sp, _ := spec("FlatMap", opts)
+	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+		ctx := s.Context()
+		var empty []pipeline.Ticket
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			buf := out.Buffer()
+			empty = empty[:0]
+			for _, it := range chunk {
+				vs, err := call(fn, ctx, it.Value)
+				if err != nil {
+					if err := s.Fail(it.Ticket, err); err != nil {
+						return err
+					}
+					continue
+				}
+				if len(vs) == 0 {
+					empty = append(empty, it.Ticket)
+					continue
+				}
+				s.Retain(it.Ticket, len(vs)-1)
+				for _, v := range vs {
+					buf = append(buf, pipeline.Item[Out]{Value: v, Ticket: it.Ticket})
+				}
+			}
+			inl.Release(chunk)
+			if len(empty) > 0 {
+				s.Done(empty...)
+			}
+			if !out.Send(buf) {
+				return nil
+			}
+		}
+	})
+}

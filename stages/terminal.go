@@ -1,0 +1,63 @@
+package stages
+
+import (
+	"context"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Each calls fn for every value, in order, and ends the graph: a value's
+// records complete when fn returns nil for it. Write side effects here
+// (and make them idempotent: delivery is at-least-once).
+func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts ...Option) pipeline.End {
+	sp, _ := spec("Each", opts)
+	call1 := func(ctx context.Context, v T) (struct{}, error) { return struct{}{}, fn(ctx, v) }
+	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+		ctx := s.Context()
+		var done []pipeline.Ticket
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			done = done[:0]
+			for _, it := range chunk {
+				if _, err := call(call1, ctx, it.Value); err != nil {
+					if len(done) > 0 {
+						s.Done(done...)
+						done = done[:0]
+					}
+					if err := s.Fail(it.Ticket, err); err != nil {
+						return err
+					}
+					continue
+				}
+				done = append(done, it.Ticket)
+			}
+			inl.Release(chunk)
+			if len(done) > 0 {
+				s.Done(done...)
+			}
+		}
+	})
+}
+
+// Discard ends the graph, completing every value it receives.
+func Discard[T any](in pipeline.Stream[T], opts ...Option) pipeline.End {
+	sp, _ := spec("Discard", opts)
+	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+		var done []pipeline.Ticket
+		for {
+			chunk, ok := inl.Recv()
+			if !ok {
+				return nil
+			}
+			done = done[:0]
+			for _, it := range chunk {
+				done = append(done, it.Ticket)
+			}
+			inl.Release(chunk)
+			s.Done(done...)
+		}
+	})
+}

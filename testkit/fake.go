@@ -1,0 +1,279 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// ErrStopped is returned by the Fake's control methods once its Run has
+// returned.
+var ErrStopped = errors.New("testkit: the fake source is not running")
+
+// Fake is an in-memory pipeline.Source that behaves like a Kafka consumer
+// whose group assignment the test controls: each partition is a log of
+// records; an assigned partition is delivered from its committed offset;
+// a partition the group asks to pause stops being delivered until the
+// group resumes it; a revoked partition's final offsets are committed and
+// a lost partition's are not. Offsets returned by the group are committed
+// as soon as the group signals them.
+//
+// Control methods (Assign, Send, Revoke, ...) may be called from any
+// goroutine; they run on the Fake's poll goroutine, so they block until Run
+// is running and return ErrStopped once it returned. A Fake runs once.
+type Fake struct {
+	cmds    chan func(pipeline.Group)
+	stopped chan struct{}
+
+	// owned by the poll goroutine
+	parts map[pipeline.TopicPartition]*fakePartition
+	order []pipeline.TopicPartition
+
+	mu        sync.Mutex
+	committed map[pipeline.TopicPartition]int64
+	changed   chan struct{} // closed and replaced on every commit
+}
+
+type fakePartition struct {
+	log      []pipeline.Record
+	pos      int // index in log of the next record to deliver
+	start    int // pos at the last assignment
+	assigned bool
+	paused   bool
+}
+
+// deliverChunk is the most records the Fake hands over in one Deliver.
+const deliverChunk = 64
+
+// NewFake returns an idle fake source; pass it to pipeline.Run.
+func NewFake() *Fake {
+	return &Fake{
+		cmds:      make(chan func(pipeline.Group)),
+		stopped:   make(chan struct{}),
+		parts:     make(map[pipeline.TopicPartition]*fakePartition),
+		committed: make(map[pipeline.TopicPartition]int64),
+		changed:   make(chan struct{}),
+	}
+}
+
+// Run implements pipeline.Source.
+func (f *Fake) Run(ctx context.Context, g pipeline.Group) error {
+	defer close(f.stopped)
+	for {
+		f.deliver(g)
+		select {
+		case cmd := <-f.cmds:
+			cmd(g)
+		case <-g.Wake():
+			for _, tp := range g.Resumable() {
+				if p := f.parts[tp]; p != nil {
+					p.paused = false
+				}
+			}
+			f.commit(g.Offsets())
+		case <-ctx.Done():
+			f.commit(g.Shutdown())
+			for _, p := range f.parts {
+				p.assigned = false
+			}
+			return nil
+		}
+	}
+}
+
+// deliver hands every assigned, unpaused partition what it has.
+func (f *Fake) deliver(g pipeline.Group) {
+	for more := true; more; {
+		more = false
+		for _, tp := range f.order {
+			p := f.parts[tp]
+			if !p.assigned || p.paused || p.pos >= len(p.log) {
+				continue
+			}
+			n := min(len(p.log)-p.pos, deliverChunk)
+			p.paused = g.Deliver(tp, p.log[p.pos:p.pos+n])
+			p.pos += n
+			more = true
+		}
+	}
+}
+
+func (f *Fake) commit(offs []pipeline.Offset) {
+	if len(offs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range offs {
+		f.committed[o.TopicPartition] = o.Next
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// do runs cmd on the poll goroutine and waits for it.
+func (f *Fake) do(cmd func(pipeline.Group)) error {
+	done := make(chan struct{})
+	select {
+	case f.cmds <- func(g pipeline.Group) { cmd(g); close(done) }:
+	case <-f.stopped:
+		return ErrStopped
+	}
+	<-done
+	return nil
+}
+
+func (f *Fake) part(tp pipeline.TopicPartition) *fakePartition {
+	p, ok := f.parts[tp]
+	if !ok {
+		p = &fakePartition{}
+		f.parts[tp] = p
+		f.order = append(f.order, tp)
+	}
+	return p
+}
+
+func tps(topic string, partitions []int32) []pipeline.TopicPartition {
+	out := make([]pipeline.TopicPartition, len(partitions))
+	for i, p := range partitions {
+		out[i] = pipeline.TopicPartition{Topic: topic, Partition: p}
+	}
+	return out
+}
+
+// Assign assigns partitions of topic to the consumer and returns once their
+// graphs run. Delivery starts at each partition's committed offset (the
+// start of its log when nothing was committed). The group's error, if any
+// graph failed to build, is returned.
+func (f *Fake) Assign(topic string, partitions ...int32) error {
+	var err error
+	if serr := f.do(func(g pipeline.Group) {
+		list := tps(topic, partitions)
+		for _, tp := range list {
+			p := f.part(tp)
+			p.assigned, p.paused = true, false
+			next := f.Committed(tp.Topic, tp.Partition)
+			p.pos = slices.IndexFunc(p.log, func(r pipeline.Record) bool { return r.Offset >= next })
+			if p.pos < 0 {
+				p.pos = len(p.log)
+			}
+			p.start = p.pos
+		}
+		err = g.Assign(list)
+	}); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// Revoke takes partitions away gracefully and returns once the group
+// drained them and their final offsets were committed.
+func (f *Fake) Revoke(topic string, partitions ...int32) error {
+	return f.do(func(g pipeline.Group) {
+		list := tps(topic, partitions)
+		f.commit(g.Revoke(list))
+		f.unassign(list)
+	})
+}
+
+// Lose takes partitions away as lost: nothing more of them is committed.
+func (f *Fake) Lose(topic string, partitions ...int32) error {
+	return f.do(func(g pipeline.Group) {
+		list := tps(topic, partitions)
+		g.Lose(list)
+		f.unassign(list)
+	})
+}
+
+func (f *Fake) unassign(list []pipeline.TopicPartition) {
+	for _, tp := range list {
+		if p := f.parts[tp]; p != nil {
+			p.assigned, p.paused = false, false
+		}
+	}
+}
+
+// Send appends values to a partition's log with consecutive offsets after
+// its last record (starting at 0).
+func (f *Fake) Send(topic string, partition int32, values ...[]byte) error {
+	return f.do(func(pipeline.Group) {
+		p := f.part(pipeline.TopicPartition{Topic: topic, Partition: partition})
+		next := int64(0)
+		if n := len(p.log); n > 0 {
+			next = p.log[n-1].Offset + 1
+		}
+		for i, v := range values {
+			p.log = append(p.log, pipeline.Record{Topic: topic, Partition: partition, Offset: next + int64(i), Value: v})
+		}
+	})
+}
+
+// SendRecords appends records to their partitions' logs as given. Offsets
+// must increase within a partition (gaps are allowed, as after compaction);
+// otherwise nothing is appended and an error names the record.
+func (f *Fake) SendRecords(recs ...pipeline.Record) error {
+	var err error
+	if serr := f.do(func(pipeline.Group) {
+		last := map[pipeline.TopicPartition]int64{}
+		for _, r := range recs {
+			tp := pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			prev, ok := last[tp]
+			if !ok {
+				prev = -1
+				if p := f.parts[tp]; p != nil && len(p.log) > 0 {
+					prev = p.log[len(p.log)-1].Offset
+				}
+			}
+			if r.Offset <= prev {
+				err = fmt.Errorf("testkit: record %s/%d at offset %d does not follow offset %d; offsets must increase",
+					r.Topic, r.Partition, r.Offset, prev)
+				return
+			}
+			last[tp] = r.Offset
+		}
+		for _, r := range recs {
+			p := f.part(pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition})
+			p.log = append(p.log, r)
+		}
+	}); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// Committed returns the partition's committed offset (the next offset to
+// consume), or -1 when nothing was committed.
+func (f *Fake) Committed(topic string, partition int32) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.committed[pipeline.TopicPartition{Topic: topic, Partition: partition}]; ok {
+		return c
+	}
+	return -1
+}
+
+// commitChanged returns a channel closed at the next commit.
+func (f *Fake) commitChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// Delivered returns how many records of the partition's log were handed to
+// the group since its last assignment started (from its committed offset).
+func (f *Fake) Delivered(topic string, partition int32) int {
+	n := 0
+	_ = f.do(func(pipeline.Group) {
+		if p := f.parts[pipeline.TopicPartition{Topic: topic, Partition: partition}]; p != nil {
+			n = p.pos - p.start
+		}
+	})
+	return n
+}
+
+// Stopped is closed when Run has returned.
+func (f *Fake) Stopped() <-chan struct{} { return f.stopped }

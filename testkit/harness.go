@@ -1,0 +1,144 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Harness runs pipeline.Run over a [Fake] for one test, so a user can unit
+// test their graph with no broker. It works inside testing/synctest
+// bubbles (create it inside the bubble), where its waits resolve
+// instantly and deterministically. Every method fails the test on misuse;
+// the harness is stopped at test cleanup.
+type Harness struct {
+	t       testing.TB
+	fake    *Fake
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+	timeout time.Duration
+}
+
+// WaitTimeout is how long WaitCommitted waits before it fails the test.
+// Inside a synctest bubble the clock is fake, so it only fires when every
+// goroutine is blocked: a deadlock.
+const WaitTimeout = 5 * time.Minute
+
+// New starts pipeline.Run(build, opts...) over a new Fake. The consumer
+// holds no partitions until Assign.
+func New(t testing.TB, build pipeline.Builder, opts ...pipeline.Option) *Harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Harness{t: t, fake: NewFake(), cancel: cancel, done: make(chan struct{}), timeout: WaitTimeout}
+	go func() {
+		defer close(h.done)
+		h.err = pipeline.Run(ctx, h.fake, build, opts...)
+	}()
+	t.Cleanup(func() { _ = h.Stop() })
+	return h
+}
+
+// Fake returns the harness's source.
+func (h *Harness) Fake() *Fake { return h.fake }
+
+func (h *Harness) check(what string, err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatalf("testkit: %s: %v (Run returned: %v)", what, err, h.runErr())
+	}
+}
+
+func (h *Harness) runErr() error {
+	select {
+	case <-h.done:
+		return h.err
+	default:
+		return nil
+	}
+}
+
+// Assign assigns partitions of topic; it returns once their graphs run.
+func (h *Harness) Assign(topic string, partitions ...int32) {
+	h.t.Helper()
+	h.check("Assign", h.fake.Assign(topic, partitions...))
+}
+
+// Send appends values to a partition with consecutive offsets.
+func (h *Harness) Send(topic string, partition int32, values ...[]byte) {
+	h.t.Helper()
+	h.check("Send", h.fake.Send(topic, partition, values...))
+}
+
+// SendRecords appends records (with their own offsets) to their partitions.
+func (h *Harness) SendRecords(recs ...pipeline.Record) {
+	h.t.Helper()
+	h.check("SendRecords", h.fake.SendRecords(recs...))
+}
+
+// Revoke revokes partitions gracefully; it returns once the revoke is
+// acknowledged (drained, committed, closed).
+func (h *Harness) Revoke(topic string, partitions ...int32) {
+	h.t.Helper()
+	h.check("Revoke", h.fake.Revoke(topic, partitions...))
+}
+
+// Lose takes partitions away as lost; it returns once their graphs exited.
+func (h *Harness) Lose(topic string, partitions ...int32) {
+	h.t.Helper()
+	h.check("Lose", h.fake.Lose(topic, partitions...))
+}
+
+// Committed returns the partition's committed offset, -1 when none.
+func (h *Harness) Committed(topic string, partition int32) int64 {
+	return h.fake.Committed(topic, partition)
+}
+
+// WaitCommitted blocks until the partition's committed offset is at least
+// offset. It fails the test if Run stops first or nothing moves for
+// WaitTimeout (a deadlock, inside a synctest bubble).
+func (h *Harness) WaitCommitted(topic string, partition int32, offset int64) {
+	h.t.Helper()
+	timer := time.NewTimer(h.timeout)
+	defer timer.Stop()
+	for {
+		changed := h.fake.commitChanged()
+		c := h.fake.Committed(topic, partition)
+		if c >= offset {
+			return
+		}
+		select {
+		case <-changed:
+		case <-h.done:
+			if c = h.fake.Committed(topic, partition); c >= offset {
+				return
+			}
+			h.t.Fatalf("testkit: Run stopped with %v while %s/%d was committed at %d, waiting for %d", h.err, topic, partition, c, offset)
+		case <-timer.C:
+			h.t.Fatalf("testkit: %s/%d committed at %d after %v, waiting for %d: is the graph stuck?", topic, partition, c, h.timeout, offset)
+		}
+	}
+}
+
+// Wait blocks until Run returns by itself (a stage failed) and returns its
+// error. It fails the test after WaitTimeout.
+func (h *Harness) Wait() error {
+	h.t.Helper()
+	select {
+	case <-h.done:
+		return h.err
+	case <-time.After(h.timeout):
+		h.t.Fatalf("testkit: Run still running after %v", h.timeout)
+		return nil
+	}
+}
+
+// Stop shuts the consumer down gracefully (every partition revoked and
+// committed) and returns Run's error. It is idempotent.
+func (h *Harness) Stop() error {
+	h.cancel()
+	<-h.done
+	return h.err
+}
