@@ -22,6 +22,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 				v, err := call(fn, ctx, it.Value)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
+						out.Send(buf) // what finished before the failure still completes
 						return err
 					}
 					continue
@@ -54,6 +55,10 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 			for _, it := range chunk {
 				ok, err := call(pred, ctx, it.Value)
 				if err != nil {
+					if len(dropped) > 0 {
+						s.Done(dropped...)
+					}
+					out.Send(buf)
 					return s.Fail(it.Ticket, err)
 				}
 				if ok {
@@ -92,6 +97,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 				vs, err := call(fn, ctx, it.Value)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
+						out.Send(buf) // what finished before the failure still completes
 						return err
 					}
 					continue

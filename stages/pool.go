@@ -38,13 +38,13 @@ type pool[In, Out any] struct {
 	seed    maphash.Seed
 }
 
-// poolChunk is one input chunk being processed by the workers.
+// poolChunk is one input chunk being processed by the workers. fin[i] is
+// set once outs[i] and errs[i] are final.
 type poolChunk[In, Out any] struct {
 	items []pipeline.Item[In]
 	outs  []Out
 	errs  []error
-	left  atomic.Int32
-	done  chan struct{}
+	fin   []atomic.Bool
 }
 
 // piece is a share of a chunk for one worker: a range, or an index list
@@ -69,17 +69,18 @@ func (p *pool[In, Out]) run(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pip
 		queues[i] = make(chan piece[In, Out], 2*p.workers)
 	}
 	ordered := make(chan *poolChunk[In, Out], 2*p.workers)
+	progress := make(chan struct{}, 1) // a worker finished a value
 
 	var wg sync.WaitGroup
 	for w := range p.workers {
 		q := queues[w%len(queues)]
-		wg.Go(func() { p.work(ctx, q) })
+		wg.Go(func() { p.work(ctx, q, progress) })
 	}
 	var emitErr error
 	emitted := make(chan struct{})
 	go func() {
 		defer close(emitted)
-		if emitErr = p.emit(ctx, s, inl, out, ordered); emitErr != nil {
+		if emitErr = p.emit(ctx, s, inl, out, ordered, progress); emitErr != nil {
 			cancel()
 		}
 	}()
@@ -108,8 +109,8 @@ func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], q
 		case <-ctx.Done():
 			return
 		}
-		c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)), done: make(chan struct{})}
-		c.left.Store(int32(len(items)))
+		c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
+			fin: make([]atomic.Bool, len(items))}
 		select {
 		case ordered <- c:
 		case <-ctx.Done():
@@ -156,49 +157,58 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out
 	return pcs
 }
 
-func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out]) {
+func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
+	one := func(c *poolChunk[In, Out], i int) {
+		c.outs[i], c.errs[i] = call(p.fn, ctx, c.items[i].Value)
+		c.fin[i].Store(true)
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
+	}
 	for pc := range q {
-		c := pc.c
 		if pc.idx != nil {
 			for _, i := range pc.idx {
-				c.outs[i], c.errs[i] = call(p.fn, ctx, c.items[i].Value)
-			}
-			if c.left.Add(-int32(len(pc.idx))) == 0 {
-				close(c.done)
+				one(pc.c, int(i))
 			}
 			continue
 		}
 		for i := pc.lo; i < pc.hi; i++ {
-			c.outs[i], c.errs[i] = call(p.fn, ctx, c.items[i].Value)
-		}
-		if c.left.Add(-int32(pc.hi-pc.lo)) == 0 {
-			close(c.done)
+			one(pc.c, i)
 		}
 	}
 }
 
-// emit sends finished chunks downstream in input order.
-func (p *pool[In, Out]) emit(ctx context.Context, s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out], ordered <-chan *poolChunk[In, Out]) error {
+// emit sends finished values downstream in input order, as soon as the
+// values before them finished, so the commit follows the finished prefix.
+func (p *pool[In, Out]) emit(ctx context.Context, s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
 	for c := range ordered {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return nil
-		}
-		buf := out.Buffer()
-		for i, it := range c.items {
-			if err := c.errs[i]; err != nil {
-				if err := s.Fail(it.Ticket, err); err != nil {
-					return err
+		for i := 0; i < len(c.items); {
+			if !c.fin[i].Load() {
+				select {
+				case <-progress:
+				case <-ctx.Done():
+					return nil
 				}
 				continue
 			}
-			buf = append(buf, pipeline.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
+			buf := out.Buffer()
+			for ; i < len(c.items) && c.fin[i].Load(); i++ {
+				it := c.items[i]
+				if err := c.errs[i]; err != nil {
+					if err := s.Fail(it.Ticket, err); err != nil {
+						out.Send(buf) // what finished before the failure still completes
+						return err
+					}
+					continue
+				}
+				buf = append(buf, pipeline.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
+			}
+			if !out.Send(buf) {
+				return nil
+			}
 		}
 		inl.Release(c.items)
-		if !out.Send(buf) {
-			return nil
-		}
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option
 					err = fmt.Errorf("pick returned %d; want 0 <= i < %d", i, n)
 				}
 				if err != nil {
+					for j, o := range outs {
+						o.Send(bufs[j])
+					}
 					return s.Fail(it.Ticket, err)
 				}
 				bufs[i] = append(bufs[i], it)

@@ -14,30 +14,23 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 	call1 := func(ctx context.Context, v T) (struct{}, error) { return struct{}{}, fn(ctx, v) }
 	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 		ctx := s.Context()
-		var done []pipeline.Ticket
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
 				return nil
 			}
-			done = done[:0]
+			// Each value completes as soon as fn returns, so the commit
+			// never waits for the rest of a chunk.
 			for _, it := range chunk {
 				if _, err := call(call1, ctx, it.Value); err != nil {
-					if len(done) > 0 {
-						s.Done(done...)
-						done = done[:0]
-					}
 					if err := s.Fail(it.Ticket, err); err != nil {
 						return err
 					}
 					continue
 				}
-				done = append(done, it.Ticket)
+				s.Done(it.Ticket)
 			}
 			inl.Release(chunk)
-			if len(done) > 0 {
-				s.Done(done...)
-			}
 		}
 	})
 }

@@ -1,0 +1,231 @@
+package pipeline_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// gate blocks chosen offsets until released.
+type gate struct {
+	blocked map[int64]chan struct{}
+}
+
+func newGate(offsets ...int64) *gate {
+	g := &gate{blocked: map[int64]chan struct{}{}}
+	for _, o := range offsets {
+		g.blocked[o] = make(chan struct{})
+	}
+	return g
+}
+
+func (g *gate) wait(ctx context.Context, off int64) error {
+	if ch, ok := g.blocked[off]; ok {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+func (g *gate) open(off int64) { close(g.blocked[off]) }
+
+func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 500
+		g := newGate(137)
+		var out sink
+		rng := rand.New(rand.NewPCG(1, 2))
+		delays := make([]time.Duration, n)
+		for i := range delays {
+			delays[i] = time.Duration(rng.IntN(50)) * time.Millisecond
+		}
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			offs := stages.Pool(in, 8, func(ctx context.Context, r pipeline.Record) (int64, error) {
+				time.Sleep(delays[r.Offset])
+				return r.Offset, g.wait(ctx, r.Offset)
+			})
+			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.ID, o); return nil })
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(n)...)
+		time.Sleep(time.Minute) // every unblocked delay has passed
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 137 {
+			t.Fatalf("committed %d while offset 137 is in flight, want exactly 137", got)
+		}
+		g.open(137)
+		h.WaitCommitted("t", 0, n)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != n {
+			t.Fatalf("committed %d, want %d", got, n)
+		}
+		got := out.of(0)
+		for i, o := range got {
+			if o != int64(i) {
+				t.Fatalf("result %d is offset %d: Pool broke input order", i, o)
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("%d results, want %d", len(got), n)
+		}
+	})
+}
+
+func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 300
+		running := map[string]int{}
+		var maxPar int
+		var mu = make(chan struct{}, 1)
+		lastSeen := map[string]int64{}
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			done := stages.Pool(in, 6, func(ctx context.Context, r pipeline.Record) (int64, error) {
+				k := string(r.Key)
+				mu <- struct{}{}
+				running[k]++
+				if running[k] > 1 {
+					t.Errorf("key %s runs twice at once", k)
+				}
+				if last, ok := lastSeen[k]; ok && last > r.Offset {
+					t.Errorf("key %s: offset %d ran after %d", k, r.Offset, last)
+				}
+				lastSeen[k] = r.Offset
+				cur := 0
+				for _, c := range running {
+					cur += c
+				}
+				maxPar = max(maxPar, cur)
+				<-mu
+				time.Sleep(time.Duration(r.Offset%7) * time.Millisecond)
+				mu <- struct{}{}
+				running[k]--
+				<-mu
+				return r.Offset, nil
+			}, stages.ByKey(func(r pipeline.Record) string { return string(r.Key) }))
+			return stages.Discard(done)
+		})
+		recs := make([]pipeline.Record, n)
+		for i := range recs {
+			recs[i] = pipeline.Record{Topic: "t", Offset: int64(i), Key: []byte{byte('a' + i%5)}}
+		}
+		h.Assign("t", 0)
+		h.SendRecords(recs...)
+		h.WaitCommitted("t", 0, n)
+		if maxPar < 2 {
+			t.Fatalf("at most %d keys ran at once; ByKey should run different keys in parallel", maxPar)
+		}
+	})
+}
+
+func TestFilteredTailIsCommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < 4 })
+			return stages.Each(kept, func(_ context.Context, r pipeline.Record) error { out.add(p.ID, r.Offset); return nil })
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(10)...)
+		h.WaitCommitted("t", 0, 10)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 10 {
+			t.Fatalf("committed %d, want 10", got)
+		}
+		if got := out.of(0); len(got) != 4 {
+			t.Fatalf("kept %v, want offsets 0..3", got)
+		}
+	})
+}
+
+func TestOffsetGapsCommitPastTheLastRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(in)
+		})
+		h.Assign("t", 0)
+		h.SendRecords(
+			pipeline.Record{Topic: "t", Offset: 3},
+			pipeline.Record{Topic: "t", Offset: 7},
+			pipeline.Record{Topic: "t", Offset: 8},
+		)
+		h.WaitCommitted("t", 0, 9)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 9 {
+			t.Fatalf("committed %d, want 9", got)
+		}
+	})
+}
+
+func TestFlatMapCommitsWhenAllOutputsFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Offset 0 expands to 3 values, offset 1 to none, offset 2 to 2;
+		// the second value of offset 2 is held at the End.
+		release := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			parts := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+				switch r.Offset {
+				case 0:
+					return []string{"0a", "0b", "0c"}, nil
+				case 2:
+					return []string{"2a", "2b"}, nil
+				}
+				return nil, nil
+			})
+			return stages.Each(parts, func(ctx context.Context, v string) error {
+				if v == "2b" {
+					<-release
+				}
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3)...)
+		h.WaitCommitted("t", 0, 2)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 2 {
+			t.Fatalf("committed %d with an output of offset 2 pending, want 2", got)
+		}
+		close(release)
+		h.WaitCommitted("t", 0, 3)
+	})
+}
+
+func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var evens, odds sink
+		slow := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(r pipeline.Record) int { return int(r.Offset % 2) })
+			return pipeline.All(
+				stages.Each(branches[0], func(_ context.Context, r pipeline.Record) error { evens.add(0, r.Offset); return nil }),
+				stages.Each(branches[1], func(_ context.Context, r pipeline.Record) error {
+					if r.Offset == 5 {
+						<-slow
+					}
+					odds.add(0, r.Offset)
+					return nil
+				}),
+			)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(10)...)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 5 {
+			t.Fatalf("committed %d while odd offset 5 is in its branch, want 5", got)
+		}
+		close(slow)
+		h.WaitCommitted("t", 0, 10)
+		if e, o := evens.of(0), odds.of(0); len(e) != 5 || len(o) != 5 {
+			t.Fatalf("evens %v odds %v", e, o)
+		}
+	})
+}

@@ -1,0 +1,240 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// parse fails with Invalid for values that are not numbers.
+func parse(_ context.Context, r pipeline.Record) (int, error) {
+	var n int
+	if _, err := fmt.Sscan(string(r.Value), &n); err != nil {
+		return 0, pipeline.Invalid(fmt.Errorf("not a number: %q", r.Value))
+	}
+	return n, nil
+}
+
+func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var dead []pipeline.DeadLetter
+		var sum int
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			nums := stages.Map(in, parse, stages.Name("parse"))
+			return stages.Each(nums, func(_ context.Context, n int) error { sum += n; return nil })
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+			mu.Lock()
+			defer mu.Unlock()
+			dead = append(dead, dl)
+			return nil
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"), []byte("y"))
+		h.WaitCommitted("t", 0, 4)
+		if sum != 3 {
+			t.Fatalf("sum %d, want 3", sum)
+		}
+		if len(dead) != 2 {
+			t.Fatalf("%d dead letters, want 2", len(dead))
+		}
+		for i, want := range []int64{1, 3} {
+			d := dead[i]
+			if d.Record.Offset != want || d.Stage != "parse" || !pipeline.IsInvalid(d.Err) {
+				t.Fatalf("dead letter %d: offset %d stage %q err %v", i, d.Record.Offset, d.Stage, d.Err)
+			}
+		}
+		if string(dead[0].Record.Value) != "x" {
+			t.Fatalf("dead letter value %q, want the original bytes", dead[0].Record.Value)
+		}
+	})
+}
+
+func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead []int64
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []pipeline.Record) error {
+				if b[0].Offset == 3 {
+					return pipeline.Invalid(errors.New("bad batch"))
+				}
+				return nil
+			})
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+			dead = append(dead, dl.Record.Offset)
+			return nil
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(9)...)
+		h.WaitCommitted("t", 0, 9)
+		if fmt.Sprint(dead) != "[3 4 5]" {
+			t.Fatalf("dead-lettered %v, want [3 4 5]", dead)
+		}
+	})
+}
+
+func TestInvalidWithoutDeadLetterStopsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
+		})
+		h.Assign("events", 2)
+		h.Send("events", 2, []byte("1"), []byte("2"), []byte("oops"), []byte("3"))
+		err := h.Wait()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || !errors.Is(err, pipeline.ErrNoDeadLetter) {
+			t.Fatalf("Run returned %v, want a StageError wrapping ErrNoDeadLetter", err)
+		}
+		if se.Stage != "parse" || se.Topic != "events" || se.Partition != 2 || se.Offset != 2 {
+			t.Fatalf("error names %q %s/%d@%d, want parse events/2@2", se.Stage, se.Topic, se.Partition, se.Offset)
+		}
+		for _, want := range []string{"events/2", "offset 2", "WithDeadLetter", "oops"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not mention %q", err, want)
+			}
+		}
+		if got := h.Committed("events", 2); got != 2 {
+			t.Fatalf("committed %d, want 2 (nothing from the bad offset on)", got)
+		}
+	})
+}
+
+func TestStageErrorStopsRunAndCommitsWhatFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("database down")
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				if r.Topic == "t" && r.Offset == 5 {
+					return boom
+				}
+				return nil
+			}, stages.Name("write"))
+		})
+		h.Assign("t", 0)
+		h.Assign("u", 0)
+		h.Send("u", 0, values(3)...)
+		h.WaitCommitted("u", 0, 3)
+		h.Send("t", 0, values(10)...)
+		err := h.Wait()
+		if !errors.Is(err, boom) {
+			t.Fatalf("Run returned %v, want it to wrap %v", err, boom)
+		}
+		if !strings.Contains(err.Error(), `stage "write" on t/0 at offset 5`) {
+			t.Fatalf("error %q does not name the stage and position", err)
+		}
+		if got := h.Committed("t", 0); got != 5 {
+			t.Fatalf("committed %d, want 5", got)
+		}
+		if got := h.Committed("u", 0); got != 3 {
+			t.Fatalf("the healthy partition committed %d, want 3", got)
+		}
+	})
+}
+
+func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			vals := stages.Pool(in, 3, func(_ context.Context, r pipeline.Record) (int64, error) {
+				if r.Offset == 7 {
+					var m map[string]int
+					m["boom"]++ // nil map write panics
+				}
+				return r.Offset, nil
+			}, stages.Name("enrich"))
+			return stages.Discard(vals)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(20)...)
+		err := h.Wait()
+		var pe *pipeline.PanicError
+		var se *pipeline.StageError
+		if !errors.As(err, &pe) || !errors.As(err, &se) {
+			t.Fatalf("Run returned %v, want a StageError with a PanicError", err)
+		}
+		if se.Stage != "enrich" || se.Offset != 7 {
+			t.Fatalf("panic reported at %q offset %d, want enrich offset 7", se.Stage, se.Offset)
+		}
+		if !strings.Contains(string(pe.Stack), "lifecycle") && !strings.Contains(string(pe.Stack), "errors_test.go") {
+			t.Fatalf("stack does not show the panicking function:\n%s", pe.Stack)
+		}
+		if got := h.Committed("t", 0); got != 7 {
+			t.Fatalf("committed %d, want 7", got)
+		}
+	})
+}
+
+func TestDeadLetterFailureStopsRunWithoutCommitting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, parse))
+		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return errors.New("dlq unreachable") }))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("1"), []byte("bad"), []byte("2"))
+		err := h.Wait()
+		if err == nil || !strings.Contains(err.Error(), "dlq unreachable") || !strings.Contains(err.Error(), "offset 1") {
+			t.Fatalf("Run returned %v", err)
+		}
+		if got := h.Committed("t", 0); got != 1 {
+			t.Fatalf("committed %d, want 1", got)
+		}
+	})
+}
+
+func TestBuildErrorsNameTheProblem(t *testing.T) {
+	cases := map[string]struct {
+		build pipeline.Builder
+		want  string
+	}{
+		"consumed twice": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			stages.Discard(in)
+			return stages.Discard(in)
+		}, "consumed twice"},
+		"never consumed": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(pipeline.Record) int { return 0 })
+			return stages.Discard(branches[0])
+		}, `output of "Route#1" is never consumed`},
+		"zero end": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			stages.Discard(in)
+			return pipeline.End{}
+		}, "zero End"},
+		"bad option type": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 2, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil },
+				stages.ByKey(func(s string) string { return s })))
+		}, "option ByKey has type func(string) string"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := testkit.New(t, tc.build)
+				if err := h.Fake().Assign("t", 3); err == nil {
+					t.Fatal("Assign succeeded")
+				}
+				err := h.Wait()
+				var be *pipeline.BuildError
+				if !errors.As(err, &be) || be.Topic != "t" || be.Partition != 3 || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Run returned %v, want a BuildError for t/3 mentioning %q", err, tc.want)
+				}
+			})
+		})
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	err := pipeline.Run(context.Background(), testkit.NewFake(), func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(in)
+	}, pipeline.WithDrainTimeout(0), pipeline.WithMaxInFlight(-1))
+	if err == nil || !strings.Contains(err.Error(), "WithDrainTimeout(0s)") || !strings.Contains(err.Error(), "WithMaxInFlight(-1)") {
+		t.Fatalf("Run returned %v, want errors naming both options", err)
+	}
+	if err := pipeline.Run(context.Background(), nil, nil); err == nil {
+		t.Fatal("Run accepted a nil source")
+	}
+}

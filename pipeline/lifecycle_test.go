@@ -1,0 +1,262 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+func TestRevokeDrainsInFlightWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			slow := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) {
+				time.Sleep(time.Second) // in-flight work that finishes within the drain timeout
+				return r.Offset, nil
+			})
+			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.ID, o); return nil })
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3)...)
+		synctest.Wait() // the first record is in the Map
+		h.Revoke("t", 0)
+		if got := h.Committed("t", 0); got != 3 {
+			t.Fatalf("committed %d after a graceful revoke, want 3", got)
+		}
+		if got := out.of(0); !slices.Equal(got, []int64{0, 1, 2}) {
+			t.Fatalf("processed %v, want [0 1 2]", got)
+		}
+	})
+}
+
+func TestRevokeAfterDrainTimeoutCommitsOnlyWhatFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(4)
+		var cause error
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				err := g.wait(ctx, r.Offset)
+				if err != nil {
+					cause = err
+				}
+				return err
+			})
+		}, pipeline.WithDrainTimeout(3*time.Second))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(10)...)
+		synctest.Wait()
+		start := time.Now()
+		h.Revoke("t", 0)
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Fatalf("revoke returned after %v, want the 3s drain timeout", waited)
+		}
+		if got := h.Committed("t", 0); got != 4 {
+			t.Fatalf("committed %d, want 4 (offset 4 never finished)", got)
+		}
+		if !errors.Is(cause, pipeline.ErrDrainTimeout) {
+			t.Fatalf("stage saw cause %v, want ErrDrainTimeout", cause)
+		}
+		// Re-assigning resumes from the commit: offset 4 is delivered again.
+		g.open(4)
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 10)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Stop: %v (errors after a drain timeout must not stop Run)", err)
+		}
+	})
+}
+
+func TestLostPartitionCommitsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(0)
+		var mu sync.Mutex
+		var causes []error
+		closed := 0
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			p.OnClose(func(context.Context) error { closed++; return nil })
+			slow := stages.Pool(in, 4, func(ctx context.Context, r pipeline.Record) (int64, error) {
+				if err := g.wait(ctx, r.Offset); err != nil {
+					mu.Lock()
+					causes = append(causes, err)
+					mu.Unlock()
+					return 0, err
+				}
+				return r.Offset, nil
+			})
+			return stages.Discard(slow)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(20)...)
+		synctest.Wait()
+		h.Lose("t", 0)
+		if got := h.Committed("t", 0); got != -1 {
+			t.Fatalf("committed %d for a lost partition, want -1", got)
+		}
+		if len(causes) != 1 || !errors.Is(causes[0], pipeline.ErrLost) {
+			t.Fatalf("blocked call saw %v, want ErrLost", causes)
+		}
+		if closed != 1 {
+			t.Fatalf("OnClose ran %d times, want 1", closed)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	})
+}
+
+func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var order []string
+		var mu sync.Mutex
+		log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			p.OnClose(func(context.Context) error { log("close-first-registered"); return nil })
+			p.OnClose(func(context.Context) error {
+				if p.Context().Err() != nil {
+					t.Errorf("context already cancelled in OnClose after a clean drain")
+				}
+				log("close-second-registered")
+				return nil
+			})
+			batches := stages.Batch(in, 1000, time.Hour)
+			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+				log("batch")
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(7)...)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != -1 {
+			t.Fatalf("committed %d before the batch flushed, want -1", got)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Committed("t", 0); got != 7 {
+			t.Fatalf("committed %d after shutdown, want 7", got)
+		}
+		want := []string{"batch", "close-second-registered", "close-first-registered"}
+		if !slices.Equal(order, want) {
+			t.Fatalf("order %v, want %v", order, want)
+		}
+	})
+}
+
+func TestBatchFlushesOnTimeoutAndSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sizes []int
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			batches := stages.Batch(in, 4, 2*time.Second)
+			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+				mu.Lock()
+				sizes = append(sizes, len(b))
+				mu.Unlock()
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(6)...)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 4 {
+			t.Fatalf("committed %d after a full batch, want 4", got)
+		}
+		time.Sleep(2*time.Second - time.Nanosecond)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 4 {
+			t.Fatalf("committed %d before maxWait, want 4", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 6 {
+			t.Fatalf("committed %d after maxWait, want 6", got)
+		}
+		if !slices.Equal(sizes, []int{4, 2}) {
+			t.Fatalf("batch sizes %v, want [4 2]", sizes)
+		}
+	})
+}
+
+func TestBatchByWeight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sizes []int
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			batches := stages.Batch(in, 10, time.Second,
+				stages.Weight(func(r pipeline.Record) int { return len(r.Value) }))
+			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+				sizes = append(sizes, len(b))
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("aaaa"), []byte("bbbb"), []byte("cccc"), []byte("dddddddddddddd"), []byte("e"))
+		h.WaitCommitted("t", 0, 5)
+		// 4+4 fits, +4 would exceed 10; 4 alone; 14 is heavier than the
+		// limit and goes alone; 1 is flushed by time.
+		if !slices.Equal(sizes, []int{2, 1, 1, 1}) {
+			t.Fatalf("batch sizes %v, want [2 1 1 1]", sizes)
+		}
+	})
+}
+
+func TestBackpressurePausesAFullPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(0)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+		}, pipeline.WithPartitionQueue(100))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(1000)...)
+		synctest.Wait()
+		// The fake delivers 64 records at a time; the partition pauses once
+		// 100 are held, so it took two deliveries.
+		if got := h.Fake().Delivered("t", 0); got != 128 {
+			t.Fatalf("delivered %d records while the graph was stuck, want 128", got)
+		}
+		g.open(0)
+		h.WaitCommitted("t", 0, 1000)
+	})
+}
+
+func TestGlobalInFlightLimitBoundsAllPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		}, pipeline.WithMaxInFlight(200))
+		parts := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+		h.Assign("t", parts...)
+		for _, p := range parts {
+			h.Send("t", p, values(500)...)
+		}
+		synctest.Wait()
+		total := 0
+		for _, p := range parts {
+			total += h.Fake().Delivered("t", p)
+		}
+		// At most one delivery (64) per partition beyond the limit.
+		if total < 200 || total > 200+64*len(parts) {
+			t.Fatalf("%d records delivered across partitions with a limit of 200", total)
+		}
+		close(release)
+		for _, p := range parts {
+			h.WaitCommitted("t", p, 500)
+		}
+	})
+}
