@@ -256,8 +256,9 @@ func (f *Fake) Committed(topic string, partition int32) int64 {
 	return -1
 }
 
-// commitChanged returns a channel closed at the next commit.
-func (f *Fake) commitChanged() <-chan struct{} {
+// Changed returns a channel that is closed at the next commit, to wait for
+// Committed to move without polling.
+func (f *Fake) Changed() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.changed

@@ -104,7 +104,7 @@ func (h *Harness) WaitCommitted(topic string, partition int32, offset int64) {
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
 	for {
-		changed := h.fake.commitChanged()
+		changed := h.fake.Changed()
 		c := h.fake.Committed(topic, partition)
 		if c >= offset {
 			return

@@ -1,0 +1,73 @@
+package stages_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// benchGraph pushes b.N records through the graph built by wire and
+// reports ns/msg and allocs/msg (an op is one message).
+func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End) {
+	recs := make([]pipeline.Record, b.N)
+	for i := range recs {
+		recs[i] = pipeline.Record{Topic: "bench", Offset: int64(i)}
+	}
+	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		offs := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
+		return wire(offs)
+	})
+	h.SendRecords(recs...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	h.Assign("bench", 0)
+	h.WaitCommitted("bench", 0, int64(b.N))
+	b.StopTimer()
+	if err := h.Stop(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func inc(_ context.Context, v int64) (int64, error) { return v + 1, nil }
+
+// BenchmarkBaseline is the runtime alone (feeder, one Map, commit
+// tracking); subtract it from the others to get the cost of their stages.
+func BenchmarkBaseline(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(in) })
+}
+
+func BenchmarkMapChain4(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Map(stages.Map(stages.Map(stages.Map(in, inc), inc), inc), inc))
+	})
+}
+
+func BenchmarkPool4(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Pool(in, 4, inc))
+	})
+}
+
+func BenchmarkPoolByKey4(b *testing.B) {
+	key := func(v int64) string { return "k" }
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Pool(in, 4, inc, stages.ByKey(key)))
+	})
+}
+
+func BenchmarkBatch100(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Batch(in, 100, time.Second))
+	})
+}
+
+func BenchmarkEach(b *testing.B) {
+	var sum int64
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, v int64) error { sum += v; return nil })
+	})
+}

@@ -1,0 +1,96 @@
+package stages_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// runExample runs build over one partition holding values, until every
+// record is committed, and stops.
+func runExample(build pipeline.Builder, values ...string) {
+	fake := testkit.NewFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- pipeline.Run(ctx, fake, build) }()
+	for _, v := range values {
+		_ = fake.Send("orders", 0, []byte(v))
+	}
+	_ = fake.Assign("orders", 0)
+	for fake.Committed("orders", 0) < int64(len(values)) {
+		<-fake.Changed()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Println("error:", err)
+	}
+	fmt.Println("committed:", fake.Committed("orders", 0))
+}
+
+// Pool calls a slow function (here: a lookup) for several records at once
+// and still hands results on in offset order.
+func ExamplePool() {
+	lookup := func(ctx context.Context, r pipeline.Record) (string, error) {
+		time.Sleep(time.Duration(len(r.Value)) * time.Millisecond) // a remote call
+		return strings.ToUpper(string(r.Value)), nil
+	}
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		upper := stages.Pool(in, 4, lookup)
+		return stages.Each(upper, func(_ context.Context, s string) error {
+			fmt.Println(s)
+			return nil
+		})
+	}, "pear", "fig", "banana", "kiwi")
+	// Output:
+	// PEAR
+	// FIG
+	// BANANA
+	// KIWI
+	// committed: 4
+}
+
+// Batch groups records for one write; their offsets commit when the write
+// returns. A batch is also flushed after maxWait and when the partition is
+// revoked or the consumer stops.
+func ExampleBatch() {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		batches := stages.Batch(in, 2, time.Second)
+		return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+			fmt.Println("insert", len(b), "rows starting at offset", b[0].Offset)
+			return nil
+		})
+	}, "a", "b", "c", "d")
+	// Output:
+	// insert 2 rows starting at offset 0
+	// insert 2 rows starting at offset 2
+	// committed: 4
+}
+
+// Route sends each record down one branch; pipeline.All joins the ends.
+// A record commits when its own branch finished it.
+func ExampleRoute() {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		byKind := stages.Route(in, 2, func(r pipeline.Record) int {
+			if strings.HasPrefix(string(r.Value), "refund") {
+				return 1
+			}
+			return 0
+		})
+		return pipeline.All(
+			stages.Discard(byKind[0]),
+			stages.Each(byKind[1], func(_ context.Context, r pipeline.Record) error {
+				fmt.Println("refund at offset", r.Offset)
+				return nil
+			}),
+		)
+	}, "sale 1", "refund 2", "sale 3", "refund 4")
+	// Output:
+	// refund at offset 1
+	// refund at offset 3
+	// committed: 4
+}
