@@ -30,6 +30,7 @@ type graph struct {
 	starts   []func()
 	wg       sync.WaitGroup
 	exited   chan struct{}
+	dlq      chan deadLetterJob
 
 	// input queue between Deliver and the feeder goroutine
 	qmu     sync.Mutex
@@ -54,6 +55,7 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		exited:   make(chan struct{}),
 		qsig:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		dlq:      make(chan deadLetterJob, deadLetterQueue),
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
@@ -100,8 +102,16 @@ func (g *graph) build(b Builder) (err error) {
 		go start()
 	}
 	go g.feed(in)
+	dlqDone := make(chan struct{})
 	go func() {
+		defer close(dlqDone)
+		g.sendDeadLetters()
+	}()
+	go func() {
+		// Stages first: until they exited they may queue dead letters.
 		g.wg.Wait()
+		close(g.dlq)
+		<-dlqDone
 		close(g.exited)
 	}()
 	return nil

@@ -135,24 +135,31 @@ func (rt *runtime) Shutdown() []Offset {
 
 // Lose implements Group.
 func (rt *runtime) Lose(tps []TopicPartition) {
-	rt.m.Lose(tps)
+	rt.forget(rt.m.Lose(tps))
 }
 
-// finish returns the final offsets of stopped graphs and forgets them.
-func (rt *runtime) finish(gs []*graph) []Offset {
-	var out []Offset
+// forget takes stopped graphs out of the pause set and returns what they
+// held to the budget.
+func (rt *runtime) forget(gs []*graph) {
 	rt.mu.Lock()
 	for _, g := range gs {
 		delete(rt.paused, g)
 	}
 	rt.mu.Unlock()
 	for _, g := range gs {
+		rt.release(g.tr.drop())
+	}
+}
+
+// finish returns the final offsets of stopped graphs and forgets them.
+func (rt *runtime) finish(gs []*graph) []Offset {
+	var out []Offset
+	for _, g := range gs {
 		if next := g.tr.committable(); next >= 0 {
 			out = append(out, Offset{TopicPartition: g.tp, Next: next})
 		}
-		// Records still held by the stopped graph leave the budget.
-		rt.release(g.tr.drop())
 	}
+	rt.forget(gs)
 	if len(gs) > 0 {
 		rt.cfg.logger.Info("sluice: partitions revoked", "offsets", out)
 	}

@@ -39,7 +39,7 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	srcErr := src.Run(runCtx, rt)
 	// A source must shut its partitions down before returning; whatever it
 	// left is stopped here without committing.
-	rt.m.Lose(rt.m.Owned())
+	rt.Lose(rt.m.Owned())
 	if err := rt.fatal(); err != nil {
 		return err
 	}

@@ -46,7 +46,11 @@ type Source interface {
 // its methods must be called from the source's poll goroutine only.
 type Group interface {
 	// Assign builds and starts a graph for each partition. Partitions
-	// already assigned are ignored. It returns once every graph runs.
+	// already assigned are ignored. It returns once every graph runs. An
+	// error means a graph failed to build: Run has recorded it and is
+	// stopping (ctx will be done), so the source carries on and shuts down
+	// gracefully as for any cancellation; partitions built before the
+	// failure are assigned and drain on Shutdown.
 	Assign(tps []TopicPartition) error
 
 	// Revoke drains the graphs of the given partitions gracefully (bounded

@@ -69,8 +69,10 @@ func (s *Stage) Retain(t Ticket, n int) {
 func (s *Stage) Join(ts []Ticket) Ticket { return s.g.tr.join(ts) }
 
 // Fail handles the error of a stage function for the value holding ticket
-// t. For an error marked with [Invalid], it sends every record behind t to
-// the dead-letter destination, completes t and returns nil. For any other
+// t. For an error marked with [Invalid], it queues every record behind t
+// for the partition's dead-letter goroutine, which delivers them in order
+// and then completes t, and returns nil (it waits only while that queue is
+// full). For any other
 // error it returns a *StageError naming the stage and the record's
 // position; the stage must then return that error, which stops Run. The
 // ticket is not completed, so nothing past the record is committed.
@@ -80,16 +82,10 @@ func (s *Stage) Fail(t Ticket, err error) error {
 	}
 	recs := s.g.tr.records(nil, t)
 	if IsInvalid(err) {
-		dl := s.g.rt.cfg.deadLetter
-		if dl == nil {
+		if s.g.rt.cfg.deadLetter == nil {
 			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
-		for _, r := range recs {
-			if derr := dl(s.g.ctx, DeadLetter{Record: r, Stage: s.name, Err: err}); derr != nil {
-				return s.stageError([]Record{r}, fmt.Errorf("dead-letter delivery failed: %w (record was invalid: %v)", derr, err))
-			}
-		}
-		s.g.tr.done(t)
+		s.g.deadLetter(deadLetterJob{stage: s, t: t, recs: recs, err: err})
 		return nil
 	}
 	return s.stageError(recs, err)

@@ -192,12 +192,6 @@ func (tr *tracker) committable() int64 {
 	return tr.next
 }
 
-// pending returns how many records are delivered but not committable.
-func (tr *tracker) pending() int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.size
-}
 
 // drop forgets every live slot of a stopped graph and returns how many
 // records and bytes were held.

@@ -35,6 +35,14 @@ func ByKey[T any](key func(T) string) Option { return func(o *options) { o.key =
 // of counting values. T must be the Batch's element type.
 func Weight[T any](w func(T) int) Option { return func(o *options) { o.weight = w } }
 
+// Spec returns the pipeline.StageSpec that opts describe for a stage of
+// the given kind. Stages written outside this package (such as the Kafka
+// producer stage in package sink) use it to accept the same options.
+func Spec(kind string, opts ...Option) pipeline.StageSpec {
+	sp, _ := spec(kind, opts)
+	return sp
+}
+
 func spec(kind string, opts []Option) (pipeline.StageSpec, options) {
 	var o options
 	for _, f := range opts {

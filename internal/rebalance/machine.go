@@ -63,10 +63,11 @@ func (m *Machine[K, W]) Revoke(keys []K) ([]K, []W) {
 }
 
 // Lose kills the workers of the owned keys among keys, concurrently, and
-// returns once all have exited.
-func (m *Machine[K, W]) Lose(keys []K) {
+// returns them once all have exited.
+func (m *Machine[K, W]) Lose(keys []K) []W {
 	_, ws := m.remove(keys)
 	each(ws, W.Kill)
+	return ws
 }
 
 // Shutdown revokes every owned key, like Revoke.

@@ -1,0 +1,54 @@
+package pipeline
+
+import "fmt"
+
+// deadLetterJob is one invalid value waiting for the dead-letter
+// destination: the records behind its ticket, in offset order.
+type deadLetterJob struct {
+	stage *Stage
+	t     Ticket
+	recs  []Record
+	err   error
+}
+
+// deadLetterQueue is how many invalid values a partition may have waiting
+// for the dead-letter destination before the stage that found them waits.
+const deadLetterQueue = 256
+
+// deadLetter queues an invalid value for the partition's dead-letter
+// goroutine, so the stage goes on while the dead letter is delivered. The
+// value's ticket completes only after delivery. It returns false when the
+// partition context ended first.
+func (g *graph) deadLetter(j deadLetterJob) bool {
+	select {
+	case g.dlq <- j:
+		return true
+	case <-g.ctx.Done():
+		return false
+	}
+}
+
+// sendDeadLetters delivers queued dead letters one at a time, in the order
+// the stages found them, until the queue is closed (after every stage
+// exited). After a delivery failure, nothing more is delivered or
+// completed.
+func (g *graph) sendDeadLetters() {
+	fn := g.rt.cfg.deadLetter
+	failed := fn == nil // then nothing is ever queued
+	for j := range g.dlq {
+		if failed {
+			continue
+		}
+		for _, r := range j.recs {
+			if err := fn(g.ctx, DeadLetter{Record: r, Stage: j.stage.name, Err: j.err}); err != nil {
+				g.rt.fail(g, j.stage.stageError([]Record{r},
+					fmt.Errorf("dead-letter delivery failed: %w (record was invalid: %v)", err, j.err)))
+				failed = true
+				break
+			}
+		}
+		if !failed {
+			g.tr.done(j.t)
+		}
+	}
+}

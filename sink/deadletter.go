@@ -1,0 +1,87 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Headers added to every dead letter, next to the original headers.
+const (
+	HeaderTopic     = "sluice.dlq.topic"
+	HeaderPartition = "sluice.dlq.partition"
+	HeaderOffset    = "sluice.dlq.offset"
+	HeaderError     = "sluice.dlq.error"
+	HeaderStage     = "sluice.dlq.stage"
+)
+
+// DeadLetter returns the destination to pass to pipeline.WithDeadLetter: it
+// produces each invalid record to topic with its key, value and headers
+// untouched, plus the sluice.dlq.* headers naming the original topic,
+// partition, offset, the error text and the stage. It returns only once
+// the delivery report arrived, so the record's offset commits only after
+// the dead letter is stored; a delivery failure is returned (and stops
+// Run: a bad record is never dropped silently). A full producer queue is
+// waited out.
+func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+	return func(ctx context.Context, dl pipeline.DeadLetter) error {
+		r := dl.Record
+		msg := &kafka.Message{
+			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
+			Key:            r.Key,
+			Value:          r.Value,
+			Timestamp:      r.Timestamp,
+		}
+		for _, h := range r.Headers {
+			msg.Headers = append(msg.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+		msg.Headers = append(msg.Headers,
+			kafka.Header{Key: HeaderTopic, Value: []byte(r.Topic)},
+			kafka.Header{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+			kafka.Header{Key: HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+			kafka.Header{Key: HeaderError, Value: []byte(errText(dl.Err))},
+			kafka.Header{Key: HeaderStage, Value: []byte(dl.Stage)},
+		)
+		report := make(chan kafka.Event, 1)
+		for {
+			err := p.p.Produce(msg, report)
+			if err == nil {
+				break
+			}
+			var kerr kafka.Error
+			if !errors.As(err, &kerr) || kerr.Code() != kafka.ErrQueueFull {
+				return fmt.Errorf("dead letter to %s: %w", topic, err)
+			}
+			select {
+			case <-time.After(queueFullWait):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		// Wait for the report even if ctx ends: librdkafka reports every
+		// message within message.timeout.ms, and leaving would drop it.
+		m, _ := (<-report).(*kafka.Message)
+		if m == nil {
+			return fmt.Errorf("dead letter to %s: no delivery report", topic)
+		}
+		if m.TopicPartition.Error != nil {
+			return fmt.Errorf("dead letter to %s: %w", topic, m.TopicPartition.Error)
+		}
+		return nil
+	}
+}
+
+// errText is the error without the "invalid input: " prefix that
+// pipeline.Invalid adds.
+func errText(err error) string {
+	if u := errors.Unwrap(err); u != nil && pipeline.IsInvalid(err) {
+		return u.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,8 @@
+// Package sink writes a graph's results to Kafka with confluent-kafka-go:
+// a terminal stage that produces records and commits each input only after
+// its delivery report succeeded, and the dead-letter destination for
+// records marked with pipeline.Invalid.
+//
+// One [Producer] is shared by every partition's graph (create it before
+// pipeline.Run, close it after Run returned).
+package sink

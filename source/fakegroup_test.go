@@ -1,0 +1,292 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+type TP = pipeline.TopicPartition
+
+// fakeGroup is a pipeline.Group that "processes" a record as soon as it is
+// delivered. It records every call and checks the calling contract.
+type fakeGroup struct {
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+
+	assigned map[TP]bool
+	next     map[TP]int64 // next offset after the last delivered record
+	reported map[TP]int64 // last value returned by Offsets
+	recs     map[TP][]pipeline.Record
+	total    int
+
+	assigns, revokes, loses [][]TP
+	shutdowns               int
+	violations              []string
+
+	// pause: Deliver returns true once a partition got pauseEvery records
+	// since its last resume (0: never). pausedCh receives each partition
+	// Deliver asked to pause; release makes it resumable.
+	pauseEvery  int
+	sinceResume map[TP]int
+	pausing     map[TP]bool
+	pauses      int
+	pausedCh    chan TP
+	resumable   []TP
+	wake        chan struct{}
+
+	runDone bool  // Run returned
+	runErr  error // what it returned
+}
+
+func newFakeGroup() *fakeGroup {
+	return &fakeGroup{
+		changed:     make(chan struct{}),
+		assigned:    map[TP]bool{},
+		next:        map[TP]int64{},
+		reported:    map[TP]int64{},
+		recs:        map[TP][]pipeline.Record{},
+		sinceResume: map[TP]int{},
+		pausing:     map[TP]bool{},
+		pausedCh:    make(chan TP, 1024),
+		wake:        make(chan struct{}, 1),
+	}
+}
+
+func (f *fakeGroup) bump() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeGroup) violate(format string, args ...any) {
+	f.violations = append(f.violations, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeGroup) Assign(tps []TP) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.assigns = append(f.assigns, slices.Clone(tps))
+	for _, tp := range tps {
+		if f.assigned[tp] {
+			continue
+		}
+		f.assigned[tp] = true
+		delete(f.next, tp)
+		delete(f.reported, tp)
+		delete(f.pausing, tp)
+		f.sinceResume[tp] = 0
+	}
+	return nil
+}
+
+func (f *fakeGroup) revokeLocked(tps []TP) []pipeline.Offset {
+	var out []pipeline.Offset
+	for _, tp := range tps {
+		if !f.assigned[tp] {
+			continue
+		}
+		if n, ok := f.next[tp]; ok {
+			out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+		}
+		delete(f.assigned, tp)
+		delete(f.pausing, tp)
+	}
+	return out
+}
+
+func (f *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.revokes = append(f.revokes, slices.Clone(tps))
+	return f.revokeLocked(tps)
+}
+
+func (f *fakeGroup) Lose(tps []TP) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.loses = append(f.loses, slices.Clone(tps))
+	for _, tp := range tps {
+		delete(f.assigned, tp)
+		delete(f.pausing, tp)
+	}
+}
+
+func (f *fakeGroup) Shutdown() []pipeline.Offset {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.shutdowns++
+	var all []TP
+	for tp := range f.assigned {
+		all = append(all, tp)
+	}
+	return f.revokeLocked(all)
+}
+
+func (f *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	if !f.assigned[tp] {
+		f.violate("Deliver(%v) of unassigned partition", tp)
+		return false
+	}
+	if len(recs) == 0 {
+		f.violate("Deliver(%v) of no records", tp)
+	}
+	for i, r := range recs {
+		if r.Topic != tp.Topic || r.Partition != tp.Partition {
+			f.violate("Deliver(%v) got record of %s/%d", tp, r.Topic, r.Partition)
+		}
+		if n, ok := f.next[tp]; ok && r.Offset != n {
+			f.violate("Deliver(%v) record %d: offset %d, want %d", tp, i, r.Offset, n)
+		}
+		f.next[tp] = r.Offset + 1
+	}
+	f.recs[tp] = append(f.recs[tp], recs...)
+	f.total += len(recs)
+	if f.pauseEvery <= 0 {
+		return false
+	}
+	f.sinceResume[tp] += len(recs)
+	if f.sinceResume[tp] < f.pauseEvery {
+		return false
+	}
+	if !f.pausing[tp] {
+		f.pausing[tp] = true
+		f.pauses++
+		f.pausedCh <- tp
+	}
+	return true
+}
+
+// release makes a paused partition resumable, as the runtime does when its
+// queue drains. It may be called from any goroutine.
+func (f *fakeGroup) release(tp TP) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.pausing[tp] {
+		return
+	}
+	f.resumable = append(f.resumable, tp)
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeGroup) Resumable() []TP {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.resumable
+	f.resumable = nil
+	for _, tp := range out {
+		delete(f.pausing, tp)
+		f.sinceResume[tp] = 0
+	}
+	return out
+}
+
+func (f *fakeGroup) Wake() <-chan struct{} { return f.wake }
+
+func (f *fakeGroup) Offsets() []pipeline.Offset {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []pipeline.Offset
+	for tp := range f.assigned {
+		n, ok := f.next[tp]
+		if ok && n > f.reported[tp] {
+			f.reported[tp] = n
+			out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+		}
+	}
+	return out
+}
+
+// waitUntil waits until cond (called with f locked) holds, failing the
+// test after timeout.
+func (f *fakeGroup) waitUntil(t testing.TB, timeout time.Duration, what string, cond func(f *fakeGroup) bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		ok := cond(f)
+		ch := f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		f.mu.Lock()
+		done, err := f.runDone, f.runErr
+		f.mu.Unlock()
+		if done {
+			t.Fatalf("Run returned %v while waiting for %s", err, what)
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			t.Fatalf("timed out after %v waiting for %s (delivered %d, assigned %v)", timeout, what, f.total, keys(f.assigned))
+		}
+	}
+}
+
+func (f *fakeGroup) with(fn func(f *fakeGroup)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func keys(m map[TP]bool) []TP {
+	var out []TP
+	for tp, ok := range m {
+		if ok {
+			out = append(out, tp)
+		}
+	}
+	slices.SortFunc(out, func(a, b TP) int { return int(a.Partition - b.Partition) })
+	return out
+}
+
+// running is a source running in the background.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t testing.TB, src *Kafka, g *fakeGroup) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		err := src.Run(ctx, g)
+		g.with(func(f *fakeGroup) { f.runDone, f.runErr = true, err; f.bump() })
+		r.done <- err
+	}()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// stop cancels the source and waits for Run to return.
+func (r *running) stop(t testing.TB) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return 30s after cancel")
+		return nil
+	}
+}

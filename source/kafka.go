@@ -1,0 +1,323 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+const (
+	// pollIdle is the Poll timeout while nothing is paused: it bounds how
+	// long a cancelled ctx waits for the loop to notice.
+	pollIdle = 100 * time.Millisecond
+	// pollPaused is the Poll timeout while some partition is paused: it
+	// bounds how late a partition listed by Group.Resumable is resumed.
+	pollPaused = 10 * time.Millisecond
+	// maxBatch caps the records handed to one Deliver call.
+	maxBatch = 512
+)
+
+// Kafka is a [pipeline.Source] consuming a Kafka consumer group through
+// librdkafka (confluent-kafka-go). Create it with [NewKafka]; its Run may be
+// called once.
+type Kafka struct {
+	cfg     Config
+	log     *slog.Logger
+	started atomic.Bool
+}
+
+var _ pipeline.Source = (*Kafka)(nil)
+
+// NewKafka validates cfg and returns a source. Errors name the offending
+// Config field. librdkafka itself validates property names and values in
+// Overrides when Run creates the client; Run returns that error before
+// calling any Group method.
+func NewKafka(cfg Config) (*Kafka, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Brokers = append([]string(nil), cfg.Brokers...)
+	cfg.Topics = append([]string(nil), cfg.Topics...)
+	ov := make(map[string]any, len(cfg.Overrides))
+	for k, v := range cfg.Overrides {
+		ov[k] = v
+	}
+	cfg.Overrides = ov
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Kafka{cfg: cfg, log: log.With("component", "sluice/source", "group", cfg.Group)}, nil
+}
+
+// Run joins the group, subscribes to Config.Topics and feeds the records to
+// g until ctx is done; see [pipeline.Source] for the contract. All calls to
+// g happen on the calling goroutine. Run returns nil after a clean
+// shutdown, the client error for a fatal librdkafka error (after losing
+// every owned partition), or a configuration error if the client cannot be
+// created. A second call returns an error.
+func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
+	if !k.started.CompareAndSwap(false, true) {
+		return errors.New("source: Kafka.Run called twice")
+	}
+	cm := k.cfg.configMap()
+	k.log.Debug("creating consumer", redacted(cm)...)
+	c, err := kafka.NewConsumer(&cm)
+	if err != nil {
+		return fmt.Errorf("source: create consumer: %w", err)
+	}
+	logsDone := make(chan struct{})
+	go forwardLogs(k.log, c.Logs(), logsDone)
+
+	r := &runner{
+		k:       k,
+		c:       c,
+		g:       g,
+		log:     k.log,
+		owned:   make(map[pipeline.TopicPartition]bool),
+		paused:  make(map[pipeline.TopicPartition]bool),
+		batch:   make([]pipeline.Record, 0, maxBatch),
+		storeAt: time.Now().Add(k.cfg.commitInterval()),
+	}
+	err = r.run(ctx)
+	r.close()
+	<-logsDone
+	return err
+}
+
+// runner is the state of one Run: it is only touched by the poll goroutine
+// (rebalance callbacks run inside Poll on that goroutine).
+type runner struct {
+	k   *Kafka
+	c   *kafka.Consumer
+	g   pipeline.Group
+	log *slog.Logger
+
+	owned  map[pipeline.TopicPartition]bool // fence: partitions we may deliver, store and commit
+	paused map[pipeline.TopicPartition]bool // partitions paused on Deliver's request
+
+	batchTP pipeline.TopicPartition
+	batch   []pipeline.Record // pending records of batchTP, not yet delivered
+
+	storeAt time.Time // next time to collect Group.Offsets
+	closing bool      // Shutdown or Lose-all done: rebalance callbacks leave g alone
+	fatal   error     // set by callbacks; ends the loop
+}
+
+func (r *runner) run(ctx context.Context) error {
+	if err := r.c.SubscribeTopics(r.k.cfg.Topics, r.rebalance); err != nil {
+		return fmt.Errorf("source: subscribe: %w", err)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			r.shutdown()
+			return nil
+		}
+		timeout := pollIdle
+		if len(r.paused) > 0 {
+			timeout = pollPaused
+		}
+		r.pollBatch(int(timeout.Milliseconds()))
+		if r.fatal != nil {
+			r.loseAll()
+			return r.fatal
+		}
+		r.resume()
+		if now := time.Now(); !now.Before(r.storeAt) {
+			r.storeAt = now.Add(r.k.cfg.commitInterval())
+			r.store(r.g.Offsets())
+		}
+	}
+}
+
+// pollBatch polls one event (waiting up to timeoutMs), then keeps polling
+// without waiting while events are messages, batching consecutive records
+// of one partition into one Deliver call.
+func (r *runner) pollBatch(timeoutMs int) {
+	defer r.flush()
+	for n := 0; n < 4*maxBatch; n++ {
+		ev := r.c.Poll(timeoutMs)
+		timeoutMs = 0
+		if ev == nil {
+			return
+		}
+		m, ok := ev.(*kafka.Message)
+		if !ok {
+			r.flush()
+			r.event(ev)
+			if r.fatal != nil {
+				return
+			}
+			continue
+		}
+		r.message(m)
+	}
+}
+
+func (r *runner) message(m *kafka.Message) {
+	tp := m.TopicPartition
+	if tp.Error != nil {
+		r.flush()
+		r.log.Warn("consume error", "topic", topicOf(tp), "partition", tp.Partition, "err", tp.Error)
+		return
+	}
+	ptp := pipeline.TopicPartition{Topic: topicOf(tp), Partition: tp.Partition}
+	if !r.owned[ptp] {
+		return // fenced: not ours (stale message around a rebalance)
+	}
+	if len(r.batch) > 0 && (ptp != r.batchTP || len(r.batch) == maxBatch) {
+		r.flush()
+	}
+	r.batchTP = ptp
+	rec := pipeline.Record{
+		Topic:     ptp.Topic,
+		Partition: ptp.Partition,
+		Offset:    int64(tp.Offset),
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		rec.Headers = make([]pipeline.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	r.batch = append(r.batch, rec)
+}
+
+// flush delivers the pending batch and pauses its partition if asked to.
+func (r *runner) flush() {
+	if len(r.batch) == 0 {
+		return
+	}
+	tp := r.batchTP
+	recs := make([]pipeline.Record, len(r.batch))
+	copy(recs, r.batch)
+	clear(r.batch)
+	r.batch = r.batch[:0]
+	if !r.owned[tp] {
+		return
+	}
+	if r.g.Deliver(tp, recs) && !r.paused[tp] {
+		if err := r.c.Pause(kafkaTPs([]pipeline.TopicPartition{tp})); err != nil {
+			r.log.Warn("pause failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			return
+		}
+		r.paused[tp] = true
+	}
+}
+
+// resume resumes the paused partitions the group has room for again.
+func (r *runner) resume() {
+	if len(r.paused) == 0 {
+		return
+	}
+	select {
+	case <-r.g.Wake():
+	default:
+		return
+	}
+	var tps []pipeline.TopicPartition
+	for _, tp := range r.g.Resumable() {
+		if r.paused[tp] && r.owned[tp] {
+			tps = append(tps, tp)
+			delete(r.paused, tp)
+		}
+	}
+	if len(tps) == 0 {
+		return
+	}
+	if err := r.c.Resume(kafkaTPs(tps)); err != nil {
+		r.log.Warn("resume failed", "partitions", tps, "err", err)
+	}
+}
+
+// event handles a non-message event returned by Poll.
+func (r *runner) event(ev kafka.Event) {
+	switch e := ev.(type) {
+	case kafka.Error:
+		if e.IsFatal() {
+			r.log.Error("fatal client error", "err", e)
+			r.fatal = fmt.Errorf("source: fatal kafka error: %w", e)
+			return
+		}
+		logClientError(r.log, e)
+	case kafka.OffsetsCommitted:
+		r.committed(e)
+	case kafka.PartitionEOF:
+	default:
+		r.log.Debug("ignored event", "event", ev.String())
+	}
+}
+
+// shutdown hands everything back gracefully: Group.Shutdown, synchronous
+// commit of what it returns.
+func (r *runner) shutdown() {
+	r.flush()
+	offs := r.g.Shutdown()
+	r.commitSync(filterTPs(offs, r.ownedList()), "shutdown")
+	clear(r.owned)
+	clear(r.paused)
+	r.closing = true
+}
+
+// loseAll gives every owned partition up without committing.
+func (r *runner) loseAll() {
+	r.batch = r.batch[:0]
+	tps := r.ownedList()
+	clear(r.owned)
+	clear(r.paused)
+	if len(tps) > 0 {
+		r.g.Lose(tps)
+	}
+	r.closing = true
+}
+
+// close closes the client; rebalance callbacks fired while closing only
+// unassign.
+func (r *runner) close() {
+	r.closing = true
+	if err := r.c.Close(); err != nil {
+		r.log.Warn("close failed", "err", err)
+	}
+}
+
+func (r *runner) ownedList() []pipeline.TopicPartition {
+	tps := make([]pipeline.TopicPartition, 0, len(r.owned))
+	for tp := range r.owned {
+		tps = append(tps, tp)
+	}
+	return tps
+}
+
+func topicOf(tp kafka.TopicPartition) string {
+	if tp.Topic == nil {
+		return ""
+	}
+	return *tp.Topic
+}
+
+func kafkaTPs(tps []pipeline.TopicPartition) []kafka.TopicPartition {
+	out := make([]kafka.TopicPartition, len(tps))
+	for i, tp := range tps {
+		topic := tp.Topic
+		out[i] = kafka.TopicPartition{Topic: &topic, Partition: tp.Partition}
+	}
+	return out
+}
+
+func pipelineTPs(tps []kafka.TopicPartition) []pipeline.TopicPartition {
+	out := make([]pipeline.TopicPartition, len(tps))
+	for i, tp := range tps {
+		out[i] = pipeline.TopicPartition{Topic: topicOf(tp), Partition: tp.Partition}
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package source
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// forwardLogs copies librdkafka's log events to log until the consumer's
+// Close closes the channel, then closes done.
+//
+// librdkafka uses syslog levels: 0-3 are errors, 4 warnings, 5-6 info and 7
+// debug (only produced when the "debug" property is set).
+func forwardLogs(log *slog.Logger, ch <-chan kafka.LogEvent, done chan<- struct{}) {
+	defer close(done)
+	ctx := context.Background()
+	for ev := range ch {
+		lvl := slog.LevelDebug
+		switch {
+		case ev.Level <= 3:
+			lvl = slog.LevelError
+		case ev.Level == 4:
+			lvl = slog.LevelWarn
+		case ev.Level <= 6:
+			lvl = slog.LevelInfo
+		}
+		if !log.Enabled(ctx, lvl) {
+			continue
+		}
+		log.Log(ctx, lvl, ev.Message, "source", "librdkafka", "tag", ev.Tag, "client", ev.Name)
+	}
+}
+
+// logClientError logs a non-fatal client error. librdkafka recovers from
+// these itself (reconnects, retries); transient transport errors are
+// logged at debug level, the rest as warnings.
+func logClientError(log *slog.Logger, e kafka.Error) {
+	switch e.Code() {
+	case kafka.ErrTransport, kafka.ErrTimedOut:
+		log.Debug("client error", "code", e.Code().String(), "err", e)
+	default:
+		log.Warn("client error", "code", e.Code().String(), "err", e, "retriable", e.IsRetriable())
+	}
+}

@@ -1,0 +1,114 @@
+package source
+
+import (
+	"fmt"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// rebalance is the librdkafka rebalance callback. It runs inside Poll, on
+// the poll goroutine, so it may call the Group.
+//
+// With the eager protocol (range, roundrobin) every rebalance revokes the
+// whole assignment and assigns a new one (Assign/Unassign); with the
+// cooperative protocol (cooperative-sticky, and KIP-848's
+// group.protocol=consumer) only the moved partitions are revoked or added
+// (IncrementalAssign/IncrementalUnassign).
+func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
+	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		r.assigned(e.Partitions, cooperative)
+	case kafka.RevokedPartitions:
+		r.revoked(e.Partitions, cooperative, c.AssignmentLost())
+	}
+	return nil
+}
+
+func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
+	tps := pipelineTPs(parts)
+	r.log.Info("partitions assigned", "partitions", tps, "cooperative", cooperative)
+	if !r.closing && r.fatal == nil && len(tps) > 0 {
+		if err := r.g.Assign(tps); err != nil {
+			// The graphs could not be built: stop. The partitions are
+			// still handed to librdkafka below so that it stays in a
+			// consistent state until Close revokes them.
+			r.fatal = fmt.Errorf("source: assign %v: %w", tps, err)
+		}
+		for _, tp := range tps {
+			r.owned[tp] = true
+			delete(r.paused, tp)
+		}
+	}
+	var err error
+	if cooperative {
+		err = r.c.IncrementalAssign(parts)
+	} else {
+		err = r.c.Assign(parts)
+	}
+	if err != nil {
+		r.fatal = fmt.Errorf("source: assign partitions %v: %w", tps, err)
+		return
+	}
+	// librdkafka keeps a partition paused across revoke and re-assign:
+	// whatever we paused in an earlier assignment must not stay paused.
+	if len(parts) > 0 {
+		if err := r.c.Resume(parts); err != nil {
+			r.log.Warn("resume of assigned partitions failed", "partitions", tps, "err", err)
+		}
+	}
+}
+
+func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
+	tps := pipelineTPs(parts)
+	// Records polled before the revoke still belong to an owned partition:
+	// hand them over first so the graph sees them before draining.
+	r.flush()
+	var mine []pipeline.TopicPartition
+	for _, tp := range tps {
+		if r.owned[tp] {
+			mine = append(mine, tp)
+		}
+		delete(r.owned, tp)
+		delete(r.paused, tp)
+	}
+	switch {
+	case r.closing || len(mine) == 0:
+	case lost:
+		r.log.Warn("partitions lost", "partitions", mine)
+		r.g.Lose(mine)
+	default:
+		r.log.Info("partitions revoked", "partitions", mine, "cooperative", cooperative)
+		offs := r.g.Revoke(mine)
+		// The fence above already dropped these from owned; commit
+		// what the graphs finished while we still are the owner in
+		// the group's eyes (before unassigning).
+		r.commitSync(filterTPs(offs, mine), "revoke")
+	}
+	var err error
+	if cooperative {
+		err = r.c.IncrementalUnassign(parts)
+	} else {
+		err = r.c.Unassign()
+	}
+	if err != nil && !r.closing {
+		r.log.Warn("unassign failed", "partitions", tps, "err", err)
+	}
+}
+
+// filterTPs keeps the offsets of the given partitions.
+func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
+	keep := make(map[pipeline.TopicPartition]bool, len(tps))
+	for _, tp := range tps {
+		keep[tp] = true
+	}
+	out := offs[:0:0]
+	for _, o := range offs {
+		if keep[o.TopicPartition] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
