@@ -63,6 +63,12 @@ func runEmbedded(ctx context.Context, o options, logger *slog.Logger, out io.Wri
 		return err
 	}
 	defer b.Close()
+	return runDemo(ctx, o, b, logger, out)
+}
+
+// runDemo fills o.input on b with the demo workload and consumes it until
+// the group committed all of it.
+func runDemo(ctx context.Context, o options, b *testkit.Broker, logger *slog.Logger, out io.Writer) error {
 	fmt.Fprintf(out, "embedded broker on %s; producing %d demo events to %q\n", b.Addr(), o.messages, o.input)
 	if err := produceWorkload(ctx, b, o.input, 8, o.messages); err != nil {
 		return err

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestDemoEndToEnd runs the demo against an embedded broker and checks the
+// output and dead-letter topics record by record.
+func TestDemoEndToEnd(t *testing.T) {
+	const n = 3000
+	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n}
+	b := testkit.NewBroker(t, testkit.WithTopic(o.input, 8), testkit.WithTopic(o.output, 8), testkit.WithTopic(o.dlq, 1))
+	var out bytes.Buffer
+	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
+		t.Fatalf("runDemo: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("committed %d of %d", n, n)) {
+		t.Fatalf("summary does not report everything committed:\n%s", out.String())
+	}
+	for p, c := range b.Committed(t, o.group, o.input) {
+		if hw := b.HighWatermarks(t, o.input)[p]; c != hw {
+			t.Fatalf("partition %d committed %d, high watermark %d", p, c, hw)
+		}
+	}
+
+	// Which input went where: the workload is deterministic.
+	valid := map[string]string{} // id -> source
+	wantDead := 0
+	for i := range n {
+		if i%100 == 37 {
+			wantDead++
+			continue
+		}
+		valid[fmt.Sprintf("e-%d", i)] = ""
+	}
+	seen := map[string]bool{}
+	output := b.ReadAll(t, o.output)
+	if len(output) != len(valid) {
+		t.Fatalf("%d output records, want %d (one per valid event, no rebalance so no duplicate)", len(output), len(valid))
+	}
+	for _, r := range output {
+		var v map[string]any
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("output %s is not JSON: %v", r.Value, err)
+		}
+		id := string(r.Key)
+		if _, ok := valid[id]; !ok || v["id"] != id {
+			t.Fatalf("unexpected output key %q value %s", id, r.Value)
+		}
+		if _, ok := v["amount_cents"]; !ok || !strings.HasPrefix(fmt.Sprint(v["source"]), "events/") {
+			t.Fatalf("output %s lacks amount_cents or source", r.Value)
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(valid) {
+		t.Fatalf("%d distinct events in the output, want %d", len(seen), len(valid))
+	}
+
+	dead := b.ReadAll(t, o.dlq)
+	if len(dead) != wantDead {
+		t.Fatalf("%d dead letters, want %d", len(dead), wantDead)
+	}
+	for _, r := range dead {
+		h := map[string]string{}
+		for _, x := range r.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		if h[sink.HeaderTopic] != "events" || h[sink.HeaderStage] != "decode" || h[sink.HeaderError] == "" ||
+			h[sink.HeaderOffset] == "" || h[sink.HeaderPartition] == "" {
+			t.Fatalf("dead letter %q has headers %v", r.Value, h)
+		}
+		if !isMalformed(r.Value) {
+			t.Fatalf("dead letter value %q is not one of the malformed inputs, unchanged", r.Value)
+		}
+	}
+}
+
+func isMalformed(v []byte) bool {
+	for _, m := range malformed {
+		if string(v) == m {
+			return true
+		}
+	}
+	return false
+}
