@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // deadLetterJob is one invalid value waiting for the dead-letter
 // destination: the records behind its ticket, in offset order.
@@ -40,7 +43,7 @@ func (g *graph) sendDeadLetters() {
 			continue
 		}
 		for _, r := range j.recs {
-			if err := fn(g.ctx, DeadLetter{Record: r, Stage: j.stage.name, Err: j.err}); err != nil {
+			if err := g.deliverDeadLetter(fn, DeadLetter{Record: r, Stage: j.stage.name, Err: j.err}); err != nil {
 				g.rt.fail(g, j.stage.stageError([]Record{r},
 					fmt.Errorf("dead-letter delivery failed: %w (record was invalid: %v)", err, j.err)))
 				failed = true
@@ -48,7 +51,27 @@ func (g *graph) sendDeadLetters() {
 			}
 		}
 		if !failed {
+			for range j.recs {
+				g.rt.obs.RecordDeadLettered(g.tp, j.stage.name)
+			}
 			g.tr.done(j.t)
+		}
+	}
+}
+
+// deliverDeadLetter calls fn, retrying transient failures under Run's
+// retry policy (never past the start of a revoke).
+func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
+	p := g.rt.cfg.retry
+	for attempt := 1; ; attempt++ {
+		err := fn(g.ctx, dl)
+		if err == nil || !retryable(err) || attempt >= p.Attempts {
+			return err
+		}
+		d := p.delay(attempt)
+		g.rt.obs.StageRetry(dl.Stage+" (dead letter)", g.tp, attempt, d, err)
+		if !g.sleep(d) {
+			return err
 		}
 	}
 }

@@ -59,9 +59,10 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
-	g.tr = newTracker(func(n int, b int64) {
+	g.tr = newTracker(func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
-		rt.completed(g, n, b)
+		rt.obs.RecordsCompleted(tp, n, next)
+		rt.release(n, b)
 	})
 	return g
 }
@@ -171,6 +172,16 @@ func (g *graph) feed(e *edge[Record]) {
 	}
 }
 
+// stopping reports whether the partition is being revoked or is gone.
+func (g *graph) stopping() bool {
+	select {
+	case <-g.stop:
+		return true
+	default:
+		return g.ctx.Err() != nil
+	}
+}
+
 // stopInput stops deliveries and tells the feeder to close the input.
 func (g *graph) stopInput() {
 	g.qmu.Lock()
@@ -188,11 +199,13 @@ func (g *graph) Drain() {
 	g.stopInput()
 	t := time.NewTimer(g.rt.cfg.drainTimeout)
 	defer t.Stop()
+	timedOut := false
 	select {
 	case <-g.exited:
 		g.rt.cfg.logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
 			"drain", time.Since(start))
 	case <-t.C:
+		timedOut = true
 		g.rt.cfg.logger.Warn("sluice: partition drain timed out; committing only what finished",
 			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.drainTimeout)
 		g.cancel(ErrDrainTimeout)
@@ -200,6 +213,7 @@ func (g *graph) Drain() {
 	}
 	g.close()
 	g.cancel(ErrRevoked)
+	g.rt.obs.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
 // Kill is a lost partition (rebalance.Worker).
@@ -208,6 +222,7 @@ func (g *graph) Kill() {
 	g.cancel(ErrLost)
 	<-g.exited
 	g.close()
+	g.rt.obs.PartitionLost(g.tp)
 	g.rt.cfg.logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }
 

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/sluice-go/sluice/internal/rebalance"
 )
@@ -16,6 +18,9 @@ type runtime struct {
 	cancel context.CancelCauseFunc
 	m      *rebalance.Machine[TopicPartition, *graph]
 	wake   chan struct{}
+	obs    Observer
+	// observed: observers were configured, so stages time their calls.
+	observed bool
 
 	mu        sync.Mutex
 	inflight  int64
@@ -26,7 +31,7 @@ type runtime struct {
 }
 
 func newRuntime(parent context.Context, cancel context.CancelCauseFunc, cfg config, b Builder) *runtime {
-	rt := &runtime{cfg: cfg, build: b, parent: parent, cancel: cancel,
+	rt := &runtime{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.observers), observed: len(cfg.observers) > 0,
 		wake: make(chan struct{}, 1), paused: make(map[*graph]struct{})}
 	rt.m = rebalance.New(rt.start)
 	return rt
@@ -44,10 +49,14 @@ func (rt *runtime) start(tp TopicPartition) (*graph, error) {
 // graph whose partition was already taken away are expected (its context
 // was cancelled under it) and ignored.
 func (rt *runtime) fail(g *graph, err error) {
-	if g != nil && g.ctx.Err() != nil {
-		rt.cfg.logger.Debug("sluice: error after the partition was taken away", "topic", g.tp.Topic,
-			"partition", g.tp.Partition, "err", err)
+	if g != nil && g.stopping() {
+		rt.cfg.logger.Warn("sluice: error while the partition was being taken away; its record stays uncommitted",
+			"topic", g.tp.Topic, "partition", g.tp.Partition, "err", err)
 		return
+	}
+	var se *StageError
+	if errors.As(err, &se) {
+		rt.obs.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
 	}
 	rt.mu.Lock()
 	first := rt.err == nil
@@ -88,32 +97,39 @@ func (rt *runtime) roomFor(g *graph) bool {
 		rt.inflight <= int64(rt.cfg.maxInFlight)*3/4 && rt.bytes <= rt.cfg.maxBytes*3/4
 }
 
-// completed is called (from any goroutine) when n records of g became
-// committable.
-func (rt *runtime) completed(g *graph, n int, b int64) {
-	rt.release(n, b)
-}
-
 // release returns n records and b bytes to the budget and moves paused
 // partitions that have room again to the resumable list.
 func (rt *runtime) release(n int, b int64) {
+	var resumed []TopicPartition
 	rt.mu.Lock()
 	rt.inflight -= int64(n)
 	rt.bytes -= b
+	records, bytes := rt.inflight, rt.bytes
 	for pg := range rt.paused {
 		if rt.roomFor(pg) {
 			delete(rt.paused, pg)
 			pg.paused = false
 			rt.resumable = append(rt.resumable, pg.tp)
+			resumed = append(resumed, pg.tp)
 		}
 	}
 	rt.mu.Unlock()
 	rt.signal()
+	rt.obs.InFlight(records, bytes)
+	for _, tp := range resumed {
+		rt.obs.PartitionResumed(tp)
+	}
 }
 
 // Assign implements Group.
 func (rt *runtime) Assign(tps []TopicPartition) error {
-	if err := rt.m.Assign(tps); err != nil {
+	err := rt.m.Assign(tps)
+	for _, tp := range tps {
+		if _, ok := rt.m.Worker(tp); ok {
+			rt.obs.PartitionAssigned(tp)
+		}
+	}
+	if err != nil {
 		rt.fail(nil, err)
 		return err
 	}
@@ -176,18 +192,23 @@ func (rt *runtime) Deliver(tp TopicPartition, recs []Record) bool {
 	for i := range recs {
 		b += recordBytes(&recs[i])
 	}
+	rt.obs.RecordsDelivered(tp, len(recs))
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	rt.inflight += int64(len(recs))
 	rt.bytes += b
-	if rt.full(g) {
-		if !g.paused {
-			g.paused = true
-			rt.paused[g] = struct{}{}
-		}
-		return true
+	records, bytes := rt.inflight, rt.bytes
+	pause := rt.full(g)
+	newlyPaused := pause && !g.paused
+	if newlyPaused {
+		g.paused = true
+		rt.paused[g] = struct{}{}
 	}
-	return false
+	rt.mu.Unlock()
+	rt.obs.InFlight(records, bytes)
+	if newlyPaused {
+		rt.obs.PartitionPaused(tp)
+	}
+	return pause
 }
 
 // Resumable implements Group.
@@ -214,3 +235,20 @@ func (rt *runtime) Offsets() []Offset {
 	}
 	return out
 }
+
+// Polled implements Group.
+func (rt *runtime) Polled() { rt.obs.Polled(time.Now()) }
+
+// Joined implements Group.
+func (rt *runtime) Joined() { rt.obs.Joined() }
+
+// Committed implements Group.
+func (rt *runtime) Committed(offs []Offset, took time.Duration, err error) {
+	if err != nil {
+		rt.cfg.logger.Warn("sluice: commit failed", "offsets", offs, "err", err)
+	}
+	rt.obs.Committed(offs, took, err)
+}
+
+// HighWatermark implements Group.
+func (rt *runtime) HighWatermark(tp TopicPartition, high int64) { rt.obs.HighWatermark(tp, high) }

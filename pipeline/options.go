@@ -19,6 +19,8 @@ type config struct {
 	chunk          int
 	deadLetter     func(context.Context, DeadLetter) error
 	logger         *slog.Logger
+	observers      []Observer
+	retry          RetryPolicy
 	errs           []error
 }
 
@@ -43,6 +45,7 @@ func defaultConfig() config {
 		maxBytes:       DefaultMaxInFlightBytes,
 		partitionQueue: DefaultPartitionQueue,
 		chunk:          256,
+		retry:          DefaultRetry,
 		logger:         slog.New(slog.DiscardHandler),
 	}
 }
@@ -133,4 +136,16 @@ type DeadLetter struct {
 	Record Record // the original record, untouched
 	Stage  string // the stage that reported it
 	Err    error  // the error passed to Invalid
+}
+
+// WithObserver adds an observer of Run's events (metrics, health). It may
+// be given several times; observers are called in order.
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		if o == nil {
+			c.bad("WithObserver(nil): pass an observer")
+			return
+		}
+		c.observers = append(c.observers, o)
+	}
 }

@@ -1,6 +1,9 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // TopicPartition names one partition of one topic.
 type TopicPartition struct {
@@ -86,4 +89,17 @@ type Group interface {
 	// Offsets returns, for each assigned partition whose processed offset
 	// advanced since the previous call, the next offset to commit.
 	Offsets() []Offset
+
+	// The remaining methods report what only the source sees, for
+	// observers (metrics, health). They are cheap and never block.
+
+	// Polled reports that a poll of the client completed.
+	Polled()
+	// Joined reports that the consumer became a member of its group
+	// (its first assignment, possibly empty, arrived).
+	Joined()
+	// Committed reports the outcome of a commit of offs that took took.
+	Committed(offs []Offset, took time.Duration, err error)
+	// HighWatermark reports the newest known high watermark of tp.
+	HighWatermark(tp TopicPartition, high int64)
 }

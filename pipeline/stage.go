@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
 // This file is the stage-authoring API: what package stages is built on.
@@ -20,6 +21,19 @@ type StageSpec struct {
 	// Buffer is the capacity, in chunks, of the stage's output channel(s);
 	// 0 means the default (4).
 	Buffer int
+	// Retry overrides Run's retry policy for this stage (see WithRetry).
+	Retry *RetryPolicy
+}
+
+func (g *graph) newStage(spec StageSpec) *Stage {
+	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.retry}
+	if spec.Retry != nil {
+		if err := spec.Retry.check(); err != nil {
+			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
+		}
+		s.retry = spec.Retry.withDefaults()
+	}
+	return s
 }
 
 func (g *graph) stageName(spec StageSpec) string {
@@ -38,8 +52,9 @@ func (g *graph) stageName(spec StageSpec) string {
 // ticket operations that drive commits. Its methods may be called from any
 // goroutine the stage runs.
 type Stage struct {
-	name string
-	g    *graph
+	name  string
+	g     *graph
+	retry RetryPolicy
 }
 
 // Name returns the stage's name.
@@ -55,6 +70,21 @@ func (s *Stage) Partition() *Partition { return s.g.part }
 // Done completes one reference of each ticket: the value reached an End,
 // was filtered out, or otherwise needs no more work.
 func (s *Stage) Done(ts ...Ticket) { s.g.tr.done(ts...) }
+
+// Drop completes tickets of values a stage filtered out; unlike Done it
+// counts them as filtered for observers.
+func (s *Stage) Drop(ts ...Ticket) {
+	s.g.rt.obs.ValuesFiltered(s.g.tp, s.name, len(ts))
+	s.g.tr.done(ts...)
+}
+
+// Observed reports whether observers want per-call timings (see Called).
+// Stages skip measuring time when it is false.
+func (s *Stage) Observed() bool { return s.g.rt.observed }
+
+// Called reports one call of the stage's user function: it took d and
+// returned err.
+func (s *Stage) Called(d time.Duration, err error) { s.g.rt.obs.StageCall(s.name, s.g.tp, d, err) }
 
 // Retain adds n references to t, for a value that became n+1 values (each
 // of which is completed with Done). Call it before passing any of them on.
@@ -164,7 +194,7 @@ func AddStage[In, Out any](in Stream[In], spec StageSpec, run func(s *Stage, in 
 // AddFanOut adds a stage with one input and n outputs, like [AddStage].
 func AddFanOut[In, Out any](in Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []Stream[Out] {
 	g := graphOf(in)
-	s := &Stage{g: g, name: g.stageName(spec)}
+	s := g.newStage(spec)
 	e := in.take(s.name)
 	if n <= 0 {
 		panic(buildPanic{fmt.Sprintf("stage %q needs at least one output, got %d", s.name, n)})
@@ -188,7 +218,7 @@ func AddFanOut[In, Out any](in Stream[In], spec StageSpec, n int, run func(s *St
 // AddEnd adds a terminal stage, like [AddStage] without output.
 func AddEnd[In any](in Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) End {
 	g := graphOf(in)
-	s := &Stage{g: g, name: g.stageName(spec)}
+	s := g.newStage(spec)
 	e := in.take(s.name)
 	inlet := &Inlet[In]{e: e, ctx: g.ctx}
 	g.spawn(s, inlet.discard, func() error { return run(s, inlet) }, func() {})

@@ -23,7 +23,7 @@ type tracker struct {
 
 	next   int64 // next offset to commit; -1 before anything completed
 	bytes  int64 // payload bytes of live slots
-	onDone func(records int, bytes int64)
+	onDone func(records int, bytes int64, next int64)
 }
 
 type slot struct {
@@ -36,7 +36,7 @@ type join struct {
 	members []Ticket
 }
 
-func newTracker(onDone func(records int, bytes int64)) *tracker {
+func newTracker(onDone func(records int, bytes int64, next int64)) *tracker {
 	return &tracker{ring: make([]slot, 64), next: -1, onDone: onDone}
 }
 
@@ -90,9 +90,10 @@ func (tr *tracker) done(ts ...Ticket) {
 		tr.release(t)
 	}
 	n, b := tr.advance()
+	next := tr.next
 	tr.mu.Unlock()
 	if n > 0 {
-		tr.onDone(n, b)
+		tr.onDone(n, b, next)
 	}
 }
 
@@ -191,7 +192,6 @@ func (tr *tracker) committable() int64 {
 	defer tr.mu.Unlock()
 	return tr.next
 }
-
 
 // drop forgets every live slot of a stopped graph and returns how many
 // records and bytes were held.

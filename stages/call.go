@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"runtime/debug"
+	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -15,4 +16,23 @@ func call[In, Out any](fn func(context.Context, In) (Out, error), ctx context.Co
 		}
 	}()
 	return fn(ctx, v)
+}
+
+// invoke calls fn for v as a stage's user function: timed for observers,
+// and retried under the stage's retry policy while the error is transient.
+func invoke[In, Out any](s *pipeline.Stage, fn func(context.Context, In) (Out, error), ctx context.Context, v In) (Out, error) {
+	for attempt := 1; ; attempt++ {
+		var out Out
+		var err error
+		if s.Observed() {
+			start := time.Now()
+			out, err = call(fn, ctx, v)
+			s.Called(time.Since(start), err)
+		} else {
+			out, err = call(fn, ctx, v)
+		}
+		if err == nil || !s.Retry(err, attempt) {
+			return out, err
+		}
+	}
 }

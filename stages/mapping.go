@@ -19,7 +19,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 			}
 			buf := out.Buffer()
 			for _, it := range chunk {
-				v, err := call(fn, ctx, it.Value)
+				v, err := invoke(s, fn, ctx, it.Value)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						out.Send(buf) // what finished before the failure still completes
@@ -56,7 +56,7 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 				ok, err := call(pred, ctx, it.Value)
 				if err != nil {
 					if len(dropped) > 0 {
-						s.Done(dropped...)
+						s.Drop(dropped...)
 					}
 					out.Send(buf)
 					return s.Fail(it.Ticket, err)
@@ -69,7 +69,7 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 			}
 			inl.Release(chunk)
 			if len(dropped) > 0 {
-				s.Done(dropped...)
+				s.Drop(dropped...)
 			}
 			if !out.Send(buf) {
 				return nil
@@ -94,7 +94,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 			buf := out.Buffer()
 			empty = empty[:0]
 			for _, it := range chunk {
-				vs, err := call(fn, ctx, it.Value)
+				vs, err := invoke(s, fn, ctx, it.Value)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						out.Send(buf) // what finished before the failure still completes

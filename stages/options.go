@@ -14,6 +14,7 @@ type Option func(*options)
 type options struct {
 	name   string
 	buffer int
+	retry  *pipeline.RetryPolicy
 	key    any
 	weight any
 }
@@ -25,6 +26,11 @@ func Name(name string) Option { return func(o *options) { o.name = name } }
 // Buffer sets the capacity, in chunks, of the stage's output channel
 // (default 4).
 func Buffer(chunks int) Option { return func(o *options) { o.buffer = chunks } }
+
+// Retry sets the stage's retry policy for transient errors of its
+// function, overriding pipeline.WithRetry. Use
+// pipeline.RetryPolicy{Attempts: 1} for no retries.
+func Retry(p pipeline.RetryPolicy) Option { return func(o *options) { o.retry = &p } }
 
 // ByKey makes a Pool keep values with the same key in order: calls for one
 // key never overlap and run in offset order, while different keys run in
@@ -48,7 +54,7 @@ func spec(kind string, opts []Option) (pipeline.StageSpec, options) {
 	for _, f := range opts {
 		f(&o)
 	}
-	return pipeline.StageSpec{Name: o.name, Kind: kind, Buffer: o.buffer}, o
+	return pipeline.StageSpec{Name: o.name, Kind: kind, Buffer: o.buffer, Retry: o.retry}, o
 }
 
 // typed returns the option value as F, or panics with a build error.

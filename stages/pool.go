@@ -26,12 +26,13 @@ func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Cont
 		key = typed[func(In) string]("Pool", "ByKey", o.key)
 	}
 	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
-		p := &pool[In, Out]{fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
+		p := &pool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
 		return p.run(s, inl, out)
 	})
 }
 
 type pool[In, Out any] struct {
+	s       *pipeline.Stage
 	fn      func(context.Context, In) (Out, error)
 	key     func(In) string
 	workers int
@@ -159,7 +160,7 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out
 
 func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
 	one := func(c *poolChunk[In, Out], i int) {
-		c.outs[i], c.errs[i] = call(p.fn, ctx, c.items[i].Value)
+		c.outs[i], c.errs[i] = invoke(p.s, p.fn, ctx, c.items[i].Value)
 		c.fin[i].Store(true)
 		select {
 		case progress <- struct{}{}:

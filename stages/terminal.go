@@ -22,7 +22,7 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 			// Each value completes as soon as fn returns, so the commit
 			// never waits for the rest of a chunk.
 			for _, it := range chunk {
-				if _, err := call(call1, ctx, it.Value); err != nil {
+				if _, err := invoke(s, call1, ctx, it.Value); err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						return err
 					}

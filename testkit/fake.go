@@ -30,8 +30,10 @@ type Fake struct {
 	stopped chan struct{}
 
 	// owned by the poll goroutine
-	parts map[pipeline.TopicPartition]*fakePartition
-	order []pipeline.TopicPartition
+	parts  map[pipeline.TopicPartition]*fakePartition
+	order  []pipeline.TopicPartition
+	joined bool
+	group  pipeline.Group
 
 	mu        sync.Mutex
 	committed map[pipeline.TopicPartition]int64
@@ -63,8 +65,10 @@ func NewFake() *Fake {
 // Run implements pipeline.Source.
 func (f *Fake) Run(ctx context.Context, g pipeline.Group) error {
 	defer close(f.stopped)
+	f.group = g
 	for {
 		f.deliver(g)
+		g.Polled()
 		select {
 		case cmd := <-f.cmds:
 			cmd(g)
@@ -107,12 +111,13 @@ func (f *Fake) commit(offs []pipeline.Offset) {
 		return
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, o := range offs {
 		f.committed[o.TopicPartition] = o.Next
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	f.group.Committed(offs, 0, nil)
 }
 
 // do runs cmd on the poll goroutine and waits for it.
@@ -162,6 +167,10 @@ func (f *Fake) Assign(topic string, partitions ...int32) error {
 				p.pos = len(p.log)
 			}
 			p.start = p.pos
+		}
+		if !f.joined {
+			f.joined = true
+			g.Joined()
 		}
 		err = g.Assign(list)
 	}); serr != nil {
