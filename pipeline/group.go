@@ -21,6 +21,7 @@ type runtime struct {
 	obs    Observer
 	// observed: observers were configured, so stages time their calls.
 	observed bool
+	watch    *watchdog // nil unless WithStuckThreshold
 
 	mu        sync.Mutex
 	inflight  int64
@@ -34,6 +35,9 @@ func newRuntime(parent context.Context, cancel context.CancelCauseFunc, cfg conf
 	rt := &runtime{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.observers), observed: len(cfg.observers) > 0,
 		wake: make(chan struct{}, 1), paused: make(map[*graph]struct{})}
 	rt.m = rebalance.New(rt.start)
+	if cfg.stuck > 0 {
+		rt.watch = &watchdog{rt: rt, threshold: cfg.stuck, probes: make(map[*graph][]*Probe)}
+	}
 	return rt
 }
 
@@ -163,6 +167,7 @@ func (rt *runtime) forget(gs []*graph) {
 	}
 	rt.mu.Unlock()
 	for _, g := range gs {
+		rt.watch.forget(g)
 		rt.release(g.tr.drop())
 	}
 }

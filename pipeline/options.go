@@ -21,6 +21,7 @@ type config struct {
 	logger         *slog.Logger
 	observers      []Observer
 	retry          RetryPolicy
+	stuck          time.Duration
 	errs           []error
 }
 

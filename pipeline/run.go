@@ -35,6 +35,17 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rt := newRuntime(ctx, cancel, cfg, build)
+	if rt.watch != nil {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			rt.watch.run(stop)
+		}()
+		defer func() {
+			close(stop)
+			<-done
+		}()
+	}
 
 	srcErr := src.Run(runCtx, rt)
 	// A source must shut its partitions down before returning; whatever it

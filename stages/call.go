@@ -18,9 +18,13 @@ func call[In, Out any](fn func(context.Context, In) (Out, error), ctx context.Co
 	return fn(ctx, v)
 }
 
-// invoke calls fn for v as a stage's user function: timed for observers,
-// and retried under the stage's retry policy while the error is transient.
-func invoke[In, Out any](s *pipeline.Stage, fn func(context.Context, In) (Out, error), ctx context.Context, v In) (Out, error) {
+// invoke calls fn for it's value as a stage's user function: marked on
+// the probe for the stuck detector, timed for observers, and retried under
+// the stage's retry policy while the error is transient.
+func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.Context, In) (Out, error), ctx context.Context, it pipeline.Item[In]) (Out, error) {
+	pr.Enter(it.Ticket)
+	defer pr.Leave()
+	v := it.Value
 	for attempt := 1; ; attempt++ {
 		var out Out
 		var err error

@@ -12,6 +12,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 	sp, _ := spec("Map", opts)
 	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
 		ctx := s.Context()
+		pr := s.Probe()
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -19,7 +20,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 			}
 			buf := out.Buffer()
 			for _, it := range chunk {
-				v, err := invoke(s, fn, ctx, it.Value)
+				v, err := invoke(s, pr, fn, ctx, it)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						out.Send(buf) // what finished before the failure still completes
@@ -85,6 +86,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 	sp, _ := spec("FlatMap", opts)
 	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
 		ctx := s.Context()
+		pr := s.Probe()
 		var empty []pipeline.Ticket
 		for {
 			chunk, ok := inl.Recv()
@@ -94,7 +96,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 			buf := out.Buffer()
 			empty = empty[:0]
 			for _, it := range chunk {
-				vs, err := invoke(s, fn, ctx, it.Value)
+				vs, err := invoke(s, pr, fn, ctx, it)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						out.Send(buf) // what finished before the failure still completes

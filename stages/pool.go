@@ -159,8 +159,9 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out
 }
 
 func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
+	pr := p.s.Probe()
 	one := func(c *poolChunk[In, Out], i int) {
-		c.outs[i], c.errs[i] = invoke(p.s, p.fn, ctx, c.items[i].Value)
+		c.outs[i], c.errs[i] = invoke(p.s, pr, p.fn, ctx, c.items[i])
 		c.fin[i].Store(true)
 		select {
 		case progress <- struct{}{}:

@@ -14,6 +14,7 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 	call1 := func(ctx context.Context, v T) (struct{}, error) { return struct{}{}, fn(ctx, v) }
 	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 		ctx := s.Context()
+		pr := s.Probe()
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -22,7 +23,7 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 			// Each value completes as soon as fn returns, so the commit
 			// never waits for the rest of a chunk.
 			for _, it := range chunk {
-				if _, err := invoke(s, call1, ctx, it.Value); err != nil {
+				if _, err := invoke(s, pr, call1, ctx, it); err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						return err
 					}
