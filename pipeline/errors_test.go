@@ -238,3 +238,49 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		t.Fatal("Run accepted a nil source")
 	}
 }
+
+func TestDeadLetterLimits(t *testing.T) {
+	cases := map[string]struct {
+		limit   pipeline.DeadLetterLimit
+		values  string // one char per record: v valid, x invalid
+		stopped bool
+		want    string
+	}{
+		"consecutive within limit": {pipeline.DeadLetterLimit{MaxConsecutive: 2}, "vxxvxxv", false, ""},
+		"consecutive exceeded":     {pipeline.DeadLetterLimit{MaxConsecutive: 2}, "vxxxvv", true, "at offset 3: 3 invalid records in a row (MaxConsecutive 2)"},
+		"ratio within limit":       {pipeline.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvvxvvvx", false, ""},
+		"ratio exceeded":           {pipeline.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvxxvv", true, "at offset 6: 2 of the last 4 records were invalid (MaxRatio 0.25)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+					return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+						if string(r.Value) == "x" {
+							return pipeline.Invalid(errors.New("bad"))
+						}
+						return nil
+					})
+				}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }),
+					pipeline.WithDeadLetterLimit(tc.limit))
+				h.Assign("t", 0)
+				var vals [][]byte
+				for _, c := range tc.values {
+					vals = append(vals, []byte{byte(c)})
+				}
+				h.Send("t", 0, vals...)
+				if !tc.stopped {
+					h.WaitCommitted("t", 0, int64(len(tc.values)))
+					if err := h.Stop(); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				err := h.Wait()
+				if !errors.Is(err, pipeline.ErrDeadLetterLimit) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Run returned %v, want the limit error mentioning %q", err, tc.want)
+				}
+			})
+		})
+	}
+}

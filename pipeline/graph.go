@@ -64,6 +64,8 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		rt.obs.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
+	g.tr.limit = newDLLimiter(rt.cfg.dlLimit)
+	g.tr.onLimit = func(err error) { rt.fail(g, err) }
 	return g
 }
 

@@ -22,6 +22,7 @@ type config struct {
 	observers      []Observer
 	retry          RetryPolicy
 	stuck          time.Duration
+	dlLimit        DeadLetterLimit
 	errs           []error
 }
 

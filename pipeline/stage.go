@@ -115,6 +115,7 @@ func (s *Stage) Fail(t Ticket, err error) error {
 		if s.g.rt.cfg.deadLetter == nil {
 			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
+		s.g.tr.markInvalid(t)
 		s.g.deadLetter(deadLetterJob{stage: s, t: t, recs: recs, err: err})
 		return nil
 	}

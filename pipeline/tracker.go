@@ -24,11 +24,16 @@ type tracker struct {
 	next   int64 // next offset to commit; -1 before anything completed
 	bytes  int64 // payload bytes of live slots
 	onDone func(records int, bytes int64, next int64)
+
+	limit   *dlLimiter // nil without a DeadLetterLimit
+	onLimit func(error)
+	tripped error
 }
 
 type slot struct {
-	rec  Record
-	refs int32
+	rec     Record
+	refs    int32
+	invalid bool // dead-lettered
 }
 
 type join struct {
@@ -90,10 +95,13 @@ func (tr *tracker) done(ts ...Ticket) {
 		tr.release(t)
 	}
 	n, b := tr.advance()
-	next := tr.next
+	next, tripped := tr.next, tr.tripped
 	tr.mu.Unlock()
 	if n > 0 {
 		tr.onDone(n, b, next)
+	}
+	if tripped != nil {
+		tr.onLimit(tripped)
 	}
 }
 
@@ -144,6 +152,26 @@ func (tr *tracker) join(ts []Ticket) Ticket {
 	return Ticket{id: joinedBit | uint64(i+1)}
 }
 
+// markInvalid flags the records behind t as dead-lettered, for the
+// dead-letter limits.
+func (tr *tracker) markInvalid(t Ticket) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.markInvalidLocked(t)
+}
+
+func (tr *tracker) markInvalidLocked(t Ticket) {
+	if t.joined() {
+		for _, m := range tr.joins[t.id&^joinedBit-1].members {
+			tr.markInvalidLocked(m)
+		}
+		return
+	}
+	if s := tr.slotOf(t); s != nil {
+		s.invalid = true
+	}
+}
+
 // records appends the records a ticket refers to.
 func (tr *tracker) records(dst []Record, t Ticket) []Record {
 	tr.mu.Lock()
@@ -176,6 +204,9 @@ func (tr *tracker) advance() (int, int64) {
 		}
 		tr.next = s.rec.Offset + 1
 		b += recordBytes(&s.rec)
+		if tr.limit != nil && tr.tripped == nil {
+			tr.tripped = tr.limit.observe(s.invalid, &s.rec)
+		}
 		*s = slot{}
 		tr.head = (tr.head + 1) & mask
 		tr.size--

@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// DeadLetterLimit stops Run when a partition produces too much bad input,
+// which usually means a bug or a schema change rather than a few bad
+// records. Zero fields disable their check.
+type DeadLetterLimit struct {
+	// MaxConsecutive is the most invalid records in a row (by offset) a
+	// partition may have; one more stops Run.
+	MaxConsecutive int
+	// MaxRatio is the highest share (0 to 1) of invalid records among the
+	// last Window records of a partition; a higher share stops Run. It is
+	// checked once the partition completed Window records.
+	MaxRatio float64
+	// Window is the number of records MaxRatio looks at (default 1000).
+	Window int
+}
+
+// ErrDeadLetterLimit is wrapped by the error that stops Run when a
+// DeadLetterLimit tripped.
+var ErrDeadLetterLimit = errors.New("dead-letter limit exceeded")
+
+// WithDeadLetterLimit sets limits on invalid records per partition (off by
+// default). The records already dead-lettered when a limit trips stay
+// committed; Run then shuts down like after a stage error.
+func WithDeadLetterLimit(l DeadLetterLimit) Option {
+	return func(c *config) {
+		if l.Window == 0 {
+			l.Window = 1000
+		}
+		if l.MaxConsecutive < 0 || l.MaxRatio < 0 || l.MaxRatio > 1 || l.Window < 0 {
+			c.bad("WithDeadLetterLimit(%+v): MaxConsecutive and Window must not be negative and MaxRatio must be within [0, 1]", l)
+		}
+		c.dlLimit = l
+	}
+}
+
+// dlLimiter applies a DeadLetterLimit to one partition's completed records,
+// in offset order. It is used under the tracker's lock.
+type dlLimiter struct {
+	l           DeadLetterLimit
+	consecutive int
+	window      []bool // ring of the last Window outcomes (true: invalid)
+	pos         int
+	seen        int
+	invalid     int
+}
+
+func newDLLimiter(l DeadLetterLimit) *dlLimiter {
+	if l.MaxConsecutive == 0 && l.MaxRatio == 0 {
+		return nil
+	}
+	d := &dlLimiter{l: l}
+	if l.MaxRatio > 0 {
+		d.window = make([]bool, l.Window)
+	}
+	return d
+}
+
+// observe records one completed record and returns an error when a limit
+// tripped.
+func (d *dlLimiter) observe(invalid bool, rec *Record) error {
+	if invalid {
+		d.consecutive++
+	} else {
+		d.consecutive = 0
+	}
+	if d.l.MaxConsecutive > 0 && d.consecutive > d.l.MaxConsecutive {
+		return fmt.Errorf("sluice: %w on %s/%d at offset %d: %d invalid records in a row (MaxConsecutive %d)",
+			ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.consecutive, d.l.MaxConsecutive)
+	}
+	if d.window == nil {
+		return nil
+	}
+	if d.window[d.pos] {
+		d.invalid--
+	}
+	d.window[d.pos] = invalid
+	if invalid {
+		d.invalid++
+	}
+	d.pos = (d.pos + 1) % len(d.window)
+	d.seen++
+	if d.seen >= len(d.window) {
+		if ratio := float64(d.invalid) / float64(len(d.window)); ratio > d.l.MaxRatio {
+			return fmt.Errorf("sluice: %w on %s/%d at offset %d: %d of the last %d records were invalid (MaxRatio %g)",
+				ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.invalid, len(d.window), d.l.MaxRatio)
+		}
+	}
+	return nil
+}
