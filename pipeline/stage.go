@@ -71,6 +71,16 @@ func (s *Stage) Partition() *Partition { return s.g.part }
 // was filtered out, or otherwise needs no more work.
 func (s *Stage) Done(ts ...Ticket) { s.g.tr.done(ts...) }
 
+// Abort stops Run with err, as if the stage had returned it. It is for
+// stages whose values complete on goroutines other than the stage's own
+// (a batch shared by several partitions); errors reported after the
+// partition started being revoked are ignored, as for returned errors.
+func (s *Stage) Abort(err error) { s.g.rt.fail(s.g, err) }
+
+// Stopping reports whether the stage's partition is being revoked or is
+// gone: its input has stopped or its context is done.
+func (s *Stage) Stopping() bool { return s.g.stopping() }
+
 // Drop completes tickets of values a stage filtered out; unlike Done it
 // counts them as filtered for observers.
 func (s *Stage) Drop(ts ...Ticket) {

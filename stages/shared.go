@@ -1,0 +1,326 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// SharedBatcher fills batches from every assigned partition, for writers
+// that want one write for all partitions (ClickHouse, a bulk HTTP API).
+// Create one per consumer, before pipeline.Run, and end each partition's
+// graph with [SharedBatcher.Feed].
+//
+// A batch is written when it holds maxSize values (or weight, with the
+// Weight option) and when maxWait passed since its first value. The write
+// runs on the goroutine of the partition whose value completed the batch
+// or whose timer fired, one write at a time. After a write succeeds, every
+// value in it completes in its own partition, so each partition commits
+// its share. Transient write errors are retried under the feeding stage's
+// retry policy; an error marked with pipeline.Invalid dead-letters every
+// record in the batch; any other error stops Run.
+//
+// Revoke: a revoked partition's Feed stage writes the pending batch at
+// once and waits until every value of its partition was written, before
+// the revoke is acknowledged. Lost partition: its values still pending
+// are written with the next batch (they are already in it) but never
+// committed; its next owner reads them again.
+type SharedBatcher[T any] struct {
+	write   func(context.Context, []T) error
+	maxSize int
+	maxWait time.Duration
+	weigh   func(T) int
+	spec    pipeline.StageSpec
+
+	writing sync.Mutex // one write at a time
+
+	mu     sync.Mutex
+	vals   []T
+	owners []entry
+	weight int
+	first  time.Time // when the pending batch got its first value
+	feeds  map[*pipeline.Stage]*feed
+}
+
+type entry struct {
+	s *pipeline.Stage
+	t pipeline.Ticket
+}
+
+// feed is one partition's Feed stage: how many of its values are pending
+// or being written, and who waits for them.
+type feed struct {
+	pending int
+	settled chan struct{} // closed when pending reaches 0, if someone waits
+}
+
+// NewSharedBatcher returns a batcher that calls write with batches of at
+// most maxSize values (or weight) and waits at most maxWait (> 0) for a
+// batch to fill. Options: Name, Weight, Retry.
+func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, maxSize int, maxWait time.Duration, opts ...Option) *SharedBatcher[T] {
+	sp, o := spec("SharedBatch", opts)
+	if write == nil {
+		panic("stages.NewSharedBatcher: write is nil")
+	}
+	if maxSize <= 0 || maxWait <= 0 {
+		panic(fmt.Sprintf("stages.NewSharedBatcher: maxSize (%d) and maxWait (%v) must be positive", maxSize, maxWait))
+	}
+	b := &SharedBatcher[T]{write: write, maxSize: maxSize, maxWait: maxWait, spec: sp,
+		weigh: func(T) int { return 1 }, feeds: make(map[*pipeline.Stage]*feed)}
+	if o.weight != nil {
+		b.weigh = typed[func(T) int]("NewSharedBatcher", "Weight", o.weight)
+	}
+	return b
+}
+
+// Feed ends a partition's graph by adding its values to the shared
+// batches. Call it from the builder, once per partition.
+func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
+	return pipeline.AddEnd(in, b.spec, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+		b.mu.Lock()
+		b.feeds[s] = &feed{}
+		b.mu.Unlock()
+		defer b.leave(s)
+		return b.run(s, inl)
+	})
+}
+
+func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+	ctx := s.Context()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var timerC <-chan time.Time
+	arm := func() {
+		if timerC == nil {
+			if at, ok := b.deadline(); ok {
+				timer.Reset(time.Until(at))
+				timerC = timer.C
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-timerC:
+			timerC = nil
+			if batch := b.takeIfDue(now); batch != nil {
+				if err := b.flush(s, batch); err != nil {
+					return err
+				}
+			}
+			arm()
+		case chunk, ok := <-inl.C():
+			if !ok {
+				// Drain: write what is pending, then wait for every value
+				// of this partition to be written.
+				if batch := b.take(); batch != nil {
+					if err := b.flush(s, batch); err != nil {
+						return err
+					}
+				}
+				b.settle(ctx, s)
+				return nil
+			}
+			for _, it := range chunk {
+				if batch := b.add(s, it); batch != nil {
+					if err := b.flush(s, batch); err != nil {
+						return err
+					}
+				}
+			}
+			inl.Release(chunk)
+			arm()
+		}
+	}
+}
+
+// pending is a batch taken out of the batcher, being written.
+type pending[T any] struct {
+	vals   []T
+	owners []entry
+}
+
+// add appends one value and returns the batch if it is now full.
+func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T]) *pending[T] {
+	w := b.weigh(it.Value)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var full *pending[T]
+	if len(b.vals) > 0 && b.weight+w > b.maxSize {
+		full = b.takeLocked()
+	}
+	if len(b.vals) == 0 {
+		b.first = time.Now()
+	}
+	b.vals = append(b.vals, it.Value)
+	b.owners = append(b.owners, entry{s: s, t: it.Ticket})
+	b.weight += w
+	b.feeds[s].pending++
+	if full == nil && b.weight >= b.maxSize {
+		full = b.takeLocked()
+	}
+	return full
+}
+
+func (b *SharedBatcher[T]) deadline() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.first.Add(b.maxWait), len(b.vals) > 0
+}
+
+func (b *SharedBatcher[T]) takeIfDue(now time.Time) *pending[T] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.vals) == 0 || now.Before(b.first.Add(b.maxWait)) {
+		return nil
+	}
+	return b.takeLocked()
+}
+
+func (b *SharedBatcher[T]) take() *pending[T] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.vals) == 0 {
+		return nil
+	}
+	return b.takeLocked()
+}
+
+func (b *SharedBatcher[T]) takeLocked() *pending[T] {
+	p := &pending[T]{vals: b.vals, owners: b.owners}
+	b.vals, b.owners, b.weight = nil, nil, 0
+	return p
+}
+
+// flush writes a batch with retries and completes its values in their
+// partitions. If the write is interrupted because s's partition is being
+// revoked, the values of other partitions go back into the batcher.
+func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
+	b.writing.Lock()
+	ctx := context.WithoutCancel(s.Context())
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = b.write(ctx, p.vals); err == nil || !s.Retry(err, attempt) {
+			break
+		}
+	}
+	b.writing.Unlock()
+	switch {
+	case err == nil:
+		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
+		return nil
+	case pipeline.IsInvalid(err):
+		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
+			for _, t := range ts {
+				if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
+					o.Abort(ferr)
+				}
+			}
+		})
+		return nil
+	case s.Stopping():
+		b.requeue(p)
+		return nil
+	}
+	var first error
+	b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
+		ferr := o.Fail(ts[0], fmt.Errorf("shared batch of %d values: %w", len(p.vals), err))
+		if o == s && first == nil {
+			first = ferr
+		} else if ferr != nil {
+			o.Abort(ferr)
+		}
+	})
+	return first
+}
+
+// complete calls fn with each owner's tickets, then settles the owners.
+func (b *SharedBatcher[T]) complete(owners []entry, fn func(*pipeline.Stage, []pipeline.Ticket)) {
+	byOwner := map[*pipeline.Stage][]pipeline.Ticket{}
+	var order []*pipeline.Stage
+	for _, e := range owners {
+		if _, ok := byOwner[e.s]; !ok {
+			order = append(order, e.s)
+		}
+		byOwner[e.s] = append(byOwner[e.s], e.t)
+	}
+	for _, o := range order {
+		fn(o, byOwner[o])
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, o := range order {
+		b.release(o, len(byOwner[o]))
+	}
+}
+
+// release marks n values of o as no longer pending. Callers hold b.mu.
+func (b *SharedBatcher[T]) release(o *pipeline.Stage, n int) {
+	f := b.feeds[o]
+	if f == nil {
+		return
+	}
+	f.pending -= n
+	if f.pending == 0 && f.settled != nil {
+		close(f.settled)
+		f.settled = nil
+	}
+}
+
+// requeue puts back the values of partitions that are not stopping, ahead
+// of what arrived meanwhile; the stopping ones are released uncommitted.
+func (b *SharedBatcher[T]) requeue(p *pending[T]) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var vals []T
+	var owners []entry
+	for i, e := range p.owners {
+		if e.s.Stopping() {
+			b.release(e.s, 1)
+			continue
+		}
+		vals = append(vals, p.vals[i])
+		owners = append(owners, e)
+	}
+	if len(vals) == 0 {
+		return
+	}
+	if len(b.vals) == 0 {
+		b.first = time.Now()
+	}
+	for _, v := range vals {
+		b.weight += b.weigh(v)
+	}
+	b.vals = append(vals, b.vals...)
+	b.owners = append(owners, b.owners...)
+}
+
+// settle waits until every value s added was written (or ctx ends).
+func (b *SharedBatcher[T]) settle(ctx context.Context, s *pipeline.Stage) {
+	b.mu.Lock()
+	f := b.feeds[s]
+	if f.pending == 0 {
+		b.mu.Unlock()
+		return
+	}
+	f.settled = make(chan struct{})
+	ch := f.settled
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// leave forgets a Feed stage that exited; its pending values (of a lost
+// partition) are still written but their completions go nowhere.
+func (b *SharedBatcher[T]) leave(s *pipeline.Stage) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.feeds, s)
+}
