@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -84,4 +85,54 @@ func ExamplePartition_OnClose() {
 	// Output:
 	// open writer for orders/0
 	// close writer for orders/0
+}
+
+// Transient errors (a database restarting) are retried with exponential
+// backoff and jitter; Permanent errors and Invalid input are not.
+func ExampleWithRetry() {
+	fake := testkit.NewFake()
+	calls := 0
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			calls++
+			if calls < 3 {
+				return fmt.Errorf("connection refused") // transient: retried
+			}
+			return nil
+		})
+	}
+	retry := pipeline.RetryPolicy{Attempts: 5, Initial: time.Millisecond, Max: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- pipeline.Run(ctx, fake, build, pipeline.WithRetry(retry)) }()
+	_ = fake.Send("orders", 0, []byte("x"))
+	_ = fake.Assign("orders", 0)
+	for fake.Committed("orders", 0) < 1 {
+		<-fake.Changed()
+	}
+	cancel()
+	fmt.Println("Run:", <-done, "calls:", calls)
+	// Output:
+	// Run: <nil> calls: 3
+}
+
+// A burst of bad input usually means a bug or a schema change: a
+// dead-letter limit stops the consumer instead of dead-lettering
+// everything.
+func ExampleWithDeadLetterLimit() {
+	fake := testkit.NewFake()
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, decode))
+	}
+	err := make(chan error)
+	go func() {
+		err <- pipeline.Run(context.Background(), fake, build,
+			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }),
+			pipeline.WithDeadLetterLimit(pipeline.DeadLetterLimit{MaxConsecutive: 2}))
+	}()
+	_ = fake.Send("orders", 0, []byte(`{"id":"a"}`), []byte(`x`), []byte(`y`), []byte(`z`))
+	_ = fake.Assign("orders", 0)
+	fmt.Println(<-err)
+	// Output:
+	// sluice: dead-letter limit exceeded on orders/0 at offset 3: 3 invalid records in a row (MaxConsecutive 2)
 }

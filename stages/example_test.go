@@ -94,3 +94,34 @@ func ExampleRoute() {
 	// refund at offset 3
 	// committed: 4
 }
+
+// A SharedBatcher writes one batch for the values of every partition, as
+// a bulk insert wants; each partition commits its share once the batch is
+// written.
+func ExampleNewSharedBatcher() {
+	insert := func(_ context.Context, rows []string) error {
+		fmt.Println("INSERT", len(rows), "rows:", strings.Join(rows, ","))
+		return nil
+	}
+	rows := stages.NewSharedBatcher(insert, 4, time.Second)
+
+	fake := testkit.NewFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+			return rows.Feed(vals)
+		})
+	}()
+	_ = fake.Send("clicks", 0, []byte("a"), []byte("b"))
+	_ = fake.Send("clicks", 1, []byte("c"), []byte("d"))
+	_ = fake.Assign("clicks", 0, 1)
+	for fake.Committed("clicks", 0) < 2 || fake.Committed("clicks", 1) < 2 {
+		<-fake.Changed()
+	}
+	cancel()
+	<-done
+	// Output:
+	// INSERT 4 rows: a,b,c,d
+}
