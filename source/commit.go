@@ -3,6 +3,7 @@ package source
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -43,18 +44,46 @@ func (r *runner) commitSync(offs []pipeline.Offset, why string) {
 	if _, err := r.c.StoreOffsets(kos); err != nil {
 		r.log.Debug("store offsets before commit failed", "why", why, "err", err)
 	}
-	if _, err := r.c.CommitOffsets(kos); err != nil {
+	began := time.Now()
+	_, err := r.c.CommitOffsets(kos)
+	r.g.Committed(fromKafka(kos), time.Since(began), err)
+	if err != nil {
 		r.commitError(err, why, offs)
 		return
 	}
 	r.log.Debug("offsets committed", "why", why, "offsets", offs)
 }
 
-// committed handles the result of a background commit.
+// committed handles the result of a background commit. librdkafka does not
+// report how long it took, so Group.Committed gets a zero duration.
 func (r *runner) committed(e kafka.OffsetsCommitted) {
-	if e.Error != nil {
-		r.commitError(e.Error, "interval", nil)
+	var kerr kafka.Error
+	if errors.As(e.Error, &kerr) && kerr.Code() == kafka.ErrNoOffset {
+		return // nothing was stored: no commit happened
 	}
+	offs := fromKafka(e.Offsets)
+	if len(offs) > 0 || e.Error != nil {
+		r.g.Committed(offs, 0, e.Error)
+	}
+	if e.Error != nil {
+		r.commitError(e.Error, "interval", offs)
+	}
+}
+
+// fromKafka converts committed offsets, skipping partitions without a
+// valid offset.
+func fromKafka(kos []kafka.TopicPartition) []pipeline.Offset {
+	out := make([]pipeline.Offset, 0, len(kos))
+	for _, ko := range kos {
+		if ko.Offset < 0 || ko.Error != nil {
+			continue
+		}
+		out = append(out, pipeline.Offset{
+			TopicPartition: pipeline.TopicPartition{Topic: topicOf(ko), Partition: ko.Partition},
+			Next:           int64(ko.Offset),
+		})
+	}
+	return out
 }
 
 func (r *runner) commitError(err error, why string, offs []pipeline.Offset) {

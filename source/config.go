@@ -71,6 +71,7 @@ func defaults() kafka.ConfigMap {
 	return kafka.ConfigMap{
 		"auto.offset.reset":             "earliest",
 		"fetch.queue.backoff.ms":        10,
+		"fetch.wait.max.ms":             100,
 		"partition.assignment.strategy": "cooperative-sticky",
 	}
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -40,6 +41,10 @@ type fakeGroup struct {
 	resumable   []TP
 	wake        chan struct{}
 
+	polls, joins int
+	commits      []commitCall
+	highs        map[TP]int64
+
 	runDone bool  // Run returned
 	runErr  error // what it returned
 }
@@ -55,7 +60,44 @@ func newFakeGroup() *fakeGroup {
 		pausing:     map[TP]bool{},
 		pausedCh:    make(chan TP, 1024),
 		wake:        make(chan struct{}, 1),
+		highs:       map[TP]int64{},
 	}
+}
+
+type commitCall struct {
+	offs []pipeline.Offset
+	took time.Duration
+	err  error
+}
+
+func (f *fakeGroup) Polled() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.polls++
+}
+
+func (f *fakeGroup) Joined() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.joins++
+}
+
+func (f *fakeGroup) Committed(offs []pipeline.Offset, took time.Duration, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	f.commits = append(f.commits, commitCall{offs, took, err})
+}
+
+func (f *fakeGroup) HighWatermark(tp TP, high int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.bump()
+	if high < f.highs[tp] {
+		f.violate("HighWatermark(%v) went back from %d to %d", tp, f.highs[tp], high)
+	}
+	f.highs[tp] = high
 }
 
 func (f *fakeGroup) bump() {
@@ -237,6 +279,28 @@ func (f *fakeGroup) waitUntil(t testing.TB, timeout time.Duration, what string, 
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			t.Fatalf("timed out after %v waiting for %s (delivered %d, assigned %v)", timeout, what, f.total, keys(f.assigned))
+		}
+	}
+}
+
+// waitAll waits until cond holds, re-evaluating it whenever one of gs
+// changes. cond locks what it reads (use with).
+func waitAll(t testing.TB, timeout time.Duration, what string, cond func() bool, gs ...*fakeGroup) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline.C)}}
+		for _, g := range gs {
+			g.mu.Lock()
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.changed)})
+			g.mu.Unlock()
+		}
+		if cond() {
+			return
+		}
+		if i, _, _ := reflect.Select(cases); i == 0 {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 	}
 }

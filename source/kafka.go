@@ -73,8 +73,8 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return fmt.Errorf("source: create consumer: %w", err)
 	}
-	logsDone := make(chan struct{})
-	go forwardLogs(k.log, c.Logs(), logsDone)
+	logsDone, logsStop := make(chan struct{}), make(chan struct{})
+	go forwardLogs(k.log, c.Logs(), logsStop, logsDone)
 
 	r := &runner{
 		k:       k,
@@ -83,10 +83,24 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		log:     k.log,
 		owned:   make(map[pipeline.TopicPartition]bool),
 		paused:  make(map[pipeline.TopicPartition]bool),
+		highs:   make(map[pipeline.TopicPartition]int64),
 		batch:   make([]pipeline.Record, 0, maxBatch),
 		storeAt: time.Now().Add(k.cfg.commitInterval()),
 	}
 	err = r.run(ctx)
+	if r.fatalClose {
+		// confluent-kafka-go v2.11.1's Close never returns once the client
+		// raised a fatal error (it ignores rd_kafka_consumer_close_queue's
+		// error and waits for a close that never starts; fixed upstream
+		// by confluent-kafka-go#1588). Closing in the background keeps
+		// Run from hanging; with v2.11.1 that goroutine and the librdkafka
+		// handle are leaked until the process exits.
+		k.log.Warn("closing the consumer in the background after a fatal error; with confluent-kafka-go v2.11.1 its handle leaks")
+		go r.close()
+		close(logsStop)
+		<-logsDone
+		return err
+	}
 	r.close()
 	<-logsDone
 	return err
@@ -108,7 +122,12 @@ type runner struct {
 
 	storeAt time.Time // next time to collect Group.Offsets
 	closing bool      // Shutdown or Lose-all done: rebalance callbacks leave g alone
-	fatal   error     // set by callbacks; ends the loop
+	// fatalClose is set when the client raised a fatal error, whose Close
+	// hangs (see Run).
+	fatalClose bool
+	joined     bool                              // Group.Joined reported
+	highs      map[pipeline.TopicPartition]int64 // last high watermark reported
+	fatal      error                             // set by callbacks; ends the loop
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -125,6 +144,7 @@ func (r *runner) run(ctx context.Context) error {
 			timeout = pollPaused
 		}
 		r.pollBatch(int(timeout.Milliseconds()))
+		r.g.Polled()
 		if r.fatal != nil {
 			r.loseAll()
 			return r.fatal
@@ -133,6 +153,7 @@ func (r *runner) run(ctx context.Context) error {
 		if now := time.Now(); !now.Before(r.storeAt) {
 			r.storeAt = now.Add(r.k.cfg.commitInterval())
 			r.store(r.g.Offsets())
+			r.reportHighWatermarks()
 		}
 	}
 }
@@ -247,6 +268,7 @@ func (r *runner) event(ev kafka.Event) {
 		if e.IsFatal() {
 			r.log.Error("fatal client error", "err", e)
 			r.fatal = fmt.Errorf("source: fatal kafka error: %w", e)
+			r.fatalClose = true
 			return
 		}
 		logClientError(r.log, e)
@@ -287,6 +309,22 @@ func (r *runner) close() {
 	r.closing = true
 	if err := r.c.Close(); err != nil {
 		r.log.Warn("close failed", "err", err)
+	}
+}
+
+// reportHighWatermarks reports the high watermarks librdkafka learnt from
+// its last fetch responses (a local lookup, no request) when they moved.
+func (r *runner) reportHighWatermarks() {
+	for tp := range r.owned {
+		_, high, err := r.c.GetWatermarkOffsets(tp.Topic, tp.Partition)
+		if err != nil || high < 0 {
+			continue
+		}
+		if last, ok := r.highs[tp]; ok && last == high {
+			continue
+		}
+		r.highs[tp] = high
+		r.g.HighWatermark(tp, high)
 	}
 }
 

@@ -8,14 +8,24 @@ import (
 )
 
 // forwardLogs copies librdkafka's log events to log until the consumer's
-// Close closes the channel, then closes done.
+// Close closes the channel or stop is closed, then closes done.
 //
 // librdkafka uses syslog levels: 0-3 are errors, 4 warnings, 5-6 info and 7
 // debug (only produced when the "debug" property is set).
-func forwardLogs(log *slog.Logger, ch <-chan kafka.LogEvent, done chan<- struct{}) {
+func forwardLogs(log *slog.Logger, ch <-chan kafka.LogEvent, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	ctx := context.Background()
-	for ev := range ch {
+	for {
+		var ev kafka.LogEvent
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				return
+			}
+			ev = e
+		case <-stop:
+			return
+		}
 		lvl := slog.LevelDebug
 		switch {
 		case ev.Level <= 3:

@@ -30,12 +30,17 @@ func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	r.log.Info("partitions assigned", "partitions", tps, "cooperative", cooperative)
+	if !r.joined {
+		r.joined = true
+		r.g.Joined()
+	}
 	if !r.closing && r.fatal == nil && len(tps) > 0 {
 		if err := r.g.Assign(tps); err != nil {
-			// The graphs could not be built: stop. The partitions are
-			// still handed to librdkafka below so that it stays in a
-			// consistent state until Close revokes them.
-			r.fatal = fmt.Errorf("source: assign %v: %w", tps, err)
+			// A graph failed to build: Run has recorded the error and
+			// cancels ctx, so we carry on and shut down gracefully.
+			// Partitions without a graph drop their records and report
+			// no offsets.
+			r.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
 		}
 		for _, tp := range tps {
 			r.owned[tp] = true
@@ -63,6 +68,11 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
+	if r.closing {
+		// Close (or the loop's end) already handed everything back.
+		r.unassign(parts, cooperative)
+		return
+	}
 	// Records polled before the revoke still belong to an owned partition:
 	// hand them over first so the graph sees them before draining.
 	r.flush()
@@ -75,7 +85,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		delete(r.paused, tp)
 	}
 	switch {
-	case r.closing || len(mine) == 0:
+	case len(mine) == 0:
 	case lost:
 		r.log.Warn("partitions lost", "partitions", mine)
 		r.g.Lose(mine)
@@ -87,6 +97,10 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		// the group's eyes (before unassigning).
 		r.commitSync(filterTPs(offs, mine), "revoke")
 	}
+	r.unassign(parts, cooperative)
+}
+
+func (r *runner) unassign(parts []kafka.TopicPartition, cooperative bool) {
 	var err error
 	if cooperative {
 		err = r.c.IncrementalUnassign(parts)
@@ -94,7 +108,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		err = r.c.Unassign()
 	}
 	if err != nil && !r.closing {
-		r.log.Warn("unassign failed", "partitions", tps, "err", err)
+		r.log.Warn("unassign failed", "partitions", pipelineTPs(parts), "err", err)
 	}
 }
 

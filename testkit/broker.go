@@ -72,6 +72,9 @@ func StartBroker(opts ...BrokerOption) (*Broker, error) {
 		// librdkafka's default session timeout is 45s; tests lower it,
 		// so allow down to one second.
 		kfake.GroupMinSessionTimeout(time.Second),
+		// KIP-848 groups: members learn about assignment changes on
+		// their next heartbeat; Kafka's 5s default makes tests slow.
+		kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}),
 	}
 	kopts = append(kopts, cfg.opts...)
 	c, err := kfake.NewCluster(kopts...)

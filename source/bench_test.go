@@ -1,0 +1,185 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// Benchmarks consume benchMsgs records of benchValue bytes from benchParts
+// partitions of an embedded broker, with a fresh group per iteration. The
+// msg/s metric covers first to last record (it leaves out joining the group
+// and closing the client, which ns/op includes).
+//
+//	go test -run '^$' -bench . -benchtime 3x ./source/
+const (
+	benchMsgs  = 200_000
+	benchParts = 8
+	benchValue = 100
+)
+
+var (
+	benchOnce   sync.Once
+	benchBroker *testkit.Broker
+	benchGroups int
+)
+
+// benchTopic fills a shared broker once; TestMain closes it.
+func benchTopic(b *testing.B) *testkit.Broker {
+	benchOnce.Do(func() {
+		br, err := testkit.StartBroker(testkit.WithTopic("bench", benchParts))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchBroker = br
+		br.Fill(b, "bench", benchMsgs/benchParts, benchValue)
+	})
+	if benchBroker == nil {
+		b.Fatal("bench broker failed to start")
+	}
+	return benchBroker
+}
+
+func nextGroup() string {
+	benchGroups++
+	return fmt.Sprintf("bench-%d", benchGroups)
+}
+
+func reportRate(b *testing.B, total int, window time.Duration) {
+	b.ReportMetric(float64(total)/window.Seconds(), "msg/s")
+}
+
+// tunings are the configurations compared: the source's default and
+// librdkafka's default fetch.queue.backoff.ms (1000).
+var tunings = []struct {
+	name string
+	ov   map[string]any
+}{
+	{"default", nil},
+	{"librdkafka-backoff", map[string]any{"fetch.queue.backoff.ms": 1000}},
+}
+
+// BenchmarkRawPollLoop is the floor: a bare confluent-kafka-go consumer
+// polling messages and dropping them, same librdkafka settings as the source.
+func BenchmarkRawPollLoop(b *testing.B) {
+	br := benchTopic(b)
+	for _, tc := range tunings {
+		b.Run(tc.name, func(b *testing.B) {
+			var window time.Duration
+			for range b.N {
+				cfg := Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov}
+				cm := cfg.configMap()
+				delete(cm, "go.logs.channel.enable")
+				cm["log_level"] = 3
+				c, err := kafka.NewConsumer(&cm)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
+					b.Fatal(err)
+				}
+				var n int
+				var first time.Time
+				for n < benchMsgs {
+					switch e := c.Poll(100).(type) {
+					case *kafka.Message:
+						if n == 0 {
+							first = time.Now()
+						}
+						n++
+					case kafka.Error:
+						if e.IsFatal() {
+							b.Fatal(e)
+						}
+					}
+				}
+				window += time.Since(first)
+				_ = c.Close()
+			}
+			reportRate(b, b.N*benchMsgs, window)
+		})
+	}
+}
+
+// BenchmarkKafkaSource runs the source with a group that counts records.
+func BenchmarkKafkaSource(b *testing.B) {
+	br := benchTopic(b)
+	for _, tc := range tunings {
+		b.Run(tc.name, func(b *testing.B) {
+			var window time.Duration
+			for range b.N {
+				src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
+				if err != nil {
+					b.Fatal(err)
+				}
+				g := &countGroup{target: benchMsgs, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+				ctx, cancel := context.WithCancel(context.Background())
+				errc := make(chan error, 1)
+				go func() { errc <- src.Run(ctx, g) }()
+				select {
+				case <-g.done:
+				case err := <-errc:
+					b.Fatalf("Run returned early: %v", err)
+				}
+				window += g.last.Sub(g.first)
+				cancel()
+				if err := <-errc; err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRate(b, b.N*benchMsgs, window)
+		})
+	}
+}
+
+// countGroup is the cheapest possible Group: it counts delivered records.
+type countGroup struct {
+	target      int
+	n           int
+	first, last time.Time
+	done        chan struct{}
+	wake        chan struct{}
+	next        map[pipeline.TopicPartition]int64
+}
+
+func (g *countGroup) Assign([]pipeline.TopicPartition) error { return nil }
+func (g *countGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset {
+	return nil
+}
+func (g *countGroup) Lose([]pipeline.TopicPartition)                    {}
+func (g *countGroup) Shutdown() []pipeline.Offset                       { return nil }
+func (g *countGroup) Resumable() []pipeline.TopicPartition              { return nil }
+func (g *countGroup) Wake() <-chan struct{}                             { return g.wake }
+func (g *countGroup) Polled()                                           {}
+func (g *countGroup) Joined()                                           {}
+func (g *countGroup) HighWatermark(pipeline.TopicPartition, int64)      {}
+func (g *countGroup) Committed([]pipeline.Offset, time.Duration, error) {}
+
+func (g *countGroup) Offsets() []pipeline.Offset {
+	var out []pipeline.Offset
+	for tp, n := range g.next {
+		out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+	}
+	return out
+}
+
+func (g *countGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+	if g.n == 0 {
+		g.first = time.Now()
+		g.next = map[pipeline.TopicPartition]int64{}
+	}
+	g.n += len(recs)
+	g.next[tp] = recs[len(recs)-1].Offset + 1
+	if g.n >= g.target && g.last.IsZero() {
+		g.last = time.Now()
+		close(g.done)
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+// Package source implements the Kafka [pipeline.Source] on librdkafka
+// (github.com/confluentinc/confluent-kafka-go/v2, cgo).
+//
+// # Poll loop
+//
+// One goroutine polls the client with a short timeout (100ms, 10ms while a
+// partition is paused) and never blocks on the graphs: consecutive records
+// of one partition are handed to Group.Deliver in one call (up to 512);
+// when Deliver asks for a pause the partition is paused in librdkafka, and
+// what Group.Resumable lists (checked whenever Group.Wake fires) is resumed.
+// Rebalance callbacks run inside Poll, on the same goroutine.
+//
+// # Offsets
+//
+// Every Config.CommitInterval the loop stores Group.Offsets in librdkafka
+// (enable.auto.offset.store=false, rd_kafka_offsets_store) and librdkafka
+// commits stored offsets in the background every CommitInterval
+// (enable.auto.commit=true, auto.commit.interval.ms), so an offset is
+// committed within about two intervals and the loop never waits for the
+// broker. On revoke and on shutdown the offsets are stored and committed
+// synchronously. Offsets of partitions the source does not own are never
+// stored or committed (an owned-set fence), librdkafka clears stored offsets
+// of removed partitions, and it does not commit a lost assignment.
+// Commit errors expected around rebalances (REBALANCE_IN_PROGRESS,
+// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) are logged at
+// debug level. Group.Committed receives a zero duration for background
+// commits: librdkafka does not report their latency.
+//
+// # Rebalances
+//
+// The eager assignors (range, roundrobin) revoke everything on every
+// rebalance (Assign/Unassign); cooperative-sticky, the default, and KIP-848
+// (Overrides "group.protocol": "consumer"; the broker assigns, so
+// partition.assignment.strategy, session.timeout.ms and
+// heartbeat.interval.ms are not client settings there) move only what changes
+// (IncrementalAssign/IncrementalUnassign). All three are tested against
+// kfake. A revoked partition goes through Group.Revoke and a synchronous
+// commit before it is unassigned; a lost one (AssignmentLost, e.g. after a
+// heartbeat was rejected with ILLEGAL_GENERATION) through Group.Lose and no
+// commit. Newly assigned partitions are resumed, as librdkafka keeps a
+// partition paused across revoke and re-assign.
+//
+// # Defaults
+//
+// On top of librdkafka's defaults the source sets auto.offset.reset=earliest,
+// partition.assignment.strategy=cooperative-sticky (not with KIP-848),
+// fetch.queue.backoff.ms=10 (librdkafka otherwise waits a second before
+// fetching again once its local queue is over its thresholds, which stalls
+// a consumer that pauses and resumes) and fetch.wait.max.ms=100 (a resumed
+// partition otherwise waits up to 500ms behind a long-poll fetch of
+// caught-up partitions). Config.Overrides may change all of these.
+//
+// # Fatal errors
+//
+// A fatal client error (kafka.Error.IsFatal, e.g. a static member fenced by
+// another instance with the same group.instance.id) makes Run call
+// Group.Lose on every owned partition and return the error. With
+// confluent-kafka-go v2.11.1 closing a consumer in that state never
+// completes (confluent-kafka-go#1588), so Run closes it on a background
+// goroutine that, with that version, never exits: the librdkafka handle
+// leaks until the process ends. Treat a fatal error as a reason to exit.
+//
+// # Logs
+//
+// librdkafka's logs go to Config.Logger (syslog levels 0-3 as Error, 4 as
+// Warn, 5-6 as Info, 7 as Debug); set the "debug" property in Overrides for
+// librdkafka debug contexts. Values of secret properties are never logged.
+package source
