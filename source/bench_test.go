@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -182,4 +184,47 @@ func (g *countGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record)
 		close(g.done)
 	}
 	return false
+}
+
+// BenchmarkPipeline is the whole of Sluice: the source, pipeline.Run and a
+// per-partition graph (Map, then Discard, so commits follow completion).
+// Compare its msg/s with BenchmarkRawPollLoop from the same run.
+func BenchmarkPipeline(b *testing.B) {
+	br := benchTopic(b)
+	var window time.Duration
+	for range b.N {
+		src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n atomic.Int64
+		var first, last atomic.Int64 // unix nanos
+		done := make(chan struct{})
+		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			sizes := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+				now := time.Now().UnixNano()
+				first.CompareAndSwap(0, now)
+				if n.Add(1) == benchMsgs {
+					last.Store(now)
+					close(done)
+				}
+				return len(r.Value), nil
+			})
+			return stages.Discard(sizes)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- pipeline.Run(ctx, src, build) }()
+		select {
+		case <-done:
+		case err := <-errc:
+			b.Fatalf("Run returned early: %v", err)
+		}
+		window += time.Duration(last.Load() - first.Load())
+		cancel()
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, b.N*benchMsgs, window)
 }
