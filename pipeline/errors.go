@@ -59,6 +59,7 @@ type StageError struct {
 	Err       error
 }
 
+// Error names the stage, the partition and the offset, then the cause.
 func (e *StageError) Error() string {
 	if e.Offset < 0 {
 		return fmt.Sprintf("sluice: stage %q on %s/%d: %v", e.Stage, e.Topic, e.Partition, e.Err)
@@ -66,6 +67,7 @@ func (e *StageError) Error() string {
 	return fmt.Sprintf("sluice: stage %q on %s/%d at offset %d: %v", e.Stage, e.Topic, e.Partition, e.Offset, e.Err)
 }
 
+// Unwrap returns the stage function's error.
 func (e *StageError) Unwrap() error { return e.Err }
 
 // PanicError is a panic recovered from a stage function or a builder.
@@ -74,6 +76,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns the panic value and the stack of the panicking goroutine.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
 }
@@ -86,6 +89,7 @@ type BuildError struct {
 	Problem   string
 }
 
+// Error names the partition and the wiring problem.
 func (e *BuildError) Error() string {
 	return fmt.Sprintf("sluice: building the graph of %s/%d: %s", e.Topic, e.Partition, e.Problem)
 }

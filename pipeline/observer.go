@@ -63,6 +63,7 @@ type Observer interface {
 // implement only the methods you need.
 type NopObserver struct{}
 
+// The methods of NopObserver do nothing.
 func (NopObserver) PartitionAssigned(TopicPartition)                             {}
 func (NopObserver) PartitionRevoked(TopicPartition, time.Duration, bool)         {}
 func (NopObserver) PartitionLost(TopicPartition)                                 {}
