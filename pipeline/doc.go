@@ -1,0 +1,58 @@
+// Package pipeline runs a Kafka consumer as one typed graph of stages per
+// assigned partition, and owns everything around it: assignment, commits,
+// backpressure, draining, dead letters and errors.
+//
+// # The user's part
+//
+// A [Builder] wires a graph for one partition from its input
+// [Stream] of [Record]s, with the stages of package stages, and returns the
+// graph's [End]. [Run] calls it every time a partition is assigned. Stage
+// functions get the partition's context and return errors: a plain error is
+// transient and retried ([WithRetry]), [Invalid] marks bad input for the
+// dead-letter destination ([WithDeadLetter]), [Permanent] stops Run at
+// once. Delivery is at least once: side effects must be idempotent.
+//
+// # Lifecycle of a partition
+//
+//   - Assign: the builder runs once, on the source's poll goroutine; the
+//     stages start when it returns.
+//   - Running: records flow through bounded channels in chunks, in offset
+//     order. Every record has a ticket; a record is done when every value
+//     derived from it reached an End, was filtered out or was
+//     dead-lettered, and the partition's committable offset is 1 + the
+//     highest offset whose predecessors are all done. The source commits it
+//     on its interval.
+//   - Backpressure: when a partition holds too many records
+//     ([WithPartitionQueue]) or the whole consumer does ([WithMaxInFlight],
+//     [WithMaxInFlightBytes]), the source pauses the partition and keeps
+//     polling; it resumes when half of the partition's records (and a
+//     quarter of the global budget) completed.
+//   - Graceful revoke: input stops, the graph drains (Batch flushes,
+//     retries are interrupted) within [WithDrainTimeout], then the
+//     [Partition.OnClose] hooks run, the partition's context is cancelled
+//     and the final offset is committed before the revoke is acknowledged.
+//     A drain that times out cancels the context and commits only what
+//     finished.
+//   - Lost partition: the context is cancelled at once; nothing more is
+//     committed.
+//   - Shutdown (Run's context cancelled): every partition is revoked
+//     gracefully and Run returns nil. After a stage error, Run shuts down
+//     the same way and returns the error, naming the stage and the offset.
+//
+// Run returns only after every goroutine it started has exited. Panics in
+// stage functions and builders are recovered and reported as errors with
+// their stack ([PanicError]); they stop Run like any permanent error.
+//
+// # Sources and observers
+//
+// A [Source] (the Kafka source in package source, the fake in package
+// testkit) drives Run through the [Group] interface from one poll
+// goroutine. An [Observer] ([WithObserver]) sees every event for metrics
+// and health checks; package metrics adapts it to Prometheus.
+//
+// # Writing stages
+//
+// Package stages is written on the exported stage-authoring API here:
+// [AddStage], [AddFanOut], [AddEnd], [Stage], [Inlet], [Outlet], [Item] and
+// [Ticket]. Users who only compose stages never need it.
+package pipeline
