@@ -7,6 +7,10 @@
 // The pipeline: decode each JSON event (Map), enrich it (Pool), produce it
 // to the output topic keyed by id (sink.Produce); malformed events go to
 // the dead-letter topic untouched.
+//
+// Prometheus metrics (see docs/metrics.md) are served on --metrics-addr
+// (default 127.0.0.1:9464; empty disables) at /metrics, with liveness and
+// readiness probes at /healthz and /readyz.
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,6 +35,9 @@ type options struct {
 	workers  int
 	messages int
 	verbose  bool
+	// metricsAddr is where /metrics, /healthz and /readyz are served;
+	// empty disables the server.
+	metricsAddr string
 }
 
 func main() {
@@ -41,6 +49,7 @@ func main() {
 	flag.StringVar(&o.dlq, "dlq", "events-dlq", "dead-letter topic")
 	flag.IntVar(&o.workers, "workers", 8, "parallel enrich calls per partition")
 	flag.IntVar(&o.messages, "messages", 100_000, "demo events to produce (embedded mode only)")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz on this address; empty disables")
 	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and librdkafka warnings")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -78,6 +87,11 @@ func (o options) validate() error {
 	for flagName, v := range map[string]string{"--group": o.group, "--input": o.input, "--output": o.output, "--dlq": o.dlq} {
 		if strings.TrimSpace(v) == "" {
 			errs = append(errs, fmt.Errorf("%s is empty", flagName))
+		}
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-addr=%s: %w", o.metricsAddr, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -5,9 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -15,13 +22,114 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// counters are what the progress line and the summary show.
-type counters struct {
-	consumed, produced, deadLettered atomic.Int64
+// telemetry is the consumer's metrics registry and health probes, served
+// on --metrics-addr. The progress line and the summary read the same
+// counters that /metrics exports.
+type telemetry struct {
+	reg      *prometheus.Registry
+	metrics  *metrics.Metrics
+	health   *metrics.Health
+	produced atomic.Int64 // records handed to the producer (no sluice_ metric counts these)
+}
+
+func newTelemetry() (*telemetry, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &telemetry{reg: reg, metrics: m, health: metrics.NewHealth()}, nil
+}
+
+// observe registers the metrics and the health probes with Run.
+func (t *telemetry) observe() []pipeline.Option {
+	return []pipeline.Option{pipeline.WithObserver(t.metrics), pipeline.WithObserver(t.health)}
+}
+
+// consumed is sluice_records_delivered_total summed over topics.
+func (t *telemetry) consumed() int64 { return t.sum("sluice_records_delivered_total") }
+
+// deadLettered is sluice_records_dead_lettered_total summed over topics
+// and stages.
+func (t *telemetry) deadLettered() int64 { return t.sum("sluice_records_dead_lettered_total") }
+
+// sum adds up every series of the counter name in the registry.
+func (t *telemetry) sum(name string) int64 {
+	mfs, err := t.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return int64(total)
+}
+
+// handler serves /metrics, /healthz and /readyz.
+func (t *telemetry) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{Registry: t.reg}))
+	mux.Handle("/healthz", t.health.LiveHandler())
+	mux.Handle("/readyz", t.health.ReadyHandler())
+	return mux
+}
+
+// serve listens on addr (nothing when addr is empty) and serves h until
+// stop, which shuts the server down and waits for it. It returns the
+// address it listens on.
+func serve(addr string, h http.Handler) (bound string, stop func(), err error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // ErrServerClosed after Shutdown
+	}()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close()
+		}
+		<-served
+	}, nil
+}
+
+// startTelemetry creates the telemetry and serves it on o.metricsAddr.
+func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
+	t, err := newTelemetry()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr, stop, err := serve(o.metricsAddr, t.handler())
+	if err != nil {
+		return nil, nil, err
+	}
+	if addr != "" {
+		fmt.Fprintf(out, "metrics on http://%s/metrics, probes on /healthz and /readyz\n", addr)
+	}
+	return t, stop, nil
 }
 
 // consume runs the pipeline on brokers until ctx is cancelled.
-func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, c *counters) error {
+func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, t *telemetry) error {
 	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger})
 	if err != nil {
 		return err
@@ -33,25 +141,16 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 	defer prod.Close()
 	dlq := prod.DeadLetter(o.dlq)
 	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		events := stages.Map(in, func(ctx context.Context, r pipeline.Record) (event, error) {
-			c.consumed.Add(1)
-			return decode(ctx, r)
-		}, stages.Name("decode"))
+		events := stages.Map(in, decode, stages.Name("decode"))
 		enriched := stages.Pool(events, o.workers, enrich, stages.Name("enrich"))
 		return sink.Produce(enriched, prod, o.output, func(m sink.Message) (sink.Message, error) {
-			c.produced.Add(1)
+			t.produced.Add(1)
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	return pipeline.Run(ctx, src, build,
+	return pipeline.Run(ctx, src, build, append(t.observe(),
 		pipeline.WithLogger(logger),
-		pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
-			if err := dlq(ctx, dl); err != nil {
-				return err
-			}
-			c.deadLettered.Add(1)
-			return nil
-		}))
+		pipeline.WithDeadLetter(dlq))...)
 }
 
 // runEmbedded is the newcomer's demo: embedded broker, demo workload, run
@@ -74,12 +173,16 @@ func runDemo(ctx context.Context, o options, b *testkit.Broker, logger *slog.Log
 		return err
 	}
 
-	var c counters
+	t, stopServing, err := startTelemetry(o, out)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- consume(runCtx, o, b.Addrs(), logger, &c) }()
+	go func() { done <- consume(runCtx, o, b.Addrs(), logger, t) }()
 
 	committed := func() int64 { return sumCommitted(b, o.group, o.input) }
 	tick := time.NewTicker(time.Second)
@@ -92,7 +195,7 @@ func runDemo(ctx context.Context, o options, b *testkit.Broker, logger *slog.Log
 			cancel()
 			return <-done
 		case <-tick.C:
-			progress(out, &c, committed(), start)
+			progress(out, t, committed(), start)
 		}
 	}
 	cancel()
@@ -101,34 +204,38 @@ func runDemo(ctx context.Context, o options, b *testkit.Broker, logger *slog.Log
 	}
 	elapsed := time.Since(start)
 	fmt.Fprintf(out, "done: consumed %d, produced %d, dead-lettered %d, committed %d of %d in %v (%.0f msg/s)\n",
-		c.consumed.Load(), c.produced.Load(), c.deadLettered.Load(), committed(), o.messages,
+		t.consumed(), t.produced.Load(), t.deadLettered(), committed(), o.messages,
 		elapsed.Round(time.Millisecond), float64(o.messages)/elapsed.Seconds())
 	return nil
 }
 
 // runCluster consumes a real cluster until ctx is cancelled (a signal).
 func runCluster(ctx context.Context, o options, brokers []string, logger *slog.Logger, out io.Writer) error {
-	var c counters
+	t, stopServing, err := startTelemetry(o, out)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- consume(ctx, o, brokers, logger, &c) }()
+	go func() { done <- consume(ctx, o, brokers, logger, t) }()
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
 			fmt.Fprintf(out, "stopped: consumed %d, produced %d, dead-lettered %d\n",
-				c.consumed.Load(), c.produced.Load(), c.deadLettered.Load())
+				t.consumed(), t.produced.Load(), t.deadLettered())
 			return err
 		case <-tick.C:
-			progress(out, &c, -1, start)
+			progress(out, t, -1, start)
 		}
 	}
 }
 
-func progress(out io.Writer, c *counters, committed int64, start time.Time) {
-	n := c.consumed.Load()
-	line := fmt.Sprintf("consumed %d, produced %d, dead-lettered %d", n, c.produced.Load(), c.deadLettered.Load())
+func progress(out io.Writer, t *telemetry, committed int64, start time.Time) {
+	n := t.consumed()
+	line := fmt.Sprintf("consumed %d, produced %d, dead-lettered %d", n, t.produced.Load(), t.deadLettered())
 	if committed >= 0 {
 		line += fmt.Sprintf(", committed %d", committed)
 	}

@@ -1,0 +1,70 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-go/sluice/metrics"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// New and NewHealth are observers: register both with the pipeline and
+// serve the registry and the probes over HTTP.
+func Example() {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		panic(err)
+	}
+	health := metrics.NewHealth()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", health.LiveHandler())
+	mux.Handle("/readyz", health.ReadyHandler())
+	// In production: go http.ListenAndServe(":9464", mux)
+
+	fake := testkit.NewFake() // in production: source.NewKafka(...)
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(stages.Filter(in, func(r pipeline.Record) bool { return len(r.Value) > 0 }, stages.Name("non-empty")))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- pipeline.Run(ctx, fake, build, pipeline.WithObserver(m), pipeline.WithObserver(health))
+	}()
+	_ = fake.Send("orders", 0, []byte("a"), []byte(""), []byte("c"))
+	_ = fake.Assign("orders", 0)
+	for fake.Committed("orders", 0) < 3 {
+		<-fake.Changed()
+	}
+
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	fmt.Printf("/readyz: %d %s", get("/readyz").Code, get("/readyz").Body)
+	sc := bufio.NewScanner(get("/metrics").Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "sluice_records_") {
+			fmt.Println(sc.Text())
+		}
+	}
+	cancel()
+	fmt.Println("Run:", <-done)
+	// Output:
+	// /readyz: 200 ok
+	// sluice_records_completed_total{topic="orders"} 3
+	// sluice_records_delivered_total{topic="orders"} 3
+	// sluice_records_filtered_total{stage="non-empty",topic="orders"} 1
+	// Run: <nil>
+}

@@ -1,0 +1,219 @@
+package metrics
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Defaults of [NewHealth].
+const (
+	// DefaultPollTimeout is how old the last poll may be for the consumer
+	// to count as live.
+	DefaultPollTimeout = 30 * time.Second
+	// DefaultStartupGrace is how long after NewHealth the consumer counts
+	// as live without having polled.
+	DefaultStartupGrace = 30 * time.Second
+)
+
+// HealthOption configures [NewHealth].
+type HealthOption func(*Health)
+
+// WithPollTimeout sets how old the last poll may be for [Health.Live] to
+// pass (default [DefaultPollTimeout]). Non-positive values are ignored.
+func WithPollTimeout(d time.Duration) HealthOption {
+	return func(h *Health) {
+		if d > 0 {
+			h.pollTimeout = d
+		}
+	}
+}
+
+// WithStartupGrace sets how long after NewHealth [Health.Live] passes
+// before the first poll (default [DefaultStartupGrace]). Non-positive
+// values are ignored.
+func WithStartupGrace(d time.Duration) HealthOption {
+	return func(h *Health) {
+		if d > 0 {
+			h.grace = d
+		}
+	}
+}
+
+// WithHealthClock sets the clock Health compares poll times with (default
+// time.Now), so tests need no sleeps.
+func WithHealthClock(now func() time.Time) HealthOption {
+	return func(h *Health) {
+		if now != nil {
+			h.now = now
+		}
+	}
+}
+
+// nop gives Health no-op versions of the events it ignores, without an
+// exported field.
+type nop = pipeline.NopObserver
+
+// Health is a [pipeline.Observer] that answers liveness and readiness
+// probes (see [Health.Live], [Health.Ready] and the handlers). Create it
+// with [NewHealth] just before Run (the startup grace counts from then)
+// and pass it to [pipeline.WithObserver]. It is safe for concurrent use.
+type Health struct {
+	nop
+
+	now         func() time.Time
+	pollTimeout time.Duration
+	grace       time.Duration
+	started     time.Time
+
+	lastPoll atomic.Int64 // unix nanoseconds of the last poll; 0 before any
+	joined   atomic.Bool
+	nstuck   atomic.Int32 // len(stuck), read without the lock
+
+	mu     sync.Mutex
+	failed error // the first StageFailed
+	stuck  map[pipeline.TopicPartition]stuckValue
+}
+
+// stuckValue is the newest stuck report of one partition.
+type stuckValue struct {
+	stage  string
+	offset int64
+	since  time.Duration
+	at     time.Time
+}
+
+var _ pipeline.Observer = (*Health)(nil)
+
+// NewHealth returns a Health that is live (within the startup grace) but
+// not ready.
+func NewHealth(opts ...HealthOption) *Health {
+	h := &Health{now: time.Now, pollTimeout: DefaultPollTimeout, grace: DefaultStartupGrace,
+		stuck: make(map[pipeline.TopicPartition]stuckValue)}
+	for _, o := range opts {
+		o(h)
+	}
+	h.started = h.now()
+	return h
+}
+
+// Live returns nil while the consumer works: it polled within the poll
+// timeout (or, before its first poll, the startup grace has not run out)
+// and no partition has a stuck value. Otherwise the error says why. A
+// failing liveness probe should restart the process.
+func (h *Health) Live() error {
+	now := h.now()
+	if last := h.lastPoll.Load(); last == 0 {
+		if waited := now.Sub(h.started); waited > h.grace {
+			return fmt.Errorf("no poll since start %v ago (startup grace %v)", waited.Round(time.Millisecond), h.grace)
+		}
+	} else if ago := now.Sub(time.Unix(0, last)); ago > h.pollTimeout {
+		return fmt.Errorf("last poll %v ago (poll timeout %v)", ago.Round(time.Millisecond), h.pollTimeout)
+	}
+	if h.nstuck.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	tps := slices.SortedFunc(maps.Keys(h.stuck), func(a, b pipeline.TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	var errs []error
+	for _, tp := range tps {
+		s := h.stuck[tp]
+		errs = append(errs, fmt.Errorf("stage %q stuck on %s/%d at offset %d for %v",
+			s.stage, tp.Topic, tp.Partition, s.offset, (s.since+now.Sub(s.at)).Round(time.Millisecond)))
+	}
+	return errors.Join(errs...)
+}
+
+// Ready returns nil once the consumer joined its group, until a stage
+// error stops Run; otherwise the error says why. A failing readiness probe
+// takes the pod out of service without restarting it.
+func (h *Health) Ready() error {
+	h.mu.Lock()
+	failed := h.failed
+	h.mu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("stopped by a stage error: %w", failed)
+	}
+	if !h.joined.Load() {
+		return errors.New("not a member of the consumer group yet")
+	}
+	return nil
+}
+
+// Polled implements [pipeline.Observer]: it records the poll time.
+func (h *Health) Polled(at time.Time) { h.lastPoll.Store(at.UnixNano()) }
+
+// Joined implements [pipeline.Observer]: the consumer becomes ready.
+func (h *Health) Joined() { h.joined.Store(true) }
+
+// StageFailed implements [pipeline.Observer]: the consumer stops being
+// ready, for good.
+func (h *Health) StageFailed(_ string, _ pipeline.TopicPartition, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed == nil {
+		h.failed = err
+	}
+}
+
+// Stuck implements [pipeline.Observer]: tp counts as stuck, failing Live,
+// until its committable offset passes offset (a RecordsCompleted with
+// next > offset; any completion when offset is unknown, -1) or it is
+// revoked or lost. Of several stuck values of tp the newest report is
+// kept, and the highest offset must be passed.
+func (h *Health) Stuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old, ok := h.stuck[tp]; ok {
+		offset = max(offset, old.offset)
+	}
+	h.stuck[tp] = stuckValue{stage: stage, offset: offset, since: since, at: now}
+	h.nstuck.Store(int32(len(h.stuck)))
+}
+
+// RecordsCompleted implements [pipeline.Observer]: it clears tp's stuck
+// mark once next passes the stuck offset. Without stuck values it costs
+// one atomic load.
+func (h *Health) RecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+	if h.nstuck.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.stuck[tp]; ok && next > s.offset {
+		h.unstick(tp)
+	}
+}
+
+// PartitionRevoked implements [pipeline.Observer]: it clears tp's stuck
+// mark.
+func (h *Health) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) { h.forget(tp) }
+
+// PartitionLost implements [pipeline.Observer]: it clears tp's stuck mark.
+func (h *Health) PartitionLost(tp pipeline.TopicPartition) { h.forget(tp) }
+
+func (h *Health) forget(tp pipeline.TopicPartition) {
+	if h.nstuck.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unstick(tp)
+}
+
+// unstick clears tp's stuck mark. Callers hold mu.
+func (h *Health) unstick(tp pipeline.TopicPartition) {
+	delete(h.stuck, tp)
+	h.nstuck.Store(int32(len(h.stuck)))
+}

@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Metrics is a [pipeline.Observer] that exports a consumer's activity as
+// Prometheus metrics (see docs/metrics.md for the list). Create it with
+// [New] and pass it to [pipeline.WithObserver]. It is safe for concurrent
+// use, never blocks, and does not allocate on the per-value path
+// (StageCall, ValuesFiltered) once a stage or topic has been seen.
+//
+// One Metrics should observe one Run at a time: partition state (pauses,
+// lag) is keyed by topic and partition only.
+type Metrics struct {
+	now     func() time.Time
+	records recordMetrics
+	stages  stageMetrics
+	parts   partitionMetrics
+	source  sourceMetrics
+}
+
+var _ pipeline.Observer = (*Metrics)(nil)
+
+// New creates the collectors and registers them on reg (pass
+// prometheus.DefaultRegisterer explicitly to use the global registry). If
+// a registration fails, for example because another Metrics with the same
+// constant labels is already registered, New unregisters what it
+// registered and returns an error naming the metric.
+func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
+	if reg == nil {
+		return nil, errors.New("metrics.New: nil Registerer (pass prometheus.NewRegistry() or prometheus.DefaultRegisterer)")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for name, b := range map[string][]float64{
+		"WithStageBuckets": cfg.stageBuckets, "WithCommitBuckets": cfg.commitBuckets, "WithDrainBuckets": cfg.drainBuckets,
+	} {
+		if err := checkBuckets(b); err != nil {
+			return nil, fmt.Errorf("metrics.New: %s(%v): %w", name, b, err)
+		}
+	}
+	b := &builder{constLabels: cfg.constLabels}
+	m := &Metrics{now: cfg.now}
+	m.records.init(b)
+	m.stages.init(b, cfg.stageBuckets)
+	m.parts.init(b, cfg.drainBuckets)
+	m.source.init(b, cfg.commitBuckets)
+	if err := b.register(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func checkBuckets(b []float64) error {
+	if len(b) == 0 {
+		return errors.New("no buckets")
+	}
+	if !slices.IsSorted(b) || len(slices.Compact(slices.Clone(b))) != len(b) {
+		return errors.New("bucket bounds must be strictly increasing")
+	}
+	return nil
+}
+
+// builder creates collectors and remembers them, with their names, for
+// registration.
+type builder struct {
+	constLabels prometheus.Labels
+	collectors  []named
+}
+
+type named struct {
+	name string
+	c    prometheus.Collector
+}
+
+func (b *builder) add(name string, c prometheus.Collector) {
+	b.collectors = append(b.collectors, named{name, c})
+}
+
+func (b *builder) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels})
+	b.add(name, c)
+	return c
+}
+
+func (b *builder) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels)
+	b.add(name, c)
+	return c
+}
+
+func (b *builder) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels})
+	b.add(name, g)
+	return g
+}
+
+func (b *builder) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels)
+	b.add(name, g)
+	return g
+}
+
+func (b *builder) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels})
+	b.add(name, h)
+	return h
+}
+
+func (b *builder) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels}, labels)
+	b.add(name, h)
+	return h
+}
+
+// register registers every collector, or none.
+func (b *builder) register(reg prometheus.Registerer) error {
+	for i, n := range b.collectors {
+		if err := reg.Register(n.c); err != nil {
+			for _, done := range b.collectors[:i] {
+				reg.Unregister(done.c)
+			}
+			return fmt.Errorf("metrics.New: registering %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
