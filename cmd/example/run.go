@@ -130,7 +130,8 @@ func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
 
 // consume runs the pipeline on brokers until ctx is cancelled.
 func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, t *telemetry) error {
-	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger})
+	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
+		CommitInterval: 250 * time.Millisecond}) // a short demo: commit often
 	if err != nil {
 		return err
 	}
