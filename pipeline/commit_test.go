@@ -229,3 +229,56 @@ func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
 		}
 	})
 }
+
+func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			groups := stages.Batch(in, 3, 0)
+			empty := stages.Map(groups, func(_ context.Context, b []pipeline.Record) ([]pipeline.Record, error) {
+				if b[0].Offset == 3 {
+					return nil, nil // an empty batch completes at once
+				}
+				return b, nil
+			})
+			return stages.Each(stages.Unbatch(empty), func(_ context.Context, r pipeline.Record) error {
+				if r.Offset == 7 {
+					<-hold
+				}
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(9)...)
+		synctest.Wait()
+		// Batches [0 1 2], [3 4 5] (emptied) and [6 7 8], whose element 7
+		// is held: the third batch's records all wait.
+		if got := h.Committed("t", 0); got != 6 {
+			t.Fatalf("committed %d, want 6", got)
+		}
+		close(hold)
+		h.WaitCommitted("t", 0, 9)
+	})
+}
+
+func TestByteBudgetPausesPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(0)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+		}, pipeline.WithMaxInFlightBytes(1000))
+		big := make([][]byte, 200)
+		for i := range big {
+			big[i] = make([]byte, 100)
+		}
+		h.Assign("t", 0)
+		h.Send("t", 0, big...)
+		synctest.Wait()
+		// 64 records (6,400 bytes) in the first delivery exceed 1,000 bytes.
+		if got := h.Fake().Delivered("t", 0); got != 64 {
+			t.Fatalf("delivered %d records, want 64 (one delivery, then paused on bytes)", got)
+		}
+		g.open(0)
+		h.WaitCommitted("t", 0, 200)
+	})
+}
