@@ -21,8 +21,14 @@ const deadLetterQueue = 256
 // deadLetter queues an invalid value for the partition's dead-letter
 // goroutine, so the stage goes on while the dead letter is delivered. The
 // value's ticket completes only after delivery. It returns false when the
-// partition context ended first.
+// partition context ended first, or when the graph already exited (a
+// shared batch can fail values of a partition that is gone).
 func (g *graph) deadLetter(j deadLetterJob) bool {
+	g.dlmu.RLock()
+	defer g.dlmu.RUnlock()
+	if g.dlClosed {
+		return false
+	}
 	select {
 	case g.dlq <- j:
 		return true

@@ -31,6 +31,8 @@ type graph struct {
 	wg       sync.WaitGroup
 	exited   chan struct{}
 	dlq      chan deadLetterJob
+	dlmu     sync.RWMutex // closing dlq excludes senders
+	dlClosed bool         // guarded by dlmu
 
 	// input queue between Deliver and the feeder goroutine
 	qmu     sync.Mutex
@@ -85,6 +87,7 @@ func (g *graph) build(b Builder) (err error) {
 		}
 		if err != nil {
 			g.cancel(err)
+			g.close() // hooks registered before the failure still run
 		}
 	}()
 	end := b(g.part, Stream[Record]{e: in})
@@ -113,7 +116,10 @@ func (g *graph) build(b Builder) (err error) {
 	go func() {
 		// Stages first: until they exited they may queue dead letters.
 		g.wg.Wait()
+		g.dlmu.Lock()
+		g.dlClosed = true
 		close(g.dlq)
+		g.dlmu.Unlock()
 		<-dlqDone
 		close(g.exited)
 	}()

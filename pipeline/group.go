@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/sluice/internal/rebalance"
@@ -23,9 +25,13 @@ type runtime struct {
 	observed bool
 	watch    *watchdog // nil unless WithStuckThreshold
 
+	// The budget is atomic so that completing records, which happens per
+	// value on stage goroutines, takes no lock unless something is paused.
+	inflight atomic.Int64
+	bytes    atomic.Int64
+	npaused  atomic.Int32 // len(paused)
+
 	mu        sync.Mutex
-	inflight  int64
-	bytes     int64
 	paused    map[*graph]struct{}
 	resumable []TopicPartition
 	err       error
@@ -87,42 +93,50 @@ func (rt *runtime) signal() {
 	}
 }
 
-// full reports whether g (or the whole consumer) holds too much. Callers
-// hold rt.mu.
+// full reports whether g (or the whole consumer) holds too much.
 func (rt *runtime) full(g *graph) bool {
 	return g.pending.Load() >= int64(rt.cfg.partitionQueue) ||
-		rt.inflight >= int64(rt.cfg.maxInFlight) || rt.bytes >= rt.cfg.maxBytes
+		rt.inflight.Load() >= int64(rt.cfg.maxInFlight) || rt.bytes.Load() >= rt.cfg.maxBytes
 }
 
 // roomFor reports whether a paused g may resume: half of its own queue and
-// a quarter of the global budget are free. Callers hold rt.mu.
+// a quarter of the global budget are free.
 func (rt *runtime) roomFor(g *graph) bool {
 	return g.pending.Load() <= int64(rt.cfg.partitionQueue/2) &&
-		rt.inflight <= int64(rt.cfg.maxInFlight)*3/4 && rt.bytes <= rt.cfg.maxBytes*3/4
+		rt.inflight.Load() <= int64(rt.cfg.maxInFlight)*3/4 && rt.bytes.Load() <= rt.cfg.maxBytes*3/4
 }
 
 // release returns n records and b bytes to the budget and moves paused
-// partitions that have room again to the resumable list.
+// partitions that have room again to the resumable list. It locks only
+// when some partition is paused.
 func (rt *runtime) release(n int, b int64) {
+	records, bytes := rt.inflight.Add(int64(-n)), rt.bytes.Add(-b)
 	var resumed []TopicPartition
-	rt.mu.Lock()
-	rt.inflight -= int64(n)
-	rt.bytes -= b
-	records, bytes := rt.inflight, rt.bytes
-	for pg := range rt.paused {
-		if rt.roomFor(pg) {
-			delete(rt.paused, pg)
-			pg.paused = false
-			rt.resumable = append(rt.resumable, pg.tp)
-			resumed = append(resumed, pg.tp)
+	if rt.npaused.Load() > 0 {
+		rt.mu.Lock()
+		for pg := range rt.paused {
+			if rt.roomFor(pg) {
+				rt.unpauseLocked(pg)
+				rt.resumable = append(rt.resumable, pg.tp)
+				resumed = append(resumed, pg.tp)
+			}
 		}
+		rt.mu.Unlock()
 	}
-	rt.mu.Unlock()
 	rt.signal()
 	rt.obs.InFlight(records, bytes)
 	for _, tp := range resumed {
 		rt.obs.PartitionResumed(tp)
 	}
+}
+
+// unpauseLocked takes g out of the pause set. Callers hold rt.mu.
+func (rt *runtime) unpauseLocked(g *graph) {
+	if _, ok := rt.paused[g]; ok {
+		delete(rt.paused, g)
+		rt.npaused.Add(-1)
+	}
+	g.paused = false
 }
 
 // Assign implements Group.
@@ -158,12 +172,14 @@ func (rt *runtime) Lose(tps []TopicPartition) {
 	rt.forget(rt.m.Lose(tps))
 }
 
-// forget takes stopped graphs out of the pause set and returns what they
-// held to the budget.
+// forget takes stopped graphs out of the pause set (and their partitions
+// out of the resumable list, which a later assignment must not inherit)
+// and returns what they held to the budget.
 func (rt *runtime) forget(gs []*graph) {
 	rt.mu.Lock()
 	for _, g := range gs {
-		delete(rt.paused, g)
+		rt.unpauseLocked(g)
+		rt.resumable = slices.DeleteFunc(rt.resumable, func(tp TopicPartition) bool { return tp == g.tp })
 	}
 	rt.mu.Unlock()
 	for _, g := range gs {
@@ -198,22 +214,30 @@ func (rt *runtime) Deliver(tp TopicPartition, recs []Record) bool {
 		b += recordBytes(&recs[i])
 	}
 	rt.obs.RecordsDelivered(tp, len(recs))
+	records, bytes := rt.inflight.Add(int64(len(recs))), rt.bytes.Add(b)
+	rt.obs.InFlight(records, bytes)
+	if !rt.full(g) {
+		return false
+	}
 	rt.mu.Lock()
-	rt.inflight += int64(len(recs))
-	rt.bytes += b
-	records, bytes := rt.inflight, rt.bytes
-	pause := rt.full(g)
-	newlyPaused := pause && !g.paused
+	newlyPaused := !g.paused
 	if newlyPaused {
 		g.paused = true
 		rt.paused[g] = struct{}{}
+		rt.npaused.Add(1)
+		// A release that freed the budget between the check above and
+		// the insertion did not see g: check again now that it would.
+		if rt.roomFor(g) {
+			rt.unpauseLocked(g)
+			rt.mu.Unlock()
+			return false
+		}
 	}
 	rt.mu.Unlock()
-	rt.obs.InFlight(records, bytes)
 	if newlyPaused {
 		rt.obs.PartitionPaused(tp)
 	}
-	return pause
+	return true
 }
 
 // Resumable implements Group.

@@ -148,11 +148,19 @@ type Inlet[T any] struct {
 
 // Recv returns the next chunk of values. It returns false when the input
 // is closed (the graph is draining and everything upstream finished) or
-// the partition context is done. Pass the chunk to Release once its values
-// are no longer referenced.
+// the partition context is done; once the context is done it never
+// returns a chunk, even if some are still buffered. Pass the chunk to
+// Release once its values are no longer referenced.
 func (in *Inlet[T]) Recv() ([]Item[T], bool) {
+	if in.ctx.Err() != nil {
+		return nil, false
+	}
 	select {
 	case c, ok := <-in.e.ch:
+		if ok && in.ctx.Err() != nil {
+			in.e.release(c)
+			return nil, false
+		}
 		return c, ok
 	case <-in.ctx.Done():
 		return nil, false
@@ -160,7 +168,9 @@ func (in *Inlet[T]) Recv() ([]Item[T], bool) {
 }
 
 // C returns the input channel, for stages that select on it together with
-// a timer; such stages must also select on the stage context.
+// a timer; such stages must also select on the stage context, and drop a
+// chunk received once the context is done (select picks ready cases at
+// random).
 func (in *Inlet[T]) C() <-chan []Item[T] { return in.e.ch }
 
 // Release returns a received chunk for reuse.

@@ -27,7 +27,8 @@ type tracker struct {
 
 	limit   *dlLimiter // nil without a DeadLetterLimit
 	onLimit func(error)
-	tripped error
+	tripped  error
+	reported bool // tripped was passed to onLimit
 }
 
 type slot struct {
@@ -95,7 +96,11 @@ func (tr *tracker) done(ts ...Ticket) {
 		tr.release(t)
 	}
 	n, b := tr.advance()
-	next, tripped := tr.next, tr.tripped
+	next := tr.next
+	var tripped error
+	if tr.tripped != nil && !tr.reported {
+		tripped, tr.reported = tr.tripped, true
+	}
 	tr.mu.Unlock()
 	if n > 0 {
 		tr.onDone(n, b, next)

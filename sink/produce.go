@@ -47,6 +47,9 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 		for {
 			select {
 			case chunk, ok := <-inl.C():
+				if ctx.Err() != nil {
+					return nil // cancelled: produce nothing more
+				}
 				if !ok {
 					return st.settle(ctx)
 				}

@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -19,9 +20,10 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 	if maxSize <= 0 {
 		panic(fmt.Sprintf("stages.Batch: maxSize must be at least 1, got %d", maxSize))
 	}
-	weigh := func(T) int { return 1 }
+	weigh := func(context.Context, T) (int, error) { return 1, nil }
 	if o.weight != nil {
-		weigh = typed[func(T) int]("Batch", "Weight", o.weight)
+		w := typed[func(T) int]("Batch", "Weight", o.weight)
+		weigh = func(_ context.Context, v T) (int, error) { return w(v), nil }
 	}
 	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[[]T]) error {
 		ctx := s.Context()
@@ -58,13 +60,20 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 					return nil
 				}
 			case chunk, ok := <-inl.C():
+				if ctx.Err() != nil {
+					return nil // cancelled: drop what was still buffered
+				}
 				buf := out.Buffer()
 				if !ok {
 					out.Send(flush(buf))
 					return nil
 				}
 				for _, it := range chunk {
-					w := weigh(it.Value)
+					w, err := call(weigh, ctx, it.Value)
+					if err != nil { // the Weight function panicked
+						out.Send(buf)
+						return s.Fail(it.Ticket, err)
+					}
 					if len(vals) > 0 && weight+w > maxSize {
 						buf = flush(buf)
 					}

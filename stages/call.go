@@ -22,6 +22,11 @@ func call[In, Out any](fn func(context.Context, In) (Out, error), ctx context.Co
 // the probe for the stuck detector, timed for observers, and retried under
 // the stage's retry policy while the error is transient.
 func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.Context, In) (Out, error), ctx context.Context, it pipeline.Item[In]) (Out, error) {
+	if err := ctx.Err(); err != nil {
+		// The partition was lost or its drain timed out: no more calls.
+		var zero Out
+		return zero, context.Cause(ctx)
+	}
 	pr.Enter(it.Ticket)
 	defer pr.Leave()
 	v := it.Value
@@ -35,7 +40,9 @@ func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.
 		} else {
 			out, err = call(fn, ctx, v)
 		}
-		if err == nil || !s.Retry(err, attempt) {
+		// No retry once ctx is done: the value can no longer complete
+		// (Pool's workers see their emitter's failure this way).
+		if err == nil || ctx.Err() != nil || !s.Retry(err, attempt) {
 			return out, err
 		}
 	}

@@ -3,6 +3,7 @@ package stages_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,7 +101,9 @@ func ExampleRoute() {
 // written.
 func ExampleNewSharedBatcher() {
 	insert := func(_ context.Context, rows []string) error {
-		fmt.Println("INSERT", len(rows), "rows:", strings.Join(rows, ","))
+		// Partitions fill the batch concurrently: their order varies.
+		sorted := slices.Sorted(slices.Values(rows))
+		fmt.Println("INSERT", len(rows), "rows:", strings.Join(sorted, ","))
 		return nil
 	}
 	rows := stages.NewSharedBatcher(insert, 4, time.Second)

@@ -99,7 +99,11 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 				vs, err := invoke(s, pr, fn, ctx, it)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
-						out.Send(buf) // what finished before the failure still completes
+						// what finished before the failure still completes
+						if len(empty) > 0 {
+							s.Done(empty...)
+						}
+						out.Send(buf)
 						return err
 					}
 					continue

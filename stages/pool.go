@@ -86,38 +86,48 @@ func (p *pool[In, Out]) run(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pip
 		}
 	}()
 
-	p.dispatch(ctx, inl, queues, ordered)
+	// A dispatch error (the ByKey function panicked) is reported after
+	// the chunks before it were emitted, like an error of fn.
+	dispatchErr := p.dispatch(ctx, inl, queues, ordered)
 	close(ordered)
 	for _, q := range queues {
 		close(q)
 	}
 	wg.Wait()
 	<-emitted
-	return emitErr
+	if emitErr != nil {
+		return emitErr
+	}
+	return dispatchErr
 }
 
 // dispatch splits input chunks into pieces for the workers and queues the
-// chunks, in order, for the emitter.
-func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) {
+// chunks, in order, for the emitter. It returns an error only when the
+// ByKey function panicked.
+func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
 	for {
 		var items []pipeline.Item[In]
 		select {
 		case c, ok := <-inl.C():
-			if !ok {
-				return
+			if !ok || ctx.Err() != nil {
+				return nil
 			}
 			items = c
 		case <-ctx.Done():
-			return
+			return nil
 		}
 		c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
 			fin: make([]atomic.Bool, len(items))}
+		pcs, err := p.split(c, len(queues))
+		if err != nil {
+			return err
+		}
 		select {
 		case ordered <- c:
 		case <-ctx.Done():
-			return
+			return nil
 		}
-		for _, pc := range p.split(c, len(queues)) {
+		for _, pc := range pcs {
 			q := queues[0]
 			if p.key != nil {
 				q = queues[pc.lo]
@@ -125,15 +135,16 @@ func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], q
 			select {
 			case q <- pc:
 			case <-ctx.Done():
-				return
+				return nil
 			}
 		}
 	}
 }
 
 // split cuts a chunk into pieces: equal ranges without a key, one index
-// list per worker (piece.lo is the worker) with a key.
-func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out] {
+// list per worker (piece.lo is the worker) with a key. A panic of the key
+// function is returned as the stage error of its value.
+func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
 	n := len(c.items)
 	if p.key == nil {
 		k := min(p.workers, n)
@@ -142,11 +153,16 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out
 		for lo := 0; lo < n; lo += size {
 			pcs = append(pcs, piece[In, Out]{c: c, lo: lo, hi: min(lo+size, n)})
 		}
-		return pcs
+		return pcs, nil
 	}
 	byWorker := make([][]int32, queues)
+	keyOf := p.keyOf
 	for i, it := range c.items {
-		w := int(maphash.String(p.seed, p.key(it.Value)) % uint64(queues))
+		k, err := call(keyOf, context.Background(), it.Value)
+		if err != nil {
+			return nil, p.s.Fail(it.Ticket, err)
+		}
+		w := int(maphash.String(p.seed, k) % uint64(queues))
 		byWorker[w] = append(byWorker[w], int32(i))
 	}
 	pcs := make([]piece[In, Out], 0, queues)
@@ -155,13 +171,21 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) []piece[In, Out
 			pcs = append(pcs, piece[In, Out]{c: c, lo: w, idx: idx})
 		}
 	}
-	return pcs
+	return pcs, nil
 }
+
+func (p *pool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }
 
 func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
 	pr := p.s.Probe()
 	one := func(c *poolChunk[In, Out], i int) {
-		c.outs[i], c.errs[i] = invoke(p.s, pr, p.fn, ctx, c.items[i])
+		if err := ctx.Err(); err != nil {
+			// The emitter failed or the partition is gone: nothing of
+			// this value will be emitted, so do not call fn for it.
+			c.errs[i] = err
+		} else {
+			c.outs[i], c.errs[i] = invoke(p.s, pr, p.fn, ctx, c.items[i])
+		}
 		c.fin[i].Store(true)
 		select {
 		case progress <- struct{}{}:

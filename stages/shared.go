@@ -90,6 +90,7 @@ func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 
 func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 	ctx := s.Context()
+	weighOf := b.weighOf
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -115,6 +116,9 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			}
 			arm()
 		case chunk, ok := <-inl.C():
+			if ctx.Err() != nil {
+				return nil // lost or timed out: neither add nor write
+			}
 			if !ok {
 				// Drain: write what is pending, then wait for every value
 				// of this partition to be written.
@@ -127,7 +131,11 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 				return nil
 			}
 			for _, it := range chunk {
-				if batch := b.add(s, it); batch != nil {
+				w, err := call(weighOf, ctx, it.Value)
+				if err != nil { // the Weight function panicked
+					return s.Fail(it.Ticket, err)
+				}
+				if batch := b.add(s, it, w); batch != nil {
 					if err := b.flush(s, batch); err != nil {
 						return err
 					}
@@ -145,9 +153,11 @@ type pending[T any] struct {
 	owners []entry
 }
 
-// add appends one value and returns the batch if it is now full.
-func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T]) *pending[T] {
-	w := b.weigh(it.Value)
+func (b *SharedBatcher[T]) weighOf(_ context.Context, v T) (int, error) { return b.weigh(v), nil }
+
+// add appends one value of weight w and returns the batch if it is now
+// full.
+func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T], w int) *pending[T] {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var full *pending[T]

@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// lossObserver snapshots the group's commits when the consumer first
+// loses a partition, and closes lost.
+type lossObserver struct {
+	*groupObserver
+	b            *testkit.Broker
+	group, topic string
+	once         sync.Once
+	lost         chan struct{}
+	atLoss       map[int32]int64
+}
+
+func (o *lossObserver) PartitionLost(tp pipeline.TopicPartition) {
+	o.groupObserver.PartitionLost(tp)
+	o.once.Do(func() {
+		o.atLoss = map[int32]int64{}
+		if gi := o.b.Cluster().GroupInfo(o.group); gi != nil {
+			for p, c := range gi.Commits[o.topic] {
+				o.atLoss[p] = c.Offset
+			}
+		}
+		close(o.lost)
+	})
+}
+
+// TestCrashedMemberIsReplaced: consumer A is thrown out of the group in
+// the middle of the stream (the broker rejects its heartbeats, so
+// librdkafka reports its assignment lost, and it cannot rejoin), the way
+// a crashed or partitioned process is, then stopped. A commits nothing
+// after the loss. Consumer B then processes exactly what follows the last
+// commit: nothing is lost, what A processed without committing is
+// processed again (counted), and the group ends at the high watermarks.
+func TestCrashedMemberIsReplaced(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 10_000
+	b := testkit.NewBroker(t)
+	const topic, group = "crash", "crash-g"
+	b.CreateTopic(t, topic, parts)
+	total := b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	all, byA, byB := newOffsets(hw), newOffsets(hw), newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+
+	// B joins once the coordinator expired A's session (A's leave may be
+	// lost with its joins faulted): keep that short.
+	ov := map[string]any{"session.timeout.ms": 2000}
+	builder := func(name string, mine *offsets) pipeline.Builder {
+		return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			e := es.begin(name, p.ID)
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				if name == "A" && r.Offset%2 == 0 {
+					time.Sleep(time.Millisecond) // work: keeps A mid-stream when it is thrown out
+				}
+				e.record(r.Offset)
+				mine.add(r.Partition, r.Offset)
+				all.add(r.Partition, r.Offset)
+				return nil
+			})
+		}
+	}
+
+	aObs := &lossObserver{groupObserver: newGroupObserver(), b: b, group: group, topic: topic, lost: make(chan struct{})}
+	a := startConsumer(t, "A", newSource(t, b, group, topic, ov), builder("A", byA), pipeline.WithObserver(aObs))
+	waitFor(t, "A processing and committing on every partition", func() bool {
+		c := b.Committed(t, group, topic)
+		return all.total.Load() >= int64(total/5) && len(c) == parts
+	}, a)
+
+	// From now on the coordinator rejects the group's heartbeats (A's
+	// assignment is lost) and its joins (A cannot come back).
+	faults := b.Cluster().Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
+	)
+	select {
+	case <-aObs.lost:
+	case <-a.done:
+		t.Fatalf("A stopped before losing its partitions: %v", a.err)
+	case <-time.After(wait):
+		t.Fatalf("A did not lose its partitions within %v", wait)
+	}
+	processedByA := byA.total.Load()
+	stopping := time.Now()
+	a.stop(t)
+	faults.Remove()
+	t.Logf("A stopped in %v; assigned %d, lost %d", time.Since(stopping), aObs.assigned.Load(), aObs.groupObserver.lost.Load())
+	if got := b.Committed(t, group, topic); !maps.Equal(got, aObs.atLoss) {
+		t.Errorf("A committed after losing its partitions: %v at the loss, %v after A stopped", aObs.atLoss, got)
+	}
+	if n := aObs.revoked.Load(); n != 0 {
+		t.Errorf("A revoked %d partitions gracefully; it should only have lost them", n)
+	}
+	t.Logf("A lost its partitions after processing %d records (%d by the time it stopped); committed at the loss: %v",
+		processedByA, byA.total.Load(), aObs.atLoss)
+
+	bObs := newGroupObserver()
+	bStart := time.Now()
+	bc := startConsumer(t, "B", newSource(t, b, group, topic, ov), builder("B", byB), pipeline.WithObserver(bObs))
+	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, bc)
+	t.Logf("B joined in %v", time.Since(bStart))
+	waitCommittedHW(t, b, group, topic, bc)
+	t.Logf("B done in %v", time.Since(bStart))
+	bc.stop(t)
+
+	if dups := all.check(t); dups > 0 {
+		t.Logf("%d records processed by A after its last commit were processed again by B", dups)
+	}
+	es.check(t) // B's every partition starts exactly at the commit A left
+	for p, h := range hw {
+		from := aObs.atLoss[p]
+		for off := range h {
+			want := int32(0)
+			if off >= from {
+				want = 1
+			}
+			if n := byB.n[p][off].Load(); n != want {
+				t.Fatalf("partition %d offset %d processed %d times by B, want %d (A's last commit: %d)", p, off, n, want, from)
+			}
+		}
+	}
+	if n := bObs.lost.Load(); n != 0 {
+		t.Errorf("B lost %d partitions", n)
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+}

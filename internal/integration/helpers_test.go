@@ -1,0 +1,213 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// librdkafka's threads are C threads, invisible to goleak; the Go side of
+// every client stops on Close. No test here provokes a fatal client error
+// (the one path on which the Kafka source leaks a goroutine).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait in this package; it only fires when stuck.
+const wait = 60 * time.Second
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("SLUICE_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
+}
+
+// newSource returns a Kafka source for group/topic with test timings
+// (fast heartbeats and commits); overrides are applied last.
+func newSource(t testing.TB, b *testkit.Broker, group, topic string, overrides map[string]any) *source.Kafka {
+	t.Helper()
+	ov := map[string]any{
+		"heartbeat.interval.ms": 100,
+		"session.timeout.ms":    6000,
+	}
+	maps.Copy(ov, overrides)
+	src, err := source.NewKafka(source.Config{
+		Brokers:        b.Addrs(),
+		Group:          group,
+		Topics:         []string{topic},
+		CommitInterval: 50 * time.Millisecond,
+		Logger:         testLogger(t),
+		Overrides:      ov,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// consumer is one pipeline.Run in the background.
+type consumer struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func startConsumer(t testing.TB, name string, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *consumer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &consumer{name: name, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = pipeline.Run(ctx, src, build, opts...)
+	}()
+	t.Cleanup(func() { c.cancel(); <-c.done })
+	return c
+}
+
+// stop cancels the consumer (graceful shutdown) and fails t unless Run
+// returns nil within wait.
+func (c *consumer) stop(t testing.TB) {
+	t.Helper()
+	c.cancel()
+	select {
+	case <-c.done:
+		if c.err != nil {
+			t.Fatalf("consumer %s: Run = %v, want nil", c.name, c.err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("consumer %s: Run did not return within %v of its cancellation", c.name, wait)
+	}
+}
+
+// waitFor polls cond every 10ms until it holds, failing t after wait or as
+// soon as one of the consumers' Run returns.
+func waitFor(t testing.TB, what string, cond func() bool, cs ...*consumer) {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		for _, c := range cs {
+			select {
+			case <-c.done:
+				t.Fatalf("waiting for %s: consumer %s stopped: %v", what, c.name, c.err)
+			default:
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("waiting for %s: not within %v", what, wait)
+		}
+	}
+}
+
+// waitCommittedHW waits until the group's commits equal the topic's high
+// watermarks.
+func waitCommittedHW(t testing.TB, b *testkit.Broker, group, topic string, cs ...*consumer) {
+	t.Helper()
+	hw := b.HighWatermarks(t, topic)
+	var got map[int32]int64
+	waitFor(t, fmt.Sprintf("group %s committing the high watermarks %v", group, hw), func() bool {
+		got = b.Committed(t, group, topic)
+		return maps.Equal(got, hw)
+	}, cs...)
+}
+
+// offsets counts how often each offset of each partition was processed,
+// lock-free: one counter per offset, sized by the high watermarks.
+type offsets struct {
+	n     map[int32][]atomic.Int32
+	total atomic.Int64
+}
+
+func newOffsets(hw map[int32]int64) *offsets {
+	o := &offsets{n: make(map[int32][]atomic.Int32, len(hw))}
+	for p, h := range hw {
+		o.n[p] = make([]atomic.Int32, h)
+	}
+	return o
+}
+
+// add counts one processing of p@off and returns how many times it was
+// processed so far.
+func (o *offsets) add(p int32, off int64) int32 {
+	o.total.Add(1)
+	return o.n[p][off].Add(1)
+}
+
+// check fails t unless every offset was processed at least once, and
+// returns how many processings were duplicates.
+func (o *offsets) check(t testing.TB) (dups int) {
+	t.Helper()
+	missing := 0
+	for p, cs := range o.n {
+		for off := range cs {
+			switch n := cs[off].Load(); {
+			case n == 0:
+				if missing < 10 {
+					t.Errorf("partition %d offset %d never processed", p, off)
+				}
+				missing++
+			case n > 1:
+				dups += int(n - 1)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d offsets never processed", missing)
+	}
+	return dups
+}
+
+// groupObserver counts the assignment events of one consumer.
+type groupObserver struct {
+	pipeline.NopObserver
+	assigned, revoked, lost, paused atomic.Int64
+	mu                              sync.Mutex
+	owned                           map[int32]bool
+}
+
+func newGroupObserver() *groupObserver { return &groupObserver{owned: map[int32]bool{}} }
+
+func (o *groupObserver) PartitionAssigned(tp pipeline.TopicPartition) {
+	o.assigned.Add(1)
+	o.mu.Lock()
+	o.owned[tp.Partition] = true
+	o.mu.Unlock()
+}
+
+func (o *groupObserver) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
+	o.revoked.Add(1)
+	o.mu.Lock()
+	delete(o.owned, tp.Partition)
+	o.mu.Unlock()
+}
+
+func (o *groupObserver) PartitionLost(tp pipeline.TopicPartition) {
+	o.lost.Add(1)
+	o.mu.Lock()
+	delete(o.owned, tp.Partition)
+	o.mu.Unlock()
+}
+
+func (o *groupObserver) PartitionPaused(pipeline.TopicPartition) { o.paused.Add(1) }
+
+func (o *groupObserver) owns() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.owned)
+}

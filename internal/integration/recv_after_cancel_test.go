@@ -1,0 +1,65 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// TestRecvAfterLossReturnsNothing: Inlet.Recv is documented to return
+// false once the partition context is done, but it selects between the
+// input channel and ctx.Done() with equal priority, so with chunks still
+// buffered on the edge a stage of a lost (or drain-timed-out) partition
+// keeps receiving them about half of the time: its function is called
+// for up to Buffer (4) more chunks of a partition another consumer may
+// already own, and Kill (which the poll loop waits for) is delayed by
+// that work. Each iteration blocks the end stage with full chunks queued
+// behind it, loses the partition, then calls Recv once: it must return
+// false. With the bug a single iteration passes with probability 1/2, so
+// 20 of them all passing is a 1-in-a-million event.
+//
+// Fix (pipeline/stage.go, Inlet.Recv): check in.ctx.Err() before the
+// select (and drop a chunk received when ctx is already done).
+func TestRecvAfterLossReturnsNothing(t *testing.T) {
+	const iterations = 20
+	delivered := 0
+	for range iterations {
+		synctest.Test(t, func(t *testing.T) {
+			after := make(chan bool, 1)
+			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return pipeline.AddEnd(in, pipeline.StageSpec{Name: "hold", Kind: "hold"},
+					func(s *pipeline.Stage, inl *pipeline.Inlet[pipeline.Record]) error {
+						if _, ok := inl.Recv(); !ok {
+							after <- false
+							return nil
+						}
+						<-s.Context().Done() // the partition is lost
+						_, ok := inl.Recv()
+						after <- ok
+						return nil
+					})
+			}
+			h := testkit.New(t, build)
+			h.Assign("t", 0)
+			vals := make([][]byte, 4096)
+			for i := range vals {
+				vals[i] = fmt.Appendf(nil, "%d", i)
+			}
+			h.Send("t", 0, vals...)
+			synctest.Wait() // the feeder is blocked on a full edge
+			h.Lose("t", 0)
+			if <-after {
+				delivered++
+			}
+			if err := h.Stop(); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+		})
+	}
+	if delivered > 0 {
+		t.Errorf("Recv returned a chunk after the partition was lost in %d of %d iterations, want never", delivered, iterations)
+	}
+}

@@ -1,0 +1,33 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/sourcetest"
+)
+
+// kafkaDriver runs the source conformance suite against source.Kafka on
+// the embedded broker.
+type kafkaDriver struct{ b *testkit.Broker }
+
+func (d kafkaDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
+	d.b.CreateTopic(t, topic, partitions)
+}
+
+func (d kafkaDriver) Produce(t *testing.T, topic string, recs ...pipeline.Record) {
+	d.b.Produce(t, topic, recs...)
+}
+
+func (d kafkaDriver) NewSource(t *testing.T, group, topic string) pipeline.Source {
+	return newSource(t, d.b, group, topic, nil)
+}
+
+func (d kafkaDriver) Committed(t *testing.T, group, topic string) map[int32]int64 {
+	return d.b.Committed(t, group, topic)
+}
+
+func TestKafkaSourceConformance(t *testing.T) {
+	sourcetest.Run(t, kafkaDriver{testkit.NewBroker(t)})
+}

@@ -1,0 +1,114 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// sourceFunc is a Source whose poll loop is the test's own script, to
+// drive the Group step by step.
+type sourceFunc func(ctx context.Context, g pipeline.Group) error
+
+func (f sourceFunc) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
+
+func recsAt(tp pipeline.TopicPartition, from, n int) []pipeline.Record {
+	out := make([]pipeline.Record, n)
+	for i := range out {
+		out[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(from + i)}
+	}
+	return out
+}
+
+// A partition that became resumable just before it was revoked must not
+// be listed by Resumable for its next assignment, whose graph is paused
+// and full.
+func TestReviewResumableForgetsRevokedPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+		gt := newGate(0, 1, 2, 3)
+		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
+			defer g.Shutdown()
+			if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+				return err
+			}
+			if !g.Deliver(tp, recsAt(tp, 0, 2)) {
+				t.Error("the first graph did not pause at its limit")
+			}
+			gt.open(0)
+			gt.open(1)
+			synctest.Wait() // both records completed: the partition has room again
+			g.Revoke([]pipeline.TopicPartition{tp})
+			if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+				return err
+			}
+			if !g.Deliver(tp, recsAt(tp, 2, 2)) {
+				t.Error("the second graph did not pause at its limit")
+			}
+			synctest.Wait()
+			if r := g.Resumable(); slices.Contains(r, tp) {
+				t.Errorf("Resumable lists %v while its new graph is full and paused", r)
+			}
+			gt.open(2)
+			gt.open(3)
+			return nil
+		})
+		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return gt.wait(ctx, r.Offset) })
+		}, pipeline.WithPartitionQueue(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Stage methods may be called from goroutines other than the stage's own
+// (stages.SharedBatcher completes and fails values of every partition in a
+// batch). Failing a value as Invalid after its graph exited must not send
+// on the graph's closed dead-letter queue.
+func TestReviewInvalidAfterTheGraphExited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			st   *pipeline.Stage
+			held pipeline.Ticket
+		)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			p.OnClose(func(context.Context) error {
+				// Every stage goroutine exited; the context is not cancelled yet.
+				defer func() {
+					if v := recover(); v != nil {
+						t.Errorf("Fail after the graph exited panicked: %v", v)
+					}
+				}()
+				if err := st.Fail(held, pipeline.Invalid(errors.New("bad"))); err != nil {
+					t.Errorf("Fail returned %v", err)
+				}
+				return nil
+			})
+			return pipeline.AddEnd(in, pipeline.StageSpec{Kind: "Hold"}, func(s *pipeline.Stage, inl *pipeline.Inlet[pipeline.Record]) error {
+				st = s
+				for {
+					c, ok := inl.Recv()
+					if !ok {
+						return nil
+					}
+					held = c[0].Ticket // completed elsewhere, never here
+					inl.Release(c)
+				}
+			})
+		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(1)...)
+		synctest.Wait()
+		h.Revoke("t", 0)
+		if got := h.Committed("t", 0); got != -1 {
+			t.Fatalf("committed %d, want nothing", got)
+		}
+	})
+}

@@ -1,0 +1,117 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// decode marks every record whose offset is 3 mod 7 invalid.
+func decode(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+	if r.Offset%7 == 3 {
+		return r, pipeline.Invalid(fmt.Errorf("cannot decode offset %d", r.Offset))
+	}
+	return r, nil
+}
+
+func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, decode, stages.Name("decode")))
+}
+
+// Dead letters carry the original key, value, timestamp and headers
+// untouched, followed by the sluice.dlq.* headers with exact values; one
+// per invalid record, and the input commits to its end.
+func TestDeadLetterCarriesRecordAndOrigin(t *testing.T) {
+	t.Parallel()
+	const parts, n = 2, 50
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", parts)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", input(parts, 0, n)...)
+	in := b.ReadAll(t, "in")
+	p := newProducer(t, b, nil)
+
+	r := start(t, newSource(t, b, "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	r.stop(t)
+
+	var want []pipeline.Record
+	for _, rec := range in {
+		if rec.Offset%7 == 3 {
+			want = append(want, rec)
+		}
+	}
+	got := b.ReadAll(t, "dlq")
+	if len(got) != len(want) {
+		t.Fatalf("%d dead letters, want %d", len(got), len(want))
+	}
+	// One dlq partition; partitions' dead letters may interleave, each
+	// partition's in offset order.
+	byKey := map[string]pipeline.Record{}
+	for _, d := range got {
+		byKey[string(d.Key)] = d
+	}
+	for _, w := range want {
+		d, ok := byKey[string(w.Key)]
+		if !ok {
+			t.Errorf("no dead letter for %d@%d", w.Partition, w.Offset)
+			continue
+		}
+		wantHeaders := append(append([]pipeline.Header(nil), w.Headers...),
+			pipeline.Header{Key: sink.HeaderTopic, Value: []byte("in")},
+			pipeline.Header{Key: sink.HeaderPartition, Value: fmt.Appendf(nil, "%d", w.Partition)},
+			pipeline.Header{Key: sink.HeaderOffset, Value: fmt.Appendf(nil, "%d", w.Offset)},
+			pipeline.Header{Key: sink.HeaderError, Value: fmt.Appendf(nil, "cannot decode offset %d", w.Offset)},
+			pipeline.Header{Key: sink.HeaderStage, Value: []byte("decode")},
+		)
+		if string(d.Value) != string(w.Value) || !d.Timestamp.Equal(w.Timestamp) ||
+			headersString(d.Headers) != headersString(wantHeaders) {
+			t.Errorf("dead letter of %d@%d: value %q ts %v headers %s\nwant value %q ts %v headers %s",
+				w.Partition, w.Offset, d.Value, d.Timestamp, headersString(d.Headers),
+				w.Value, w.Timestamp, headersString(wantHeaders))
+		}
+	}
+}
+
+// A dead letter that cannot be delivered stops Run with a StageError at
+// the invalid record; the partition commits exactly up to it.
+func TestDeadLetterFailureStopsRun(t *testing.T) {
+	t.Parallel()
+	const n = 20 // offset 3 is the first invalid record
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 1)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", input(1, 0, n)...)
+	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
+	p := newProducer(t, b, nil)
+
+	// No retries: the default policy would retry the failed dead letter
+	// for about 80 seconds.
+	r := start(t, newSource(t, b, "g", "in"), dlqBuilder,
+		pipeline.WithDeadLetter(p.DeadLetter("dlq")), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+	err := r.wait(t)
+	var se *pipeline.StageError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+	}
+	if se.Stage != "decode" || se.Partition != 0 || se.Offset != 3 || !strings.Contains(err.Error(), "dead letter to dlq") {
+		t.Errorf("Run = %v, want stage decode failing at in/0@3 on the dead letter", err)
+	}
+	if c := b.Committed(t, "g", "in"); c[0] != 3 || len(c) != 1 {
+		t.Errorf("committed %v, want {0: 3}", c)
+	}
+	if got := b.ReadAll(t, "dlq"); len(got) != 0 {
+		t.Errorf("%d dead letters stored, want none", len(got))
+	}
+}

@@ -1,0 +1,11 @@
+package sink_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// librdkafka's threads are C threads, invisible to goleak; the Go side of
+// the producer and of the consumers stops on Close.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,165 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+func nValues(n int) [][]byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, "%d", i)
+	}
+	return vs
+}
+
+// A FlatMap failure must still complete the records before it that
+// produced no output, so the partition commits up to the failing offset.
+func TestReviewFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			out := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]int64, error) {
+				if r.Offset == 2 {
+					return nil, pipeline.Permanent(errors.New("boom"))
+				}
+				return nil, nil // offsets 0 and 1 expand to nothing
+			})
+			return stages.Discard(out)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(3)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || se.Offset != 2 {
+			t.Fatalf("Run returned %v, want a StageError at offset 2", err)
+		}
+		if got := h.Committed("t", 0); got != 2 {
+			t.Fatalf("committed %d, want 2 (offsets 0 and 1 finished before the failure)", got)
+		}
+	})
+}
+
+// A panic in Pool's ByKey function must stop Run with the record's
+// position and leave no goroutine of the pool behind (synctest fails on a
+// leaked, blocked goroutine).
+func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			out := stages.Pool(in, 3, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil },
+				stages.ByKey(func(r pipeline.Record) string {
+					if r.Offset == 3 {
+						panic("bad key")
+					}
+					return string(r.Value)
+				}))
+			return stages.Discard(out)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(5)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		var pe *pipeline.PanicError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
+			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
+		}
+	})
+}
+
+// A Batch Weight function that panics reports the value's position.
+func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			out := stages.Batch(in, 10, time.Second, stages.Weight(func(r pipeline.Record) int {
+				if r.Offset == 2 {
+					panic("bad weight")
+				}
+				return 1
+			}))
+			return stages.Discard(out)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(4)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		var pe *pipeline.PanicError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 2 {
+			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 2", err)
+		}
+	})
+}
+
+// When Pool's emitter fails, the workers must not go on calling (and
+// retrying) fn for every value still queued: Run must stop about when the
+// failing value exhausted its retries, not after the whole backlog did.
+func TestReviewPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			out := stages.Pool(in, 2, func(ctx context.Context, r pipeline.Record) (int64, error) {
+				if r.Offset == 0 {
+					return 0, pipeline.Permanent(errors.New("boom"))
+				}
+				if err := ctx.Err(); err != nil {
+					return 0, err // transient in the retry policy's eyes
+				}
+				time.Sleep(time.Second)
+				return r.Offset, ctx.Err()
+			}, stages.Retry(pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: time.Second}))
+			return stages.Discard(out)
+		})
+		h.Assign("t", 0)
+		start := time.Now()
+		h.Send("t", 0, nValues(200)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || se.Offset != 0 {
+			t.Fatalf("Run returned %v, want a StageError at offset 0", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("Run took %v to stop after offset 0 failed at once: the pool kept working through its backlog", took)
+		}
+	})
+}
+
+// A shared batch that fails as Invalid dead-letters the values of every
+// partition in it, including partitions lost meanwhile: that must not
+// send on the lost graph's closed dead-letter queue.
+func TestReviewSharedBatchInvalidWithLostPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lost = 16
+		var dead atomic.Int32
+		b := stages.NewSharedBatcher(func(_ context.Context, batch []string) error {
+			return pipeline.Invalid(errors.New("rejected"))
+		}, lost+1, time.Minute)
+		h := sharedHarness(t, b, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+			dead.Add(1)
+			return nil
+		}))
+		parts := make([]int32, lost+1)
+		for i := range parts {
+			parts[i] = int32(i)
+		}
+		h.Assign("t", parts...)
+		for p := int32(1); p <= lost; p++ {
+			h.Send("t", p, []byte("x"))
+		}
+		synctest.Wait()
+		h.Lose("t", parts[1:]...)
+		// y fills the batch, unless a lost partition's Feed stage took the
+		// drain path and wrote the batch on its way out; then y is written
+		// alone after maxWait. Either way, the write rejects it.
+		h.Send("t", 0, []byte("y"))
+		h.WaitCommitted("t", 0, 1)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	})
+}

@@ -1,0 +1,554 @@
+// Package sourcetest checks that a [pipeline.Source] honours the contract
+// the runtime relies on, in the spirit of testing/slogtest: [Run] drives
+// the source through pipeline.Run in scenarios whose committed offsets are
+// known exactly, so every source (the testkit fake, the Kafka source) must
+// end with identical commits.
+//
+// The scenarios cover: every record processed once and committed to the
+// end; a filtered tail committed; invalid records dead-lettered and
+// committed; a stage error at offset k stopping Run with a
+// *pipeline.StageError and committing exactly k (healthy partitions to
+// their end); a graceful shutdown committing exactly what completed; and a
+// second source of the same group resuming from the committed offset.
+package sourcetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// Driver is the environment of a source under test: something holding
+// partitioned topics (a broker, an in-memory log) and sources consuming
+// them as consumer groups. Its methods are called from several tests at
+// once (each scenario uses its own topic and group) and must be safe for
+// concurrent use. A method fails t (t.Fatal) when the environment fails.
+type Driver interface {
+	// CreateTopic creates a new, empty topic with the given number of
+	// partitions, numbered from 0.
+	CreateTopic(t *testing.T, topic string, partitions int32)
+
+	// Produce appends recs to topic, each to its Partition, in slice
+	// order, at consecutive offsets after the partition's last record
+	// (from 0). Key, Value and Headers are kept; Topic, Offset and
+	// Timestamp are ignored. The suite produces only while no source of
+	// the topic runs.
+	Produce(t *testing.T, topic string, recs ...pipeline.Record)
+
+	// NewSource returns a source consuming topic as the only member of
+	// consumer group group: once its Run started it gets every partition
+	// of topic, each delivered from the group's committed offset (the
+	// partition's first record when nothing was committed), and it
+	// commits to the group. The suite runs at most one source of a group
+	// at a time, and each source once.
+	NewSource(t *testing.T, group, topic string) pipeline.Source
+
+	// Committed returns the offsets group has committed for topic, by
+	// partition; partitions without a commit are absent. It may be called
+	// while a source of the group runs.
+	Committed(t *testing.T, group, topic string) map[int32]int64
+}
+
+// WaitTimeout bounds every wait of the suite (a commit reaching a value, a
+// gate reached, Run returning). It only fires when something is stuck.
+var WaitTimeout = time.Minute
+
+// Run runs every scenario against d, each as a parallel subtest of t.
+func Run(t *testing.T, d Driver) {
+	for _, sc := range []struct {
+		name string
+		fn   func(*testing.T, Driver)
+	}{
+		{"ProcessAllOnce", processAllOnce},
+		{"FilteredTailCommitted", filteredTail},
+		{"InvalidToDeadLetter", invalidToDeadLetter},
+		{"StageErrorCommitsUpToOffset", stageError},
+		{"ShutdownCommitsCompleted", shutdownMidStream},
+		{"ResumeFromCommitted", resume},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.fn(t, d)
+		})
+	}
+}
+
+// names returns a topic and a group name unique to the test.
+func names(t *testing.T) (topic, group string) {
+	n := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	return "st-" + n, "st-g-" + n
+}
+
+// records makes n records for each of partitions, numbered from first:
+// key "p-i", value "value p-i", header "i" = i.
+func records(partitions int32, first, n int) []pipeline.Record {
+	var out []pipeline.Record
+	for i := first; i < first+n; i++ {
+		for p := range partitions {
+			out = append(out, pipeline.Record{
+				Partition: p,
+				Key:       fmt.Appendf(nil, "%d-%d", p, i),
+				Value:     fmt.Appendf(nil, "value %d-%d", p, i),
+				Headers:   []pipeline.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
+			})
+		}
+	}
+	return out
+}
+
+// checkRecord checks that r is the record records() made for its position.
+func checkRecord(t *testing.T, topic string, r pipeline.Record) {
+	t.Helper()
+	i := r.Offset // the suite produces consecutive offsets from 0
+	if r.Topic != topic || string(r.Key) != fmt.Sprintf("%d-%d", r.Partition, i) ||
+		string(r.Value) != fmt.Sprintf("value %d-%d", r.Partition, i) ||
+		len(r.Headers) != 1 || r.Headers[0].Key != "i" || string(r.Headers[0].Value) != fmt.Sprint(i) {
+		t.Errorf("record %s/%d@%d = key %q value %q headers %v, want what was produced there",
+			r.Topic, r.Partition, r.Offset, r.Key, r.Value, r.Headers)
+	}
+}
+
+// seen counts how often each offset of each partition was processed.
+type seen struct {
+	mu sync.Mutex
+	n  map[int32]map[int64]int
+}
+
+func newSeen() *seen { return &seen{n: map[int32]map[int64]int{}} }
+
+func (s *seen) add(p int32, off int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[p] == nil {
+		s.n[p] = map[int64]int{}
+	}
+	s.n[p][off]++
+}
+
+func (s *seen) count(p int32) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.n[p])
+}
+
+// exactly checks that partition p's processed offsets are exactly
+// [from, to), each once.
+func (s *seen) exactly(t *testing.T, p int32, from, to int64) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bad := 0
+	for _, off := range slices.Sorted(maps.Keys(s.n[p])) {
+		if n := s.n[p][off]; off < from || off >= to || n != 1 {
+			if bad++; bad <= 5 {
+				t.Errorf("partition %d: offset %d processed %d times, want each of [%d, %d) once", p, off, n, from, to)
+			}
+		}
+	}
+	if got := int64(len(s.n[p])); got != to-from {
+		t.Errorf("partition %d: %d distinct offsets processed, want %d ([%d, %d))", p, got, to-from, from, to)
+	}
+}
+
+// running is one pipeline.Run in the background.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = pipeline.Run(ctx, src, build, opts...)
+	}()
+	t.Cleanup(func() { r.cancel(); <-r.done })
+	return r
+}
+
+// stop cancels Run and returns its error.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	return r.wait(t)
+}
+
+// wait waits for Run to return by itself.
+func (r *running) wait(t *testing.T) error {
+	t.Helper()
+	timer := time.NewTimer(WaitTimeout)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return r.err
+	case <-timer.C:
+		t.Fatalf("Run did not return within %v", WaitTimeout)
+		return nil
+	}
+}
+
+// waitCommitted polls the group's commits until they equal want exactly
+// (failing at once if a partition goes past its wanted offset).
+func waitCommitted(t *testing.T, d Driver, r *running, group, topic string, want map[int32]int64) {
+	t.Helper()
+	deadline := time.NewTimer(WaitTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := d.Committed(t, group, topic)
+		if maps.Equal(got, want) {
+			return
+		}
+		for p, c := range got {
+			if w, ok := want[p]; !ok || c > w {
+				t.Fatalf("committed %v, want %v: partition %d went past it", got, want, p)
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-r.done:
+			if got := d.Committed(t, group, topic); !maps.Equal(got, want) {
+				t.Fatalf("Run returned %v with %v committed, want %v", r.err, got, want)
+			}
+			return
+		case <-deadline.C:
+			t.Fatalf("committed %v after %v, want %v", got, WaitTimeout, want)
+		}
+	}
+}
+
+func checkCommitted(t *testing.T, d Driver, group, topic string, want map[int32]int64) {
+	t.Helper()
+	if got := d.Committed(t, group, topic); !maps.Equal(got, want) {
+		t.Errorf("committed %v, want %v", got, want)
+	}
+}
+
+// waitChan waits for ch to be closed (or receive), failing after
+// WaitTimeout or if Run returns first.
+func waitChan(t *testing.T, r *running, ch <-chan struct{}, what string) {
+	t.Helper()
+	timer := time.NewTimer(WaitTimeout)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-r.done:
+		t.Fatalf("Run returned %v while waiting for %s", r.err, what)
+	case <-timer.C:
+		t.Fatalf("%s: not within %v", what, WaitTimeout)
+	}
+}
+
+func uniform(partitions int32, v int64) map[int32]int64 {
+	m := make(map[int32]int64, partitions)
+	for p := range partitions {
+		m[p] = v
+	}
+	return m
+}
+
+// processAllOnce: every record reaches the end once, untouched, and every
+// partition commits its end.
+func processAllOnce(t *testing.T, d Driver) {
+	const parts, n = 3, 200
+	topic, group := names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+
+	s := newSeen()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			checkRecord(t, topic, r)
+			s.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+	r := start(t, d.NewSource(t, group, topic), build)
+	waitCommitted(t, d, r, group, topic, uniform(parts, n))
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	for p := range int32(parts) {
+		s.exactly(t, p, 0, n)
+	}
+	checkCommitted(t, d, group, topic, uniform(parts, n))
+}
+
+// filteredTail: records a Filter drops complete at once, so a partition
+// whose tail is filtered out still commits its end.
+func filteredTail(t *testing.T, d Driver) {
+	const parts, n, keep = 2, 100, 60
+	topic, group := names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+
+	s := newSeen()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < keep })
+		return stages.Each(kept, func(_ context.Context, r pipeline.Record) error {
+			s.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+	r := start(t, d.NewSource(t, group, topic), build)
+	waitCommitted(t, d, r, group, topic, uniform(parts, n))
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	for p := range int32(parts) {
+		s.exactly(t, p, 0, keep)
+	}
+	checkCommitted(t, d, group, topic, uniform(parts, n))
+}
+
+var errBad = errors.New("bad record")
+
+// invalidToDeadLetter: records marked Invalid go, untouched and in offset
+// order, to the dead-letter function and are committed; the others reach
+// the end.
+func invalidToDeadLetter(t *testing.T, d Driver) {
+	const parts, n = 2, 100
+	topic, group := names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+	bad := func(off int64) bool { return off%10 == 3 }
+
+	var mu sync.Mutex
+	dead := map[int32][]pipeline.DeadLetter{}
+	deadLetter := func(_ context.Context, dl pipeline.DeadLetter) error {
+		mu.Lock()
+		defer mu.Unlock()
+		dead[dl.Record.Partition] = append(dead[dl.Record.Partition], dl)
+		return nil
+	}
+	s := newSeen()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		valid := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+			if bad(r.Offset) {
+				return r, pipeline.Invalid(fmt.Errorf("offset %d: %w", r.Offset, errBad))
+			}
+			return r, nil
+		}, stages.Name("validate"))
+		return stages.Each(valid, func(_ context.Context, r pipeline.Record) error {
+			s.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+	r := start(t, d.NewSource(t, group, topic), build, pipeline.WithDeadLetter(deadLetter))
+	waitCommitted(t, d, r, group, topic, uniform(parts, n))
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	checkCommitted(t, d, group, topic, uniform(parts, n))
+	mu.Lock()
+	defer mu.Unlock()
+	for p := range int32(parts) {
+		var want []int64
+		for off := range int64(n) {
+			if bad(off) {
+				want = append(want, off)
+			} else {
+				s.mu.Lock()
+				c := s.n[p][off]
+				s.mu.Unlock()
+				if c != 1 {
+					t.Errorf("partition %d: valid offset %d processed %d times, want once", p, off, c)
+				}
+			}
+		}
+		var got []int64
+		for _, dl := range dead[p] {
+			got = append(got, dl.Record.Offset)
+			checkRecord(t, topic, dl.Record)
+			if dl.Stage != "validate" || !errors.Is(dl.Err, errBad) || !pipeline.IsInvalid(dl.Err) {
+				t.Errorf("dead letter of %d@%d: stage %q err %v, want stage validate and the Invalid error",
+					p, dl.Record.Offset, dl.Stage, dl.Err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("partition %d: dead letters at %v, want %v", p, got, want)
+		}
+		if c := s.count(p); c != n-len(want) {
+			t.Errorf("partition %d: %d valid records processed, want %d", p, c, n-len(want))
+		}
+	}
+}
+
+var errBoom = errors.New("boom")
+
+// stageError: a permanent stage error at offset k of one partition stops
+// Run with a *StageError naming it; that partition commits exactly k and
+// the healthy ones (finished before the failure) their end.
+func stageError(t *testing.T, d Driver) {
+	const parts, n, failP, k = 3, 60, int32(1), int64(17)
+	topic, group := names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+
+	s := newSeen()
+	healthy := make(chan struct{}) // closed once the healthy partitions processed everything
+	var mu sync.Mutex
+	left := (parts - 1) * n
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		checked := stages.Map(in, func(ctx context.Context, r pipeline.Record) (pipeline.Record, error) {
+			if r.Partition == failP && r.Offset == k {
+				// Fail only once the other partitions are done, so that
+				// what they commit is known exactly.
+				select {
+				case <-healthy:
+				case <-ctx.Done():
+				}
+				return r, pipeline.Permanent(errBoom)
+			}
+			return r, nil
+		}, stages.Name("check"))
+		return stages.Each(checked, func(_ context.Context, r pipeline.Record) error {
+			s.add(r.Partition, r.Offset)
+			if r.Partition != failP {
+				mu.Lock()
+				if left--; left == 0 {
+					close(healthy)
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	r := start(t, d.NewSource(t, group, topic), build)
+	err := r.wait(t)
+	var se *pipeline.StageError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+	}
+	if se.Stage != "check" || se.Topic != topic || se.Partition != failP || se.Offset != k || !errors.Is(err, errBoom) {
+		t.Errorf("StageError = %+v, want stage check on %s/%d at %d wrapping %v", *se, topic, failP, k, errBoom)
+	}
+	want := uniform(parts, n)
+	want[failP] = k
+	checkCommitted(t, d, group, topic, want)
+	for p := range int32(parts) {
+		s.exactly(t, p, 0, want[p])
+	}
+}
+
+// shutdownMidStream: the end blocks at offset k of partition 0 until the
+// partition's context ends (the drain timeout after a shutdown); the other
+// partition finished everything. Shutdown commits exactly k and n.
+func shutdownMidStream(t *testing.T, d Driver) {
+	const n, k = 100, int64(37)
+	topic, group := names(t)
+	d.CreateTopic(t, topic, 2)
+	d.Produce(t, topic, records(2, 0, n)...)
+
+	s := newSeen()
+	gate := make(chan struct{})
+	other := make(chan struct{})
+	var timedOut sync.Map
+	obs := &revokeObserver{timedOut: &timedOut}
+	r := start(t, d.NewSource(t, group, topic), gateBuilder(s, 0, k, gate, other, n),
+		pipeline.WithDrainTimeout(200*time.Millisecond), pipeline.WithObserver(obs))
+	waitChan(t, r, gate, "partition 0 reaching the gate")
+	waitChan(t, r, other, "partition 1 processing everything")
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	checkCommitted(t, d, group, topic, map[int32]int64{0: k, 1: n})
+	s.exactly(t, 0, 0, k)
+	s.exactly(t, 1, 0, n)
+	if v, ok := timedOut.Load(int32(0)); !ok || !v.(bool) {
+		t.Errorf("partition 0 revoke: timed out = %v (reported %v), want a drain timeout", v, ok)
+	}
+	if v, ok := timedOut.Load(int32(1)); !ok || v.(bool) {
+		t.Errorf("partition 1 revoke: timed out = %v (reported %v), want a clean drain", v, ok)
+	}
+}
+
+type revokeObserver struct {
+	pipeline.NopObserver
+	timedOut *sync.Map
+}
+
+func (o *revokeObserver) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, timedOut bool) {
+	o.timedOut.Store(tp.Partition, timedOut)
+}
+
+// gateBuilder: partition gateP blocks at offset k (closing gate, not
+// completing it) until its context ends; every other partition processes
+// and closes other once it processed total records.
+func gateBuilder(s *seen, gateP int32, k int64, gate, other chan struct{}, total int) pipeline.Builder {
+	var once sync.Once
+	var mu sync.Mutex
+	left := total
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if r.Partition == gateP && r.Offset == k {
+				once.Do(func() { close(gate) })
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			s.add(r.Partition, r.Offset)
+			if r.Partition != gateP {
+				mu.Lock()
+				if left--; left == 0 {
+					close(other)
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+}
+
+// resume: a first source stops with partition 0 committed at k and
+// partition 1 at its end; after more records arrive a second source of
+// the same group processes exactly what follows the commits.
+func resume(t *testing.T, d Driver) {
+	const n, more, k = 50, 20, int64(23)
+	topic, group := names(t)
+	d.CreateTopic(t, topic, 2)
+	d.Produce(t, topic, records(2, 0, n)...)
+
+	first := newSeen()
+	gate, other := make(chan struct{}), make(chan struct{})
+	r := start(t, d.NewSource(t, group, topic), gateBuilder(first, 0, k, gate, other, n),
+		pipeline.WithDrainTimeout(100*time.Millisecond))
+	waitChan(t, r, gate, "partition 0 reaching the gate")
+	waitChan(t, r, other, "partition 1 processing everything")
+	if err := r.stop(t); err != nil {
+		t.Fatalf("first Run = %v, want nil", err)
+	}
+	checkCommitted(t, d, group, topic, map[int32]int64{0: k, 1: n})
+
+	d.Produce(t, topic, records(2, n, more)...)
+	second := newSeen()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			checkRecord(t, topic, r)
+			second.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+	r = start(t, d.NewSource(t, group, topic), build)
+	waitCommitted(t, d, r, group, topic, uniform(2, n+more))
+	if err := r.stop(t); err != nil {
+		t.Fatalf("second Run = %v, want nil", err)
+	}
+	first.exactly(t, 0, 0, k)
+	first.exactly(t, 1, 0, n)
+	second.exactly(t, 0, k, n+more)
+	second.exactly(t, 1, n, n+more)
+	checkCommitted(t, d, group, topic, uniform(2, n+more))
+}
