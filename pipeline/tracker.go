@@ -25,8 +25,8 @@ type tracker struct {
 	bytes  int64 // payload bytes of live slots
 	onDone func(records int, bytes int64, next int64)
 
-	limit   *dlLimiter // nil without a DeadLetterLimit
-	onLimit func(error)
+	limit    *dlLimiter // nil without a DeadLetterLimit
+	onLimit  func(error)
 	tripped  error
 	reported bool // tripped was passed to onLimit
 }
