@@ -283,3 +283,29 @@ func TestDeadLetterLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead []int64
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			pairs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Record, error) {
+				return []pipeline.Record{r, r}, nil // two values per record
+			})
+			return stages.Each(pairs, func(_ context.Context, r pipeline.Record) error {
+				if r.Offset == 1 {
+					return pipeline.Invalid(errors.New("bad"))
+				}
+				return nil
+			})
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+			dead = append(dead, dl.Record.Offset)
+			return nil
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3)...)
+		h.WaitCommitted("t", 0, 3)
+		if fmt.Sprint(dead) != "[1]" {
+			t.Fatalf("dead-lettered %v, want offset 1 once", dead)
+		}
+	})
+}

@@ -125,8 +125,7 @@ func (s *Stage) Fail(t Ticket, err error) error {
 		if s.g.rt.cfg.deadLetter == nil {
 			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
-		s.g.tr.markInvalid(t)
-		s.g.deadLetter(deadLetterJob{stage: s, t: t, recs: recs, err: err})
+		s.g.deadLetter(deadLetterJob{stage: s, t: t, recs: s.g.tr.claimInvalid(nil, t), err: err})
 		return nil
 	}
 	return s.stageError(recs, err)

@@ -157,24 +157,28 @@ func (tr *tracker) join(ts []Ticket) Ticket {
 	return Ticket{id: joinedBit | uint64(i+1)}
 }
 
-// markInvalid flags the records behind t as dead-lettered, for the
-// dead-letter limits.
-func (tr *tracker) markInvalid(t Ticket) {
+// claimInvalid flags the records behind t as dead-lettered (for the
+// dead-letter limits) and appends those that were not flagged before: a
+// record is dead-lettered once even when several values derived from it
+// (the elements of an unbatched batch) are found invalid.
+func (tr *tracker) claimInvalid(dst []Record, t Ticket) []Record {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.markInvalidLocked(t)
+	return tr.claimInvalidLocked(dst, t)
 }
 
-func (tr *tracker) markInvalidLocked(t Ticket) {
+func (tr *tracker) claimInvalidLocked(dst []Record, t Ticket) []Record {
 	if t.joined() {
 		for _, m := range tr.joins[t.id&^joinedBit-1].members {
-			tr.markInvalidLocked(m)
+			dst = tr.claimInvalidLocked(dst, m)
 		}
-		return
+		return dst
 	}
-	if s := tr.slotOf(t); s != nil {
+	if s := tr.slotOf(t); s != nil && !s.invalid {
 		s.invalid = true
+		dst = append(dst, s.rec)
 	}
+	return dst
 }
 
 // records appends the records a ticket refers to.

@@ -13,7 +13,9 @@ import (
 // heavier than maxSize forms a batch of its own), when maxWait has passed
 // since its first value, and when the partition drains. The batch's
 // records commit when the batch completes downstream. maxWait <= 0 means
-// no time limit (a partial batch then waits for more values or the drain).
+// no time limit: a partial batch then waits for more values or the drain,
+// so keep maxSize below the partition queue (pipeline.WithPartitionQueue)
+// or the partition pauses with a batch that can never fill.
 // The emitted slice is the receiver's to keep.
 func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opts ...Option) pipeline.Stream[[]T] {
 	sp, o := spec("Batch", opts)

@@ -28,6 +28,10 @@ import (
 // the revoke is acknowledged. Lost partition: its values still pending
 // are written with the next batch (they are already in it) but never
 // committed; its next owner reads them again.
+//
+// Writes are serialized: a partition being revoked waits for a write in
+// progress (with its retries) before it writes its own values, so keep the
+// write's retry policy shorter than the drain timeout.
 type SharedBatcher[T any] struct {
 	write   func(context.Context, []T) error
 	maxSize int
