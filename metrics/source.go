@@ -44,12 +44,14 @@ func (m *Metrics) Joined() { m.source.joins.Inc() }
 
 // Committed implements [pipeline.Observer]: it increments
 // sluice_commits_total, observes took in sluice_commit_duration_seconds
-// and, on failure, increments sluice_commit_failures_total. A successful
+// (only when known: background commits report 0) and, on failure, increments sluice_commit_failures_total. A successful
 // commit updates sluice_consumer_lag_records of the assigned partitions
 // it covers.
 func (m *Metrics) Committed(offs []pipeline.Offset, took time.Duration, err error) {
 	m.source.commits.Inc()
-	m.source.commitDurations.Observe(took.Seconds())
+	if took > 0 {
+		m.source.commitDurations.Observe(took.Seconds())
+	}
 	if err != nil {
 		m.source.commitFailures.Inc()
 		return

@@ -53,7 +53,9 @@ type Observer interface {
 	Polled(at time.Time)
 	// Joined: the consumer became a member of its group.
 	Joined()
-	// Committed: the source committed offs (took, err: its outcome).
+	// Committed: the source committed offs (took, err: its outcome; took
+	// is 0 when the source does not know it, as for librdkafka's
+	// background commits).
 	Committed(offs []Offset, took time.Duration, err error)
 	// HighWatermark: the newest known high watermark of tp.
 	HighWatermark(tp TopicPartition, high int64)

@@ -96,6 +96,21 @@ func (st *producing) produce(ctx context.Context, m Message, t pipeline.Ticket) 
 	for _, h := range m.Headers {
 		msg.Headers = append(msg.Headers, kafka.Header{Key: h.Key, Value: h.Value})
 	}
+	// librdkafka's one delivery goroutine blocks while a report channel is
+	// full, stalling every report of the producer (dead letters and other
+	// partitions included). Keeping at most cap(reports) messages
+	// outstanding means a report always finds room, even while this stage
+	// waits elsewhere (for the dead-letter queue in Fail, say).
+	for st.outstanding >= cap(st.reports) {
+		select {
+		case ev := <-st.reports:
+			if err := st.report(ev); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	for {
 		err := st.p.p.Produce(msg, st.reports)
 		if err == nil {

@@ -77,15 +77,16 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	go forwardLogs(k.log, c.Logs(), logsStop, logsDone)
 
 	r := &runner{
-		k:       k,
-		c:       c,
-		g:       g,
-		log:     k.log,
-		owned:   make(map[pipeline.TopicPartition]bool),
-		paused:  make(map[pipeline.TopicPartition]bool),
-		highs:   make(map[pipeline.TopicPartition]int64),
-		batch:   make([]pipeline.Record, 0, maxBatch),
-		storeAt: time.Now().Add(k.cfg.commitInterval()),
+		k:          k,
+		c:          c,
+		g:          g,
+		log:        k.log,
+		owned:      make(map[pipeline.TopicPartition]bool),
+		paused:     make(map[pipeline.TopicPartition]bool),
+		leftPaused: make(map[pipeline.TopicPartition]bool),
+		highs:      make(map[pipeline.TopicPartition]int64),
+		batch:      make([]pipeline.Record, 0, maxBatch),
+		storeAt:    time.Now().Add(k.cfg.commitInterval()),
 	}
 	err = r.run(ctx)
 	if r.fatalClose {
@@ -116,6 +117,11 @@ type runner struct {
 
 	owned  map[pipeline.TopicPartition]bool // fence: partitions we may deliver, store and commit
 	paused map[pipeline.TopicPartition]bool // partitions paused on Deliver's request
+	// leftPaused: partitions given up while paused; librdkafka keeps them
+	// paused, so a later assignment resumes them.
+	leftPaused map[pipeline.TopicPartition]bool
+	// unresumed: partitions whose Resume failed, retried every loop.
+	unresumed []pipeline.TopicPartition
 
 	batchTP pipeline.TopicPartition
 	batch   []pipeline.Record // pending records of batchTP, not yet delivered
@@ -140,7 +146,7 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		}
 		timeout := pollIdle
-		if len(r.paused) > 0 {
+		if len(r.paused) > 0 || len(r.unresumed) > 0 {
 			timeout = pollPaused
 		}
 		r.pollBatch(int(timeout.Milliseconds()))
@@ -236,28 +242,34 @@ func (r *runner) flush() {
 	}
 }
 
-// resume resumes the paused partitions the group has room for again.
+// resume resumes the paused partitions the group has room for again, and
+// retries resumes that failed before.
 func (r *runner) resume() {
-	if len(r.paused) == 0 {
-		return
-	}
-	select {
-	case <-r.g.Wake():
-	default:
-		return
-	}
 	var tps []pipeline.TopicPartition
-	for _, tp := range r.g.Resumable() {
-		if r.paused[tp] && r.owned[tp] {
+	for _, tp := range r.unresumed {
+		if r.owned[tp] {
 			tps = append(tps, tp)
-			delete(r.paused, tp)
+		}
+	}
+	r.unresumed = nil
+	if len(r.paused) > 0 {
+		select {
+		case <-r.g.Wake():
+			for _, tp := range r.g.Resumable() {
+				if r.paused[tp] && r.owned[tp] {
+					tps = append(tps, tp)
+					delete(r.paused, tp)
+				}
+			}
+		default:
 		}
 	}
 	if len(tps) == 0 {
 		return
 	}
 	if err := r.c.Resume(kafkaTPs(tps)); err != nil {
-		r.log.Warn("resume failed", "partitions", tps, "err", err)
+		r.log.Warn("resume failed; retrying", "partitions", tps, "err", err)
+		r.unresumed = tps
 	}
 }
 

@@ -507,3 +507,31 @@ func TestSecretsNotLogged(t *testing.T) {
 		t.Errorf("log misses client.id: %s", out)
 	}
 }
+
+// A partition given up while paused stays paused inside librdkafka; when
+// it is assigned again the source must resume it, or it never delivers.
+func TestPartitionLostWhilePausedIsResumedOnReassign(t *testing.T) {
+	t.Parallel()
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 1)
+	b.Produce(t, "in", records(1, 0, 300)...)
+
+	g := newFakeGroup()
+	g.pauseEvery = 1 // pause at the first delivery, never released
+	src := newSource(t, b, "g", "in", nil)
+	src.cfg.CommitInterval = time.Hour
+	r := start(t, src, g)
+	g.waitUntil(t, wait, "a pause", func(f *fakeGroup) bool { return f.pauses > 0 })
+	g.with(func(f *fakeGroup) { f.pauseEvery = 0 }) // no more pauses after the loss
+
+	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: "g", Err: kerr.IllegalGeneration})
+	g.waitUntil(t, wait, "partition lost", func(f *fakeGroup) bool { return len(f.loses) > 0 })
+	// Re-assigned with nothing committed: everything is delivered again,
+	// which needs the partition resumed.
+	g.waitUntil(t, wait, "re-delivery of all 300 records", func(f *fakeGroup) bool {
+		return len(f.assigns) >= 2 && f.next[TP{Topic: "in", Partition: 0}] == 300
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -59,9 +60,18 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	}
 	// librdkafka keeps a partition paused across revoke and re-assign:
 	// whatever we paused in an earlier assignment must not stay paused.
-	if len(parts) > 0 {
-		if err := r.c.Resume(parts); err != nil {
-			r.log.Warn("resume of assigned partitions failed", "partitions", tps, "err", err)
+	// Only those are resumed (resuming a partition that is not paused is
+	// not a no-op in every librdkafka version).
+	var stale []pipeline.TopicPartition
+	for _, tp := range tps {
+		if r.leftPaused[tp] {
+			stale = append(stale, tp)
+			delete(r.leftPaused, tp)
+		}
+	}
+	if len(stale) > 0 {
+		if err := r.c.Resume(kafkaTPs(stale)); err != nil {
+			r.log.Warn("resume of re-assigned partitions failed", "partitions", stale, "err", err)
 		}
 	}
 }
@@ -82,7 +92,10 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 			mine = append(mine, tp)
 		}
 		delete(r.owned, tp)
-		delete(r.paused, tp)
+		if r.paused[tp] || slices.Contains(r.unresumed, tp) {
+			r.leftPaused[tp] = true // still paused in librdkafka
+			delete(r.paused, tp)
+		}
 	}
 	switch {
 	case len(mine) == 0:
