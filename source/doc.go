@@ -5,7 +5,7 @@
 //
 // One goroutine polls the client with a short timeout (100ms, 10ms while a
 // partition is paused) and never blocks on the graphs: consecutive records
-// of one partition are handed to Group.Deliver in one call (up to 512);
+// of one partition are handed to Group.Deliver in one call (up to 128);
 // when Deliver asks for a pause the partition is paused in librdkafka, and
 // what Group.Resumable lists (checked whenever Group.Wake fires) is resumed.
 // Rebalance callbacks run inside Poll, on the same goroutine.

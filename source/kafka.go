@@ -20,8 +20,10 @@ const (
 	// pollPaused is the Poll timeout while some partition is paused: it
 	// bounds how late a partition listed by Group.Resumable is resumed.
 	pollPaused = 10 * time.Millisecond
-	// maxBatch caps the records handed to one Deliver call.
-	maxBatch = 512
+	// maxBatch caps the records handed to one Deliver call. It also bounds
+	// how far the runtime's in-flight budget can be overshot: by one
+	// batch per partition that is not paused yet.
+	maxBatch = 128
 )
 
 // Kafka is a [pipeline.Source] consuming a Kafka consumer group through

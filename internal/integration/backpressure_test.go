@@ -30,7 +30,7 @@ func (o *inFlightObserver) InFlight(records, _ int64) {
 // TestBackpressureBoundsInFlight: 64 partitions, a slow stage (20ms a
 // record) and WithMaxInFlight(N). The runtime pauses partitions instead of
 // buffering: the in-flight count never exceeds N plus one Deliver batch
-// per partition (the Kafka source hands over at most 512 records per
+// per partition (the Kafka source hands over at most 128 records per
 // Deliver and a partition is paused by the Deliver that reached the
 // budget; librdkafka drops what it had prefetched for a paused
 // partition). The poll loop keeps polling, so the consumer stays in its
@@ -42,7 +42,7 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 		parts        = 64
 		perPartition = 2000 // well over one Deliver batch, all prefetched by librdkafka
 		maxInFlight  = 1000
-		deliverBatch = 512 // source.maxBatch: records per Deliver call
+		deliverBatch = 128 // source.maxBatch: records per Deliver call
 		work         = 20 * time.Millisecond
 		pollInterval = 3 * time.Second
 	)
