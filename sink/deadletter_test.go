@@ -44,7 +44,7 @@ func TestDeadLetterCarriesRecordAndOrigin(t *testing.T) {
 
 	r := start(t, newSource(t, b, "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	r.stop(t)
+	stop(t, r)
 
 	var want []pipeline.Record
 	for _, rec := range in {
@@ -100,7 +100,7 @@ func TestDeadLetterFailureStopsRun(t *testing.T) {
 	// for about 80 seconds.
 	r := start(t, newSource(t, b, "g", "in"), dlqBuilder,
 		pipeline.WithDeadLetter(p.DeadLetter("dlq")), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
-	err := r.wait(t)
+	err := r.Wait(t)
 	var se *pipeline.StageError
 	if !errors.As(err, &se) {
 		t.Fatalf("Run = %v, want a *pipeline.StageError", err)

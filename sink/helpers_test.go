@@ -1,7 +1,6 @@
 package sink_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -40,46 +39,22 @@ func newSource(t *testing.T, b *testkit.Broker, group, topic string) *source.Kaf
 	return src
 }
 
-type running struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+// start runs the pipeline in the background until the test ends.
+func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *testkit.Running {
+	t.Helper()
+	return testkit.Start(t, src, build, opts...)
 }
 
-func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *running {
+// stop shuts Run down and fails the test unless it returns nil.
+func stop(t *testing.T, r *testkit.Running) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.err = pipeline.Run(ctx, src, build, opts...)
-	}()
-	t.Cleanup(func() { r.cancel(); <-r.done })
-	return r
-}
-
-// wait waits for Run to return (by itself, or after stop).
-func (r *running) wait(t *testing.T) error {
-	t.Helper()
-	select {
-	case <-r.done:
-		return r.err
-	case <-time.After(wait):
-		t.Fatalf("Run did not return within %v", wait)
-		return nil
-	}
-}
-
-func (r *running) stop(t *testing.T) {
-	t.Helper()
-	r.cancel()
-	if err := r.wait(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 }
 
 // waitCommitted polls the group's commits until they equal want.
-func waitCommitted(t *testing.T, b *testkit.Broker, r *running, group, topic string, want map[int32]int64) {
+func waitCommitted(t *testing.T, b *testkit.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -92,8 +67,8 @@ func waitCommitted(t *testing.T, b *testkit.Broker, r *running, group, topic str
 		}
 		select {
 		case <-tick.C:
-		case <-r.done:
-			t.Fatalf("Run returned %v with %v committed, want %v", r.err, got, want)
+		case <-r.Done():
+			t.Fatalf("Run returned %v with %v committed, want %v", r.Err(), got, want)
 		case <-deadline.C:
 			t.Fatalf("committed %v after %v, want %v", got, wait, want)
 		}

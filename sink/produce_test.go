@@ -45,7 +45,7 @@ func TestProduceWritesExactly(t *testing.T) {
 	}
 	r := start(t, newSource(t, b, "g", "in"), build)
 	waitCommitted(t, b, r, "g", "in", b.HighWatermarks(t, "in"))
-	r.stop(t)
+	stop(t, r)
 
 	out := b.ReadAll(t, "out")
 	if len(out) != len(in) {
@@ -101,7 +101,7 @@ func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 	}
 	refused.Remove()
 	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	r.stop(t)
+	stop(t, r)
 	if out := b.ReadAll(t, "out"); len(out) != 2*n {
 		t.Errorf("produced %d records, want %d", len(out), 2*n)
 	}
@@ -127,7 +127,7 @@ func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.InvalidRecord, Count: -1})
 	b.Produce(t, "in", input(1, k, 5)...)
 
-	err := r.wait(t)
+	err := r.Wait(t)
 	var se *pipeline.StageError
 	if !errors.As(err, &se) {
 		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
@@ -196,7 +196,7 @@ func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	refused.Remove()
 	refusedDLQ.Remove()
 	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: valid + invalid})
-	r.stop(t)
+	stop(t, r)
 	if out, dlq := b.ReadAll(t, "out"), b.ReadAll(t, "dlq"); len(out) != valid || len(dlq) != invalid {
 		t.Errorf("produced %d records and %d dead letters, want %d and %d", len(out), len(dlq), valid, invalid)
 	}

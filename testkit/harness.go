@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,9 +15,7 @@ import (
 type Harness struct {
 	t       testing.TB
 	fake    *Fake
-	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error
+	run     *Running
 	timeout time.Duration
 }
 
@@ -31,13 +28,8 @@ const WaitTimeout = 5 * time.Minute
 // holds no partitions until Assign.
 func New(t testing.TB, build pipeline.Builder, opts ...pipeline.Option) *Harness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &Harness{t: t, fake: NewFake(), cancel: cancel, done: make(chan struct{}), timeout: WaitTimeout}
-	go func() {
-		defer close(h.done)
-		h.err = pipeline.Run(ctx, h.fake, build, opts...)
-	}()
-	t.Cleanup(func() { _ = h.Stop() })
+	h := &Harness{t: t, fake: NewFake(), timeout: WaitTimeout}
+	h.run = Start(t, h.fake, build, opts...)
 	return h
 }
 
@@ -51,14 +43,7 @@ func (h *Harness) check(what string, err error) {
 	}
 }
 
-func (h *Harness) runErr() error {
-	select {
-	case <-h.done:
-		return h.err
-	default:
-		return nil
-	}
-}
+func (h *Harness) runErr() error { return h.run.Err() }
 
 // Assign assigns partitions of topic; it returns once their graphs run.
 func (h *Harness) Assign(topic string, partitions ...int32) {
@@ -111,11 +96,11 @@ func (h *Harness) WaitCommitted(topic string, partition int32, offset int64) {
 		}
 		select {
 		case <-changed:
-		case <-h.done:
+		case <-h.run.Done():
 			if c = h.fake.Committed(topic, partition); c >= offset {
 				return
 			}
-			h.t.Fatalf("testkit: Run stopped with %v while %s/%d was committed at %d, waiting for %d", h.err, topic, partition, c, offset)
+			h.t.Fatalf("testkit: Run stopped with %v while %s/%d was committed at %d, waiting for %d", h.run.Err(), topic, partition, c, offset)
 		case <-timer.C:
 			h.t.Fatalf("testkit: %s/%d committed at %d after %v, waiting for %d: is the graph stuck?", topic, partition, c, h.timeout, offset)
 		}
@@ -126,19 +111,12 @@ func (h *Harness) WaitCommitted(topic string, partition int32, offset int64) {
 // error. It fails the test after WaitTimeout.
 func (h *Harness) Wait() error {
 	h.t.Helper()
-	select {
-	case <-h.done:
-		return h.err
-	case <-time.After(h.timeout):
-		h.t.Fatalf("testkit: Run still running after %v", h.timeout)
-		return nil
-	}
+	return h.run.Wait(h.t)
 }
 
 // Stop shuts the consumer down gracefully (every partition revoked and
 // committed) and returns Run's error. It is idempotent.
 func (h *Harness) Stop() error {
-	h.cancel()
-	<-h.done
-	return h.err
+	h.run.stop()
+	return h.run.err
 }

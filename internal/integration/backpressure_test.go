@@ -82,8 +82,8 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 	hold := time.NewTimer(pollInterval * 3 / 2)
 	select {
 	case <-hold.C:
-	case <-c.done:
-		t.Fatalf("Run returned early: %v", c.err)
+	case <-c.Done():
+		t.Fatalf("Run returned early: %v", c.Err())
 	}
 	if a, r, l := obs.assigned.Load(), obs.revoked.Load(), obs.groupObserver.lost.Load(); a != parts || r != 0 || l != 0 {
 		t.Errorf("after %v: %d partitions assigned, %d revoked, %d lost; want %d, 0, 0 (the consumer left its group)",

@@ -91,8 +91,8 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	)
 	select {
 	case <-aObs.lost:
-	case <-a.done:
-		t.Fatalf("A stopped before losing its partitions: %v", a.err)
+	case <-a.Done():
+		t.Fatalf("A stopped before losing its partitions: %v", a.Err())
 	case <-time.After(wait):
 		t.Fatalf("A did not lose its partitions within %v", wait)
 	}

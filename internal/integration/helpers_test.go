@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -58,36 +57,21 @@ func newSource(t testing.TB, b *testkit.Broker, group, topic string, overrides m
 
 // consumer is one pipeline.Run in the background.
 type consumer struct {
-	name   string
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+	name string
+	*testkit.Running
 }
 
 func startConsumer(t testing.TB, name string, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *consumer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &consumer{name: name, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		c.err = pipeline.Run(ctx, src, build, opts...)
-	}()
-	t.Cleanup(func() { c.cancel(); <-c.done })
-	return c
+	return &consumer{name: name, Running: testkit.Start(t, src, build, opts...)}
 }
 
 // stop cancels the consumer (graceful shutdown) and fails t unless Run
-// returns nil within wait.
+// returns nil.
 func (c *consumer) stop(t testing.TB) {
 	t.Helper()
-	c.cancel()
-	select {
-	case <-c.done:
-		if c.err != nil {
-			t.Fatalf("consumer %s: Run = %v, want nil", c.name, c.err)
-		}
-	case <-time.After(wait):
-		t.Fatalf("consumer %s: Run did not return within %v of its cancellation", c.name, wait)
+	if err := c.Stop(t); err != nil {
+		t.Fatalf("consumer %s: Run = %v, want nil", c.name, err)
 	}
 }
 
@@ -102,8 +86,8 @@ func waitFor(t testing.TB, what string, cond func() bool, cs ...*consumer) {
 	for !cond() {
 		for _, c := range cs {
 			select {
-			case <-c.done:
-				t.Fatalf("waiting for %s: consumer %s stopped: %v", what, c.name, c.err)
+			case <-c.Done():
+				t.Fatalf("waiting for %s: consumer %s stopped: %v", what, c.name, c.Err())
 			default:
 			}
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // Driver is the environment of a source under test: something holding
@@ -159,49 +160,8 @@ func (s *seen) exactly(t *testing.T, p int32, from, to int64) {
 	}
 }
 
-// running is one pipeline.Run in the background.
-type running struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *running {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.err = pipeline.Run(ctx, src, build, opts...)
-	}()
-	t.Cleanup(func() { r.cancel(); <-r.done })
-	return r
-}
-
-// stop cancels Run and returns its error.
-func (r *running) stop(t *testing.T) error {
-	t.Helper()
-	r.cancel()
-	return r.wait(t)
-}
-
-// wait waits for Run to return by itself.
-func (r *running) wait(t *testing.T) error {
-	t.Helper()
-	timer := time.NewTimer(WaitTimeout)
-	defer timer.Stop()
-	select {
-	case <-r.done:
-		return r.err
-	case <-timer.C:
-		t.Fatalf("Run did not return within %v", WaitTimeout)
-		return nil
-	}
-}
-
-// waitCommitted polls the group's commits until they equal want exactly
 // (failing at once if a partition goes past its wanted offset).
-func waitCommitted(t *testing.T, d Driver, r *running, group, topic string, want map[int32]int64) {
+func waitCommitted(t *testing.T, d Driver, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
 	deadline := time.NewTimer(WaitTimeout)
 	defer deadline.Stop()
@@ -219,9 +179,9 @@ func waitCommitted(t *testing.T, d Driver, r *running, group, topic string, want
 		}
 		select {
 		case <-tick.C:
-		case <-r.done:
+		case <-r.Done():
 			if got := d.Committed(t, group, topic); !maps.Equal(got, want) {
-				t.Fatalf("Run returned %v with %v committed, want %v", r.err, got, want)
+				t.Fatalf("Run returned %v with %v committed, want %v", r.Err(), got, want)
 			}
 			return
 		case <-deadline.C:
@@ -239,14 +199,14 @@ func checkCommitted(t *testing.T, d Driver, group, topic string, want map[int32]
 
 // waitChan waits for ch to be closed (or receive), failing after
 // WaitTimeout or if Run returns first.
-func waitChan(t *testing.T, r *running, ch <-chan struct{}, what string) {
+func waitChan(t *testing.T, r *testkit.Running, ch <-chan struct{}, what string) {
 	t.Helper()
 	timer := time.NewTimer(WaitTimeout)
 	defer timer.Stop()
 	select {
 	case <-ch:
-	case <-r.done:
-		t.Fatalf("Run returned %v while waiting for %s", r.err, what)
+	case <-r.Done():
+		t.Fatalf("Run returned %v while waiting for %s", r.Err(), what)
 	case <-timer.C:
 		t.Fatalf("%s: not within %v", what, WaitTimeout)
 	}
@@ -276,9 +236,9 @@ func processAllOnce(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := start(t, d.NewSource(t, group, topic), build)
+	r := testkit.Start(t, d.NewSource(t, group, topic), build)
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	for p := range int32(parts) {
@@ -303,9 +263,9 @@ func filteredTail(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := start(t, d.NewSource(t, group, topic), build)
+	r := testkit.Start(t, d.NewSource(t, group, topic), build)
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	for p := range int32(parts) {
@@ -347,9 +307,9 @@ func invalidToDeadLetter(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := start(t, d.NewSource(t, group, topic), build, pipeline.WithDeadLetter(deadLetter))
+	r := testkit.Start(t, d.NewSource(t, group, topic), build, pipeline.WithDeadLetter(deadLetter))
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	checkCommitted(t, d, group, topic, uniform(parts, n))
@@ -427,8 +387,8 @@ func stageError(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := start(t, d.NewSource(t, group, topic), build)
-	err := r.wait(t)
+	r := testkit.Start(t, d.NewSource(t, group, topic), build)
+	err := r.Wait(t)
 	var se *pipeline.StageError
 	if !errors.As(err, &se) {
 		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
@@ -458,11 +418,11 @@ func shutdownMidStream(t *testing.T, d Driver) {
 	other := make(chan struct{})
 	var timedOut sync.Map
 	obs := &revokeObserver{timedOut: &timedOut}
-	r := start(t, d.NewSource(t, group, topic), gateBuilder(s, 0, k, gate, other, n),
+	r := testkit.Start(t, d.NewSource(t, group, topic), gateBuilder(s, 0, k, gate, other, n),
 		pipeline.WithDrainTimeout(200*time.Millisecond), pipeline.WithObserver(obs))
 	waitChan(t, r, gate, "partition 0 reaching the gate")
 	waitChan(t, r, other, "partition 1 processing everything")
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	checkCommitted(t, d, group, topic, map[int32]int64{0: k, 1: n})
@@ -523,11 +483,11 @@ func resume(t *testing.T, d Driver) {
 
 	first := newSeen()
 	gate, other := make(chan struct{}), make(chan struct{})
-	r := start(t, d.NewSource(t, group, topic), gateBuilder(first, 0, k, gate, other, n),
+	r := testkit.Start(t, d.NewSource(t, group, topic), gateBuilder(first, 0, k, gate, other, n),
 		pipeline.WithDrainTimeout(100*time.Millisecond))
 	waitChan(t, r, gate, "partition 0 reaching the gate")
 	waitChan(t, r, other, "partition 1 processing everything")
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("first Run = %v, want nil", err)
 	}
 	checkCommitted(t, d, group, topic, map[int32]int64{0: k, 1: n})
@@ -541,9 +501,9 @@ func resume(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r = start(t, d.NewSource(t, group, topic), build)
+	r = testkit.Start(t, d.NewSource(t, group, topic), build)
 	waitCommitted(t, d, r, group, topic, uniform(2, n+more))
-	if err := r.stop(t); err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatalf("second Run = %v, want nil", err)
 	}
 	first.exactly(t, 0, 0, k)

@@ -1,0 +1,74 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Running is one pipeline.Run started in the background by [Start], for
+// tests that bring their own source (the Kafka source on an embedded
+// broker, say).
+type Running struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+	timeout time.Duration
+}
+
+// Start runs pipeline.Run(src, build, opts...) in a goroutine. Run is
+// cancelled and waited for at test cleanup, so nothing outlives the test.
+func Start(t testing.TB, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *Running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{cancel: cancel, done: make(chan struct{}), timeout: WaitTimeout}
+	go func() {
+		defer close(r.done)
+		r.err = pipeline.Run(ctx, src, build, opts...)
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// Done is closed when Run has returned.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err returns Run's error once Done is closed, nil before.
+func (r *Running) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until Run returns by itself (a stage failed) and returns its
+// error; it fails the test after WaitTimeout.
+func (r *Running) Wait(t testing.TB) error {
+	t.Helper()
+	timer := time.NewTimer(r.timeout)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return r.err
+	case <-timer.C:
+		t.Fatalf("testkit: Run still running after %v", r.timeout)
+		return nil
+	}
+}
+
+// Stop cancels Run (a graceful shutdown) and returns its error; it fails
+// the test if Run does not return within WaitTimeout. It is idempotent.
+func (r *Running) Stop(t testing.TB) error {
+	t.Helper()
+	r.cancel()
+	return r.Wait(t)
+}
+
+func (r *Running) stop() {
+	r.cancel()
+	<-r.done
+}
