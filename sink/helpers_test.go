@@ -53,26 +53,12 @@ func stop(t *testing.T, r *testkit.Running) {
 	}
 }
 
-// waitCommitted polls the group's commits until they equal want.
+// waitCommitted waits until the group's commits equal want.
 func waitCommitted(t *testing.T, b *testkit.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		got := b.Committed(t, group, topic)
-		if maps.Equal(got, want) {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-r.Done():
-			t.Fatalf("Run returned %v with %v committed, want %v", r.Err(), got, want)
-		case <-deadline.C:
-			t.Fatalf("committed %v after %v, want %v", got, wait, want)
-		}
-	}
+	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
+		return maps.Equal(b.Committed(t, group, topic), want)
+	})
 }
 
 // input makes n records for each partition with a key, a value, a

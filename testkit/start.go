@@ -72,3 +72,27 @@ func (r *Running) stop() {
 	r.cancel()
 	<-r.done
 }
+
+// WaitUntil calls cond every 10 ms until it returns true. It fails the
+// test if Run returns first (cond is checked once more then) or after
+// WaitTimeout; what names the condition in the failure. It is for state
+// outside the process's control, such as a broker's committed offsets.
+func (r *Running) WaitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(r.timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-r.done:
+			if !cond() {
+				t.Fatalf("testkit: Run returned %v while waiting for %s", r.err, what)
+			}
+			return
+		case <-deadline.C:
+			t.Fatalf("testkit: %s: not reached after %v", what, r.timeout)
+		}
+	}
+}

@@ -160,34 +160,19 @@ func (s *seen) exactly(t *testing.T, p int32, from, to int64) {
 	}
 }
 
-// (failing at once if a partition goes past its wanted offset).
+// waitCommitted waits until the group's commits equal want exactly,
+// failing at once if a partition goes past its wanted offset.
 func waitCommitted(t *testing.T, d Driver, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	r.WaitUntil(t, fmt.Sprintf("commits %v", want), func() bool {
 		got := d.Committed(t, group, topic)
-		if maps.Equal(got, want) {
-			return
-		}
 		for p, c := range got {
 			if w, ok := want[p]; !ok || c > w {
 				t.Fatalf("committed %v, want %v: partition %d went past it", got, want, p)
 			}
 		}
-		select {
-		case <-tick.C:
-		case <-r.Done():
-			if got := d.Committed(t, group, topic); !maps.Equal(got, want) {
-				t.Fatalf("Run returned %v with %v committed, want %v", r.Err(), got, want)
-			}
-			return
-		case <-deadline.C:
-			t.Fatalf("committed %v after %v, want %v", got, WaitTimeout, want)
-		}
-	}
+		return maps.Equal(got, want)
+	})
 }
 
 func checkCommitted(t *testing.T, d Driver, group, topic string, want map[int32]int64) {
