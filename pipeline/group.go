@@ -280,4 +280,6 @@ func (rt *runtime) Committed(offs []Offset, took time.Duration, err error) {
 }
 
 // HighWatermark implements Group.
+func (rt *runtime) DrainTimeout() time.Duration { return rt.cfg.drainTimeout }
+
 func (rt *runtime) HighWatermark(tp TopicPartition, high int64) { rt.obs.HighWatermark(tp, high) }

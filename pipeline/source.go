@@ -70,6 +70,12 @@ type Group interface {
 	// Shutdown revokes every assigned partition gracefully, like Revoke.
 	Shutdown() []Offset
 
+	// DrainTimeout is the longest one Revoke or Shutdown call drains (the
+	// value of WithDrainTimeout). A source uses it to size the time its
+	// poll loop may spend inside a rebalance (for Kafka, the group's
+	// rebalance timeout, max.poll.interval.ms). It is constant for a Run.
+	DrainTimeout() time.Duration
+
 	// Deliver hands records of one assigned partition, in offset order, to
 	// its graph. It never blocks. It returns pause=true when the partition's
 	// input queue (or the global in-flight budget) is full: the source must

@@ -159,6 +159,7 @@ func (g *countGroup) Lose([]pipeline.TopicPartition)                    {}
 func (g *countGroup) Shutdown() []pipeline.Offset                       { return nil }
 func (g *countGroup) Resumable() []pipeline.TopicPartition              { return nil }
 func (g *countGroup) Wake() <-chan struct{}                             { return g.wake }
+func (g *countGroup) DrainTimeout() time.Duration                       { return 20 * time.Second }
 func (g *countGroup) Polled()                                           {}
 func (g *countGroup) Joined()                                           {}
 func (g *countGroup) HighWatermark(pipeline.TopicPartition, int64)      {}

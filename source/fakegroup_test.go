@@ -100,6 +100,8 @@ func (f *fakeGroup) HighWatermark(tp TP, high int64) {
 	f.highs[tp] = high
 }
 
+func (f *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+
 func (f *fakeGroup) bump() {
 	close(f.changed)
 	f.changed = make(chan struct{})
