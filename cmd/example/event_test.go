@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
 func TestDecodeRejectsEveryMalformedKind(t *testing.T) {
-	for _, v := range malformed {
+	for _, v := range demo.Malformed() {
 		if _, err := decode(context.Background(), pipeline.Record{Value: []byte(v)}); !pipeline.IsInvalid(err) {
 			t.Errorf("decode(%s) = %v, want an Invalid error", v, err)
 		}

@@ -11,6 +11,30 @@
 // Prometheus metrics (see docs/metrics.md) are served on --metrics-addr
 // (default 127.0.0.1:9464; empty disables) at /metrics, with liveness and
 // readiness probes at /healthz and /readyz.
+//
+// The consumer group:
+//
+//   - --group-protocol chooses how the group assigns partitions:
+//     cooperative-sticky (the default: librdkafka's
+//     partition.assignment.strategy=cooperative-sticky, only moved
+//     partitions are revoked), range (an eager assignor: every rebalance
+//     revokes every partition) or consumer (KIP-848,
+//     group.protocol=consumer: the broker assigns, incrementally). Any
+//     other value is refused with an error naming the flag.
+//   - --session-timeout (classic protocols only) sets librdkafka's
+//     session.timeout.ms, and heartbeat.interval.ms to a tenth of it: how
+//     long the group waits for a member that died before it hands its
+//     partitions to the others. With consumer, the broker's
+//     group.consumer.session.timeout.ms decides, and the flag is refused.
+//   - --drain-timeout is how long a revoked partition, or every partition
+//     at shutdown, may take to finish its in-flight records
+//     (pipeline.WithDrainTimeout).
+//   - --client-id is librdkafka's client.id for the consumer and the
+//     producer, which the broker shows for each group member.
+//
+// The chaos suite (go run ./internal/chaos) runs several of these
+// processes in one group and restarts and kills them; see
+// docs/reliability.md.
 package main
 
 import (
@@ -38,6 +62,7 @@ type options struct {
 	// metricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty disables the server.
 	metricsAddr string
+	groupFlags
 }
 
 func main() {
@@ -50,6 +75,10 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 8, "parallel enrich calls per partition")
 	flag.IntVar(&o.messages, "messages", 100_000, "demo events to produce (embedded mode only)")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz on this address; empty disables")
+	flag.StringVar(&o.protocol, "group-protocol", groupProtocols[0], "partition assignment: "+strings.Join(groupProtocols, ", ")+" (KIP-848)")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "classic protocols: session.timeout.ms (heartbeats every tenth of it); 0 keeps librdkafka's 45s")
+	flag.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long revoked partitions may drain; 0 means the default 20s")
+	flag.StringVar(&o.clientID, "client-id", "", "librdkafka client.id of the consumer and the producer; empty keeps rdkafka")
 	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and librdkafka warnings")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -94,5 +123,6 @@ func (o options) validate() error {
 			errs = append(errs, fmt.Errorf("--metrics-addr=%s: %w", o.metricsAddr, err))
 		}
 	}
+	errs = append(errs, o.groupFlags.validate()...)
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -40,7 +41,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	valid := map[string]string{} // id -> source
 	wantDead := 0
 	for i := range n {
-		if i%100 == 37 {
+		if demo.IsMalformedIndex(i) {
 			wantDead++
 			continue
 		}
@@ -82,17 +83,8 @@ func TestDemoEndToEnd(t *testing.T) {
 			h[sink.HeaderOffset] == "" || h[sink.HeaderPartition] == "" {
 			t.Fatalf("dead letter %q has headers %v", r.Value, h)
 		}
-		if !isMalformed(r.Value) {
+		if !demo.IsMalformed(r.Value) {
 			t.Fatalf("dead letter value %q is not one of the malformed inputs, unchanged", r.Value)
 		}
 	}
-}
-
-func isMalformed(v []byte) bool {
-	for _, m := range malformed {
-		if string(v) == m {
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -131,11 +132,12 @@ func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
 // consume runs the pipeline on brokers until ctx is cancelled.
 func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, t *telemetry) error {
 	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
-		CommitInterval: 250 * time.Millisecond}) // a short demo: commit often
+		CommitInterval: demo.CommitInterval, // a short demo: commit often
+		Overrides:      o.consumerOverrides()})
 	if err != nil {
 		return err
 	}
-	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger})
+	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
 	if err != nil {
 		return err
 	}
@@ -149,9 +151,8 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	return pipeline.Run(ctx, src, build, append(t.observe(),
-		pipeline.WithLogger(logger),
-		pipeline.WithDeadLetter(dlq))...)
+	opts := append(t.observe(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(dlq))
+	return pipeline.Run(ctx, src, build, append(opts, o.runOptions()...)...)
 }
 
 // runEmbedded is the newcomer's demo: embedded broker, demo workload, run
