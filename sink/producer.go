@@ -1,27 +1,12 @@
 package sink
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
-
-// ProducerConfig configures a [Producer].
-type ProducerConfig struct {
-	// Brokers is the bootstrap list, host:port each. Required.
-	Brokers []string
-	// Logger receives librdkafka's logs and producer errors; nil
-	// discards them.
-	Logger *slog.Logger
-	// Overrides are librdkafka producer properties applied on top of the
-	// defaults (acks=all, enable.idempotence=true, linger.ms=5,
-	// message.timeout.ms=30000): TLS, SASL, compression and so on.
-	Overrides map[string]any
-}
 
 // Producer is a confluent-kafka-go producer shared by the stages of every
 // partition. It is safe for concurrent use. Close it after pipeline.Run
@@ -35,28 +20,10 @@ type Producer struct {
 
 // NewProducer validates cfg and connects a producer.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("sink: ProducerConfig.Brokers is empty")
+	m, err := producerProperties(cfg)
+	if err != nil {
+		return nil, err
 	}
-	for i, b := range cfg.Brokers {
-		if strings.TrimSpace(b) == "" {
-			return nil, fmt.Errorf("sink: ProducerConfig.Brokers[%d] is empty", i)
-		}
-	}
-	m := kafka.ConfigMap{
-		"acks":                   "all",
-		"enable.idempotence":     true,
-		"linger.ms":              0,
-		"message.timeout.ms":     30000,
-		"go.logs.channel.enable": true,
-	}
-	for k, v := range cfg.Overrides {
-		if k == "bootstrap.servers" || strings.HasPrefix(k, "go.") {
-			return nil, fmt.Errorf("sink: ProducerConfig.Overrides[%q] cannot be overridden", k)
-		}
-		m[k] = v
-	}
-	m["bootstrap.servers"] = strings.Join(cfg.Brokers, ",")
 	kp, err := kafka.NewProducer(&m)
 	if err != nil {
 		return nil, fmt.Errorf("sink: creating the producer: %w", err)

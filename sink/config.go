@@ -1,0 +1,61 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// ProducerConfig configures a [Producer].
+type ProducerConfig struct {
+	// Brokers is the bootstrap list, host:port each. Required.
+	Brokers []string
+	// Logger receives librdkafka's logs and producer errors; nil
+	// discards them.
+	Logger *slog.Logger
+	// Overrides are librdkafka producer properties applied on top of the
+	// defaults (acks=all, enable.idempotence=true, linger.ms=5,
+	// message.timeout.ms=30000): TLS, SASL, compression and so on.
+	// bootstrap.servers (use Brokers) and the go.* properties of
+	// confluent-kafka-go (the sink depends on their values) cannot be set.
+	Overrides map[string]any
+}
+
+// defaultProducerProperties are the librdkafka properties NewProducer
+// starts from. linger.ms=5 lets librdkafka batch messages of many
+// partitions into one request; it costs at most 5 ms of latency and no
+// safety, because an input commits only after its delivery report.
+func defaultProducerProperties() kafka.ConfigMap {
+	return kafka.ConfigMap{
+		"acks":               "all",
+		"enable.idempotence": true,
+		"linger.ms":          5,
+		"message.timeout.ms": 30000,
+	}
+}
+
+// producerProperties validates cfg and returns the librdkafka
+// configuration NewProducer creates its client with.
+func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("sink: ProducerConfig.Brokers is empty")
+	}
+	for i, b := range cfg.Brokers {
+		if strings.TrimSpace(b) == "" {
+			return nil, fmt.Errorf("sink: ProducerConfig.Brokers[%d] is empty", i)
+		}
+	}
+	m := defaultProducerProperties()
+	for k, v := range cfg.Overrides {
+		if k == "bootstrap.servers" || strings.HasPrefix(k, "go.") {
+			return nil, fmt.Errorf("sink: ProducerConfig.Overrides[%q] cannot be overridden", k)
+		}
+		m[k] = v
+	}
+	m["bootstrap.servers"] = strings.Join(cfg.Brokers, ",")
+	m["go.logs.channel.enable"] = true
+	return m, nil
+}
