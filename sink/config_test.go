@@ -23,8 +23,8 @@ type logLines struct {
 func newLogLines() *logLines { return &logLines{added: make(chan struct{}, 1)} }
 
 func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logLines) WithAttrs([]slog.Attr) slog.Handler     { return l }
-func (l *logLines) WithGroup(string) slog.Handler          { return l }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "message" {
