@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -39,7 +41,10 @@ type SharedBatcher[T any] struct {
 	weigh   func(T) int
 	spec    pipeline.StageSpec
 
-	writing sync.Mutex // one write at a time
+	// writing admits one write at a time. Waiting for it ends with the
+	// waiter's partition context, and blocks on a channel, which testing/
+	// synctest counts as durably blocked (a sync.Mutex is not).
+	writing *semaphore.Weighted
 
 	mu     sync.Mutex
 	vals   []T
@@ -73,7 +78,8 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 		panic(fmt.Sprintf("stages.NewSharedBatcher: maxSize (%d) and maxWait (%v) must be positive", maxSize, maxWait))
 	}
 	b := &SharedBatcher[T]{write: write, maxSize: maxSize, maxWait: maxWait, spec: sp,
-		weigh: func(T) int { return 1 }, feeds: make(map[*pipeline.Stage]*feed)}
+		weigh: func(T) int { return 1 }, feeds: make(map[*pipeline.Stage]*feed),
+		writing: semaphore.NewWeighted(1)}
 	if o.weight != nil {
 		b.weigh = typed[func(T) int]("NewSharedBatcher", "Weight", o.weight)
 	}
@@ -215,7 +221,11 @@ func (b *SharedBatcher[T]) takeLocked() *pending[T] {
 // partitions. If the write is interrupted because s's partition is being
 // revoked, the values of other partitions go back into the batcher.
 func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
-	b.writing.Lock()
+	if b.writing.Acquire(s.Context(), 1) != nil {
+		// s's partition was lost or its drain timed out while it waited.
+		b.requeue(p)
+		return nil
+	}
 	ctx := context.WithoutCancel(s.Context())
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -223,7 +233,7 @@ func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
 			break
 		}
 	}
-	b.writing.Unlock()
+	b.writing.Release(1)
 	switch {
 	case err == nil:
 		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
