@@ -226,13 +226,15 @@ func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
 		b.requeue(p)
 		return nil
 	}
-	ctx := context.WithoutCancel(s.Context())
+	ctx, done := writeContext(s, p.owners)
 	var err error
 	for attempt := 1; ; attempt++ {
-		if err = b.write(ctx, p.vals); err == nil || !s.Retry(err, attempt) {
+		if err = b.write(ctx, p.vals); err == nil || ctx.Err() != nil || !s.Retry(err, attempt) {
 			break
 		}
 	}
+	interrupted := ctx.Err() != nil
+	done()
 	b.writing.Release(1)
 	switch {
 	case err == nil:
@@ -247,7 +249,7 @@ func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
 			}
 		})
 		return nil
-	case s.Stopping():
+	case interrupted || s.Stopping():
 		b.requeue(p)
 		return nil
 	}
