@@ -1,0 +1,312 @@
+package integration
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// commitFault is one error the group coordinator answers OffsetCommit
+// requests with.
+type commitFault struct {
+	err *kerr.Error
+	// applied: kfake stores the commit and still answers the error, as a
+	// Kafka broker can for REQUEST_TIMED_OUT (the commit was written, the
+	// answer timed out).
+	applied bool
+	// retried: librdkafka retries the request itself (REFRESH|RETRY in
+	// rd_kafka_handle_OffsetCommit_error, twice, then it defers the commit
+	// until the coordinator is back, for up to session.timeout.ms), so a
+	// background commit reports only the outcome of the last attempt.
+	retried bool
+	// loses: librdkafka treats the error as "this member is gone": it
+	// drops its assignment as lost and rejoins (rdkafka_cgrp.c,
+	// rd_kafka_cgrp_op_handle_OffsetCommit).
+	loses bool
+}
+
+var commitFaults = []commitFault{
+	{err: kerr.CoordinatorNotAvailable, retried: true},
+	{err: kerr.NotCoordinator, retried: true},
+	{err: kerr.RebalanceInProgress},
+	{err: kerr.UnknownMemberID, loses: true},
+	{err: kerr.RequestTimedOut, retried: true, applied: true},
+}
+
+func (f commitFault) name() string { return f.err.Message }
+
+// slug is a topic/group name part for f.
+func (f commitFault) slug() string {
+	return strings.ToLower(strings.ReplaceAll(f.err.Message, "_", "-"))
+}
+
+// TestFaultBackgroundCommit: the coordinator fails every background
+// commit for a while, as records keep being processed. Each partition
+// is held at offset 1000 until the group committed 1000 everywhere; then
+// the fault starts and the rest is processed. While the fault lasts the
+// group's commits stay at 1000 (unless the broker stores the commit while
+// answering the error); no commit request ever asks for more than was
+// processed; Run keeps going; the source hears the error; once the fault
+// is removed the group commits the high watermarks. Without a loss every
+// offset is processed exactly once; with UNKNOWN_MEMBER_ID librdkafka
+// drops the assignment as lost on every faulted commit and the
+// partitions restart exactly at the group's commit.
+func TestFaultBackgroundCommit(t *testing.T) {
+	t.Parallel()
+	for _, f := range commitFaults {
+		t.Run(f.name(), func(t *testing.T) {
+			t.Parallel()
+			backgroundCommitFault(t, f)
+		})
+	}
+}
+
+func backgroundCommitFault(t *testing.T, f commitFault) {
+	const parts, perPartition, hold = 4, 2000, 1000
+	b := testkit.NewBroker(t)
+	topic, group := "fbg-"+f.slug(), "fbg-"+f.slug()+"-g"
+	b.CreateTopic(t, topic, parts)
+	total := b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	g := newGate()
+	obs := newCommitLog(b, group, topic)
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
+		countingBuilder("A", es, seen, gates{hold: g}),
+		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, b, group, topic, uniform(parts, hold), a)
+
+	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: -1})
+	g.open()
+	waitUntil(t, "every record processed", func() bool { return seen.distinct() == total }, a)
+	waitHits(t, h, 3, "background commits", a)
+	during := b.Committed(t, group, topic)
+	a.stillRunning(t, "the commit fault")
+	h.Remove()
+	t.Logf("%d commits faulted; the group's commits during the fault: %v", h.Hits(), during)
+	if want := uniform(parts, hold); !f.applied && !maps.Equal(during, want) {
+		t.Errorf("commits during the fault: %v, want %v (every commit was rejected)", during, want)
+	}
+
+	waitGroupAt(t, b, group, topic, hw, a)
+	a.stillRunning(t, "the recovery")
+	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
+	a.stopClean(t)
+
+	watch.check(t)
+	es.check(t)
+	seen.check(t)
+	if !f.retried && !anyHasCode(obs.bgErrors(), f.err) {
+		t.Errorf("the source never reported a background commit failing with %s; it reported %v", f.err.Message, obs.bgErrors())
+	}
+	if f.loses {
+		if lost == 0 {
+			t.Errorf("%s on a commit: no partition lost; librdkafka drops the assignment on it", f.err.Message)
+		}
+		t.Logf("%d partition losses; %d processings in all for %d records", lost, seen.total.Load(), total)
+	} else {
+		if lost != 0 || revoked != 0 {
+			t.Errorf("%d partitions lost and %d revoked before the shutdown, want none", lost, revoked)
+		}
+		seen.checkTimes(t, func(int32, int64) int32 { return 1 })
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+}
+
+// TestFaultCommitAtRevoke: B joins while the coordinator fails A's commits,
+// so the synchronous commit of the partitions A hands to B fails. A
+// commits only synchronously here (its background interval is an hour)
+// and has processed every record before B joins, so the revoke's commit is
+// the only one that could have saved A's work. A keeps running; the
+// source reports the commit's error; B starts each partition it takes
+// exactly at the group's commit: from 0 (A's work on it is redone),
+// or from the high watermark when the broker stored the commit while
+// answering the error. Once the fault is removed and A leaves (its
+// shutdown commit succeeds), the group commits the high watermarks.
+func TestFaultCommitAtRevoke(t *testing.T) {
+	t.Parallel()
+	for _, f := range commitFaults {
+		t.Run(f.name(), func(t *testing.T) {
+			t.Parallel()
+			revokeCommitFault(t, f)
+		})
+	}
+}
+
+func revokeCommitFault(t *testing.T, f commitFault) {
+	const parts, perPartition = 4, 1000
+	b := testkit.NewBroker(t)
+	topic, group := "frv-"+f.slug(), "frv-"+f.slug()+"-g"
+	b.CreateTopic(t, topic, parts)
+	total := b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+	opts := func(o pipeline.Observer) []pipeline.Option {
+		return []pipeline.Option{pipeline.WithObserver(o), pipeline.WithDrainTimeout(5 * time.Second)}
+	}
+
+	aObs := newCommitLog(b, group, topic)
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, nil),
+		countingBuilder("A", es, seen, nil), opts(aObs)...)
+	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total && aObs.owns() == parts }, a)
+	if c := b.Committed(t, group, topic); len(c) != 0 {
+		t.Fatalf("A committed %v before any revoke; its background commit interval is an hour", c)
+	}
+
+	aID := memberID(t, b, group, "A")
+	h := b.Cluster().Fault(kfake.Fault{
+		Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: -1,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.OffsetCommitRequest).MemberID == aID },
+	})
+	bObs := newCommitLog(b, group, topic)
+	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
+		countingBuilder("B", es, seen, nil), opts(bObs)...)
+	waitUntil(t, "A revoking partitions for B, its commit failing", func() bool {
+		return aObs.revoked.Load() > 0 && len(aObs.syncErrors()) > 0 && bObs.owns() > 0 && aObs.owns()+bObs.owns() == parts
+	}, a, bc)
+	a.stillRunning(t, "the failed revoke commit")
+	h.Remove()
+	fromA := bObs.ownedSet()
+	t.Logf("A's revoke commit failed: %v (%d commits faulted); B took %v", aObs.syncErrors(), h.Hits(), fromA)
+	if !anyHasCode(aObs.syncErrors(), f.err) {
+		t.Errorf("A's synchronous commit errors %v: none is %s", aObs.syncErrors(), f.err.Message)
+	}
+
+	a.stopClean(t) // its shutdown commit goes through: the fault is gone
+	waitGroupAt(t, b, group, topic, hw, bc)
+	bc.stopClean(t)
+
+	watch.check(t)
+	es.check(t)
+	seen.check(t)
+	// A processed everything once before B joined (a later epoch of A,
+	// after a loss, starts at the group's commit like any epoch). B's epochs are
+	// exactly [start, hw): from A's failed revoke the start is 0, unless
+	// the broker stored the commit anyway; from A's shutdown it is hw.
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	firstOfA := map[int32]bool{}
+	for _, e := range es.all {
+		e.mu.Lock()
+		end, want := e.first+int64(e.n), hw[e.p]
+		if e.member == "B" && fromA[e.p] && !f.applied {
+			want = 0
+		}
+		first := e.member == "A" && !firstOfA[e.p]
+		if first {
+			firstOfA[e.p] = true
+		}
+		switch {
+		case first && (e.start != 0 || e.n != int(hw[e.p])):
+			t.Errorf("A/%d: processed %d records from %d, want all %d from 0", e.p, e.n, e.start, hw[e.p])
+		case e.member == "B" && e.start != want:
+			t.Errorf("B/%d: started at %d, want %d", e.p, e.start, want)
+		case e.member == "B" && e.n > 0 && end != hw[e.p]:
+			t.Errorf("B/%d: processed up to %d, want the high watermark %d", e.p, end, hw[e.p])
+		}
+		e.mu.Unlock()
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+}
+
+// TestFaultCommitAtShutdown: A has processed everything and committed
+// nothing (its background interval is an hour) when it is stopped while
+// the coordinator fails commits, once or persistently. Run returns nil
+// within stopBound: the final commit's failure does not hang the
+// shutdown, and nothing is committed past what A processed. A new
+// consumer then starts exactly at what the group kept (0 when the
+// commit was lost, the high watermark when librdkafka's retry or kfake's
+// stored-while-erroring REQUEST_TIMED_OUT saved it), processes the rest
+// exactly once and commits the high watermarks.
+func TestFaultCommitAtShutdown(t *testing.T) {
+	t.Parallel()
+	for _, f := range commitFaults {
+		for _, count := range []int{1, -1} {
+			name := fmt.Sprintf("%s/once", f.name())
+			if count < 0 {
+				name = fmt.Sprintf("%s/persistent", f.name())
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				shutdownCommitFault(t, f, count)
+			})
+		}
+	}
+}
+
+func shutdownCommitFault(t *testing.T, f commitFault, count int) {
+	const parts, perPartition = 4, 1000
+	b := testkit.NewBroker(t)
+	slug := fmt.Sprintf("fsd-%s-%d", f.slug(), count+1)
+	topic, group := slug, slug+"-g"
+	b.CreateTopic(t, topic, parts)
+	total := b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	aObs := newCommitLog(b, group, topic)
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, nil),
+		countingBuilder("A", es, seen, nil), pipeline.WithObserver(aObs))
+	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total }, a)
+	if c := b.Committed(t, group, topic); len(c) != 0 {
+		t.Fatalf("A committed %v; its background commit interval is an hour", c)
+	}
+
+	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: count})
+	took, err := a.stop(t)
+	h.Remove()
+	left := b.Committed(t, group, topic)
+	t.Logf("A stopped in %v: Run = %v; %d commits faulted; sync commit errors %v; the group kept %v",
+		took, err, h.Hits(), aObs.syncErrors(), left)
+	if err != nil {
+		t.Errorf("A: Run = %v, want nil: a failed final commit is logged, not fatal", err)
+	}
+	if h.Hits() == 0 {
+		t.Fatalf("no commit reached the fault: the shutdown did not commit")
+	}
+	for p := range int32(parts) {
+		if c, ok := left[p]; ok && c != hw[p] {
+			t.Errorf("partition %d: the group kept %d after A's shutdown, want nothing or the high watermark %d", p, c, hw[p])
+		}
+	}
+	switch {
+	case f.applied && !maps.Equal(left, hw):
+		t.Errorf("the broker stored every commit it answered %s, yet the group kept %v, want %v", f.err.Message, left, hw)
+	case count < 0 && !f.applied && len(left) != 0:
+		t.Errorf("every commit was rejected, yet the group kept %v", left)
+	case count == 1 && f.retried && !maps.Equal(left, hw):
+		t.Errorf("one commit failed with %s, which librdkafka retries, yet the group kept %v, want %v", f.err.Message, left, hw)
+	}
+
+	bObs := newCommitLog(b, group, topic)
+	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
+		countingBuilder("B", es, seen, nil), pipeline.WithObserver(bObs))
+	waitGroupAt(t, b, group, topic, hw, bc)
+	bc.stopClean(t)
+
+	watch.check(t)
+	es.check(t) // B starts exactly where the group was left
+	seen.checkTimes(t, func(p int32, off int64) int32 {
+		if c, ok := left[p]; ok && off < c {
+			return 1
+		}
+		return 2
+	})
+	checkCommittedEquals(t, b, group, topic, hw)
+}

@@ -1,0 +1,508 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// This file holds what the broker-fault tests (faults_*_test.go) share:
+// a watch on every commit the broker receives, gates that hold a stage at
+// a chosen offset, a stage that counts what it processed, and an observer
+// of commit outcomes.
+
+// commitWatch checks every OffsetCommit request of one group for one
+// topic as the broker receives it, before any fault answers it: no request
+// may ask to commit an offset past what was processed (committing n means
+// every offset below n was processed at least once). It also counts the
+// requests, so a test can tell that the commit path it faults was used.
+type commitWatch struct {
+	seen  *offsets
+	topic string
+
+	mu       sync.Mutex
+	last     kmsg.Request
+	requests int
+	prefix   map[int32]int64 // every offset below prefix[p] was processed
+	bad      []string
+}
+
+// watchCommits installs the watch as a kfake fault that never answers
+// (its When returns false). It must be installed before the test's error
+// faults: kfake consults faults in the order added and the first that
+// answers a request hides it from the ones after.
+func watchCommits(t *testing.T, b *testkit.Broker, group, topic string, seen *offsets) *commitWatch {
+	t.Helper()
+	w := &commitWatch{seen: seen, topic: topic, prefix: map[int32]int64{}}
+	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, When: w.when, Count: -1})
+	t.Cleanup(h.Remove)
+	return w
+}
+
+// when runs on kfake's cluster goroutine, once per entity of a request
+// (the group, each topic, each partition): only the first call of a
+// request checks it.
+func (w *commitWatch) when(r kmsg.Request) bool {
+	req, ok := r.(*kmsg.OffsetCommitRequest)
+	if !ok {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r == w.last {
+		return false
+	}
+	w.last = r
+	w.requests++
+	for _, rt := range req.Topics {
+		if rt.Topic != w.topic {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			w.checkLocked(rp.Partition, rp.Offset)
+		}
+	}
+	return false
+}
+
+func (w *commitWatch) checkLocked(p int32, next int64) {
+	cs, ok := w.seen.n[p]
+	if !ok || next < 0 || next > int64(len(cs)) {
+		w.bad = append(w.bad, fmt.Sprintf("partition %d: commit of offset %d, outside the topic", p, next))
+		return
+	}
+	pre := w.prefix[p]
+	for pre < next && cs[pre].Load() > 0 {
+		pre++
+	}
+	w.prefix[p] = pre
+	if next > pre {
+		w.bad = append(w.bad, fmt.Sprintf("partition %d: commit of offset %d requested while offset %d was not processed yet", p, next, pre))
+	}
+}
+
+// Requests is the number of commit requests the broker received so far.
+func (w *commitWatch) Requests() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.requests
+}
+
+// check fails t if any commit request went past the processed offsets.
+func (w *commitWatch) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, s := range w.bad {
+		if i == 10 {
+			t.Errorf("... %d more commits past the processed offsets", len(w.bad)-i)
+			break
+		}
+		t.Error(s)
+	}
+}
+
+// gate holds stage calls until opened.
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
+// wait blocks until g is open or ctx is done, returning ctx's cause then.
+func (g *gate) wait(ctx context.Context) error {
+	select {
+	case <-g.ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// gates holds every partition's records at chosen offsets: a record at an
+// offset with a gate waits for that gate before it is processed.
+type gates map[int64]*gate
+
+// countingBuilder returns a builder whose graph is one Each stage that
+// waits at the gates, then records the offset in the partition's epoch
+// and in seen. A call waiting at a gate when its partition is lost or its
+// drain times out returns the context's cause: that record is not
+// processed.
+func countingBuilder(name string, es *epochs, seen *offsets, gs gates) pipeline.Builder {
+	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		e := es.begin(name, p.ID)
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if g := gs[r.Offset]; g != nil {
+				if err := g.wait(ctx); err != nil {
+					return err
+				}
+			}
+			e.record(r.Offset)
+			seen.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+}
+
+// processedThrough reports whether offset off of every partition was
+// processed at least once.
+func (o *offsets) processedThrough(off int64) bool {
+	for _, cs := range o.n {
+		if cs[off].Load() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// distinct is the number of offsets processed at least once.
+func (o *offsets) distinct() int {
+	n := 0
+	for _, cs := range o.n {
+		for i := range cs {
+			if cs[i].Load() > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// checkTimes fails t unless every offset of every partition was processed
+// exactly want(p, off) times.
+func (o *offsets) checkTimes(t *testing.T, want func(p int32, off int64) int32) {
+	t.Helper()
+	bad := 0
+	for p, cs := range o.n {
+		for off := range cs {
+			w := want(p, int64(off))
+			if n := cs[off].Load(); n != w {
+				if bad < 10 {
+					t.Errorf("partition %d offset %d processed %d times, want %d", p, off, n, w)
+				}
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d offsets processed the wrong number of times", bad)
+	}
+}
+
+// commitLog is an observer recording the outcome of every commit the
+// source reports (synchronous ones, at revoke and shutdown, have took > 0;
+// librdkafka's background ones took = 0), the records delivered per
+// partition, and the group's commits at the first loss.
+type commitLog struct {
+	*groupObserver
+	b            *testkit.Broker
+	group, topic string
+
+	mu               sync.Mutex
+	syncErrs, bgErrs []error
+	syncOK, bgOK     int
+	delivered        map[int32]int64
+	atLoss           map[int32]int64
+	lostOnce         sync.Once
+	lostCh           chan struct{} // closed at the first loss
+}
+
+func newCommitLog(b *testkit.Broker, group, topic string) *commitLog {
+	return &commitLog{
+		groupObserver: newGroupObserver(),
+		delivered:     map[int32]int64{},
+		lostCh:        make(chan struct{}),
+		b:             b, group: group, topic: topic,
+	}
+}
+
+func (l *commitLog) Committed(_ []pipeline.Offset, took time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case took > 0 && err != nil:
+		l.syncErrs = append(l.syncErrs, err)
+	case took > 0:
+		l.syncOK++
+	case err != nil:
+		l.bgErrs = append(l.bgErrs, err)
+	default:
+		l.bgOK++
+	}
+}
+
+func (l *commitLog) RecordsDelivered(tp pipeline.TopicPartition, n int) {
+	l.mu.Lock()
+	l.delivered[tp.Partition] += int64(n)
+	l.mu.Unlock()
+}
+
+// PartitionLost snapshots the group's commits at the first loss.
+func (l *commitLog) PartitionLost(tp pipeline.TopicPartition) {
+	l.groupObserver.PartitionLost(tp)
+	l.lostOnce.Do(func() {
+		snap := map[int32]int64{}
+		if gi := l.b.Cluster().GroupInfo(l.group); gi != nil {
+			for p, c := range gi.Commits[l.topic] {
+				snap[p] = c.Offset
+			}
+		}
+		l.mu.Lock()
+		l.atLoss = snap
+		l.mu.Unlock()
+		close(l.lostCh)
+	})
+}
+
+// deliveredAtLeast reports whether at least n records of each of parts
+// partitions were delivered.
+func (l *commitLog) deliveredAtLeast(parts int, n int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.delivered) < parts {
+		return false
+	}
+	for _, d := range l.delivered {
+		if d < n {
+			return false
+		}
+	}
+	return true
+}
+
+// syncErrors returns the errors of the synchronous commits so far.
+func (l *commitLog) syncErrors() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.syncErrs...)
+}
+
+func (l *commitLog) bgErrors() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.bgErrs...)
+}
+
+func (l *commitLog) committedAtLoss() map[int32]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.atLoss)
+}
+
+// hasCode reports whether err is a librdkafka error with the Kafka error
+// code of want (librdkafka's broker error codes are Kafka's).
+func hasCode(err error, want *kerr.Error) bool {
+	var ke kafka.Error
+	return errors.As(err, &ke) && int(ke.Code()) == int(want.Code)
+}
+
+// anyHasCode reports whether one of errs has want's code.
+func anyHasCode(errs []error, want *kerr.Error) bool {
+	for _, err := range errs {
+		if hasCode(err, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// newSourceWith is newSource with a chosen commit interval and client.id
+// (the name kfake shows in GroupInfo.Members).
+func newSourceWith(t testing.TB, b *testkit.Broker, group, topic, clientID string, every time.Duration, overrides map[string]any) *source.Kafka {
+	t.Helper()
+	ov := map[string]any{
+		"heartbeat.interval.ms": 100,
+		"session.timeout.ms":    6000,
+		"client.id":             clientID,
+		// Reconnect quickly once a fault clears (librdkafka's default
+		// backs off up to 10s).
+		"reconnect.backoff.max.ms": 500,
+	}
+	maps.Copy(ov, overrides)
+	src, err := source.NewKafka(source.Config{
+		Brokers:        b.Addrs(),
+		Group:          group,
+		Topics:         []string{topic},
+		CommitInterval: every,
+		Logger:         testLogger(t),
+		Overrides:      ov,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// memberID returns the member id of the group member whose client.id is
+// clientID, failing t if there is none.
+func memberID(t *testing.T, b *testkit.Broker, group, clientID string) string {
+	t.Helper()
+	if gi := b.Cluster().GroupInfo(group); gi != nil {
+		for _, m := range gi.Members {
+			if m.ClientID == clientID {
+				return m.MemberID
+			}
+		}
+	}
+	t.Fatalf("group %s has no member with client.id %q", group, clientID)
+	return ""
+}
+
+// waitHits waits until the faults of h answered at least n requests.
+func waitHits(t *testing.T, h *kfake.FaultHandle, n int, what string, ms ...*member) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("%d requests faulted (%s)", n, what), func() bool { return h.Hits() >= n }, ms...)
+}
+
+// stopBound is how long a graceful stop may take in the fault tests: the
+// drain, the final commit (which librdkafka retries and defers for at
+// most about a session timeout) and the close.
+const stopBound = 45 * time.Second
+
+// member is one pipeline.Run in the background, like testkit.Start, but
+// its stop is bounded by stopBound and dumps every goroutine's stack when
+// Run hangs, so a hang is reported with its cause.
+type member struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func startMember(t *testing.T, name string, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *member {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{name: name, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.err = pipeline.Run(ctx, src, build, opts...)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-m.done:
+		case <-time.After(stopBound):
+			t.Errorf("consumer %s: Run still running %v after cleanup cancelled it; goroutines:\n%s", name, stopBound, stacks())
+		}
+	})
+	return m
+}
+
+// Done is closed when Run returned.
+func (m *member) Done() <-chan struct{} { return m.done }
+
+// Err is Run's error once Done is closed.
+func (m *member) Err() error {
+	select {
+	case <-m.done:
+		return m.err
+	default:
+		return nil
+	}
+}
+
+// stop cancels Run and returns its error, failing t (with every
+// goroutine's stack) if Run does not return within stopBound.
+func (m *member) stop(t *testing.T) (time.Duration, error) {
+	t.Helper()
+	began := time.Now()
+	m.cancel()
+	select {
+	case <-m.done:
+		return time.Since(began), m.err
+	case <-time.After(stopBound):
+		t.Fatalf("consumer %s: Run did not return within %v of its cancellation; goroutines:\n%s", m.name, stopBound, stacks())
+		return 0, nil
+	}
+}
+
+// stopClean stops m and fails t unless Run returns nil.
+func (m *member) stopClean(t *testing.T) {
+	t.Helper()
+	if _, err := m.stop(t); err != nil {
+		t.Fatalf("consumer %s: Run = %v, want nil", m.name, err)
+	}
+}
+
+// stillRunning fails t if m's Run returned.
+func (m *member) stillRunning(t *testing.T, during string) {
+	t.Helper()
+	select {
+	case <-m.done:
+		t.Fatalf("consumer %s: Run returned during %s: %v", m.name, during, m.err)
+	default:
+	}
+}
+
+// waitUntil polls cond every 10ms until it holds, failing t after wait or
+// as soon as one of ms's Run returns.
+func waitUntil(t *testing.T, what string, cond func() bool, ms ...*member) {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		for _, m := range ms {
+			select {
+			case <-m.done:
+				t.Fatalf("waiting for %s: consumer %s stopped: %v", what, m.name, m.err)
+			default:
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("waiting for %s: not within %v", what, wait)
+		}
+	}
+}
+
+// waitGroupAt waits until the group's commits for topic equal want.
+func waitGroupAt(t *testing.T, b *testkit.Broker, group, topic string, want map[int32]int64, ms ...*member) {
+	t.Helper()
+	var got map[int32]int64
+	waitUntil(t, fmt.Sprintf("group %s committing %v", group, want), func() bool {
+		got = b.Committed(t, group, topic)
+		return maps.Equal(got, want)
+	}, ms...)
+}
+
+// uniform returns {p: off} for partitions 0..parts-1.
+func uniform(parts int, off int64) map[int32]int64 {
+	m := make(map[int32]int64, parts)
+	for p := range int32(parts) {
+		m[p] = off
+	}
+	return m
+}
+
+func stacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// ownedSet returns the partitions o owns now.
+func (o *groupObserver) ownedSet() map[int32]bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.owned)
+}
