@@ -36,6 +36,7 @@ import (
 // write's retry policy shorter than the drain timeout.
 type SharedBatcher[T any] struct {
 	write   func(context.Context, []T) error
+	call    func(context.Context, []T) (struct{}, error) // write, in invoke's shape
 	maxSize int
 	maxWait time.Duration
 	weigh   func(T) int
@@ -62,6 +63,7 @@ type entry struct {
 // feed is one partition's Feed stage: how many of its values are pending
 // or being written, and who waits for them.
 type feed struct {
+	probe   *pipeline.Probe // watches writes of this partition's values
 	pending int
 	settled chan struct{} // closed when pending reaches 0, if someone waits
 }
@@ -77,7 +79,8 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 	if maxSize <= 0 || maxWait <= 0 {
 		panic(fmt.Sprintf("stages.NewSharedBatcher: maxSize (%d) and maxWait (%v) must be positive", maxSize, maxWait))
 	}
-	b := &SharedBatcher[T]{write: write, maxSize: maxSize, maxWait: maxWait, spec: sp,
+	b := &SharedBatcher[T]{write: write,
+		call: func(ctx context.Context, vals []T) (struct{}, error) { return struct{}{}, write(ctx, vals) }, maxSize: maxSize, maxWait: maxWait, spec: sp,
 		weigh: func(T) int { return 1 }, feeds: make(map[*pipeline.Stage]*feed),
 		writing: semaphore.NewWeighted(1)}
 	if o.weight != nil {
@@ -91,7 +94,7 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 	return pipeline.AddEnd(in, b.spec, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 		b.mu.Lock()
-		b.feeds[s] = &feed{}
+		b.feeds[s] = &feed{probe: s.Probe()}
 		b.mu.Unlock()
 		defer b.leave(s)
 		return b.run(s, inl)
@@ -120,8 +123,8 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 		case now := <-timerC:
 			timerC = nil
 			if batch := b.takeIfDue(now); batch != nil {
-				if err := b.flush(s, batch); err != nil {
-					return err
+				if !b.flush(s, batch) {
+					return nil
 				}
 			}
 			arm()
@@ -133,8 +136,8 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 				// Drain: write what is pending, then wait for every value
 				// of this partition to be written.
 				if batch := b.take(); batch != nil {
-					if err := b.flush(s, batch); err != nil {
-						return err
+					if !b.flush(s, batch) {
+						return nil
 					}
 				}
 				b.settle(ctx, s)
@@ -146,8 +149,8 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 					return s.Fail(it.Ticket, err)
 				}
 				if batch := b.add(s, it, w); batch != nil {
-					if err := b.flush(s, batch); err != nil {
-						return err
+					if !b.flush(s, batch) {
+						return nil
 					}
 				}
 			}
@@ -215,132 +218,6 @@ func (b *SharedBatcher[T]) takeLocked() *pending[T] {
 	p := &pending[T]{vals: b.vals, owners: b.owners}
 	b.vals, b.owners, b.weight = nil, nil, 0
 	return p
-}
-
-// flush writes a batch with retries and completes its values in their
-// partitions. If the write is interrupted because s's partition is being
-// revoked, the values of other partitions go back into the batcher.
-func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) error {
-	if b.writing.Acquire(s.Context(), 1) != nil {
-		// s's partition was lost or its drain timed out while it waited.
-		b.requeue(p)
-		return nil
-	}
-	ctx, done := writeContext(s, p.owners)
-	var err error
-	for attempt := 1; ; attempt++ {
-		if err = b.write(ctx, p.vals); err == nil || ctx.Err() != nil || !s.Retry(err, attempt) {
-			break
-		}
-	}
-	interrupted := ctx.Err() != nil
-	done()
-	b.writing.Release(1)
-	switch {
-	case err == nil:
-		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
-		return nil
-	case pipeline.IsInvalid(err):
-		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
-			for _, t := range ts {
-				if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
-					o.Abort(ferr)
-				}
-			}
-		})
-		return nil
-	case interrupted || s.Stopping():
-		b.requeue(p)
-		return nil
-	}
-	var first error
-	b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
-		ferr := o.Fail(ts[0], fmt.Errorf("shared batch of %d values: %w", len(p.vals), err))
-		if o == s && first == nil {
-			first = ferr
-		} else if ferr != nil {
-			o.Abort(ferr)
-		}
-	})
-	return first
-}
-
-// complete calls fn with each owner's tickets, then settles the owners.
-func (b *SharedBatcher[T]) complete(owners []entry, fn func(*pipeline.Stage, []pipeline.Ticket)) {
-	byOwner := map[*pipeline.Stage][]pipeline.Ticket{}
-	var order []*pipeline.Stage
-	for _, e := range owners {
-		if _, ok := byOwner[e.s]; !ok {
-			order = append(order, e.s)
-		}
-		byOwner[e.s] = append(byOwner[e.s], e.t)
-	}
-	for _, o := range order {
-		fn(o, byOwner[o])
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, o := range order {
-		b.release(o, len(byOwner[o]))
-	}
-}
-
-// release marks n values of o as no longer pending. Callers hold b.mu.
-func (b *SharedBatcher[T]) release(o *pipeline.Stage, n int) {
-	f := b.feeds[o]
-	if f == nil {
-		return
-	}
-	f.pending -= n
-	if f.pending == 0 && f.settled != nil {
-		close(f.settled)
-		f.settled = nil
-	}
-}
-
-// requeue puts back the values of partitions that are not stopping, ahead
-// of what arrived meanwhile; the stopping ones are released uncommitted.
-func (b *SharedBatcher[T]) requeue(p *pending[T]) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var vals []T
-	var owners []entry
-	for i, e := range p.owners {
-		if e.s.Stopping() {
-			b.release(e.s, 1)
-			continue
-		}
-		vals = append(vals, p.vals[i])
-		owners = append(owners, e)
-	}
-	if len(vals) == 0 {
-		return
-	}
-	if len(b.vals) == 0 {
-		b.first = time.Now()
-	}
-	for _, v := range vals {
-		b.weight += b.weigh(v)
-	}
-	b.vals = append(vals, b.vals...)
-	b.owners = append(owners, b.owners...)
-}
-
-// settle waits until every value s added was written (or ctx ends).
-func (b *SharedBatcher[T]) settle(ctx context.Context, s *pipeline.Stage) {
-	b.mu.Lock()
-	f := b.feeds[s]
-	if f.pending == 0 {
-		b.mu.Unlock()
-		return
-	}
-	f.settled = make(chan struct{})
-	ch := f.settled
-	b.mu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-	}
 }
 
 // leave forgets a Feed stage that exited; its pending values (of a lost

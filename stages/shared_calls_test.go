@@ -1,0 +1,117 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// A write that panics stops Run with a StageError naming the position of
+// the batch's value and carrying the panic; the other partition's write
+// still gets its turn, so shutdown needs no drain timeout.
+func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w writes
+		write := func(ctx context.Context, batch []string) error {
+			if batch[0] == "0:a" {
+				panic("driver bug")
+			}
+			return w.write(ctx, batch)
+		}
+		b := stages.NewSharedBatcher(write, 1, time.Minute, stages.Name("insert"))
+		h := sharedHarness(t, b, pipeline.WithDrainTimeout(200*time.Millisecond))
+		h.Assign("t", 0, 1)
+		start := time.Now()
+		h.Send("t", 0, []byte("a"))
+		h.Send("t", 1, []byte("b"))
+		err := h.Wait()
+		var se *pipeline.StageError
+		var pe *pipeline.PanicError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Stage != "insert" || se.Partition != 0 || se.Offset != 0 {
+			t.Fatalf("Run returned %v, want a StageError of insert at t/0 offset 0 with a PanicError", err)
+		}
+		if pe.Value != "driver bug" {
+			t.Errorf("panic value %v, want driver bug", pe.Value)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("Run took %v to stop, want 0 (no drain timeout: the other write was not blocked)", took)
+		}
+		if c0, c1 := h.Committed("t", 0), h.Committed("t", 1); c0 != -1 || c1 != 1 {
+			t.Errorf("committed %d and %d, want -1 (panicked) and 1 (written)", c0, c1)
+		}
+	})
+}
+
+// callRecorder records stage calls and stuck values.
+type callRecorder struct {
+	pipeline.NopObserver
+	mu     sync.Mutex
+	calls  []string
+	stucks []string
+}
+
+func (r *callRecorder) StageCall(stage string, tp pipeline.TopicPartition, d time.Duration, err error) {
+	if stage != "insert" {
+		return // the Map before it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, fmt.Sprintf("%s@%s/%d:%v:%v", stage, tp.Topic, tp.Partition, d, err))
+}
+
+func (r *callRecorder) Stuck(stage string, tp pipeline.TopicPartition, offset int64, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stucks = append(r.stucks, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
+}
+
+func (r *callRecorder) lists() (calls, stucks []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls), slices.Clone(r.stucks)
+}
+
+// Writes are stage function calls like any other: observers see them
+// timed, and the stuck detector names the value stuck in a slow write
+// (here a value of partition 0 written on partition 1's goroutine).
+func TestSharedBatcherWritesAreTimedAndWatchedForStuckValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w writes
+		write := func(ctx context.Context, batch []string) error {
+			time.Sleep(10 * time.Second)
+			return w.write(ctx, batch)
+		}
+		// "heavy" weighs a whole batch: adding it closes the batch holding
+		// 0:a, so partition 1's goroutine writes partition 0's value.
+		weight := stages.Weight(func(v string) int {
+			if strings.HasSuffix(v, "heavy") {
+				return 2
+			}
+			return 1
+		})
+		obs := &callRecorder{}
+		b := stages.NewSharedBatcher(write, 2, time.Minute, weight, stages.Name("insert"))
+		h := sharedHarness(t, b, pipeline.WithStuckThreshold(4*time.Second), pipeline.WithObserver(obs))
+		h.Assign("t", 0, 1)
+		h.Send("t", 0, []byte("a"))
+		synctest.Wait()
+		h.Send("t", 1, []byte("heavy"))
+		h.WaitCommitted("t", 0, 1)
+		calls, stucks := obs.lists()
+		if want := []string{"insert@t/1:10s:<nil>"}; !slices.Equal(calls, want) {
+			t.Errorf("stage calls %v, want %v", calls, want)
+		}
+		if want := []string{"insert@t/0:0"}; !slices.Equal(stucks, want) {
+			t.Errorf("stuck values %v, want %v", stucks, want)
+		}
+	})
+}
