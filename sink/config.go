@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
+
+// DefaultCloseTimeout is how long [Producer.Close] waits for outstanding
+// deliveries unless [ProducerConfig.CloseTimeout] says otherwise.
+const DefaultCloseTimeout = 5 * time.Second
 
 // ProducerConfig configures a [Producer].
 type ProducerConfig struct {
@@ -16,9 +21,15 @@ type ProducerConfig struct {
 	// Logger receives librdkafka's logs and producer errors; nil
 	// discards them.
 	Logger *slog.Logger
+	// CloseTimeout bounds how long [Producer.Close] waits for the
+	// deliveries still outstanding before it gives up on them. Zero means
+	// [DefaultCloseTimeout]; negative is an error.
+	CloseTimeout time.Duration
 	// Overrides are librdkafka producer properties applied on top of the
 	// defaults (acks=all, enable.idempotence=true, linger.ms=5,
 	// message.timeout.ms=30000): TLS, SASL, compression and so on.
+	// linger.ms also delays each dead letter (a partition's dead letters
+	// go one at a time): set it to 0 for bursts of invalid input.
 	// bootstrap.servers (use Brokers) and the go.* properties of
 	// confluent-kafka-go (the sink depends on their values) cannot be set.
 	Overrides map[string]any
@@ -47,6 +58,9 @@ func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
 		if strings.TrimSpace(b) == "" {
 			return nil, fmt.Errorf("sink: ProducerConfig.Brokers[%d] is empty", i)
 		}
+	}
+	if cfg.CloseTimeout < 0 {
+		return nil, fmt.Errorf("sink: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultCloseTimeout)
 	}
 	m := defaultProducerProperties()
 	for k, v := range cfg.Overrides {

@@ -133,6 +133,8 @@ func TestNewProducerRefusesBadConfig(t *testing.T) {
 			Overrides: map[string]any{"bootstrap.servers": "x:1"}}, `ProducerConfig.Overrides["bootstrap.servers"] cannot be overridden`},
 		{"go.delivery.reports", sink.ProducerConfig{Brokers: []string{"localhost:9092"},
 			Overrides: map[string]any{"go.delivery.reports": false}}, `ProducerConfig.Overrides["go.delivery.reports"] cannot be overridden`},
+		{"negative CloseTimeout", sink.ProducerConfig{Brokers: []string{"localhost:9092"}, CloseTimeout: -time.Second},
+			"ProducerConfig.CloseTimeout is -1s"},
 		{"unknown property", sink.ProducerConfig{Brokers: []string{"localhost:9092"},
 			Overrides: map[string]any{"no.such.property": 1}}, `No such configuration property: "no.such.property"`},
 	} {

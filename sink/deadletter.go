@@ -50,7 +50,7 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 		)
 		report := make(chan kafka.Event, 1)
 		for {
-			err := p.p.Produce(msg, report)
+			err := p.send(msg, report)
 			if err == nil {
 				break
 			}
@@ -65,14 +65,30 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 			}
 		}
 		// Wait for the report even if ctx ends: librdkafka reports every
-		// message within message.timeout.ms, and leaving would drop it.
-		m, _ := (<-report).(*kafka.Message)
+		// message within message.timeout.ms (or when Close gives up on
+		// it), and leaving would drop it.
+		var ev kafka.Event
+		select {
+		case ev = <-report:
+		case <-p.gone:
+			select {
+			case ev = <-report:
+			default:
+				return fmt.Errorf("dead letter to %s: %w before its delivery was reported", topic, ErrClosed)
+			}
+		}
+		m, _ := ev.(*kafka.Message)
 		if m == nil {
 			return fmt.Errorf("dead letter to %s: no delivery report", topic)
 		}
-		if m.TopicPartition.Error != nil {
-			return fmt.Errorf("dead letter to %s: %w", topic, m.TopicPartition.Error)
+		if err := m.TopicPartition.Error; err != nil {
+			u := UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
+			if p.receivedFailure(err, u) {
+				return fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", topic, ErrClosed, err)
+			}
+			return fmt.Errorf("dead letter to %s: %w", topic, err)
 		}
+		p.received()
 		return nil
 	}
 }

@@ -3,6 +3,7 @@
 // its delivery report succeeded, and the dead-letter destination for
 // records marked with pipeline.Invalid.
 //
-// One [Producer] is shared by every partition's graph (create it before
-// pipeline.Run, close it after Run returned).
+// One [Producer] is shared by every partition's graph: create it before
+// pipeline.Run and close it after Run returned. Close waits a bounded time
+// for outstanding deliveries and reports the ones it gave up on.
 package sink

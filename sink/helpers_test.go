@@ -20,7 +20,13 @@ func newProducer(t *testing.T, b *testkit.Broker, overrides map[string]any) *sin
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close) // idempotent; after Run returned
+	// After Run returned (cleanups run last in first out) every delivery
+	// was reported: Close has nothing to give up on.
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close after Run returned = %v, want nil", err)
+		}
+	})
 	return p
 }
 
@@ -90,4 +96,22 @@ func headersString(hs []pipeline.Header) string {
 		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
 	}
 	return s
+}
+
+// pollUntil checks cond every 10 ms until it holds, failing the test after
+// wait; it is for the state of a real client or broker, outside Run (use
+// testkit.Running.WaitUntil with a Run).
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not reached after %v", what, wait)
+		}
+	}
 }

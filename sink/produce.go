@@ -23,6 +23,10 @@ type Message struct {
 // produce that found librdkafka's queue full.
 const queueFullWait = 5 * time.Millisecond
 
+// reportBuffer is the capacity of a Produce stage's report channel, and so
+// the most messages it has outstanding.
+const reportBuffer = 1024
+
 // Produce ends a graph by producing one message per value to topic with
 // p, in order. A value's records commit only after its delivery report
 // succeeded. A full producer queue is backpressure (the stage waits for
@@ -32,7 +36,8 @@ const queueFullWait = 5 * time.Millisecond
 // record. On a graceful revoke the stage waits for the delivery reports of
 // everything it produced; when the partition is lost or its drain times
 // out, it stops producing and still waits for outstanding reports
-// (bounded by message.timeout.ms) so none is left behind.
+// (bounded by message.timeout.ms, or by p.Close) so none is left behind.
+// Once p is closed, the stage fails with an error wrapping [ErrClosed].
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.Option) pipeline.End {
 	if p == nil {
 		panic("sink.Produce: the producer is nil")
@@ -41,7 +46,7 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 		panic("sink.Produce: the topic is empty")
 	}
 	return pipeline.AddEnd(in, stages.Spec("Produce", opts...), func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
-		st := &producing{p: p, s: s, topic: topic, reports: make(chan kafka.Event, 1024)}
+		st := &producing{p: p, s: s, topic: topic, reports: make(chan kafka.Event, reportBuffer)}
 		defer st.waitAll()
 		ctx := s.Context()
 		for {
@@ -70,6 +75,8 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 				if err := st.report(ev); err != nil {
 					return err
 				}
+			case <-p.gone:
+				return st.closed()
 			case <-ctx.Done():
 				return nil
 			}
@@ -102,17 +109,12 @@ func (st *producing) produce(ctx context.Context, m Message, t pipeline.Ticket) 
 	// outstanding means a report always finds room, even while this stage
 	// waits elsewhere (for the dead-letter queue in Fail, say).
 	for st.outstanding >= cap(st.reports) {
-		select {
-		case ev := <-st.reports:
-			if err := st.report(ev); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return nil
+		if ok, err := st.await(ctx, nil); !ok {
+			return err
 		}
 	}
 	for {
-		err := st.p.p.Produce(msg, st.reports)
+		err := st.p.send(msg, st.reports)
 		if err == nil {
 			st.outstanding++
 			return nil
@@ -123,15 +125,29 @@ func (st *producing) produce(ctx context.Context, m Message, t pipeline.Ticket) 
 		}
 		// Backpressure: handle a delivery report (or wait a little) and
 		// try again.
-		select {
-		case ev := <-st.reports:
-			if err := st.report(ev); err != nil {
-				return err
-			}
-		case <-time.After(queueFullWait):
-		case <-ctx.Done():
-			return nil
+		if ok, err := st.await(ctx, time.After(queueFullWait)); !ok {
+			return err
 		}
+	}
+}
+
+// await handles the next delivery report, or waits for timeout (nil: no
+// timeout). It returns false when the stage must stop: with nil when ctx
+// ended, with the stage's error when a delivery failed or the producer
+// closed.
+func (st *producing) await(ctx context.Context, timeout <-chan time.Time) (bool, error) {
+	select {
+	case ev := <-st.reports:
+		if err := st.report(ev); err != nil {
+			return false, err
+		}
+		return true, nil
+	case <-timeout:
+		return true, nil
+	case <-st.p.gone:
+		return false, st.closed()
+	case <-ctx.Done():
+		return false, nil
 	}
 }
 
@@ -143,42 +159,87 @@ func (st *producing) report(ev kafka.Event) error {
 	}
 	st.outstanding--
 	t, _ := m.Opaque.(pipeline.Ticket)
-	if m.TopicPartition.Error != nil {
-		return st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, m.TopicPartition.Error))
+	if err := m.TopicPartition.Error; err != nil {
+		return st.failed(t, err)
 	}
+	st.p.received()
 	st.s.Done(t)
 	return nil
+}
+
+// failed handles the failed delivery of the value holding t and returns
+// the stage's error.
+func (st *producing) failed(t pipeline.Ticket, err error) error {
+	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
+	part := st.s.Partition()
+	u := UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.ID}, Offset: -1}
+	var se *pipeline.StageError
+	if errors.As(serr, &se) {
+		u.Offset = se.Offset
+	}
+	if st.p.receivedFailure(err, u) {
+		serr = st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w before the message was delivered (%w)", st.topic, ErrClosed, err))
+	}
+	return serr
+}
+
+// closed handles the reports the client delivered before it closed and
+// returns the stage's error: the other reports never come, and their
+// values stay uncommitted.
+func (st *producing) closed() error {
+	for {
+		select {
+		case ev := <-st.reports:
+			if err := st.report(ev); err != nil {
+				return err
+			}
+		default:
+			if st.outstanding == 0 {
+				return st.s.Fail(pipeline.Ticket{}, fmt.Errorf("producing to %s: %w", st.topic, ErrClosed))
+			}
+			return st.s.Fail(pipeline.Ticket{}, fmt.Errorf("producing to %s: %w before %d deliveries were reported", st.topic, ErrClosed, st.outstanding))
+		}
+	}
 }
 
 // settle waits for every outstanding delivery report after the input
 // closed (graceful drain).
 func (st *producing) settle(ctx context.Context) error {
 	for st.outstanding > 0 {
-		select {
-		case ev := <-st.reports:
-			if err := st.report(ev); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return nil
+		if ok, err := st.await(ctx, nil); !ok {
+			return err
 		}
 	}
 	return nil
 }
 
 // waitAll drains the remaining reports so librdkafka never blocks on this
-// stage's channel after it stopped; their values are completed only if the
-// partition is still owned (the tracker ignores the rest).
+// stage's channel after it stopped, until the producer closed; their
+// values are completed only if the partition is still owned (the tracker
+// ignores the rest).
 func (st *producing) waitAll() {
 	for st.outstanding > 0 {
-		ev := <-st.reports
-		if m, ok := ev.(*kafka.Message); ok {
-			st.outstanding--
-			if m.TopicPartition.Error == nil {
-				if t, ok := m.Opaque.(pipeline.Ticket); ok {
-					st.s.Done(t)
-				}
+		var ev kafka.Event
+		select {
+		case ev = <-st.reports:
+		case <-st.p.gone:
+			select {
+			case ev = <-st.reports:
+			default:
+				return // never reported
 			}
 		}
+		m, ok := ev.(*kafka.Message)
+		if !ok {
+			continue
+		}
+		st.outstanding--
+		t, _ := m.Opaque.(pipeline.Ticket)
+		if err := m.TopicPartition.Error; err != nil {
+			_ = st.failed(t, err) // the stage already stopped: only Close wants to know
+			continue
+		}
+		st.p.received()
+		st.s.Done(t)
 	}
 }

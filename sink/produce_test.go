@@ -159,7 +159,9 @@ func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	b.CreateTopic(t, "out", 1)
 	b.CreateTopic(t, "dlq", 1)
 	b.Produce(t, "in", input(1, 0, valid+invalid)...)
-	p := newProducer(t, b, map[string]any{"retry.backoff.ms": 20, "retry.backoff.max.ms": 50})
+	// linger.ms 0: the 4000 dead letters go one at a time, and 5 ms of
+	// linger each would add 20 s to the test.
+	p := newProducer(t, b, map[string]any{"retry.backoff.ms": 20, "retry.backoff.max.ms": 50, "linger.ms": 0})
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
 	// The dead letters wait too, so the stage fills the dead-letter queue
 	// and waits for room in it.
