@@ -77,7 +77,10 @@ func BenchmarkRawPollLoop(b *testing.B) {
 			var window time.Duration
 			for range b.N {
 				cfg := Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov}
-				cm := cfg.configMap()
+				cm, err := cfg.configMap(pipeline.DefaultDrainTimeout)
+				if err != nil {
+					b.Fatal(err)
+				}
 				delete(cm, "go.logs.channel.enable")
 				cm["log_level"] = 3
 				c, err := kafka.NewConsumer(&cm)

@@ -34,14 +34,32 @@ type Config struct {
 	// DefaultCommitInterval; it must not be negative.
 	CommitInterval time.Duration
 
+	// CloseTimeout bounds what the source does past the runtime's drain
+	// when it stops: the final synchronous commit (retried while the group
+	// is rebalancing), leaving the group, and closing the client. The
+	// commit and the leave share the first three quarters of it, closing
+	// the client gets the rest. It also bounds each synchronous commit on
+	// a revoke. Past it Run returns an error naming what did not finish
+	// (see Kafka.Run). Zero means DefaultCloseTimeout; it must not be
+	// negative, and a non-zero value must be at least 100ms. It is part of
+	// the default max.poll.interval.ms (see the package documentation,
+	// "Timeouts").
+	CloseTimeout time.Duration
+
 	// Logger receives librdkafka's logs and the source's own events.
 	// Nil discards them.
 	Logger *slog.Logger
 
 	// Overrides are librdkafka configuration properties applied on top
 	// of the source's defaults: TLS, SASL, fetch tuning, group.protocol,
-	// partition.assignment.strategy and so on. Values are strings, bools,
-	// ints or float64s, as in kafka.ConfigMap. The properties the source
+	// partition.assignment.strategy, the group timeouts and so on. Values
+	// are strings, bools or numbers of any Go integer or float type (JSON
+	// and YAML decoders produce float64): NewKafka converts numbers to
+	// int, and rejects a non-integral one (except for librdkafka's float
+	// properties, which get it as text) with an error naming the key. An
+	// override of max.poll.interval.ms must leave room for a revoke (drain
+	// timeout + CloseTimeout), or Run fails before calling any Group
+	// method but DrainTimeout. The properties the source
 	// relies on (bootstrap.servers, group.id, enable.auto.commit,
 	// enable.auto.offset.store, auto.commit.interval.ms and the go.*
 	// properties of confluent-kafka-go) cannot be overridden; use the
@@ -102,29 +120,49 @@ func (c Config) validate() error {
 	if c.CommitInterval > 0 && c.CommitInterval < time.Millisecond {
 		return fmt.Errorf("source: Config.CommitInterval = %v: must be at least 1ms", c.CommitInterval)
 	}
-	for k, v := range c.Overrides {
+	if c.CloseTimeout < 0 {
+		return fmt.Errorf("source: Config.CloseTimeout = %v: must not be negative", c.CloseTimeout)
+	}
+	if c.CloseTimeout > 0 && c.CloseTimeout < 100*time.Millisecond {
+		return fmt.Errorf("source: Config.CloseTimeout = %v: must be at least 100ms", c.CloseTimeout)
+	}
+	for k := range c.Overrides {
 		if why, ok := reserved[k]; ok {
 			return fmt.Errorf("source: Config.Overrides[%q] cannot be overridden: %s", k, why)
 		}
 		if strings.HasPrefix(k, "go.") {
 			return fmt.Errorf("source: Config.Overrides[%q]: go.* properties are not supported", k)
 		}
-		switch v.(type) {
-		case string, bool, int, int32, int64, float64:
-		default:
-			return fmt.Errorf("source: Config.Overrides[%q]: unsupported value type %T (want string, bool, int or float64)", k, v)
-		}
 	}
 	return nil
 }
 
-// configMap builds the librdkafka configuration. It assumes validate passed.
-func (c Config) configMap() kafka.ConfigMap {
+// normalizedOverrides returns a copy of Overrides with every value
+// converted by normalizeOverride.
+func (c Config) normalizedOverrides() (map[string]any, error) {
+	out := make(map[string]any, len(c.Overrides))
+	for k, v := range c.Overrides {
+		nv, err := normalizeOverride(k, v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = nv
+	}
+	return out, nil
+}
+
+// configMap builds the librdkafka configuration for a group whose drain
+// timeout is drain. It assumes validate passed and Overrides are
+// normalized; its errors name the override that contradicts drain.
+func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	m := defaults()
-	if gp, ok := c.Overrides["group.protocol"]; ok && fmt.Sprint(gp) == "consumer" {
+	if c.consumerProtocol() {
 		// KIP-848: the broker assigns; librdkafka rejects a client-side
 		// assignor with the consumer protocol.
 		delete(m, "partition.assignment.strategy")
+	}
+	if err := c.groupTimeouts(m, drain); err != nil {
+		return nil, err
 	}
 	for k, v := range c.Overrides {
 		m[k] = v
@@ -135,7 +173,7 @@ func (c Config) configMap() kafka.ConfigMap {
 	m["enable.auto.offset.store"] = false
 	m["auto.commit.interval.ms"] = int(c.commitInterval().Milliseconds())
 	m["go.logs.channel.enable"] = true
-	return m
+	return m, nil
 }
 
 func (c Config) commitInterval() time.Duration {

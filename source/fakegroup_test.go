@@ -47,6 +47,10 @@ type fakeGroup struct {
 
 	runDone bool  // Run returned
 	runErr  error // what it returned
+
+	// onRevoke, when set, is called (unlocked) at the end of every Revoke,
+	// on the poll goroutine, inside librdkafka's rebalance callback.
+	onRevoke func(tps []TP)
 }
 
 func newFakeGroup() *fakeGroup {
@@ -146,10 +150,15 @@ func (f *fakeGroup) revokeLocked(tps []TP) []pipeline.Offset {
 
 func (f *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	defer f.bump()
 	f.revokes = append(f.revokes, slices.Clone(tps))
-	return f.revokeLocked(tps)
+	offs := f.revokeLocked(tps)
+	hook := f.onRevoke
+	f.bump()
+	f.mu.Unlock()
+	if hook != nil {
+		hook(tps)
+	}
+	return offs
 }
 
 func (f *fakeGroup) Lose(tps []TP) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,18 @@ type Kafka struct {
 	cfg     Config
 	log     *slog.Logger
 	started atomic.Bool
+
+	// storeOffsets is (*kafka.Consumer).StoreOffsets; tests replace it to
+	// make stores fail.
+	storeOffsets func(*kafka.Consumer, []kafka.TopicPartition) ([]kafka.TopicPartition, error)
+	// background counts the goroutines of client calls that Run stopped
+	// waiting for (a synchronous commit or Close past its bound); they end
+	// when librdkafka answers. Tests wait for them.
+	background sync.WaitGroup
+	// closeCallbacks counts rebalance callbacks librdkafka ran inside
+	// Close. The shutdown sequence leaves the group first, so it stays
+	// zero unless leaving did not finish in time.
+	closeCallbacks atomic.Int64
 }
 
 var _ pipeline.Source = (*Kafka)(nil)
@@ -45,31 +58,55 @@ func NewKafka(cfg Config) (*Kafka, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Brokers = append([]string(nil), cfg.Brokers...)
-	cfg.Topics = append([]string(nil), cfg.Topics...)
-	ov := make(map[string]any, len(cfg.Overrides))
-	for k, v := range cfg.Overrides {
-		ov[k] = v
+	ov, err := cfg.normalizedOverrides()
+	if err != nil {
+		return nil, err
 	}
 	cfg.Overrides = ov
+	cfg.Brokers = append([]string(nil), cfg.Brokers...)
+	cfg.Topics = append([]string(nil), cfg.Topics...)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Kafka{cfg: cfg, log: log.With("component", "sluice/source", "group", cfg.Group)}, nil
+	return &Kafka{
+		cfg:          cfg,
+		log:          log.With("component", "sluice/source", "group", cfg.Group),
+		storeOffsets: (*kafka.Consumer).StoreOffsets,
+	}, nil
 }
 
 // Run joins the group, subscribes to Config.Topics and feeds the records to
 // g until ctx is done; see [pipeline.Source] for the contract. All calls to
-// g happen on the calling goroutine. Run returns nil after a clean
-// shutdown, the client error for a fatal librdkafka error (after losing
-// every owned partition), or a configuration error if the client cannot be
-// created. A second call returns an error.
+// g happen on the calling goroutine.
+//
+// Before anything else Run derives the group timeouts from
+// g.DrainTimeout() (see the package documentation, "Timeouts") and returns
+// an error naming the property if an override contradicts them, without
+// calling any other Group method; so it does for a property librdkafka
+// rejects.
+//
+// When ctx is done Run shuts down in this order, each step bounded (see
+// Config.CloseTimeout): Group.Shutdown (the drain, bounded by the
+// runtime); the final synchronous commit of what it returned, retried
+// while the group is rebalancing; leaving the group (unsubscribe, then
+// serving the resulting revoke in the poll loop until the assignment is
+// empty); closing the client, which then has nothing left to call back
+// for. It returns nil when all of them finished, else an error naming
+// each step that did not (the final commit, closing the client). A Close
+// that did not finish in time is left running on its own goroutine
+// (librdkafka keeps the handle until it ends).
+//
+// On a fatal librdkafka error Run loses every owned partition and returns
+// the error. A second call returns an error.
 func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	if !k.started.CompareAndSwap(false, true) {
 		return errors.New("source: Kafka.Run called twice")
 	}
-	cm := k.cfg.configMap()
+	cm, err := k.cfg.configMap(g.DrainTimeout())
+	if err != nil {
+		return err
+	}
 	k.log.Debug("creating consumer", redacted(cm)...)
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
@@ -86,12 +123,14 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		owned:      make(map[pipeline.TopicPartition]bool),
 		paused:     make(map[pipeline.TopicPartition]bool),
 		leftPaused: make(map[pipeline.TopicPartition]bool),
+		unstored:   make(map[pipeline.TopicPartition]int64),
 		highs:      make(map[pipeline.TopicPartition]int64),
 		batch:      make([]pipeline.Record, 0, maxBatch),
 		storeAt:    time.Now().Add(k.cfg.commitInterval()),
 	}
 	err = r.run(ctx)
-	if r.fatalClose {
+	switch {
+	case r.fatalClose:
 		// confluent-kafka-go v2.11.1's Close never returns once the client
 		// raised a fatal error (it ignores rd_kafka_consumer_close_queue's
 		// error and waits for a close that never starts; fixed upstream
@@ -99,13 +138,18 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		// Run from hanging; with v2.11.1 that goroutine and the librdkafka
 		// handle are leaked until the process exits.
 		k.log.Warn("closing the consumer in the background after a fatal error; with confluent-kafka-go v2.11.1 its handle leaks")
-		go r.close()
+		r.inClose, r.closing = true, true
+		go func() { _ = c.Close() }()
+	case !r.closed:
+		// Subscribe failed: nothing was joined, Close has nothing to wait for.
+		err = errors.Join(err, r.closeClient(time.Now().Add(k.cfg.closeTimeout())))
+	}
+	if r.closeFinished {
+		<-logsDone // Close closed the logs channel: forward what is left
+	} else {
 		close(logsStop)
 		<-logsDone
-		return err
 	}
-	r.close()
-	<-logsDone
 	return err
 }
 
@@ -129,7 +173,25 @@ type runner struct {
 	batch   []pipeline.Record // pending records of batchTP, not yet delivered
 
 	storeAt time.Time // next time to collect Group.Offsets
-	closing bool      // Shutdown or Lose-all done: rebalance callbacks leave g alone
+	// unstored: offsets whose store failed. Group.Offsets reports an
+	// offset once, so they are retried every interval until stored,
+	// superseded or no longer owned.
+	unstored map[pipeline.TopicPartition]int64
+
+	// closing: Shutdown or Lose-all done. Callbacks no longer call g and
+	// records are dropped; owned still fences the final commit.
+	closing bool
+	// inClose: the client's Close runs (on its own goroutine). Callbacks
+	// then only answer librdkafka and touch nothing else of the runner.
+	inClose bool
+	// closed: closeClient ran; closeFinished: Close returned in time.
+	closed, closeFinished bool
+	// callbacks counts rebalance callbacks served (leave waits for quiet).
+	callbacks int
+	// protocol caches librdkafka's rebalance protocol ("EAGER",
+	// "COOPERATIVE") once known, so that no callback served inside Close
+	// needs to ask for it (see rebalance).
+	protocol string
 	// fatalClose is set when the client raised a fatal error, whose Close
 	// hangs (see Run).
 	fatalClose bool
@@ -143,9 +205,8 @@ func (r *runner) run(ctx context.Context) error {
 		return fmt.Errorf("source: subscribe: %w", err)
 	}
 	for {
-		if err := ctx.Err(); err != nil {
-			r.shutdown()
-			return nil
+		if ctx.Err() != nil {
+			return r.stop()
 		}
 		timeout := pollIdle
 		if len(r.paused) > 0 || len(r.unresumed) > 0 {
@@ -191,6 +252,9 @@ func (r *runner) pollBatch(timeoutMs int) {
 }
 
 func (r *runner) message(m *kafka.Message) {
+	if r.closing {
+		return // after Shutdown: nothing is delivered any more
+	}
 	tp := m.TopicPartition
 	if tp.Error != nil {
 		r.flush()
@@ -294,36 +358,17 @@ func (r *runner) event(ev kafka.Event) {
 	}
 }
 
-// shutdown hands everything back gracefully: Group.Shutdown, synchronous
-// commit of what it returns.
-func (r *runner) shutdown() {
-	r.flush()
-	offs := r.g.Shutdown()
-	r.commitSync(filterTPs(offs, r.ownedList()), "shutdown")
-	clear(r.owned)
-	clear(r.paused)
-	r.closing = true
-}
-
 // loseAll gives every owned partition up without committing.
 func (r *runner) loseAll() {
 	r.batch = r.batch[:0]
 	tps := r.ownedList()
 	clear(r.owned)
 	clear(r.paused)
+	clear(r.unstored)
 	if len(tps) > 0 {
 		r.g.Lose(tps)
 	}
 	r.closing = true
-}
-
-// close closes the client; rebalance callbacks fired while closing only
-// unassign.
-func (r *runner) close() {
-	r.closing = true
-	if err := r.c.Close(); err != nil {
-		r.log.Warn("close failed", "err", err)
-	}
 }
 
 // reportHighWatermarks reports the high watermarks librdkafka learnt from

@@ -3,6 +3,8 @@ package source
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -10,7 +12,9 @@ import (
 )
 
 // rebalance is the librdkafka rebalance callback. It runs inside Poll, on
-// the poll goroutine, so it may call the Group.
+// the poll goroutine, so it may call the Group; or inside Close (see
+// shutdown.go), possibly on the close goroutine after Run returned, where
+// it only answers librdkafka.
 //
 // With the eager protocol (range, roundrobin) every rebalance revokes the
 // whole assignment and assigns a new one (Assign/Unassign); with the
@@ -18,7 +22,13 @@ import (
 // group.protocol=consumer) only the moved partitions are revoked or added
 // (IncrementalAssign/IncrementalUnassign).
 func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
-	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
+	if r.inClose {
+		r.k.closeCallbacks.Add(1)
+		r.answerInClose(ev)
+		return nil
+	}
+	r.callbacks++
+	cooperative := r.cooperative()
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
 		r.assigned(e.Partitions, cooperative)
@@ -28,10 +38,51 @@ func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	return nil
 }
 
+// cooperative reports whether the rebalance protocol is cooperative. It
+// asks librdkafka once (an op to the consumer group, safe outside Close)
+// and caches the answer: the protocol does not change during a client's
+// life (librdkafka requires all configured assignors to share one).
+func (r *runner) cooperative() bool {
+	if r.protocol == "" {
+		r.protocol = r.c.GetRebalanceProtocol()
+	}
+	return r.protocol == "COOPERATIVE"
+}
+
+// answerInClose answers a rebalance librdkafka raised inside Close: assign
+// or unassign exactly what it asks, nothing else. It reads only fields set
+// before Close started, as it may run on the close goroutine after Run
+// returned. Without a cached protocol it infers it from the configuration
+// rather than asking librdkafka, whose answer may never come once the
+// group terminated (confluent-kafka-go#1016).
+func (r *runner) answerInClose(ev kafka.Event) {
+	cooperative := r.protocol == "COOPERATIVE"
+	if r.protocol == "" {
+		strategy, _ := r.k.cfg.Overrides["partition.assignment.strategy"].(string)
+		cooperative = r.k.cfg.consumerProtocol() || strategy == "" || strings.Contains(strategy, "cooperative")
+	}
+	var err error
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		if cooperative {
+			err = r.c.IncrementalAssign(e.Partitions)
+		} else {
+			err = r.c.Assign(e.Partitions)
+		}
+	case kafka.RevokedPartitions:
+		if cooperative {
+			err = r.c.IncrementalUnassign(e.Partitions)
+		} else {
+			err = r.c.Unassign()
+		}
+	}
+	r.log.Warn("rebalance callback served inside Close", "event", ev.String(), "err", err)
+}
+
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	r.log.Info("partitions assigned", "partitions", tps, "cooperative", cooperative)
-	if !r.joined {
+	if !r.joined && !r.closing {
 		r.joined = true
 		r.g.Joined()
 	}
@@ -79,7 +130,11 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
 	if r.closing {
-		// Close (or the loop's end) already handed everything back.
+		// Shutdown (or Lose-all) already handed everything back; a
+		// revoked partition drops out of the final commit.
+		for _, tp := range tps {
+			delete(r.owned, tp)
+		}
 		r.unassign(parts, cooperative)
 		return
 	}
@@ -107,8 +162,9 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		offs := r.g.Revoke(mine)
 		// The fence above already dropped these from owned; commit
 		// what the graphs finished while we still are the owner in
-		// the group's eyes (before unassigning).
-		r.commitSync(filterTPs(offs, mine), "revoke")
+		// the group's eyes (before unassigning), bounded so that an
+		// unresponsive coordinator cannot hold the poll loop.
+		r.commitSync(filterTPs(offs, mine), "revoke", time.Now().Add(r.k.cfg.closeTimeout()))
 	}
 	r.unassign(parts, cooperative)
 }

@@ -1,0 +1,69 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// Stopping a cooperative consumer in the middle of a rebalance: A is told
+// to stop inside the revoke callback of the rebalance B's arrival causes,
+// so when A closes, librdkafka still has the assignment half of that
+// rebalance for A to serve. Before the fix, Close served it and the revoke
+// librdkafka then raised, and IncrementalUnassign could block forever when
+// the consumer group terminated in between (librdkafka#4884). Run must
+// return, and every record must be committed exactly once by A or B.
+func TestCloseDuringCooperativeRebalance(t *testing.T) {
+	t.Parallel()
+	for round := range 4 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			b := testkit.NewBroker(t)
+			const parts = 6
+			b.CreateTopic(t, "in", parts)
+			b.Produce(t, "in", records(parts, 0, 200)...)
+
+			ctxA, cancelA := context.WithCancel(context.Background())
+			defer cancelA()
+			a := newFakeGroup()
+			var once sync.Once
+			a.onRevoke = func([]TP) { once.Do(cancelA) }
+			doneA := make(chan error, 1)
+			srcA := newSource(t, b, "g", "in", nil)
+			go func() { doneA <- srcA.Run(ctxA, a) }()
+			a.waitUntil(t, wait, "A consumes all", delivered(200*parts))
+
+			bg := newFakeGroup()
+			rb := start(t, newSource(t, b, "g", "in", nil), bg)
+
+			select {
+			case err := <-doneA:
+				if err != nil {
+					t.Fatalf("A: Run = %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("A: Run did not return 20s after its context was cancelled during a rebalance")
+			}
+			if n := srcA.closeCallbacks.Load(); n != 0 {
+				t.Errorf("A: %d rebalance callbacks ran inside the client's Close, want 0", n)
+			}
+			bg.waitUntil(t, wait, "B owns every partition", func(f *fakeGroup) bool { return len(f.assigned) == parts })
+			b.Produce(t, "in", records(parts, 200, 50)...)
+			total := func() int {
+				var s int
+				a.with(func(f *fakeGroup) { s += f.total })
+				bg.with(func(f *fakeGroup) { s += f.total })
+				return s
+			}
+			waitAll(t, wait, "B consumes the rest", func() bool { return total() >= 250*parts }, a, bg)
+			if err := rb.stop(t); err != nil {
+				t.Fatalf("B: Run = %v", err)
+			}
+			checkExactlyOnce(t, b.HighWatermarks(t, "in"), a, bg)
+			checkCommitted(t, b, "g", "in")
+		})
+	}
+}
