@@ -42,17 +42,25 @@ type SharedBatcher[T any] struct {
 	weigh   func(T) int
 	spec    pipeline.StageSpec
 
-	// writing admits one write at a time. Waiting for it ends with the
+	// writing admits one writer at a time. Waiting for it ends with the
 	// waiter's partition context, and blocks on a channel, which testing/
 	// synctest counts as durably blocked (a sync.Mutex is not).
 	writing *semaphore.Weighted
 
-	mu     sync.Mutex
+	mu      sync.Mutex
+	open    pending[T]    // the batch being filled
+	first   time.Time     // when open got its first value
+	queue   []*pending[T] // full or due batches, in the order they are written
+	writers int           // feeds that will write the queue: waiting for their turn or writing
+	feeds   map[*pipeline.Stage]*feed
+}
+
+// pending is a batch of values and, for each, its partition's Feed stage
+// and ticket.
+type pending[T any] struct {
 	vals   []T
 	owners []entry
 	weight int
-	first  time.Time // when the pending batch got its first value
-	feeds  map[*pipeline.Stage]*feed
 }
 
 type entry struct {
@@ -79,10 +87,16 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 	if maxSize <= 0 || maxWait <= 0 {
 		panic(fmt.Sprintf("stages.NewSharedBatcher: maxSize (%d) and maxWait (%v) must be positive", maxSize, maxWait))
 	}
-	b := &SharedBatcher[T]{write: write,
-		call: func(ctx context.Context, vals []T) (struct{}, error) { return struct{}{}, write(ctx, vals) }, maxSize: maxSize, maxWait: maxWait, spec: sp,
-		weigh: func(T) int { return 1 }, feeds: make(map[*pipeline.Stage]*feed),
-		writing: semaphore.NewWeighted(1)}
+	b := &SharedBatcher[T]{
+		write:   write,
+		call:    func(ctx context.Context, vals []T) (struct{}, error) { return struct{}{}, write(ctx, vals) },
+		maxSize: maxSize,
+		maxWait: maxWait,
+		spec:    sp,
+		weigh:   func(T) int { return 1 },
+		writing: semaphore.NewWeighted(1),
+		feeds:   make(map[*pipeline.Stage]*feed),
+	}
 	if o.weight != nil {
 		b.weigh = typed[func(T) int]("NewSharedBatcher", "Weight", o.weight)
 	}
@@ -101,6 +115,9 @@ func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 	})
 }
 
+// run is a Feed stage: it adds its partition's values to the open batch
+// and, whenever it closed a batch (full, or due on its timer), writes the
+// queue once it is its turn.
 func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 	ctx := s.Context()
 	weighOf := b.weighOf
@@ -122,10 +139,8 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			return nil
 		case now := <-timerC:
 			timerC = nil
-			if batch := b.takeIfDue(now); batch != nil {
-				if !b.flush(s, batch) {
-					return nil
-				}
+			if b.closeDue(now) && !b.writeQueue(s) {
+				return nil
 			}
 			arm()
 		case chunk, ok := <-inl.C():
@@ -135,89 +150,96 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			if !ok {
 				// Drain: write what is pending, then wait for every value
 				// of this partition to be written.
-				if batch := b.take(); batch != nil {
-					if !b.flush(s, batch) {
-						return nil
-					}
+				if b.closeForDrain(s) && !b.writeQueue(s) {
+					return nil
 				}
 				b.settle(ctx, s)
 				return nil
 			}
+			write := false
 			for _, it := range chunk {
 				w, err := call(weighOf, ctx, it.Value)
 				if err != nil { // the Weight function panicked
 					return s.Fail(it.Ticket, err)
 				}
-				if batch := b.add(s, it, w); batch != nil {
-					if !b.flush(s, batch) {
-						return nil
-					}
+				if b.add(s, it, w) {
+					write = true
 				}
 			}
 			inl.Release(chunk)
+			if write && !b.writeQueue(s) {
+				return nil
+			}
 			arm()
 		}
 	}
 }
 
-// pending is a batch taken out of the batcher, being written.
-type pending[T any] struct {
-	vals   []T
-	owners []entry
-}
-
 func (b *SharedBatcher[T]) weighOf(_ context.Context, v T) (int, error) { return b.weigh(v), nil }
 
-// add appends one value of weight w and returns the batch if it is now
-// full.
-func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T], w int) *pending[T] {
+// add appends one value of weight w to the open batch, closing the batch
+// when the value would overflow it and when it is full. It reports whether
+// it closed a batch.
+func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T], w int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var full *pending[T]
-	if len(b.vals) > 0 && b.weight+w > b.maxSize {
-		full = b.takeLocked()
+	closed := false
+	if len(b.open.vals) > 0 && b.open.weight+w > b.maxSize {
+		b.closeLocked()
+		closed = true
 	}
-	if len(b.vals) == 0 {
+	if len(b.open.vals) == 0 {
 		b.first = time.Now()
 	}
-	b.vals = append(b.vals, it.Value)
-	b.owners = append(b.owners, entry{s: s, t: it.Ticket})
-	b.weight += w
+	b.open.vals = append(b.open.vals, it.Value)
+	b.open.owners = append(b.open.owners, entry{s: s, t: it.Ticket})
+	b.open.weight += w
 	b.feeds[s].pending++
-	if full == nil && b.weight >= b.maxSize {
-		full = b.takeLocked()
+	if b.open.weight >= b.maxSize {
+		b.closeLocked()
+		closed = true
 	}
-	return full
+	return closed
+}
+
+// closeLocked moves the open batch to the end of the queue. Callers hold
+// b.mu.
+func (b *SharedBatcher[T]) closeLocked() {
+	p := b.open
+	b.queue = append(b.queue, &p)
+	b.open = pending[T]{}
 }
 
 func (b *SharedBatcher[T]) deadline() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.first.Add(b.maxWait), len(b.vals) > 0
+	return b.first.Add(b.maxWait), len(b.open.vals) > 0
 }
 
-func (b *SharedBatcher[T]) takeIfDue(now time.Time) *pending[T] {
+// closeDue closes the open batch if maxWait passed since its first value
+// and reports whether it did.
+func (b *SharedBatcher[T]) closeDue(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.vals) == 0 || now.Before(b.first.Add(b.maxWait)) {
-		return nil
+	if len(b.open.vals) == 0 || now.Before(b.first.Add(b.maxWait)) {
+		return false
 	}
-	return b.takeLocked()
+	b.closeLocked()
+	return true
 }
 
-func (b *SharedBatcher[T]) take() *pending[T] {
+// closeForDrain closes the open batch, if s has values pending anywhere,
+// and reports whether s must write the queue for them.
+func (b *SharedBatcher[T]) closeForDrain(s *pipeline.Stage) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.vals) == 0 {
-		return nil
+	if b.feeds[s].pending == 0 {
+		return false
 	}
-	return b.takeLocked()
-}
-
-func (b *SharedBatcher[T]) takeLocked() *pending[T] {
-	p := &pending[T]{vals: b.vals, owners: b.owners}
-	b.vals, b.owners, b.weight = nil, nil, 0
-	return p
+	if len(b.open.vals) > 0 {
+		b.closeLocked()
+	}
+	return len(b.queue) > 0
 }
 
 // leave forgets a Feed stage that exited; its pending values (of a lost

@@ -16,13 +16,15 @@ import (
 )
 
 // A write that panics stops Run with a StageError naming the position of
-// the batch's value and carrying the panic; the other partition's write
-// still gets its turn, so shutdown needs no drain timeout.
+// the batch's value and carrying the panic; the other partition, waiting
+// for its turn meanwhile, still writes its batch, so shutdown needs no
+// drain timeout.
 func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w writes
 		write := func(ctx context.Context, batch []string) error {
 			if batch[0] == "0:a" {
+				time.Sleep(time.Second) // partition 1 waits for its turn
 				panic("driver bug")
 			}
 			return w.write(ctx, batch)
@@ -32,6 +34,7 @@ func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
 		h.Assign("t", 0, 1)
 		start := time.Now()
 		h.Send("t", 0, []byte("a"))
+		synctest.Wait()
 		h.Send("t", 1, []byte("b"))
 		err := h.Wait()
 		var se *pipeline.StageError
@@ -42,8 +45,8 @@ func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
 		if pe.Value != "driver bug" {
 			t.Errorf("panic value %v, want driver bug", pe.Value)
 		}
-		if took := time.Since(start); took != 0 {
-			t.Errorf("Run took %v to stop, want 0 (no drain timeout: the other write was not blocked)", took)
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("Run took %v to stop, want 1s (the panicking write; no drain timeout)", took)
 		}
 		if c0, c1 := h.Committed("t", 0), h.Committed("t", 1); c0 != -1 || c1 != 1 {
 			t.Errorf("committed %d and %d, want -1 (panicked) and 1 (written)", c0, c1)
@@ -106,11 +109,12 @@ func TestSharedBatcherWritesAreTimedAndWatchedForStuckValues(t *testing.T) {
 		synctest.Wait()
 		h.Send("t", 1, []byte("heavy"))
 		h.WaitCommitted("t", 0, 1)
+		h.WaitCommitted("t", 1, 1) // [1:heavy], a batch of its own, written next
 		calls, stucks := obs.lists()
-		if want := []string{"insert@t/1:10s:<nil>"}; !slices.Equal(calls, want) {
+		if want := []string{"insert@t/1:10s:<nil>", "insert@t/1:10s:<nil>"}; !slices.Equal(calls, want) {
 			t.Errorf("stage calls %v, want %v", calls, want)
 		}
-		if want := []string{"insert@t/0:0"}; !slices.Equal(stucks, want) {
+		if want := []string{"insert@t/0:0", "insert@t/1:0"}; !slices.Equal(stucks, want) {
 			t.Errorf("stuck values %v, want %v", stucks, want)
 		}
 	})

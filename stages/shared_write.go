@@ -3,47 +3,80 @@ package stages
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// flush writes a batch on s's goroutine, once it is s's turn, and
-// completes its values in their partitions. It returns false when s must
-// stop: the write failed for good and s had values in the batch (the
-// failure is then already reported, see fail).
-func (b *SharedBatcher[T]) flush(s *pipeline.Stage, p *pending[T]) bool {
+// writeQueue waits for s's turn, then writes the queued batches in order
+// until the queue is empty, completing their values in their partitions.
+// It returns false when s must stop: a write failed for good and s had
+// values in its batch (the failure is then already reported, see fail).
+// A write interrupted because s's partition is being revoked or is gone
+// puts the batch back at the head of the queue and ends s's turn.
+func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
+	b.mu.Lock()
+	b.writers++
+	b.mu.Unlock()
+	defer b.quit()
 	if b.writing.Acquire(s.Context(), 1) != nil {
-		// s's partition was lost or its drain timed out while it waited.
-		b.requeue(p)
-		return true
+		return true // s's partition was lost or its drain timed out meanwhile
 	}
-	interrupted, err := b.writeBatch(s, p)
-	switch {
-	case err == nil:
-		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
-	case pipeline.IsInvalid(err):
-		b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
-			for _, t := range ts {
-				if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
-					o.Abort(ferr)
+	defer b.writing.Release(1)
+	for {
+		p := b.next()
+		if p == nil {
+			return true
+		}
+		interrupted, err := b.writeBatch(s, p)
+		switch {
+		case err == nil:
+			b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
+		case pipeline.IsInvalid(err):
+			b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
+				for _, t := range ts {
+					if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
+						o.Abort(ferr)
+					}
 				}
+			})
+		case interrupted || s.Stopping():
+			b.requeue(p)
+			if s.Stopping() {
+				return true
 			}
-		})
-	case interrupted || s.Stopping():
-		b.requeue(p)
-	default:
-		return !b.fail(s, p, err)
+		default:
+			if b.fail(s, p, err) {
+				return false
+			}
+		}
 	}
-	return true
+}
+
+// next takes the batch at the head of the queue, or returns nil.
+func (b *SharedBatcher[T]) next() *pending[T] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		return nil
+	}
+	p := b.queue[0]
+	b.queue[0] = nil
+	b.queue = b.queue[1:]
+	return p
+}
+
+// quit ends a writeQueue.
+func (b *SharedBatcher[T]) quit() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.writers--
 }
 
 // writeBatch calls write for p as s's stage function (see invoke: panics
 // become errors, calls are timed, retried under s's policy and watched by
-// the stuck detector), then gives the turn to the next writer. It reports
+// the stuck detector). It reports
 // whether the write was interrupted: its context ended (see writeContext).
 func (b *SharedBatcher[T]) writeBatch(s *pipeline.Stage, p *pending[T]) (interrupted bool, err error) {
-	defer b.writing.Release(1)
 	ctx, done := writeContext(s, p.owners)
 	defer done()
 	pr, t := b.probeFor(s, p.owners)
@@ -112,32 +145,26 @@ func (b *SharedBatcher[T]) release(o *pipeline.Stage, n int) {
 	}
 }
 
-// requeue puts back the values of partitions that are not stopping, ahead
-// of what arrived meanwhile; the stopping ones are released uncommitted.
+// requeue puts the values of p whose partitions are not stopping back at
+// the head of the queue, ahead of every batch closed after p, so that each
+// partition's values are still written in offset order; the values of
+// stopping partitions are released uncommitted. Only the writer holding
+// the turn calls it.
 func (b *SharedBatcher[T]) requeue(p *pending[T]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var vals []T
-	var owners []entry
+	back := &pending[T]{}
 	for i, e := range p.owners {
 		if e.s.Stopping() {
 			b.release(e.s, 1)
 			continue
 		}
-		vals = append(vals, p.vals[i])
-		owners = append(owners, e)
+		back.vals = append(back.vals, p.vals[i])
+		back.owners = append(back.owners, e)
 	}
-	if len(vals) == 0 {
-		return
+	if len(back.vals) > 0 {
+		b.queue = append([]*pending[T]{back}, b.queue...)
 	}
-	if len(b.vals) == 0 {
-		b.first = time.Now()
-	}
-	for _, v := range vals {
-		b.weight += b.weigh(v)
-	}
-	b.vals = append(vals, b.vals...)
-	b.owners = append(owners, b.owners...)
 }
 
 // settle waits until every value s added was written (or ctx ends).
