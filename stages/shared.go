@@ -52,7 +52,11 @@ type SharedBatcher[T any] struct {
 	first   time.Time     // when open got its first value
 	queue   []*pending[T] // full or due batches, in the order they are written
 	writers int           // feeds that will write the queue: waiting for their turn or writing
-	feeds   map[*pipeline.Stage]*feed
+	// orphaned is closed, and replaced, when the last writer quit with
+	// batches still queued (it was revoked or lost): every Feed stage not
+	// stopping then offers to write them.
+	orphaned chan struct{}
+	feeds    map[*pipeline.Stage]*feed
 }
 
 // pending is a batch of values and, for each, its partition's Feed stage
@@ -96,6 +100,8 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 		weigh:   func(T) int { return 1 },
 		writing: semaphore.NewWeighted(1),
 		feeds:   make(map[*pipeline.Stage]*feed),
+
+		orphaned: make(chan struct{}),
 	}
 	if o.weight != nil {
 		b.weigh = typed[func(T) int]("NewSharedBatcher", "Weight", o.weight)
@@ -133,10 +139,17 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			}
 		}
 	}
+	if b.adoptOrphans(s) && !b.writeQueue(s) {
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-b.orphans():
+			if b.adoptOrphans(s) && !b.writeQueue(s) {
+				return nil
+			}
 		case now := <-timerC:
 			timerC = nil
 			if b.closeDue(now) && !b.writeQueue(s) {
@@ -173,6 +186,23 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			arm()
 		}
 	}
+}
+
+// orphans returns the channel closed when batches are left in the queue
+// with no writer.
+func (b *SharedBatcher[T]) orphans() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.orphaned
+}
+
+// adoptOrphans reports whether s should write the queue because batches
+// wait there with no writer. A stopping partition does not offer: it
+// cannot retry a failed write, and would only put the batch back again.
+func (b *SharedBatcher[T]) adoptOrphans(s *pipeline.Stage) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.writers == 0 && len(b.queue) > 0 && !s.Stopping()
 }
 
 func (b *SharedBatcher[T]) weighOf(_ context.Context, v T) (int, error) { return b.weigh(v), nil }

@@ -52,3 +52,29 @@ func TestSharedBatcherWritesAPartitionsValuesInOffsetOrder(t *testing.T) {
 		}
 	})
 }
+
+// Partition 1's write of [0:a 1:x] fails and waits to retry, past 0:a's
+// maxWait; partition 1 is revoked, which ends its retries and puts 0:a
+// back. Nothing more arrives, and yet 0:a is written, at once.
+func TestSharedBatcherWritesValuesPutBackOnAnIdleTopic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w writes
+		b := stages.NewSharedBatcher(failingWith(&w, "1:x"), 2, time.Second, slowRetries)
+		h := sharedHarness(t, b)
+		h.Assign("t", 0, 1)
+		h.Send("t", 0, []byte("a"))
+		synctest.Wait()
+		h.Send("t", 1, []byte("x"))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		h.Revoke("t", 1)
+		start := time.Now()
+		h.WaitCommitted("t", 0, 1)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("0:a committed %v after it was put back, want at once", took)
+		}
+		if got, want := w.list(), [][]string{{"0:a"}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("batches %v, want %v", got, want)
+		}
+	})
+}

@@ -65,11 +65,17 @@ func (b *SharedBatcher[T]) next() *pending[T] {
 	return p
 }
 
-// quit ends a writeQueue.
+// quit ends a writeQueue. The last writer to quit with batches still
+// queued (its partition is being revoked or is gone) tells the other
+// Feed stages, so that they are written even if no value arrives.
 func (b *SharedBatcher[T]) quit() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.writers--
+	if b.writers == 0 && len(b.queue) > 0 {
+		close(b.orphaned)
+		b.orphaned = make(chan struct{})
+	}
 }
 
 // writeBatch calls write for p as s's stage function (see invoke: panics
