@@ -28,8 +28,17 @@ const (
 // the delivery report arrived, so the record's offset commits only after
 // the dead letter is stored; a delivery failure is returned (and stops
 // Run: a bad record is never dropped silently). A full producer queue is
-// waited out.
+// waited out. Failures that cannot heal (the producer closed or failed
+// fatally, a message too large, an unknown topic, bad configuration or
+// credentials: see classify) are marked pipeline.Permanent, so Run stops at
+// once; others (a delivery that timed out) are retried under Run's retry
+// policy. An empty topic fails every call with a permanent error.
 func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+	if topic == "" {
+		return func(context.Context, pipeline.DeadLetter) error {
+			return pipeline.Permanent(errors.New("sink: Producer.DeadLetter: the topic is empty"))
+		}
+	}
 	return func(ctx context.Context, dl pipeline.DeadLetter) error {
 		r := dl.Record
 		msg := &kafka.Message{
@@ -56,7 +65,7 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 			}
 			var kerr kafka.Error
 			if !errors.As(err, &kerr) || kerr.Code() != kafka.ErrQueueFull {
-				return fmt.Errorf("dead letter to %s: %w", topic, err)
+				return p.classify(fmt.Errorf("dead letter to %s: %w", topic, err))
 			}
 			select {
 			case <-time.After(queueFullWait):
@@ -74,7 +83,7 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 			select {
 			case ev = <-report:
 			default:
-				return fmt.Errorf("dead letter to %s: %w before its delivery was reported", topic, ErrClosed)
+				return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", topic, ErrClosed))
 			}
 		}
 		m, _ := ev.(*kafka.Message)
@@ -84,9 +93,9 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 		if err := m.TopicPartition.Error; err != nil {
 			u := UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 			if p.receivedFailure(err, u) {
-				return fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", topic, ErrClosed, err)
+				return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", topic, ErrClosed, err))
 			}
-			return fmt.Errorf("dead letter to %s: %w", topic, err)
+			return p.classify(fmt.Errorf("dead letter to %s: %w", topic, err))
 		}
 		p.received()
 		return nil

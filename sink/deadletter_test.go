@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -84,34 +86,82 @@ func TestDeadLetterCarriesRecordAndOrigin(t *testing.T) {
 	}
 }
 
-// A dead letter that cannot be delivered stops Run with a StageError at
-// the invalid record; the partition commits exactly up to it.
-func TestDeadLetterFailureStopsRun(t *testing.T) {
+// retries counts the retries Run reports.
+type retries struct {
+	pipeline.NopObserver
+	n atomic.Int64
+}
+
+func (r *retries) StageRetry(string, pipeline.TopicPartition, int, time.Duration, error) { r.n.Add(1) }
+
+// A dead letter that cannot be delivered for a reason retrying cannot fix
+// stops Run at once (no retry, although the default policy retries for
+// about 80 s) with a StageError at the invalid record that names the
+// cause; the partition commits exactly up to it and nothing is stored.
+func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 	t.Parallel()
 	const n = 20 // offset 3 is the first invalid record
-	b := testkit.NewBroker(t)
-	b.CreateTopic(t, "in", 1)
-	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", input(1, 0, n)...)
-	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
-	p := newProducer(t, b, nil)
-
-	// No retries: the default policy would retry the failed dead letter
-	// for about 80 seconds.
-	r := start(t, newSource(t, b, "g", "in"), dlqBuilder,
-		pipeline.WithDeadLetter(p.DeadLetter("dlq")), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
-	err := r.Wait(t)
-	var se *pipeline.StageError
-	if !errors.As(err, &se) {
-		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
-	}
-	if se.Stage != "decode" || se.Partition != 0 || se.Offset != 3 || !strings.Contains(err.Error(), "dead letter to dlq") {
-		t.Errorf("Run = %v, want stage decode failing at in/0@3 on the dead letter", err)
-	}
-	if c := b.Committed(t, "g", "in"); c[0] != 3 || len(c) != 1 {
-		t.Errorf("committed %v, want {0: 3}", c)
-	}
-	if got := b.ReadAll(t, "dlq"); len(got) != 0 {
-		t.Errorf("%d dead letters stored, want none", len(got))
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]any
+		value     int // size of the invalid record's value
+		topic     string
+		setup     func(*testing.T, *testkit.Broker, *sink.Producer)
+		want      string
+	}{
+		{name: "closed producer", topic: "dlq", want: "sink: the producer is closed",
+			setup: func(t *testing.T, _ *testkit.Broker, p *sink.Producer) {
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "fatal error", topic: "dlq", want: "Fatal error",
+			setup: func(_ *testing.T, _ *testkit.Broker, p *sink.Producer) { sink.InjectFatal(p) }},
+		{name: "message too large", topic: "dlq", overrides: map[string]any{"message.max.bytes": 1000}, value: 2000,
+			want: "Message size too large"},
+		// kfake, like Kafka with auto.create.topics.enable=false, never
+		// creates the topic; librdkafka gives up after the propagation time.
+		{name: "unknown topic", topic: "no-such-topic", overrides: map[string]any{"topic.metadata.propagation.max.ms": 100},
+			want: "Unknown topic"},
+		{name: "invalid record", topic: "dlq", want: "Broker failed to validate record",
+			setup: func(_ *testing.T, b *testkit.Broker, _ *sink.Producer) {
+				b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
+			}},
+		{name: "empty topic", topic: "", want: "sink: Producer.DeadLetter: the topic is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := testkit.NewBroker(t)
+			b.CreateTopic(t, "in", 1)
+			b.CreateTopic(t, "dlq", 1)
+			recs := input(1, 0, n)
+			recs[3].Value = make([]byte, max(tc.value, len(recs[3].Value)))
+			b.Produce(t, "in", recs...)
+			p := newProducer(t, b, tc.overrides)
+			if tc.setup != nil {
+				tc.setup(t, b, p)
+			}
+			var obs retries
+			r := start(t, newSource(t, b, "g", "in"), dlqBuilder,
+				pipeline.WithDeadLetter(p.DeadLetter(tc.topic)), pipeline.WithObserver(&obs))
+			err := r.Wait(t)
+			var se *pipeline.StageError
+			if !errors.As(err, &se) {
+				t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+			}
+			if se.Stage != "decode" || se.Partition != 0 || se.Offset != 3 || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "dead-letter delivery failed") {
+				t.Errorf("Run = %v, want stage decode failing at in/0@3 on the dead letter with %q", err, tc.want)
+			}
+			if got := obs.n.Load(); got != 0 {
+				t.Errorf("the dead letter was retried %d times, want none", got)
+			}
+			if c := b.Committed(t, "g", "in"); c[0] != 3 || len(c) != 1 {
+				t.Errorf("committed %v, want {0: 3}", c)
+			}
+			if got := b.ReadAll(t, "dlq"); len(got) != 0 {
+				t.Errorf("%d dead letters stored, want none", len(got))
+			}
+		})
 	}
 }
