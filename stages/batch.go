@@ -73,7 +73,7 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 				for _, it := range chunk {
 					w, err := call(weigh, ctx, it.Value)
 					if err != nil { // the Weight function panicked
-						out.Send(buf)
+						out.Send(flush(buf)) // the values before it still complete
 						return s.Fail(it.Ticket, err)
 					}
 					if len(vals) > 0 && weight+w > maxSize {

@@ -118,9 +118,13 @@ func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], q
 		}
 		c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
 			fin: make([]atomic.Bool, len(items))}
-		pcs, err := p.split(c, len(queues))
-		if err != nil {
-			return err
+		// On a split error, c holds only the values before the failing
+		// one: they are still processed and emitted, then the error is
+		// returned.
+		pcs, splitErr := p.split(c, len(queues))
+		if splitErr != nil && len(c.items) == 0 {
+			inl.Release(c.items)
+			return splitErr
 		}
 		select {
 		case ordered <- c:
@@ -138,12 +142,16 @@ func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], q
 				return nil
 			}
 		}
+		if splitErr != nil {
+			return splitErr
+		}
 	}
 }
 
 // split cuts a chunk into pieces: equal ranges without a key, one index
 // list per worker (piece.lo is the worker) with a key. A panic of the key
-// function is returned as the stage error of its value.
+// function is returned as the stage error of its value, with c cut down
+// to the values before it and pieces for those.
 func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
 	n := len(c.items)
 	if p.key == nil {
@@ -160,18 +168,26 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Ou
 	for i, it := range c.items {
 		k, err := call(keyOf, context.Background(), it.Value)
 		if err != nil {
-			return nil, p.s.Fail(it.Ticket, err)
+			ferr := p.s.Fail(it.Ticket, err)
+			clear(c.items[i:]) // no longer referenced once cut off
+			c.items, c.outs, c.errs, c.fin = c.items[:i], c.outs[:i], c.errs[:i], c.fin[:i]
+			return pieces(c, byWorker), ferr
 		}
 		w := int(maphash.String(p.seed, k) % uint64(queues))
 		byWorker[w] = append(byWorker[w], int32(i))
 	}
-	pcs := make([]piece[In, Out], 0, queues)
+	return pieces(c, byWorker), nil
+}
+
+// pieces returns one piece per worker with values of c to process.
+func pieces[In, Out any](c *poolChunk[In, Out], byWorker [][]int32) []piece[In, Out] {
+	pcs := make([]piece[In, Out], 0, len(byWorker))
 	for w, idx := range byWorker {
 		if len(idx) > 0 {
 			pcs = append(pcs, piece[In, Out]{c: c, lo: w, idx: idx})
 		}
 	}
-	return pcs, nil
+	return pcs
 }
 
 func (p *pool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }

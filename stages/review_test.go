@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -50,7 +51,8 @@ func TestReviewFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 
 // A panic in Pool's ByKey function must stop Run with the record's
 // position and leave no goroutine of the pool behind (synctest fails on a
-// leaked, blocked goroutine).
+// leaked, blocked goroutine); the records before it, in the same chunk,
+// still complete.
 func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
@@ -71,28 +73,69 @@ func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
 			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
 		}
+		if got := h.Committed("t", 0); got != 3 {
+			t.Fatalf("committed %d, want 3 (offsets 0 to 2 finished before the panic)", got)
+		}
 	})
 }
 
-// A Batch Weight function that panics reports the value's position.
+// A Batch Weight function that panics reports the value's position, and
+// the partial batch before it is still emitted and completes.
 func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var got [][]int64
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			out := stages.Batch(in, 10, time.Second, stages.Weight(func(r pipeline.Record) int {
-				if r.Offset == 2 {
+				if r.Offset == 3 {
 					panic("bad weight")
 				}
 				return 1
 			}))
-			return stages.Discard(out)
+			return stages.Each(out, func(_ context.Context, b []pipeline.Record) error {
+				offs := make([]int64, len(b))
+				for i, r := range b {
+					offs[i] = r.Offset
+				}
+				got = append(got, offs)
+				return nil
+			})
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(4)...)
+		h.Send("t", 0, nValues(5)...)
 		err := h.Wait()
 		var se *pipeline.StageError
 		var pe *pipeline.PanicError
-		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 2 {
-			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 2", err)
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
+			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
+		}
+		if c := h.Committed("t", 0); c != 3 || len(got) != 1 || !slices.Equal(got[0], []int64{0, 1, 2}) {
+			t.Fatalf("committed %d after batches %v, want 3 after [[0 1 2]]", c, got)
+		}
+	})
+}
+
+// A SharedBatcher Weight function that panics reports the value's
+// position, and the values before it are still written and complete.
+func TestReviewSharedBatcherWeightPanicReportsPosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w writes
+		b := stages.NewSharedBatcher(w.write, 10, time.Minute, stages.Weight(func(v string) int {
+			if v == "0:3" {
+				panic("bad weight")
+			}
+			return 1
+		}))
+		h := sharedHarness(t, b)
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(5)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		var pe *pipeline.PanicError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
+			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
+		}
+		if c, got := h.Committed("t", 0), w.list(); c != 3 || !slices.EqualFunc(got, [][]string{{"0:0", "0:1", "0:2"}}, slices.Equal) {
+			t.Fatalf("committed %d after batches %v, want 3 after [[0:0 0:1 0:2]]", c, got)
 		}
 	})
 }

@@ -173,7 +173,13 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			for _, it := range chunk {
 				w, err := call(weighOf, ctx, it.Value)
 				if err != nil { // the Weight function panicked
-					return s.Fail(it.Ticket, err)
+					// Stop Run at once, then write what came before, as
+					// on a drain, so that it still completes.
+					s.Abort(s.Fail(it.Ticket, err))
+					if b.closeForDrain(s) && b.writeQueue(s) {
+						b.settle(ctx, s)
+					}
+					return nil
 				}
 				if b.add(s, it, w) {
 					write = true
