@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// args are the command line of every cmd/example process; the supervisor
+// adds --client-id.
+func (s *scenario) args() []string {
+	a := []string{
+		"--brokers", s.c.b.Addr(), "--group", groupName,
+		"--input", inputTopic, "--output", outputTopic, "--dlq", deadTopic,
+		"--metrics-addr", "", "--workers", fmt.Sprint(s.set.workers),
+		"--group-protocol", s.protocol, "--drain-timeout", s.set.drainTimeout.String(), "-v",
+	}
+	if s.protocol != "consumer" { // KIP-848: the broker's session timeout (startCluster)
+		a = append(a, "--session-timeout", s.set.sessionTimeout.String())
+	}
+	return a
+}
+
+// start starts the next incarnation of slot.
+func (s *scenario) start(slot int) error {
+	s.inc[slot]++
+	p, err := s.sup.start(s.logDir, slot, s.inc[slot], s.args())
+	if err != nil {
+		return err
+	}
+	s.live[slot] = p
+	s.all = append(s.all, p)
+	if s.set.verbose {
+		s.logf("started %s (pid %d)", p.name, p.pid)
+	}
+	return nil
+}
+
+// terminate sends SIGTERM to every process of ps at once and waits for
+// each to exit 0 within drainTimeout+closeBound. A process that does not is
+// a violation, and so is a hang: the process is then SIGKILLed (with a
+// kill window, so the check of the topics stays exact). Either way the
+// processes are gone when it returns and the scenario goes on.
+func (s *scenario) terminate(ps []*proc, why string) {
+	bound := s.set.drainTimeout + s.set.closeBound
+	for _, p := range ps {
+		p.send(syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		_, sent := p.signalledWith()
+		select {
+		case <-p.done:
+		case <-time.After(time.Until(sent.Add(bound))):
+			s.violate("%s (pid %d, %s) did not exit within %v of SIGTERM (%s); SIGKILLed it. Last log lines:\n%s",
+				p.name, p.pid, s.protocol, bound, why, p.logTail(15))
+			s.kill(p, "SIGKILL after a shutdown hang")
+			continue
+		}
+		took := p.exitedAt().Sub(sent)
+		if took > s.res.slowestShutdown {
+			s.res.slowestShutdown, s.res.slowestShutdownWho = took, p.name
+		}
+		delete(s.live, p.slot)
+		if !p.exitedCleanly() {
+			s.violate("%s (pid %d, %s) answered SIGTERM (%s) with %s after %v, want exit 0. Last log lines:\n%s",
+				p.name, p.pid, s.protocol, why, p.exit(), took.Round(time.Millisecond), p.logTail(15))
+			continue
+		}
+		s.logf("%s: SIGTERM (%s) -> %s in %v", p.name, why, p.exit(), took.Round(time.Millisecond))
+	}
+}
+
+// kill SIGKILLs p. Its uncommitted work may be redone by the next owner:
+// for every partition p was ever assigned, offsets from the committed
+// offset to the high watermark at this moment form a kill window.
+func (s *scenario) kill(p *proc, why string) {
+	held := s.mon.everHeld(p.name)
+	g := s.c.group()
+	hw := s.c.highWatermarks(inputTopic)
+	now := time.Now()
+	p.send(syscall.SIGKILL)
+	for _, part := range held {
+		s.windows[part] = append(s.windows[part], window{from: g.commits[part], to: hw[part], at: now, cause: "SIGKILL " + p.name})
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		s.violate("%s (pid %d) still not reaped 5s after SIGKILL", p.name, p.pid)
+	}
+	delete(s.live, p.slot)
+	s.logf("%s: SIGKILL (%s) -> %s; it had owned partitions %v", p.name, why, p.exit(), held)
+}
+
+// recovered waits until the group owns and consumes every partition again
+// after what happened at since: stable, with exactly the live processes as
+// members and every partition assigned once (as the broker sees it), and
+// then every partition's committed offset moving on (or already at the
+// high watermark). The time from since is a recovery time. Timing out is
+// a violation that aborts the scenario.
+//
+// With a classic group, a member killed while a rebalance is under way is
+// dropped by kfake only when the rebalance times out (the rebalance
+// timeout is librdkafka's max.poll.interval.ms, which the source derives
+// from the drain timeout), not at its session timeout as Kafka also does:
+// recovery from a kill during a rebalance is bounded by that timeout.
+func (s *scenario) recovered(ctx context.Context, after string, since time.Time) error {
+	live := s.liveNames()
+	if len(live) == 0 {
+		return nil
+	}
+	deadline := since.Add(s.set.recoveryTimeout)
+	what := fmt.Sprintf("recovery after %s", after)
+	g, err := s.mon.waitUntil(ctx, deadline, what+": group settled",
+		func(g groupState) (bool, string) { return settled(g, live, s.set.partitions) })
+	if err != nil {
+		s.violate("%v", err)
+		return errAbort
+	}
+	settledIn := time.Since(since)
+	base, hw := g.commits, s.c.highWatermarks(inputTopic)
+	_, err = s.mon.waitUntil(ctx, deadline, what+": every partition consuming", func(g groupState) (bool, string) {
+		var idle []string
+		for p := range s.set.partitions {
+			if g.commits[p] <= base[p] && base[p] < hw[p] {
+				idle = append(idle, fmt.Sprintf("partition %d still committed at %d (high watermark %d then) owned by %s",
+					p, g.commits[p], hw[p], owner(g, p)))
+			}
+		}
+		return len(idle) == 0, strings.Join(idle, ", ")
+	})
+	if err != nil {
+		s.violate("%v", err)
+		return errAbort
+	}
+	took := time.Since(since)
+	if took > s.res.slowestRecovery {
+		s.res.slowestRecovery, s.res.slowestRecoveryWhy = took, after
+	}
+	s.logf("recovered after %s in %v (settled in %v)", after, took.Round(time.Millisecond), settledIn.Round(time.Millisecond))
+	return nil
+}
+
+func owner(g groupState, p int32) string {
+	for id, ps := range g.members {
+		if slices.Contains(ps, p) {
+			return id
+		}
+	}
+	return "nobody"
+}
+
+// unexpectedExits reports processes that exited although nobody signalled
+// them: a violation that aborts the scenario (their partitions get a kill
+// window from offset 0, since when they died is known only roughly).
+func (s *scenario) unexpectedExits() error {
+	var crashed bool
+	for _, p := range s.liveProcs() {
+		select {
+		case <-p.done:
+		default:
+			continue
+		}
+		if sig, _ := p.signalledWith(); sig != 0 {
+			continue
+		}
+		crashed = true
+		delete(s.live, p.slot)
+		hw := s.c.highWatermarks(inputTopic)
+		for _, part := range s.mon.everHeld(p.name) {
+			s.windows[part] = append(s.windows[part], window{from: 0, to: hw[part], at: p.exitedAt(), cause: "crash of " + p.name})
+		}
+		s.violate("%s (pid %d, %s) exited on its own (%s) %v after it started. Last log lines:\n%s",
+			p.name, p.pid, s.protocol, p.exit(), p.exitedAt().Sub(p.started).Round(time.Millisecond), p.logTail(15))
+	}
+	if crashed {
+		return errAbort
+	}
+	return nil
+}
+
+// do runs one step of the plan.
+func (s *scenario) do(ctx context.Context, st step) error {
+	switch st.kind {
+	case termRestart:
+		s.res.restarts++
+		return s.termThenStart(ctx, st.slot)
+	case killRestart:
+		s.res.kills++
+		t := time.Now()
+		p := s.live[st.slot]
+		s.kill(p, "planned")
+		if err := s.recovered(ctx, "SIGKILL of "+p.name, t); err != nil {
+			return err
+		}
+		return s.startAndRecover(ctx, st.slot)
+	case killInRebalance:
+		s.res.restarts++
+		s.res.kills++
+		t := time.Now()
+		p := s.live[st.slot]
+		s.terminate([]*proc{p}, "restart before a kill in the rebalance")
+		if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+			return err
+		}
+		if err := s.start(st.slot); err != nil {
+			return err
+		}
+		joining := s.live[st.slot]
+		if _, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), joining.name+" joins the group",
+			func(g groupState) (bool, string) { _, ok := g.members[joining.name]; return ok, "not a member yet" }); err != nil {
+			s.violate("%v", err)
+			return errAbort
+		}
+		victim := s.live[st.victim]
+		t = time.Now()
+		s.kill(victim, fmt.Sprintf("while %s joins, group %v", joining.name, s.c.group()))
+		if err := s.recovered(ctx, "SIGKILL of "+victim.name+" during the rebalance", t); err != nil {
+			return err
+		}
+		return s.startAndRecover(ctx, st.victim)
+	case stopAll:
+		s.res.stopAlls++
+		s.terminate(s.liveProcs(), "stop all")
+		t := time.Now()
+		for slot := range s.set.procs {
+			if err := s.start(slot); err != nil {
+				return err
+			}
+		}
+		return s.recovered(ctx, "restart of all processes", t)
+	}
+	return fmt.Errorf("unknown step %v", st)
+}
+
+// termThenStart stops slot's process gracefully, waits for the group to
+// recover without it, starts it again and waits for recovery.
+func (s *scenario) termThenStart(ctx context.Context, slot int) error {
+	t := time.Now()
+	p := s.live[slot]
+	s.terminate([]*proc{p}, "restart")
+	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+		return err
+	}
+	return s.startAndRecover(ctx, slot)
+}
+
+func (s *scenario) startAndRecover(ctx context.Context, slot int) error {
+	t := time.Now()
+	if err := s.start(slot); err != nil {
+		return err
+	}
+	return s.recovered(ctx, "restart as "+s.live[slot].name, t)
+}

@@ -1,0 +1,222 @@
+// Command chaos is Sluice's multi-process chaos suite: it runs several
+// real cmd/example processes in one consumer group against an embedded
+// broker, produces the demo workload while it stops, restarts and kills
+// them, and then checks, record by record, that nothing was lost, every
+// output derives from its input, duplicates happened only where a kill
+// allows them, every partition is committed up to its high watermark and
+// every SIGTERM was answered by exit 0 in time. See docs/reliability.md.
+//
+//	go run ./internal/chaos -short   # about a minute: one step of each kind, every protocol (CI)
+//	go run ./internal/chaos          # 6 random steps per protocol
+//	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events
+//
+// The plan (which process, which signal, the pauses between steps) is
+// deterministic given -seed; how the consumers interleave with it is not.
+// Every wait has a deadline; the program exits 1 with a summary on any
+// violation, 2 on bad flags, and no child process outlives it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// protocols are cmd/example's --group-protocol values.
+var protocols = []string{"cooperative-sticky", "range", "consumer"}
+
+type options struct {
+	short, long bool
+	rounds      int
+	seed        int64
+	seeds       int
+	protocols   string
+	set         settings
+	timeout     time.Duration
+	race        bool
+	keep        bool
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	os.Exit(run(o))
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.BoolVar(&o.short, "short", false, "about a minute: one step of each kind per protocol, a small workload (CI)")
+	fs.BoolVar(&o.long, "long", false, "16 random steps, 3 seeds, 1000 events/s")
+	fs.IntVar(&o.rounds, "rounds", 0, "random steps per scenario (default 6; 16 with -long; -short has its fixed plan)")
+	fs.Int64Var(&o.seed, "seed", 1, "first seed; the plan is deterministic given the seed")
+	fs.IntVar(&o.seeds, "seeds", 0, "how many seeds from -seed (default 1; 3 with -long)")
+	fs.StringVar(&o.protocols, "protocols", strings.Join(protocols, ","), "comma-separated group protocols to run")
+	fs.IntVar(&o.set.procs, "procs", 3, "consumer processes in the group")
+	fs.IntVar(&o.set.rate, "rate", 0, "events per second while the steps run (default 500; 300 with -short, 1000 with -long)")
+	fs.IntVar(&o.set.workers, "workers", 4, "cmd/example --workers")
+	fs.DurationVar(&o.set.sessionTimeout, "session-timeout", 4*time.Second, "group session timeout (classic: cmd/example --session-timeout; KIP-848: the broker's)")
+	fs.DurationVar(&o.set.drainTimeout, "drain-timeout", 5*time.Second, "cmd/example --drain-timeout")
+	// The source's Close is bounded by source.DefaultCloseTimeout (5s),
+	// then the producer's by its CloseTimeout (5s, plus at most 2s).
+	fs.DurationVar(&o.set.closeBound, "close-bound", 15*time.Second, "time a process may take after its drain to close and exit")
+	fs.DurationVar(&o.set.recoveryTimeout, "recovery-timeout", 45*time.Second, "longest wait for the group to own and consume every partition again")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long in all (default 5m with -short, 20m, 60m with -long)")
+	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
+	fs.BoolVar(&o.keep, "keep", false, "keep the process logs even when everything passed")
+	fs.BoolVar(&o.set.verbose, "v", false, "print every process start")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.set.partitions = 8
+	preset := func(v *int, normal, short, long int) {
+		if *v == 0 {
+			*v = normal
+			if o.short {
+				*v = short
+			}
+			if o.long {
+				*v = long
+			}
+		}
+	}
+	preset(&o.rounds, 6, 0, 16)
+	preset(&o.seeds, 1, 1, 3)
+	preset(&o.set.rate, 500, 300, 1000)
+	o.set.backlog = o.set.rate * 2
+	if o.timeout == 0 {
+		o.timeout = 20 * time.Minute
+		if o.short {
+			o.timeout = 5 * time.Minute
+		}
+		if o.long {
+			o.timeout = 60 * time.Minute
+		}
+	}
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	var errs []error
+	if o.short && o.long {
+		errs = append(errs, errors.New("-short and -long: choose one"))
+	}
+	for _, p := range o.protocolList() {
+		if !slices.Contains(protocols, p) {
+			errs = append(errs, fmt.Errorf("-protocols: %q is not one of %s", p, strings.Join(protocols, ", ")))
+		}
+	}
+	if len(o.protocolList()) == 0 {
+		errs = append(errs, errors.New("-protocols is empty"))
+	}
+	positive := map[string]int{"-rounds": o.rounds, "-seeds": o.seeds, "-procs": o.set.procs, "-rate": o.set.rate, "-workers": o.set.workers}
+	if o.short {
+		delete(positive, "-rounds")
+	}
+	for name, v := range positive {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", name, v))
+		}
+	}
+	if o.set.procs < 2 {
+		errs = append(errs, fmt.Errorf("-procs=%d: a group of one has nobody to hand partitions to; want at least 2", o.set.procs))
+	}
+	for name, d := range map[string]time.Duration{"-session-timeout": o.set.sessionTimeout, "-drain-timeout": o.set.drainTimeout,
+		"-close-bound": o.set.closeBound, "-recovery-timeout": o.set.recoveryTimeout, "-timeout": o.timeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%v: must be positive", name, d))
+		}
+	}
+	if o.set.sessionTimeout > 0 && o.set.sessionTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("-session-timeout=%v: cmd/example needs at least 1s", o.set.sessionTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (o options) protocolList() []string {
+	var out []string
+	for _, p := range strings.Split(o.protocols, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// run runs every scenario and returns the exit status.
+func run(o options) (status int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("the -timeout of %v passed", o.timeout))
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "sluice-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 1
+	}
+	bin, err := buildExample(ctx, dir, o.race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 1
+	}
+	sup := newSupervisor(bin)
+	defer func() {
+		// Also on a panic: no child outlives the program.
+		sup.killAll()
+		if r := recover(); r != nil {
+			panic(r)
+		}
+	}()
+
+	mode := fmt.Sprintf("%d random steps", o.rounds)
+	if o.short {
+		mode = "short plan"
+	}
+	fmt.Printf("chaos: %d processes, %s, seeds %d..%d, protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
+		o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(o.protocolList(), ","), o.set.rate,
+		o.set.sessionTimeout, o.set.drainTimeout, dir)
+	began := time.Now()
+	var results []result
+	for seed := o.seed; seed < o.seed+int64(o.seeds); seed++ {
+		plan := shortPlan(seed, o.set.procs)
+		if !o.short {
+			plan = randomPlan(seed, o.set.procs, o.rounds)
+		}
+		for _, protocol := range o.protocolList() {
+			if ctx.Err() != nil {
+				break
+			}
+			s := &scenario{set: o.set, protocol: protocol, seed: seed, plan: plan, bin: bin, sup: sup,
+				logDir: logDirFor(dir, protocol, seed), out: os.Stdout}
+			results = append(results, s.run(ctx))
+		}
+	}
+	failed := printSummary(os.Stdout, results, time.Since(began))
+	if ctx.Err() != nil {
+		fmt.Printf("chaos: stopped early: %v\n", context.Cause(ctx))
+		failed = true
+	}
+	if failed || o.keep {
+		fmt.Printf("chaos: process logs kept in %s\n", dir)
+	} else {
+		os.RemoveAll(dir)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}

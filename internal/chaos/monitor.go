@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// pollEvery is how often the monitor and the waits look at the broker.
+const pollEvery = 20 * time.Millisecond
+
+// monitor samples the group every pollEvery for the whole scenario and
+// remembers every partition each member (client id) was ever assigned:
+// when a process is killed, its uncommitted work can only be on those.
+type monitor struct {
+	c    *cluster
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu   sync.Mutex
+	last groupState
+	held map[string]map[int32]bool
+}
+
+func startMonitor(c *cluster) *monitor {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &monitor{c: c, stop: cancel, done: make(chan struct{}), held: map[string]map[int32]bool{}}
+	m.sample()
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(pollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				m.sample()
+			}
+		}
+	}()
+	return m
+}
+
+func (m *monitor) close() {
+	m.stop()
+	<-m.done
+}
+
+// sample looks at the group now and returns what it saw.
+func (m *monitor) sample() groupState {
+	s := m.c.group()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = s
+	for id, ps := range s.members {
+		if m.held[id] == nil {
+			m.held[id] = map[int32]bool{}
+		}
+		for _, p := range ps {
+			m.held[id][p] = true
+		}
+	}
+	return s
+}
+
+// everHeld returns the partitions member id was ever seen to own.
+func (m *monitor) everHeld(id string) []int32 {
+	m.sample()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.held[id]))
+}
+
+// waitUntil samples the group until cond holds or the deadline passes;
+// on timeout the error names what, why cond last said no, and the state.
+func (m *monitor) waitUntil(ctx context.Context, deadline time.Time, what string, cond func(groupState) (bool, string)) (groupState, error) {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		s := m.sample()
+		ok, why := cond(s)
+		if ok {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("%s: not reached after %v (%v): %s; group %v",
+				what, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, s)
+		case <-t.C:
+		}
+	}
+}
+
+// settled reports whether the group is stable with exactly the live
+// members and every partition assigned to exactly one of them; if not,
+// why.
+func settled(s groupState, live []string, partitions int32) (bool, string) {
+	if s.state != "Stable" {
+		return false, fmt.Sprintf("state %q", s.state)
+	}
+	if got := slices.Sorted(maps.Keys(s.members)); !slices.Equal(got, live) {
+		return false, fmt.Sprintf("members %v, want the live processes %v", got, live)
+	}
+	owners := map[int32][]string{}
+	for id, ps := range s.members {
+		for _, p := range ps {
+			owners[p] = append(owners[p], id)
+		}
+	}
+	var problems []string
+	for p := range partitions {
+		switch len(owners[p]) {
+		case 1:
+		case 0:
+			problems = append(problems, fmt.Sprintf("partition %d unassigned", p))
+		default:
+			problems = append(problems, fmt.Sprintf("partition %d assigned to %v", p, owners[p]))
+		}
+	}
+	if len(problems) > 0 {
+		return false, strings.Join(problems, ", ")
+	}
+	return true, ""
+}

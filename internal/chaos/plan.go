@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// stepKind is one kind of disturbance.
+type stepKind int
+
+const (
+	// termRestart: SIGTERM one process, wait for it to exit 0 and the
+	// group to recover without it, start it again, wait for recovery.
+	termRestart stepKind = iota
+	// killRestart: SIGKILL one process, wait until the group dropped it
+	// (session timeout) and recovered, start it again.
+	killRestart
+	// killInRebalance: SIGTERM one process and start it again; as soon as
+	// the new incarnation shows up in the group (the rebalance is under
+	// way), SIGKILL victim (which may be the one joining).
+	killInRebalance
+	// stopAll: SIGTERM every process at once, wait for all to exit 0,
+	// start them all again.
+	stopAll
+)
+
+func (k stepKind) String() string {
+	switch k {
+	case termRestart:
+		return "SIGTERM+restart"
+	case killRestart:
+		return "SIGKILL+restart"
+	case killInRebalance:
+		return "SIGKILL during rebalance"
+	case stopAll:
+		return "SIGTERM all+restart"
+	}
+	return fmt.Sprintf("stepKind(%d)", int(k))
+}
+
+// step is one planned disturbance.
+type step struct {
+	kind   stepKind
+	slot   int           // the process signalled (termRestart, killRestart) or restarted (killInRebalance)
+	victim int           // killInRebalance: the process killed during the rebalance
+	settle time.Duration // how long the group works undisturbed before the step
+}
+
+func (s step) String() string {
+	switch s.kind {
+	case termRestart, killRestart:
+		return fmt.Sprintf("%v of slot %d", s.kind, s.slot)
+	case killInRebalance:
+		return fmt.Sprintf("%v: restart slot %d, kill slot %d", s.kind, s.slot, s.victim)
+	default:
+		return s.kind.String()
+	}
+}
+
+// shortPlan is the -short plan: one step of each kind, processes chosen
+// by the seed.
+func shortPlan(seed int64, procs int) []step {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	kinds := []stepKind{termRestart, killRestart, killInRebalance, stopAll}
+	steps := make([]step, len(kinds))
+	for i, k := range kinds {
+		steps[i] = randomStep(r, k, procs)
+	}
+	return steps
+}
+
+// randomPlan is a plan of n steps drawn from the seed: graceful restarts
+// most often, then kills, kills during rebalances and full stops.
+func randomPlan(seed int64, procs, n int) []step {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	weighted := []stepKind{termRestart, termRestart, termRestart, killRestart, killRestart, killInRebalance, killInRebalance, stopAll}
+	steps := make([]step, n)
+	for i := range steps {
+		steps[i] = randomStep(r, weighted[r.IntN(len(weighted))], procs)
+	}
+	return steps
+}
+
+func randomStep(r *rand.Rand, k stepKind, procs int) step {
+	return step{
+		kind:   k,
+		slot:   r.IntN(procs),
+		victim: r.IntN(procs),
+		settle: 200*time.Millisecond + time.Duration(r.IntN(800))*time.Millisecond,
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// printSummary prints one row per scenario, then the violations and notes
+// of every scenario that failed. It reports whether any failed.
+func printSummary(w io.Writer, results []result, took time.Duration) (failed bool) {
+	fmt.Fprintf(w, "\nchaos: %d scenarios in %v\n", len(results), took.Round(100*time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "protocol\tseed\tsteps\trestarts\tkills\tstop-all\tevents\tlost\tduplicates\tslowest shutdown\tslowest recovery\tresult")
+	for _, r := range results {
+		lost, dups := "-", "-"
+		if r.checked {
+			lost = fmt.Sprint(len(r.v.lost))
+			dups = fmt.Sprint(r.v.duplicates)
+			if n := len(r.v.unexplained); n > 0 {
+				dups += fmt.Sprintf(" (%d unexplained)", n)
+			} else if r.v.duplicates > 0 {
+				dups += fmt.Sprintf(" (<= %v old)", r.v.maxDupAge.Round(time.Millisecond))
+			}
+		}
+		verdict := "ok"
+		if !r.ok() {
+			verdict = fmt.Sprintf("FAIL (%d)", len(r.violations))
+			failed = true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.protocol, r.seed, r.steps, r.restarts, r.kills, r.stopAlls,
+			r.events, lost, dups, durationWho(r.slowestShutdown, r.slowestShutdownWho), durationWho(r.slowestRecovery, r.slowestRecoveryWhy), verdict)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.ok() {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s/seed%d FAILED (logs in %s):\n", r.protocol, r.seed, r.logDir)
+		for _, v := range r.violations {
+			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(v, "\n", "\n    "))
+		}
+		for _, n := range r.notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
+	return failed
+}
+
+func durationWho(d time.Duration, who string) string {
+	if who == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%v (%s)", d.Round(10*time.Millisecond), who)
+}
