@@ -32,8 +32,10 @@ const reportBuffer = 1024
 // succeeded. A full producer queue is backpressure (the stage waits for
 // deliveries), never a drop. A delivery that fails after librdkafka's own
 // retries stops pipeline.Run with the error and the record's position.
-// toMsg returning an error marked with pipeline.Invalid dead-letters the
-// record. On a graceful revoke the stage waits for the delivery reports of
+// toMsg is called like any stage function (timed, watched by the stuck
+// detector, a transient error retried under the stage's retry policy, a
+// panic reported at the record's offset); an error marked with
+// pipeline.Invalid dead-letters the record. On a graceful revoke the stage waits for the delivery reports of
 // everything it produced; when the partition is lost or its drain times
 // out, it stops producing and still waits for outstanding reports
 // (bounded by message.timeout.ms, or by p.Close) so none is left behind.
@@ -49,6 +51,8 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 		st := &producing{p: p, s: s, topic: topic, reports: make(chan kafka.Event, reportBuffer)}
 		defer st.waitAll()
 		ctx := s.Context()
+		pr := s.Probe()
+		convert := func(_ context.Context, v T) (Message, error) { return toMsg(v) }
 		for {
 			select {
 			case chunk, ok := <-inl.C():
@@ -58,19 +62,11 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 				if !ok {
 					return st.settle(ctx)
 				}
-				for _, it := range chunk {
-					m, err := toMsg(it.Value)
-					if err != nil {
-						if err := s.Fail(it.Ticket, err); err != nil {
-							return err
-						}
-						continue
-					}
-					if err := st.produce(ctx, m, it.Ticket); err != nil {
-						return err
-					}
-				}
+				err := produceChunk(ctx, st, pr, chunk, convert)
 				inl.Release(chunk)
+				if err != nil {
+					return err
+				}
 			case ev := <-st.reports:
 				if err := st.report(ev); err != nil {
 					return err
@@ -91,6 +87,28 @@ type producing struct {
 	topic       string
 	reports     chan kafka.Event
 	outstanding int
+}
+
+// produceChunk converts and produces the values of chunk in order. It
+// stops at once when ctx ends (the partition was lost or its drain timed
+// out): nothing more of the chunk is produced.
+func produceChunk[T any](ctx context.Context, st *producing, pr *pipeline.Probe, chunk []pipeline.Item[T], convert func(context.Context, T) (Message, error)) error {
+	for _, it := range chunk {
+		m, err := stages.Invoke(ctx, st.s, pr, it, convert)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if err := st.s.Fail(it.Ticket, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := st.produce(ctx, m, it.Ticket); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (st *producing) produce(ctx context.Context, m Message, t pipeline.Ticket) error {
