@@ -14,7 +14,8 @@ type DeadLetterLimit struct {
 	MaxConsecutive int
 	// MaxRatio is the highest share (0 to 1) of invalid records among the
 	// last Window records of a partition; a higher share stops Run. It is
-	// checked once the partition completed Window records.
+	// checked once the partition completed Window records. A value outside
+	// [0, 1], NaN or an infinity makes Run return an error naming it.
 	MaxRatio float64
 	// Window is the number of records MaxRatio looks at (default 1000).
 	Window int
@@ -26,14 +27,23 @@ var ErrDeadLetterLimit = errors.New("dead-letter limit exceeded")
 
 // WithDeadLetterLimit sets limits on invalid records per partition (off by
 // default). The records already dead-lettered when a limit trips stay
-// committed; Run then shuts down like after a stage error.
+// committed; Run then shuts down like after a stage error. A negative
+// MaxConsecutive or Window, or a MaxRatio that is not a number within
+// [0, 1], makes Run return an error naming the field.
 func WithDeadLetterLimit(l DeadLetterLimit) Option {
 	return func(c *config) {
 		if l.Window == 0 {
 			l.Window = 1000
 		}
-		if l.MaxConsecutive < 0 || l.MaxRatio < 0 || l.MaxRatio > 1 || l.Window < 0 {
-			c.bad("WithDeadLetterLimit(%+v): MaxConsecutive and Window must not be negative and MaxRatio must be within [0, 1]", l)
+		if l.MaxConsecutive < 0 {
+			c.bad("WithDeadLetterLimit: MaxConsecutive %d must not be negative", l.MaxConsecutive)
+		}
+		// Written so that NaN fails too: it compares false with everything.
+		if !(l.MaxRatio >= 0 && l.MaxRatio <= 1) {
+			c.bad("WithDeadLetterLimit: MaxRatio %v must be a number within [0, 1]", l.MaxRatio)
+		}
+		if l.Window < 0 {
+			c.bad("WithDeadLetterLimit: Window %d must not be negative", l.Window)
 		}
 		c.dlLimit = l
 	}
