@@ -67,3 +67,63 @@ func TestCloseDuringCooperativeRebalance(t *testing.T) {
 		})
 	}
 }
+
+// Three members of a cooperative group stop at the same moment, the
+// observed case: each one's leaving rebalances the others while they
+// shut down. Every Run returns promptly, no rebalance reaches Close, and
+// every record is committed.
+func TestThreeMembersStopTogether(t *testing.T) {
+	t.Parallel()
+	for round := range 3 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			b := testkit.NewBroker(t)
+			const parts = 9
+			b.CreateTopic(t, "in", parts)
+			b.Produce(t, "in", records(parts, 0, 100)...)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var (
+				gs   []*fakeGroup
+				srcs []*Kafka
+				done = make(chan error, 3)
+			)
+			for range 3 {
+				g, src := newFakeGroup(), newSource(t, b, "g", "in", nil)
+				gs, srcs = append(gs, g), append(srcs, src)
+				go func() { done <- src.Run(ctx, g) }()
+			}
+			waitAll(t, wait, "all records consumed, every member owning partitions", func() bool {
+				var owned, sum int
+				for _, g := range gs {
+					var n int
+					g.with(func(f *fakeGroup) { n, sum = len(f.assigned), sum+f.total })
+					if n == 0 {
+						return false
+					}
+					owned += n
+				}
+				return owned == parts && sum >= 100*parts
+			}, gs...)
+
+			cancel()
+			timeout := time.After(15 * time.Second)
+			for range 3 {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("Run = %v", err)
+					}
+				case <-timeout:
+					t.Fatalf("a member's Run did not return 15s after all three were cancelled")
+				}
+			}
+			for i, src := range srcs {
+				if n := src.closeCallbacks.Load(); n != 0 {
+					t.Errorf("member %d: %d rebalance callbacks ran inside Close, want 0", i, n)
+				}
+			}
+			checkExactlyOnce(t, b.HighWatermarks(t, "in"), gs...)
+			checkCommitted(t, b, "g", "in")
+		})
+	}
+}

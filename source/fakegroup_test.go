@@ -48,6 +48,10 @@ type fakeGroup struct {
 	runDone bool  // Run returned
 	runErr  error // what it returned
 
+	// drain is what DrainTimeout returns (0: 20s); drainCalls counts calls.
+	drain      time.Duration
+	drainCalls int
+
 	// onRevoke, when set, is called (unlocked) at the end of every Revoke,
 	// on the poll goroutine, inside librdkafka's rebalance callback.
 	onRevoke func(tps []TP)
@@ -104,7 +108,15 @@ func (f *fakeGroup) HighWatermark(tp TP, high int64) {
 	f.highs[tp] = high
 }
 
-func (f *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+func (f *fakeGroup) DrainTimeout() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainCalls++
+	if f.drain == 0 {
+		return 20 * time.Second
+	}
+	return f.drain
+}
 
 func (f *fakeGroup) bump() {
 	close(f.changed)

@@ -468,6 +468,8 @@ func TestNewKafkaValidates(t *testing.T) {
 		{func(c *Config) { c.Topics = nil }, "Config.Topics"},
 		{func(c *Config) { c.Topics = []string{"a", ""} }, "Config.Topics[1]"},
 		{func(c *Config) { c.CommitInterval = -time.Second }, "Config.CommitInterval"},
+		{func(c *Config) { c.CloseTimeout = -time.Second }, "Config.CloseTimeout = -1s: must not be negative"},
+		{func(c *Config) { c.CloseTimeout = time.Millisecond }, "Config.CloseTimeout = 1ms: must be at least 100ms"},
 		{func(c *Config) { c.Overrides = map[string]any{"group.id": "x"} }, `Config.Overrides["group.id"]`},
 		{func(c *Config) { c.Overrides = map[string]any{"enable.auto.commit": true} }, `Config.Overrides["enable.auto.commit"]`},
 		{func(c *Config) { c.Overrides = map[string]any{"go.foo": true} }, `Config.Overrides["go.foo"]`},

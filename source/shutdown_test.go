@@ -1,0 +1,146 @@
+package source
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// swallow makes the broker never answer requests of key while on is set
+// (the client sees an unresponsive coordinator); once on is cleared the
+// next such request is handled normally and the control is dropped.
+func swallow(b *testkit.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.Int64) {
+	b.Cluster().ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if !on.Load() {
+			b.Cluster().DropControl()
+			return nil, nil, false
+		}
+		seen.Add(1)
+		b.Cluster().KeepControl()
+		return nil, nil, true // no response, connection kept
+	})
+}
+
+// waitBackground waits for the client calls Run left running to end, so
+// that goleak sees no goroutine of this test.
+func waitBackground(t *testing.T, src *Kafka, within time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { src.background.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		t.Fatalf("client calls left in the background still running after %v", within)
+	}
+}
+
+// runFor starts src and waits until it delivered n records.
+func runFor(t *testing.T, src *Kafka, n int) (*fakeGroup, *running) {
+	t.Helper()
+	g := newFakeGroup()
+	r := start(t, src, g)
+	g.waitUntil(t, wait, "all records", delivered(n))
+	return g, r
+}
+
+// A final commit answered REBALANCE_IN_PROGRESS (sent between a JoinGroup
+// and its SyncGroup, e.g. while the other members of a group stop at the
+// same time) is retried until it lands. Before, it was logged at debug
+// level and dropped, leaving the group's offsets a commit interval behind.
+func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
+	t.Parallel()
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 2)
+	b.Produce(t, "in", records(2, 0, 100)...)
+	src := newSource(t, b, "g", "in", nil)
+	src.cfg.CommitInterval = time.Hour // only the synchronous commits
+	_, r := runFor(t, src, 200)
+
+	// kfake fails the partitions of the next two OffsetCommit requests:
+	// the final commit and its first retry. (librdkafka's own commit of
+	// stored offsets on unassign would be the second one before the fix.)
+	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: "g", Err: kerr.RebalanceInProgress, Count: 2})
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	checkCommitted(t, b, "g", "in")
+}
+
+// An unresponsive coordinator cannot hold the shutdown: the final commit
+// is abandoned after Config.CloseTimeout and Run names it.
+func TestFinalCommitBounded(t *testing.T) {
+	t.Parallel()
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 2)
+	b.Produce(t, "in", records(2, 0, 50)...)
+	// socket.timeout.ms: librdkafka gives up on the swallowed request after
+	// 5s, so what Run leaves in the background ends within the test.
+	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
+	src.cfg.CommitInterval = time.Hour
+	src.cfg.CloseTimeout = time.Second
+	_, r := runFor(t, src, 100)
+
+	var on atomic.Bool
+	var seen atomic.Int64
+	on.Store(true)
+	swallow(b, kmsg.OffsetCommit, &on, &seen)
+	began := time.Now()
+	err := r.stop(t)
+	took := time.Since(began)
+	on.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "final commit") || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("Run = %v, want an error naming the final commit", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("Run took %v after cancel with CloseTimeout 1s", took)
+	}
+	if seen.Load() == 0 {
+		t.Errorf("no OffsetCommit reached the broker")
+	}
+	t.Logf("Run returned after %v: %v", took, err)
+	waitBackground(t, src, 30*time.Second)
+}
+
+// A Close that does not finish (here: the LeaveGroup it waits for is never
+// answered) is left running; Run returns an error naming it, after the
+// final commit landed.
+func TestCloseBounded(t *testing.T) {
+	t.Parallel()
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 2)
+	b.Produce(t, "in", records(2, 0, 50)...)
+	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
+	src.cfg.CommitInterval = time.Hour
+	src.cfg.CloseTimeout = time.Second
+	_, r := runFor(t, src, 100)
+
+	var on atomic.Bool
+	var seen atomic.Int64
+	on.Store(true)
+	swallow(b, kmsg.LeaveGroup, &on, &seen)
+	began := time.Now()
+	err := r.stop(t)
+	took := time.Since(began)
+	on.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "closing the client did not finish") {
+		t.Errorf("Run = %v, want an error naming the client close", err)
+	}
+	if strings.Contains(err.Error(), "final commit") {
+		t.Errorf("Run = %v: the final commit should have landed", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("Run took %v after cancel with CloseTimeout 1s", took)
+	}
+	if seen.Load() == 0 {
+		t.Errorf("no LeaveGroup reached the broker")
+	}
+	checkCommitted(t, b, "g", "in")
+	waitBackground(t, src, 30*time.Second)
+}
