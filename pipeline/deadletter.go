@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 )
 
 // deadLetterJob is one invalid value waiting for the dead-letter
@@ -70,7 +71,7 @@ func (g *graph) sendDeadLetters() {
 func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
 	p := g.rt.cfg.retry
 	for attempt := 1; ; attempt++ {
-		err := fn(g.ctx, dl)
+		err := callDeadLetter(fn, g.ctx, dl)
 		if err == nil || !retryable(err) || attempt >= p.Attempts {
 			return err
 		}
@@ -80,4 +81,15 @@ func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl
 			return err
 		}
 	}
+}
+
+// callDeadLetter calls fn once, turning a panic into a *PanicError (which
+// is never retried).
+func callDeadLetter(fn func(context.Context, DeadLetter) error, ctx context.Context, dl DeadLetter) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, dl)
 }

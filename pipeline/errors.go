@@ -70,7 +70,9 @@ func (e *StageError) Error() string {
 // Unwrap returns the stage function's error.
 func (e *StageError) Unwrap() error { return e.Err }
 
-// PanicError is a panic recovered from a stage function or a builder.
+// PanicError is a panic recovered from a stage function, an OnClose hook
+// or the dead-letter function (Run returns it inside a *StageError), or
+// from a builder (inside a *BuildError's Problem).
 type PanicError struct {
 	Value any
 	Stack []byte

@@ -243,8 +243,23 @@ func (g *graph) close() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.drainTimeout)
 	defer cancel()
 	for i := len(hooks) - 1; i >= 0; i-- {
-		if err := hooks[i](ctx); err != nil {
-			g.rt.fail(nil, fmt.Errorf("sluice: OnClose hook of %s/%d: %w", g.tp.Topic, g.tp.Partition, err))
+		if err := runHook(hooks[i], ctx); err != nil {
+			// nil graph: the partition is being taken away, and a hook
+			// failure must still stop Run.
+			g.rt.fail(nil, &StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1, Err: err})
 		}
 	}
+}
+
+// onCloseStage is the stage name of errors from OnClose hooks.
+const onCloseStage = "OnClose"
+
+// runHook calls one OnClose hook, turning a panic into a *PanicError.
+func runHook(hook func(context.Context) error, ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return hook(ctx)
 }

@@ -27,8 +27,10 @@ func (p *Partition) Context() context.Context { return p.ctx }
 // stage goroutine exited (drained, timed out or lost) and before the final
 // offset is reported to the source. Hooks run in reverse order of
 // registration, one at a time; ctx expires after the drain timeout. An
-// error from a hook stops Run. OnClose may be called from the builder or
-// from a stage.
+// error or a panic in a hook stops Run (the other hooks still run): Run
+// returns a *StageError whose Stage is "OnClose", naming the partition
+// (Offset -1), whose Err is the hook's error or a *PanicError. OnClose may
+// be called from the builder or from a stage.
 func (p *Partition) OnClose(fn func(ctx context.Context) error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -12,8 +12,9 @@ import (
 // When ctx is cancelled, every partition is revoked gracefully (drained
 // within the drain timeout, its completed offsets committed, its OnClose
 // hooks run) and Run returns nil. When a stage fails (an error that is not
-// [Invalid], a panic, or Invalid with no dead-letter destination) or the
-// builder fails, Run shuts down the same way, committing only what
+// [Invalid], a panic, or Invalid with no dead-letter destination), the
+// dead-letter function fails or panics, an OnClose hook fails or panics,
+// or the builder fails, Run shuts down the same way, committing only what
 // completed, and returns that first error (a *StageError or *BuildError).
 // When the source fails, Run stops every graph without committing and
 // returns the source's error. Run returns only after every goroutine it

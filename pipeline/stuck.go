@@ -111,14 +111,19 @@ func (w *watchdog) report(g *graph, p *Probe, t Ticket, since time.Duration) {
 	w.rt.obs.Stuck(p.stage.name, g.tp, offset, since)
 }
 
+// MinStuckThreshold is the smallest threshold [WithStuckThreshold]
+// accepts: the detector samples every quarter threshold.
+const MinStuckThreshold = time.Millisecond
+
 // WithStuckThreshold turns on the stuck detector: when one value has been
 // in one stage's user function for longer than d, Run logs the stage, the
 // partition, the offset and every goroutine's stack (once per value) and
-// reports it to observers. Off by default.
+// reports it to observers. Off by default. d below [MinStuckThreshold]
+// makes Run return an error naming the option and the value.
 func WithStuckThreshold(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.bad("WithStuckThreshold(%v): the threshold must be positive", d)
+		if d < MinStuckThreshold {
+			c.bad("WithStuckThreshold(%v): the threshold must be at least %v", d, MinStuckThreshold)
 		}
 		c.stuck = d
 	}
