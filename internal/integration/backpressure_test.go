@@ -44,7 +44,9 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 		maxInFlight  = 1000
 		deliverBatch = 128 // source.maxBatch: records per Deliver call
 		work         = 20 * time.Millisecond
-		pollInterval = 3 * time.Second
+		// At least drain timeout (500ms) + source.DefaultCloseTimeout (5s):
+		// the source rejects a max.poll.interval.ms a revoke cannot fit in.
+		pollInterval = 6 * time.Second
 	)
 	b := testkit.NewBroker(t)
 	const topic, group = "slow", "slow-g"
