@@ -103,8 +103,11 @@ func (rt *runtime) full(g *graph) bool {
 // a quarter of the global budget are free.
 func (rt *runtime) roomFor(g *graph) bool {
 	return g.pending.Load() <= int64(rt.cfg.partitionQueue/2) &&
-		rt.inflight.Load() <= int64(rt.cfg.maxInFlight)*3/4 && rt.bytes.Load() <= rt.cfg.maxBytes*3/4
+		rt.inflight.Load() <= threeQuarters(int64(rt.cfg.maxInFlight)) && rt.bytes.Load() <= threeQuarters(rt.cfg.maxBytes)
 }
+
+// threeQuarters returns floor(3n/4) for n >= 0 without overflowing.
+func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
 
 // release returns n records and b bytes to the budget and moves paused
 // partitions that have room again to the resumable list. It locks only
