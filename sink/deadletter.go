@@ -24,15 +24,17 @@ const (
 // DeadLetter returns the destination to pass to pipeline.WithDeadLetter: it
 // produces each invalid record to topic with its key, value and headers
 // untouched, plus the sluice.dlq.* headers naming the original topic,
-// partition, offset, the error text and the stage. It returns only once
-// the delivery report arrived, so the record's offset commits only after
-// the dead letter is stored; a delivery failure is returned (and stops
-// Run: a bad record is never dropped silently). A full producer queue is
-// waited out. Failures that cannot heal (the producer closed or failed
-// fatally, a message too large, an unknown topic, bad configuration or
-// credentials: see classify) are marked pipeline.Permanent, so Run stops at
-// once; others (a delivery that timed out) are retried under Run's retry
-// policy. An empty topic fails every call with a permanent error.
+// partition, offset, the error text and the stage. Run calls it from each
+// partition's dead-letter goroutine, so calls for different partitions
+// overlap. A call returns only once the delivery report arrived (or Close
+// gave up on the message), so the record's offset commits only after the
+// dead letter is stored; a delivery failure is returned (and stops Run: a
+// bad record is never dropped silently). A full producer queue is waited
+// out. Failures that cannot heal are marked pipeline.Permanent, so Run
+// stops at once: the producer closed ([ErrClosed]) or failed fatally, a
+// message too large, an unknown topic, bad configuration or credentials.
+// Others (a delivery that timed out) are retried under Run's retry policy.
+// An empty topic fails every call with a permanent error.
 func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
 	if topic == "" {
 		return func(context.Context, pipeline.DeadLetter) error {
@@ -88,6 +90,7 @@ func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadL
 		}
 		m, _ := ev.(*kafka.Message)
 		if m == nil {
+			p.received()
 			return fmt.Errorf("dead letter to %s: no delivery report", topic)
 		}
 		if err := m.TopicPartition.Error; err != nil {
