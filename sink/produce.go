@@ -32,14 +32,19 @@ const reportBuffer = 1024
 // succeeded. A full producer queue is backpressure (the stage waits for
 // deliveries), never a drop. A delivery that fails after librdkafka's own
 // retries stops pipeline.Run with the error and the record's position.
-// toMsg is called like any stage function (timed, watched by the stuck
-// detector, a transient error retried under the stage's retry policy, a
-// panic reported at the record's offset); an error marked with
-// pipeline.Invalid dead-letters the record. On a graceful revoke the stage waits for the delivery reports of
-// everything it produced; when the partition is lost or its drain times
-// out, it stops producing and still waits for outstanding reports
-// (bounded by message.timeout.ms, or by p.Close) so none is left behind.
-// Once p is closed, the stage fails with an error wrapping [ErrClosed].
+//
+// toMsg is called like any stage function: timed for observers, watched
+// by the stuck detector, retried under the stage's retry policy on a
+// transient error, a panic reported at the record's offset; an error
+// marked with pipeline.Invalid dead-letters the record.
+//
+// On a graceful revoke the stage waits for the delivery reports of
+// everything it produced. When the partition is lost or its drain times
+// out, it produces nothing more (not even the rest of the chunk at hand)
+// and still waits for outstanding reports (bounded by message.timeout.ms,
+// or by p.Close) so none is left behind. Once p is closed, the stage fails
+// with an error wrapping [ErrClosed]. A nil p or an empty topic fails the
+// build.
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.Option) pipeline.End {
 	if p == nil {
 		panic("sink.Produce: the producer is nil")
