@@ -93,7 +93,10 @@ func NewKafka(cfg Config) (*Kafka, error) {
 // serving the resulting revoke in the poll loop until the assignment is
 // empty); closing the client, which then has nothing left to call back
 // for. It returns nil when all of them finished, else an error naming
-// each step that did not (the final commit, closing the client). A Close
+// each step that did not (the final commit, that failed or did not finish
+// in time; closing the client). A commit the group rejects because it
+// moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ...) is no error: the
+// next owner starts from the previous commit. A Close
 // that did not finish in time is left running on its own goroutine
 // (librdkafka keeps the handle until it ends).
 //
@@ -154,7 +157,9 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 }
 
 // runner is the state of one Run: it is only touched by the poll goroutine
-// (rebalance callbacks run inside Poll on that goroutine).
+// (rebalance callbacks run inside Poll on that goroutine), except by the
+// callbacks librdkafka runs inside Close, on the close goroutine, which
+// only read fields set before Close started (see answerInClose).
 type runner struct {
 	k   *Kafka
 	c   *kafka.Consumer
@@ -216,7 +221,12 @@ func (r *runner) run(ctx context.Context) error {
 		r.g.Polled()
 		if r.fatal != nil {
 			r.loseAll()
-			return r.fatal
+			if r.fatalClose {
+				return r.fatal // the client is unusable; Run closes it in the background
+			}
+			// The source failed (an *assign call), the client did not:
+			// leave the group before closing it, as on shutdown.
+			return errors.Join(r.fatal, r.leaveAndClose(time.Now()))
 		}
 		r.resume()
 		if now := time.Now(); !now.Before(r.storeAt) {

@@ -50,16 +50,23 @@ func (r *runner) stop() error {
 	clear(r.paused)
 	clear(r.unstored)
 	began := time.Now()
-	timeout := r.k.cfg.closeTimeout()
-	leaveBy := began.Add(timeout * 3 / 4)
-	commitErr := r.commitFinal(filterTPs(offs, r.ownedList()), leaveBy)
+	commitErr := r.commitFinal(filterTPs(offs, r.ownedList()), began.Add(r.k.cfg.closeTimeout()*3/4))
+	return errors.Join(commitErr, r.leaveAndClose(began))
+}
+
+// leaveAndClose leaves the group and closes the client, within
+// Config.CloseTimeout counted from began: leaving until its first three
+// quarters, Close the rest. Nothing is owned any more afterwards.
+func (r *runner) leaveAndClose(began time.Time) error {
+	r.closing = true
 	clear(r.owned)
-	r.leave(leaveBy)
+	timeout := r.k.cfg.closeTimeout()
+	r.leave(began.Add(timeout * 3 / 4))
 	if r.fatalClose {
 		// A fatal error while leaving: Close would never return (see Run).
-		return errors.Join(commitErr, r.fatal)
+		return r.fatal
 	}
-	return errors.Join(commitErr, r.closeClient(began.Add(timeout)))
+	return r.closeClient(began.Add(timeout))
 }
 
 // commitFinal commits offs synchronously, retrying while the coordinator
