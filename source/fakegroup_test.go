@@ -81,6 +81,7 @@ type commitCall struct {
 func (f *fakeGroup) Polled() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.bump()
 	f.polls++
 }
 

@@ -144,3 +144,77 @@ func TestCloseBounded(t *testing.T) {
 	checkCommitted(t, b, "g", "in")
 	waitBackground(t, src, 30*time.Second)
 }
+
+// The synchronous commit of a revoke is bounded the same way: with the
+// coordinator not answering commits, the poll loop is back polling about
+// CloseTimeout after the revoke, not after librdkafka's request timeout.
+func TestRevokeCommitBounded(t *testing.T) {
+	t.Parallel()
+	b := testkit.NewBroker(t)
+	b.CreateTopic(t, "in", 4)
+	b.Produce(t, "in", records(4, 0, 50)...)
+	ov := map[string]any{"socket.timeout.ms": 5000}
+	srcA := newSource(t, b, "g", "in", ov)
+	srcA.cfg.CommitInterval = time.Hour
+	srcA.cfg.CloseTimeout = time.Second
+	a := newFakeGroup()
+	type mark struct {
+		at    time.Time
+		polls int
+	}
+	revoked := make(chan mark, 1)
+	a.onRevoke = func([]TP) {
+		a.with(func(f *fakeGroup) {
+			select {
+			case revoked <- mark{time.Now(), f.polls}:
+			default:
+			}
+		})
+	}
+	ra := start(t, srcA, a)
+	a.waitUntil(t, wait, "A consumes all", delivered(200))
+
+	var on atomic.Bool
+	var seen atomic.Int64
+	on.Store(true)
+	swallow(b, kmsg.OffsetCommit, &on, &seen)
+	bg := newFakeGroup()
+	rb := start(t, newSource(t, b, "g", "in", ov), bg)
+	var m mark
+	select {
+	case m = <-revoked:
+	case <-time.After(wait):
+		t.Fatal("A never revoked a partition")
+	}
+	a.waitUntil(t, wait, "A polls again", func(f *fakeGroup) bool { return f.polls > m.polls })
+	if took := time.Since(m.at); took > 3*time.Second {
+		t.Errorf("A's poll loop was held %v by the revoke's commit, CloseTimeout 1s", took)
+	}
+	bg.waitUntil(t, wait, "B gets partitions", func(f *fakeGroup) bool { return len(f.assigned) > 0 })
+	on.Store(false)
+	if seen.Load() == 0 {
+		t.Errorf("no OffsetCommit reached the broker")
+	}
+	// kfake answers a connection's requests in order: nothing more is
+	// committed on A's connection until librdkafka gives up on the
+	// swallowed commit (socket.timeout.ms), which also ends A's abandoned
+	// call.
+	waitBackground(t, srcA, 30*time.Second)
+	// The abandoned revoke commit never landed: B starts the moved
+	// partitions over (at-least-once) and commits them itself.
+	bg.waitUntil(t, wait, "B consumes its partitions", func(f *fakeGroup) bool {
+		for tp := range f.assigned {
+			if f.next[tp] != 50 {
+				return false
+			}
+		}
+		return len(f.assigned) > 0
+	})
+	if err := rb.stop(t); err != nil {
+		t.Errorf("B: Run = %v", err)
+	}
+	if err := ra.stop(t); err != nil {
+		t.Errorf("A: Run = %v", err)
+	}
+	checkCommitted(t, b, "g", "in")
+}
