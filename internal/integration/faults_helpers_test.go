@@ -506,3 +506,24 @@ func (o *groupObserver) ownedSet() map[int32]bool {
 	defer o.mu.Unlock()
 	return maps.Clone(o.owned)
 }
+
+// checkCounts fails t unless every offset was processed exactly as many
+// times as there are epochs whose processed range covers it: with
+// es.check (each epoch consecutive from the group's commit), this accounts
+// for every processing.
+func (es *epochs) checkCounts(t *testing.T, seen *offsets) {
+	t.Helper()
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	seen.checkTimes(t, func(p int32, off int64) int32 {
+		n := int32(0)
+		for _, e := range es.all {
+			e.mu.Lock()
+			if e.p == p && e.n > 0 && e.first <= off && off <= e.last {
+				n++
+			}
+			e.mu.Unlock()
+		}
+		return n
+	})
+}

@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/sluice-go/sluice/internal/tcpproxy"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// proxiedBroker starts a one-node broker whose every client connection
+// goes through a tcpproxy.Proxy (kfake advertises its listener's address,
+// which tcpproxy.Front makes the proxy's), and returns that proxy.
+func proxiedBroker(t *testing.T) (*testkit.Broker, *tcpproxy.Proxy) {
+	t.Helper()
+	var mu sync.Mutex
+	var proxies []*tcpproxy.Proxy
+	listen := tcpproxy.ListenFunc(func(p *tcpproxy.Proxy) {
+		mu.Lock()
+		proxies = append(proxies, p)
+		mu.Unlock()
+	})
+	b := testkit.NewBroker(t, testkit.WithKfakeOptions(kfake.ListenFn(listen)))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(proxies) != 1 {
+		t.Fatalf("%d proxies for a one-node broker", len(proxies))
+	}
+	if addrs := b.Addrs(); len(addrs) != 1 || addrs[0] != proxies[0].Addr() {
+		t.Fatalf("broker addresses %v, want the proxy's %s", addrs, proxies[0].Addr())
+	}
+	return b, proxies[0]
+}
+
+// TestFaultNetworkPartition: the network between the consumer and the
+// broker fails for longer than the session timeout, either cut
+// (connections reset, new ones refused) or stalled (nothing gets through
+// but connections stay open, as when packets are dropped), then heals.
+//
+// Each partition is held at offset 1000 until the group committed 1000,
+// and at 2000 once the records up to there were delivered. The network
+// fails; the records 1000..1999 are processed while it is down (their
+// commits cannot reach the broker). librdkafka sees its session expire
+// and reports the partitions lost; the broker expires the member too.
+// The group's commits are still 1000: nothing was committed while the
+// consumer was cut off. The network heals, the consumer rejoins on its own
+// and gets every partition back, each starting exactly at 1000: the
+// records 1000..1999 are processed a second time, every other record
+// exactly once, and the group commits the high watermarks. Run never
+// returns during any of it.
+func TestFaultNetworkPartition(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			networkPartition(t, mode)
+		})
+	}
+}
+
+func networkPartition(t *testing.T, mode tcpproxy.Mode) {
+	const parts, perPartition, held, cutAt = 4, 3000, 1000, 2000
+	const session = 3 * time.Second
+	b, px := proxiedBroker(t)
+	topic, group := "fnp-"+mode.String(), "fnp-"+mode.String()+"-g"
+	b.CreateTopic(t, topic, parts)
+	b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	beforeCut, afterHeal := newGate(), newGate()
+	obs := newCommitLog(b, group, topic)
+	src := newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, map[string]any{
+		"session.timeout.ms": int(session.Milliseconds()),
+	})
+	a := startMember(t, "A", src, countingBuilder("A", es, seen, gates{held: beforeCut, cutAt: afterHeal}),
+		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
+	waitUntil(t, "the records up to the cut delivered", func() bool { return obs.deliveredAtLeast(parts, cutAt) }, a)
+
+	began := time.Now()
+	if mode == tcpproxy.Cut {
+		px.Cut()
+	} else {
+		px.Stall()
+	}
+	beforeCut.open()
+	waitUntil(t, "the records up to the cut processed", func() bool { return seen.processedThrough(cutAt - 1) }, a)
+	waitUntil(t, "A losing every partition", func() bool { return obs.groupObserver.lost.Load() == parts }, a)
+	waitUntil(t, "the broker expiring A's session", func() bool {
+		gi := b.Cluster().GroupInfo(group)
+		return gi == nil || len(gi.Members) == 0
+	}, a)
+	down := time.Since(began)
+	a.stillRunning(t, "the network partition")
+	if got, want := obs.committedAtLoss(), uniform(parts, held); !maps.Equal(got, want) {
+		t.Errorf("the group's commits at the loss: %v, want %v", got, want)
+	}
+	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
+		t.Errorf("the group's commits after the session expired: %v, want %v", got, want)
+	}
+
+	px.Restore()
+	healed := time.Now()
+	waitUntil(t, "A getting every partition back", func() bool {
+		return obs.assigned.Load() == 2*parts && obs.owns() == parts
+	}, a)
+	t.Logf("%s: down for %v (session timeout %v); every partition back %v after the network healed",
+		mode, down.Round(time.Millisecond), session, time.Since(healed).Round(time.Millisecond))
+	afterHeal.open()
+	waitGroupAt(t, b, group, topic, hw, a)
+	a.stillRunning(t, "the recovery")
+	lost, revoked, assigned := obs.groupObserver.lost.Load(), obs.revoked.Load(), obs.assigned.Load()
+	a.stopClean(t)
+
+	watch.check(t)
+	es.check(t) // the second ownership of each partition starts at the group's commit
+	seen.checkTimes(t, func(_ int32, off int64) int32 {
+		if off >= held && off < cutAt {
+			return 2
+		}
+		return 1
+	})
+	if lost != parts || revoked != 0 || assigned != 2*parts {
+		t.Errorf("%d partitions lost, %d revoked, %d assigned; want %d, 0, %d", lost, revoked, assigned, parts, 2*parts)
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+}
+
+// TestFaultShutdownWhileCutOff: the consumer is stopped while the network
+// to the broker is down (cut or stalled), with records processed since
+// the last commit. The final commit cannot reach the broker and the
+// client cannot leave its group; Run must still return, within
+// stopBound, nil or an error naming the failed final commit, and commit
+// nothing the broker could see. After the network
+// heals, a new consumer starts exactly at the last commit and the group
+// commits the high watermarks.
+func TestFaultShutdownWhileCutOff(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			shutdownCutOff(t, mode)
+		})
+	}
+}
+
+func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
+	const parts, perPartition, held = 4, 2000, 1000
+	const session = 3 * time.Second
+	b, px := proxiedBroker(t)
+	topic, group := "fsc-"+mode.String(), "fsc-"+mode.String()+"-g"
+	b.CreateTopic(t, topic, parts)
+	b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	beforeCut := newGate()
+	obs := newCommitLog(b, group, topic)
+	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
+		countingBuilder("A", es, seen, gates{held: beforeCut}),
+		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
+	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
+
+	if mode == tcpproxy.Cut {
+		px.Cut()
+	} else {
+		px.Stall()
+	}
+	beforeCut.open()
+	waitUntil(t, "every record processed", func() bool { return seen.processedThrough(perPartition - 1) }, a)
+	took, err := a.stop(t)
+	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, obs.syncErrors())
+	if err != nil && !strings.Contains(err.Error(), "final commit") {
+		t.Errorf("A: Run = %v, want nil or an error naming the failed final commit", err)
+	}
+	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
+		t.Errorf("the group's commits after A stopped cut off: %v, want %v", got, want)
+	}
+	px.Restore()
+
+	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, ov),
+		countingBuilder("B", es, seen, nil))
+	waitGroupAt(t, b, group, topic, hw, bc)
+	bc.stopClean(t)
+
+	watch.check(t)
+	es.check(t)
+	seen.checkTimes(t, func(_ int32, off int64) int32 {
+		if off >= held {
+			return 2
+		}
+		return 1
+	})
+	checkCommittedEquals(t, b, group, topic, hw)
+}
