@@ -26,7 +26,9 @@
 //     ([WithPartitionQueue]) or the whole consumer does ([WithMaxInFlight],
 //     [WithMaxInFlightBytes]), the source pauses the partition and keeps
 //     polling; it resumes when half of the partition's records (and a
-//     quarter of the global budget) completed.
+//     quarter of the global budget) completed. The global limits are caps:
+//     what does not fit waits for admission, first come first served, and
+//     paused partitions resume in turn.
 //   - Graceful revoke: input stops, the graph drains (Batch flushes,
 //     retries are interrupted) within [WithDrainTimeout], then the
 //     [Partition.OnClose] hooks run, the partition's context is cancelled

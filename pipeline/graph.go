@@ -42,8 +42,9 @@ type graph struct {
 	qsig    chan struct{}
 	stop    chan struct{}
 
-	pending  atomic.Int64 // delivered records not yet committable
+	pending  atomic.Int64 // admitted records not yet committable
 	paused   bool         // guarded by rt.mu
+	waiting  []Record     // delivered, waiting for admission to the budget; guarded by rt.mu
 	reported int64        // last offset returned by Offsets; poll goroutine only
 }
 
@@ -143,6 +144,13 @@ func (g *graph) deliver(recs []Record) bool {
 	default:
 	}
 	return true
+}
+
+// isClosing reports whether the graph stopped taking deliveries.
+func (g *graph) isClosing() bool {
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	return g.closing
 }
 
 // feed moves queued records into the graph, a chunk at a time.

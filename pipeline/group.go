@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,21 +24,26 @@ type runtime struct {
 	observed bool
 	watch    *watchdog // nil unless WithStuckThreshold
 
-	// The budget is atomic so that completing records, which happens per
-	// value on stage goroutines, takes no lock unless something is paused.
+	// The budget (see budget.go) is atomic so that completing records,
+	// which happens per value on stage goroutines, takes no lock unless
+	// records wait for admission. It only grows under mu.
 	inflight atomic.Int64
 	bytes    atomic.Int64
-	npaused  atomic.Int32 // len(paused)
+	nwaiting atomic.Int32 // len(waiting)
 
-	mu        sync.Mutex
-	paused    map[*graph]struct{}
-	resumable []TopicPartition
-	err       error
+	mu      sync.Mutex
+	paused  []*graph // paused partitions, oldest pause first
+	waiting []*graph // partitions with records waiting for admission, first come first
+	// The largest delivery seen, in records and bytes: what one resumed
+	// partition is expected to deliver at once.
+	batchRecords int64
+	batchBytes   int64
+	err          error
 }
 
 func newRuntime(parent context.Context, cancel context.CancelCauseFunc, cfg config, b Builder) *runtime {
 	rt := &runtime{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.observers), observed: len(cfg.observers) > 0,
-		wake: make(chan struct{}, 1), paused: make(map[*graph]struct{})}
+		wake: make(chan struct{}, 1)}
 	rt.m = rebalance.New(rt.start)
 	if cfg.stuck > 0 {
 		rt.watch = &watchdog{rt: rt, threshold: cfg.stuck, probes: make(map[*graph][]*Probe)}
@@ -93,53 +97,21 @@ func (rt *runtime) signal() {
 	}
 }
 
-// full reports whether g (or the whole consumer) holds too much.
-func (rt *runtime) full(g *graph) bool {
-	return g.pending.Load() >= int64(rt.cfg.partitionQueue) ||
-		rt.inflight.Load() >= int64(rt.cfg.maxInFlight) || rt.bytes.Load() >= rt.cfg.maxBytes
-}
-
-// roomFor reports whether a paused g may resume: half of its own queue and
-// a quarter of the global budget are free.
-func (rt *runtime) roomFor(g *graph) bool {
-	return g.pending.Load() <= int64(rt.cfg.partitionQueue/2) &&
-		rt.inflight.Load() <= threeQuarters(int64(rt.cfg.maxInFlight)) && rt.bytes.Load() <= threeQuarters(rt.cfg.maxBytes)
-}
-
-// threeQuarters returns floor(3n/4) for n >= 0 without overflowing.
-func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
-
-// release returns n records and b bytes to the budget and moves paused
-// partitions that have room again to the resumable list. It locks only
-// when some partition is paused.
+// release returns n records and b bytes to the budget, admits waiting
+// records into the room it made and wakes the source, whose next
+// Resumable call resumes paused partitions that have room. It locks only
+// when records wait for admission.
 func (rt *runtime) release(n int, b int64) {
 	records, bytes := rt.inflight.Add(int64(-n)), rt.bytes.Add(-b)
-	var resumed []TopicPartition
-	if rt.npaused.Load() > 0 {
+	var a admission
+	if rt.nwaiting.Load() > 0 {
 		rt.mu.Lock()
-		for pg := range rt.paused {
-			if rt.roomFor(pg) {
-				rt.unpauseLocked(pg)
-				rt.resumable = append(rt.resumable, pg.tp)
-				resumed = append(resumed, pg.tp)
-			}
-		}
+		rt.admitWaitingLocked(&a)
 		rt.mu.Unlock()
 	}
 	rt.signal()
 	rt.obs.InFlight(records, bytes)
-	for _, tp := range resumed {
-		rt.obs.PartitionResumed(tp)
-	}
-}
-
-// unpauseLocked takes g out of the pause set. Callers hold rt.mu.
-func (rt *runtime) unpauseLocked(g *graph) {
-	if _, ok := rt.paused[g]; ok {
-		delete(rt.paused, g)
-		rt.npaused.Add(-1)
-	}
-	g.paused = false
+	a.report(rt)
 }
 
 // Assign implements Group.
@@ -175,14 +147,15 @@ func (rt *runtime) Lose(tps []TopicPartition) {
 	rt.forget(rt.m.Lose(tps))
 }
 
-// forget takes stopped graphs out of the pause set (and their partitions
-// out of the resumable list, which a later assignment must not inherit)
-// and returns what they held to the budget.
+// forget takes stopped graphs out of the pause list (which a later
+// assignment of their partitions must not inherit) and out of the
+// admission queue (their waiting records are dropped, never counted), and
+// returns what they held to the budget.
 func (rt *runtime) forget(gs []*graph) {
 	rt.mu.Lock()
 	for _, g := range gs {
 		rt.unpauseLocked(g)
-		rt.resumable = slices.DeleteFunc(rt.resumable, func(tp TopicPartition) bool { return tp == g.tp })
+		rt.unwaitLocked(g)
 	}
 	rt.mu.Unlock()
 	for _, g := range gs {
@@ -206,50 +179,63 @@ func (rt *runtime) finish(gs []*graph) []Offset {
 	return out
 }
 
-// Deliver implements Group.
+// Deliver implements Group. It admits into the graph what the budget has
+// room for; the rest waits for admission (behind every partition already
+// waiting) and the partition is paused.
 func (rt *runtime) Deliver(tp TopicPartition, recs []Record) bool {
 	g, ok := rt.m.Worker(tp)
-	if !ok || len(recs) == 0 || !g.deliver(recs) {
+	if !ok || len(recs) == 0 || g.isClosing() {
 		return false
 	}
 	var b int64
 	for i := range recs {
 		b += recordBytes(&recs[i])
 	}
-	rt.obs.RecordsDelivered(tp, len(recs))
-	records, bytes := rt.inflight.Add(int64(len(recs))), rt.bytes.Add(b)
-	rt.obs.InFlight(records, bytes)
-	if !rt.full(g) {
-		return false
-	}
+	var a admission
 	rt.mu.Lock()
-	newlyPaused := !g.paused
-	if newlyPaused {
-		g.paused = true
-		rt.paused[g] = struct{}{}
-		rt.npaused.Add(1)
-		// A release that freed the budget between the check above and
-		// the insertion did not see g: check again now that it would.
-		if rt.roomFor(g) {
-			rt.unpauseLocked(g)
+	rt.batchRecords, rt.batchBytes = max(rt.batchRecords, int64(len(recs))), max(rt.batchBytes, b)
+	if len(rt.waiting) == 0 {
+		n := rt.fitLocked(recs)
+		if n > 0 && !rt.admitLocked(g, recs[:n], &a) {
 			rt.mu.Unlock()
 			return false
 		}
+		recs = recs[n:]
 	}
+	if len(recs) > 0 {
+		rt.waitLocked(g, recs)
+		// A release that freed room before g was queued did not admit
+		// it: try now that a release would.
+		rt.admitWaitingLocked(&a)
+	}
+	newlyPaused := false
+	if !g.paused && (len(g.waiting) > 0 || rt.full(g)) {
+		rt.pauseLocked(g)
+		newlyPaused = true
+	}
+	pause := g.paused
 	rt.mu.Unlock()
+	a.report(rt)
 	if newlyPaused {
 		rt.obs.PartitionPaused(tp)
 	}
-	return true
+	return pause
 }
 
-// Resumable implements Group.
+// Resumable implements Group. Paused partitions resume in turn (see
+// resumableLocked); when more had room, Wake is signalled again so that
+// the source comes back for them after the resumed ones delivered.
 func (rt *runtime) Resumable() []TopicPartition {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	r := rt.resumable
-	rt.resumable = nil
-	return r
+	out, more := rt.resumableLocked()
+	rt.mu.Unlock()
+	if more {
+		rt.signal()
+	}
+	for _, tp := range out {
+		rt.obs.PartitionResumed(tp)
+	}
+	return out
 }
 
 // Wake implements Group.

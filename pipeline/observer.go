@@ -23,7 +23,8 @@ type Observer interface {
 	PartitionPaused(tp TopicPartition)
 	PartitionResumed(tp TopicPartition)
 
-	// RecordsDelivered: the source handed n records of tp to its graph.
+	// RecordsDelivered: n records of tp the source delivered were
+	// admitted into its graph by the in-flight budget.
 	RecordsDelivered(tp TopicPartition, n int)
 	// RecordsCompleted: n records of tp became committable; next is the
 	// offset the source will commit.
@@ -33,8 +34,9 @@ type Observer interface {
 	// RecordDeadLettered: a record of tp was delivered to the dead-letter
 	// destination.
 	RecordDeadLettered(tp TopicPartition, stage string)
-	// InFlight: records and key+value bytes delivered but not yet
-	// committable, across all partitions, after a change.
+	// InFlight: records and key+value bytes admitted but not yet
+	// committable, across all partitions, after a change (calls from
+	// different goroutines may arrive out of order).
 	InFlight(records, bytes int64)
 
 	// StageCall: one call of a stage's user function for a value of tp

@@ -70,9 +70,17 @@ func WithDrainTimeout(d time.Duration) Option {
 	}
 }
 
-// WithMaxInFlight bounds the records delivered but not yet committable
-// across all partitions (default 100,000). When the bound is reached, the
-// source pauses the partitions that deliver more until records complete.
+// WithMaxInFlight caps the records in flight (admitted into the graphs
+// and not yet committable) across all partitions (default 100,000),
+// whatever the number of partitions: they never exceed records. A
+// delivery that does not fit is admitted only in part; the rest waits,
+// first come first served across partitions, and is admitted as records
+// complete, while its partition is paused. Besides the records in flight,
+// what waits is at most what each partition delivered before its pause
+// took effect (one Deliver call: at most 128 records from the Kafka
+// source). Paused partitions resume in turn: only as many at once as the
+// free budget has room for one delivery each. See docs/lifecycle.md,
+// "Backpressure".
 func WithMaxInFlight(records int) Option {
 	return func(c *config) {
 		if records <= 0 {
@@ -82,8 +90,10 @@ func WithMaxInFlight(records int) Option {
 	}
 }
 
-// WithMaxInFlightBytes bounds the key and value bytes of the records in
-// flight across all partitions (default 256 MiB), like [WithMaxInFlight].
+// WithMaxInFlightBytes caps the key and value bytes of the records in
+// flight across all partitions (default 256 MiB), like [WithMaxInFlight]:
+// they never exceed n, except that a record heavier than n is admitted
+// alone once no bytes are in flight.
 func WithMaxInFlightBytes(n int64) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -94,8 +104,11 @@ func WithMaxInFlightBytes(n int64) Option {
 }
 
 // WithPartitionQueue sets how many records one partition may hold
-// (delivered, not yet committable) before the source pauses it (default
-// 4096). It resumes when half of them completed.
+// (admitted, not yet committable) before the source pauses it (default
+// 4096). The delivery that reaches the limit is admitted whole, so a
+// partition holds at most records plus one delivery, minus one. It resumes
+// when half of them completed (and the global budget has room, see
+// [WithMaxInFlight]).
 func WithPartitionQueue(records int) Option {
 	return func(c *config) {
 		if records <= 0 {

@@ -1,0 +1,173 @@
+package pipeline
+
+import "slices"
+
+// This file is the global in-flight budget: admitting delivered records
+// into the graphs only within the limits, queueing what does not fit, and
+// resuming paused partitions in turn.
+//
+// Records are counted from admission (queued for a graph's feeder) until
+// they leave the tracker. Admissions happen under rt.mu, so the limits are
+// never exceeded; completions only decrease the counters and take no lock
+// unless records wait for admission.
+
+// full reports whether g (or the whole consumer) holds too much to go on
+// delivering.
+func (rt *runtime) full(g *graph) bool {
+	return g.pending.Load() >= int64(rt.cfg.partitionQueue) ||
+		rt.inflight.Load() >= int64(rt.cfg.maxInFlight) || rt.bytes.Load() >= rt.cfg.maxBytes
+}
+
+// threeQuarters returns floor(3n/4) for n >= 0 without overflowing.
+func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
+
+// fitLocked returns how many of recs, from the first, the budget admits
+// now: records while fewer than the limit are in flight, bytes while they
+// stay within the byte limit, except that a record heavier than what is
+// left goes alone when no bytes are in flight (else it would never fit).
+// Callers hold rt.mu.
+func (rt *runtime) fitLocked(recs []Record) int {
+	in, by := rt.inflight.Load(), rt.bytes.Load()
+	n := 0
+	for n < len(recs) && in < int64(rt.cfg.maxInFlight) {
+		b := recordBytes(&recs[n])
+		if by > 0 && b > rt.cfg.maxBytes-by {
+			break
+		}
+		in, by, n = in+1, by+b, n+1
+	}
+	return n
+}
+
+// admission collects what admissions under rt.mu must report to observers
+// once the lock is released.
+type admission struct {
+	delivered     []delivery
+	records, byts int64 // the budget after the last admission
+}
+
+type delivery struct {
+	tp TopicPartition
+	n  int
+}
+
+func (a *admission) report(rt *runtime) {
+	for _, d := range a.delivered {
+		rt.obs.RecordsDelivered(d.tp, d.n)
+	}
+	if len(a.delivered) > 0 {
+		rt.obs.InFlight(a.records, a.byts)
+	}
+}
+
+// admitLocked hands recs to g's feeder and counts them in the budget. It
+// returns false, admitting nothing, when g is closing. Callers hold rt.mu.
+func (rt *runtime) admitLocked(g *graph, recs []Record, a *admission) bool {
+	if !g.deliver(recs) {
+		return false
+	}
+	var b int64
+	for i := range recs {
+		b += recordBytes(&recs[i])
+	}
+	a.records, a.byts = rt.inflight.Add(int64(len(recs))), rt.bytes.Add(b)
+	a.delivered = append(a.delivered, delivery{tp: g.tp, n: len(recs)})
+	return true
+}
+
+// waitLocked queues recs of g for admission, behind every partition
+// already waiting. Callers hold rt.mu.
+func (rt *runtime) waitLocked(g *graph, recs []Record) {
+	if len(g.waiting) == 0 {
+		rt.waiting = append(rt.waiting, g)
+		rt.nwaiting.Add(1)
+	}
+	g.waiting = append(g.waiting, recs...)
+}
+
+// admitWaitingLocked admits waiting records first come, first served, as
+// far as the budget allows. Records of a graph that is closing are
+// dropped. Callers hold rt.mu.
+func (rt *runtime) admitWaitingLocked(a *admission) {
+	for len(rt.waiting) > 0 {
+		g := rt.waiting[0]
+		n := rt.fitLocked(g.waiting)
+		if n == 0 {
+			return
+		}
+		if !rt.admitLocked(g, g.waiting[:n], a) {
+			n = len(g.waiting)
+		}
+		clear(g.waiting[:n])
+		g.waiting = g.waiting[n:]
+		if len(g.waiting) > 0 {
+			return // admitted in part: the budget is full
+		}
+		rt.unwaitLocked(g)
+	}
+}
+
+// unwaitLocked takes g out of the admission queue, dropping what it still
+// had waiting. Callers hold rt.mu.
+func (rt *runtime) unwaitLocked(g *graph) {
+	if i := slices.Index(rt.waiting, g); i >= 0 {
+		rt.waiting = slices.Delete(rt.waiting, i, i+1)
+		rt.nwaiting.Add(-1)
+	}
+	g.waiting = nil
+}
+
+// pauseLocked marks g paused, last in the resume order. Callers hold rt.mu.
+func (rt *runtime) pauseLocked(g *graph) {
+	g.paused = true
+	rt.paused = append(rt.paused, g)
+}
+
+// unpauseLocked takes g out of the pause list. Callers hold rt.mu.
+func (rt *runtime) unpauseLocked(g *graph) {
+	if !g.paused {
+		return
+	}
+	g.paused = false
+	if i := slices.Index(rt.paused, g); i >= 0 {
+		rt.paused = slices.Delete(rt.paused, i, i+1)
+	}
+}
+
+// resumableLocked takes out of the pause list, oldest pause first, the
+// partitions that have room again, but only as many as the free budget has
+// room for one delivery each (the largest delivery seen so far), and at
+// least one. It reports whether more had room: they get their turn at the
+// next call, once those resumed now delivered. Nothing resumes while
+// records wait for admission, or while the budget is above three quarters
+// of either limit (hysteresis). Callers hold rt.mu.
+func (rt *runtime) resumableLocked() (out []TopicPartition, more bool) {
+	in, by := rt.inflight.Load(), rt.bytes.Load()
+	maxIn := int64(rt.cfg.maxInFlight)
+	if len(rt.paused) == 0 || len(rt.waiting) > 0 || in > threeQuarters(maxIn) || by > threeQuarters(rt.cfg.maxBytes) {
+		return nil, false
+	}
+	turns := (maxIn - in) / max(rt.batchRecords, 1)
+	if rt.batchBytes > 0 {
+		turns = min(turns, (rt.cfg.maxBytes-by)/rt.batchBytes)
+	}
+	turns = max(turns, 1)
+	half := int64(rt.cfg.partitionQueue / 2)
+	kept := rt.paused[:0]
+	for _, g := range rt.paused {
+		if g.pending.Load() > half {
+			kept = append(kept, g)
+			continue
+		}
+		if int64(len(out)) == turns {
+			more = true
+			kept = append(kept, g)
+			continue
+		}
+		g.paused = false
+		out = append(out, g.tp)
+	}
+	clear(rt.paused[len(kept):])
+	rt.paused = kept
+	return out, more
+}
