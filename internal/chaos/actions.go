@@ -74,10 +74,12 @@ func (s *scenario) terminate(ps []*proc, why string) {
 }
 
 // kill SIGKILLs p. Its uncommitted work may be redone by the next owner:
-// for every partition p was ever assigned, offsets from the committed
-// offset to the high watermark at this moment form a kill window.
+// for every partition p owned lately, offsets from the committed offset
+// to the high watermark at this moment form a kill window. Lately: within
+// a drain timeout and a second, as a partition the broker already moved
+// may still be draining in p.
 func (s *scenario) kill(p *proc, why string) {
-	held := s.mon.everHeld(p.name)
+	held := s.mon.heldSince(p.name, time.Now().Add(-s.set.drainTimeout-time.Second))
 	g := s.c.group()
 	hw := s.c.highWatermarks(inputTopic)
 	now := time.Now()
@@ -91,7 +93,7 @@ func (s *scenario) kill(p *proc, why string) {
 		s.violate("%s (pid %d) still not reaped 5s after SIGKILL", p.name, p.pid)
 	}
 	delete(s.live, p.slot)
-	s.logf("%s: SIGKILL (%s) -> %s; it had owned partitions %v", p.name, why, p.exit(), held)
+	s.logf("%s: SIGKILL (%s) -> %s; it owned partitions %v lately", p.name, why, p.exit(), held)
 }
 
 // recovered waits until the group owns and consumes every partition again
@@ -116,7 +118,7 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 	g, err := s.mon.waitUntil(ctx, deadline, what+": group settled",
 		func(g groupState) (bool, string) { return settled(g, live, s.set.partitions) })
 	if err != nil {
-		s.violate("%v", err)
+		s.violate("%v; the group meanwhile:\n%s", err, s.mon.history(since))
 		return errAbort
 	}
 	settledIn := time.Since(since)
@@ -140,6 +142,10 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 		s.res.slowestRecovery, s.res.slowestRecoveryWhy = took, after
 	}
 	s.logf("recovered after %s in %v (settled in %v)", after, took.Round(time.Millisecond), settledIn.Round(time.Millisecond))
+	if slow := s.set.sessionTimeout + 3*time.Second; took > slow {
+		s.res.slow = append(s.res.slow, fmt.Sprintf("slow recovery after %s: %v (over session timeout + 3s); the group meanwhile:\n%s",
+			after, took.Round(time.Millisecond), s.mon.history(since)))
+	}
 	return nil
 }
 
@@ -169,7 +175,7 @@ func (s *scenario) unexpectedExits() error {
 		crashed = true
 		delete(s.live, p.slot)
 		hw := s.c.highWatermarks(inputTopic)
-		for _, part := range s.mon.everHeld(p.name) {
+		for _, part := range s.mon.heldSince(p.name, p.started) {
 			s.windows[part] = append(s.windows[part], window{from: 0, to: hw[part], at: p.exitedAt(), cause: "crash of " + p.name})
 		}
 		s.violate("%s (pid %d, %s) exited on its own (%s) %v after it started. Last log lines:\n%s",

@@ -13,22 +13,31 @@ import (
 // pollEvery is how often the monitor and the waits look at the broker.
 const pollEvery = 20 * time.Millisecond
 
-// monitor samples the group every pollEvery for the whole scenario and
-// remembers every partition each member (client id) was ever assigned:
-// when a process is killed, its uncommitted work can only be on those.
+// monitor samples the group every pollEvery for the whole scenario. It
+// remembers when each member (client id) was last seen owning each
+// partition (when a process is killed, its uncommitted work can only be on
+// partitions it owned lately), and every change of the group's state and
+// membership, to explain slow recoveries.
 type monitor struct {
 	c    *cluster
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu   sync.Mutex
-	last groupState
-	held map[string]map[int32]bool
+	mu      sync.Mutex
+	last    groupState
+	held    map[string]map[int32]time.Time
+	changes []change
+}
+
+// change is the group as it became at one moment.
+type change struct {
+	at   time.Time
+	what string // state and assignment
 }
 
 func startMonitor(c *cluster) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &monitor{c: c, stop: cancel, done: make(chan struct{}), held: map[string]map[int32]bool{}}
+	m := &monitor{c: c, stop: cancel, done: make(chan struct{}), held: map[string]map[int32]time.Time{}}
 	m.sample()
 	go func() {
 		defer close(m.done)
@@ -59,21 +68,46 @@ func (m *monitor) sample() groupState {
 	m.last = s
 	for id, ps := range s.members {
 		if m.held[id] == nil {
-			m.held[id] = map[int32]bool{}
+			m.held[id] = map[int32]time.Time{}
 		}
 		for _, p := range ps {
-			m.held[id][p] = true
+			m.held[id][p] = s.at
 		}
+	}
+	if what := s.String(); len(m.changes) == 0 || m.changes[len(m.changes)-1].what != what {
+		m.changes = append(m.changes, change{at: s.at, what: what})
 	}
 	return s
 }
 
-// everHeld returns the partitions member id was ever seen to own.
-func (m *monitor) everHeld(id string) []int32 {
+// heldSince returns the partitions member id was seen to own at or after
+// since.
+func (m *monitor) heldSince(id string, since time.Time) []int32 {
 	m.sample()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.held[id]))
+	var ps []int32
+	for p, last := range m.held[id] {
+		if !last.Before(since) {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// history renders the group's changes from since on, times relative to
+// since.
+func (m *monitor) history(since time.Time) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lines []string
+	for _, c := range m.changes {
+		if !c.at.Before(since) {
+			lines = append(lines, fmt.Sprintf("+%.2fs %s", c.at.Sub(since).Seconds(), c.what))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // waitUntil samples the group until cond holds or the deadline passes;

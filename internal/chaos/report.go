@@ -35,6 +35,11 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 	}
 	tw.Flush()
 	for _, r := range results {
+		for _, n := range r.slow {
+			fmt.Fprintf(w, "\n%s/seed%d %s\n", r.protocol, r.seed, strings.ReplaceAll(n, "\n", "\n    "))
+		}
+	}
+	for _, r := range results {
 		if r.ok() {
 			continue
 		}

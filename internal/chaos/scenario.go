@@ -77,6 +77,7 @@ type result struct {
 
 	violations []string
 	notes      []string // WARN/ERROR counts of the processes' logs
+	slow       []string // recoveries slower than the session timeout + 3s, with the group's history
 	took       time.Duration
 	logDir     string
 }
