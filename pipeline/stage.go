@@ -108,6 +108,15 @@ func (s *Stage) Retain(t Ticket, n int) {
 // completing it completes each of them. Batching stages use it.
 func (s *Stage) Join(ts []Ticket) Ticket { return s.g.tr.join(ts) }
 
+// Split turns a joined ticket back into the n tickets it was joined from,
+// in Join order, for a stage that hands a batch's values on one by one:
+// the caller's reference to t becomes one reference to each returned
+// ticket, which it completes instead of t (Done, Fail), so that a value
+// that fails concerns only its own records. Other references to t are
+// unaffected. Unless t is a joined ticket of exactly n tickets, Split
+// returns nil and changes nothing.
+func (s *Stage) Split(t Ticket, n int) []Ticket { return s.g.tr.split(t, n) }
+
 // Fail handles the error of a stage function for the value holding ticket
 // t. For an error marked with [Invalid], it queues every record behind t
 // for the partition's dead-letter goroutine, which delivers them in order

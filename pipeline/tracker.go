@@ -132,6 +132,10 @@ func (tr *tracker) release(t Ticket) {
 func (tr *tracker) retain(t Ticket, n int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.retainLocked(t, n)
+}
+
+func (tr *tracker) retainLocked(t Ticket, n int) {
 	if t.joined() {
 		tr.joins[t.id&^joinedBit-1].refs += int32(n)
 	} else if s := tr.slotOf(t); s != nil {
@@ -155,6 +159,27 @@ func (tr *tracker) join(ts []Ticket) Ticket {
 	j.refs = 1
 	j.members = append(j.members, ts...)
 	return Ticket{id: joinedBit | uint64(i+1)}
+}
+
+// split returns the n tickets joined into t, in join order, each with one
+// more reference, and completes one reference of t. It returns nil and
+// changes nothing unless t is a joined ticket of n members.
+func (tr *tracker) split(t Ticket, n int) []Ticket {
+	if !t.joined() {
+		return nil
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	j := &tr.joins[t.id&^joinedBit-1]
+	if len(j.members) != n {
+		return nil
+	}
+	ts := append([]Ticket(nil), j.members...)
+	for _, m := range ts {
+		tr.retainLocked(m, 1)
+	}
+	tr.release(t) // no member drops to zero: each just gained a reference
+	return ts
 }
 
 // claimInvalid flags the records behind t as dead-lettered (for the

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
@@ -27,7 +28,9 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 		w := typed[func(T) int]("Batch", "Weight", o.weight)
 		weigh = func(_ context.Context, v T) (int, error) { return w(v), nil }
 	}
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[[]T]) error {
+	var batches pipeline.Stream[[]T]
+	batches = pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[[]T]) error {
+		batchOutputs.Delete(batches) // the builder returned: no Unbatch looks any more
 		ctx := s.Context()
 		var (
 			vals    []T
@@ -97,13 +100,33 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 			}
 		}
 	})
+	batchOutputs.Store(batches, struct{}{})
+	return batches
 }
 
-// Unbatch emits the elements of every slice, in order. The slice's records
-// commit when all of its elements completed; an empty slice completes at
-// once.
+// batchOutputs holds the streams Batch returned, from when Batch returns
+// until its stage starts (after the builder returned), so that an Unbatch
+// wired directly to one knows that its slices are Batch's own: element i
+// comes from the i-th value joined into the slice's ticket. (An entry
+// stays behind only when the builder failed after Batch and before an
+// Unbatch took it, which stops Run.)
+var batchOutputs sync.Map // pipeline.Stream[[]T] -> struct{}
+
+// Unbatch emits the elements of every slice, in order; an empty slice
+// completes at once.
+//
+// Right after a Batch, each element carries the ticket of the value it
+// was batched from: its records commit when that element completed, and
+// when an element fails only its own records are dead-lettered (Invalid)
+// or named in the error. After any other stage, such as a Map that builds
+// new slices from Batch's (a bulk lookup may return rows in any order),
+// Unbatch cannot know which record an element came from: every element
+// then stands for the whole slice, whose records commit when all of its
+// elements completed, and one invalid element dead-letters every record
+// of the slice.
 func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] {
 	sp, _ := spec("Unbatch", opts)
+	_, ownTickets := batchOutputs.LoadAndDelete(in)
 	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[[]T], out *pipeline.Outlet[T]) error {
 		for {
 			chunk, ok := inl.Recv()
@@ -115,6 +138,14 @@ func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] 
 				if len(it.Value) == 0 {
 					s.Done(it.Ticket)
 					continue
+				}
+				if ownTickets {
+					if ts := s.Split(it.Ticket, len(it.Value)); ts != nil {
+						for i, v := range it.Value {
+							buf = append(buf, pipeline.Item[T]{Value: v, Ticket: ts[i]})
+						}
+						continue
+					}
 				}
 				s.Retain(it.Ticket, len(it.Value)-1)
 				for _, v := range it.Value {
