@@ -30,9 +30,7 @@ type graph struct {
 	starts   []func()
 	wg       sync.WaitGroup
 	exited   chan struct{}
-	dlq      chan deadLetterJob
-	dlmu     sync.RWMutex // closing dlq excludes senders
-	dlClosed bool         // guarded by dlmu
+	dl       deadLetters
 
 	// input queue between Deliver and the feeder goroutine
 	qmu     sync.Mutex
@@ -58,7 +56,7 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		exited:   make(chan struct{}),
 		qsig:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
-		dlq:      make(chan deadLetterJob, deadLetterQueue),
+		dl:       deadLetters{wake: make(chan struct{}, 1)},
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
@@ -67,6 +65,7 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		rt.obs.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
+	g.tr.settled = g.dl.wake
 	g.tr.limit = newDLLimiter(rt.cfg.dlLimit)
 	g.tr.onLimit = func(err error) { rt.fail(g, err) }
 	return g
@@ -117,10 +116,7 @@ func (g *graph) build(b Builder) (err error) {
 	go func() {
 		// Stages first: until they exited they may queue dead letters.
 		g.wg.Wait()
-		g.dlmu.Lock()
-		g.dlClosed = true
-		close(g.dlq)
-		g.dlmu.Unlock()
+		g.closeDeadLetters()
 		<-dlqDone
 		close(g.exited)
 	}()

@@ -39,6 +39,10 @@ type runtime struct {
 	batchRecords int64
 	batchBytes   int64
 	err          error
+	// late: errors of partitions drained by Shutdown that must reach Run's
+	// caller although their partition was being taken away.
+	late         []error
+	shuttingDown atomic.Bool
 }
 
 func newRuntime(parent context.Context, cancel context.CancelCauseFunc, cfg config, b Builder) *runtime {
@@ -84,10 +88,28 @@ func (rt *runtime) fail(g *graph, err error) {
 	}
 }
 
+// failLate records an error of a partition drained by Shutdown that Run
+// must return, after the first fatal error if there is one.
+func (rt *runtime) failLate(err error) {
+	rt.cfg.logger.Error("sluice: error during shutdown", "err", err)
+	var se *StageError
+	if errors.As(err, &se) {
+		rt.obs.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.late = append(rt.late, err)
+}
+
+// fatal returns what Run returns: the first fatal error, joined with the
+// errors recorded during shutdown.
 func (rt *runtime) fatal() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.err
+	if len(rt.late) == 0 {
+		return rt.err
+	}
+	return errors.Join(append([]error{rt.err}, rt.late...)...)
 }
 
 func (rt *runtime) signal() {
@@ -138,6 +160,7 @@ func (rt *runtime) Revoke(tps []TopicPartition) []Offset {
 
 // Shutdown implements Group.
 func (rt *runtime) Shutdown() []Offset {
+	rt.shuttingDown.Store(true)
 	_, gs := rt.m.Shutdown()
 	return rt.finish(gs)
 }

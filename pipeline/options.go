@@ -119,11 +119,23 @@ func WithPartitionQueue(records int) Option {
 }
 
 // WithDeadLetter sets where records marked with [Invalid] go. fn is called
-// from the stage that found the record invalid, one record at a time and in
-// offset order within a partition; calls for different partitions may
-// overlap. The record's offset counts as done only when fn returns nil; an
-// error from fn stops Run like a stage error. ctx is the partition's
-// context.
+// on the partition's dead-letter goroutine (one per partition), not on the
+// stage that found the record invalid, which goes on meanwhile. Within a
+// partition, calls come one record at a time and in offset order: a record
+// is handed over once every record before it finished or was found invalid
+// itself, so a record that a later stage finds invalid at a lower offset
+// still goes first (a slow record holds back the dead letters after it,
+// which could not be committed before it anyway). Calls for different
+// partitions may overlap. ctx is the partition's context.
+//
+// The record's offset counts as done only when fn returned nil. A failed
+// call is retried under the [WithRetry] policy (a [Permanent] error or a
+// panic is not); when it still fails, Run stops with a *StageError
+// wrapping [ErrNotDeadLettered] and naming the record. A revoke or a
+// shutdown interrupts the retries: the record and the dead letters queued
+// after it stay uncommitted (the partition's next owner handles them),
+// and at shutdown Run returns that error, naming them, so nothing is
+// dropped silently.
 func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
 	return func(c *config) {
 		if fn == nil {

@@ -16,6 +16,9 @@ import (
 // dead-letter function fails or panics, an OnClose hook fails or panics,
 // or the builder fails, Run shuts down the same way, committing only what
 // completed, and returns that first error (a *StageError or *BuildError).
+// Dead-letter deliveries still failing when a shutdown drains their
+// partition are reported too (a *StageError wrapping [ErrNotDeadLettered],
+// joined after the first error if there is one).
 // When the source fails, Run stops every graph without committing and
 // returns the source's error. Run returns only after every goroutine it
 // started has exited.

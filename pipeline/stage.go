@@ -119,9 +119,9 @@ func (s *Stage) Split(t Ticket, n int) []Ticket { return s.g.tr.split(t, n) }
 
 // Fail handles the error of a stage function for the value holding ticket
 // t. For an error marked with [Invalid], it queues every record behind t
-// for the partition's dead-letter goroutine, which delivers them in order
-// and then completes t, and returns nil (it waits only while that queue is
-// full). For any other
+// for the partition's dead-letter goroutine, which delivers them in offset
+// order (see [WithDeadLetter]) and then completes t, and returns nil at
+// once. For any other
 // error it returns a *StageError naming the stage and the record's
 // position; the stage must then return that error, which stops Run. The
 // ticket is not completed, so nothing past the record is committed.
@@ -134,7 +134,7 @@ func (s *Stage) Fail(t Ticket, err error) error {
 		if s.g.rt.cfg.deadLetter == nil {
 			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
-		s.g.deadLetter(deadLetterJob{stage: s, t: t, recs: s.g.tr.claimInvalid(nil, t), err: err})
+		s.g.deadLetter(s, t, err)
 		return nil
 	}
 	return s.stageError(recs, err)

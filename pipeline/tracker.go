@@ -1,6 +1,9 @@
 package pipeline
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // tracker does one partition's offset accounting. Every delivered record
 // gets a slot holding the record and a reference count; stages complete
@@ -29,6 +32,11 @@ type tracker struct {
 	onLimit  func(error)
 	tripped  error
 	reported bool // tripped was passed to onLimit
+
+	// While watched is set (dead letters wait for the records before
+	// them), every completion signals settled (capacity one).
+	watched atomic.Bool
+	settled chan struct{}
 }
 
 type slot struct {
@@ -102,6 +110,12 @@ func (tr *tracker) done(ts ...Ticket) {
 		tripped, tr.reported = tr.tripped, true
 	}
 	tr.mu.Unlock()
+	if tr.watched.Load() {
+		select {
+		case tr.settled <- struct{}{}:
+		default:
+		}
+	}
 	if n > 0 {
 		tr.onDone(n, b, next)
 	}
@@ -182,17 +196,25 @@ func (tr *tracker) split(t Ticket, n int) []Ticket {
 	return ts
 }
 
+// claimed is a record claimed for the dead-letter destination, with its
+// sequence number (its position among the partition's records).
+type claimed struct {
+	seq uint64
+	rec Record
+}
+
 // claimInvalid flags the records behind t as dead-lettered (for the
-// dead-letter limits) and appends those that were not flagged before: a
-// record is dead-lettered once even when several values derived from it
-// (the elements of an unbatched batch) are found invalid.
-func (tr *tracker) claimInvalid(dst []Record, t Ticket) []Record {
+// dead-letter limits and the dead-letter order) and appends those that
+// were not flagged before: a record is dead-lettered once even when
+// several values derived from it (the elements of an unbatched batch) are
+// found invalid.
+func (tr *tracker) claimInvalid(dst []claimed, t Ticket) []claimed {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.claimInvalidLocked(dst, t)
 }
 
-func (tr *tracker) claimInvalidLocked(dst []Record, t Ticket) []Record {
+func (tr *tracker) claimInvalidLocked(dst []claimed, t Ticket) []claimed {
 	if t.joined() {
 		for _, m := range tr.joins[t.id&^joinedBit-1].members {
 			dst = tr.claimInvalidLocked(dst, m)
@@ -201,9 +223,24 @@ func (tr *tracker) claimInvalidLocked(dst []Record, t Ticket) []Record {
 	}
 	if s := tr.slotOf(t); s != nil && !s.invalid {
 		s.invalid = true
-		dst = append(dst, s.rec)
+		dst = append(dst, claimed{seq: t.id - 1, rec: s.rec})
 	}
 	return dst
+}
+
+// settledBefore reports whether every record before sequence number seq
+// is finished or flagged dead-lettered: none of them can still be found
+// invalid, so a dead letter for seq keeps offset order.
+func (tr *tracker) settledBefore(seq uint64) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	mask := len(tr.ring) - 1
+	for i := 0; i < tr.size && tr.base+uint64(i) < seq; i++ {
+		if s := &tr.ring[(tr.head+i)&mask]; s.refs > 0 && !s.invalid {
+			return false
+		}
+	}
+	return true
 }
 
 // records appends the records a ticket refers to.

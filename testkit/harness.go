@@ -115,7 +115,9 @@ func (h *Harness) Wait() error {
 }
 
 // Stop shuts the consumer down gracefully (every partition revoked and
-// committed) and returns Run's error. It is idempotent.
+// committed) and returns Run's error, including what the shutdown reported
+// (records whose dead-letter deliveries were still failing wrap
+// pipeline.ErrNotDeadLettered). It is idempotent.
 func (h *Harness) Stop() error {
 	h.run.stop()
 	return h.run.err

@@ -60,8 +60,11 @@ func (r *Running) Wait(t testing.TB) error {
 	}
 }
 
-// Stop cancels Run (a graceful shutdown) and returns its error; it fails
-// the test if Run does not return within WaitTimeout. It is idempotent.
+// Stop cancels Run (a graceful shutdown) and returns its error: the error
+// that stopped it, and what the shutdown itself reported, such as records
+// whose dead-letter deliveries were still failing (pipeline.ErrNotDeadLettered).
+// It fails the test if Run does not return within WaitTimeout. It is
+// idempotent.
 func (r *Running) Stop(t testing.TB) error {
 	t.Helper()
 	r.cancel()

@@ -1,0 +1,188 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// deadLog records the offsets handed to the dead-letter destination.
+type deadLog struct {
+	mu   sync.Mutex
+	offs []int64
+}
+
+func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.offs = append(d.offs, dl.Record.Offset)
+	return nil
+}
+
+func (d *deadLog) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprint(d.offs)
+}
+
+// A later stage finds offset 3 invalid after an earlier stage found
+// offset 5 invalid: 3 still reaches the destination first.
+func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead deadLog
+		found5 := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			checked := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+				if r.Offset == 5 {
+					close(found5)
+					return r, pipeline.Invalid(errors.New("bad header"))
+				}
+				return r, nil
+			}, stages.Name("check"))
+			return stages.Each(checked, func(ctx context.Context, r pipeline.Record) error {
+				if r.Offset == 3 {
+					<-found5 // offset 5 was found invalid first
+					return pipeline.Invalid(errors.New("bad body"))
+				}
+				return nil
+			}, stages.Name("write"))
+		}, pipeline.WithDeadLetter(dead.fn))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(8)...)
+		h.WaitCommitted("t", 0, 8)
+		if got := dead.String(); got != "[3 5]" {
+			t.Fatalf("dead letters %s, want [3 5] (offset order)", got)
+		}
+	})
+}
+
+// Invalid batches of two branches interleave by offset: dead letters go
+// out record by record in offset order, not batch by batch.
+func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead deadLog
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(r pipeline.Record) int { return int(r.Offset % 2) })
+			var ends []pipeline.End
+			for _, b := range branches {
+				ends = append(ends, stages.Each(stages.Batch(b, 2, 0), func(context.Context, []pipeline.Record) error {
+					return pipeline.Invalid(errors.New("bad batch"))
+				}))
+			}
+			return pipeline.All(ends...)
+		}, pipeline.WithDeadLetter(dead.fn))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(4)...)
+		h.WaitCommitted("t", 0, 4)
+		if got := dead.String(); got != "[0 1 2 3]" {
+			t.Fatalf("dead letters %s, want [0 1 2 3]", got)
+		}
+	})
+}
+
+// A dead letter waits only for the records before it: a slow record after
+// it does not hold it back.
+func TestADeadLetterDoesNotWaitForLaterRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		delivered := make(chan struct{})
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			nums := stages.Map(in, parse)
+			return stages.Each(nums, func(ctx context.Context, n int) error {
+				if n == 5 {
+					<-delivered // held until the dead letter of offset 2 is out
+				}
+				return nil
+			})
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+			if dl.Record.Offset == 2 {
+				close(delivered)
+			}
+			return nil
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("0"), []byte("1"), []byte("x"), []byte("3"), []byte("4"), []byte("5"), []byte("6"))
+		h.WaitCommitted("t", 0, 7)
+	})
+}
+
+// Shutting down while the dead-letter destination fails interrupts the
+// retries; Run then returns an error naming the records that were not
+// dead-lettered, which stay uncommitted.
+func TestShutdownWhileDeadLettersFailReturnsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		called := make(chan struct{}, 1)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
+		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+			return errFlaky // transient: retried with backoff
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"), []byte("y"), []byte("3"))
+		<-called
+		synctest.Wait() // offset 3 is queued too; offset 1 waits for its first retry
+		err := h.Stop()
+		var se *pipeline.StageError
+		if !errors.Is(err, pipeline.ErrNotDeadLettered) || !errors.Is(err, errFlaky) || !errors.As(err, &se) {
+			t.Fatalf("Stop returned %v, want a *StageError wrapping ErrNotDeadLettered and the destination's error", err)
+		}
+		if se.Stage != "parse" || se.Offset != 1 || !strings.Contains(err.Error(), "offsets [3]") {
+			t.Fatalf("error names %q at %d: %v; want parse at offset 1, and offset 3 also not dead-lettered", se.Stage, se.Offset, err)
+		}
+		if got := h.Committed("t", 0); got != 1 {
+			t.Fatalf("committed %d, want 1 (nothing from the record not dead-lettered on)", got)
+		}
+	})
+}
+
+// A revoke interrupts failing dead-letter retries without stopping Run:
+// the record stays uncommitted and is dead-lettered by the next
+// assignment.
+func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var broken atomic.Bool
+		broken.Store(true)
+		called := make(chan struct{}, 1)
+		var dead deadLog
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, parse))
+		}, pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+			if broken.Load() {
+				select {
+				case called <- struct{}{}:
+				default:
+				}
+				return errFlaky
+			}
+			return dead.fn(ctx, dl)
+		}))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"))
+		<-called
+		h.Revoke("t", 0)
+		if got := h.Committed("t", 0); got != 1 {
+			t.Fatalf("committed %d after the revoke, want 1", got)
+		}
+		broken.Store(false)
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 3)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Stop returned %v; a revoke must not stop Run", err)
+		}
+		if got := dead.String(); got != "[1]" {
+			t.Fatalf("dead letters %s, want [1]", got)
+		}
+	})
+}
