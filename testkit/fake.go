@@ -152,14 +152,21 @@ func tps(topic string, partitions []int32) []pipeline.TopicPartition {
 
 // Assign assigns partitions of topic to the consumer and returns once their
 // graphs run. Delivery starts at each partition's committed offset (the
-// start of its log when nothing was committed). The group's error, if any
-// graph failed to build, is returned.
+// start of its log when nothing was committed). Partitions the consumer
+// already owns are left as they are (as Kafka does not assign a partition
+// twice): their delivery position and pause are kept and their graphs are
+// not rebuilt. The group's error, if any graph failed to build, is
+// returned.
 func (f *Fake) Assign(topic string, partitions ...int32) error {
 	var err error
 	if serr := f.do(func(g pipeline.Group) {
-		list := tps(topic, partitions)
-		for _, tp := range list {
+		var list []pipeline.TopicPartition
+		for _, tp := range tps(topic, partitions) {
 			p := f.part(tp)
+			if p.assigned {
+				continue
+			}
+			list = append(list, tp)
 			p.assigned, p.paused = true, false
 			next := f.Committed(tp.Topic, tp.Partition)
 			p.pos = slices.IndexFunc(p.log, func(r pipeline.Record) bool { return r.Offset >= next })
@@ -172,7 +179,9 @@ func (f *Fake) Assign(topic string, partitions ...int32) error {
 			f.joined = true
 			g.Joined()
 		}
-		err = g.Assign(list)
+		if len(list) > 0 {
+			err = g.Assign(list)
+		}
 	}); serr != nil {
 		return serr
 	}

@@ -3,6 +3,8 @@ package testkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,6 +13,15 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
+
+// values returns n payloads "0".."n-1".
+func values(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(strconv.Itoa(i))
+	}
+	return out
+}
 
 func discard(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 	return stages.Discard(in)
@@ -69,6 +80,48 @@ func TestControlAfterStopReportsErrStopped(t *testing.T) {
 		}
 		if err := h.Stop(); err != nil {
 			t.Fatalf("second Stop returned %v", err)
+		}
+	})
+}
+
+// Assigning a partition the consumer owns already changes nothing: its
+// records are not delivered again to the same graph, its pause is kept.
+func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var seen []int64
+		builds := 0
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			builds++
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				if r.Offset == 5 {
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				seen = append(seen, r.Offset)
+				return nil
+			})
+		}, pipeline.WithPartitionQueue(3))
+		h.Send("t", 0, values(8)...)
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 5) // offsets 5 to 7 are in flight
+		synctest.Wait()
+		delivered := h.Fake().Delivered("t", 0)
+		h.Assign("t", 0)
+		synctest.Wait()
+		if got := h.Fake().Delivered("t", 0); got != delivered {
+			t.Fatalf("delivered %d records after the second Assign, %d before: the partition was delivered again", got, delivered)
+		}
+		close(release)
+		h.WaitCommitted("t", 0, 8)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(seen) != "[0 1 2 3 4 5 6 7]" || builds != 1 {
+			t.Fatalf("processed %v with %d graphs, want [0 1 2 3 4 5 6 7] once, one graph", seen, builds)
 		}
 	})
 }
