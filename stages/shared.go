@@ -16,24 +16,40 @@ import (
 // Create one per consumer, before pipeline.Run, and end each partition's
 // graph with [SharedBatcher.Feed].
 //
-// A batch is written when it holds maxSize values (or weight, with the
-// Weight option) and when maxWait passed since its first value. The write
-// runs on the goroutine of the partition whose value completed the batch
-// or whose timer fired, one write at a time. After a write succeeds, every
-// value in it completes in its own partition, so each partition commits
-// its share. Transient write errors are retried under the feeding stage's
-// retry policy; an error marked with pipeline.Invalid dead-letters every
-// record in the batch; any other error stops Run.
+// A batch closes when it holds maxSize values (or weight, with the Weight
+// option) and when maxWait passed since its first value. Closed batches
+// queue up and are written in order, one write at a time, on the Feed
+// goroutines: the partition that closed a batch waits for its turn, then
+// writes what is queued. So each partition's values are written in offset
+// order. After a write succeeds, every value in it completes in its own
+// partition, so each partition commits its share.
 //
-// Revoke: a revoked partition's Feed stage writes the pending batch at
-// once and waits until every value of its partition was written, before
-// the revoke is acknowledged. Lost partition: its values still pending
-// are written with the next batch (they are already in it) but never
+// The write is called like any stage function: a panic becomes a
+// *pipeline.PanicError, calls are timed for observers and watched by the
+// stuck detector (which names the batch's first value), and a transient
+// error is retried under the retry policy of the Feed stage running it.
+// Its context ends when the partition running it is lost or its drain
+// times out, and once every partition with values in the batch is gone;
+// honour it. An error marked with pipeline.Invalid dead-letters every
+// record in the batch. Any other error stops Run: every partition in the
+// batch fails with a *pipeline.StageError at its first value's offset,
+// the partition of the batch's first value first.
+//
+// Revoke: the revoked partition's Feed stage closes the open batch, writes
+// the queue once it is its turn, and waits until every value of its
+// partition was written (at most until the drain timeout) before the
+// revoke is acknowledged. When the write it runs is interrupted (a revoke
+// ends its retries, a loss or a drain timeout its context), the batch goes
+// back to the head of the queue without the values of partitions being
+// revoked or gone, which stay uncommitted, and another partition writes
+// it at once. Lost partition: its values already in a batch are written
+// with it while another partition's values are in it too, but never
 // committed; its next owner reads them again.
 //
-// Writes are serialized: a partition being revoked waits for a write in
-// progress (with its retries) before it writes its own values, so keep the
-// write's retry policy shorter than the drain timeout.
+// A partition being revoked waits for the write in progress, with its
+// retries, so keep the write's retry policy shorter than the drain
+// timeout. Waiting for a turn is a channel wait, so a pipeline using a
+// SharedBatcher can be tested inside a testing/synctest bubble.
 type SharedBatcher[T any] struct {
 	write   func(context.Context, []T) error
 	call    func(context.Context, []T) (struct{}, error) // write, in invoke's shape
@@ -110,7 +126,10 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 }
 
 // Feed ends a partition's graph by adding its values to the shared
-// batches. Call it from the builder, once per partition.
+// batches. Call it from the builder, once per partition. Its stage also
+// writes batches holding other partitions' values (see [SharedBatcher]).
+// A panic of the Weight function stops Run naming the value; the values
+// before it are still written and commit.
 func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 	return pipeline.AddEnd(in, b.spec, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
 		b.mu.Lock()
