@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,6 +117,46 @@ func TestSharedBatcherWritesAreTimedAndWatchedForStuckValues(t *testing.T) {
 		}
 		if want := []string{"insert@t/0:0", "insert@t/1:0"}; !slices.Equal(stucks, want) {
 			t.Errorf("stuck values %v, want %v", stucks, want)
+		}
+	})
+}
+
+// A write that panics while the partition running it is being revoked is
+// a failure, not an interruption: it stops Run at once with the position
+// of the batch's first value, instead of going back to the queue to be
+// written (and panic) again on another partition.
+func TestSharedBatcherWritePanicDuringARevokeIsNotWrittenAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		write := func(ctx context.Context, batch []string) error {
+			calls.Add(1)
+			<-release
+			panic("driver bug")
+		}
+		b := stages.NewSharedBatcher(write, 2, time.Minute, stages.Name("insert"))
+		h := sharedHarness(t, b)
+		h.Assign("t", 0, 1)
+		h.Send("t", 0, []byte("a"))
+		synctest.Wait()
+		h.Send("t", 1, []byte("b")) // partition 1 writes [0:a 1:b]
+		synctest.Wait()
+		revoked := make(chan struct{})
+		go func() {
+			defer close(revoked)
+			h.Revoke("t", 1)
+		}()
+		synctest.Wait()
+		close(release)
+		<-revoked
+		err := h.Wait()
+		var se *pipeline.StageError
+		var pe *pipeline.PanicError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Partition != 0 || se.Offset != 0 {
+			t.Fatalf("Run returned %v, want a StageError at t/0 offset 0 with a PanicError", err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("the panicking batch was written %d times, want 1", n)
 		}
 	})
 }

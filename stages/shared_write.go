@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sluice-go/sluice/pipeline"
@@ -11,8 +12,9 @@ import (
 // until the queue is empty, completing their values in their partitions.
 // It returns false when s must stop: a write failed for good and s had
 // values in its batch (the failure is then already reported, see fail).
-// A write interrupted because s's partition is being revoked or is gone
-// puts the batch back at the head of the queue and ends s's turn.
+// A write interrupted because s's partition is being revoked (its retries
+// end; a panic or a permanent error is still a failure) or is gone puts
+// the batch back at the head of the queue and ends s's turn.
 func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
 	b.mu.Lock()
 	b.writers++
@@ -39,7 +41,7 @@ func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
 					}
 				}
 			})
-		case interrupted || s.Stopping():
+		case interrupted || (s.Stopping() && transient(err)):
 			b.requeue(p)
 			if s.Stopping() {
 				return true
@@ -50,6 +52,13 @@ func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
 			}
 		}
 	}
+}
+
+// transient reports whether a write error is worth trying again on
+// another partition: not a panic nor an error marked permanent.
+func transient(err error) bool {
+	var pe *pipeline.PanicError
+	return !pipeline.IsPermanent(err) && !errors.As(err, &pe)
 }
 
 // next takes the batch at the head of the queue, or returns nil.
