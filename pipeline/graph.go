@@ -225,6 +225,7 @@ func (g *graph) Drain() {
 	}
 	g.close()
 	g.cancel(ErrRevoked)
+	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.obs.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
@@ -234,6 +235,7 @@ func (g *graph) Kill() {
 	g.cancel(ErrLost)
 	<-g.exited
 	g.close()
+	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.obs.PartitionLost(g.tp)
 	g.rt.cfg.logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }

@@ -48,7 +48,11 @@ type Observer interface {
 	// StageFailed: a stage error stops Run.
 	StageFailed(stage string, tp TopicPartition, err error)
 	// Stuck: one value of tp (offset) has been in stage for at least
-	// since (reported once per value; see WithStuckThreshold).
+	// since (reported once per value; see WithStuckThreshold). It comes
+	// before the RecordsCompleted whose next passes offset, and before
+	// PartitionRevoked or PartitionLost of tp, so an observer can clear
+	// its mark on either. It is called with a lock of tp's offset
+	// accounting held: return at once.
 	Stuck(stage string, tp TopicPartition, offset int64, since time.Duration)
 
 	// Polled: the source's poll loop completed a poll.

@@ -79,9 +79,22 @@ func (w *watchdog) run(stop <-chan struct{}) {
 	}
 }
 
+// stuckValue is one stuck report, logged after the sampling.
+type stuckValue struct {
+	g      *graph
+	stage  string
+	offset int64
+	since  time.Duration
+}
+
+// sample reports the values stuck for a threshold to observers, under
+// w.mu, then logs them (with every goroutine's stack, which is slow)
+// without it. Holding w.mu while reporting orders every report of a
+// partition before forget returns, which the runtime calls before it
+// reports the partition revoked or lost.
 func (w *watchdog) sample(now time.Time) {
+	var stuck []stuckValue
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for g, probes := range w.probes {
 		for _, p := range probes {
 			cur := p.cur.Load()
@@ -92,23 +105,36 @@ func (w *watchdog) sample(now time.Time) {
 				p.seen, p.since, p.reported = cur, now, false
 			case !p.reported && now.Sub(p.since) >= w.threshold:
 				p.reported = true
-				w.report(g, p, Ticket{id: cur}, now.Sub(p.since))
+				if s, ok := w.report(g, p, Ticket{id: cur}, now.Sub(p.since)); ok {
+					stuck = append(stuck, s)
+				}
 			}
 		}
 	}
-}
-
-func (w *watchdog) report(g *graph, p *Probe, t Ticket, since time.Duration) {
-	offset := int64(-1)
-	if recs := g.tr.records(nil, t); len(recs) > 0 {
-		offset = recs[0].Offset
+	w.mu.Unlock()
+	if len(stuck) == 0 {
+		return
 	}
 	buf := make([]byte, 1<<20)
 	buf = buf[:goruntime.Stack(buf, true)]
-	w.rt.cfg.logger.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", p.stage.name, since),
-		"topic", g.tp.Topic, "partition", g.tp.Partition, "offset", offset, "stage", p.stage.name,
-		"goroutines", string(buf))
-	w.rt.obs.Stuck(p.stage.name, g.tp, offset, since)
+	for _, s := range stuck {
+		w.rt.cfg.logger.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", s.stage, s.since),
+			"topic", s.g.tp.Topic, "partition", s.g.tp.Partition, "offset", s.offset, "stage", s.stage,
+			"goroutines", string(buf))
+	}
+}
+
+// report tells observers that the value of t is stuck, while the
+// tracker's lock shows its first record not committable yet: the report
+// then comes before the completion that passes that record. It returns
+// false, reporting nothing, when the value completed meanwhile.
+func (w *watchdog) report(g *graph, p *Probe, t Ticket, since time.Duration) (stuckValue, bool) {
+	s := stuckValue{g: g, stage: p.stage.name, since: since}
+	ok := g.tr.withFirstRecord(t, func(r *Record) {
+		s.offset = r.Offset
+		w.rt.obs.Stuck(s.stage, g.tp, s.offset, since)
+	})
+	return s, ok
 }
 
 // MinStuckThreshold is the smallest threshold [WithStuckThreshold]

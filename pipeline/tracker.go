@@ -228,6 +228,20 @@ func (tr *tracker) claimInvalidLocked(dst []claimed, t Ticket) []claimed {
 	return dst
 }
 
+// withFirstRecord calls fn, under the tracker's lock, with the first
+// record behind t that is not committable yet, and reports whether there
+// was one.
+func (tr *tracker) withFirstRecord(t Ticket, fn func(*Record)) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	recs := tr.recordsLocked(nil, t)
+	if len(recs) == 0 {
+		return false
+	}
+	fn(&recs[0])
+	return true
+}
+
 // settledBefore reports whether every record before sequence number seq
 // is finished or flagged dead-lettered: none of them can still be found
 // invalid, so a dead letter for seq keeps offset order.
