@@ -40,6 +40,9 @@ type commitWatch struct {
 	requests int
 	prefix   map[int32]int64 // every offset below prefix[p] was processed
 	bad      []string
+	history  []string // every request checked, for failure reports
+	highest  map[string]map[int32]int64
+	back     []string // requests below an earlier one of the same member
 }
 
 // watchCommits installs the watch as a kfake fault that never answers
@@ -48,7 +51,7 @@ type commitWatch struct {
 // answers a request hides it from the ones after.
 func watchCommits(t *testing.T, b *testkit.Broker, group, topic string, seen *offsets) *commitWatch {
 	t.Helper()
-	w := &commitWatch{seen: seen, topic: topic, prefix: map[int32]int64{}}
+	w := &commitWatch{seen: seen, topic: topic, prefix: map[int32]int64{}, highest: map[string]map[int32]int64{}}
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, When: w.when, Count: -1})
 	t.Cleanup(h.Remove)
 	return w
@@ -69,14 +72,26 @@ func (w *commitWatch) when(r kmsg.Request) bool {
 	}
 	w.last = r
 	w.requests++
+	line := fmt.Sprintf("%s gen %d member %s:", time.Now().Format("15:04:05.000"), req.Generation, req.MemberID)
+	hi := w.highest[req.MemberID]
+	if hi == nil {
+		hi = map[int32]int64{}
+		w.highest[req.MemberID] = hi
+	}
 	for _, rt := range req.Topics {
 		if rt.Topic != w.topic {
 			continue
 		}
 		for _, rp := range rt.Partitions {
+			line += fmt.Sprintf(" %d@%d", rp.Partition, rp.Offset)
 			w.checkLocked(rp.Partition, rp.Offset)
+			if h, ok := hi[rp.Partition]; ok && rp.Offset < h {
+				w.back = append(w.back, fmt.Sprintf("member %s: partition %d commit of %d after one of %d", req.MemberID, rp.Partition, rp.Offset, h))
+			}
+			hi[rp.Partition] = max(hi[rp.Partition], rp.Offset)
 		}
 	}
+	w.history = append(w.history, line)
 	return false
 }
 
@@ -101,6 +116,27 @@ func (w *commitWatch) Requests() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.requests
+}
+
+// logIfFailed logs every commit request the broker received if t failed.
+func (w *commitWatch) logIfFailed(t *testing.T) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.history {
+		t.Log("commit request: " + l)
+	}
+}
+
+// regressions returns, per partition, the commit requests of one member
+// that asked for a lower offset than an earlier request of that member.
+func (w *commitWatch) regressions() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.back...)
 }
 
 // check fails t if any commit request went past the processed offsets.

@@ -206,3 +206,81 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 	})
 	checkCommittedEquals(t, b, group, topic, hw)
 }
+
+// TestFaultNetworkBlip: the network fails for less than the session
+// timeout (cut: until the consumer's reconnects were refused six times;
+// stalled: until the proxy holds two chunks the client or broker sent)
+// while records are processed. librdkafka reconnects and carries on:
+// nothing is lost or revoked, every record is processed exactly once, no
+// commit reaches the broker while it is cut off, and the group commits the
+// high watermarks once the network is back.
+func TestFaultNetworkBlip(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			networkBlip(t, mode)
+		})
+	}
+}
+
+func networkBlip(t *testing.T, mode tcpproxy.Mode) {
+	const parts, perPartition, held = 4, 2000, 1000
+	const session = 10 * time.Second
+	b, px := proxiedBroker(t)
+	topic, group := "fnb-"+mode.String(), "fnb-"+mode.String()+"-g"
+	b.CreateTopic(t, topic, parts)
+	b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	g := newGate()
+	obs := newCommitLog(b, group, topic)
+	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
+		countingBuilder("A", es, seen, gates{held: g}),
+		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
+	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
+
+	began := time.Now()
+	accepted := px.Accepted()
+	if mode == tcpproxy.Cut {
+		px.Cut()
+	} else {
+		px.Stall()
+	}
+	g.open()
+	waitUntil(t, "every record processed", func() bool { return seen.processedThrough(perPartition - 1) }, a)
+	if mode == tcpproxy.Cut {
+		// librdkafka reconnects with a backoff doubling from 100ms,
+		// over its bootstrap, broker and coordinator connections.
+		waitUntil(t, "six refused reconnects", func() bool { return px.Accepted() >= accepted+6 }, a)
+	} else {
+		waitUntil(t, "requests held by the stall", func() bool { return px.Held() >= 2 }, a)
+	}
+	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
+		t.Errorf("the group's commits while cut off: %v, want %v", got, want)
+	}
+	px.Restore()
+	down := time.Since(began)
+	waitGroupAt(t, b, group, topic, hw, a)
+	t.Logf("%s: down for %v (session timeout %v); the high watermarks committed %v after the network healed",
+		mode, down.Round(time.Millisecond), session, (time.Since(began) - down).Round(time.Millisecond))
+	if down >= session {
+		t.Fatalf("the outage lasted %v, not less than the session timeout %v: the test exercised nothing", down, session)
+	}
+	a.stillRunning(t, "the blip")
+	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
+	a.stopClean(t)
+
+	watch.check(t)
+	es.check(t)
+	seen.checkTimes(t, func(int32, int64) int32 { return 1 })
+	if lost != 0 || revoked != 0 {
+		t.Errorf("%d partitions lost and %d revoked, want none", lost, revoked)
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+}

@@ -9,11 +9,11 @@ import (
 
 // TestCommitWatchFlagsCommitsPastProcessed: the watch the fault tests rely
 // on accepts a commit of n once offsets 0..n-1 were processed, rejects one
-// with a hole below n, and checks each request once however many entities
-// kfake asks it about.
+// with a hole below n, checks each request once however many entities
+// kfake asks it about, and notes a request below an earlier one.
 func TestCommitWatchFlagsCommitsPastProcessed(t *testing.T) {
 	seen := newOffsets(map[int32]int64{0: 10, 1: 10})
-	w := &commitWatch{seen: seen, topic: "t", prefix: map[int32]int64{}}
+	w := &commitWatch{seen: seen, topic: "t", prefix: map[int32]int64{}, highest: map[string]map[int32]int64{}}
 	commit := func(p int32, next int64) *kmsg.OffsetCommitRequest {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		rt := kmsg.NewOffsetCommitRequestTopic()
@@ -47,8 +47,11 @@ func TestCommitWatchFlagsCommitsPastProcessed(t *testing.T) {
 			t.Errorf("flag %d = %q, want it to say %q", i, w.bad[i], want)
 		}
 	}
-	w.when(commit(0, 5)) // still fine: nothing went backwards
+	w.when(commit(0, 5)) // processed, but below the earlier request of 6
 	if len(w.bad) != 3 {
 		t.Errorf("a commit at the processed prefix was flagged: %v", w.bad[3:])
+	}
+	if back := w.regressions(); len(back) != 1 || !strings.Contains(back[0], "commit of 5 after one of 6") {
+		t.Errorf("regressions = %q, want the one commit of 5 after 6", back)
 	}
 }

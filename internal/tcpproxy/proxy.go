@@ -55,6 +55,7 @@ type Proxy struct {
 	open     chan struct{} // closed while the mode is Forward
 	conns    map[*pair]struct{}
 	accepted int
+	held     int // chunks read and waiting for Restore
 	closed   bool
 
 	wg sync.WaitGroup // the accept loop and every pair's goroutines
@@ -90,6 +91,15 @@ func (p *Proxy) Accepted() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.accepted
+}
+
+// Held is the number of chunks of bytes, over every connection and both
+// directions, that the proxy read and holds because it is stalled. A test
+// can wait for it to know that a peer wrote during the stall.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // Mode returns the current mode.
@@ -227,7 +237,18 @@ func (p *Proxy) copy(c *pair, dst, src net.Conn) {
 func (p *Proxy) waitOpen(c *pair) bool {
 	p.mu.Lock()
 	open := p.open
+	stalled := p.mode != Forward
+	if stalled {
+		p.held++
+	}
 	p.mu.Unlock()
+	if stalled {
+		defer func() {
+			p.mu.Lock()
+			p.held--
+			p.mu.Unlock()
+		}()
+	}
 	select {
 	case <-open:
 	case <-c.done:

@@ -139,6 +139,7 @@ func TestStallHoldsBytesUntilRestore(t *testing.T) {
 	if _, err := late.Write([]byte("late")); err != nil {
 		t.Fatal(err)
 	}
+	waitHeld(t, p, 2) // both writes read by the proxy and held
 	// Nothing may come back while stalled. A correct proxy never answers,
 	// so this short observation cannot fail spuriously.
 	for _, conn := range []net.Conn{c, late} {
@@ -152,6 +153,25 @@ func TestStallHoldsBytesUntilRestore(t *testing.T) {
 	readExactly(t, c, "held")
 	readExactly(t, late, "late")
 	roundTrip(t, c, "after")
+	if n := p.Held(); n != 0 {
+		t.Errorf("Held = %d after Restore, want 0", n)
+	}
+}
+
+// waitHeld waits until the proxy holds at least n chunks.
+func waitHeld(t *testing.T, p *Proxy, n int) {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for p.Held() < n {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("Held = %d after %v, want %d", p.Held(), wait, n)
+		}
+	}
 }
 
 func TestCutResetsAndRefusesUntilRestore(t *testing.T) {
