@@ -71,3 +71,16 @@ func BenchmarkEach(b *testing.B) {
 		return stages.Each(in, func(_ context.Context, v int64) error { sum += v; return nil })
 	})
 }
+
+func BenchmarkBatchUnbatch100(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Unbatch(stages.Batch(in, 100, time.Second)))
+	})
+}
+
+// BenchmarkSharedBatcher100 is one partition feeding a SharedBatcher whose
+// write does nothing: the batcher's own cost per message.
+func BenchmarkSharedBatcher100(b *testing.B) {
+	sb := stages.NewSharedBatcher(func(context.Context, []int64) error { return nil }, 100, time.Second)
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End { return sb.Feed(in) })
+}
