@@ -28,8 +28,8 @@ func newSlowStuckLog() *slowStuckLog {
 }
 
 func (h *slowStuckLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *slowStuckLog) WithAttrs([]slog.Attr) slog.Handler     { return h }
-func (h *slowStuckLog) WithGroup(string) slog.Handler          { return h }
+func (h *slowStuckLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *slowStuckLog) WithGroup(string) slog.Handler            { return h }
 func (h *slowStuckLog) Handle(_ context.Context, r slog.Record) error {
 	if strings.Contains(r.Message, "stuck") {
 		h.logging <- struct{}{}
@@ -44,7 +44,9 @@ type revokeSignal struct {
 	revoked chan struct{}
 }
 
-func (r *revokeSignal) PartitionRevoked(pipeline.TopicPartition, time.Duration, bool) { close(r.revoked) }
+func (r *revokeSignal) PartitionRevoked(pipeline.TopicPartition, time.Duration, bool) {
+	close(r.revoked)
+}
 
 // runStuck starts a pipeline whose only record, offset 0, blocks in its
 // stage until unblock is closed, with Health (and more) observing and the

@@ -209,7 +209,7 @@ func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 // (the largest seen), and Wake calls the source back for the others.
 func TestPausedPartitionsResumeInTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
+		delivered, release := make(chan struct{}), make(chan struct{})
 		tpOf := func(p int32) pipeline.TopicPartition { return pipeline.TopicPartition{Topic: "t", Partition: p} }
 		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
 			defer g.Shutdown()
@@ -230,6 +230,7 @@ func TestPausedPartitionsResumeInTurn(t *testing.T) {
 					t.Errorf("partition %d did not pause", p)
 				}
 			}
+			close(delivered)
 			synctest.Wait() // partitions 0 to 19 completed; 20 to 29 are blocked
 			<-g.Wake()
 			// 416 records in flight: room for (2000-416)/128 = 12 deliveries.
@@ -256,14 +257,16 @@ func TestPausedPartitionsResumeInTurn(t *testing.T) {
 		})
 		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				wait := delivered // every partition is paused before any completes
 				if r.Partition >= 20 {
-					select {
-					case <-release:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
+					wait = release
 				}
-				return nil
+				select {
+				case <-wait:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			})
 		}, pipeline.WithMaxInFlight(2000), pipeline.WithPartitionQueue(32))
 		if err != nil {
