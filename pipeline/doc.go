@@ -42,8 +42,9 @@
 //     the same way and returns the error, naming the stage and the offset.
 //
 // Run returns only after every goroutine it started has exited. Panics in
-// stage functions and builders are recovered and reported as errors with
-// their stack ([PanicError]); they stop Run like any permanent error.
+// stage functions, builders, OnClose hooks and the dead-letter function
+// are recovered and reported as errors with their stack ([PanicError]);
+// they stop Run like any permanent error.
 //
 // # Sources and observers
 //
