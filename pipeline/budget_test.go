@@ -80,7 +80,7 @@ func (o *peakObserver) RecordsCompleted(tp pipeline.TopicPartition, _ int, next 
 // (first come, first served) while its partition is paused, and paused
 // partitions resume in turn. Every partition makes progress.
 func TestInFlightLimitsAreCapsWithManyPartitions(t *testing.T) {
-	const parts, perPart = 200, 300
+	const parts, perPart = 200, 200
 	for name, tc := range map[string]struct {
 		opts              []pipeline.Option
 		maxRecs, maxBytes int64
