@@ -36,14 +36,15 @@ type Config struct {
 
 	// CloseTimeout bounds what the source does past the runtime's drain
 	// when it stops: the final synchronous commit (retried while the group
-	// is rebalancing), leaving the group, and closing the client. The
-	// commit and the leave share the first three quarters of it, closing
-	// the client gets the rest. It also bounds each synchronous commit on
-	// a revoke. Past it Run returns an error naming what did not finish
-	// (see Kafka.Run). Zero means DefaultCloseTimeout; it must not be
-	// negative, and a non-zero value must be at least 100ms. It is part of
-	// the default max.poll.interval.ms (see the package documentation,
-	// "Timeouts").
+	// is rebalancing) and leaving the group share its first 40%, closing
+	// the client gets the rest (librdkafka may wait 5s for its LeaveGroup
+	// to be answered: below about 9s a slow coordinator makes Run report a
+	// Close that librdkafka would have ended). Each synchronous commit on
+	// a revoke is bounded by the same 40%. Past the bound Run returns an
+	// error naming what did not finish (see Kafka.Run). Zero means
+	// DefaultCloseTimeout (10s); it must not be negative, and a non-zero
+	// value must be at least 100ms. Its 40% are part of the default
+	// max.poll.interval.ms (see the package documentation, "Timeouts").
 	CloseTimeout time.Duration
 
 	// Logger receives librdkafka's logs and the source's own events.
@@ -58,7 +59,7 @@ type Config struct {
 	// int, and rejects a non-integral one (except for librdkafka's float
 	// properties, which get it as text) with an error naming the key. An
 	// override of max.poll.interval.ms must leave room for a revoke (drain
-	// timeout + CloseTimeout), or Run fails before calling any Group
+	// timeout + 40% of CloseTimeout), or Run fails before calling any Group
 	// method but DrainTimeout. The properties the source
 	// relies on (bootstrap.servers, group.id, enable.auto.commit,
 	// enable.auto.offset.store, auto.commit.interval.ms and the go.*

@@ -116,8 +116,8 @@ func TestGroupTimeouts(t *testing.T) {
 			"max.poll.interval.ms": 30000, "session.timeout.ms": 10000, "heartbeat.interval.ms": 3000}},
 		{"short drain: at least the session timeout", 2 * time.Second, time.Second, nil, map[string]any{
 			"max.poll.interval.ms": 10000, "session.timeout.ms": 10000, "heartbeat.interval.ms": 3000}},
-		{"long drain", time.Minute, 10 * time.Second, nil, map[string]any{
-			"max.poll.interval.ms": 75000, "session.timeout.ms": 10000}},
+		{"long drain", time.Minute, 20 * time.Second, nil, map[string]any{
+			"max.poll.interval.ms": 74000, "session.timeout.ms": 10000}}, // 60s + 8s + 6s
 		{"session override", 20 * time.Second, 0, map[string]any{"session.timeout.ms": 40000}, map[string]any{
 			"max.poll.interval.ms": 40000, "session.timeout.ms": 40000, "heartbeat.interval.ms": 3000}},
 		{"short session: heartbeat a third", 20 * time.Second, 0, map[string]any{"session.timeout.ms": "3000"}, map[string]any{
@@ -128,8 +128,8 @@ func TestGroupTimeouts(t *testing.T) {
 			"max.poll.interval.ms": 30000, "session.timeout.ms": nil, "heartbeat.interval.ms": nil, "partition.assignment.strategy": nil}},
 		{"max.poll override kept", 20 * time.Second, 0, map[string]any{"max.poll.interval.ms": "60000"}, map[string]any{
 			"max.poll.interval.ms": "60000", "session.timeout.ms": nil}},
-		{"max.poll override at the minimum", 20 * time.Second, 0, map[string]any{"max.poll.interval.ms": 25000}, map[string]any{
-			"max.poll.interval.ms": 25000}},
+		{"max.poll override at the minimum", 20 * time.Second, 0, map[string]any{"max.poll.interval.ms": 24000}, map[string]any{
+			"max.poll.interval.ms": 24000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig()
@@ -166,9 +166,9 @@ func TestGroupTimeoutsContradictingDrain(t *testing.T) {
 		want  []string
 	}{
 		{20 * time.Second, map[string]any{"max.poll.interval.ms": 3000},
-			[]string{`Config.Overrides["max.poll.interval.ms"] = 3000`, "drain timeout 20s", "CloseTimeout 5s", "25000 ms"}},
-		{20 * time.Second, map[string]any{"max.poll.interval.ms": "24999"},
-			[]string{`Config.Overrides["max.poll.interval.ms"] = 24999`}},
+			[]string{`Config.Overrides["max.poll.interval.ms"] = 3000`, "drain timeout 20s", "commit timeout 4s (40% of Config.CloseTimeout 10s)", "24000 ms"}},
+		{20 * time.Second, map[string]any{"max.poll.interval.ms": "23999"},
+			[]string{`Config.Overrides["max.poll.interval.ms"] = 23999`}},
 		{20 * time.Second, map[string]any{"max.poll.interval.ms": true},
 			[]string{`Config.Overrides["max.poll.interval.ms"] = true`, "integer number of milliseconds"}},
 		{24 * time.Hour, nil, []string{"drain timeout 24h0m0s", "above librdkafka's maximum 86400000"}},

@@ -20,7 +20,7 @@
 // broker. A store that failed is retried at the next interval (the runtime
 // reports an offset only when it moves). On revoke and on shutdown the
 // offsets are stored and committed synchronously, each commit bounded by
-// Config.CloseTimeout; the final commit is retried while the coordinator
+// 40% of Config.CloseTimeout; the final commit is retried while the coordinator
 // answers REBALANCE_IN_PROGRESS. Offsets of partitions the source does not
 // own are never stored or committed (an owned-set fence), librdkafka clears
 // stored offsets of removed partitions, and it does not commit a lost
@@ -59,27 +59,28 @@
 // At Run start the source derives the group timeouts from the runtime's
 // drain timeout (Group.DrainTimeout), unless Overrides set them:
 // max.poll.interval.ms, which librdkafka also sends as the group's
-// rebalance timeout, is drain timeout + Config.CloseTimeout + 5s and at
-// least session.timeout.ms (30s with the defaults, instead of librdkafka's
-// 300s, which a member that died mid-rebalance held the group for);
-// session.timeout.ms is 10s and heartbeat.interval.ms min(3s, session/3)
-// (classic protocol only: with KIP-848 both are broker settings and
-// librdkafka rejects them). An override of max.poll.interval.ms below
-// drain timeout + CloseTimeout, the longest a revoke keeps the poll loop,
-// makes Run fail before any other Group call.
+// rebalance timeout, is drain timeout + the commit timeout (40% of
+// Config.CloseTimeout) + 6s and at least session.timeout.ms: 30s with the
+// defaults, instead of librdkafka's 300s, which a member that died
+// mid-rebalance held the group for. session.timeout.ms is 10s and
+// heartbeat.interval.ms min(3s, session/3) (classic protocol only: with
+// KIP-848 both are broker settings and librdkafka rejects them). An
+// override of max.poll.interval.ms below drain timeout + commit timeout,
+// the longest a revoke keeps the poll loop, makes Run fail before any
+// other Group call.
 //
 // # Shutdown
 //
 // When ctx is done: Group.Shutdown (the drain); the final synchronous
 // commit; leaving the group (Unsubscribe, then serving the revoke in the
 // poll loop until nothing is assigned); closing the client. The commit
-// and the leave share the first three quarters of Config.CloseTimeout,
-// Close the rest, on its own goroutine. The source leaves the group
-// itself because a rebalance callback served inside confluent-kafka-go's
-// Close can block forever in IncrementalUnassign (librdkafka#4884; see
-// shutdown.go); Close then has nothing to call back for. Run returns an
-// error naming the step that did not finish in time; a Close past its
-// bound is left running in the background.
+// and the leave share the first 40% of Config.CloseTimeout, Close the
+// rest, on its own goroutine. The source leaves the group itself because
+// a rebalance callback served inside confluent-kafka-go's Close can block
+// forever in IncrementalUnassign (librdkafka#4884; see shutdown.go);
+// Close then has nothing to call back for. Run returns an error naming
+// the step that did not finish in time; a Close past its bound is left
+// running in the background.
 //
 // # Fatal errors
 //

@@ -164,7 +164,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		// what the graphs finished while we still are the owner in
 		// the group's eyes (before unassigning), bounded so that an
 		// unresponsive coordinator cannot hold the poll loop.
-		r.commitSync(filterTPs(offs, mine), "revoke", time.Now().Add(r.k.cfg.closeTimeout()))
+		r.commitSync(filterTPs(offs, mine), "revoke", time.Now().Add(r.k.cfg.commitTimeout()))
 	}
 	r.unassign(parts, cooperative)
 }

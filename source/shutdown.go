@@ -3,6 +3,8 @@ package source
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -50,18 +52,19 @@ func (r *runner) stop() error {
 	clear(r.paused)
 	clear(r.unstored)
 	began := time.Now()
-	commitErr := r.commitFinal(filterTPs(offs, r.ownedList()), began.Add(r.k.cfg.closeTimeout()*3/4))
+	commitErr := r.commitFinal(filterTPs(offs, r.ownedList()), began.Add(r.k.cfg.commitTimeout()))
 	return errors.Join(commitErr, r.leaveAndClose(began))
 }
 
 // leaveAndClose leaves the group and closes the client, within
-// Config.CloseTimeout counted from began: leaving until its first three
-// quarters, Close the rest. Nothing is owned any more afterwards.
+// Config.CloseTimeout counted from began: the final commit and leaving
+// until its commit share (see commitTimeout), Close the rest. Nothing is
+// owned any more afterwards.
 func (r *runner) leaveAndClose(began time.Time) error {
 	r.closing = true
 	clear(r.owned)
 	timeout := r.k.cfg.closeTimeout()
-	r.leave(began.Add(timeout * 3 / 4))
+	r.leave(began.Add(r.k.cfg.commitTimeout()))
 	if r.fatalClose {
 		// A fatal error while leaving: Close would never return (see Run).
 		return r.fatal
@@ -73,7 +76,8 @@ func (r *runner) leaveAndClose(began time.Time) error {
 // answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
 // SyncGroup) until deadline, and polling meanwhile so that the rebalance
 // can complete. A partition revoked by a callback served meanwhile is no
-// longer owned and is dropped from the retry.
+// longer owned and is dropped from the retry. Its error wraps the last
+// commit error.
 func (r *runner) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
 	for {
 		offs = filterTPs(offs, r.ownedList())
@@ -83,18 +87,28 @@ func (r *runner) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
 		finished, err := r.commitSync(offs, "shutdown", deadline)
 		switch {
 		case !finished:
-			return fmt.Errorf("source: shutdown: the final commit of %v did not finish within Config.CloseTimeout (%v): %w",
-				offs, r.k.cfg.closeTimeout(), err)
+			return fmt.Errorf("source: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
+				offsetsString(offs), r.k.cfg.closeTimeout(), err)
 		case err == nil, !retriableCommit(err) && expectedCommitError(err):
 			return nil // committed, or the group moved on (logged)
 		case !retriableCommit(err):
-			return fmt.Errorf("source: shutdown: the final commit of %v failed: %w", offs, err)
-		case !time.Now().Add(finalCommitRetry).Before(deadline):
-			return fmt.Errorf("source: shutdown: the final commit of %v did not finish within Config.CloseTimeout (%v): %w",
-				offs, r.k.cfg.closeTimeout(), err)
+			return fmt.Errorf("source: shutdown: the final commit of %s failed: %w", offsetsString(offs), err)
+		case time.Until(deadline) < 2*finalCommitRetry:
+			return fmt.Errorf("source: shutdown: the final commit of %s was still rejected at the end of its share of Config.CloseTimeout (%v): %w",
+				offsetsString(offs), r.k.cfg.closeTimeout(), err)
 		}
 		r.pollClosing(finalCommitRetry)
 	}
+}
+
+// offsetsString renders offsets as topic/partition@next, for errors.
+func offsetsString(offs []pipeline.Offset) string {
+	parts := make([]string, len(offs))
+	for i, o := range offs {
+		parts[i] = fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Next)
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // retriableCommit reports whether a commit rejected with err may succeed
@@ -113,6 +127,7 @@ func (r *runner) leave(deadline time.Time) {
 		r.log.Warn("unsubscribe failed; closing the client directly", "err", err)
 		return
 	}
+	began := time.Now()
 	for {
 		quiet := r.pollClosing(pollIdle)
 		if r.fatal != nil {
@@ -120,7 +135,7 @@ func (r *runner) leave(deadline time.Time) {
 		}
 		parts, err := r.c.Assignment()
 		if err == nil && len(parts) == 0 && quiet {
-			r.log.Debug("left the group")
+			r.log.Debug("left the group", "took", time.Since(began))
 			return
 		}
 		if !time.Now().Before(deadline) {
@@ -159,6 +174,7 @@ func (r *runner) pollClosing(timeout time.Duration) (quiet bool) {
 // so.
 func (r *runner) closeClient(deadline time.Time) error {
 	r.closing, r.inClose, r.closed = true, true, true
+	began := time.Now()
 	done := make(chan error, 1)
 	r.k.background.Add(1)
 	go func() {
@@ -173,6 +189,7 @@ func (r *runner) closeClient(deadline time.Time) error {
 		if err != nil {
 			r.log.Warn("close failed", "err", err)
 		}
+		r.log.Debug("client closed", "took", time.Since(began))
 		return nil
 	case <-t.C:
 		r.log.Error("closing the client did not finish in time; it goes on in the background",

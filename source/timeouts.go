@@ -10,13 +10,14 @@ import (
 )
 
 // DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-const DefaultCloseTimeout = 5 * time.Second
+const DefaultCloseTimeout = 10 * time.Second
 
 const (
 	// pollMargin is what the default max.poll.interval.ms adds to the
 	// longest a revoke keeps the poll loop busy (drain + synchronous
-	// commit): OnClose hooks and scheduling.
-	pollMargin = 5 * time.Second
+	// commit): OnClose hooks and scheduling. With the defaults,
+	// 20s + 4s + 6s = 30s.
+	pollMargin = 6 * time.Second
 	// defaultSessionTimeout lets the group move a dead member's
 	// partitions after 10s (librdkafka's default is 45s).
 	defaultSessionTimeout = 10 * time.Second
@@ -33,9 +34,9 @@ const (
 //
 //   - max.poll.interval.ms, which librdkafka also sends as the group's
 //     rebalance timeout (how long the group waits for members to rejoin,
-//     including members that died): drain timeout + CloseTimeout +
+//     including members that died): drain timeout + commitTimeout +
 //     pollMargin, at least session.timeout.ms. A revoke keeps the poll
-//     loop for up to drain timeout + CloseTimeout (the drain, then the
+//     loop for up to drain timeout + commitTimeout (the drain, then the
 //     bounded synchronous commit), so an override below that is an error.
 //   - session.timeout.ms (classic protocol only): 10s, and
 //     heartbeat.interval.ms min(3s, session/3). With group.protocol=consumer
@@ -44,7 +45,7 @@ const (
 //
 // Properties set in Overrides are kept.
 func (c Config) groupTimeouts(m kafka.ConfigMap, drain time.Duration) error {
-	need := drain + c.closeTimeout()
+	need := drain + c.commitTimeout()
 	const mpKey = "max.poll.interval.ms"
 	if v, ok := c.Overrides[mpKey]; ok {
 		ms, err := millis(mpKey, v)
@@ -53,8 +54,8 @@ func (c Config) groupTimeouts(m kafka.ConfigMap, drain time.Duration) error {
 		}
 		if time.Duration(ms)*time.Millisecond < need {
 			return fmt.Errorf("source: Config.Overrides[%q] = %d is below what a revoke needs: "+
-				"drain timeout %v (pipeline.WithDrainTimeout) + Config.CloseTimeout %v = %d ms",
-				mpKey, ms, drain, c.closeTimeout(), need.Milliseconds())
+				"drain timeout %v (pipeline.WithDrainTimeout) + commit timeout %v (40%% of Config.CloseTimeout %v) = %d ms",
+				mpKey, ms, drain, c.commitTimeout(), c.closeTimeout(), need.Milliseconds())
 		}
 		return nil
 	}
@@ -74,7 +75,7 @@ func (c Config) groupTimeouts(m kafka.ConfigMap, drain time.Duration) error {
 		poll = max(poll, session) // librdkafka: max.poll.interval.ms >= session.timeout.ms
 	}
 	if poll > maxPollIntervalLimit {
-		return fmt.Errorf("source: drain timeout %v (pipeline.WithDrainTimeout) + Config.CloseTimeout %v "+
+		return fmt.Errorf("source: drain timeout %v (pipeline.WithDrainTimeout) with Config.CloseTimeout %v "+
 			"needs max.poll.interval.ms %d, above librdkafka's maximum %d",
 			drain, c.closeTimeout(), poll.Milliseconds(), maxPollIntervalLimit.Milliseconds())
 	}
@@ -101,6 +102,15 @@ func (c Config) consumerProtocol() bool {
 	gp, ok := c.Overrides["group.protocol"].(string)
 	return ok && strings.EqualFold(strings.TrimSpace(gp), "consumer")
 }
+
+// commitTimeout bounds each synchronous commit (revoke, shutdown): 40% of
+// CloseTimeout. On shutdown the final commit and leaving the group share
+// it, and closing the client gets the other 60%: librdkafka waits up to 5s
+// for the answer to its LeaveGroup while closing
+// (rd_kafka_LeaveGroupRequest, a fixed timeout; a LeaveGroup queued
+// behind a JoinGroup the coordinator holds waits that long), which the
+// default 10s leave room for.
+func (c Config) commitTimeout() time.Duration { return c.closeTimeout() * 2 / 5 }
 
 func (c Config) closeTimeout() time.Duration {
 	if c.CloseTimeout == 0 {

@@ -44,8 +44,9 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 		maxInFlight  = 1000
 		deliverBatch = 128 // source.maxBatch: records per Deliver call
 		work         = 20 * time.Millisecond
-		// At least drain timeout (500ms) + source.DefaultCloseTimeout (5s):
-		// the source rejects a max.poll.interval.ms a revoke cannot fit in.
+		// At least drain timeout (500ms) + the source's commit timeout (4s,
+		// 40% of its CloseTimeout): it rejects a max.poll.interval.ms a
+		// revoke cannot fit in.
 		pollInterval = 6 * time.Second
 	)
 	b := testkit.NewBroker(t)
