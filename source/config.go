@@ -36,8 +36,8 @@ type Config struct {
 
 	// CloseTimeout bounds what the source does past the runtime's drain
 	// when it stops: the final synchronous commit (retried while the group
-	// is rebalancing) and leaving the group share its first 40%, closing
-	// the client gets the rest (librdkafka may wait 5s for its LeaveGroup
+	// is rebalancing) and leaving the group share its first 40% (leaving
+	// gets at least 10%), closing the client gets the rest (librdkafka may wait 5s for its LeaveGroup
 	// to be answered: below about 9s a slow coordinator makes Run report a
 	// Close that librdkafka would have ended). Each synchronous commit on
 	// a revoke is bounded by the same 40%. Past the bound Run returns an

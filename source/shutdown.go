@@ -58,13 +58,17 @@ func (r *runner) stop() error {
 
 // leaveAndClose leaves the group and closes the client, within
 // Config.CloseTimeout counted from began: the final commit and leaving
-// until its commit share (see commitTimeout), Close the rest. Nothing is
-// owned any more afterwards.
+// until its commit share (see commitTimeout), but leaving gets at least a
+// tenth of it; Close the rest. Nothing is owned any more afterwards.
 func (r *runner) leaveAndClose(began time.Time) error {
 	r.closing = true
 	clear(r.owned)
 	timeout := r.k.cfg.closeTimeout()
-	r.leave(began.Add(r.k.cfg.commitTimeout()))
+	leaveBy := began.Add(r.k.cfg.commitTimeout())
+	if least := time.Now().Add(timeout / 10); leaveBy.Before(least) {
+		leaveBy = least
+	}
+	r.leave(leaveBy)
 	if r.fatalClose {
 		// A fatal error while leaving: Close would never return (see Run).
 		return r.fatal
