@@ -55,7 +55,9 @@
 //
 // # Writing stages
 //
-// Package stages is written on the exported stage-authoring API here:
-// [AddStage], [AddFanOut], [AddEnd], [Stage], [Inlet], [Outlet], [Item] and
-// [Ticket]. Users who only compose stages never need it.
+// A new kind of stage is written on package
+// [github.com/sluice-go/sluice/pipeline/stagekit], as package stages and
+// sink.Produce are: it adds stages to a graph and gives them their
+// input, output, tickets (which drive commits) and the one path for
+// calling user functions. Users who only compose stages never need it.
 package pipeline

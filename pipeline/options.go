@@ -1,29 +1,22 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/sluice-go/sluice/internal/engine"
 )
 
 // Option configures [Run]. Options are applied in order; an invalid value
 // makes Run return an error naming the option before anything starts.
 type Option func(*config)
 
+// config is what the options build: the engine's configuration, and the
+// errors of invalid options.
 type config struct {
-	drainTimeout   time.Duration
-	maxInFlight    int
-	maxBytes       int64
-	partitionQueue int
-	chunk          int
-	deadLetter     func(context.Context, DeadLetter) error
-	logger         *slog.Logger
-	observers      []Observer
-	retry          RetryPolicy
-	stuck          time.Duration
-	dlLimit        DeadLetterLimit
-	errs           []error
+	engine.Config
+	errs []error
 }
 
 const (
@@ -40,16 +33,20 @@ const (
 	DefaultPartitionQueue = 4096
 )
 
+// chunkSize is the most values in one chunk on a graph's edges.
+const chunkSize = 256
+
 func defaultConfig() config {
-	return config{
-		drainTimeout:   DefaultDrainTimeout,
-		maxInFlight:    DefaultMaxInFlight,
-		maxBytes:       DefaultMaxInFlightBytes,
-		partitionQueue: DefaultPartitionQueue,
-		chunk:          256,
-		retry:          DefaultRetry,
-		logger:         slog.New(slog.DiscardHandler),
-	}
+	return config{Config: engine.Config{
+		DrainTimeout:     DefaultDrainTimeout,
+		MaxInFlight:      DefaultMaxInFlight,
+		MaxInFlightBytes: DefaultMaxInFlightBytes,
+		PartitionQueue:   DefaultPartitionQueue,
+		Chunk:            chunkSize,
+		Retry:            DefaultRetry,
+		DefaultRetry:     DefaultRetry,
+		Logger:           slog.New(slog.DiscardHandler),
+	}}
 }
 
 func (c *config) bad(format string, args ...any) {
@@ -66,7 +63,7 @@ func WithDrainTimeout(d time.Duration) Option {
 		if d <= 0 {
 			c.bad("WithDrainTimeout(%v): the drain timeout must be positive", d)
 		}
-		c.drainTimeout = d
+		c.DrainTimeout = d
 	}
 }
 
@@ -86,7 +83,7 @@ func WithMaxInFlight(records int) Option {
 		if records <= 0 {
 			c.bad("WithMaxInFlight(%d): the limit must be positive", records)
 		}
-		c.maxInFlight = records
+		c.MaxInFlight = records
 	}
 }
 
@@ -99,7 +96,7 @@ func WithMaxInFlightBytes(n int64) Option {
 		if n <= 0 {
 			c.bad("WithMaxInFlightBytes(%d): the limit must be positive", n)
 		}
-		c.maxBytes = n
+		c.MaxInFlightBytes = n
 	}
 }
 
@@ -114,34 +111,7 @@ func WithPartitionQueue(records int) Option {
 		if records <= 0 {
 			c.bad("WithPartitionQueue(%d): the limit must be positive", records)
 		}
-		c.partitionQueue = records
-	}
-}
-
-// WithDeadLetter sets where records marked with [Invalid] go. fn is called
-// on the partition's dead-letter goroutine (one per partition), not on the
-// stage that found the record invalid, which goes on meanwhile. Within a
-// partition, calls come one record at a time and in offset order: a record
-// is handed over once every record before it finished or was found invalid
-// itself, so a record that a later stage finds invalid at a lower offset
-// still goes first (a slow record holds back the dead letters after it,
-// which could not be committed before it anyway). Calls for different
-// partitions may overlap. ctx is the partition's context.
-//
-// The record's offset counts as done only when fn returned nil. A failed
-// call is retried under the [WithRetry] policy (a [Permanent] error or a
-// panic is not); when it still fails, Run stops with a *StageError
-// wrapping [ErrNotDeadLettered] and naming the record. A revoke or a
-// shutdown interrupts the retries: the record and the dead letters queued
-// after it stay uncommitted (the partition's next owner handles them),
-// and at shutdown Run returns that error, naming them, so nothing is
-// dropped silently.
-func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
-	return func(c *config) {
-		if fn == nil {
-			c.bad("WithDeadLetter(nil): pass a function")
-		}
-		c.deadLetter = fn
+		c.PartitionQueue = records
 	}
 }
 
@@ -153,26 +123,6 @@ func WithLogger(l *slog.Logger) Option {
 			c.bad("WithLogger(nil): pass a logger")
 			return
 		}
-		c.logger = l
-	}
-}
-
-// DeadLetter is one record found invalid, as handed to the function set
-// with [WithDeadLetter].
-type DeadLetter struct {
-	Record Record // the original record, untouched
-	Stage  string // the stage that reported it
-	Err    error  // the error passed to Invalid
-}
-
-// WithObserver adds an observer of Run's events (metrics, health). It may
-// be given several times; observers are called in order.
-func WithObserver(o Observer) Option {
-	return func(c *config) {
-		if o == nil {
-			c.bad("WithObserver(nil): pass an observer")
-			return
-		}
-		c.observers = append(c.observers, o)
+		c.Logger = l
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -75,8 +76,8 @@ func TestReviewResumableForgetsRevokedPartitions(t *testing.T) {
 func TestReviewInvalidAfterTheGraphExited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
-			st   *pipeline.Stage
-			held pipeline.Ticket
+			st   *stagekit.Stage
+			held stagekit.Ticket
 		)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error {
@@ -91,7 +92,7 @@ func TestReviewInvalidAfterTheGraphExited(t *testing.T) {
 				}
 				return nil
 			})
-			return pipeline.AddEnd(in, pipeline.StageSpec{Kind: "Hold"}, func(s *pipeline.Stage, inl *pipeline.Inlet[pipeline.Record]) error {
+			return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "Hold"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
 				st = s
 				for {
 					c, ok := inl.Recv()

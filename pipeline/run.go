@@ -3,8 +3,15 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"github.com/sluice-go/sluice/internal/engine"
 )
+
+// Builder builds the graph of one partition. Run calls it once each time a
+// partition is assigned, from the source's poll goroutine, so it should
+// only wire stages and return (no I/O that can block for long). Stages
+// start after it returns. It must return an End of the graph fed by in.
+type Builder func(p *Partition, in Stream[Record]) End
 
 // Run consumes src until ctx is cancelled or a stage fails, building a
 // graph with build for every partition src assigns.
@@ -36,30 +43,10 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	if err := errors.Join(cfg.errs...); err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rt := newRuntime(ctx, cancel, cfg, build)
-	if rt.watch != nil {
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			rt.watch.run(stop)
-		}()
-		defer func() {
-			close(stop)
-			<-done
-		}()
-	}
-
-	srcErr := src.Run(runCtx, rt)
-	// A source must shut its partitions down before returning; whatever it
-	// left is stopped here without committing.
-	rt.Lose(rt.m.Owned())
-	if err := rt.fatal(); err != nil {
-		return err
-	}
-	if srcErr != nil {
-		return fmt.Errorf("sluice: source failed: %w", srcErr)
-	}
-	return nil
+	return engine.Run(ctx, cfg.Config, engine.Builder(build), func(ctx context.Context, g *engine.Group) error {
+		return src.Run(ctx, g)
+	})
 }
+
+// The engine's group is what Run hands to Source.Run.
+var _ Group = (*engine.Group)(nil)

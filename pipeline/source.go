@@ -5,19 +5,6 @@ import (
 	"time"
 )
 
-// TopicPartition names one partition of one topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// Offset is the next offset to consume for a partition: the value a source
-// commits to the consumer group.
-type Offset struct {
-	TopicPartition
-	Next int64
-}
-
 // Source is what feeds records into [Run] and commits the offsets that Run
 // reports. Sluice ships two: the Kafka source in package source and the fake
 // source in package testkit. Users pick one; they do not implement one.

@@ -9,6 +9,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
 )
 
@@ -52,7 +53,7 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 	if topic == "" {
 		panic("sink.Produce: the topic is empty")
 	}
-	return pipeline.AddEnd(in, stages.Spec("Produce", opts...), func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+	return stagekit.AddEnd(in, stages.Spec("Produce", opts...), func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		st := &producing{p: p, s: s, topic: topic, reports: make(chan kafka.Event, reportBuffer)}
 		defer st.waitAll()
 		ctx := s.Context()
@@ -88,7 +89,7 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 // producing is one Produce stage's state.
 type producing struct {
 	p           *Producer
-	s           *pipeline.Stage
+	s           *stagekit.Stage
 	topic       string
 	reports     chan kafka.Event
 	outstanding int
@@ -97,9 +98,9 @@ type producing struct {
 // produceChunk converts and produces the values of chunk in order. It
 // stops at once when ctx ends (the partition was lost or its drain timed
 // out): nothing more of the chunk is produced.
-func produceChunk[T any](ctx context.Context, st *producing, pr *pipeline.Probe, chunk []pipeline.Item[T], convert func(context.Context, T) (Message, error)) error {
+func produceChunk[T any](ctx context.Context, st *producing, pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (Message, error)) error {
 	for _, it := range chunk {
-		m, err := stages.Invoke(ctx, st.s, pr, it, convert)
+		m, err := stagekit.Call(ctx, st.s, pr, it, convert)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -116,7 +117,7 @@ func produceChunk[T any](ctx context.Context, st *producing, pr *pipeline.Probe,
 	return nil
 }
 
-func (st *producing) produce(ctx context.Context, m Message, t pipeline.Ticket) error {
+func (st *producing) produce(ctx context.Context, m Message, t stagekit.Ticket) error {
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &st.topic, Partition: kafka.PartitionAny},
 		Key:            m.Key,
@@ -181,7 +182,7 @@ func (st *producing) report(ev kafka.Event) error {
 		return nil
 	}
 	st.outstanding--
-	t, _ := m.Opaque.(pipeline.Ticket)
+	t, _ := m.Opaque.(stagekit.Ticket)
 	if err := m.TopicPartition.Error; err != nil {
 		return st.failed(t, err)
 	}
@@ -192,7 +193,7 @@ func (st *producing) report(ev kafka.Event) error {
 
 // failed handles the failed delivery of the value holding t and returns
 // the stage's error.
-func (st *producing) failed(t pipeline.Ticket, err error) error {
+func (st *producing) failed(t stagekit.Ticket, err error) error {
 	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
 	part := st.s.Partition()
 	u := UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.ID}, Offset: -1}
@@ -218,9 +219,9 @@ func (st *producing) closed() error {
 			}
 		default:
 			if st.outstanding == 0 {
-				return st.s.Fail(pipeline.Ticket{}, fmt.Errorf("producing to %s: %w", st.topic, ErrClosed))
+				return st.s.Fail(stagekit.Ticket{}, fmt.Errorf("producing to %s: %w", st.topic, ErrClosed))
 			}
-			return st.s.Fail(pipeline.Ticket{}, fmt.Errorf("producing to %s: %w before %d deliveries were reported", st.topic, ErrClosed, st.outstanding))
+			return st.s.Fail(stagekit.Ticket{}, fmt.Errorf("producing to %s: %w before %d deliveries were reported", st.topic, ErrClosed, st.outstanding))
 		}
 	}
 }
@@ -257,7 +258,7 @@ func (st *producing) waitAll() {
 			continue
 		}
 		st.outstanding--
-		t, _ := m.Opaque.(pipeline.Ticket)
+		t, _ := m.Opaque.(stagekit.Ticket)
 		if err := m.TopicPartition.Error; err != nil {
 			_ = st.failed(t, err) // the stage already stopped: only Close wants to know
 			continue

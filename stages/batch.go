@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Batch groups consecutive values into slices. A batch is emitted when it
@@ -29,19 +30,19 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 		weigh = func(_ context.Context, v T) (int, error) { return w(v), nil }
 	}
 	var batches pipeline.Stream[[]T]
-	batches = pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[[]T]) error {
+	batches = stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T], out *stagekit.Outlet[[]T]) error {
 		batchOutputs.Delete(batches) // the builder returned: no Unbatch looks any more
 		ctx := s.Context()
 		var (
 			vals    []T
-			tickets []pipeline.Ticket
+			tickets []stagekit.Ticket
 			weight  int
 			timer   = time.NewTimer(time.Hour)
 			timerC  <-chan time.Time
 		)
 		timer.Stop()
 		defer timer.Stop()
-		flush := func(buf []pipeline.Item[[]T]) []pipeline.Item[[]T] {
+		flush := func(buf []stagekit.Item[[]T]) []stagekit.Item[[]T] {
 			if len(vals) == 0 {
 				return buf
 			}
@@ -49,7 +50,7 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 			if len(tickets) > 1 {
 				t = s.Join(tickets)
 			}
-			buf = append(buf, pipeline.Item[[]T]{Value: vals, Ticket: t})
+			buf = append(buf, stagekit.Item[[]T]{Value: vals, Ticket: t})
 			vals, tickets, weight = nil, tickets[:0], 0
 			timer.Stop()
 			timerC = nil
@@ -74,7 +75,7 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 					return nil
 				}
 				for _, it := range chunk {
-					w, err := call(weigh, ctx, it.Value)
+					w, err := stagekit.Protect(ctx, it.Value, weigh)
 					if err != nil { // the Weight function panicked
 						out.Send(flush(buf)) // the values before it still complete
 						return s.Fail(it.Ticket, err)
@@ -127,7 +128,7 @@ var batchOutputs sync.Map // pipeline.Stream[[]T] -> struct{}
 func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] {
 	sp, _ := spec("Unbatch", opts)
 	_, ownTickets := batchOutputs.LoadAndDelete(in)
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[[]T], out *pipeline.Outlet[T]) error {
+	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[[]T], out *stagekit.Outlet[T]) error {
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -142,14 +143,14 @@ func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] 
 				if ownTickets {
 					if ts := s.Split(it.Ticket, len(it.Value)); ts != nil {
 						for i, v := range it.Value {
-							buf = append(buf, pipeline.Item[T]{Value: v, Ticket: ts[i]})
+							buf = append(buf, stagekit.Item[T]{Value: v, Ticket: ts[i]})
 						}
 						continue
 					}
 				}
 				s.Retain(it.Ticket, len(it.Value)-1)
 				for _, v := range it.Value {
-					buf = append(buf, pipeline.Item[T]{Value: v, Ticket: it.Ticket})
+					buf = append(buf, stagekit.Item[T]{Value: v, Ticket: it.Ticket})
 				}
 			}
 			inl.Release(chunk)

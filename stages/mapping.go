@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Map applies fn to every value, one at a time, in order. An error from fn
 // is handled as the package doc says.
 func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out, error), opts ...Option) pipeline.Stream[Out] {
 	sp, _ := spec("Map", opts)
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		ctx := s.Context()
 		pr := s.Probe()
 		for {
@@ -20,7 +21,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 			}
 			buf := out.Buffer()
 			for _, it := range chunk {
-				v, err := invoke(s, pr, fn, ctx, it)
+				v, err := stagekit.Call(ctx, s, pr, it, fn)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						out.Send(buf) // what finished before the failure still completes
@@ -28,7 +29,7 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 					}
 					continue
 				}
-				buf = append(buf, pipeline.Item[Out]{Value: v, Ticket: it.Ticket})
+				buf = append(buf, stagekit.Item[Out]{Value: v, Ticket: it.Ticket})
 			}
 			inl.Release(chunk)
 			if !out.Send(buf) {
@@ -43,9 +44,9 @@ func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out,
 func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pipeline.Stream[T] {
 	sp, _ := spec("Filter", opts)
 	pred := func(_ context.Context, v T) (bool, error) { return keep(v), nil }
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T], out *pipeline.Outlet[T]) error {
+	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T], out *stagekit.Outlet[T]) error {
 		ctx := s.Context()
-		var dropped []pipeline.Ticket
+		var dropped []stagekit.Ticket
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -54,7 +55,7 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 			buf := out.Buffer()
 			dropped = dropped[:0]
 			for _, it := range chunk {
-				ok, err := call(pred, ctx, it.Value)
+				ok, err := stagekit.Protect(ctx, it.Value, pred)
 				if err != nil {
 					if len(dropped) > 0 {
 						s.Drop(dropped...)
@@ -84,10 +85,10 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 // an empty result completes it at once.
 func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) ([]Out, error), opts ...Option) pipeline.Stream[Out] {
 	sp, _ := spec("FlatMap", opts)
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		ctx := s.Context()
 		pr := s.Probe()
-		var empty []pipeline.Ticket
+		var empty []stagekit.Ticket
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -96,7 +97,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 			buf := out.Buffer()
 			empty = empty[:0]
 			for _, it := range chunk {
-				vs, err := invoke(s, pr, fn, ctx, it)
+				vs, err := stagekit.Call(ctx, s, pr, it, fn)
 				if err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						// what finished before the failure still completes
@@ -114,7 +115,7 @@ func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (
 				}
 				s.Retain(it.Ticket, len(vs)-1)
 				for _, v := range vs {
-					buf = append(buf, pipeline.Item[Out]{Value: v, Ticket: it.Ticket})
+					buf = append(buf, stagekit.Item[Out]{Value: v, Ticket: it.Ticket})
 				}
 			}
 			inl.Release(chunk)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Option configures one stage. Options that do not apply to a stage are
@@ -41,20 +42,20 @@ func ByKey[T any](key func(T) string) Option { return func(o *options) { o.key =
 // of counting values. T must be the Batch's element type.
 func Weight[T any](w func(T) int) Option { return func(o *options) { o.weight = w } }
 
-// Spec returns the pipeline.StageSpec that opts describe for a stage of
+// Spec returns the stagekit.StageSpec that opts describe for a stage of
 // the given kind. Stages written outside this package (such as the Kafka
 // producer stage in package sink) use it to accept the same options.
-func Spec(kind string, opts ...Option) pipeline.StageSpec {
+func Spec(kind string, opts ...Option) stagekit.StageSpec {
 	sp, _ := spec(kind, opts)
 	return sp
 }
 
-func spec(kind string, opts []Option) (pipeline.StageSpec, options) {
+func spec(kind string, opts []Option) (stagekit.StageSpec, options) {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
-	return pipeline.StageSpec{Name: o.name, Kind: kind, Buffer: o.buffer, Retry: o.retry}, o
+	return stagekit.StageSpec{Name: o.name, Kind: kind, Buffer: o.buffer, Retry: o.retry}, o
 }
 
 // typed returns the option value as F, or panics with a build error.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Pool calls fn for up to workers values at once and still emits the
@@ -25,14 +26,14 @@ func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Cont
 	if o.key != nil {
 		key = typed[func(In) string]("Pool", "ByKey", o.key)
 	}
-	return pipeline.AddStage(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		p := &pool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
 		return p.run(s, inl, out)
 	})
 }
 
 type pool[In, Out any] struct {
-	s       *pipeline.Stage
+	s       *stagekit.Stage
 	fn      func(context.Context, In) (Out, error)
 	key     func(In) string
 	workers int
@@ -42,7 +43,7 @@ type pool[In, Out any] struct {
 // poolChunk is one input chunk being processed by the workers. fin[i] is
 // set once outs[i] and errs[i] are final.
 type poolChunk[In, Out any] struct {
-	items []pipeline.Item[In]
+	items []stagekit.Item[In]
 	outs  []Out
 	errs  []error
 	fin   []atomic.Bool
@@ -56,7 +57,7 @@ type piece[In, Out any] struct {
 	idx    []int32
 }
 
-func (p *pool[In, Out]) run(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out]) error {
+func (p *pool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
 
@@ -104,9 +105,9 @@ func (p *pool[In, Out]) run(s *pipeline.Stage, inl *pipeline.Inlet[In], out *pip
 // dispatch splits input chunks into pieces for the workers and queues the
 // chunks, in order, for the emitter. It returns an error only when the
 // ByKey function panicked.
-func (p *pool[In, Out]) dispatch(ctx context.Context, inl *pipeline.Inlet[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
+func (p *pool[In, Out]) dispatch(ctx context.Context, inl *stagekit.Inlet[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
 	for {
-		var items []pipeline.Item[In]
+		var items []stagekit.Item[In]
 		select {
 		case c, ok := <-inl.C():
 			if !ok || ctx.Err() != nil {
@@ -166,7 +167,7 @@ func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Ou
 	byWorker := make([][]int32, queues)
 	keyOf := p.keyOf
 	for i, it := range c.items {
-		k, err := call(keyOf, context.Background(), it.Value)
+		k, err := stagekit.Protect(context.Background(), it.Value, keyOf)
 		if err != nil {
 			ferr := p.s.Fail(it.Ticket, err)
 			clear(c.items[i:]) // no longer referenced once cut off
@@ -200,7 +201,7 @@ func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progr
 			// this value will be emitted, so do not call fn for it.
 			c.errs[i] = err
 		} else {
-			c.outs[i], c.errs[i] = invoke(p.s, pr, p.fn, ctx, c.items[i])
+			c.outs[i], c.errs[i] = stagekit.Call(ctx, p.s, pr, c.items[i], p.fn)
 		}
 		c.fin[i].Store(true)
 		select {
@@ -223,7 +224,7 @@ func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progr
 
 // emit sends finished values downstream in input order, as soon as the
 // values before them finished, so the commit follows the finished prefix.
-func (p *pool[In, Out]) emit(ctx context.Context, s *pipeline.Stage, inl *pipeline.Inlet[In], out *pipeline.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
+func (p *pool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
 	for c := range ordered {
 		for i := 0; i < len(c.items); {
 			if !c.fin[i].Load() {
@@ -244,7 +245,7 @@ func (p *pool[In, Out]) emit(ctx context.Context, s *pipeline.Stage, inl *pipeli
 					}
 					continue
 				}
-				buf = append(buf, pipeline.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
+				buf = append(buf, stagekit.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
 			}
 			if !out.Send(buf) {
 				return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Route fans in out to n streams: every value goes to the stream pick
@@ -18,9 +19,9 @@ func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option
 		panic(fmt.Sprintf("stages.Route: n must be at least 1, got %d", n))
 	}
 	choose := func(_ context.Context, v T) (int, error) { return pick(v), nil }
-	return pipeline.AddFanOut(in, sp, n, func(s *pipeline.Stage, inl *pipeline.Inlet[T], outs []*pipeline.Outlet[T]) error {
+	return stagekit.AddFanOut(in, sp, n, func(s *stagekit.Stage, inl *stagekit.Inlet[T], outs []*stagekit.Outlet[T]) error {
 		ctx := s.Context()
-		bufs := make([][]pipeline.Item[T], n)
+		bufs := make([][]stagekit.Item[T], n)
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {
@@ -30,7 +31,7 @@ func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option
 				bufs[i] = o.Buffer()
 			}
 			for _, it := range chunk {
-				i, err := call(choose, ctx, it.Value)
+				i, err := stagekit.Protect(ctx, it.Value, choose)
 				if err == nil && (i < 0 || i >= n) {
 					err = fmt.Errorf("pick returned %d; want 0 <= i < %d", i, n)
 				}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // SharedBatcher fills batches from every assigned partition, for writers
@@ -56,7 +57,7 @@ type SharedBatcher[T any] struct {
 	maxSize int
 	maxWait time.Duration
 	weigh   func(T) int
-	spec    pipeline.StageSpec
+	spec    stagekit.StageSpec
 
 	// writing admits one writer at a time. Waiting for it ends with the
 	// waiter's partition context, and blocks on a channel, which testing/
@@ -72,7 +73,7 @@ type SharedBatcher[T any] struct {
 	// batches still queued (it was revoked or lost): every Feed stage not
 	// stopping then offers to write them.
 	orphaned chan struct{}
-	feeds    map[*pipeline.Stage]*feed
+	feeds    map[*stagekit.Stage]*feed
 }
 
 // pending is a batch of values and, for each, its partition's Feed stage
@@ -84,14 +85,14 @@ type pending[T any] struct {
 }
 
 type entry struct {
-	s *pipeline.Stage
-	t pipeline.Ticket
+	s *stagekit.Stage
+	t stagekit.Ticket
 }
 
 // feed is one partition's Feed stage: how many of its values are pending
 // or being written, and who waits for them.
 type feed struct {
-	probe   *pipeline.Probe // watches writes of this partition's values
+	probe   *stagekit.Probe // watches writes of this partition's values
 	pending int
 	settled chan struct{} // closed when pending reaches 0, if someone waits
 }
@@ -115,7 +116,7 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 		spec:    sp,
 		weigh:   func(T) int { return 1 },
 		writing: semaphore.NewWeighted(1),
-		feeds:   make(map[*pipeline.Stage]*feed),
+		feeds:   make(map[*stagekit.Stage]*feed),
 
 		orphaned: make(chan struct{}),
 	}
@@ -131,7 +132,7 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 // A panic of the Weight function stops Run naming the value; the values
 // before it are still written and commit.
 func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
-	return pipeline.AddEnd(in, b.spec, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+	return stagekit.AddEnd(in, b.spec, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		b.mu.Lock()
 		b.feeds[s] = &feed{probe: s.Probe()}
 		b.mu.Unlock()
@@ -143,7 +144,7 @@ func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 // run is a Feed stage: it adds its partition's values to the open batch
 // and, whenever it closed a batch (full, or due on its timer), writes the
 // queue once it is its turn.
-func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+func (b *SharedBatcher[T]) run(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 	ctx := s.Context()
 	weighOf := b.weighOf
 	timer := time.NewTimer(time.Hour)
@@ -190,7 +191,7 @@ func (b *SharedBatcher[T]) run(s *pipeline.Stage, inl *pipeline.Inlet[T]) error 
 			}
 			write := false
 			for _, it := range chunk {
-				w, err := call(weighOf, ctx, it.Value)
+				w, err := stagekit.Protect(ctx, it.Value, weighOf)
 				if err != nil { // the Weight function panicked
 					// Stop Run at once, then write what came before, as
 					// on a drain, so that it still completes.
@@ -224,7 +225,7 @@ func (b *SharedBatcher[T]) orphans() <-chan struct{} {
 // adoptOrphans reports whether s should write the queue because batches
 // wait there with no writer. A stopping partition does not offer: it
 // cannot retry a failed write, and would only put the batch back again.
-func (b *SharedBatcher[T]) adoptOrphans(s *pipeline.Stage) bool {
+func (b *SharedBatcher[T]) adoptOrphans(s *stagekit.Stage) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.writers == 0 && len(b.queue) > 0 && !s.Stopping()
@@ -235,7 +236,7 @@ func (b *SharedBatcher[T]) weighOf(_ context.Context, v T) (int, error) { return
 // add appends one value of weight w to the open batch, closing the batch
 // when the value would overflow it and when it is full. It reports whether
 // it closed a batch.
-func (b *SharedBatcher[T]) add(s *pipeline.Stage, it pipeline.Item[T], w int) bool {
+func (b *SharedBatcher[T]) add(s *stagekit.Stage, it stagekit.Item[T], w int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	closed := false
@@ -285,7 +286,7 @@ func (b *SharedBatcher[T]) closeDue(now time.Time) bool {
 
 // closeForDrain closes the open batch, if s has values pending anywhere,
 // and reports whether s must write the queue for them.
-func (b *SharedBatcher[T]) closeForDrain(s *pipeline.Stage) bool {
+func (b *SharedBatcher[T]) closeForDrain(s *stagekit.Stage) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.feeds[s].pending == 0 {
@@ -299,7 +300,7 @@ func (b *SharedBatcher[T]) closeForDrain(s *pipeline.Stage) bool {
 
 // leave forgets a Feed stage that exited; its pending values (of a lost
 // partition) are still written but their completions go nowhere.
-func (b *SharedBatcher[T]) leave(s *pipeline.Stage) {
+func (b *SharedBatcher[T]) leave(s *stagekit.Stage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.feeds, s)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // errBatchOrphaned is the cause of a shared write's context when every
@@ -17,9 +17,9 @@ var errBatchOrphaned = errors.New("stages: every partition with values in the sh
 // partition context (s must be free to exit when its partition is lost or
 // its drain times out) and as soon as every owner's partition context
 // ended: then no one can commit what the write would write.
-func writeContext(s *pipeline.Stage, owners []entry) (context.Context, func()) {
+func writeContext(s *stagekit.Stage, owners []entry) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(s.Context())
-	seen := make(map[*pipeline.Stage]bool, 4)
+	seen := make(map[*stagekit.Stage]bool, 4)
 	for _, e := range owners {
 		seen[e.s] = true
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // writeQueue waits for s's turn, then writes the queued batches in order
@@ -15,7 +16,7 @@ import (
 // A write interrupted because s's partition is being revoked (its retries
 // end; a panic or a permanent error is still a failure) or is gone puts
 // the batch back at the head of the queue and ends s's turn.
-func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
+func (b *SharedBatcher[T]) writeQueue(s *stagekit.Stage) bool {
 	b.mu.Lock()
 	b.writers++
 	b.mu.Unlock()
@@ -32,9 +33,9 @@ func (b *SharedBatcher[T]) writeQueue(s *pipeline.Stage) bool {
 		interrupted, err := b.writeBatch(s, p)
 		switch {
 		case err == nil:
-			b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) { o.Done(ts...) })
+			b.complete(p.owners, func(o *stagekit.Stage, ts []stagekit.Ticket) { o.Done(ts...) })
 		case pipeline.IsInvalid(err):
-			b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
+			b.complete(p.owners, func(o *stagekit.Stage, ts []stagekit.Ticket) {
 				for _, t := range ts {
 					if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
 						o.Abort(ferr)
@@ -91,11 +92,11 @@ func (b *SharedBatcher[T]) quit() {
 // become errors, calls are timed, retried under s's policy and watched by
 // the stuck detector). It reports
 // whether the write was interrupted: its context ended (see writeContext).
-func (b *SharedBatcher[T]) writeBatch(s *pipeline.Stage, p *pending[T]) (interrupted bool, err error) {
+func (b *SharedBatcher[T]) writeBatch(s *stagekit.Stage, p *pending[T]) (interrupted bool, err error) {
 	ctx, done := writeContext(s, p.owners)
 	defer done()
 	pr, t := b.probeFor(s, p.owners)
-	_, err = invoke(s, pr, b.call, ctx, pipeline.Item[[]T]{Value: p.vals, Ticket: t})
+	_, err = stagekit.Call(ctx, s, pr, stagekit.Item[[]T]{Value: p.vals, Ticket: t}, b.call)
 	return ctx.Err() != nil, err
 }
 
@@ -103,7 +104,7 @@ func (b *SharedBatcher[T]) writeBatch(s *pipeline.Stage, p *pending[T]) (interru
 // under: those of the batch's first value whose partition still feeds the
 // batcher (s may be writing other partitions' values), else s's own probe
 // with no value.
-func (b *SharedBatcher[T]) probeFor(s *pipeline.Stage, owners []entry) (*pipeline.Probe, pipeline.Ticket) {
+func (b *SharedBatcher[T]) probeFor(s *stagekit.Stage, owners []entry) (*stagekit.Probe, stagekit.Ticket) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range owners {
@@ -111,16 +112,16 @@ func (b *SharedBatcher[T]) probeFor(s *pipeline.Stage, owners []entry) (*pipelin
 			return f.probe, e.t
 		}
 	}
-	return b.feeds[s].probe, pipeline.Ticket{}
+	return b.feeds[s].probe, stagekit.Ticket{}
 }
 
 // fail reports a write's fatal error (a permanent error, retries used up,
 // a panic) to every partition with values in p, each naming its first
 // value, in batch order: Run returns the error of the batch's first value.
 // It reports whether s was one of them.
-func (b *SharedBatcher[T]) fail(s *pipeline.Stage, p *pending[T], err error) (own bool) {
+func (b *SharedBatcher[T]) fail(s *stagekit.Stage, p *pending[T], err error) (own bool) {
 	err = fmt.Errorf("shared batch of %d values: %w", len(p.vals), err)
-	b.complete(p.owners, func(o *pipeline.Stage, ts []pipeline.Ticket) {
+	b.complete(p.owners, func(o *stagekit.Stage, ts []stagekit.Ticket) {
 		o.Abort(o.Fail(ts[0], err))
 		own = own || o == s
 	})
@@ -128,9 +129,9 @@ func (b *SharedBatcher[T]) fail(s *pipeline.Stage, p *pending[T], err error) (ow
 }
 
 // complete calls fn with each owner's tickets, then settles the owners.
-func (b *SharedBatcher[T]) complete(owners []entry, fn func(*pipeline.Stage, []pipeline.Ticket)) {
-	byOwner := map[*pipeline.Stage][]pipeline.Ticket{}
-	var order []*pipeline.Stage
+func (b *SharedBatcher[T]) complete(owners []entry, fn func(*stagekit.Stage, []stagekit.Ticket)) {
+	byOwner := map[*stagekit.Stage][]stagekit.Ticket{}
+	var order []*stagekit.Stage
 	for _, e := range owners {
 		if _, ok := byOwner[e.s]; !ok {
 			order = append(order, e.s)
@@ -148,7 +149,7 @@ func (b *SharedBatcher[T]) complete(owners []entry, fn func(*pipeline.Stage, []p
 }
 
 // release marks n values of o as no longer pending. Callers hold b.mu.
-func (b *SharedBatcher[T]) release(o *pipeline.Stage, n int) {
+func (b *SharedBatcher[T]) release(o *stagekit.Stage, n int) {
 	f := b.feeds[o]
 	if f == nil {
 		return
@@ -183,7 +184,7 @@ func (b *SharedBatcher[T]) requeue(p *pending[T]) {
 }
 
 // settle waits until every value s added was written (or ctx ends).
-func (b *SharedBatcher[T]) settle(ctx context.Context, s *pipeline.Stage) {
+func (b *SharedBatcher[T]) settle(ctx context.Context, s *stagekit.Stage) {
 	b.mu.Lock()
 	f := b.feeds[s]
 	if f.pending == 0 {

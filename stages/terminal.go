@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Each calls fn for every value, in order, and ends the graph: a value's
@@ -12,7 +13,7 @@ import (
 func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts ...Option) pipeline.End {
 	sp, _ := spec("Each", opts)
 	call1 := func(ctx context.Context, v T) (struct{}, error) { return struct{}{}, fn(ctx, v) }
-	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
+	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		ctx := s.Context()
 		pr := s.Probe()
 		for {
@@ -23,7 +24,7 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 			// Each value completes as soon as fn returns, so the commit
 			// never waits for the rest of a chunk.
 			for _, it := range chunk {
-				if _, err := invoke(s, pr, call1, ctx, it); err != nil {
+				if _, err := stagekit.Call(ctx, s, pr, it, call1); err != nil {
 					if err := s.Fail(it.Ticket, err); err != nil {
 						return err
 					}
@@ -39,8 +40,8 @@ func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts 
 // Discard ends the graph, completing every value it receives.
 func Discard[T any](in pipeline.Stream[T], opts ...Option) pipeline.End {
 	sp, _ := spec("Discard", opts)
-	return pipeline.AddEnd(in, sp, func(s *pipeline.Stage, inl *pipeline.Inlet[T]) error {
-		var done []pipeline.Ticket
+	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
+		var done []stagekit.Ticket
 		for {
 			chunk, ok := inl.Recv()
 			if !ok {

@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import "slices"
 
@@ -13,9 +13,9 @@ import "slices"
 
 // full reports whether g (or the whole consumer) holds too much to go on
 // delivering.
-func (rt *runtime) full(g *graph) bool {
-	return g.pending.Load() >= int64(rt.cfg.partitionQueue) ||
-		rt.inflight.Load() >= int64(rt.cfg.maxInFlight) || rt.bytes.Load() >= rt.cfg.maxBytes
+func (rt *Group) full(g *graph) bool {
+	return g.pending.Load() >= int64(rt.cfg.PartitionQueue) ||
+		rt.inflight.Load() >= int64(rt.cfg.MaxInFlight) || rt.bytes.Load() >= rt.cfg.MaxInFlightBytes
 }
 
 // threeQuarters returns floor(3n/4) for n >= 0 without overflowing.
@@ -26,12 +26,12 @@ func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
 // stay within the byte limit, except that a record heavier than what is
 // left goes alone when no bytes are in flight (else it would never fit).
 // Callers hold rt.mu.
-func (rt *runtime) fitLocked(recs []Record) int {
+func (rt *Group) fitLocked(recs []Record) int {
 	in, by := rt.inflight.Load(), rt.bytes.Load()
 	n := 0
-	for n < len(recs) && in < int64(rt.cfg.maxInFlight) {
+	for n < len(recs) && in < int64(rt.cfg.MaxInFlight) {
 		b := recordBytes(&recs[n])
-		if by > 0 && b > rt.cfg.maxBytes-by {
+		if by > 0 && b > rt.cfg.MaxInFlightBytes-by {
 			break
 		}
 		in, by, n = in+1, by+b, n+1
@@ -51,7 +51,7 @@ type delivery struct {
 	n  int
 }
 
-func (a *admission) report(rt *runtime) {
+func (a *admission) report(rt *Group) {
 	for _, d := range a.delivered {
 		rt.obs.RecordsDelivered(d.tp, d.n)
 	}
@@ -62,7 +62,7 @@ func (a *admission) report(rt *runtime) {
 
 // admitLocked hands recs to g's feeder and counts them in the budget. It
 // returns false, admitting nothing, when g is closing. Callers hold rt.mu.
-func (rt *runtime) admitLocked(g *graph, recs []Record, a *admission) bool {
+func (rt *Group) admitLocked(g *graph, recs []Record, a *admission) bool {
 	if !g.deliver(recs) {
 		return false
 	}
@@ -77,7 +77,7 @@ func (rt *runtime) admitLocked(g *graph, recs []Record, a *admission) bool {
 
 // waitLocked queues recs of g for admission, behind every partition
 // already waiting. Callers hold rt.mu.
-func (rt *runtime) waitLocked(g *graph, recs []Record) {
+func (rt *Group) waitLocked(g *graph, recs []Record) {
 	if len(g.waiting) == 0 {
 		rt.waiting = append(rt.waiting, g)
 		rt.nwaiting.Add(1)
@@ -88,7 +88,7 @@ func (rt *runtime) waitLocked(g *graph, recs []Record) {
 // admitWaitingLocked admits waiting records first come, first served, as
 // far as the budget allows. Records of a graph that is closing are
 // dropped. Callers hold rt.mu.
-func (rt *runtime) admitWaitingLocked(a *admission) {
+func (rt *Group) admitWaitingLocked(a *admission) {
 	for len(rt.waiting) > 0 {
 		g := rt.waiting[0]
 		n := rt.fitLocked(g.waiting)
@@ -109,7 +109,7 @@ func (rt *runtime) admitWaitingLocked(a *admission) {
 
 // unwaitLocked takes g out of the admission queue, dropping what it still
 // had waiting. Callers hold rt.mu.
-func (rt *runtime) unwaitLocked(g *graph) {
+func (rt *Group) unwaitLocked(g *graph) {
 	if i := slices.Index(rt.waiting, g); i >= 0 {
 		rt.waiting = slices.Delete(rt.waiting, i, i+1)
 		rt.nwaiting.Add(-1)
@@ -118,13 +118,13 @@ func (rt *runtime) unwaitLocked(g *graph) {
 }
 
 // pauseLocked marks g paused, last in the resume order. Callers hold rt.mu.
-func (rt *runtime) pauseLocked(g *graph) {
+func (rt *Group) pauseLocked(g *graph) {
 	g.paused = true
 	rt.paused = append(rt.paused, g)
 }
 
 // unpauseLocked takes g out of the pause list. Callers hold rt.mu.
-func (rt *runtime) unpauseLocked(g *graph) {
+func (rt *Group) unpauseLocked(g *graph) {
 	if !g.paused {
 		return
 	}
@@ -141,18 +141,18 @@ func (rt *runtime) unpauseLocked(g *graph) {
 // next call, once those resumed now delivered. Nothing resumes while
 // records wait for admission, or while the budget is above three quarters
 // of either limit (hysteresis). Callers hold rt.mu.
-func (rt *runtime) resumableLocked() (out []TopicPartition, more bool) {
+func (rt *Group) resumableLocked() (out []TopicPartition, more bool) {
 	in, by := rt.inflight.Load(), rt.bytes.Load()
-	maxIn := int64(rt.cfg.maxInFlight)
-	if len(rt.paused) == 0 || len(rt.waiting) > 0 || in > threeQuarters(maxIn) || by > threeQuarters(rt.cfg.maxBytes) {
+	maxIn := int64(rt.cfg.MaxInFlight)
+	if len(rt.paused) == 0 || len(rt.waiting) > 0 || in > threeQuarters(maxIn) || by > threeQuarters(rt.cfg.MaxInFlightBytes) {
 		return nil, false
 	}
 	turns := (maxIn - in) / max(rt.batchRecords, 1)
 	if rt.batchBytes > 0 {
-		turns = min(turns, (rt.cfg.maxBytes-by)/rt.batchBytes)
+		turns = min(turns, (rt.cfg.MaxInFlightBytes-by)/rt.batchBytes)
 	}
 	turns = max(turns, 1)
-	half := int64(rt.cfg.partitionQueue / 2)
+	half := int64(rt.cfg.PartitionQueue / 2)
 	kept := rt.paused[:0]
 	for _, g := range rt.paused {
 		if g.pending.Load() > half {

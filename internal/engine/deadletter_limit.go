@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"errors"
@@ -24,30 +24,6 @@ type DeadLetterLimit struct {
 // ErrDeadLetterLimit is wrapped by the error that stops Run when a
 // DeadLetterLimit tripped.
 var ErrDeadLetterLimit = errors.New("dead-letter limit exceeded")
-
-// WithDeadLetterLimit sets limits on invalid records per partition (off by
-// default). The records already dead-lettered when a limit trips stay
-// committed; Run then shuts down like after a stage error. A negative
-// MaxConsecutive or Window, or a MaxRatio that is not a number within
-// [0, 1], makes Run return an error naming the field.
-func WithDeadLetterLimit(l DeadLetterLimit) Option {
-	return func(c *config) {
-		if l.Window == 0 {
-			l.Window = 1000
-		}
-		if l.MaxConsecutive < 0 {
-			c.bad("WithDeadLetterLimit: MaxConsecutive %d must not be negative", l.MaxConsecutive)
-		}
-		// Written so that NaN fails too: it compares false with everything.
-		if !(l.MaxRatio >= 0 && l.MaxRatio <= 1) {
-			c.bad("WithDeadLetterLimit: MaxRatio %v must be a number within [0, 1]", l.MaxRatio)
-		}
-		if l.Window < 0 {
-			c.bad("WithDeadLetterLimit: Window %d must not be negative", l.Window)
-		}
-		c.dlLimit = l
-	}
-}
 
 // dlLimiter applies a DeadLetterLimit to one partition's completed records,
 // in offset order. It is used under the tracker's lock.

@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"cmp"
@@ -12,11 +12,19 @@ import (
 
 // ErrNotDeadLettered is wrapped by the error that stops [Run] when records
 // found invalid could not be handed to the dead-letter destination: the
-// function set with [WithDeadLetter] kept failing, panicked, or Run shut
+// function set with pipeline.WithDeadLetter kept failing, panicked, or Run shut
 // down while it was still failing. The error is a *StageError naming the
 // first such record; those records stay uncommitted, so whoever owns the
 // partition next processes them again.
 var ErrNotDeadLettered = errors.New("records not dead-lettered")
+
+// DeadLetter is one record found invalid, as handed to the function set
+// with pipeline.WithDeadLetter (Config.DeadLetter).
+type DeadLetter struct {
+	Record Record // the original record, untouched
+	Stage  string // the stage that reported it
+	Err    error  // the error passed to Invalid
+}
 
 // deadLetterJob is one value found invalid: its ticket completes once
 // every record claimed for it was delivered.
@@ -118,7 +126,7 @@ func (g *graph) nextDeadLetter() (deadLetterItem, bool) {
 			q.pending = nil
 			q.mu.Unlock()
 			if len(left) > 0 {
-				g.rt.cfg.logger.Warn("sluice: dead letters left undelivered because a record before them never finished; they stay uncommitted",
+				g.rt.cfg.Logger.Warn("sluice: dead letters left undelivered because a record before them never finished; they stay uncommitted",
 					"topic", g.tp.Topic, "partition", g.tp.Partition, "offsets", offsetsOf(left))
 			}
 			return deadLetterItem{}, false
@@ -133,7 +141,7 @@ func (g *graph) nextDeadLetter() (deadLetterItem, bool) {
 // drained. After a delivery failure, nothing more is delivered or
 // completed.
 func (g *graph) sendDeadLetters() {
-	fn := g.rt.cfg.deadLetter
+	fn := g.rt.cfg.DeadLetter
 	for {
 		it, ok := g.nextDeadLetter()
 		if !ok {
@@ -176,7 +184,7 @@ func (g *graph) deadLetterFailed(it deadLetterItem, err error) {
 	case g.rt.shuttingDown.Load() && !errors.Is(context.Cause(g.ctx), ErrLost):
 		g.rt.failLate(se)
 	default:
-		g.rt.cfg.logger.Warn("sluice: dead letters not delivered before the partition was taken away; they stay uncommitted",
+		g.rt.cfg.Logger.Warn("sluice: dead letters not delivered before the partition was taken away; they stay uncommitted",
 			"topic", g.tp.Topic, "partition", g.tp.Partition, "err", se)
 	}
 }
@@ -193,7 +201,7 @@ func offsetsOf(items []deadLetterItem) []int64 {
 // deliverDeadLetter calls fn, retrying transient failures under Run's
 // retry policy (never past the start of a revoke).
 func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
-	p := g.rt.cfg.retry
+	p := g.rt.cfg.Retry
 	for attempt := 1; ; attempt++ {
 		err := callDeadLetter(fn, g.ctx, dl)
 		if err == nil || !retryable(err) || attempt >= p.Attempts {

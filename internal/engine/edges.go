@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import "fmt"
 
@@ -82,7 +82,7 @@ func (e *edge[T]) buffer() []Item[T] {
 	case b := <-e.free:
 		return b
 	default:
-		return make([]Item[T], 0, e.g.rt.cfg.chunk)
+		return make([]Item[T], 0, e.g.rt.cfg.Chunk)
 	}
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 // ErrNoDeadLetter is wrapped by the error that stops [Run] when a stage
 // reports invalid input (see [Invalid]) and no dead-letter destination was
-// configured with [WithDeadLetter].
+// configured with pipeline.WithDeadLetter.
 var ErrNoDeadLetter = errors.New("invalid record and no dead-letter destination configured (use pipeline.WithDeadLetter)")
 
 // Causes of a partition context's cancellation, as reported by

@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"context"
@@ -17,7 +17,7 @@ type Builder func(p *Partition, in Stream[Record]) End
 
 // graph is one assigned partition's running graph.
 type graph struct {
-	rt     *runtime
+	rt     *Group
 	part   *Partition
 	tp     TopicPartition
 	ctx    context.Context
@@ -46,7 +46,7 @@ type graph struct {
 	reported int64        // last offset returned by Offsets; poll goroutine only
 }
 
-func newGraph(rt *runtime, tp TopicPartition) *graph {
+func newGraph(rt *Group, tp TopicPartition) *graph {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(rt.parent))
 	g := &graph{
 		rt:       rt,
@@ -66,7 +66,7 @@ func newGraph(rt *runtime, tp TopicPartition) *graph {
 		rt.release(n, b)
 	})
 	g.tr.settled = g.dl.wake
-	g.tr.limit = newDLLimiter(rt.cfg.dlLimit)
+	g.tr.limit = newDLLimiter(rt.cfg.DeadLetterLimit)
 	g.tr.onLimit = func(err error) { rt.fail(g, err) }
 	return g
 }
@@ -165,7 +165,7 @@ func (g *graph) feed(e *edge[Record]) {
 		for {
 			buf := out.Buffer()
 			g.qmu.Lock()
-			n := min(len(g.queue)-g.qhead, g.rt.cfg.chunk)
+			n := min(len(g.queue)-g.qhead, g.rt.cfg.Chunk)
 			buf = append(buf, g.queue[g.qhead:g.qhead+n]...)
 			g.qhead += n
 			if g.qhead == len(g.queue) {
@@ -209,17 +209,17 @@ func (g *graph) stopInput() {
 func (g *graph) Drain() {
 	start := time.Now()
 	g.stopInput()
-	t := time.NewTimer(g.rt.cfg.drainTimeout)
+	t := time.NewTimer(g.rt.cfg.DrainTimeout)
 	defer t.Stop()
 	timedOut := false
 	select {
 	case <-g.exited:
-		g.rt.cfg.logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
+		g.rt.cfg.Logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
 			"drain", time.Since(start))
 	case <-t.C:
 		timedOut = true
-		g.rt.cfg.logger.Warn("sluice: partition drain timed out; committing only what finished",
-			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.drainTimeout)
+		g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
+			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
 		g.cancel(ErrDrainTimeout)
 		<-g.exited
 	}
@@ -237,7 +237,7 @@ func (g *graph) Kill() {
 	g.close()
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.obs.PartitionLost(g.tp)
-	g.rt.cfg.logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
+	g.rt.cfg.Logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }
 
 // close runs the OnClose hooks, newest first.
@@ -246,7 +246,7 @@ func (g *graph) close() {
 	if len(hooks) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.drainTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.DrainTimeout)
 	defer cancel()
 	for i := len(hooks) - 1; i >= 0; i-- {
 		if err := runHook(hooks[i], ctx); err != nil {

@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
-// runtime implements Group for one Run: the partitions' graphs, the
-// in-flight budget that drives pause and resume, and the first fatal error.
-type runtime struct {
-	cfg    config
+// Group is the runtime of one [Run], handed to the source: it implements
+// pipeline.Group (the methods the source calls from its poll goroutine)
+// and holds the partitions' graphs, the in-flight budget that drives pause
+// and resume (backpressure.go), and the first fatal error.
+type Group struct {
+	cfg    Config
 	build  Builder
 	parent context.Context
 	cancel context.CancelCauseFunc
@@ -22,9 +24,9 @@ type runtime struct {
 	obs    Observer
 	// observed: observers were configured, so stages time their calls.
 	observed bool
-	watch    *watchdog // nil unless WithStuckThreshold
+	watch    *watchdog // nil unless Config.Stuck
 
-	// The budget (see budget.go) is atomic so that completing records,
+	// The budget (see backpressure.go) is atomic so that completing records,
 	// which happens per value on stage goroutines, takes no lock unless
 	// records wait for admission. It only grows under mu.
 	inflight atomic.Int64
@@ -45,17 +47,17 @@ type runtime struct {
 	shuttingDown atomic.Bool
 }
 
-func newRuntime(parent context.Context, cancel context.CancelCauseFunc, cfg config, b Builder) *runtime {
-	rt := &runtime{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.observers), observed: len(cfg.observers) > 0,
+func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
+	rt := &Group{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.Observers), observed: len(cfg.Observers) > 0,
 		wake: make(chan struct{}, 1)}
 	rt.m = rebalance.New(rt.start)
-	if cfg.stuck > 0 {
-		rt.watch = &watchdog{rt: rt, threshold: cfg.stuck, probes: make(map[*graph][]*Probe)}
+	if cfg.Stuck > 0 {
+		rt.watch = &watchdog{rt: rt, threshold: cfg.Stuck, probes: make(map[*graph][]*Probe)}
 	}
 	return rt
 }
 
-func (rt *runtime) start(tp TopicPartition) (*graph, error) {
+func (rt *Group) start(tp TopicPartition) (*graph, error) {
 	g := newGraph(rt, tp)
 	if err := g.build(rt.build); err != nil {
 		return nil, err
@@ -66,9 +68,9 @@ func (rt *runtime) start(tp TopicPartition) (*graph, error) {
 // fail records the first fatal error and starts shutdown. Errors of a
 // graph whose partition was already taken away are expected (its context
 // was cancelled under it) and ignored.
-func (rt *runtime) fail(g *graph, err error) {
+func (rt *Group) fail(g *graph, err error) {
 	if g != nil && g.stopping() {
-		rt.cfg.logger.Warn("sluice: error while the partition was being taken away; its record stays uncommitted",
+		rt.cfg.Logger.Warn("sluice: error while the partition was being taken away; its record stays uncommitted",
 			"topic", g.tp.Topic, "partition", g.tp.Partition, "err", err)
 		return
 	}
@@ -83,15 +85,15 @@ func (rt *runtime) fail(g *graph, err error) {
 	}
 	rt.mu.Unlock()
 	if first {
-		rt.cfg.logger.Error("sluice: stopping", "err", err)
+		rt.cfg.Logger.Error("sluice: stopping", "err", err)
 		rt.cancel(err)
 	}
 }
 
 // failLate records an error of a partition drained by Shutdown that Run
 // must return, after the first fatal error if there is one.
-func (rt *runtime) failLate(err error) {
-	rt.cfg.logger.Error("sluice: error during shutdown", "err", err)
+func (rt *Group) failLate(err error) {
+	rt.cfg.Logger.Error("sluice: error during shutdown", "err", err)
 	var se *StageError
 	if errors.As(err, &se) {
 		rt.obs.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
@@ -103,7 +105,7 @@ func (rt *runtime) failLate(err error) {
 
 // fatal returns what Run returns: the first fatal error, joined with the
 // errors recorded during shutdown.
-func (rt *runtime) fatal() error {
+func (rt *Group) fatal() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if len(rt.late) == 0 {
@@ -112,7 +114,7 @@ func (rt *runtime) fatal() error {
 	return errors.Join(append([]error{rt.err}, rt.late...)...)
 }
 
-func (rt *runtime) signal() {
+func (rt *Group) signal() {
 	select {
 	case rt.wake <- struct{}{}:
 	default:
@@ -123,7 +125,7 @@ func (rt *runtime) signal() {
 // records into the room it made and wakes the source, whose next
 // Resumable call resumes paused partitions that have room. It locks only
 // when records wait for admission.
-func (rt *runtime) release(n int, b int64) {
+func (rt *Group) release(n int, b int64) {
 	records, bytes := rt.inflight.Add(int64(-n)), rt.bytes.Add(-b)
 	var a admission
 	if rt.nwaiting.Load() > 0 {
@@ -136,8 +138,8 @@ func (rt *runtime) release(n int, b int64) {
 	a.report(rt)
 }
 
-// Assign implements Group.
-func (rt *runtime) Assign(tps []TopicPartition) error {
+// Assign implements pipeline.Group.
+func (rt *Group) Assign(tps []TopicPartition) error {
 	err := rt.m.Assign(tps)
 	for _, tp := range tps {
 		if _, ok := rt.m.Worker(tp); ok {
@@ -148,25 +150,25 @@ func (rt *runtime) Assign(tps []TopicPartition) error {
 		rt.fail(nil, err)
 		return err
 	}
-	rt.cfg.logger.Info("sluice: partitions assigned", "partitions", tps)
+	rt.cfg.Logger.Info("sluice: partitions assigned", "partitions", tps)
 	return nil
 }
 
-// Revoke implements Group.
-func (rt *runtime) Revoke(tps []TopicPartition) []Offset {
+// Revoke implements pipeline.Group.
+func (rt *Group) Revoke(tps []TopicPartition) []Offset {
 	_, gs := rt.m.Revoke(tps)
 	return rt.finish(gs)
 }
 
-// Shutdown implements Group.
-func (rt *runtime) Shutdown() []Offset {
+// Shutdown implements pipeline.Group.
+func (rt *Group) Shutdown() []Offset {
 	rt.shuttingDown.Store(true)
 	_, gs := rt.m.Shutdown()
 	return rt.finish(gs)
 }
 
-// Lose implements Group.
-func (rt *runtime) Lose(tps []TopicPartition) {
+// Lose implements pipeline.Group.
+func (rt *Group) Lose(tps []TopicPartition) {
 	rt.forget(rt.m.Lose(tps))
 }
 
@@ -174,7 +176,7 @@ func (rt *runtime) Lose(tps []TopicPartition) {
 // assignment of their partitions must not inherit) and out of the
 // admission queue (their waiting records are dropped, never counted), and
 // returns what they held to the budget.
-func (rt *runtime) forget(gs []*graph) {
+func (rt *Group) forget(gs []*graph) {
 	rt.mu.Lock()
 	for _, g := range gs {
 		rt.unpauseLocked(g)
@@ -188,7 +190,7 @@ func (rt *runtime) forget(gs []*graph) {
 }
 
 // finish returns the final offsets of stopped graphs and forgets them.
-func (rt *runtime) finish(gs []*graph) []Offset {
+func (rt *Group) finish(gs []*graph) []Offset {
 	var out []Offset
 	for _, g := range gs {
 		if next := g.tr.committable(); next >= 0 {
@@ -197,15 +199,15 @@ func (rt *runtime) finish(gs []*graph) []Offset {
 	}
 	rt.forget(gs)
 	if len(gs) > 0 {
-		rt.cfg.logger.Info("sluice: partitions revoked", "offsets", out)
+		rt.cfg.Logger.Info("sluice: partitions revoked", "offsets", out)
 	}
 	return out
 }
 
-// Deliver implements Group. It admits into the graph what the budget has
+// Deliver implements pipeline.Group. It admits into the graph what the budget has
 // room for; the rest waits for admission (behind every partition already
 // waiting) and the partition is paused.
-func (rt *runtime) Deliver(tp TopicPartition, recs []Record) bool {
+func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	g, ok := rt.m.Worker(tp)
 	if !ok || len(recs) == 0 || g.isClosing() {
 		return false
@@ -245,10 +247,10 @@ func (rt *runtime) Deliver(tp TopicPartition, recs []Record) bool {
 	return pause
 }
 
-// Resumable implements Group. Paused partitions resume in turn (see
+// Resumable implements pipeline.Group. Paused partitions resume in turn (see
 // resumableLocked); when more had room, Wake is signalled again so that
 // the source comes back for them after the resumed ones delivered.
-func (rt *runtime) Resumable() []TopicPartition {
+func (rt *Group) Resumable() []TopicPartition {
 	rt.mu.Lock()
 	out, more := rt.resumableLocked()
 	rt.mu.Unlock()
@@ -261,11 +263,11 @@ func (rt *runtime) Resumable() []TopicPartition {
 	return out
 }
 
-// Wake implements Group.
-func (rt *runtime) Wake() <-chan struct{} { return rt.wake }
+// Wake implements pipeline.Group.
+func (rt *Group) Wake() <-chan struct{} { return rt.wake }
 
-// Offsets implements Group.
-func (rt *runtime) Offsets() []Offset {
+// Offsets implements pipeline.Group.
+func (rt *Group) Offsets() []Offset {
 	var out []Offset
 	for _, tp := range rt.m.Owned() {
 		g, _ := rt.m.Worker(tp)
@@ -277,21 +279,22 @@ func (rt *runtime) Offsets() []Offset {
 	return out
 }
 
-// Polled implements Group.
-func (rt *runtime) Polled() { rt.obs.Polled(time.Now()) }
+// Polled implements pipeline.Group.
+func (rt *Group) Polled() { rt.obs.Polled(time.Now()) }
 
-// Joined implements Group.
-func (rt *runtime) Joined() { rt.obs.Joined() }
+// Joined implements pipeline.Group.
+func (rt *Group) Joined() { rt.obs.Joined() }
 
-// Committed implements Group.
-func (rt *runtime) Committed(offs []Offset, took time.Duration, err error) {
+// Committed implements pipeline.Group.
+func (rt *Group) Committed(offs []Offset, took time.Duration, err error) {
 	if err != nil {
-		rt.cfg.logger.Warn("sluice: commit failed", "offsets", offs, "err", err)
+		rt.cfg.Logger.Warn("sluice: commit failed", "offsets", offs, "err", err)
 	}
 	rt.obs.Committed(offs, took, err)
 }
 
-// HighWatermark implements Group.
-func (rt *runtime) DrainTimeout() time.Duration { return rt.cfg.drainTimeout }
+// DrainTimeout implements pipeline.Group.
+func (rt *Group) DrainTimeout() time.Duration { return rt.cfg.DrainTimeout }
 
-func (rt *runtime) HighWatermark(tp TopicPartition, high int64) { rt.obs.HighWatermark(tp, high) }
+// HighWatermark implements pipeline.Group.
+func (rt *Group) HighWatermark(tp TopicPartition, high int64) { rt.obs.HighWatermark(tp, high) }

@@ -1,11 +1,11 @@
-package pipeline
+package engine
 
 import (
 	"time"
 )
 
 // Observer receives what happens inside [Run], for metrics, health checks
-// and tracing. Register observers with [WithObserver]; package metrics
+// and tracing. Register observers with pipeline.WithObserver; package metrics
 // adapts them to Prometheus. Methods are called synchronously from the
 // goroutines doing the work (the poll loop, stage goroutines), often
 // concurrently, so implementations must be safe for concurrent use and
@@ -48,7 +48,7 @@ type Observer interface {
 	// StageFailed: a stage error stops Run.
 	StageFailed(stage string, tp TopicPartition, err error)
 	// Stuck: one value of tp (offset) has been in stage for at least
-	// since (reported once per value; see WithStuckThreshold). It comes
+	// since (reported once per value; see pipeline.WithStuckThreshold). It comes
 	// before the RecordsCompleted whose next passes offset, and before
 	// PartitionRevoked or PartitionLost of tp, so an observer can clear
 	// its mark on either. It is called with a lock of tp's offset

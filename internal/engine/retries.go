@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"errors"
@@ -9,28 +9,30 @@ import (
 // RetryPolicy says how a stage retries a transient error: up to Attempts
 // calls in all, waiting Initial before the first retry and doubling up to
 // Max, each delay jittered to a random value between half and all of it.
-// Zero fields take the defaults of [DefaultRetry]; Attempts 1 disables
-// retries.
+// Zero fields take the defaults of the default policy (pipeline.DefaultRetry,
+// Config.DefaultRetry); Attempts 1 disables retries.
 type RetryPolicy struct {
 	Attempts int
 	Initial  time.Duration
 	Max      time.Duration
 }
 
-// DefaultRetry is the policy of every stage unless [WithRetry] or the
-// stage's own option changes it: about 80 s of retries, enough to ride out
-// a database restart, before the error stops Run.
-var DefaultRetry = RetryPolicy{Attempts: 10, Initial: 100 * time.Millisecond, Max: 30 * time.Second}
+// ResolveRetry checks p and returns it with its zero fields taken from
+// def. The error says what is wrong with p, for the caller to wrap with
+// the name of its option.
+func ResolveRetry(p, def RetryPolicy) (RetryPolicy, error) {
+	return p.withDefaults(def), p.check()
+}
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
+func (p RetryPolicy) withDefaults(def RetryPolicy) RetryPolicy {
 	if p.Attempts == 0 {
-		p.Attempts = DefaultRetry.Attempts
+		p.Attempts = def.Attempts
 	}
 	if p.Initial == 0 {
-		p.Initial = DefaultRetry.Initial
+		p.Initial = def.Initial
 	}
 	if p.Max == 0 {
-		p.Max = max(DefaultRetry.Max, p.Initial)
+		p.Max = max(def.Max, p.Initial)
 	}
 	return p
 }
@@ -52,19 +54,9 @@ func (p RetryPolicy) delay(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// WithRetry sets the retry policy of every stage that does not set its
-// own, and of dead-letter deliveries (default [DefaultRetry]).
-func WithRetry(p RetryPolicy) Option {
-	return func(c *config) {
-		if err := p.check(); err != nil {
-			c.bad("WithRetry(%+v): %v", p, err)
-		}
-		c.retry = p.withDefaults()
-	}
-}
-
 // Permanent marks err as not worth retrying: the stage fails at once (Run
 // stops). Errors marked with [Invalid] and panics are never retried either.
+// Package pipeline exports it as pipeline.Permanent.
 // Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {

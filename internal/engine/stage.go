@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 import (
 	"context"
@@ -21,17 +21,17 @@ type StageSpec struct {
 	// Buffer is the capacity, in chunks, of the stage's output channel(s);
 	// 0 means the default (4).
 	Buffer int
-	// Retry overrides Run's retry policy for this stage (see WithRetry).
+	// Retry overrides Run's retry policy for this stage (see pipeline.WithRetry).
 	Retry *RetryPolicy
 }
 
 func (g *graph) newStage(spec StageSpec) *Stage {
-	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.retry}
+	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
 	if spec.Retry != nil {
 		if err := spec.Retry.check(); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
 		}
-		s.retry = spec.Retry.withDefaults()
+		s.retry = spec.Retry.withDefaults(g.rt.cfg.DefaultRetry)
 	}
 	return s
 }
@@ -120,7 +120,7 @@ func (s *Stage) Split(t Ticket, n int) []Ticket { return s.g.tr.split(t, n) }
 // Fail handles the error of a stage function for the value holding ticket
 // t. For an error marked with [Invalid], it queues every record behind t
 // for the partition's dead-letter goroutine, which delivers them in offset
-// order (see [WithDeadLetter]) and then completes t, and returns nil at
+// order (see pipeline.WithDeadLetter) and then completes t, and returns nil at
 // once. For any other
 // error it returns a *StageError naming the stage and the record's
 // position; the stage must then return that error, which stops Run. The
@@ -131,7 +131,7 @@ func (s *Stage) Fail(t Ticket, err error) error {
 	}
 	recs := s.g.tr.records(nil, t)
 	if IsInvalid(err) {
-		if s.g.rt.cfg.deadLetter == nil {
+		if s.g.rt.cfg.DeadLetter == nil {
 			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
 		s.g.deadLetter(s, t, err)

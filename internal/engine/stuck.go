@@ -1,15 +1,15 @@
-package pipeline
+package engine
 
 import (
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // Probe marks which value a stage goroutine is working on, so the stuck
-// detector (see [WithStuckThreshold]) can tell a value that stays in one
+// detector (see pipeline.WithStuckThreshold) can tell a value that stays in one
 // stage too long. Create one per goroutine that calls user functions, with
 // [Stage.Probe]; Enter and Leave cost one atomic store each.
 type Probe struct {
@@ -40,7 +40,7 @@ func (s *Stage) Probe() *Probe {
 // probe, and a probe that shows the same value for a whole threshold is
 // reported once, with every goroutine's stack in the log.
 type watchdog struct {
-	rt        *runtime
+	rt        *Group
 	threshold time.Duration
 
 	mu     sync.Mutex
@@ -116,9 +116,9 @@ func (w *watchdog) sample(now time.Time) {
 		return
 	}
 	buf := make([]byte, 1<<20)
-	buf = buf[:goruntime.Stack(buf, true)]
+	buf = buf[:runtime.Stack(buf, true)]
 	for _, s := range stuck {
-		w.rt.cfg.logger.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", s.stage, s.since),
+		w.rt.cfg.Logger.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", s.stage, s.since),
 			"topic", s.g.tp.Topic, "partition", s.g.tp.Partition, "offset", s.offset, "stage", s.stage,
 			"goroutines", string(buf))
 	}
@@ -135,22 +135,4 @@ func (w *watchdog) report(g *graph, p *Probe, t Ticket, since time.Duration) (st
 		w.rt.obs.Stuck(s.stage, g.tp, s.offset, since)
 	})
 	return s, ok
-}
-
-// MinStuckThreshold is the smallest threshold [WithStuckThreshold]
-// accepts: the detector samples every quarter threshold.
-const MinStuckThreshold = time.Millisecond
-
-// WithStuckThreshold turns on the stuck detector: when one value has been
-// in one stage's user function for longer than d, Run logs the stage, the
-// partition, the offset and every goroutine's stack (once per value) and
-// reports it to observers. Off by default. d below [MinStuckThreshold]
-// makes Run return an error naming the option and the value.
-func WithStuckThreshold(d time.Duration) Option {
-	return func(c *config) {
-		if d < MinStuckThreshold {
-			c.bad("WithStuckThreshold(%v): the threshold must be at least %v", d, MinStuckThreshold)
-		}
-		c.stuck = d
-	}
 }

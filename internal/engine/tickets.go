@@ -1,4 +1,4 @@
-package pipeline
+package engine
 
 // Ticket ties a value inside a graph to the records it came from. The
 // runtime issues one ticket per record; stages pass it along with every

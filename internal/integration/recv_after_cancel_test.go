@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -30,8 +31,8 @@ func TestRecvAfterLossReturnsNothing(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			after := make(chan bool, 1)
 			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return pipeline.AddEnd(in, pipeline.StageSpec{Name: "hold", Kind: "hold"},
-					func(s *pipeline.Stage, inl *pipeline.Inlet[pipeline.Record]) error {
+				return stagekit.AddEnd(in, stagekit.StageSpec{Name: "hold", Kind: "hold"},
+					func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
 						if _, ok := inl.Recv(); !ok {
 							after <- false
 							return nil

@@ -1,27 +1,32 @@
-package stages
+package stagekit
 
 import (
 	"context"
 	"runtime/debug"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/internal/engine"
 )
 
-// call runs a user function, turning a panic into a *pipeline.PanicError.
-func call[In, Out any](fn func(context.Context, In) (Out, error), ctx context.Context, v In) (out Out, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &pipeline.PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx, v)
-}
-
-// invoke calls fn for it's value as a stage's user function: marked on
-// the probe for the stuck detector, timed for observers, and retried under
-// the stage's retry policy while the error is transient.
-func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.Context, In) (Out, error), ctx context.Context, it pipeline.Item[In]) (Out, error) {
+// Call calls fn for the value of it as a user function of stage s. It is
+// the one path every stage takes to call the function its user gave it:
+//
+//   - no call once ctx is done (the partition was lost or its drain timed
+//     out): Call returns context.Cause(ctx);
+//   - the value is marked on pr for the stuck detector while fn runs;
+//   - the call is timed and reported to observers, only when some are
+//     configured (Stage.Observed);
+//   - a panic becomes a *pipeline.PanicError (which s.Fail reports at the
+//     value's offset, and which is never retried);
+//   - a transient error is retried under the stage's retry policy
+//     (Stage.Retry), never once ctx is done nor after the partition
+//     started draining.
+//
+// The returned error is fn's last error, for the stage to pass to s.Fail.
+// Call it from the goroutine that owns pr (one probe per goroutine, from
+// s.Probe()); ctx is s.Context(). Calls for different values may run at
+// once on different goroutines.
+func Call[In, Out any](ctx context.Context, s *Stage, pr *Probe, it Item[In], fn func(context.Context, In) (Out, error)) (Out, error) {
 	if err := ctx.Err(); err != nil {
 		// The partition was lost or its drain timed out: no more calls.
 		var zero Out
@@ -35,10 +40,10 @@ func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.
 		var err error
 		if s.Observed() {
 			start := time.Now()
-			out, err = call(fn, ctx, v)
+			out, err = Protect(ctx, v, fn)
 			s.Called(time.Since(start), err)
 		} else {
-			out, err = call(fn, ctx, v)
+			out, err = Protect(ctx, v, fn)
 		}
 		// No retry once ctx is done: the value can no longer complete
 		// (Pool's workers see their emitter's failure this way).
@@ -46,4 +51,18 @@ func invoke[In, Out any](s *pipeline.Stage, pr *pipeline.Probe, fn func(context.
 			return out, err
 		}
 	}
+}
+
+// Protect calls fn(ctx, v) once, turning a panic into a
+// *pipeline.PanicError: no timing, no stuck mark, no retry. It is for the
+// small pure functions a stage is configured with (a predicate, a key, a
+// weight, a route chooser); the function a stage exists to call goes
+// through [Call].
+func Protect[In, Out any](ctx context.Context, v In, fn func(context.Context, In) (Out, error)) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, v)
 }

@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/sluice-go/sluice/internal/engine"
+)
+
+// DeadLetter is one record found invalid, as handed to the function set
+// with [WithDeadLetter]: a struct with the fields Record (the original
+// [Record], untouched), Stage (string, the name of the stage that reported
+// it) and Err (error, the error passed to [Invalid]).
+type DeadLetter = engine.DeadLetter
+
+// ErrNotDeadLettered is wrapped by the error that stops [Run] when records
+// found invalid could not be handed to the dead-letter destination: the
+// function set with [WithDeadLetter] kept failing, panicked, or Run shut
+// down while it was still failing. The error is a *StageError naming the
+// first such record; those records stay uncommitted, so whoever owns the
+// partition next processes them again.
+var ErrNotDeadLettered = engine.ErrNotDeadLettered
+
+// WithDeadLetter sets where records marked with [Invalid] go. fn is called
+// on the partition's dead-letter goroutine (one per partition), not on the
+// stage that found the record invalid, which goes on meanwhile. Within a
+// partition, calls come one record at a time and in offset order: a record
+// is handed over once every record before it finished or was found invalid
+// itself, so a record that a later stage finds invalid at a lower offset
+// still goes first (a slow record holds back the dead letters after it,
+// which could not be committed before it anyway). Calls for different
+// partitions may overlap. ctx is the partition's context.
+//
+// The record's offset counts as done only when fn returned nil. A failed
+// call is retried under the [WithRetry] policy (a [Permanent] error or a
+// panic is not); when it still fails, Run stops with a *StageError
+// wrapping [ErrNotDeadLettered] and naming the record. A revoke or a
+// shutdown interrupts the retries: the record and the dead letters queued
+// after it stay uncommitted (the partition's next owner handles them),
+// and at shutdown Run returns that error, naming them, so nothing is
+// dropped silently.
+func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
+	return func(c *config) {
+		if fn == nil {
+			c.bad("WithDeadLetter(nil): pass a function")
+		}
+		c.DeadLetter = fn
+	}
+}
+
+// DeadLetterLimit stops Run when a partition produces too much bad input,
+// which usually means a bug or a schema change rather than a few bad
+// records. It is a struct with three fields; zero fields disable their
+// check:
+//
+//   - MaxConsecutive (int) is the most invalid records in a row (by
+//     offset) a partition may have; one more stops Run.
+//   - MaxRatio (float64) is the highest share (0 to 1) of invalid records
+//     among the last Window records of a partition; a higher share stops
+//     Run. It is checked once the partition completed Window records. A
+//     value outside [0, 1], NaN or an infinity makes Run return an error
+//     naming it.
+//   - Window (int) is the number of records MaxRatio looks at (default
+//     1000).
+type DeadLetterLimit = engine.DeadLetterLimit
+
+// ErrDeadLetterLimit is wrapped by the error that stops Run when a
+// DeadLetterLimit tripped.
+var ErrDeadLetterLimit = engine.ErrDeadLetterLimit
+
+// WithDeadLetterLimit sets limits on invalid records per partition (off by
+// default). The records already dead-lettered when a limit trips stay
+// committed; Run then shuts down like after a stage error. A negative
+// MaxConsecutive or Window, or a MaxRatio that is not a number within
+// [0, 1], makes Run return an error naming the field.
+func WithDeadLetterLimit(l DeadLetterLimit) Option {
+	return func(c *config) {
+		if l.Window == 0 {
+			l.Window = 1000
+		}
+		if l.MaxConsecutive < 0 {
+			c.bad("WithDeadLetterLimit: MaxConsecutive %d must not be negative", l.MaxConsecutive)
+		}
+		// Written so that NaN fails too: it compares false with everything.
+		if !(l.MaxRatio >= 0 && l.MaxRatio <= 1) {
+			c.bad("WithDeadLetterLimit: MaxRatio %v must be a number within [0, 1]", l.MaxRatio)
+		}
+		if l.Window < 0 {
+			c.bad("WithDeadLetterLimit: Window %d must not be negative", l.Window)
+		}
+		c.DeadLetterLimit = l
+	}
+}

@@ -1,0 +1,49 @@
+package pipeline
+
+import "github.com/sluice-go/sluice/internal/engine"
+
+// Record is one Kafka message as a graph receives it: a struct with the
+// fields Topic (string), Partition (int32), Offset (int64), Key and Value
+// ([]byte), Headers ([]Header) and Timestamp (time.Time). Run never
+// modifies a Record after handing it to a graph; stage functions may keep
+// references to Key, Value and Headers but must not modify them, because
+// the same bytes are sent to the dead-letter destination if the message is
+// found invalid.
+type Record = engine.Record
+
+// Header is one Kafka record header: a struct with the fields Key (string)
+// and Value ([]byte).
+type Header = engine.Header
+
+// TopicPartition names one partition of one topic: a comparable struct
+// with the fields Topic (string) and Partition (int32).
+type TopicPartition = engine.TopicPartition
+
+// Offset is the next offset to consume for a partition, the value a source
+// commits to the consumer group: a struct embedding [TopicPartition] (so
+// it has Topic and Partition) with the field Next (int64).
+type Offset = engine.Offset
+
+// Partition is the partition a graph is built for, handed to the
+// [Builder]; its context and close hooks are the graph's lifecycle. It has
+// the fields Topic (string) and ID (int32, the partition number) and two
+// methods:
+//
+//   - Context() context.Context returns the partition's context. It is
+//     done when the graph must stop: after a graceful revoke drained
+//     (cause [ErrRevoked]), when the drain timed out ([ErrDrainTimeout])
+//     or when the partition was lost ([ErrLost]). Values of the context
+//     given to [Run] are visible through it; Run's own cancellation is not
+//     (shutdown drains gracefully first).
+//   - OnClose(fn func(ctx context.Context) error) registers fn to run when
+//     the graph is taken away: after every stage goroutine exited
+//     (drained, timed out or lost) and before the final offset is reported
+//     to the source. Hooks run in reverse order of registration, one at a
+//     time; ctx expires after the drain timeout. An error or a panic in a
+//     hook stops Run (the other hooks still run): Run returns a
+//     *StageError whose Stage is "OnClose", naming the partition (Offset
+//     -1), whose Err is the hook's error or a *PanicError. OnClose may be
+//     called from the builder or from a stage, from any goroutine.
+//
+// Only Run creates Partitions.
+type Partition = engine.Partition

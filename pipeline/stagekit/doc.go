@@ -1,0 +1,52 @@
+// Package stagekit is for writing a new kind of stage: the API that
+// package stages, sink.Produce and any stage of your own are built on.
+// Users who only wire the shipped stages into a [pipeline.Builder] never
+// need it.
+//
+// A stage is added to a partition's graph from inside the builder with
+// [AddStage] (one input, one output), [AddFanOut] (one input, n outputs)
+// or [AddEnd] (terminal). Its run function starts in its own goroutine
+// once the builder returned, and runs for the life of the partition.
+//
+// # The contract of a stage
+//
+//   - Read the [Inlet] until Recv returns false, then return nil: the
+//     input closed (a graceful revoke or shutdown drained everything
+//     upstream) or the partition's context is done. Returning closes the
+//     outputs, so flush what the stage holds first (a batch) and Send it.
+//   - Values travel in chunks of [Item]s. Release every received chunk
+//     once its values are no longer referenced, and fill output chunks
+//     from Outlet.Buffer.
+//   - Every value carries a [Ticket] standing for the records it came
+//     from. Complete each reference exactly once: Stage.Done when the
+//     value needs no more work (it reached the end, or the stage ends the
+//     graph), Stage.Drop when it is filtered out, or pass the ticket on
+//     with the value(s) derived from it (Stage.Retain first when one value
+//     becomes several, Stage.Join for a batch, Stage.Split to hand a batch
+//     back value by value). A record commits once all references to its
+//     ticket completed; a forgotten ticket holds its partition's commit
+//     back forever.
+//   - Call user functions through [Call] (panic capture, stuck detection,
+//     timing, retries), and the small pure functions a stage is configured
+//     with through [Protect].
+//   - Pass a function's error to Stage.Fail. An error marked with
+//     pipeline.Invalid dead-letters the value's records and Fail returns
+//     nil: go on. For any other error Fail returns a *pipeline.StageError:
+//     Send what finished before it, then return that error, which stops
+//     Run. A panic in run stops Run too.
+//   - Cancellation: Stage.Context is the partition's context. When it is
+//     done (the partition was lost, or its drain timed out), stop at once:
+//     Recv and Send return false, values in hand are dropped uncompleted
+//     (they are not committed) and Call makes no more calls. A stage that
+//     selects on Inlet.C must select on the context too.
+//
+// # Revoke, loss and shutdown
+//
+// On a graceful revoke, and at shutdown, the input of the graph stops:
+// stages drain what is in flight (retries are interrupted, their values
+// stay uncommitted), then their inputs close one after the other. The drain
+// has a deadline (pipeline.WithDrainTimeout); past it, and at once when the
+// partition is lost, the context is cancelled. Run waits for every stage
+// goroutine to return before it lets the partition go, then runs its
+// OnClose hooks.
+package stagekit
