@@ -205,7 +205,7 @@ func (g *graph) stopInput() {
 	}
 }
 
-// Drain is a graceful revoke (rebalance.Worker).
+// Drain is a graceful revoke (stoppable).
 func (g *graph) Drain() {
 	start := time.Now()
 	g.stopInput()
@@ -229,7 +229,7 @@ func (g *graph) Drain() {
 	g.rt.obs.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
-// Kill is a lost partition (rebalance.Worker).
+// Kill is a lost partition (stoppable).
 func (g *graph) Kill() {
 	g.stopInput()
 	g.cancel(ErrLost)

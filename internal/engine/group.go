@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 // Group is the runtime of one [Run], handed to the source: it implements
@@ -19,7 +17,7 @@ type Group struct {
 	build  Builder
 	parent context.Context
 	cancel context.CancelCauseFunc
-	m      *rebalance.Machine[TopicPartition, *graph]
+	m      *assignments[TopicPartition, *graph] // owned partitions (assignments.go)
 	wake   chan struct{}
 	obs    Observer
 	// observed: observers were configured, so stages time their calls.
@@ -50,7 +48,7 @@ type Group struct {
 func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
 	rt := &Group{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.Observers), observed: len(cfg.Observers) > 0,
 		wake: make(chan struct{}, 1)}
-	rt.m = rebalance.New(rt.start)
+	rt.m = newAssignments(rt.start)
 	if cfg.Stuck > 0 {
 		rt.watch = &watchdog{rt: rt, threshold: cfg.Stuck, probes: make(map[*graph][]*Probe)}
 	}

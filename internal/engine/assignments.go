@@ -1,17 +1,18 @@
-// Package rebalance is the assignment state machine shared by every source:
-// which partitions are owned, and what assigning, revoking, losing and
-// shutting down do to the worker that runs each one.
-//
-// A Machine is driven by one goroutine (a source's poll loop). Workers of
-// several partitions are stopped concurrently, and every call returns only
-// after the workers it stopped have fully exited, so once Revoke, Lose or
-// Shutdown returns, nothing of those partitions runs any more.
-package rebalance
+package engine
 
 import "sync"
 
-// Worker runs one owned partition.
-type Worker interface {
+// This file is the assignment state machine: which partitions are owned,
+// and what assigning, revoking, losing and shutting down do to the graph
+// that runs each one (the Group's Assign, Revoke, Lose and Shutdown).
+//
+// It is driven by one goroutine (the source's poll loop). Workers of
+// several partitions are stopped concurrently, and every call returns only
+// after the workers it stopped have fully exited, so once Revoke, Lose or
+// Shutdown returns, nothing of those partitions runs any more.
+
+// stoppable runs one owned partition (a *graph).
+type stoppable interface {
 	// Drain stops input, lets in-flight work finish within the worker's
 	// drain deadline, and returns after every goroutine of the worker
 	// exited.
@@ -21,24 +22,25 @@ type Worker interface {
 	Kill()
 }
 
-// Machine tracks owned keys (partitions) and their workers. The zero value
-// is not usable; use New. Methods must not be called concurrently.
-type Machine[K comparable, W Worker] struct {
+// assignments tracks owned keys (partitions) and their workers. The zero
+// value is not usable; use newAssignments. Methods must not be called
+// concurrently.
+type assignments[K comparable, W stoppable] struct {
 	start func(K) (W, error)
 	owned map[K]W
 	order []K // assignment order, for deterministic iteration
 }
 
-// New returns a Machine that calls start to create the worker of every
-// newly assigned key.
-func New[K comparable, W Worker](start func(K) (W, error)) *Machine[K, W] {
-	return &Machine[K, W]{start: start, owned: make(map[K]W)}
+// newAssignments returns assignments that call start to create the worker
+// of every newly assigned key.
+func newAssignments[K comparable, W stoppable](start func(K) (W, error)) *assignments[K, W] {
+	return &assignments[K, W]{start: start, owned: make(map[K]W)}
 }
 
 // Assign starts a worker for each key not owned yet, in order. Keys
 // already owned are ignored. On the first start error it stops and returns
 // it; keys started before the error stay owned.
-func (m *Machine[K, W]) Assign(keys []K) error {
+func (m *assignments[K, W]) Assign(keys []K) error {
 	for _, k := range keys {
 		if _, ok := m.owned[k]; ok {
 			continue
@@ -56,7 +58,7 @@ func (m *Machine[K, W]) Assign(keys []K) error {
 // Revoke drains the workers of the owned keys among keys, concurrently,
 // and returns those keys (in the given order) with their workers once all
 // have exited. Keys not owned are ignored.
-func (m *Machine[K, W]) Revoke(keys []K) ([]K, []W) {
+func (m *assignments[K, W]) Revoke(keys []K) ([]K, []W) {
 	ks, ws := m.remove(keys)
 	each(ws, W.Drain)
 	return ks, ws
@@ -64,29 +66,29 @@ func (m *Machine[K, W]) Revoke(keys []K) ([]K, []W) {
 
 // Lose kills the workers of the owned keys among keys, concurrently, and
 // returns them once all have exited.
-func (m *Machine[K, W]) Lose(keys []K) []W {
+func (m *assignments[K, W]) Lose(keys []K) []W {
 	_, ws := m.remove(keys)
 	each(ws, W.Kill)
 	return ws
 }
 
 // Shutdown revokes every owned key, like Revoke.
-func (m *Machine[K, W]) Shutdown() ([]K, []W) {
+func (m *assignments[K, W]) Shutdown() ([]K, []W) {
 	return m.Revoke(m.Owned())
 }
 
 // Owned returns the owned keys in assignment order.
-func (m *Machine[K, W]) Owned() []K {
+func (m *assignments[K, W]) Owned() []K {
 	return append([]K(nil), m.order...)
 }
 
 // Worker returns the worker of an owned key.
-func (m *Machine[K, W]) Worker(k K) (W, bool) {
+func (m *assignments[K, W]) Worker(k K) (W, bool) {
 	w, ok := m.owned[k]
 	return w, ok
 }
 
-func (m *Machine[K, W]) remove(keys []K) ([]K, []W) {
+func (m *assignments[K, W]) remove(keys []K) ([]K, []W) {
 	var ks []K
 	var ws []W
 	for _, k := range keys {
@@ -112,7 +114,7 @@ func (m *Machine[K, W]) remove(keys []K) ([]K, []W) {
 }
 
 // each runs stop on every worker concurrently and waits for all.
-func each[W Worker](ws []W, stop func(W)) {
+func each[W stoppable](ws []W, stop func(W)) {
 	if len(ws) == 1 {
 		stop(ws[0])
 		return

@@ -1,15 +1,11 @@
-package rebalance
+package engine
 
 import (
 	"errors"
 	"slices"
 	"sync"
 	"testing"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type worker struct {
 	key    string
@@ -20,10 +16,10 @@ type worker struct {
 func (w worker) Drain() { w.mu.Lock(); *w.events = append(*w.events, "drain "+w.key); w.mu.Unlock() }
 func (w worker) Kill()  { w.mu.Lock(); *w.events = append(*w.events, "kill "+w.key); w.mu.Unlock() }
 
-func newMachine() (*Machine[string, worker], *[]string, *[]string) {
+func newTestAssignments() (*assignments[string, worker], *[]string, *[]string) {
 	var mu sync.Mutex
 	var events, started []string
-	m := New(func(k string) (worker, error) {
+	m := newAssignments(func(k string) (worker, error) {
 		if k == "bad" {
 			return worker{}, errors.New("cannot build bad")
 		}
@@ -34,7 +30,7 @@ func newMachine() (*Machine[string, worker], *[]string, *[]string) {
 }
 
 func TestAssignStartsEachKeyOnce(t *testing.T) {
-	m, started, _ := newMachine()
+	m, started, _ := newTestAssignments()
 	if err := m.Assign([]string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +43,7 @@ func TestAssignStartsEachKeyOnce(t *testing.T) {
 }
 
 func TestAssignStopsAtTheFirstFailureKeepingWhatStarted(t *testing.T) {
-	m, _, _ := newMachine()
+	m, _, _ := newTestAssignments()
 	err := m.Assign([]string{"a", "bad", "c"})
 	if err == nil || !slices.Equal(m.Owned(), []string{"a"}) {
 		t.Fatalf("err %v, owned %v; want an error with only a owned", err, m.Owned())
@@ -55,7 +51,7 @@ func TestAssignStopsAtTheFirstFailureKeepingWhatStarted(t *testing.T) {
 }
 
 func TestRevokeDrainsOnlyOwnedKeysAndForgetsThem(t *testing.T) {
-	m, _, events := newMachine()
+	m, _, events := newTestAssignments()
 	_ = m.Assign([]string{"a", "b", "c"})
 	keys, ws := m.Revoke([]string{"c", "x", "a"})
 	if !slices.Equal(keys, []string{"c", "a"}) || len(ws) != 2 {
@@ -74,7 +70,7 @@ func TestRevokeDrainsOnlyOwnedKeysAndForgetsThem(t *testing.T) {
 }
 
 func TestLoseKillsAndShutdownDrainsTheRest(t *testing.T) {
-	m, _, events := newMachine()
+	m, _, events := newTestAssignments()
 	_ = m.Assign([]string{"a", "b", "c"})
 	if ws := m.Lose([]string{"b"}); len(ws) != 1 {
 		t.Fatalf("lost %d workers", len(ws))
