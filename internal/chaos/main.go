@@ -27,6 +27,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/source"
 )
 
 // protocols are cmd/example's --group-protocol values.
@@ -67,9 +70,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.set.workers, "workers", 4, "cmd/example --workers")
 	fs.DurationVar(&o.set.sessionTimeout, "session-timeout", 4*time.Second, "group session timeout (classic: cmd/example --session-timeout; KIP-848: the broker's)")
 	fs.DurationVar(&o.set.drainTimeout, "drain-timeout", 5*time.Second, "cmd/example --drain-timeout")
-	// The source's Close is bounded by source.DefaultCloseTimeout (5s),
-	// then the producer's by its CloseTimeout (5s, plus at most 2s).
-	fs.DurationVar(&o.set.closeBound, "close-bound", 15*time.Second, "time a process may take after its drain to close and exit")
+	// After the drain, the source's Close is bounded by its CloseTimeout,
+	// then the producer's by its own plus at most 2s.
+	fs.DurationVar(&o.set.closeBound, "close-bound", source.DefaultCloseTimeout+sink.DefaultCloseTimeout+3*time.Second,
+		"time a process may take after its drain to close and exit")
 	fs.DurationVar(&o.set.recoveryTimeout, "recovery-timeout", 45*time.Second, "longest wait for the group to own and consume every partition again")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long in all (default 5m with -short, 20m, 60m with -long)")
 	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
