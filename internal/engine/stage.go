@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// This file is the stage-authoring API: what package stages is built on.
-// Users compose stages from package stages; these functions are for
-// writing a new kind of stage.
+// This file is the stage-authoring API: the stage handle, inputs, outputs
+// and AddStage/AddFanOut/AddEnd, which package pipeline/stagekit exports
+// for writing a new kind of stage (package stages is built on it).
 
 // StageSpec describes a stage being added to a graph.
 type StageSpec struct {

@@ -1,0 +1,20 @@
+// Package engine is Sluice's runtime: everything pipeline.Run does behind
+// the user API of package pipeline, and the plumbing that package
+// pipeline/stagekit exposes to stage authors.
+//
+// One [Run] creates a [Group] (group.go), which the source drives from its
+// poll goroutine. The Group owns the assignments (assignments.go: which
+// partitions are owned and what assign, revoke, loss and shutdown do to
+// their graphs), the in-flight budget that pauses and resumes partitions
+// (backpressure.go) and the first fatal error. Each owned partition runs
+// one graph (graph.go): the builder's stages (stage.go) joined by bounded
+// channels of chunks with free lists (edges.go), the ticket tracker that
+// computes the committable offset (commits.go, tickets.go), the
+// partition's dead-letter queue and limit (deadletters.go,
+// deadletter_limit.go), retries with backoff (retries.go) and the stuck
+// watchdog (stuck.go). The data types users see (records.go, partition.go,
+// errors.go, observer.go) are defined here and aliased by pipeline.
+//
+// Nothing here validates options or fills defaults: package pipeline does,
+// and hands a complete [Config] to Run.
+package engine
