@@ -11,7 +11,8 @@ import (
 // test their graph with no broker. It works inside testing/synctest
 // bubbles (create it inside the bubble), where its waits resolve
 // instantly and deterministically. Every method fails the test on misuse;
-// the harness is stopped at test cleanup.
+// the harness is stopped at test cleanup, which reports Run's error with
+// t.Error unless the test checked it (Stop, Wait) — see [Start].
 type Harness struct {
 	t       testing.TB
 	fake    *Fake
@@ -120,5 +121,6 @@ func (h *Harness) Wait() error {
 // pipeline.ErrNotDeadLettered). It is idempotent.
 func (h *Harness) Stop() error {
 	h.run.stop()
+	h.run.checked.Store(true)
 	return h.run.err
 }

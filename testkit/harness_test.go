@@ -44,3 +44,74 @@ func TestStopReportsRecordsNotDeadLettered(t *testing.T) {
 		}
 	})
 }
+
+// failAt1 fails permanently at offset 1.
+func failAt1(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		if r.Offset == 1 {
+			return pipeline.Permanent(errors.New("boom"))
+		}
+		return nil
+	}, stages.Name("save"))
+}
+
+// A test that never looks at Run's error is told at cleanup: a failed
+// stage cannot go unnoticed.
+func TestCleanupReportsAnUncheckedRunError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := &recordingTB{TB: t}
+		h := testkit.New(tb, failAt1)
+		h.Send("t", 0, values(3)...)
+		h.Assign("t", 0)
+		<-h.Fake().Stopped()
+		errs := tb.cleanup()
+		if len(errs) != 1 || !strings.Contains(errs[0], "never checked") || !strings.Contains(errs[0], "boom") {
+			t.Fatalf("cleanup reported %q, want one error naming Run's error", errs)
+		}
+	})
+}
+
+// Once the test checked Run's error (Wait, Stop, Err after Done), the
+// cleanup reports nothing more.
+func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
+	for name, check := range map[string]func(testing.TB, *testkit.Harness){
+		"Harness.Wait": func(_ testing.TB, h *testkit.Harness) { _ = h.Wait() },
+		"Harness.Stop": func(_ testing.TB, h *testkit.Harness) { <-h.Fake().Stopped(); _ = h.Stop() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tb := &recordingTB{TB: t}
+				h := testkit.New(tb, failAt1)
+				h.Send("t", 0, values(3)...)
+				h.Assign("t", 0)
+				check(tb, h)
+				if errs := tb.cleanup(); len(errs) != 0 {
+					t.Fatalf("cleanup reported %q after the test checked the error", errs)
+				}
+			})
+		})
+	}
+	for name, check := range map[string]func(testing.TB, *testkit.Running){
+		"Running.Wait": func(tb testing.TB, r *testkit.Running) { _ = r.Wait(tb) },
+		"Running.Stop": func(tb testing.TB, r *testkit.Running) { <-r.Done(); _ = r.Stop(tb) },
+		"Running.Err":  func(_ testing.TB, r *testkit.Running) { <-r.Done(); _ = r.Err() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tb := &recordingTB{TB: t}
+				fake := testkit.NewFake()
+				r := testkit.Start(tb, fake, failAt1)
+				if err := fake.Send("t", 0, values(3)...); err != nil {
+					t.Fatal(err)
+				}
+				if err := fake.Assign("t", 0); err != nil {
+					t.Fatal(err)
+				}
+				check(tb, r)
+				if errs := tb.cleanup(); len(errs) != 0 {
+					t.Fatalf("cleanup reported %q after the test checked the error", errs)
+				}
+			})
+		})
+	}
+}

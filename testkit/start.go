@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,10 +17,15 @@ type Running struct {
 	done    chan struct{}
 	err     error
 	timeout time.Duration
+	checked atomic.Bool // the test asked for Run's error (Err after Done, Wait, Stop)
 }
 
 // Start runs pipeline.Run(src, build, opts...) in a goroutine. Run is
 // cancelled and waited for at test cleanup, so nothing outlives the test.
+// An error Run returned is never lost: if the test did not look at it
+// (through Stop, Wait, or Err once Done is closed), the cleanup reports it
+// with t.Error, so a test that forgot to check cannot pass over a failed
+// stage or an undelivered dead letter.
 func Start(t testing.TB, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *Running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -28,7 +34,13 @@ func Start(t testing.TB, src pipeline.Source, build pipeline.Builder, opts ...pi
 		defer close(r.done)
 		r.err = pipeline.Run(ctx, src, build, opts...)
 	}()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		r.stop()
+		if r.err != nil && !r.checked.Load() {
+			t.Errorf("testkit: at cleanup, pipeline.Run had returned an error the test never checked "+
+				"(call Stop or Wait and check what they return): %v", r.err)
+		}
+	})
 	return r
 }
 
@@ -39,6 +51,7 @@ func (r *Running) Done() <-chan struct{} { return r.done }
 func (r *Running) Err() error {
 	select {
 	case <-r.done:
+		r.checked.Store(true)
 		return r.err
 	default:
 		return nil
@@ -53,6 +66,7 @@ func (r *Running) Wait(t testing.TB) error {
 	defer timer.Stop()
 	select {
 	case <-r.done:
+		r.checked.Store(true)
 		return r.err
 	case <-timer.C:
 		t.Fatalf("testkit: Run still running after %v", r.timeout)
@@ -71,6 +85,8 @@ func (r *Running) Stop(t testing.TB) error {
 	return r.Wait(t)
 }
 
+// stop cancels Run and waits for it, without a time limit (for cleanup
+// and the Harness's Stop).
 func (r *Running) stop() {
 	r.cancel()
 	<-r.done

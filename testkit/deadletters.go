@@ -1,0 +1,158 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// DeadLetters is a dead-letter destination for tests: it records every
+// dead letter handed to it, in arrival order, so a test can assert which
+// records were found invalid, by which stage and why. Pass [DeadLetters.Func]
+// to pipeline.WithDeadLetter (or use [DeadLetters.Option]).
+//
+// Its methods are safe for concurrent use: the runtime calls the function
+// from one goroutine per partition while the test reads the snapshots. It
+// works inside testing/synctest bubbles (create it inside the bubble when
+// Wait is used there). The zero value is not usable; call
+// [NewDeadLetters].
+type DeadLetters struct {
+	mu      sync.Mutex
+	recs    []pipeline.DeadLetter
+	calls   int
+	fail    func(pipeline.DeadLetter) error
+	changed chan struct{} // closed and replaced on every recorded letter
+	timeout time.Duration
+}
+
+// NewDeadLetters returns an empty recorder that accepts every dead letter.
+func NewDeadLetters() *DeadLetters {
+	return &DeadLetters{changed: make(chan struct{}), timeout: WaitTimeout}
+}
+
+// Func returns the dead-letter function to pass to pipeline.WithDeadLetter.
+// Each call is counted (see [DeadLetters.Calls]); it then asks the failure
+// function set by [DeadLetters.FailWith], if any: when that returns an
+// error, the call returns it and records nothing (the runtime retries it
+// unless it is pipeline.Permanent); otherwise the letter is recorded and
+// the call returns nil. The context is not looked at.
+func (d *DeadLetters) Func() func(context.Context, pipeline.DeadLetter) error {
+	return func(_ context.Context, dl pipeline.DeadLetter) error {
+		d.mu.Lock()
+		d.calls++
+		fail := d.fail
+		d.mu.Unlock()
+		if fail != nil {
+			if err := fail(dl); err != nil {
+				return err
+			}
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.recs = append(d.recs, dl)
+		close(d.changed)
+		d.changed = make(chan struct{})
+		return nil
+	}
+}
+
+// Option returns pipeline.WithDeadLetter(d.Func()).
+func (d *DeadLetters) Option() pipeline.Option { return pipeline.WithDeadLetter(d.Func()) }
+
+// FailWith makes later deliveries call fn first: a non-nil error from fn
+// is what the delivery returns (nothing is recorded), to test what a
+// pipeline does when its dead-letter destination fails. fn is called
+// outside the recorder's lock, from the partitions' dead-letter goroutines,
+// possibly concurrently. FailWith(nil) accepts everything again. It may be
+// called at any time, also while Run runs.
+func (d *DeadLetters) FailWith(fn func(pipeline.DeadLetter) error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fail = fn
+}
+
+// Records returns a copy of the dead letters recorded so far, in the order
+// they arrived (offset order within a partition; partitions interleave).
+func (d *DeadLetters) Records() []pipeline.DeadLetter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recs)
+}
+
+// Offsets returns the offsets of the partition's recorded dead letters, in
+// arrival order (nil when there are none).
+func (d *DeadLetters) Offsets(topic string, partition int32) []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []int64
+	for _, dl := range d.recs {
+		if dl.Record.Topic == topic && dl.Record.Partition == partition {
+			out = append(out, dl.Record.Offset)
+		}
+	}
+	return out
+}
+
+// Len returns how many dead letters were recorded.
+func (d *DeadLetters) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.recs)
+}
+
+// Calls returns how many times the function was called, failed calls
+// (see [DeadLetters.FailWith]) included.
+func (d *DeadLetters) Calls() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls
+}
+
+// Wait blocks until at least n dead letters were recorded and returns a
+// snapshot of them (as Records). It fails the test if that takes longer
+// than [WaitTimeout]; inside a synctest bubble that means every goroutine
+// is blocked: the letters will never come. A negative n is a test bug and
+// fails the test.
+func (d *DeadLetters) Wait(t testing.TB, n int) []pipeline.DeadLetter {
+	t.Helper()
+	if n < 0 {
+		t.Fatalf("testkit: DeadLetters.Wait(%d): n must not be negative", n)
+		return nil
+	}
+	timer := time.NewTimer(d.timeout)
+	defer timer.Stop()
+	for {
+		d.mu.Lock()
+		got, changed := len(d.recs), d.changed
+		d.mu.Unlock()
+		if got >= n {
+			return d.Records()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("testkit: %s after %v, waiting for %d", d.describe(), d.timeout, n)
+			return nil
+		}
+	}
+}
+
+// describe says what was recorded, for failure messages.
+func (d *DeadLetters) describe() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := fmt.Sprintf("%d dead letters recorded (%d calls)", len(d.recs), d.calls)
+	for i, dl := range d.recs {
+		if i == 5 {
+			s += ", ..."
+			break
+		}
+		s += fmt.Sprintf(", %s/%d@%d from %s", dl.Record.Topic, dl.Record.Partition, dl.Record.Offset, dl.Stage)
+	}
+	return s
+}
