@@ -42,17 +42,23 @@ func IsInvalid(err error) bool { return engine.IsInvalid(err) }
 // *StageError with errors.As.
 type StageError = engine.StageError
 
-// PanicError is a panic recovered from a stage function, an OnClose hook
-// or the dead-letter function (Run returns it inside a *StageError). It is
-// a struct with the fields Value (any, what was passed to panic) and Stack
-// ([]byte, the panicking goroutine's stack); its Error method returns
-// both. Use it as *PanicError with errors.As.
+// PanicError is a panic recovered from a user function: a stage function,
+// an OnClose hook or the dead-letter function (Run returns it inside a
+// *StageError), or a builder (inside a *BuildError). It is never retried.
+// It is a struct with the fields Value (any, what was passed to panic) and
+// Stack ([]byte, the panicking goroutine's stack); its Error method returns
+// both, and its Unwrap method returns Value when it is an error (so
+// errors.Is sees through panic(err)). Use it as *PanicError with
+// errors.As.
 type PanicError = engine.PanicError
 
 // BuildError reports a graph that a [Builder] wired incorrectly (a stream
 // consumed twice or never, streams of two partitions mixed, no End) or
 // that panicked. It is a struct with the fields Topic (string), Partition
-// (int32) and Problem (string: what is wrong and how to fix it, or the
-// builder's panic value and stack); its Error method names the partition
-// and the problem. Use it as *BuildError with errors.As.
+// (int32), Problem (string: what is wrong and how to fix it, or "the
+// builder panicked" with the panic value and stack) and Err (error: the
+// *PanicError of a builder that panicked, nil for a wiring problem); its
+// Error method names the partition and the problem, and Unwrap returns
+// Err, so errors.As finds the *PanicError of a builder panic. Use it as
+// *BuildError with errors.As.
 type BuildError = engine.BuildError

@@ -43,8 +43,8 @@ func defaultConfig() config {
 		MaxInFlightBytes: DefaultMaxInFlightBytes,
 		PartitionQueue:   DefaultPartitionQueue,
 		Chunk:            chunkSize,
-		Retry:            DefaultRetry,
-		DefaultRetry:     DefaultRetry,
+		Retry:            engine.DefaultRetry(),
+		DefaultRetry:     engine.DefaultRetry(),
 		Logger:           slog.New(slog.DiscardHandler),
 	}}
 }

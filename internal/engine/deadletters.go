@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 )
@@ -199,17 +198,17 @@ func offsetsOf(items []deadLetterItem) []int64 {
 }
 
 // deliverDeadLetter calls fn, retrying transient failures under Run's
-// retry policy (never past the start of a revoke).
+// retry policy through the engine's one retry loop (never past the start
+// of a revoke).
 func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
-	p := g.rt.cfg.Retry
+	r := retrier{g: g, policy: g.rt.cfg.Retry, stage: dl.Stage + " (dead letter)"}
 	for attempt := 1; ; attempt++ {
 		err := callDeadLetter(fn, g.ctx, dl)
-		if err == nil || !retryable(err) || attempt >= p.Attempts {
-			return err
+		if err == nil {
+			return nil
 		}
-		d := p.delay(attempt)
-		g.rt.obs.StageRetry(dl.Stage+" (dead letter)", g.tp, attempt, d, err)
-		if !g.sleep(d) {
+		again, err := r.after(dl.Record.Offset, err, attempt)
+		if !again {
 			return err
 		}
 	}
@@ -218,10 +217,6 @@ func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl
 // callDeadLetter calls fn once, turning a panic into a *PanicError (which
 // is never retried).
 func callDeadLetter(fn func(context.Context, DeadLetter) error, ctx context.Context, dl DeadLetter) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
+	defer CatchPanic(&err)
 	return fn(ctx, dl)
 }

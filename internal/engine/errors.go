@@ -70,28 +70,21 @@ func (e *StageError) Error() string {
 // Unwrap returns the stage function's error.
 func (e *StageError) Unwrap() error { return e.Err }
 
-// PanicError is a panic recovered from a stage function, an OnClose hook
-// or the dead-letter function (Run returns it inside a *StageError), or
-// from a builder (inside a *BuildError's Problem).
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-// Error returns the panic value and the stack of the panicking goroutine.
-func (e *PanicError) Error() string {
-	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
-}
-
 // BuildError reports a graph that a [Builder] wired incorrectly (a stream
-// consumed twice or never, streams of two partitions mixed, no End).
+// consumed twice or never, streams of two partitions mixed, no End), or a
+// builder that panicked: then Err is the *PanicError, and Problem says so
+// and carries its value and stack.
 type BuildError struct {
 	Topic     string
 	Partition int32
 	Problem   string
+	Err       error // the builder's *PanicError; nil for a wiring problem
 }
 
 // Error names the partition and the wiring problem.
 func (e *BuildError) Error() string {
 	return fmt.Sprintf("sluice: building the graph of %s/%d: %s", e.Topic, e.Partition, e.Problem)
 }
+
+// Unwrap returns Err: the *PanicError of a builder that panicked, or nil.
+func (e *BuildError) Unwrap() error { return e.Err }

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,37 +72,16 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 }
 
 // build runs the builder and checks the wiring, then starts every stage.
-func (g *graph) build(b Builder) (err error) {
+func (g *graph) build(b Builder) error {
 	in := newEdge[Record](g, "input", 0)
 	g.building = true
-	defer func() {
-		g.building = false
-		if v := recover(); v != nil {
-			if bp, ok := v.(buildPanic); ok {
-				err = &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition, Problem: bp.problem}
-			} else {
-				err = &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition,
-					Problem: fmt.Sprintf("the builder panicked: %v\n\n%s", v, debug.Stack())}
-			}
-		}
-		if err != nil {
-			g.cancel(err)
-			g.close() // hooks registered before the failure still run
-		}
-	}()
-	end := b(g.part, Stream[Record]{e: in})
-	if end.g == nil {
-		panic(buildPanic{"the builder returned a zero End; end the graph with a terminal stage such as stages.Each or stages.Discard"})
-	}
-	if end.g != g {
-		panic(buildPanic{"the builder returned an End of another partition's graph"})
-	}
-	for _, e := range g.edges {
-		if from, to := e.ends(); to == "" {
-			panic(buildPanic{fmt.Sprintf("the output of %q is never consumed; end it with stages.Each or stages.Discard", from)})
-		}
-	}
+	err := g.buildError(g.wire(b, in))
 	g.building = false
+	if err != nil {
+		g.cancel(err)
+		g.close() // hooks registered before the failure still run
+		return err
+	}
 	g.wg.Add(len(g.starts) + 1)
 	for _, start := range g.starts {
 		go start()
@@ -121,6 +100,39 @@ func (g *graph) build(b Builder) (err error) {
 		close(g.exited)
 	}()
 	return nil
+}
+
+// wire runs the builder and checks what it wired. A wiring mistake is a
+// buildPanic; it and any panic of the builder come back as a *PanicError.
+func (g *graph) wire(b Builder, in *edge[Record]) (err error) {
+	defer CatchPanic(&err)
+	end := b(g.part, Stream[Record]{e: in})
+	if end.g == nil {
+		panic(buildPanic{"the builder returned a zero End; end the graph with a terminal stage such as stages.Each or stages.Discard"})
+	}
+	if end.g != g {
+		panic(buildPanic{"the builder returned an End of another partition's graph"})
+	}
+	for _, e := range g.edges {
+		if from, to := e.ends(); to == "" {
+			panic(buildPanic{fmt.Sprintf("the output of %q is never consumed; end it with stages.Each or stages.Discard", from)})
+		}
+	}
+	return nil
+}
+
+// buildError turns what wire returned into a *BuildError: a wiring
+// mistake names the problem; the builder's own panic is its Err.
+func (g *graph) buildError(err error) error {
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if bp, ok := pe.Value.(buildPanic); ok {
+		return &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition, Problem: bp.problem}
+	}
+	return &BuildError{Topic: g.tp.Topic, Partition: g.tp.Partition,
+		Problem: fmt.Sprintf("the builder panicked: %v\n\n%s", pe.Value, pe.Stack), Err: pe}
 }
 
 // deliver queues records for the feeder; false if the graph is closing.
@@ -262,10 +274,6 @@ const onCloseStage = "OnClose"
 
 // runHook calls one OnClose hook, turning a panic into a *PanicError.
 func runHook(hook func(context.Context) error, ctx context.Context) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
+	defer CatchPanic(&err)
 	return hook(ctx)
 }

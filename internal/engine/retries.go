@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -9,16 +10,48 @@ import (
 // RetryPolicy says how a stage retries a transient error: up to Attempts
 // calls in all, waiting Initial before the first retry and doubling up to
 // Max, each delay jittered to a random value between half and all of it.
-// Zero fields take the defaults of the default policy (pipeline.DefaultRetry,
-// Config.DefaultRetry); Attempts 1 disables retries.
+// Zero fields take the values of Config.DefaultRetry ([DefaultRetry]);
+// Attempts 1 disables retries.
 type RetryPolicy struct {
 	Attempts int
 	Initial  time.Duration
 	Max      time.Duration
 }
 
+// The default retry policy, see [DefaultRetry].
+const (
+	defaultAttempts = 8
+	defaultInitial  = 100 * time.Millisecond
+	defaultMax      = 5 * time.Second
+)
+
+// DefaultRetry returns the retry policy of every stage and of dead-letter
+// deliveries unless pipeline.WithRetry or the stage's own option changes
+// it: 8 attempts, waiting 100 ms before the first retry and doubling up to
+// 5 s. Its delays are 0.1 + 0.2 + 0.4 + 0.8 + 1.6 + 3.2 + 5 = 11.3 s in
+// all ([RetryPolicy.MaxBackoff]); jittered, a failing value waits between
+// 5.65 s and 11.3 s before its error stops Run, well within the default
+// drain timeout (pipeline.DefaultDrainTimeout, 20 s). It is a function so
+// that nobody can change the default for everyone.
+func DefaultRetry() RetryPolicy {
+	return RetryPolicy{Attempts: defaultAttempts, Initial: defaultInitial, Max: defaultMax}
+}
+
+// MaxBackoff returns the sum of the delays before every retry, before
+// jitter: the longest one value waits in all between its first and its
+// last call (the calls' own time aside). With jitter the waits add up to
+// between half of it and all of it. p must be resolved (no zero fields,
+// see [ResolveRetry]).
+func (p RetryPolicy) MaxBackoff() time.Duration {
+	var sum time.Duration
+	for attempt := 1; attempt < p.Attempts; attempt++ {
+		sum += p.backoff(attempt)
+	}
+	return sum
+}
+
 // ResolveRetry checks p and returns it with its zero fields taken from
-// def. The error says what is wrong with p, for the caller to wrap with
+// def. The error says which field is wrong, for the caller to wrap with
 // the name of its option.
 func ResolveRetry(p, def RetryPolicy) (RetryPolicy, error) {
 	return p.withDefaults(def), p.check()
@@ -38,19 +71,36 @@ func (p RetryPolicy) withDefaults(def RetryPolicy) RetryPolicy {
 }
 
 func (p RetryPolicy) check() error {
-	if p.Attempts < 0 || p.Initial < 0 || p.Max < 0 || (p.Max > 0 && p.Initial > p.Max) {
-		return errors.New("attempts and delays must not be negative and Initial must not exceed Max")
+	var errs []error
+	if p.Attempts < 0 {
+		errs = append(errs, fmt.Errorf("Attempts %d must not be negative (1 disables retries, 0 takes the default)", p.Attempts))
 	}
-	return nil
+	if p.Initial < 0 {
+		errs = append(errs, fmt.Errorf("Initial %v must not be negative", p.Initial))
+	}
+	if p.Max < 0 {
+		errs = append(errs, fmt.Errorf("Max %v must not be negative", p.Max))
+	}
+	if p.Max > 0 && p.Initial > p.Max {
+		errs = append(errs, fmt.Errorf("Initial %v must not exceed Max %v", p.Initial, p.Max))
+	}
+	return errors.Join(errs...)
 }
 
-// delay is the jittered wait before retry number attempt (from 1).
-func (p RetryPolicy) delay(attempt int) time.Duration {
+// backoff is the delay before retry number attempt (from 1), before
+// jitter.
+func (p RetryPolicy) backoff(attempt int) time.Duration {
 	d := p.Initial
 	for i := 1; i < attempt && d < p.Max; i++ {
 		d *= 2
 	}
-	d = min(d, p.Max)
+	return min(d, p.Max)
+}
+
+// delay is the jittered wait before retry number attempt (from 1): a
+// random value between half and all of the backoff.
+func (p RetryPolicy) delay(attempt int) time.Duration {
+	d := p.backoff(attempt)
 	return d/2 + rand.N(d/2+1)
 }
 
@@ -82,9 +132,71 @@ func retryable(err error) bool {
 	return err != nil && !IsInvalid(err) && !IsPermanent(err) && !errors.As(err, &pe)
 }
 
+// exhaustedError is a transient error that failed every attempt of its
+// retry policy. It wraps the last error and has its text, followed by the
+// number of attempts and, for stage functions, what to do instead.
+type exhaustedError struct {
+	err      error
+	attempts int
+	hint     string
+}
+
+func (e *exhaustedError) Error() string {
+	n := "attempts"
+	if e.attempts == 1 {
+		n = "attempt (retries disabled)"
+	}
+	return fmt.Sprintf("%v (failed after %d %s%s)", e.err, e.attempts, n, e.hint)
+}
+
+func (e *exhaustedError) Unwrap() error { return e.err }
+
+// stageRetryHint is what the final error and the retry log lines of a
+// stage function suggest.
+const stageRetryHint = "; for input that can never succeed return pipeline.Invalid(err) " +
+	"to dead-letter the record, or pipeline.Permanent(err) to stop without retrying"
+
+// retrier is the one retry loop of the engine, shared by stage functions
+// ([Stage.Retry], which stagekit.Call uses) and dead-letter deliveries.
+type retrier struct {
+	g      *graph
+	policy RetryPolicy
+	stage  string // as in logs and observer events
+	hint   string // appended to the final error
+}
+
+// after decides what happens after call number attempt (from 1), for the
+// record at offset off (-1 when unknown), failed with err. For a transient
+// error within the policy it logs a warning (the stage, the partition, the
+// offset, attempt n of N, the delay and err), reports the retry to
+// observers, waits the jittered backoff and returns true: call again. It
+// returns false with the error to report when err is not worth retrying
+// (Invalid, Permanent, a panic), when the attempts are used up (err is
+// then wrapped: its text names the number of attempts and the hint), or
+// when the partition starts draining or its context ends during the wait:
+// a retry never holds up a revoke or a shutdown, and the value stays
+// uncommitted.
+func (r retrier) after(off int64, err error, attempt int) (bool, error) {
+	if !retryable(err) {
+		return false, err
+	}
+	if attempt >= r.policy.Attempts {
+		return false, &exhaustedError{err: err, attempts: r.policy.Attempts, hint: r.hint}
+	}
+	d := r.policy.delay(attempt)
+	g := r.g
+	g.rt.cfg.Logger.Warn("sluice: call failed, retrying"+r.hint,
+		"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
+		"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d, "err", err)
+	g.rt.obs.StageRetry(r.stage, g.tp, attempt, d, err)
+	if !g.sleep(d) {
+		return false, err
+	}
+	return true, nil
+}
+
 // sleep waits d. It returns false as soon as the partition starts
-// draining or its context ends: a retry never holds up a revoke or a
-// shutdown, and its value stays uncommitted.
+// draining or its context ends.
 func (g *graph) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -98,16 +210,32 @@ func (g *graph) sleep(d time.Duration) bool {
 	}
 }
 
-// Retry decides what to do after the stage's call number attempt (from 1)
-// failed with err: for a transient error within the stage's retry policy
-// it waits the backoff delay and returns true (call again); otherwise, or
-// when the partition starts being revoked meanwhile, it returns false and
-// the stage passes err to Fail. Calls for different values may overlap.
-func (s *Stage) Retry(err error, attempt int) bool {
-	if !retryable(err) || attempt >= s.retry.Attempts {
-		return false
+// Retry decides what happens after the stage's call number attempt (from
+// 1) for the value holding ticket t failed with err; it is the one retry
+// loop every stage function goes through (stagekit.Call calls it):
+//
+//	for attempt := 1; ; attempt++ {
+//		err := call()
+//		if err == nil { ... }
+//		again, err := s.Retry(t, err, attempt)
+//		if !again { return s.Fail(t, err) }
+//	}
+//
+// For a transient error within the stage's retry policy it logs a warning
+// naming the stage, the partition, the value's first offset, "attempt n/N",
+// the delay and err, waits the jittered backoff and returns true: call
+// again. Otherwise it returns false and the error for [Stage.Fail]: err
+// itself when it is Invalid, Permanent or a panic, or when the partition
+// started draining or its context ended (a retry never holds up a revoke
+// or a shutdown); once the attempts are used up, err wrapped so that its
+// text ends with "(failed after N attempts; ...)" and suggests
+// pipeline.Invalid and pipeline.Permanent (errors.Is and errors.As still
+// see err). Calls for different values may overlap, from any goroutine
+// of the stage.
+func (s *Stage) Retry(t Ticket, err error, attempt int) (again bool, final error) {
+	off := int64(-1)
+	if retryable(err) && attempt < s.retry.Attempts {
+		s.g.tr.withFirstRecord(t, func(r *Record) { off = r.Offset })
 	}
-	d := s.retry.delay(attempt)
-	s.g.rt.obs.StageRetry(s.name, s.g.tp, attempt, d, err)
-	return s.g.sleep(d)
+	return retrier{g: s.g, policy: s.retry, stage: s.name, hint: stageRetryHint}.after(off, err, attempt)
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"time"
 )
 
@@ -271,6 +270,12 @@ func graphOf[T any](in Stream[T]) *graph {
 	return in.e.g
 }
 
+// runStage runs a stage's loop, turning a panic into a *PanicError.
+func runStage(run func() error) (err error) {
+	defer CatchPanic(&err)
+	return run()
+}
+
 // buildPanic carries a wiring mistake out of the builder.
 type buildPanic struct{ problem string }
 
@@ -279,15 +284,10 @@ func (g *graph) spawn(s *Stage, discard func(), run func() error, closeOut func(
 	g.starts = append(g.starts, func() {
 		defer g.wg.Done()
 		defer closeOut()
-		err := func() (err error) {
-			defer func() {
-				if v := recover(); v != nil {
-					err = &StageError{Stage: s.name, Topic: g.part.Topic, Partition: g.part.ID, Offset: -1,
-						Err: &PanicError{Value: v, Stack: debug.Stack()}}
-				}
-			}()
-			return run()
-		}()
+		err := runStage(run)
+		if pe, ok := err.(*PanicError); ok {
+			err = &StageError{Stage: s.name, Topic: g.part.Topic, Partition: g.part.ID, Offset: -1, Err: pe}
+		}
 		if err != nil {
 			g.rt.fail(g, err)
 		}

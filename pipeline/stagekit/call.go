@@ -2,7 +2,6 @@ package stagekit
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"github.com/sluice-go/sluice/internal/engine"
@@ -47,8 +46,12 @@ func Call[In, Out any](ctx context.Context, s *Stage, pr *Probe, it Item[In], fn
 		}
 		// No retry once ctx is done: the value can no longer complete
 		// (Pool's workers see their emitter's failure this way).
-		if err == nil || ctx.Err() != nil || !s.Retry(err, attempt) {
+		if err == nil || ctx.Err() != nil {
 			return out, err
+		}
+		again, final := s.Retry(it.Ticket, err, attempt)
+		if !again {
+			return out, final
 		}
 	}
 }
@@ -59,10 +62,6 @@ func Call[In, Out any](ctx context.Context, s *Stage, pr *Probe, it Item[In], fn
 // weight, a route chooser); the function a stage exists to call goes
 // through [Call].
 func Protect[In, Out any](ctx context.Context, v In, fn func(context.Context, In) (Out, error)) (out Out, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
+	defer engine.CatchPanic(&err)
 	return fn(ctx, v)
 }

@@ -1,0 +1,250 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// logLines records the log records of one level and above, with their
+// attributes as text, for exact assertions.
+type logLines struct {
+	mu    sync.Mutex
+	level slog.Level
+	lines []logLine
+}
+
+type logLine struct {
+	msg   string
+	attrs map[string]string
+}
+
+func (l *logLines) Enabled(_ context.Context, lv slog.Level) bool { return lv >= l.level }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler             { return l }
+func (l *logLines) WithGroup(string) slog.Handler                  { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	line := logLine{msg: r.Message, attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		line.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+	return nil
+}
+
+func (l *logLines) withMessage(prefix string) []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []logLine
+	for _, line := range l.lines {
+		if strings.HasPrefix(line.msg, prefix) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// The documented sums of the default policy are the policy's: 11.3 s of
+// backoff at most, half of it at least, both below the drain timeout.
+func TestDefaultRetryBackoffIsTheDocumentedSum(t *testing.T) {
+	p := pipeline.DefaultRetry()
+	if want := (pipeline.RetryPolicy{Attempts: 8, Initial: 100 * time.Millisecond, Max: 5 * time.Second}); p != want {
+		t.Fatalf("DefaultRetry() = %+v, want %+v (the documented policy)", p, want)
+	}
+	const documented = 11300 * time.Millisecond // 0.1+0.2+0.4+0.8+1.6+3.2+5
+	if got := p.MaxBackoff(); got != documented {
+		t.Fatalf("DefaultRetry().MaxBackoff() = %v, want the documented %v", got, documented)
+	}
+	if p.MaxBackoff() >= pipeline.DefaultDrainTimeout {
+		t.Fatalf("the default backoff %v is not shorter than the default drain timeout %v", p.MaxBackoff(), pipeline.DefaultDrainTimeout)
+	}
+	p.Attempts = 1
+	if pipeline.DefaultRetry().Attempts != 8 {
+		t.Fatal("changing the returned policy changed the default")
+	}
+}
+
+func TestMaxBackoffSumsTheCappedDelays(t *testing.T) {
+	cases := []struct {
+		p    pipeline.RetryPolicy
+		want time.Duration
+	}{
+		{pipeline.RetryPolicy{Attempts: 1, Initial: time.Second, Max: time.Second}, 0},
+		{pipeline.RetryPolicy{Attempts: 2, Initial: time.Second, Max: time.Second}, time.Second},
+		{pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}, (1 + 2 + 3 + 3) * time.Second},
+		{pipeline.RetryPolicy{Attempts: 4, Initial: 10 * time.Millisecond, Max: time.Minute}, 70 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := c.p.MaxBackoff(); got != c.want {
+			t.Errorf("%+v.MaxBackoff() = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
+
+// A decoder that forgets pipeline.Invalid: every retry is a warning naming
+// the stage, the record and the attempt, and the error that stops Run says
+// how many attempts failed and what to return instead.
+func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logLines{level: slog.LevelWarn}
+		var a attempts
+		errBadJSON := errors.New("bad json")
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			decoded := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) {
+				a.call(r.Offset)
+				if r.Offset == 1 {
+					return 0, errBadJSON
+				}
+				return r.Offset, nil
+			}, stages.Name("decode"))
+			return stages.Discard(decoded)
+		}, pipeline.WithLogger(slog.New(logs)))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3)...)
+		err := h.Wait()
+		want := `sluice: stage "decode" on t/0 at offset 1: bad json (failed after 8 attempts; ` +
+			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
+			`or pipeline.Permanent(err) to stop without retrying)`
+		if err == nil || err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+		if !errors.Is(err, errBadJSON) {
+			t.Fatalf("Run's error %v does not wrap the stage's error", err)
+		}
+		calls := a.of(1)
+		if len(calls) != 8 {
+			t.Fatalf("offset 1 was called %d times, want 8 (the default policy)", len(calls))
+		}
+		if waited := calls[7].Sub(calls[0]); waited < 5650*time.Millisecond || waited > 11300*time.Millisecond {
+			t.Fatalf("the retries took %v, want within [5.65s, 11.3s] (the documented jittered sum)", waited)
+		}
+
+		lines := logs.withMessage("sluice: call failed, retrying")
+		if len(lines) != 7 {
+			t.Fatalf("%d retry warnings, want 7 (one per retry): %+v", len(lines), lines)
+		}
+		const msg = "sluice: call failed, retrying; for input that can never succeed return pipeline.Invalid(err) " +
+			"to dead-letter the record, or pipeline.Permanent(err) to stop without retrying"
+		backoff := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000}
+		for i, line := range lines {
+			if line.msg != msg {
+				t.Errorf("warning %d says %q, want %q", i+1, line.msg, msg)
+			}
+			d, perr := time.ParseDuration(line.attrs["delay"])
+			bound := backoff[i] * time.Millisecond
+			if perr != nil || d < bound/2 || d > bound {
+				t.Errorf("warning %d: delay %q, want within [%v, %v]", i+1, line.attrs["delay"], bound/2, bound)
+			}
+			delete(line.attrs, "delay")
+			wantAttrs := fmt.Sprintf("map[attempt:%d/8 err:bad json offset:1 partition:0 stage:decode topic:t]", i+1)
+			if got := fmt.Sprint(line.attrs); got != wantAttrs {
+				t.Errorf("warning %d has %s, want %s", i+1, got, wantAttrs)
+			}
+		}
+	})
+}
+
+func TestRetriesDisabledSayOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, pipeline.Record) error { return errFlaky }, stages.Name("write"))
+		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(1)...)
+		want := `sluice: stage "write" on t/0 at offset 0: connection refused (failed after 1 attempt (retries disabled); ` +
+			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
+			`or pipeline.Permanent(err) to stop without retrying)`
+		if err := h.Wait(); err == nil || err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+	})
+}
+
+// A Permanent error is reported as it is: no attempts, no hint.
+func TestPermanentErrorTextIsUnchanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logLines{level: slog.LevelWarn}
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, pipeline.Record) error {
+				return pipeline.Permanent(errors.New("schema mismatch"))
+			}, stages.Name("write"))
+		}, pipeline.WithLogger(slog.New(logs)))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(1)...)
+		want := `sluice: stage "write" on t/0 at offset 0: schema mismatch`
+		if err := h.Wait(); err == nil || err.Error() != want {
+			t.Fatalf("Run returned %v, want %s", err, want)
+		}
+		if lines := logs.withMessage("sluice: call failed, retrying"); len(lines) != 0 {
+			t.Fatalf("a permanent error logged retries: %+v", lines)
+		}
+	})
+}
+
+// Dead-letter deliveries go through the same retry loop: a warning per
+// retry, naming the record, and the attempts in the final error.
+func TestDeadLetterRetriesAreLoggedAndCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logLines{level: slog.LevelWarn}
+		errDLQ := errors.New("dlq unavailable")
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
+		}, pipeline.WithLogger(slog.New(logs)),
+			pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Second}),
+			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return errDLQ }))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("1"), []byte("x"))
+		err := h.Wait()
+		want := `sluice: stage "parse" on t/0 at offset 1: records not dead-lettered: dead-letter delivery failed: ` +
+			`dlq unavailable (failed after 3 attempts) (record was invalid: invalid input: not a number: "x")`
+		if err == nil || err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+		lines := logs.withMessage("sluice: call failed, retrying")
+		if len(lines) != 2 {
+			t.Fatalf("%d retry warnings, want 2: %+v", len(lines), lines)
+		}
+		for i, line := range lines {
+			if line.msg != "sluice: call failed, retrying" {
+				t.Errorf("warning %d says %q, want no Invalid hint for a dead-letter delivery", i+1, line.msg)
+			}
+			delete(line.attrs, "delay")
+			wantAttrs := fmt.Sprintf("map[attempt:%d/3 err:dlq unavailable offset:1 partition:0 stage:parse (dead letter) topic:t]", i+1)
+			if got := fmt.Sprint(line.attrs); got != wantAttrs {
+				t.Errorf("warning %d has %s, want %s", i+1, got, wantAttrs)
+			}
+		}
+	})
+}
+
+func TestInvalidRetryPoliciesNameTheField(t *testing.T) {
+	cases := []struct {
+		p    pipeline.RetryPolicy
+		want string
+	}{
+		{pipeline.RetryPolicy{Attempts: -1}, "sluice: WithRetry({Attempts:-1 Initial:0s Max:0s}): Attempts -1 must not be negative (1 disables retries, 0 takes the default)"},
+		{pipeline.RetryPolicy{Initial: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:-1s Max:0s}): Initial -1s must not be negative"},
+		{pipeline.RetryPolicy{Max: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:0s Max:-1s}): Max -1s must not be negative"},
+		{pipeline.RetryPolicy{Initial: 2 * time.Second, Max: time.Second}, "sluice: WithRetry({Attempts:0 Initial:2s Max:1s}): Initial 2s must not exceed Max 1s"},
+	}
+	for _, c := range cases {
+		err := pipeline.Run(context.Background(), testkit.NewFake(), func(*pipeline.Partition, pipeline.Stream[pipeline.Record]) pipeline.End {
+			panic("not built")
+		}, pipeline.WithRetry(c.p))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("WithRetry(%+v): Run returned %v, want %s", c.p, err, c.want)
+		}
+	}
+}
