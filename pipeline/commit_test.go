@@ -88,7 +88,7 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 		var mu = make(chan struct{}, 1)
 		lastSeen := map[string]int64{}
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			done := stages.Pool(in, 6, func(ctx context.Context, r pipeline.Record) (int64, error) {
+			done := stages.PoolByKey(in, 6, func(r pipeline.Record) string { return string(r.Key) }, func(ctx context.Context, r pipeline.Record) (int64, error) {
 				k := string(r.Key)
 				mu <- struct{}{}
 				running[k]++
@@ -110,7 +110,7 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 				running[k]--
 				<-mu
 				return r.Offset, nil
-			}, stages.ByKey(func(r pipeline.Record) string { return string(r.Key) }))
+			})
 			return stages.Discard(done)
 		})
 		recs := make([]pipeline.Record, n)
@@ -121,7 +121,7 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 		h.SendRecords(recs...)
 		h.WaitCommitted("t", 0, n)
 		if maxPar < 2 {
-			t.Fatalf("at most %d keys ran at once; ByKey should run different keys in parallel", maxPar)
+			t.Fatalf("at most %d keys ran at once; PoolByKey should run different keys in parallel", maxPar)
 		}
 	})
 }

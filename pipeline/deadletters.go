@@ -60,7 +60,7 @@ func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
 //     value outside [0, 1], NaN or an infinity makes Run return an error
 //     naming it.
 //   - Window (int) is the number of records MaxRatio looks at (default
-//     1000).
+//     1000); setting it without MaxRatio is an error.
 type DeadLetterLimit = engine.DeadLetterLimit
 
 // ErrDeadLetterLimit is wrapped by the error that stops Run when a
@@ -70,10 +70,14 @@ var ErrDeadLetterLimit = engine.ErrDeadLetterLimit
 // WithDeadLetterLimit sets limits on invalid records per partition (off by
 // default). The records already dead-lettered when a limit trips stay
 // committed; Run then shuts down like after a stage error. A negative
-// MaxConsecutive or Window, or a MaxRatio that is not a number within
-// [0, 1], makes Run return an error naming the field.
+// MaxConsecutive or Window, a MaxRatio that is not a number within
+// [0, 1], or a Window without MaxRatio makes Run return an error naming the
+// field.
 func WithDeadLetterLimit(l DeadLetterLimit) Option {
 	return func(c *config) {
+		if l.Window > 0 && l.MaxRatio == 0 {
+			c.bad("WithDeadLetterLimit: Window %d is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0", l.Window)
+		}
 		if l.Window == 0 {
 			l.Window = 1000
 		}

@@ -204,10 +204,6 @@ func TestBuildErrorsNameTheProblem(t *testing.T) {
 			stages.Discard(in)
 			return pipeline.End{}
 		}, "zero End"},
-		"bad option type": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Pool(in, 2, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil },
-				stages.ByKey(func(s string) string { return s })))
-		}, "option ByKey has type func(string) string"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -190,8 +190,8 @@ func TestBatchByWeight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sizes []int
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			batches := stages.Batch(in, 10, time.Second,
-				stages.Weight(func(r pipeline.Record) int { return len(r.Value) }))
+			batches := stages.BatchByWeight(in, 10, time.Second,
+				func(r pipeline.Record) int { return len(r.Value) })
 			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
 				sizes = append(sizes, len(b))
 				return nil

@@ -7,8 +7,9 @@ import "github.com/sluice-go/sluice/internal/engine"
 // call is made up to Attempts times in all, waiting Initial before the
 // first retry and doubling up to Max, each delay jittered to a random
 // value between half and all of it. Zero fields take the values of
-// [DefaultRetry] (for a stage's own policy too, whatever [WithRetry] set);
-// Attempts 1 disables retries. Negative values, or Initial above Max, are
+// [DefaultRetry] (for a stage's own policy too, whatever [WithRetry] set),
+// except that a zero Max below Initial takes Initial; Attempts 1 disables
+// retries. Negative values, or Initial above Max, are
 // an error naming the option and the field. Its MaxBackoff method returns
 // the sum of the delays before jitter: the longest a failing value waits
 // in all before its error stops Run.

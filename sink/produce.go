@@ -46,43 +46,30 @@ const reportBuffer = 1024
 // or by p.Close) so none is left behind. Once p is closed, the stage fails
 // with an error wrapping [ErrClosed]. A nil p or an empty topic fails the
 // build.
-func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.Option) pipeline.End {
-	if p == nil {
-		panic("sink.Produce: the producer is nil")
+func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.CallOption) pipeline.End {
+	sp := stages.Spec("Produce", opts...)
+	switch {
+	case p == nil:
+		sp.Problem = errors.New("sink.Produce: the producer is nil")
+	case topic == "":
+		sp.Problem = errors.New("sink.Produce: the topic is empty")
+	case toMsg == nil:
+		sp.Problem = errors.New("sink.Produce: toMsg is nil")
 	}
-	if topic == "" {
-		panic("sink.Produce: the topic is empty")
-	}
-	return stagekit.AddEnd(in, stages.Spec("Produce", opts...), func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
+	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		st := &producing{p: p, s: s, topic: topic, reports: make(chan kafka.Event, reportBuffer)}
 		defer st.waitAll()
 		ctx := s.Context()
 		pr := s.Probe()
 		convert := func(_ context.Context, v T) (Message, error) { return toMsg(v) }
-		for {
-			select {
-			case chunk, ok := <-inl.C():
-				if ctx.Err() != nil {
-					return nil // cancelled: produce nothing more
-				}
-				if !ok {
-					return st.settle(ctx)
-				}
-				err := produceChunk(ctx, st, pr, chunk, convert)
-				inl.Release(chunk)
-				if err != nil {
-					return err
-				}
-			case ev := <-st.reports:
-				if err := st.report(ev); err != nil {
-					return err
-				}
-			case <-p.gone:
-				return st.closed()
-			case <-ctx.Done():
-				return nil
-			}
-		}
+		return stagekit.RunLoop(s, inl, stagekit.Loop[T, kafka.Event]{
+			OnChunk: func(chunk []stagekit.Item[T]) error { return produceChunk(ctx, st, pr, chunk, convert) },
+			OnDrain: func() error { return st.settle(ctx) },
+			Events:  st.reports,
+			OnEvent: st.report,
+			Wake:    func() <-chan struct{} { return p.gone },
+			OnWake:  st.closed,
+		})
 	})
 }
 

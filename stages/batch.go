@@ -2,8 +2,6 @@ package stages
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
@@ -11,107 +9,125 @@ import (
 )
 
 // Batch groups consecutive values into slices. A batch is emitted when it
-// holds maxSize values (or maxSize weight, with the Weight option; a value
-// heavier than maxSize forms a batch of its own), when maxWait has passed
-// since its first value, and when the partition drains. The batch's
-// records commit when the batch completes downstream. maxWait <= 0 means
-// no time limit: a partial batch then waits for more values or the drain,
-// so keep maxSize below the partition queue (pipeline.WithPartitionQueue)
-// or the partition pauses with a batch that can never fill.
-// The emitted slice is the receiver's to keep.
+// holds maxSize values, when maxWait has passed since its first value, and
+// when the partition drains. The batch's records commit when the batch
+// completes downstream. maxWait 0 means no time limit: a partial batch
+// then waits for more values or the drain, so keep maxSize below the
+// partition queue (pipeline.WithPartitionQueue) or the partition pauses
+// with a batch that can never fill. The emitted slice is the receiver's
+// to keep. maxSize < 1 or a negative maxWait fails the build.
 func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opts ...Option) pipeline.Stream[[]T] {
-	sp, o := spec("Batch", opts)
-	if maxSize <= 0 {
-		panic(fmt.Sprintf("stages.Batch: maxSize must be at least 1, got %d", maxSize))
+	sp := spec("Batch", opts)
+	if maxSize < 1 {
+		problem(&sp, "stages.Batch: maxSize is %d; want at least 1", maxSize)
 	}
-	weigh := func(context.Context, T) (int, error) { return 1, nil }
-	if o.weight != nil {
-		w := typed[func(T) int]("Batch", "Weight", o.weight)
-		weigh = func(_ context.Context, v T) (int, error) { return w(v), nil }
-	}
-	var batches pipeline.Stream[[]T]
-	batches = stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T], out *stagekit.Outlet[[]T]) error {
-		batchOutputs.Delete(batches) // the builder returned: no Unbatch looks any more
-		ctx := s.Context()
-		var (
-			vals    []T
-			tickets []stagekit.Ticket
-			weight  int
-			timer   = time.NewTimer(time.Hour)
-			timerC  <-chan time.Time
-		)
-		timer.Stop()
-		defer timer.Stop()
-		flush := func(buf []stagekit.Item[[]T]) []stagekit.Item[[]T] {
-			if len(vals) == 0 {
-				return buf
-			}
-			t := tickets[0]
-			if len(tickets) > 1 {
-				t = s.Join(tickets)
-			}
-			buf = append(buf, stagekit.Item[[]T]{Value: vals, Ticket: t})
-			vals, tickets, weight = nil, tickets[:0], 0
-			timer.Stop()
-			timerC = nil
-			return buf
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-timerC:
-				timerC = nil
-				if !out.Send(flush(out.Buffer())) {
-					return nil
-				}
-			case chunk, ok := <-inl.C():
-				if ctx.Err() != nil {
-					return nil // cancelled: drop what was still buffered
-				}
-				buf := out.Buffer()
-				if !ok {
-					out.Send(flush(buf))
-					return nil
-				}
-				for _, it := range chunk {
-					w, err := stagekit.Protect(ctx, it.Value, weigh)
-					if err != nil { // the Weight function panicked
-						out.Send(flush(buf)) // the values before it still complete
-						return s.Fail(it.Ticket, err)
-					}
-					if len(vals) > 0 && weight+w > maxSize {
-						buf = flush(buf)
-					}
-					if len(vals) == 0 && maxWait > 0 {
-						timer.Reset(maxWait)
-						timerC = timer.C
-					}
-					vals = append(vals, it.Value)
-					tickets = append(tickets, it.Ticket)
-					weight += w
-					if weight >= maxSize {
-						buf = flush(buf)
-					}
-				}
-				inl.Release(chunk)
-				if !out.Send(buf) {
-					return nil
-				}
-			}
-		}
-	})
-	batchOutputs.Store(batches, struct{}{})
-	return batches
+	return batch(in, sp, maxSize, maxWait, nil)
 }
 
-// batchOutputs holds the streams Batch returned, from when Batch returns
-// until its stage starts (after the builder returned), so that an Unbatch
-// wired directly to one knows that its slices are Batch's own: element i
-// comes from the i-th value joined into the slice's ticket. (An entry
-// stays behind only when the builder failed after Batch and before an
-// Unbatch took it, which stops Run.)
-var batchOutputs sync.Map // pipeline.Stream[[]T] -> struct{}
+// BatchByWeight is [Batch] measuring a batch's size with weight (for
+// example bytes) instead of counting values: a batch is emitted when its
+// weight reaches maxWeight; a value heavier than maxWeight forms a batch
+// of its own. A panic of weight stops Run naming the value; the values
+// before it are still emitted. maxWeight < 1, a negative maxWait or a nil
+// weight fails the build.
+func BatchByWeight[T any](in pipeline.Stream[T], maxWeight int, maxWait time.Duration, weight func(T) int, opts ...Option) pipeline.Stream[[]T] {
+	sp := spec("Batch", opts)
+	if maxWeight < 1 {
+		problem(&sp, "stages.BatchByWeight: maxWeight is %d; want at least 1", maxWeight)
+	}
+	if weight == nil {
+		problem(&sp, "stages.BatchByWeight: weight is nil")
+	}
+	return batch(in, sp, maxWeight, maxWait, weight)
+}
+
+// batchMark marks Batch's output streams: an Unbatch wired directly to one
+// knows that element i of each slice comes from the i-th ticket joined
+// into the slice's ticket.
+type batchMark struct{}
+
+func batch[T any](in pipeline.Stream[T], sp stagekit.StageSpec, maxSize int, maxWait time.Duration, weight func(T) int) pipeline.Stream[[]T] {
+	if maxWait < 0 {
+		problem(&sp, "stages.Batch: maxWait is %v; want 0 (no time limit) or more", maxWait)
+	}
+	weigh := func(context.Context, T) (int, error) { return 1, nil }
+	if weight != nil {
+		weigh = func(_ context.Context, v T) (int, error) { return weight(v), nil }
+	}
+	out := stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T], out *stagekit.Outlet[[]T]) error {
+		b := &batcher[T]{s: s, out: out, maxSize: maxSize, maxWait: maxWait, weigh: weigh, timer: stagekit.NewTimer()}
+		return stagekit.RunLoop(s, inl, stagekit.Loop[T, struct{}]{
+			OnChunk: b.chunk,
+			Timer:   b.timer,
+			OnTick:  func(time.Time) error { return b.send(b.flush(out.Buffer())) },
+			OnDrain: func() error { out.Send(b.flush(out.Buffer())); return nil },
+		})
+	})
+	stagekit.Mark(out, batchMark{})
+	return out
+}
+
+// batcher is a running Batch stage's open batch.
+type batcher[T any] struct {
+	s       *stagekit.Stage
+	out     *stagekit.Outlet[[]T]
+	maxSize int
+	maxWait time.Duration
+	weigh   func(context.Context, T) (int, error)
+	timer   *stagekit.Timer
+
+	vals    []T
+	tickets []stagekit.Ticket
+	weight  int
+}
+
+func (b *batcher[T]) chunk(chunk []stagekit.Item[T]) error {
+	ctx := b.s.Context()
+	buf := b.out.Buffer()
+	for _, it := range chunk {
+		w, err := stagekit.Protect(ctx, it.Value, b.weigh)
+		if err != nil { // the weight function panicked
+			b.out.Send(b.flush(buf)) // the values before it still complete
+			return b.s.Fail(it.Ticket, err)
+		}
+		if len(b.vals) > 0 && b.weight+w > b.maxSize {
+			buf = b.flush(buf)
+		}
+		if len(b.vals) == 0 && b.maxWait > 0 {
+			b.timer.Arm(b.maxWait)
+		}
+		b.vals = append(b.vals, it.Value)
+		b.tickets = append(b.tickets, it.Ticket)
+		b.weight += w
+		if b.weight >= b.maxSize {
+			buf = b.flush(buf)
+		}
+	}
+	return b.send(buf)
+}
+
+// flush appends the open batch, if any, to buf as one value holding a
+// joined ticket, and starts a new batch.
+func (b *batcher[T]) flush(buf []stagekit.Item[[]T]) []stagekit.Item[[]T] {
+	if len(b.vals) == 0 {
+		return buf
+	}
+	t := b.tickets[0]
+	if len(b.tickets) > 1 {
+		t = b.s.Join(b.tickets)
+	}
+	buf = append(buf, stagekit.Item[[]T]{Value: b.vals, Ticket: t})
+	b.vals, b.tickets, b.weight = nil, b.tickets[:0], 0
+	b.timer.Stop()
+	return buf
+}
+
+func (b *batcher[T]) send(buf []stagekit.Item[[]T]) error {
+	if !b.out.Send(buf) {
+		return stagekit.ErrStop
+	}
+	return nil
+}
 
 // Unbatch emits the elements of every slice, in order; an empty slice
 // completes at once.
@@ -126,14 +142,9 @@ var batchOutputs sync.Map // pipeline.Stream[[]T] -> struct{}
 // elements completed, and one invalid element dead-letters every record
 // of the slice.
 func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] {
-	sp, _ := spec("Unbatch", opts)
-	_, ownTickets := batchOutputs.LoadAndDelete(in)
-	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[[]T], out *stagekit.Outlet[T]) error {
-		for {
-			chunk, ok := inl.Recv()
-			if !ok {
-				return nil
-			}
+	_, ownTickets := stagekit.Marked(in).(batchMark)
+	return stagekit.AddStage(in, spec("Unbatch", opts), func(s *stagekit.Stage, inl *stagekit.Inlet[[]T], out *stagekit.Outlet[T]) error {
+		return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[[]T]) error {
 			buf := out.Buffer()
 			for _, it := range chunk {
 				if len(it.Value) == 0 {
@@ -153,10 +164,10 @@ func Unbatch[T any](in pipeline.Stream[[]T], opts ...Option) pipeline.Stream[T] 
 					buf = append(buf, stagekit.Item[T]{Value: v, Ticket: it.Ticket})
 				}
 			}
-			inl.Release(chunk)
 			if !out.Send(buf) {
-				return nil
+				return stagekit.ErrStop
 			}
-		}
+			return nil
+		})
 	})
 }

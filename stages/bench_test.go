@@ -55,7 +55,7 @@ func BenchmarkPool4(b *testing.B) {
 func BenchmarkPoolByKey4(b *testing.B) {
 	key := func(v int64) string { return "k" }
 	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
-		return stages.Discard(stages.Pool(in, 4, inc, stages.ByKey(key)))
+		return stages.Discard(stages.PoolByKey(in, 4, key, inc))
 	})
 }
 

@@ -1,69 +1,79 @@
 package stages
 
 import (
-	"fmt"
-
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
-// Option configures one stage. Options that do not apply to a stage are
-// ignored; a typed option whose type does not match the stage's values
-// (ByKey, Weight) fails the build with a clear error.
-type Option func(*options)
+// Option configures any stage: [Name] and [Buffer] are Options. An option
+// a stage cannot use does not compile: Filter, Route, Batch, Unbatch and
+// Discard take Options only, the stages calling a fallible function take
+// [CallOption]s.
+type Option interface {
+	applyTo(*stagekit.StageSpec)
+}
 
-type options struct {
-	name   string
-	buffer int
-	retry  *pipeline.RetryPolicy
-	key    any
-	weight any
+// CallOption configures a stage that calls a function of yours that can
+// fail (Map, FlatMap, Pool, PoolByKey, Each, SharedBatcher, sink.Produce):
+// [Name], [Buffer] and [Retry].
+type CallOption interface {
+	applyToCall(*stagekit.StageSpec)
+}
+
+// Common is an option for every stage, returned by [Name] and [Buffer]: it
+// is both an [Option] and a [CallOption].
+type Common struct{ set func(*stagekit.StageSpec) }
+
+func (c Common) applyTo(sp *stagekit.StageSpec)     { c.set(sp) }
+func (c Common) applyToCall(sp *stagekit.StageSpec) { c.set(sp) }
+
+// RetryOption is the option [Retry] returns, a [CallOption] only: a stage
+// with no fallible function has nothing to retry.
+type RetryOption struct{ p pipeline.RetryPolicy }
+
+func (r RetryOption) applyToCall(sp *stagekit.StageSpec) {
+	p := r.p
+	sp.Retry = &p
 }
 
 // Name names the stage in errors, logs and dead letters (default: its kind
 // and position, as in "Map#2").
-func Name(name string) Option { return func(o *options) { o.name = name } }
+func Name(name string) Common { return Common{func(sp *stagekit.StageSpec) { sp.Name = name }} }
 
 // Buffer sets the capacity, in chunks, of the stage's output channel
-// (default 4).
-func Buffer(chunks int) Option { return func(o *options) { o.buffer = chunks } }
+// (default 4). A negative capacity fails the build naming the stage.
+func Buffer(chunks int) Common {
+	return Common{func(sp *stagekit.StageSpec) {
+		sp.Buffer = chunks
+		if chunks < 0 {
+			problem(sp, "stages.Buffer(%d): the capacity must be 0 (the default) or more", chunks)
+		}
+	}}
+}
 
 // Retry sets the stage's retry policy for transient errors of its
 // function, overriding pipeline.WithRetry. Use
-// pipeline.RetryPolicy{Attempts: 1} for no retries.
-func Retry(p pipeline.RetryPolicy) Option { return func(o *options) { o.retry = &p } }
-
-// ByKey makes a Pool keep values with the same key in order: calls for one
-// key never overlap and run in offset order, while different keys run in
-// parallel. T must be the Pool's input type.
-func ByKey[T any](key func(T) string) Option { return func(o *options) { o.key = key } }
-
-// Weight makes a Batch measure its size with w (for example bytes) instead
-// of counting values. T must be the Batch's element type.
-func Weight[T any](w func(T) int) Option { return func(o *options) { o.weight = w } }
+// pipeline.RetryPolicy{Attempts: 1} for no retries. An invalid policy
+// fails the build naming the stage.
+func Retry(p pipeline.RetryPolicy) RetryOption { return RetryOption{p} }
 
 // Spec returns the stagekit.StageSpec that opts describe for a stage of
-// the given kind. Stages written outside this package (such as the Kafka
-// producer stage in package sink) use it to accept the same options.
-func Spec(kind string, opts ...Option) stagekit.StageSpec {
-	sp, _ := spec(kind, opts)
+// the given kind calling a function of its user. Stages written outside
+// this package (such as the Kafka producer stage in package sink) use it
+// to accept the same options as the stages here.
+func Spec(kind string, opts ...CallOption) stagekit.StageSpec {
+	sp := stagekit.StageSpec{Kind: kind}
+	for _, o := range opts {
+		o.applyToCall(&sp)
+	}
 	return sp
 }
 
-func spec(kind string, opts []Option) (stagekit.StageSpec, options) {
-	var o options
-	for _, f := range opts {
-		f(&o)
+// spec is the stagekit.StageSpec of a stage with no fallible function.
+func spec(kind string, opts []Option) stagekit.StageSpec {
+	sp := stagekit.StageSpec{Kind: kind}
+	for _, o := range opts {
+		o.applyTo(&sp)
 	}
-	return stagekit.StageSpec{Name: o.name, Kind: kind, Buffer: o.buffer, Retry: o.retry}, o
-}
-
-// typed returns the option value as F, or panics with a build error.
-func typed[F any](kind, option string, v any) F {
-	f, ok := v.(F)
-	if !ok {
-		var want F
-		panic(fmt.Sprintf("stages.%s: option %s has type %T, want %T", kind, option, v, want))
-	}
-	return f
+	return sp
 }

@@ -2,37 +2,50 @@ package stages
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
-	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // Pool calls fn for up to workers values at once and still emits the
-// results in input order. With the ByKey option, values with the same key
-// are processed one at a time in offset order while different keys run in
-// parallel. Errors are handled in input order, as in Map. On revoke the
-// pool finishes the values it holds; when the partition context is
-// cancelled, fn must return promptly.
-func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...Option) pipeline.Stream[Out] {
-	sp, o := spec("Pool", opts)
-	if workers <= 0 {
-		panic(fmt.Sprintf("stages.Pool: workers must be at least 1, got %d", workers))
+// results in input order. Errors are handled in input order, as in Map.
+// On revoke the pool finishes the values it holds; when the partition
+// context is cancelled, fn must return promptly. workers < 1 or a nil fn
+// fails the build.
+func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
+	return pool(in, Spec("Pool", opts...), "Pool", workers, nil, fn)
+}
+
+// PoolByKey is [Pool] keeping values with the same key in order: calls for
+// one key never overlap and run in offset order, while different keys run
+// in parallel. A panic of key stops Run naming the value; the values
+// before it are still emitted. A nil key fails the build.
+func PoolByKey[In, Out any](in pipeline.Stream[In], workers int, key func(In) string, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
+	sp := Spec("Pool", opts...)
+	if key == nil {
+		problem(&sp, "stages.PoolByKey: key is nil")
 	}
-	var key func(In) string
-	if o.key != nil {
-		key = typed[func(In) string]("Pool", "ByKey", o.key)
+	return pool(in, sp, "PoolByKey", workers, key, fn)
+}
+
+func pool[In, Out any](in pipeline.Stream[In], sp stagekit.StageSpec, fname string, workers int, key func(In) string, fn func(context.Context, In) (Out, error)) pipeline.Stream[Out] {
+	if workers < 1 {
+		problem(&sp, "stages.%s: workers is %d; want at least 1", fname, workers)
+	}
+	if fn == nil {
+		problem(&sp, "stages.%s: fn is nil", fname)
 	}
 	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
-		p := &pool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
+		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
 		return p.run(s, inl, out)
 	})
 }
 
-type pool[In, Out any] struct {
+type workerPool[In, Out any] struct {
 	s       *stagekit.Stage
 	fn      func(context.Context, In) (Out, error)
 	key     func(In) string
@@ -57,9 +70,10 @@ type piece[In, Out any] struct {
 	idx    []int32
 }
 
-func (p *pool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
-	ctx, cancel := context.WithCancel(s.Context())
-	defer cancel()
+func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
+	// The group's context ends when the emitter fails (its cause is the
+	// emitter's error) or the partition's context ends.
+	g, ctx := errgroup.WithContext(s.Context())
 
 	// Without a key every worker takes pieces from one queue; with a key
 	// each worker has its own, so one key always lands on one worker.
@@ -73,87 +87,67 @@ func (p *pool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], out *sta
 	ordered := make(chan *poolChunk[In, Out], 2*p.workers)
 	progress := make(chan struct{}, 1) // a worker finished a value
 
-	var wg sync.WaitGroup
 	for w := range p.workers {
 		q := queues[w%len(queues)]
-		wg.Go(func() { p.work(ctx, q, progress) })
+		g.Go(func() error { p.work(ctx, q, progress); return nil })
 	}
-	var emitErr error
-	emitted := make(chan struct{})
-	go func() {
-		defer close(emitted)
-		if emitErr = p.emit(ctx, s, inl, out, ordered, progress); emitErr != nil {
-			cancel()
-		}
-	}()
+	g.Go(func() error { return p.emit(ctx, s, inl, out, ordered, progress) })
 
-	// A dispatch error (the ByKey function panicked) is reported after
-	// the chunks before it were emitted, like an error of fn.
-	dispatchErr := p.dispatch(ctx, inl, queues, ordered)
+	// A dispatch error (the key function panicked) is reported after the
+	// chunks before it were emitted, like an error of fn.
+	dispatchErr := stagekit.RunLoop(s, inl, stagekit.Loop[In, struct{}]{
+		OnChunk:    func(items []stagekit.Item[In]) error { return p.dispatch(ctx, inl, items, queues, ordered) },
+		KeepChunks: true, // the emitter releases them
+		Wake:       ctx.Done,
+		OnWake:     func() error { return stagekit.ErrStop }, // the emitter failed
+	})
 	close(ordered)
 	for _, q := range queues {
 		close(q)
 	}
-	wg.Wait()
-	<-emitted
-	if emitErr != nil {
-		return emitErr
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return dispatchErr
 }
 
-// dispatch splits input chunks into pieces for the workers and queues the
-// chunks, in order, for the emitter. It returns an error only when the
-// ByKey function panicked.
-func (p *pool[In, Out]) dispatch(ctx context.Context, inl *stagekit.Inlet[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
-	for {
-		var items []stagekit.Item[In]
-		select {
-		case c, ok := <-inl.C():
-			if !ok || ctx.Err() != nil {
-				return nil
-			}
-			items = c
-		case <-ctx.Done():
-			return nil
-		}
-		c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
-			fin: make([]atomic.Bool, len(items))}
-		// On a split error, c holds only the values before the failing
-		// one: they are still processed and emitted, then the error is
-		// returned.
-		pcs, splitErr := p.split(c, len(queues))
-		if splitErr != nil && len(c.items) == 0 {
-			inl.Release(c.items)
-			return splitErr
+// dispatch splits one input chunk into pieces for the workers and queues
+// the chunk, in order, for the emitter. It returns an error only when the
+// key function panicked (ErrStop when ctx ended).
+func (p *workerPool[In, Out]) dispatch(ctx context.Context, inl *stagekit.Inlet[In], items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
+	c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
+		fin: make([]atomic.Bool, len(items))}
+	// On a split error, c holds only the values before the failing one:
+	// they are still processed and emitted, then the error is returned.
+	pcs, splitErr := p.split(c, len(queues))
+	if splitErr != nil && len(c.items) == 0 {
+		inl.Release(c.items)
+		return splitErr
+	}
+	select {
+	case ordered <- c:
+	case <-ctx.Done():
+		return stagekit.ErrStop
+	}
+	for _, pc := range pcs {
+		q := queues[0]
+		if p.key != nil {
+			q = queues[pc.lo]
 		}
 		select {
-		case ordered <- c:
+		case q <- pc:
 		case <-ctx.Done():
-			return nil
-		}
-		for _, pc := range pcs {
-			q := queues[0]
-			if p.key != nil {
-				q = queues[pc.lo]
-			}
-			select {
-			case q <- pc:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		if splitErr != nil {
-			return splitErr
+			return stagekit.ErrStop
 		}
 	}
+	return splitErr
 }
 
 // split cuts a chunk into pieces: equal ranges without a key, one index
 // list per worker (piece.lo is the worker) with a key. A panic of the key
 // function is returned as the stage error of its value, with c cut down
 // to the values before it and pieces for those.
-func (p *pool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
+func (p *workerPool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
 	n := len(c.items)
 	if p.key == nil {
 		k := min(p.workers, n)
@@ -191,9 +185,9 @@ func pieces[In, Out any](c *poolChunk[In, Out], byWorker [][]int32) []piece[In, 
 	return pcs
 }
 
-func (p *pool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }
+func (p *workerPool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }
 
-func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
+func (p *workerPool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
 	pr := p.s.Probe()
 	one := func(c *poolChunk[In, Out], i int) {
 		if err := ctx.Err(); err != nil {
@@ -224,7 +218,7 @@ func (p *pool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progr
 
 // emit sends finished values downstream in input order, as soon as the
 // values before them finished, so the commit follows the finished prefix.
-func (p *pool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
+func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
 	for c := range ordered {
 		for i := 0; i < len(c.items); {
 			if !c.fin[i].Load() {

@@ -56,13 +56,12 @@ func TestReviewFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.Pool(in, 3, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil },
-				stages.ByKey(func(r pipeline.Record) string {
-					if r.Offset == 3 {
-						panic("bad key")
-					}
-					return string(r.Value)
-				}))
+			out := stages.PoolByKey(in, 3, func(r pipeline.Record) string {
+				if r.Offset == 3 {
+					panic("bad key")
+				}
+				return string(r.Value)
+			}, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
 			return stages.Discard(out)
 		})
 		h.Assign("t", 0)
@@ -85,12 +84,12 @@ func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got [][]int64
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.Batch(in, 10, time.Second, stages.Weight(func(r pipeline.Record) int {
+			out := stages.BatchByWeight(in, 10, time.Second, func(r pipeline.Record) int {
 				if r.Offset == 3 {
 					panic("bad weight")
 				}
 				return 1
-			}))
+			})
 			return stages.Each(out, func(_ context.Context, b []pipeline.Record) error {
 				offs := make([]int64, len(b))
 				for i, r := range b {
@@ -119,12 +118,12 @@ func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
 func TestReviewSharedBatcherWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w writes
-		b := stages.NewSharedBatcher(w.write, 10, time.Minute, stages.Weight(func(v string) int {
+		b := stages.NewSharedBatcherByWeight(w.write, 10, time.Minute, func(v string) int {
 			if v == "0:3" {
 				panic("bad weight")
 			}
 			return 1
-		}))
+		})
 		h := sharedHarness(t, b)
 		h.Assign("t", 0)
 		h.Send("t", 0, nValues(5)...)

@@ -11,22 +11,31 @@ import (
 // Route fans in out to n streams: every value goes to the stream pick
 // returns (0 <= pick(v) < n). Each stream keeps offset order; join the
 // branches' ends with pipeline.All. A record commits when its value
-// completed in its branch. A pick outside the range stops Run with an
-// error naming the value's position.
+// completed in its branch. A pick outside the range, or a panic of pick,
+// stops Run with an error naming the value's position. n < 1 or a nil
+// pick fails the build.
 func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option) []pipeline.Stream[T] {
-	sp, _ := spec("Route", opts)
-	if n <= 0 {
-		panic(fmt.Sprintf("stages.Route: n must be at least 1, got %d", n))
+	sp := spec("Route", opts)
+	if n < 1 {
+		problem(&sp, "stages.Route: n is %d; want at least 1 output", n)
+		n = 1 // the build fails before the stage runs
+	}
+	if pick == nil {
+		problem(&sp, "stages.Route: pick is nil")
 	}
 	choose := func(_ context.Context, v T) (int, error) { return pick(v), nil }
 	return stagekit.AddFanOut(in, sp, n, func(s *stagekit.Stage, inl *stagekit.Inlet[T], outs []*stagekit.Outlet[T]) error {
 		ctx := s.Context()
 		bufs := make([][]stagekit.Item[T], n)
-		for {
-			chunk, ok := inl.Recv()
-			if !ok {
-				return nil
+		send := func() bool {
+			ok := true
+			for i, o := range outs {
+				ok = o.Send(bufs[i]) && ok
+				bufs[i] = nil
 			}
+			return ok
+		}
+		return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[T]) error {
 			for i, o := range outs {
 				bufs[i] = o.Buffer()
 			}
@@ -36,19 +45,15 @@ func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option
 					err = fmt.Errorf("pick returned %d; want 0 <= i < %d", i, n)
 				}
 				if err != nil {
-					for j, o := range outs {
-						o.Send(bufs[j])
-					}
+					send() // the values before it still complete
 					return s.Fail(it.Ticket, err)
 				}
 				bufs[i] = append(bufs[i], it)
 			}
-			inl.Release(chunk)
-			for i, o := range outs {
-				if !o.Send(bufs[i]) {
-					return nil
-				}
+			if !send() {
+				return stagekit.ErrStop
 			}
-		}
+			return nil
+		})
 	})
 }

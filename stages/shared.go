@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 // Create one per consumer, before pipeline.Run, and end each partition's
 // graph with [SharedBatcher.Feed].
 //
-// A batch closes when it holds maxSize values (or weight, with the Weight
-// option) and when maxWait passed since its first value. Closed batches
+// A batch closes when it holds maxSize values (or weight, with
+// [NewSharedBatcherByWeight]) and when maxWait passed since its first value. Closed batches
 // queue up and are written in order, one write at a time, on the Feed
 // goroutines: the partition that closed a batch waits for its turn, then
 // writes what is queued. So each partition's values are written in offset
@@ -74,6 +73,8 @@ type SharedBatcher[T any] struct {
 	// stopping then offers to write them.
 	orphaned chan struct{}
 	feeds    map[*stagekit.Stage]*feed
+
+	shared stagekit.Shared // one batcher per Run (see NewSharedBatcher)
 }
 
 // pending is a batch of values and, for each, its partition's Feed stage
@@ -98,15 +99,42 @@ type feed struct {
 }
 
 // NewSharedBatcher returns a batcher that calls write with batches of at
-// most maxSize values (or weight) and waits at most maxWait (> 0) for a
-// batch to fill. Options: Name, Weight, Retry.
-func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, maxSize int, maxWait time.Duration, opts ...Option) *SharedBatcher[T] {
-	sp, o := spec("SharedBatch", opts)
-	if write == nil {
-		panic("stages.NewSharedBatcher: write is nil")
+// most maxSize values and waits at most maxWait for a batch to fill.
+// Create it once, before pipeline.Run, and use it in every partition's
+// graph of that one Run (see [stagekit.Shared] for the build errors that
+// catch other uses: a second Run, two Feeds in one graph, a batcher created
+// by the builder). A nil write, maxSize < 1 or maxWait <= 0 makes every
+// Feed fail the build with a *pipeline.BuildError saying so.
+func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, maxSize int, maxWait time.Duration, opts ...CallOption) *SharedBatcher[T] {
+	sp := Spec("SharedBatch", opts...)
+	if maxSize < 1 {
+		problem(&sp, "stages.NewSharedBatcher: maxSize is %d; want at least 1", maxSize)
 	}
-	if maxSize <= 0 || maxWait <= 0 {
-		panic(fmt.Sprintf("stages.NewSharedBatcher: maxSize (%d) and maxWait (%v) must be positive", maxSize, maxWait))
+	return newSharedBatcher(sp, "NewSharedBatcher", write, maxSize, maxWait, func(T) int { return 1 })
+}
+
+// NewSharedBatcherByWeight is [NewSharedBatcher] measuring a batch's size
+// with weight (for example bytes) instead of counting values: a batch
+// closes when its weight reaches maxWeight. A panic of weight stops Run
+// naming the value; the values before it are still written and commit. A
+// nil weight or maxWeight < 1 makes every Feed fail the build.
+func NewSharedBatcherByWeight[T any](write func(ctx context.Context, batch []T) error, maxWeight int, maxWait time.Duration, weight func(T) int, opts ...CallOption) *SharedBatcher[T] {
+	sp := Spec("SharedBatch", opts...)
+	if maxWeight < 1 {
+		problem(&sp, "stages.NewSharedBatcherByWeight: maxWeight is %d; want at least 1", maxWeight)
+	}
+	if weight == nil {
+		problem(&sp, "stages.NewSharedBatcherByWeight: weight is nil")
+	}
+	return newSharedBatcher(sp, "NewSharedBatcherByWeight", write, maxWeight, maxWait, weight)
+}
+
+func newSharedBatcher[T any](sp stagekit.StageSpec, fname string, write func(context.Context, []T) error, maxSize int, maxWait time.Duration, weight func(T) int) *SharedBatcher[T] {
+	if write == nil {
+		problem(&sp, "stages.%s: write is nil", fname)
+	}
+	if maxWait <= 0 {
+		problem(&sp, "stages.%s: maxWait is %v; want more than 0", fname, maxWait)
 	}
 	b := &SharedBatcher[T]{
 		write:   write,
@@ -114,23 +142,20 @@ func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, m
 		maxSize: maxSize,
 		maxWait: maxWait,
 		spec:    sp,
-		weigh:   func(T) int { return 1 },
+		weigh:   weight,
 		writing: semaphore.NewWeighted(1),
 		feeds:   make(map[*stagekit.Stage]*feed),
 
 		orphaned: make(chan struct{}),
 	}
-	if o.weight != nil {
-		b.weigh = typed[func(T) int]("NewSharedBatcher", "Weight", o.weight)
-	}
+	b.spec.Shared = &b.shared
 	return b
 }
 
 // Feed ends a partition's graph by adding its values to the shared
-// batches. Call it from the builder, once per partition. Its stage also
-// writes batches holding other partitions' values (see [SharedBatcher]).
-// A panic of the Weight function stops Run naming the value; the values
-// before it are still written and commit.
+// batches. Call it from the builder, once per partition's graph. Its stage
+// also writes batches holding other partitions' values (see
+// [SharedBatcher]).
 func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 	return stagekit.AddEnd(in, b.spec, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		b.mu.Lock()
@@ -146,72 +171,68 @@ func (b *SharedBatcher[T]) Feed(in pipeline.Stream[T]) pipeline.End {
 // queue once it is its turn.
 func (b *SharedBatcher[T]) run(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 	ctx := s.Context()
-	weighOf := b.weighOf
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	var timerC <-chan time.Time
+	timer := stagekit.NewTimer()
 	arm := func() {
-		if timerC == nil {
+		if !timer.Armed() {
 			if at, ok := b.deadline(); ok {
-				timer.Reset(time.Until(at))
-				timerC = timer.C
+				timer.Arm(time.Until(at))
 			}
 		}
 	}
-	if b.adoptOrphans(s) && !b.writeQueue(s) {
+	// write writes the queue when cond holds; ErrStop when s must stop.
+	write := func(cond bool) error {
+		if cond && !b.writeQueue(s) {
+			return stagekit.ErrStop
+		}
 		return nil
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-b.orphans():
-			if b.adoptOrphans(s) && !b.writeQueue(s) {
-				return nil
-			}
-		case now := <-timerC:
-			timerC = nil
-			if b.closeDue(now) && !b.writeQueue(s) {
-				return nil
+	if err := write(b.adoptOrphans(s)); err != nil {
+		return nil
+	}
+	return stagekit.RunLoop(s, inl, stagekit.Loop[T, struct{}]{
+		Wake:   b.orphans,
+		OnWake: func() error { return write(b.adoptOrphans(s)) },
+		Timer:  timer,
+		OnTick: func(now time.Time) error {
+			if err := write(b.closeDue(now)); err != nil {
+				return err
 			}
 			arm()
-		case chunk, ok := <-inl.C():
-			if ctx.Err() != nil {
-				return nil // lost or timed out: neither add nor write
+			return nil
+		},
+		OnDrain: func() error {
+			// Write what is pending, then wait for every value of this
+			// partition to be written.
+			if err := write(b.closeForDrain(s)); err != nil {
+				return err
 			}
-			if !ok {
-				// Drain: write what is pending, then wait for every value
-				// of this partition to be written.
-				if b.closeForDrain(s) && !b.writeQueue(s) {
-					return nil
-				}
-				b.settle(ctx, s)
-				return nil
-			}
-			write := false
+			b.settle(ctx, s)
+			return nil
+		},
+		OnChunk: func(chunk []stagekit.Item[T]) error {
+			closed := false
 			for _, it := range chunk {
-				w, err := stagekit.Protect(ctx, it.Value, weighOf)
-				if err != nil { // the Weight function panicked
+				w, err := stagekit.Protect(ctx, it.Value, b.weighOf)
+				if err != nil { // the weight function panicked
 					// Stop Run at once, then write what came before, as
 					// on a drain, so that it still completes.
 					s.Abort(s.Fail(it.Ticket, err))
 					if b.closeForDrain(s) && b.writeQueue(s) {
 						b.settle(ctx, s)
 					}
-					return nil
+					return stagekit.ErrStop
 				}
 				if b.add(s, it, w) {
-					write = true
+					closed = true
 				}
 			}
-			inl.Release(chunk)
-			if write && !b.writeQueue(s) {
-				return nil
+			if err := write(closed); err != nil {
+				return err
 			}
 			arm()
-		}
-	}
+			return nil
+		},
+	})
 }
 
 // orphans returns the channel closed when batches are left in the queue

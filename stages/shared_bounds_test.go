@@ -57,13 +57,13 @@ func TestSharedBatcherWriteStopsWhenItsPartitionsAreLost(t *testing.T) {
 		}
 		// "heavy" weighs a whole batch: adding it closes the batch holding
 		// 0:a, so partition 1's goroutine writes a batch of partition 0 only.
-		weight := stages.Weight(func(v string) int {
+		weight := func(v string) int {
 			if strings.HasSuffix(v, "heavy") {
 				return 2
 			}
 			return 1
-		})
-		b := stages.NewSharedBatcher(write, 2, time.Second, weight)
+		}
+		b := stages.NewSharedBatcherByWeight(write, 2, time.Second, weight)
 		h := sharedHarness(t, b)
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))

@@ -57,13 +57,12 @@ func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
 
 // callRecorder records stage calls and stuck values.
 type callRecorder struct {
-	pipeline.NopObserver
 	mu     sync.Mutex
 	calls  []string
 	stucks []string
 }
 
-func (r *callRecorder) StageCall(stage string, tp pipeline.TopicPartition, d time.Duration, err error) {
+func (r *callRecorder) OnStageCall(stage string, tp pipeline.TopicPartition, d time.Duration, err error) {
 	if stage != "insert" {
 		return // the Map before it
 	}
@@ -72,7 +71,7 @@ func (r *callRecorder) StageCall(stage string, tp pipeline.TopicPartition, d tim
 	r.calls = append(r.calls, fmt.Sprintf("%s@%s/%d:%v:%v", stage, tp.Topic, tp.Partition, d, err))
 }
 
-func (r *callRecorder) Stuck(stage string, tp pipeline.TopicPartition, offset int64, _ time.Duration) {
+func (r *callRecorder) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stucks = append(r.stucks, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
@@ -96,15 +95,15 @@ func TestSharedBatcherWritesAreTimedAndWatchedForStuckValues(t *testing.T) {
 		}
 		// "heavy" weighs a whole batch: adding it closes the batch holding
 		// 0:a, so partition 1's goroutine writes partition 0's value.
-		weight := stages.Weight(func(v string) int {
+		weight := func(v string) int {
 			if strings.HasSuffix(v, "heavy") {
 				return 2
 			}
 			return 1
-		})
+		}
 		obs := &callRecorder{}
-		b := stages.NewSharedBatcher(write, 2, time.Minute, weight, stages.Name("insert"))
-		h := sharedHarness(t, b, pipeline.WithStuckThreshold(4*time.Second), pipeline.WithObserver(obs))
+		b := stages.NewSharedBatcherByWeight(write, 2, time.Minute, weight, stages.Name("insert"))
+		h := sharedHarness(t, b, pipeline.WithStuckThreshold(4*time.Second), pipeline.WithHooks(obs))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
 		synctest.Wait()

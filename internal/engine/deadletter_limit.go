@@ -17,7 +17,8 @@ type DeadLetterLimit struct {
 	// checked once the partition completed Window records. A value outside
 	// [0, 1], NaN or an infinity makes Run return an error naming it.
 	MaxRatio float64
-	// Window is the number of records MaxRatio looks at (default 1000).
+	// Window is the number of records MaxRatio looks at (default 1000,
+	// set by package pipeline; setting it without MaxRatio is an error).
 	Window int
 }
 

@@ -39,6 +39,7 @@ type edge[T any] struct {
 	free chan []Item[T]
 	from string
 	to   string
+	mark any // set by the producing stage for the consuming one (see Mark)
 }
 
 type edgeInfo interface{ ends() (from, to string) }

@@ -26,6 +26,9 @@ type StageSpec struct {
 
 func (g *graph) newStage(spec StageSpec) *Stage {
 	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
+	if spec.Buffer < 0 {
+		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
+	}
 	if spec.Retry != nil {
 		if err := spec.Retry.check(); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})

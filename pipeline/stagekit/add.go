@@ -11,21 +11,25 @@ import (
 // return nil, or return the error from Stage.Fail. Returning closes the
 // output; what is left in the input is then discarded (not completed).
 // A panic in run stops Run with a *pipeline.PanicError. A zero or already
-// consumed in, or a call after the builder returned, fails the build with
-// a *pipeline.BuildError naming the stage.
+// consumed in, a call after the builder returned, a spec with a Problem
+// or a misused Shared fails the build with a *pipeline.BuildError naming
+// the stage.
 func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) pipeline.Stream[Out] {
-	return engine.AddStage(in, spec, run)
+	check(in, spec)
+	return engine.AddStage(in, spec.engine(), run)
 }
 
 // AddFanOut adds a stage with one input and n outputs, like [AddStage];
 // n below one fails the build.
 func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []pipeline.Stream[Out] {
-	return engine.AddFanOut(in, spec, n, run)
+	check(in, spec)
+	return engine.AddFanOut(in, spec.engine(), n, run)
 }
 
 // AddEnd adds a terminal stage, like [AddStage] without output. Every
 // value it receives must end there: complete its ticket (Stage.Done) or
 // fail it (Stage.Fail).
 func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) pipeline.End {
-	return engine.AddEnd(in, spec, run)
+	check(in, spec)
+	return engine.AddEnd(in, spec.engine(), run)
 }

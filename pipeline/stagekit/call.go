@@ -21,39 +21,54 @@ import (
 //     (Stage.Retry), never once ctx is done nor after the partition
 //     started draining.
 //
-// The returned error is fn's last error, for the stage to pass to s.Fail.
+// The returned error is fn's last error (after the attempts are used up,
+// wrapped to say so, see Stage.Retry), for the stage to pass to s.Fail.
 // Call it from the goroutine that owns pr (one probe per goroutine, from
 // s.Probe()); ctx is s.Context(). Calls for different values may run at
 // once on different goroutines.
 func Call[In, Out any](ctx context.Context, s *Stage, pr *Probe, it Item[In], fn func(context.Context, In) (Out, error)) (Out, error) {
-	if err := ctx.Err(); err != nil {
+	var out Out
+	err := call(ctx, s, pr, it.Ticket, func() (err error) {
+		out, err = fn(ctx, it.Value)
+		return err
+	})
+	return out, err
+}
+
+// call is Call for an attempt function: try runs one attempt, and is
+// called again for each retry (it resets what a failed attempt left).
+func call(ctx context.Context, s *Stage, pr *Probe, t Ticket, try func() error) error {
+	if ctx.Err() != nil {
 		// The partition was lost or its drain timed out: no more calls.
-		var zero Out
-		return zero, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
-	pr.Enter(it.Ticket)
+	pr.Enter(t)
 	defer pr.Leave()
-	v := it.Value
 	for attempt := 1; ; attempt++ {
-		var out Out
 		var err error
 		if s.Observed() {
 			start := time.Now()
-			out, err = Protect(ctx, v, fn)
+			err = protect(try)
 			s.Called(time.Since(start), err)
 		} else {
-			out, err = Protect(ctx, v, fn)
+			err = protect(try)
 		}
 		// No retry once ctx is done: the value can no longer complete
 		// (Pool's workers see their emitter's failure this way).
 		if err == nil || ctx.Err() != nil {
-			return out, err
+			return err
 		}
-		again, final := s.Retry(it.Ticket, err, attempt)
+		again, final := s.Retry(t, err, attempt)
 		if !again {
-			return out, final
+			return final
 		}
 	}
+}
+
+// protect runs try once, turning a panic into a *pipeline.PanicError.
+func protect(try func() error) (err error) {
+	defer engine.CatchPanic(&err)
+	return try()
 }
 
 // Protect calls fn(ctx, v) once, turning a panic into a

@@ -2,21 +2,6 @@ package stagekit
 
 import "github.com/sluice-go/sluice/internal/engine"
 
-// StageSpec describes a stage being added to a graph: a struct with the
-// fields
-//
-//   - Name (string) identifies the stage in errors, logs and dead letters.
-//     Empty means Kind followed by the stage's position in the graph
-//     ("Map#2").
-//   - Kind (string) is the stage's type, used for the default name ("Map").
-//   - Buffer (int) is the capacity, in chunks, of the stage's output
-//     channel(s); 0 means the default (4).
-//   - Retry (*pipeline.RetryPolicy) overrides Run's retry policy for this
-//     stage (see pipeline.WithRetry); zero fields take the defaults of
-//     pipeline.DefaultRetry, an invalid policy fails the build naming the
-//     stage.
-type StageSpec = engine.StageSpec
-
 // Stage is a running stage's handle on its partition: its context and the
 // ticket operations that drive commits. Its methods may be called from any
 // goroutine the stage runs:
@@ -39,12 +24,16 @@ type StageSpec = engine.StageSpec
 //     *pipeline.StageError naming the stage and the record's position,
 //     which the stage must return; t is not completed, so nothing past the
 //     record is committed. Fail(t, nil) is nil.
-//   - Retry(err error, attempt int) bool: after call number attempt (from
-//     1) failed with err, waits the backoff delay and returns true (call
-//     again) for a transient error within the stage's policy; false for
-//     an Invalid or Permanent error or a panic, once the attempts are
-//     spent, or when the partition starts draining meanwhile. [Call] uses
-//     it; a stage calling it itself passes err to Fail on false.
+//   - Retry(t Ticket, err error, attempt int) (again bool, final error):
+//     the one retry loop. After call number attempt (from 1) for the value
+//     holding t failed with err, for a transient error within the stage's
+//     policy it logs a warning (stage, partition, offset, attempt n/N,
+//     delay, err), waits the backoff delay and returns true (call again);
+//     false for an Invalid or Permanent error or a panic, once the
+//     attempts are spent (final then says "failed after N attempts" and
+//     suggests pipeline.Invalid and pipeline.Permanent), or when the
+//     partition starts draining meanwhile. [Call] uses it; a stage calling
+//     it itself passes final to Fail on false.
 //   - Retain(t Ticket, n int): adds n references to t, for a value that
 //     became n+1 values (each completed on its own). Call it before
 //     passing any of them on.

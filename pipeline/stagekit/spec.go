@@ -1,0 +1,63 @@
+package stagekit
+
+import (
+	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// StageSpec describes a stage being added to a graph.
+type StageSpec struct {
+	// Name identifies the stage in errors, logs and dead letters. Empty
+	// means Kind followed by the stage's position in the graph ("Map#2").
+	Name string
+	// Kind is the stage's type, used for the default name ("Map") and in
+	// the errors about Shared.
+	Kind string
+	// Buffer is the capacity, in chunks, of the stage's output channel(s);
+	// 0 means the default (4).
+	Buffer int
+	// Retry overrides Run's retry policy for this stage (see
+	// pipeline.WithRetry); zero fields take the defaults of
+	// pipeline.DefaultRetry, an invalid policy fails the build naming the
+	// stage.
+	Retry *pipeline.RetryPolicy
+	// Problem is what the stage's constructor found wrong with its
+	// arguments (a nil function, a size below one), or nil. When set, the
+	// Add call fails the build with a *pipeline.BuildError naming the stage
+	// and this error, and the stage never runs: a constructor checks its
+	// arguments, puts the first problem here and still calls Add, so that
+	// a misuse is a build error instead of a panic in the user's builder.
+	Problem error
+	// Shared is the declaration of the consumer-wide object (one for every
+	// partition of a Run) the stage uses, or nil. See [Shared] for the
+	// rules the Add call enforces.
+	Shared *Shared
+}
+
+// Shared declares a consumer-wide object: one that serves every partition
+// of one pipeline.Run, such as stages.SharedBatcher. The object holds a
+// Shared (the zero value is ready) and every stage using it sets
+// StageSpec.Shared to it. Adding such a stage fails the build, with a
+// *pipeline.BuildError naming the stage, when:
+//
+//   - the object already belongs to another Run (it belongs to the first
+//     Run that used it: create one per Run);
+//   - it is used twice in one partition's graph;
+//   - another partition's graph of the same Run and topic has a different
+//     object of the same Kind at the same stage position: the builder
+//     creates one per partition instead of once before Run.
+//
+// Its methods are internal; it is safe for concurrent use.
+type Shared = engine.Shared
+
+func (sp StageSpec) engine() engine.StageSpec {
+	return engine.StageSpec{Name: sp.Name, Kind: sp.Kind, Buffer: sp.Buffer, Retry: sp.Retry}
+}
+
+// check fails the build when sp carries a problem or its Shared may not be
+// used here; see StageSpec.Problem and Shared.
+func check[T any](in pipeline.Stream[T], sp StageSpec) {
+	if sp.Problem != nil || sp.Shared != nil {
+		engine.CheckStage(in, sp.engine(), sp.Problem, sp.Shared)
+	}
+}
