@@ -29,9 +29,11 @@ type Config struct {
 	Topics []string
 
 	// CommitInterval is how often the source collects processed offsets
-	// from the runtime and how often librdkafka commits them in the
-	// background (auto.commit.interval.ms). Zero means
-	// DefaultCommitInterval; it must not be negative.
+	// from the runtime and commits them in the background. The source
+	// sends one commit at a time: when the previous one is still
+	// unanswered (librdkafka retries some rejections itself), the next
+	// goes as soon as it is answered. Zero means DefaultCommitInterval; it
+	// must not be negative, and a non-zero value must be at least 1ms.
 	CommitInterval time.Duration
 
 	// CloseTimeout bounds what the source does past the runtime's drain
@@ -74,9 +76,9 @@ var reserved = map[string]string{
 	"bootstrap.servers":               "use Config.Brokers",
 	"metadata.broker.list":            "use Config.Brokers",
 	"group.id":                        "use Config.Group",
-	"enable.auto.commit":              "the source commits the offsets the runtime reports",
-	"enable.auto.offset.store":        "the source stores the offsets the runtime reports",
-	"auto.commit.interval.ms":         "use Config.CommitInterval",
+	"enable.auto.commit":              "the source commits the offsets the runtime reports itself, one commit at a time",
+	"enable.auto.offset.store":        "the source commits the offsets the runtime reports, never offsets stored in librdkafka",
+	"auto.commit.interval.ms":         "use Config.CommitInterval (librdkafka's auto-commit is off)",
 	"go.application.rebalance.enable": "the source handles rebalances",
 	"go.events.channel.enable":        "the source polls",
 	"go.events.channel.size":          "the source polls",
@@ -170,9 +172,11 @@ func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	}
 	m["bootstrap.servers"] = strings.Join(c.Brokers, ",")
 	m["group.id"] = c.Group
-	m["enable.auto.commit"] = true
+	// The source sends every commit itself (commit.go): librdkafka's
+	// auto-committer would send stored offsets behind its back and retry
+	// them out of order, and commit on unassign and close.
+	m["enable.auto.commit"] = false
 	m["enable.auto.offset.store"] = false
-	m["auto.commit.interval.ms"] = int(c.commitInterval().Milliseconds())
 	m["go.logs.channel.enable"] = true
 	return m, nil
 }

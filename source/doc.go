@@ -12,23 +12,28 @@
 //
 // # Offsets
 //
-// Every Config.CommitInterval the loop stores Group.Offsets in librdkafka
-// (enable.auto.offset.store=false, rd_kafka_offsets_store) and librdkafka
-// commits stored offsets in the background every CommitInterval
-// (enable.auto.commit=true, auto.commit.interval.ms), so an offset is
-// committed within about two intervals and the loop never waits for the
-// broker. A store that failed is retried at the next interval (the runtime
-// reports an offset only when it moves). On revoke and on shutdown the
-// offsets are stored and committed synchronously, each commit bounded by
-// 40% of Config.CloseTimeout; the final commit is retried while the coordinator
-// answers REBALANCE_IN_PROGRESS. Offsets of partitions the source does not
-// own are never stored or committed (an owned-set fence), librdkafka clears
-// stored offsets of removed partitions, and it does not commit a lost
-// assignment.
+// The source sends every commit itself, one at a time; librdkafka's
+// auto-committer is off (enable.auto.commit=false) and nothing is stored
+// in librdkafka. Every Config.CommitInterval the loop collects
+// Group.Offsets and, unless a commit is in flight, commits them on a
+// goroutine of its own (CommitOffsets returns once librdkafka answered,
+// after the retries it makes itself), so the poll loop never waits for
+// the broker. An interval that finds a commit in flight sends as soon as
+// it is answered; a failed commit is retried at the next interval (the
+// runtime reports an offset only when it moves). On revoke and on shutdown
+// the source waits for the commit in flight and then commits
+// synchronously, both bounded by 40% of Config.CloseTimeout; the final
+// commit is retried while the coordinator answers REBALANCE_IN_PROGRESS.
+// A lost partition is not committed, and a commit in flight that holds
+// it is waited for (bounded the same) before the loss is acknowledged to
+// librdkafka. So commits reach the broker in order, and one is never
+// overtaken by an older one still being retried. Offsets of partitions
+// the source does not own are never committed (an owned-set fence).
 // Commit errors expected around rebalances (REBALANCE_IN_PROGRESS,
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) are logged at
-// debug level. Group.Committed receives a zero duration for background
-// commits: librdkafka does not report their latency.
+// debug level. Group.Committed receives every commit's duration, and a
+// *CommitError naming the commit (interval, revoke, shutdown) when it
+// failed.
 //
 // # Rebalances
 //

@@ -43,6 +43,7 @@ type fakeGroup struct {
 
 	polls, joins int
 	commits      []commitCall
+	offsetsCalls int // calls of Offsets
 	highs        map[TP]int64
 
 	runDone bool  // Run returned
@@ -55,6 +56,9 @@ type fakeGroup struct {
 	// onRevoke, when set, is called (unlocked) at the end of every Revoke,
 	// on the poll goroutine, inside librdkafka's rebalance callback.
 	onRevoke func(tps []TP)
+	// onLose, when set, is called (unlocked) at the end of every Lose,
+	// on the poll goroutine, inside librdkafka's rebalance callback.
+	onLose func(tps []TP)
 }
 
 func newFakeGroup() *fakeGroup {
@@ -73,9 +77,10 @@ func newFakeGroup() *fakeGroup {
 }
 
 type commitCall struct {
-	offs []pipeline.Offset
-	took time.Duration
-	err  error
+	offs  []pipeline.Offset
+	took  time.Duration
+	err   error
+	polls int // Polled calls before this one
 }
 
 func (f *fakeGroup) Polled() {
@@ -96,7 +101,7 @@ func (f *fakeGroup) Committed(offs []pipeline.Offset, took time.Duration, err er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.bump()
-	f.commits = append(f.commits, commitCall{offs, took, err})
+	f.commits = append(f.commits, commitCall{offs, took, err, f.polls})
 }
 
 func (f *fakeGroup) HighWatermark(tp TP, high int64) {
@@ -176,12 +181,16 @@ func (f *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
 
 func (f *fakeGroup) Lose(tps []TP) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	defer f.bump()
 	f.loses = append(f.loses, slices.Clone(tps))
 	for _, tp := range tps {
 		delete(f.assigned, tp)
 		delete(f.pausing, tp)
+	}
+	hook := f.onLose
+	f.bump()
+	f.mu.Unlock()
+	if hook != nil {
+		hook(tps)
 	}
 }
 
@@ -266,6 +275,8 @@ func (f *fakeGroup) Wake() <-chan struct{} { return f.wake }
 func (f *fakeGroup) Offsets() []pipeline.Offset {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.bump()
+	f.offsetsCalls++
 	var out []pipeline.Offset
 	for tp := range f.assigned {
 		n, ok := f.next[tp]

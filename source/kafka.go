@@ -35,12 +35,13 @@ type Kafka struct {
 	log     *slog.Logger
 	started atomic.Bool
 
-	// storeOffsets is (*kafka.Consumer).StoreOffsets; tests replace it to
-	// make stores fail.
-	storeOffsets func(*kafka.Consumer, []kafka.TopicPartition) ([]kafka.TopicPartition, error)
-	// background counts the goroutines of client calls that Run stopped
-	// waiting for (a synchronous commit or Close past its bound); they end
-	// when librdkafka answers. Tests wait for them.
+	// commitOffsets is (*kafka.Consumer).CommitOffsets; tests replace it
+	// to hold or fail commits. It runs on a goroutine of its own, one call
+	// at a time.
+	commitOffsets func(*kafka.Consumer, []kafka.TopicPartition) ([]kafka.TopicPartition, error)
+	// background counts the goroutines of client calls (commits, Close);
+	// those Run stopped waiting for (past their bound) end when librdkafka
+	// answers. Tests wait for them.
 	background sync.WaitGroup
 	// closeCallbacks counts rebalance callbacks librdkafka ran inside
 	// Close. The shutdown sequence leaves the group first, so it stays
@@ -70,9 +71,9 @@ func NewKafka(cfg Config) (*Kafka, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Kafka{
-		cfg:          cfg,
-		log:          log.With("component", "sluice/source", "group", cfg.Group),
-		storeOffsets: (*kafka.Consumer).StoreOffsets,
+		cfg:           cfg,
+		log:           log.With("component", "sluice/source", "group", cfg.Group),
+		commitOffsets: (*kafka.Consumer).CommitOffsets,
 	}, nil
 }
 
@@ -126,10 +127,11 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		owned:      make(map[pipeline.TopicPartition]bool),
 		paused:     make(map[pipeline.TopicPartition]bool),
 		leftPaused: make(map[pipeline.TopicPartition]bool),
-		unstored:   make(map[pipeline.TopicPartition]int64),
+		ownership:  make(map[pipeline.TopicPartition]uint64),
+		pending:    make(map[pipeline.TopicPartition]int64),
 		highs:      make(map[pipeline.TopicPartition]int64),
 		batch:      make([]pipeline.Record, 0, maxBatch),
-		storeAt:    time.Now().Add(k.cfg.commitInterval()),
+		collectAt:  time.Now().Add(k.cfg.commitInterval()),
 	}
 	err = r.run(ctx)
 	switch {
@@ -166,8 +168,12 @@ type runner struct {
 	g   pipeline.Group
 	log *slog.Logger
 
-	owned  map[pipeline.TopicPartition]bool // fence: partitions we may deliver, store and commit
-	paused map[pipeline.TopicPartition]bool // partitions paused on Deliver's request
+	owned map[pipeline.TopicPartition]bool // fence: partitions we may deliver and commit
+	// ownership numbers each assignment of a partition (from assigns),
+	// so that a failed commit of an earlier ownership is not retried.
+	ownership map[pipeline.TopicPartition]uint64
+	assigns   uint64
+	paused    map[pipeline.TopicPartition]bool // partitions paused on Deliver's request
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
 	leftPaused map[pipeline.TopicPartition]bool
@@ -177,11 +183,15 @@ type runner struct {
 	batchTP pipeline.TopicPartition
 	batch   []pipeline.Record // pending records of batchTP, not yet delivered
 
-	storeAt time.Time // next time to collect Group.Offsets
-	// unstored: offsets whose store failed. Group.Offsets reports an
-	// offset once, so they are retried every interval until stored,
-	// superseded or no longer owned.
-	unstored map[pipeline.TopicPartition]int64
+	collectAt time.Time // next time to collect Group.Offsets
+	// pending: the newest offsets of owned partitions not sent yet, or
+	// whose background commit failed (Group.Offsets reports an offset
+	// once, when it moves). See commit.go.
+	pending map[pipeline.TopicPartition]int64
+	// commitDue: an interval passed since the last background commit was
+	// sent; inflight: the one commit sent and not handled yet, or nil.
+	commitDue bool
+	inflight  *commitRequest
 
 	// closing: Shutdown or Lose-all done. Callbacks no longer call g and
 	// records are dropped; owned still fences the final commit.
@@ -229,11 +239,14 @@ func (r *runner) run(ctx context.Context) error {
 			return errors.Join(r.fatal, r.leaveAndClose(time.Now()))
 		}
 		r.resume()
-		if now := time.Now(); !now.Before(r.storeAt) {
-			r.storeAt = now.Add(r.k.cfg.commitInterval())
-			r.store(r.g.Offsets())
+		r.reap()
+		if now := time.Now(); !now.Before(r.collectAt) {
+			r.collectAt = now.Add(r.k.cfg.commitInterval())
+			r.collect(r.g.Offsets())
+			r.commitDue = true
 			r.reportHighWatermarks()
 		}
+		r.commitPending()
 	}
 }
 
@@ -360,8 +373,6 @@ func (r *runner) event(ev kafka.Event) {
 			return
 		}
 		logClientError(r.log, e)
-	case kafka.OffsetsCommitted:
-		r.committed(e)
 	case kafka.PartitionEOF:
 	default:
 		r.log.Debug("ignored event", "event", ev.String())
@@ -374,7 +385,7 @@ func (r *runner) loseAll() {
 	tps := r.ownedList()
 	clear(r.owned)
 	clear(r.paused)
-	clear(r.unstored)
+	clear(r.pending)
 	if len(tps) > 0 {
 		r.g.Lose(tps)
 	}

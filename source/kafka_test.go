@@ -172,17 +172,20 @@ func TestConsumeAllCommitsHighWatermarks(t *testing.T) {
 				if f.joins != 1 || f.polls == 0 {
 					t.Errorf("Joined %d times, Polled %d times", f.joins, f.polls)
 				}
-				// The shutdown commit is the last synchronous one (took > 0);
-				// librdkafka's commit on unassign, while leaving the group,
-				// may be reported after it with a zero duration.
-				var last commitCall
-				for _, c := range f.commits {
-					if c.took > 0 {
-						last = c
-					}
+				// The shutdown's commit is the last one: the source sends
+				// every commit itself, one at a time, and librdkafka commits
+				// nothing on unassign or close (enable.auto.commit=false).
+				if len(f.commits) == 0 {
+					t.Fatal("no commit reported")
 				}
-				if last.err != nil || len(last.offs) != 4 {
-					t.Errorf("last synchronous Committed(%v, %v, %v), want the 4 partitions' offsets", last.offs, last.took, last.err)
+				last := f.commits[len(f.commits)-1]
+				if last.err != nil || len(last.offs) != 4 || last.took <= 0 {
+					t.Errorf("last Committed(%v, %v, %v), want the final commit of the 4 partitions' offsets, with its duration", last.offs, last.took, last.err)
+				}
+				for _, o := range last.offs {
+					if o.Next != hw[o.Partition] {
+						t.Errorf("final commit of %s/%d at %d, want the high watermark %d", o.Topic, o.Partition, o.Next, hw[o.Partition])
+					}
 				}
 			})
 

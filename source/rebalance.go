@@ -95,6 +95,10 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 			r.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
 		}
 		for _, tp := range tps {
+			if !r.owned[tp] {
+				r.assigns++
+				r.ownership[tp] = r.assigns
+			}
 			r.owned[tp] = true
 			delete(r.paused, tp)
 		}
@@ -152,19 +156,24 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 			delete(r.paused, tp)
 		}
 	}
+	pending := r.takePending(mine)
 	switch {
 	case len(mine) == 0:
 	case lost:
 		r.log.Warn("partitions lost", "partitions", mine)
 		r.g.Lose(mine)
+		// Nothing of theirs is sent any more; a commit already in
+		// flight is waited for before librdkafka hears we let go.
+		r.awaitLost(mine)
 	default:
 		r.log.Info("partitions revoked", "partitions", mine, "cooperative", cooperative)
 		offs := r.g.Revoke(mine)
 		// The fence above already dropped these from owned; commit
-		// what the graphs finished while we still are the owner in
-		// the group's eyes (before unassigning), bounded so that an
-		// unresponsive coordinator cannot hold the poll loop.
-		r.commitSync(filterTPs(offs, mine), "revoke", time.Now().Add(r.k.cfg.commitTimeout()))
+		// what the graphs finished (and what was still pending for
+		// them) while we still are the owner in the group's eyes
+		// (before unassigning), after the commit in flight, bounded so
+		// that an unresponsive coordinator cannot hold the poll loop.
+		r.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(r.k.cfg.commitTimeout()))
 	}
 	r.unassign(parts, cooperative)
 }

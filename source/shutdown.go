@@ -50,9 +50,13 @@ func (r *runner) stop() error {
 	offs := r.g.Shutdown()
 	r.closing = true
 	clear(r.paused)
-	clear(r.unstored)
+	owned := r.ownedList()
+	final := mergeOffsets(filterTPs(offs, owned), r.takePending(owned))
+	clear(r.pending)
 	began := time.Now()
-	commitErr := r.commitFinal(filterTPs(offs, r.ownedList()), began.Add(r.k.cfg.commitTimeout()))
+	// commitFinal waits for the background commit in flight first, so
+	// that the final commit is the last one sent.
+	commitErr := r.commitFinal(final, began.Add(r.k.cfg.commitTimeout()))
 	return errors.Join(commitErr, r.leaveAndClose(began))
 }
 
