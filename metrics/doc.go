@@ -1,20 +1,23 @@
 // Package metrics exports what a Sluice consumer does to Prometheus and
 // answers Kubernetes-style liveness and readiness probes.
 //
-// Both are [pipeline.Observer] implementations, registered with
-// [pipeline.WithObserver]:
+// [Metrics] and [Health] are hooks (see [pipeline.Hook]), registered with
+// [pipeline.WithHooks]; [Handler] serves both over HTTP:
 //
 //	reg := prometheus.NewRegistry()
 //	m, err := metrics.New(reg)
 //	if err != nil { ... }
 //	health := metrics.NewHealth()
-//	mux := http.NewServeMux()
-//	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-//	mux.Handle("/healthz", health.LiveHandler())
-//	mux.Handle("/readyz", health.ReadyHandler())
-//	err = pipeline.Run(ctx, src, build, pipeline.WithObserver(m), pipeline.WithObserver(health))
+//	h, err := metrics.Handler(reg, health) // /metrics, /healthz, /readyz
+//	if err != nil { ... }
+//	go http.ListenAndServe(":9464", h)
+//	err = pipeline.Run(ctx, src, build, pipeline.WithHooks(m, health))
+//
+// Metrics handles every event, including stage calls, which makes every
+// stage time its calls; Health handles seven events and none of the
+// per-call ones, so on its own it adds no clock reads to the stages.
 //
 // Every metric is named sluice_*; docs/metrics.md lists them with the
-// alerts to build on them. Labels stay low-cardinality: topic and stage,
-// plus partition on the lag gauge only.
+// event that feeds each and the alerts to build on them. Labels stay
+// low-cardinality: topic and stage, plus partition on the lag gauge only.
 package metrics

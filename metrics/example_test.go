@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
@@ -17,8 +16,8 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// New and NewHealth are observers: register both with the pipeline and
-// serve the registry and the probes over HTTP.
+// New and NewHealth are hooks: register both with the pipeline and serve
+// the registry and the probes over HTTP with Handler.
 func Example() {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
@@ -26,10 +25,10 @@ func Example() {
 		panic(err)
 	}
 	health := metrics.NewHealth()
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/healthz", health.LiveHandler())
-	mux.Handle("/readyz", health.ReadyHandler())
+	mux, err := metrics.Handler(reg, health) // /metrics, /healthz, /readyz
+	if err != nil {
+		panic(err)
+	}
 	// In production: go http.ListenAndServe(":9464", mux)
 
 	fake := testkit.NewFake() // in production: source.NewKafka(...)
@@ -39,7 +38,7 @@ func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- pipeline.Run(ctx, fake, build, pipeline.WithObserver(m), pipeline.WithObserver(health))
+		done <- pipeline.Run(ctx, fake, build, pipeline.WithHooks(m, health))
 	}()
 	_ = fake.Send("orders", 0, []byte("a"), []byte(""), []byte("c"))
 	_ = fake.Assign("orders", 0)
@@ -67,4 +66,27 @@ func Example() {
 	// sluice_records_delivered_total{topic="orders"} 3
 	// sluice_records_filtered_total{stage="non-empty",topic="orders"} 1
 	// Run: <nil>
+}
+
+// Handler serves /metrics, /healthz and /readyz in one call.
+func ExampleHandler() {
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg); err != nil {
+		panic(err)
+	}
+	health := metrics.NewHealth()
+	h, err := metrics.Handler(reg, health)
+	if err != nil {
+		panic(err)
+	}
+	// In production: http.ListenAndServe(":9464", h), and
+	// pipeline.WithHooks(m, health) on Run.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Printf("%s: %d %s", path, rec.Code, rec.Body)
+	}
+	// Output:
+	// /healthz: 200 ok
+	// /readyz: 503 not a member of the consumer group yet
 }

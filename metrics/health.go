@@ -57,17 +57,16 @@ func WithHealthClock(now func() time.Time) HealthOption {
 	}
 }
 
-// nop gives Health no-op versions of the events it ignores, without an
-// exported field.
-type nop = pipeline.NopObserver
-
-// Health is a [pipeline.Observer] that answers liveness and readiness
-// probes (see [Health.Live], [Health.Ready] and the handlers). Create it
-// with [NewHealth] just before Run (the startup grace counts from then)
-// and pass it to [pipeline.WithObserver]. It is safe for concurrent use.
+// Health is a [pipeline.Hook] that answers liveness and readiness probes
+// (see [Health.Live], [Health.Ready], the handlers and [Handler]). Create
+// it with [NewHealth] just before Run (the startup grace counts from then)
+// and pass it to [pipeline.WithHooks]. It is safe for concurrent use.
+//
+// It handles only the seven events it needs: polls, joins, stage
+// failures, stuck values, completions, revokes and losses. It does not
+// implement [pipeline.HookStageCall], so registered alone it makes no
+// stage read the clock.
 type Health struct {
-	nop
-
 	now         func() time.Time
 	pollTimeout time.Duration
 	grace       time.Duration
@@ -78,7 +77,7 @@ type Health struct {
 	nstuck   atomic.Int32 // len(stuck), read without the lock
 
 	mu     sync.Mutex
-	failed error // the first StageFailed
+	failed error // the first OnStageFailed
 	stuck  map[pipeline.TopicPartition]stuckValue
 }
 
@@ -90,7 +89,16 @@ type stuckValue struct {
 	at     time.Time
 }
 
-var _ pipeline.Observer = (*Health)(nil)
+// The events Health handles.
+var (
+	_ pipeline.HookPolled           = (*Health)(nil)
+	_ pipeline.HookJoined           = (*Health)(nil)
+	_ pipeline.HookStageFailed      = (*Health)(nil)
+	_ pipeline.HookStuck            = (*Health)(nil)
+	_ pipeline.HookRecordsCompleted = (*Health)(nil)
+	_ pipeline.HookPartitionRevoked = (*Health)(nil)
+	_ pipeline.HookPartitionLost    = (*Health)(nil)
+)
 
 // NewHealth returns a Health that is live (within the startup grace) but
 // not ready.
@@ -150,15 +158,15 @@ func (h *Health) Ready() error {
 	return nil
 }
 
-// Polled implements [pipeline.Observer]: it records the poll time.
-func (h *Health) Polled(at time.Time) { h.lastPoll.Store(at.UnixNano()) }
+// OnPolled implements [pipeline.HookPolled]: it records the poll time.
+func (h *Health) OnPolled(at time.Time) { h.lastPoll.Store(at.UnixNano()) }
 
-// Joined implements [pipeline.Observer]: the consumer becomes ready.
-func (h *Health) Joined() { h.joined.Store(true) }
+// OnJoined implements [pipeline.HookJoined]: the consumer becomes ready.
+func (h *Health) OnJoined() { h.joined.Store(true) }
 
-// StageFailed implements [pipeline.Observer]: the consumer stops being
+// OnStageFailed implements [pipeline.HookStageFailed]: the consumer stops being
 // ready, for good.
-func (h *Health) StageFailed(_ string, _ pipeline.TopicPartition, err error) {
+func (h *Health) OnStageFailed(_ string, _ pipeline.TopicPartition, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failed == nil {
@@ -166,12 +174,12 @@ func (h *Health) StageFailed(_ string, _ pipeline.TopicPartition, err error) {
 	}
 }
 
-// Stuck implements [pipeline.Observer]: tp counts as stuck, failing Live,
-// until its committable offset passes offset (a RecordsCompleted with
+// OnStuck implements [pipeline.HookStuck]: tp counts as stuck, failing Live,
+// until its committable offset passes offset (an OnRecordsCompleted with
 // next > offset; any completion when offset is unknown, -1) or it is
 // revoked or lost. Of several stuck values of tp the newest report is
 // kept, and the highest offset must be passed.
-func (h *Health) Stuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
+func (h *Health) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -182,10 +190,10 @@ func (h *Health) Stuck(stage string, tp pipeline.TopicPartition, offset int64, s
 	h.nstuck.Store(int32(len(h.stuck)))
 }
 
-// RecordsCompleted implements [pipeline.Observer]: it clears tp's stuck
+// OnRecordsCompleted implements [pipeline.HookRecordsCompleted]: it clears tp's stuck
 // mark once next passes the stuck offset. Without stuck values it costs
 // one atomic load.
-func (h *Health) RecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+func (h *Health) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
 	if h.nstuck.Load() == 0 {
 		return
 	}
@@ -196,12 +204,14 @@ func (h *Health) RecordsCompleted(tp pipeline.TopicPartition, _ int, next int64)
 	}
 }
 
-// PartitionRevoked implements [pipeline.Observer]: it clears tp's stuck
+// OnPartitionRevoked implements [pipeline.HookPartitionRevoked]: it clears tp's stuck
 // mark.
-func (h *Health) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) { h.forget(tp) }
+func (h *Health) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
+	h.forget(tp)
+}
 
-// PartitionLost implements [pipeline.Observer]: it clears tp's stuck mark.
-func (h *Health) PartitionLost(tp pipeline.TopicPartition) { h.forget(tp) }
+// OnPartitionLost implements [pipeline.HookPartitionLost]: it clears tp's stuck mark.
+func (h *Health) OnPartitionLost(tp pipeline.TopicPartition) { h.forget(tp) }
 
 func (h *Health) forget(tp pipeline.TopicPartition) {
 	if h.nstuck.Load() == 0 {

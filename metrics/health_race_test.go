@@ -40,11 +40,10 @@ func (h *slowStuckLog) Handle(_ context.Context, r slog.Record) error {
 
 // revokeSignal closes revoked when a partition revoke is reported.
 type revokeSignal struct {
-	pipeline.NopObserver
 	revoked chan struct{}
 }
 
-func (r *revokeSignal) PartitionRevoked(pipeline.TopicPartition, time.Duration, bool) {
+func (r *revokeSignal) OnPartitionRevoked(pipeline.TopicPartition, time.Duration, bool) {
 	close(r.revoked)
 }
 
@@ -62,7 +61,7 @@ func runStuck(t *testing.T, health *metrics.Health, log *slowStuckLog, unblock c
 				return ctx.Err()
 			}
 		}, stages.Name("write"))
-	}, append(more, pipeline.WithObserver(health), pipeline.WithStuckThreshold(10*time.Second), pipeline.WithLogger(slog.New(log)))...)
+	}, append(more, pipeline.WithHooks(health), pipeline.WithStuckThreshold(10*time.Second), pipeline.WithLogger(slog.New(log)))...)
 	h.Assign("t", 0)
 	h.Send("t", 0, []byte("x"))
 	<-log.logging
@@ -95,7 +94,7 @@ func TestStuckReportRacingARevokeDoesNotStick(t *testing.T) {
 		health := metrics.NewHealth(metrics.WithHealthClock(time.Now))
 		log := newSlowStuckLog()
 		sig := &revokeSignal{revoked: make(chan struct{})}
-		h := runStuck(t, health, log, make(chan struct{}), pipeline.WithObserver(sig))
+		h := runStuck(t, health, log, make(chan struct{}), pipeline.WithHooks(sig))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -51,13 +51,13 @@ func TestLivenessFollowsPolls(t *testing.T) {
 	c.add(2 * time.Second)
 	expectProbe(t, live, 503, "no poll since start 1m1s ago (startup grace 1m0s)")
 
-	h.Polled(c.now())
+	h.OnPolled(c.now())
 	expectProbe(t, live, 200, "ok")
 	c.add(10 * time.Second)
 	expectProbe(t, live, 200, "ok") // exactly at the timeout still passes
 	c.add(time.Millisecond)
 	expectProbe(t, live, 503, "last poll 10.001s ago (poll timeout 10s)")
-	h.Polled(c.now())
+	h.OnPolled(c.now())
 	expectProbe(t, live, 200, "ok")
 }
 
@@ -68,7 +68,7 @@ func TestLivenessDefaults(t *testing.T) {
 	if err := h.Live(); err != nil {
 		t.Fatalf("Live at the end of the default grace: %v", err)
 	}
-	h.Polled(c.now())
+	h.OnPolled(c.now())
 	c.add(metrics.DefaultPollTimeout + time.Second)
 	if err := h.Live(); err == nil {
 		t.Fatal("Live passes 31s after the last poll")
@@ -78,38 +78,38 @@ func TestLivenessDefaults(t *testing.T) {
 func TestStuckPartitionFailsLiveness(t *testing.T) {
 	c := newClock()
 	h := c.health()
-	h.Polled(c.now())
+	h.OnPolled(c.now())
 	tp := pipeline.TopicPartition{Topic: "orders", Partition: 2}
 	other := pipeline.TopicPartition{Topic: "orders", Partition: 5}
 
-	h.Stuck("enrich", tp, 41, time.Minute)
+	h.OnStuck("enrich", tp, 41, time.Minute)
 	c.add(5 * time.Second)
 	expectProbe(t, h.LiveHandler(), 503, `stage "enrich" stuck on orders/2 at offset 41 for 1m5s`)
 
-	h.RecordsCompleted(other, 10, 100) // another partition: still stuck
-	h.RecordsCompleted(tp, 3, 41)      // progress before the stuck value: still stuck
+	h.OnRecordsCompleted(other, 10, 100) // another partition: still stuck
+	h.OnRecordsCompleted(tp, 3, 41)      // progress before the stuck value: still stuck
 	if err := h.Live(); err == nil {
 		t.Fatal("Live passes while offset 41 is not complete")
 	}
-	h.RecordsCompleted(tp, 1, 42) // the stuck value completed
+	h.OnRecordsCompleted(tp, 1, 42) // the stuck value completed
 	if err := h.Live(); err != nil {
 		t.Fatalf("Live after the stuck value completed: %v", err)
 	}
 
-	h.Stuck("enrich", tp, 50, time.Minute)
-	h.Stuck("write", other, -1, time.Minute) // offset unknown
+	h.OnStuck("enrich", tp, 50, time.Minute)
+	h.OnStuck("write", other, -1, time.Minute) // offset unknown
 	err := h.Live()
 	if err == nil || !strings.Contains(err.Error(), "orders/2") || !strings.Contains(err.Error(), "orders/5") {
 		t.Fatalf("Live = %v, want both partitions", err)
 	}
-	h.PartitionRevoked(tp, time.Second, false)
-	h.RecordsCompleted(other, 1, 7) // any progress clears an unknown offset
+	h.OnPartitionRevoked(tp, time.Second, false)
+	h.OnRecordsCompleted(other, 1, 7) // any progress clears an unknown offset
 	if err := h.Live(); err != nil {
 		t.Fatalf("Live after revoke and progress: %v", err)
 	}
 
-	h.Stuck("enrich", tp, 60, time.Minute)
-	h.PartitionLost(tp)
+	h.OnStuck("enrich", tp, 60, time.Minute)
+	h.OnPartitionLost(tp)
 	if err := h.Live(); err != nil {
 		t.Fatalf("Live after the stuck partition was lost: %v", err)
 	}
@@ -120,12 +120,12 @@ func TestReadiness(t *testing.T) {
 	h := c.health()
 	ready := h.ReadyHandler()
 	expectProbe(t, ready, 503, "not a member of the consumer group yet")
-	h.Joined()
+	h.OnJoined()
 	expectProbe(t, ready, 200, "ok")
-	h.StageFailed("write", pipeline.TopicPartition{Topic: "t"}, errors.New("disk full"))
-	h.StageFailed("other", pipeline.TopicPartition{Topic: "t"}, errors.New("second error"))
+	h.OnStageFailed("write", pipeline.TopicPartition{Topic: "t"}, errors.New("disk full"))
+	h.OnStageFailed("other", pipeline.TopicPartition{Topic: "t"}, errors.New("second error"))
 	expectProbe(t, ready, 503, "stopped by a stage error: disk full")
-	h.Joined()
+	h.OnJoined()
 	expectProbe(t, ready, 503, "disk full") // not ready again after a fatal error
 }
 

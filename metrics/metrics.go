@@ -11,11 +11,14 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Metrics is a [pipeline.Observer] that exports a consumer's activity as
-// Prometheus metrics (see docs/metrics.md for the list). Create it with
-// [New] and pass it to [pipeline.WithObserver]. It is safe for concurrent
-// use, never blocks, and does not allocate on the per-value path
-// (StageCall, ValuesFiltered) once a stage or topic has been seen.
+// Metrics is a [pipeline.Hook] that exports a consumer's activity as
+// Prometheus metrics (see docs/metrics.md for the list and which event
+// feeds each). It implements every pipeline.Hook* interface, including
+// [pipeline.HookStageCall], so stages time their calls while it is
+// registered. Create it with [New] and pass it to [pipeline.WithHooks].
+// It is safe for concurrent use, never blocks, and does not allocate on
+// the per-value path (OnStageCall, OnValuesFiltered) once a stage or
+// topic has been seen.
 //
 // One Metrics should observe one Run at a time: partition state (pauses,
 // lag) is keyed by topic and partition only.
@@ -27,7 +30,27 @@ type Metrics struct {
 	source  sourceMetrics
 }
 
-var _ pipeline.Observer = (*Metrics)(nil)
+// Metrics handles every event.
+var (
+	_ pipeline.HookPartitionAssigned  = (*Metrics)(nil)
+	_ pipeline.HookPartitionRevoked   = (*Metrics)(nil)
+	_ pipeline.HookPartitionLost      = (*Metrics)(nil)
+	_ pipeline.HookPartitionPaused    = (*Metrics)(nil)
+	_ pipeline.HookPartitionResumed   = (*Metrics)(nil)
+	_ pipeline.HookRecordsDelivered   = (*Metrics)(nil)
+	_ pipeline.HookRecordsCompleted   = (*Metrics)(nil)
+	_ pipeline.HookValuesFiltered     = (*Metrics)(nil)
+	_ pipeline.HookRecordDeadLettered = (*Metrics)(nil)
+	_ pipeline.HookInFlight           = (*Metrics)(nil)
+	_ pipeline.HookStageCall          = (*Metrics)(nil)
+	_ pipeline.HookStageRetry         = (*Metrics)(nil)
+	_ pipeline.HookStageFailed        = (*Metrics)(nil)
+	_ pipeline.HookStuck              = (*Metrics)(nil)
+	_ pipeline.HookPolled             = (*Metrics)(nil)
+	_ pipeline.HookJoined             = (*Metrics)(nil)
+	_ pipeline.HookCommitted          = (*Metrics)(nil)
+	_ pipeline.HookHighWatermark      = (*Metrics)(nil)
+)
 
 // New creates the collectors and registers them on reg (pass
 // prometheus.DefaultRegisterer explicitly to use the global registry). If

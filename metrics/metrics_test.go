@@ -63,10 +63,10 @@ func TestScenario(t *testing.T) {
 				return nil
 			}, stages.Name("store"))
 		}
-		h := testkit.New(t, build, pipeline.WithObserver(m),
+		h := testkit.New(t, build, pipeline.WithHooks(m),
 			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
 		h.Assign("t", 0)
-		m.HighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 10) // as the Kafka source would
+		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 10) // as the Kafka source would
 		h.Send("t", 0, values("1", "2", "3", "bad", "4", "5", "6", "10", "7", "8")...)
 		h.WaitCommitted("t", 0, 10)
 
@@ -110,7 +110,7 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 		want(t, reg, 0, "sluice_inflight_records")
 		want(t, reg, 0, "sluice_inflight_bytes")
 		want(t, reg, 0, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
-		m.HighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 25)
+		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 25)
 		want(t, reg, 15, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
 
 		// Source: the fake polled, joined once and committed without error.
@@ -132,7 +132,7 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 		want(t, reg, 0, "sluice_partition_drain_timeouts_total")
 		absent(t, reg, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
 		// A watermark after the revoke does not bring the series back.
-		m.HighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 30)
+		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 30)
 		absent(t, reg, "sluice_consumer_lag_records")
 		absent(t, reg, "sluice_partitions_lost_total")
 
@@ -159,7 +159,7 @@ func TestBackpressurePauseIsTimed(t *testing.T) {
 				}
 				return nil
 			})
-		}, pipeline.WithObserver(m), pipeline.WithPartitionQueue(2))
+		}, pipeline.WithHooks(m), pipeline.WithPartitionQueue(2))
 		h.Assign("t", 0)
 		h.Send("t", 0, values("a", "b", "c")...)
 		synctest.Wait()
@@ -193,7 +193,7 @@ func TestStuckValue(t *testing.T) {
 				}
 				return nil
 			}, stages.Name("slow"))
-		}, pipeline.WithObserver(m), pipeline.WithObserver(health), pipeline.WithStuckThreshold(time.Second))
+		}, pipeline.WithHooks(m, health), pipeline.WithStuckThreshold(time.Second))
 		h.Assign("t", 0)
 		h.Send("t", 0, values("a", "b", "c")...)
 		time.Sleep(5 * time.Second)
@@ -223,11 +223,11 @@ func TestLostPartition(t *testing.T) {
 		}
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Discard(in)
-		}, pipeline.WithObserver(m))
+		}, pipeline.WithHooks(m))
 		h.Assign("t", 0, 1)
 		h.Send("t", 1, values("a", "b")...)
 		h.WaitCommitted("t", 1, 2)
-		m.HighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 1}, 5)
+		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 1}, 5)
 		want(t, reg, 3, "sluice_consumer_lag_records", "topic", "t", "partition", "1")
 		absent(t, reg, "sluice_consumer_lag_records", "topic", "t", "partition", "0") // never committed
 		h.Lose("t", 1)
@@ -250,7 +250,7 @@ func TestStageFailure(t *testing.T) {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
 				return pipeline.Permanent(errors.New("schema mismatch"))
 			}, stages.Name("write"))
-		}, pipeline.WithObserver(m), pipeline.WithObserver(health))
+		}, pipeline.WithHooks(m, health))
 		h.Assign("t", 0)
 		h.Send("t", 0, values("a")...)
 		if err := h.Wait(); err == nil {
@@ -272,17 +272,17 @@ func TestCommitFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "t", Partition: 3}
-	m.PartitionAssigned(tp)
-	m.HighWatermark(tp, 100)
+	m.OnPartitionAssigned(tp)
+	m.OnHighWatermark(tp, 100)
 	absent(t, reg, "sluice_consumer_lag_records") // nothing committed yet
-	m.Committed([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 20*time.Millisecond, errors.New("coordinator moved"))
+	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 20*time.Millisecond, errors.New("coordinator moved"))
 	absent(t, reg, "sluice_consumer_lag_records") // a failed commit is no position
-	m.Committed([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 30*time.Millisecond, nil)
+	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 30*time.Millisecond, nil)
 	want(t, reg, 60, "sluice_consumer_lag_records", "topic", "t", "partition", "3")
 	want(t, reg, 2, "sluice_commits_total")
 	want(t, reg, 1, "sluice_commit_failures_total")
 	want(t, reg, 2, "sluice_commit_duration_seconds")
-	m.HighWatermark(tp, 30) // a stale watermark never makes lag negative
+	m.OnHighWatermark(tp, 30) // a stale watermark never makes lag negative
 	want(t, reg, 0, "sluice_consumer_lag_records", "topic", "t", "partition", "3")
 }
 
@@ -294,19 +294,19 @@ func TestPauseEndsOnRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
-	m.PartitionPaused(tp) // not assigned: ignored
+	m.OnPartitionPaused(tp) // not assigned: ignored
 	absent(t, reg, "sluice_partitions_paused")
-	m.PartitionAssigned(tp)
-	m.PartitionPaused(tp)
-	m.PartitionPaused(tp) // twice: one pause
+	m.OnPartitionAssigned(tp)
+	m.OnPartitionPaused(tp)
+	m.OnPartitionPaused(tp) // twice: one pause
 	want(t, reg, 1, "sluice_partitions_paused", "topic", "t")
 	now = now.Add(1500 * time.Millisecond)
-	m.PartitionResumed(tp)
-	m.PartitionResumed(tp)
+	m.OnPartitionResumed(tp)
+	m.OnPartitionResumed(tp)
 	want(t, reg, 1.5, "sluice_paused_seconds_total", "topic", "t")
-	m.PartitionPaused(tp)
+	m.OnPartitionPaused(tp)
 	now = now.Add(2 * time.Second)
-	m.PartitionRevoked(tp, time.Second, true)
+	m.OnPartitionRevoked(tp, time.Second, true)
 	want(t, reg, 0, "sluice_partitions_paused", "topic", "t")
 	want(t, reg, 3.5, "sluice_paused_seconds_total", "topic", "t")
 	want(t, reg, 1, "sluice_partition_drain_timeouts_total")
@@ -319,7 +319,7 @@ func TestLastPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, reg, 0, "sluice_last_poll_timestamp_seconds")
-	m.Polled(time.Unix(1700000000, 500_000_000))
+	m.OnPolled(time.Unix(1700000000, 500_000_000))
 	want(t, reg, 1700000000.5, "sluice_last_poll_timestamp_seconds")
 	want(t, reg, 1, "sluice_polls_total")
 }
@@ -331,12 +331,12 @@ func TestErrorKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "t"}
-	m.StageCall("s", tp, time.Millisecond, nil)
-	m.StageCall("s", tp, time.Millisecond, pipeline.Invalid(errors.New("x")))
-	m.StageCall("s", tp, time.Millisecond, fmt.Errorf("wrapped: %w", pipeline.Permanent(errors.New("x"))))
-	m.StageCall("s", tp, time.Millisecond, &pipeline.PanicError{Value: "boom"})
-	m.StageCall("s", tp, time.Millisecond, errors.New("x"))
-	m.StageCall("s", tp, time.Millisecond, errors.New("y"))
+	m.OnStageCall("s", tp, time.Millisecond, nil)
+	m.OnStageCall("s", tp, time.Millisecond, pipeline.Invalid(errors.New("x")))
+	m.OnStageCall("s", tp, time.Millisecond, fmt.Errorf("wrapped: %w", pipeline.Permanent(errors.New("x"))))
+	m.OnStageCall("s", tp, time.Millisecond, &pipeline.PanicError{Value: "boom"})
+	m.OnStageCall("s", tp, time.Millisecond, errors.New("x"))
+	m.OnStageCall("s", tp, time.Millisecond, errors.New("y"))
 	for kind, n := range map[string]float64{metrics.KindInvalid: 1, metrics.KindPermanent: 1, metrics.KindPanic: 1, metrics.KindRetryable: 2} {
 		want(t, reg, n, "sluice_stage_errors_total", "stage", "s", "kind", kind)
 	}
@@ -391,19 +391,19 @@ func TestLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "t"}
-	m.PartitionAssigned(tp)
-	m.RecordsDelivered(tp, 1)
-	m.ValuesFiltered(tp, "f", 1)
-	m.RecordDeadLettered(tp, "d")
-	m.StageCall("s", tp, 0, nil)
-	m.StageRetry("s", tp, 1, 0, errors.New("x"))
-	m.StageFailed("s", tp, errors.New("x"))
-	m.Stuck("s", tp, 0, 0)
-	m.PartitionPaused(tp)
-	m.PartitionResumed(tp)
-	m.Committed([]pipeline.Offset{{TopicPartition: tp, Next: 1}}, 0, nil)
-	m.HighWatermark(tp, 2)
-	m.PartitionRevoked(tp, 0, false)
+	m.OnPartitionAssigned(tp)
+	m.OnRecordsDelivered(tp, 1)
+	m.OnValuesFiltered(tp, "f", 1)
+	m.OnRecordDeadLettered(tp, "d")
+	m.OnStageCall("s", tp, 0, nil)
+	m.OnStageRetry("s", tp, 1, 0, errors.New("x"))
+	m.OnStageFailed("s", tp, errors.New("x"))
+	m.OnStuck("s", tp, 0, 0)
+	m.OnPartitionPaused(tp)
+	m.OnPartitionResumed(tp)
+	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 1}}, 0, nil)
+	m.OnHighWatermark(tp, 2)
+	m.OnPartitionRevoked(tp, 0, false)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -420,15 +420,15 @@ func TestStageCallDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := pipeline.TopicPartition{Topic: "t"}
-	m.StageCall("enrich", tp, time.Millisecond, nil)
-	m.ValuesFiltered(tp, "filter", 1)
-	m.RecordsDelivered(tp, 1)
+	m.OnStageCall("enrich", tp, time.Millisecond, nil)
+	m.OnValuesFiltered(tp, "filter", 1)
+	m.OnRecordsDelivered(tp, 1)
 	if n := testing.AllocsPerRun(1000, func() {
-		m.StageCall("enrich", tp, time.Millisecond, nil)
-		m.ValuesFiltered(tp, "filter", 1)
-		m.RecordsDelivered(tp, 64)
-		m.RecordsCompleted(tp, 64, 10)
-		m.InFlight(10, 100)
+		m.OnStageCall("enrich", tp, time.Millisecond, nil)
+		m.OnValuesFiltered(tp, "filter", 1)
+		m.OnRecordsDelivered(tp, 64)
+		m.OnRecordsCompleted(tp, 64, 10)
+		m.OnInFlight(10, 100)
 	}); n != 0 {
 		t.Fatalf("%v allocations per call, want 0", n)
 	}
@@ -445,7 +445,7 @@ func BenchmarkStageCall(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			m.StageCall(names[i%3], tp, time.Millisecond, nil)
+			m.OnStageCall(names[i%3], tp, time.Millisecond, nil)
 			i++
 		}
 	})

@@ -97,11 +97,11 @@ func (p *partitionMetrics) updateLag(tp pipeline.TopicPartition, st *partState) 
 	st.lag.Set(float64(max(0, st.high-st.committed)))
 }
 
-// PartitionAssigned implements [pipeline.Observer]: it increments
+// OnPartitionAssigned implements [pipeline.HookPartitionAssigned]: it increments
 // sluice_partitions_assigned_total{topic} and sluice_partitions_owned{topic}
 // and starts tracking tp's pauses and lag. A partition already assigned
 // is ignored.
-func (m *Metrics) PartitionAssigned(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionAssigned(tp pipeline.TopicPartition) {
 	p := &m.parts
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,12 +113,12 @@ func (m *Metrics) PartitionAssigned(tp pipeline.TopicPartition) {
 	p.owned.WithLabelValues(tp.Topic).Inc()
 }
 
-// PartitionRevoked implements [pipeline.Observer]: it increments
+// OnPartitionRevoked implements [pipeline.HookPartitionRevoked]: it increments
 // sluice_partitions_revoked_total{topic}, observes drain in
 // sluice_partition_drain_duration_seconds (and counts a timeout), ends a
 // pause of tp and deletes its lag series. The final commit that follows
 // does not bring the series back.
-func (m *Metrics) PartitionRevoked(tp pipeline.TopicPartition, drain time.Duration, timedOut bool) {
+func (m *Metrics) OnPartitionRevoked(tp pipeline.TopicPartition, drain time.Duration, timedOut bool) {
 	p := &m.parts
 	p.revoked.WithLabelValues(tp.Topic).Inc()
 	p.drain.Observe(drain.Seconds())
@@ -128,17 +128,17 @@ func (m *Metrics) PartitionRevoked(tp pipeline.TopicPartition, drain time.Durati
 	p.remove(tp, m.now())
 }
 
-// PartitionLost implements [pipeline.Observer]: it increments
+// OnPartitionLost implements [pipeline.HookPartitionLost]: it increments
 // sluice_partitions_lost_total{topic}, ends a pause of tp and deletes its
 // lag series.
-func (m *Metrics) PartitionLost(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionLost(tp pipeline.TopicPartition) {
 	m.parts.lost.WithLabelValues(tp.Topic).Inc()
 	m.parts.remove(tp, m.now())
 }
 
-// PartitionPaused implements [pipeline.Observer]: it increments
+// OnPartitionPaused implements [pipeline.HookPartitionPaused]: it increments
 // sluice_partitions_paused{topic} and notes when the pause started.
-func (m *Metrics) PartitionPaused(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionPaused(tp pipeline.TopicPartition) {
 	p := &m.parts
 	now := m.now()
 	p.mu.Lock()
@@ -151,10 +151,10 @@ func (m *Metrics) PartitionPaused(tp pipeline.TopicPartition) {
 	p.pausedNow.WithLabelValues(tp.Topic).Inc()
 }
 
-// PartitionResumed implements [pipeline.Observer]: it decrements
+// OnPartitionResumed implements [pipeline.HookPartitionResumed]: it decrements
 // sluice_partitions_paused{topic} and adds the pause's length to
 // sluice_paused_seconds_total{topic}.
-func (m *Metrics) PartitionResumed(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionResumed(tp pipeline.TopicPartition) {
 	p := &m.parts
 	now := m.now()
 	p.mu.Lock()

@@ -42,33 +42,33 @@ func (r *recordMetrics) init(b *builder) {
 	r.deadBy = newCache(func(k topicStage) prometheus.Counter { return r.deadLettered.WithLabelValues(k.topic, k.stage) })
 }
 
-// RecordsDelivered implements [pipeline.Observer]: it adds n to
+// OnRecordsDelivered implements [pipeline.HookRecordsDelivered]: it adds n to
 // sluice_records_delivered_total{topic}.
-func (m *Metrics) RecordsDelivered(tp pipeline.TopicPartition, n int) {
+func (m *Metrics) OnRecordsDelivered(tp pipeline.TopicPartition, n int) {
 	m.records.byTopic.get(tp.Topic).delivered.Add(float64(n))
 }
 
-// RecordsCompleted implements [pipeline.Observer]: it adds n to
+// OnRecordsCompleted implements [pipeline.HookRecordsCompleted]: it adds n to
 // sluice_records_completed_total{topic}.
-func (m *Metrics) RecordsCompleted(tp pipeline.TopicPartition, n int, _ int64) {
+func (m *Metrics) OnRecordsCompleted(tp pipeline.TopicPartition, n int, _ int64) {
 	m.records.byTopic.get(tp.Topic).completed.Add(float64(n))
 }
 
-// ValuesFiltered implements [pipeline.Observer]: it adds n to
+// OnValuesFiltered implements [pipeline.HookValuesFiltered]: it adds n to
 // sluice_records_filtered_total{topic,stage}.
-func (m *Metrics) ValuesFiltered(tp pipeline.TopicPartition, stage string, n int) {
+func (m *Metrics) OnValuesFiltered(tp pipeline.TopicPartition, stage string, n int) {
 	m.records.filteredBy.get(topicStage{tp.Topic, stage}).Add(float64(n))
 }
 
-// RecordDeadLettered implements [pipeline.Observer]: it increments
+// OnRecordDeadLettered implements [pipeline.HookRecordDeadLettered]: it increments
 // sluice_records_dead_lettered_total{topic,stage}.
-func (m *Metrics) RecordDeadLettered(tp pipeline.TopicPartition, stage string) {
+func (m *Metrics) OnRecordDeadLettered(tp pipeline.TopicPartition, stage string) {
 	m.records.deadBy.get(topicStage{tp.Topic, stage}).Inc()
 }
 
-// InFlight implements [pipeline.Observer]: it sets sluice_inflight_records
+// OnInFlight implements [pipeline.HookInFlight]: it sets sluice_inflight_records
 // and sluice_inflight_bytes.
-func (m *Metrics) InFlight(records, bytes int64) {
+func (m *Metrics) OnInFlight(records, bytes int64) {
 	m.records.inflightRecords.Set(float64(records))
 	m.records.inflightBytes.Set(float64(bytes))
 }

@@ -30,24 +30,24 @@ func (s *sourceMetrics) init(b *builder, buckets []float64) {
 		"Time an offset commit took, successful or not.", buckets)
 }
 
-// Polled implements [pipeline.Observer]: it sets
+// OnPolled implements [pipeline.HookPolled]: it sets
 // sluice_last_poll_timestamp_seconds to at and increments
 // sluice_polls_total.
-func (m *Metrics) Polled(at time.Time) {
+func (m *Metrics) OnPolled(at time.Time) {
 	m.source.lastPoll.Set(float64(at.UnixNano()) / 1e9)
 	m.source.polls.Inc()
 }
 
-// Joined implements [pipeline.Observer]: it increments
+// OnJoined implements [pipeline.HookJoined]: it increments
 // sluice_group_joins_total.
-func (m *Metrics) Joined() { m.source.joins.Inc() }
+func (m *Metrics) OnJoined() { m.source.joins.Inc() }
 
-// Committed implements [pipeline.Observer]: it increments
+// OnCommitted implements [pipeline.HookCommitted]: it increments
 // sluice_commits_total, observes took in sluice_commit_duration_seconds
 // (only when known: background commits report 0) and, on failure, increments sluice_commit_failures_total. A successful
 // commit updates sluice_consumer_lag_records of the assigned partitions
 // it covers.
-func (m *Metrics) Committed(offs []pipeline.Offset, took time.Duration, err error) {
+func (m *Metrics) OnCommitted(offs []pipeline.Offset, took time.Duration, err error) {
 	m.source.commits.Inc()
 	if took > 0 {
 		m.source.commitDurations.Observe(took.Seconds())
@@ -59,10 +59,10 @@ func (m *Metrics) Committed(offs []pipeline.Offset, took time.Duration, err erro
 	m.parts.committed(offs)
 }
 
-// HighWatermark implements [pipeline.Observer]: it updates
+// OnHighWatermark implements [pipeline.HookHighWatermark]: it updates
 // sluice_consumer_lag_records{topic,partition} when tp is assigned and has
 // been committed at least once since. Watermarks of partitions not
 // assigned are ignored.
-func (m *Metrics) HighWatermark(tp pipeline.TopicPartition, high int64) {
+func (m *Metrics) OnHighWatermark(tp pipeline.TopicPartition, high int64) {
 	m.parts.highWatermark(tp, high)
 }

@@ -83,11 +83,11 @@ func (s *stageMetrics) init(b *builder, buckets []float64) {
 	})
 }
 
-// StageCall implements [pipeline.Observer]: it observes d in
+// OnStageCall implements [pipeline.HookStageCall]: it observes d in
 // sluice_stage_duration_seconds{stage} and, when err is not nil,
 // increments sluice_stage_errors_total{stage,kind}. It does not allocate
 // once the stage has been seen.
-func (m *Metrics) StageCall(stage string, _ pipeline.TopicPartition, d time.Duration, err error) {
+func (m *Metrics) OnStageCall(stage string, _ pipeline.TopicPartition, d time.Duration, err error) {
 	c := m.stages.byStage.get(stage)
 	c.duration.Observe(d.Seconds())
 	if err != nil {
@@ -95,20 +95,20 @@ func (m *Metrics) StageCall(stage string, _ pipeline.TopicPartition, d time.Dura
 	}
 }
 
-// StageRetry implements [pipeline.Observer]: it increments
+// OnStageRetry implements [pipeline.HookStageRetry]: it increments
 // sluice_stage_retries_total{stage}.
-func (m *Metrics) StageRetry(stage string, _ pipeline.TopicPartition, _ int, _ time.Duration, _ error) {
+func (m *Metrics) OnStageRetry(stage string, _ pipeline.TopicPartition, _ int, _ time.Duration, _ error) {
 	m.stages.retries.WithLabelValues(stage).Inc()
 }
 
-// StageFailed implements [pipeline.Observer]: it increments
+// OnStageFailed implements [pipeline.HookStageFailed]: it increments
 // sluice_stage_failures_total{stage}.
-func (m *Metrics) StageFailed(stage string, _ pipeline.TopicPartition, _ error) {
+func (m *Metrics) OnStageFailed(stage string, _ pipeline.TopicPartition, _ error) {
 	m.stages.failures.WithLabelValues(stage).Inc()
 }
 
-// Stuck implements [pipeline.Observer]: it increments
+// OnStuck implements [pipeline.HookStuck]: it increments
 // sluice_stuck_values_total{stage}.
-func (m *Metrics) Stuck(stage string, _ pipeline.TopicPartition, _ int64, _ time.Duration) {
+func (m *Metrics) OnStuck(stage string, _ pipeline.TopicPartition, _ int64, _ time.Duration) {
 	m.stages.stuck.WithLabelValues(stage).Inc()
 }

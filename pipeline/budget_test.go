@@ -46,7 +46,6 @@ func TestHugeInFlightLimitsStillResumePausedPartitions(t *testing.T) {
 // peakObserver records the most records and bytes ever in flight, and the
 // committable offset of every partition as completions report it.
 type peakObserver struct {
-	pipeline.NopObserver
 	mu           sync.Mutex
 	records      int64
 	bytes        int64
@@ -60,13 +59,13 @@ func newPeakObserver(recordsPerTP int64) *peakObserver {
 	return &peakObserver{next: map[pipeline.TopicPartition]int64{}, recordsPerTP: recordsPerTP}
 }
 
-func (o *peakObserver) InFlight(records, bytes int64) {
+func (o *peakObserver) OnInFlight(records, bytes int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.records, o.bytes = max(o.records, records), max(o.bytes, bytes)
 }
 
-func (o *peakObserver) RecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+func (o *peakObserver) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.next[tp] = max(o.next[tp], next)
@@ -96,7 +95,7 @@ func TestInFlightLimitsAreCapsWithManyPartitions(t *testing.T) {
 						time.Sleep(time.Millisecond) // a slow consumer: the budget fills up
 						return nil
 					})
-				}, append(tc.opts, pipeline.WithObserver(obs))...)
+				}, append(tc.opts, pipeline.WithHooks(obs))...)
 				ids := make([]int32, parts)
 				for i := range ids {
 					ids[i] = int32(i)
@@ -186,7 +185,7 @@ func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				return nil
 			})
-		}, pipeline.WithMaxInFlightBytes(10), pipeline.WithObserver(obs))
+		}, pipeline.WithMaxInFlightBytes(10), pipeline.WithHooks(obs))
 		big := make([][]byte, 20)
 		for i := range big {
 			big[i] = make([]byte, 100)

@@ -46,12 +46,12 @@
 // are recovered and reported as errors with their stack ([PanicError]);
 // they stop Run like any permanent error.
 //
-// # Sources and observers
+// # Sources and hooks
 //
 // A [Source] (the Kafka source in package source, the fake in package
 // testkit) drives Run through the [Group] interface from one poll
-// goroutine. An [Observer] ([WithObserver]) sees every event for metrics
-// and health checks; package metrics adapts it to Prometheus.
+// goroutine. [Hook]s ([WithHooks]) see the events they handle, for metrics
+// and health checks; package metrics provides Prometheus and health hooks.
 //
 // # Writing stages
 //

@@ -173,12 +173,11 @@ func TestDeadLetterDeliveryIsRetried(t *testing.T) {
 
 // stuckRecorder records Stuck events.
 type stuckRecorder struct {
-	pipeline.NopObserver
 	mu     sync.Mutex
 	events []string
 }
 
-func (s *stuckRecorder) Stuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
+func (s *stuckRecorder) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
@@ -199,7 +198,7 @@ func TestStuckDetectorReportsAValueOnceWithItsPosition(t *testing.T) {
 				return r.Offset, g.wait(ctx, r.Offset)
 			}, stages.Name("enrich"))
 			return stages.Discard(slow)
-		}, pipeline.WithStuckThreshold(10*time.Second), pipeline.WithObserver(obs))
+		}, pipeline.WithStuckThreshold(10*time.Second), pipeline.WithHooks(obs))
 		h.Assign("t", 0)
 		h.Send("t", 0, values(6)...)
 		time.Sleep(9 * time.Second)

@@ -88,11 +88,10 @@ func TestDeadLetterCarriesRecordAndOrigin(t *testing.T) {
 
 // retries counts the retries Run reports.
 type retries struct {
-	pipeline.NopObserver
 	n atomic.Int64
 }
 
-func (r *retries) StageRetry(string, pipeline.TopicPartition, int, time.Duration, error) { r.n.Add(1) }
+func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) { r.n.Add(1) }
 
 // A dead letter that cannot be delivered for a reason retrying cannot fix
 // stops Run at once (no retry, although the default policy retries for
@@ -143,7 +142,7 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 			}
 			var obs retries
 			r := start(t, newSource(t, b, "g", "in"), dlqBuilder,
-				pipeline.WithDeadLetter(p.DeadLetter(tc.topic)), pipeline.WithObserver(&obs))
+				pipeline.WithDeadLetter(p.DeadLetter(tc.topic)), pipeline.WithHooks(&obs))
 			err := r.Wait(t)
 			var se *pipeline.StageError
 			if !errors.As(err, &se) {

@@ -132,7 +132,7 @@ func TestPersistentProduceFaultStopsRun(t *testing.T) {
 			b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: kerr.NotLeaderForPartition, Count: -1})
 			build, opts := fc.build(p)
 			var obs retries
-			opts = append(opts, pipeline.WithObserver(&obs), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: 10 * time.Millisecond}))
+			opts = append(opts, pipeline.WithHooks(&obs), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: 10 * time.Millisecond}))
 			r := start(t, newSource(t, b, "g", "in"), build, opts...)
 			err := r.Wait(t)
 			// The first record with a message in fc.topic, and the retries:

@@ -87,19 +87,18 @@ func TestProducePanicInToMsgNamesTheRecord(t *testing.T) {
 // calls records the Produce stage's calls and stuck values as observers
 // see them.
 type calls struct {
-	pipeline.NopObserver
 	mu    sync.Mutex
 	n     map[string]int
 	stuck chan int64
 }
 
-func (c *calls) StageCall(stage string, _ pipeline.TopicPartition, _ time.Duration, _ error) {
+func (c *calls) OnStageCall(stage string, _ pipeline.TopicPartition, _ time.Duration, _ error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n[stage]++
 }
 
-func (c *calls) Stuck(stage string, _ pipeline.TopicPartition, offset int64, _ time.Duration) {
+func (c *calls) OnStuck(stage string, _ pipeline.TopicPartition, offset int64, _ time.Duration) {
 	if stage == "to-out" {
 		c.stuck <- offset
 	}
@@ -123,7 +122,7 @@ func TestProduceToMsgIsTimedAndWatched(t *testing.T) {
 	obs := &calls{n: map[string]int{}, stuck: make(chan int64, 1)}
 	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
 		return sink.Produce(s, p, "out", slow, stages.Name("to-out"))
-	}, pipeline.WithObserver(obs), pipeline.WithStuckThreshold(100*time.Millisecond))
+	}, pipeline.WithHooks(obs), pipeline.WithStuckThreshold(100*time.Millisecond))
 	h.Assign("in", 0)
 	h.Send("in", 0, values(n)...)
 	timeout := time.NewTimer(10 * time.Second)

@@ -34,7 +34,11 @@ func TestTelemetryServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, stop, err := serve("127.0.0.1:0", tel.handler())
+	h, err := tel.handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := serve("127.0.0.1:0", h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +54,7 @@ func TestTelemetryServer(t *testing.T) {
 	if code, body := get(t, base+"/readyz"); code != 503 || !strings.Contains(body, "consumer group") {
 		t.Fatalf("/readyz before joining: %d %q", code, body)
 	}
-	tel.health.Joined()
+	tel.health.OnJoined()
 	if code, body := get(t, base+"/readyz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/readyz after joining: %d %q", code, body)
 	}

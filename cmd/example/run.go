@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/metrics"
@@ -48,10 +47,8 @@ func newTelemetry() (*telemetry, error) {
 	return &telemetry{reg: reg, metrics: m, health: metrics.NewHealth()}, nil
 }
 
-// observe registers the metrics and the health probes with Run.
-func (t *telemetry) observe() []pipeline.Option {
-	return []pipeline.Option{pipeline.WithObserver(t.metrics), pipeline.WithObserver(t.health)}
-}
+// hooks registers the metrics and the health probes with Run.
+func (t *telemetry) hooks() pipeline.Option { return pipeline.WithHooks(t.metrics, t.health) }
 
 // consumed is sluice_records_delivered_total summed over topics.
 func (t *telemetry) consumed() int64 { return t.sum("sluice_records_delivered_total") }
@@ -78,13 +75,7 @@ func (t *telemetry) sum(name string) int64 {
 }
 
 // handler serves /metrics, /healthz and /readyz.
-func (t *telemetry) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{Registry: t.reg}))
-	mux.Handle("/healthz", t.health.LiveHandler())
-	mux.Handle("/readyz", t.health.ReadyHandler())
-	return mux
-}
+func (t *telemetry) handler() (http.Handler, error) { return metrics.Handler(t.reg, t.health) }
 
 // serve listens on addr (nothing when addr is empty) and serves h until
 // stop, which shuts the server down and waits for it. It returns the
@@ -119,7 +110,11 @@ func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	addr, stop, err := serve(o.metricsAddr, t.handler())
+	h, err := t.handler()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr, stop, err := serve(o.metricsAddr, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,7 +146,7 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	opts := append(t.observe(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(dlq))
+	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(dlq)}
 	return pipeline.Run(ctx, src, build, append(opts, o.runOptions()...)...)
 }
 

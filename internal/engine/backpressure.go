@@ -53,10 +53,10 @@ type delivery struct {
 
 func (a *admission) report(rt *Group) {
 	for _, d := range a.delivered {
-		rt.obs.RecordsDelivered(d.tp, d.n)
+		rt.hooks.RecordsDelivered(d.tp, d.n)
 	}
 	if len(a.delivered) > 0 {
-		rt.obs.InFlight(a.records, a.byts)
+		rt.hooks.InFlight(a.records, a.byts)
 	}
 }
 

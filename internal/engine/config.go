@@ -28,8 +28,9 @@ type Config struct {
 	DeadLetter func(context.Context, DeadLetter) error
 	// Logger gets assignment, revoke, drain and error lines; never nil.
 	Logger *slog.Logger
-	// Observers see every event, in order.
-	Observers []Observer
+	// Hooks are called for the events they handle (see hooks.go), in
+	// order; package pipeline checked that each handles some.
+	Hooks []Hook
 	// Retry is the policy of stages without their own and of dead-letter
 	// deliveries, with its defaults filled in.
 	Retry RetryPolicy

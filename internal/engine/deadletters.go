@@ -150,7 +150,7 @@ func (g *graph) sendDeadLetters() {
 			g.deadLetterFailed(it, err)
 			return
 		}
-		g.rt.obs.RecordDeadLettered(g.tp, it.job.stage.name)
+		g.rt.hooks.RecordDeadLettered(g.tp, it.job.stage.name)
 		if it.job.left--; it.job.left == 0 {
 			g.tr.done(it.job.t)
 		}

@@ -62,7 +62,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
 	g.tr = newTracker(func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
-		rt.obs.RecordsCompleted(tp, n, next)
+		rt.hooks.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
 	g.tr.settled = g.dl.wake
@@ -238,7 +238,7 @@ func (g *graph) Drain() {
 	g.close()
 	g.cancel(ErrRevoked)
 	g.rt.watch.forget(g) // no stuck report of g after this
-	g.rt.obs.PartitionRevoked(g.tp, time.Since(start), timedOut)
+	g.rt.hooks.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
 // Kill is a lost partition (stoppable).
@@ -248,7 +248,7 @@ func (g *graph) Kill() {
 	<-g.exited
 	g.close()
 	g.rt.watch.forget(g) // no stuck report of g after this
-	g.rt.obs.PartitionLost(g.tp)
+	g.rt.hooks.PartitionLost(g.tp)
 	g.rt.cfg.Logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }
 

@@ -19,10 +19,8 @@ type Group struct {
 	cancel context.CancelCauseFunc
 	m      *assignments[TopicPartition, *graph] // owned partitions (assignments.go)
 	wake   chan struct{}
-	obs    Observer
-	// observed: observers were configured, so stages time their calls.
-	observed bool
-	watch    *watchdog // nil unless Config.Stuck
+	hooks  *hookSet  // Config.Hooks by event (hooks.go)
+	watch  *watchdog // nil unless Config.Stuck
 
 	// The budget (see backpressure.go) is atomic so that completing records,
 	// which happens per value on stage goroutines, takes no lock unless
@@ -46,7 +44,7 @@ type Group struct {
 }
 
 func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
-	rt := &Group{cfg: cfg, build: b, parent: parent, cancel: cancel, obs: observerOf(cfg.Observers), observed: len(cfg.Observers) > 0,
+	rt := &Group{cfg: cfg, build: b, parent: parent, cancel: cancel, hooks: newHookSet(cfg.Hooks),
 		wake: make(chan struct{}, 1)}
 	rt.m = newAssignments(rt.start)
 	if cfg.Stuck > 0 {
@@ -74,7 +72,7 @@ func (rt *Group) fail(g *graph, err error) {
 	}
 	var se *StageError
 	if errors.As(err, &se) {
-		rt.obs.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
+		rt.hooks.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
 	}
 	rt.mu.Lock()
 	first := rt.err == nil
@@ -94,7 +92,7 @@ func (rt *Group) failLate(err error) {
 	rt.cfg.Logger.Error("sluice: error during shutdown", "err", err)
 	var se *StageError
 	if errors.As(err, &se) {
-		rt.obs.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
+		rt.hooks.StageFailed(se.Stage, TopicPartition{Topic: se.Topic, Partition: se.Partition}, err)
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -132,7 +130,7 @@ func (rt *Group) release(n int, b int64) {
 		rt.mu.Unlock()
 	}
 	rt.signal()
-	rt.obs.InFlight(records, bytes)
+	rt.hooks.InFlight(records, bytes)
 	a.report(rt)
 }
 
@@ -141,7 +139,7 @@ func (rt *Group) Assign(tps []TopicPartition) error {
 	err := rt.m.Assign(tps)
 	for _, tp := range tps {
 		if _, ok := rt.m.Worker(tp); ok {
-			rt.obs.PartitionAssigned(tp)
+			rt.hooks.PartitionAssigned(tp)
 		}
 	}
 	if err != nil {
@@ -240,7 +238,7 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	rt.mu.Unlock()
 	a.report(rt)
 	if newlyPaused {
-		rt.obs.PartitionPaused(tp)
+		rt.hooks.PartitionPaused(tp)
 	}
 	return pause
 }
@@ -256,7 +254,7 @@ func (rt *Group) Resumable() []TopicPartition {
 		rt.signal()
 	}
 	for _, tp := range out {
-		rt.obs.PartitionResumed(tp)
+		rt.hooks.PartitionResumed(tp)
 	}
 	return out
 }
@@ -278,21 +276,21 @@ func (rt *Group) Offsets() []Offset {
 }
 
 // Polled implements pipeline.Group.
-func (rt *Group) Polled() { rt.obs.Polled(time.Now()) }
+func (rt *Group) Polled() { rt.hooks.Polled() }
 
 // Joined implements pipeline.Group.
-func (rt *Group) Joined() { rt.obs.Joined() }
+func (rt *Group) Joined() { rt.hooks.Joined() }
 
 // Committed implements pipeline.Group.
 func (rt *Group) Committed(offs []Offset, took time.Duration, err error) {
 	if err != nil {
 		rt.cfg.Logger.Warn("sluice: commit failed", "offsets", offs, "err", err)
 	}
-	rt.obs.Committed(offs, took, err)
+	rt.hooks.Committed(offs, took, err)
 }
 
 // DrainTimeout implements pipeline.Group.
 func (rt *Group) DrainTimeout() time.Duration { return rt.cfg.DrainTimeout }
 
 // HighWatermark implements pipeline.Group.
-func (rt *Group) HighWatermark(tp TopicPartition, high int64) { rt.obs.HighWatermark(tp, high) }
+func (rt *Group) HighWatermark(tp TopicPartition, high int64) { rt.hooks.HighWatermark(tp, high) }

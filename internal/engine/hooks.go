@@ -4,194 +4,245 @@ import (
 	"time"
 )
 
-// Observer receives what happens inside [Run], for metrics, health checks
-// and tracing. Register observers with pipeline.WithObserver; package metrics
-// adapts them to Prometheus. Methods are called synchronously from the
-// goroutines doing the work (the poll loop, stage goroutines), often
-// concurrently, so implementations must be safe for concurrent use and
-// fast: count, do not block. Embed [NopObserver] to implement only some.
-type Observer interface {
-	// PartitionAssigned: a graph was built for tp.
-	PartitionAssigned(tp TopicPartition)
-	// PartitionRevoked: tp's graph drained (timedOut: the drain timeout
-	// cut it short) in drain and its final offset is about to be committed.
-	PartitionRevoked(tp TopicPartition, drain time.Duration, timedOut bool)
-	// PartitionLost: tp's graph was cancelled without committing.
-	PartitionLost(tp TopicPartition)
-	// PartitionPaused and PartitionResumed: backpressure on tp started
-	// and ended.
-	PartitionPaused(tp TopicPartition)
-	PartitionResumed(tp TopicPartition)
+// This file holds the event hooks: the unexported per-event interfaces
+// (package pipeline exports identical ones, with their contracts), and
+// hookSet, the configured hooks sorted by event once per Run. An event no
+// hook handles costs a length check; stages read the clock only when some
+// hook handles stage calls (Stage.Observed).
 
-	// RecordsDelivered: n records of tp the source delivered were
-	// admitted into its graph by the in-flight budget.
-	RecordsDelivered(tp TopicPartition, n int)
-	// RecordsCompleted: n records of tp became committable; next is the
-	// offset the source will commit.
-	RecordsCompleted(tp TopicPartition, n int, next int64)
-	// ValuesFiltered: a stage dropped n values of tp (stages.Filter).
-	ValuesFiltered(tp TopicPartition, stage string, n int)
-	// RecordDeadLettered: a record of tp was delivered to the dead-letter
-	// destination.
-	RecordDeadLettered(tp TopicPartition, stage string)
-	// InFlight: records and key+value bytes admitted but not yet
-	// committable, across all partitions, after a change (calls from
-	// different goroutines may arrive out of order).
-	InFlight(records, bytes int64)
+// Hook is a value that implements one or more of the per-event hook
+// interfaces (pipeline.HookPartitionAssigned and so on).
+type Hook = any
 
-	// StageCall: one call of a stage's user function for a value of tp
-	// took d and returned err (nil on success).
-	StageCall(stage string, tp TopicPartition, d time.Duration, err error)
-	// StageRetry: a stage's call failed with a transient err and is
-	// retried after delay (attempt counts from 1 for the first retry).
-	StageRetry(stage string, tp TopicPartition, attempt int, delay time.Duration, err error)
-	// StageFailed: a stage error stops Run.
-	StageFailed(stage string, tp TopicPartition, err error)
-	// Stuck: one value of tp (offset) has been in stage for at least
-	// since (reported once per value; see pipeline.WithStuckThreshold). It comes
-	// before the RecordsCompleted whose next passes offset, and before
-	// PartitionRevoked or PartitionLost of tp, so an observer can clear
-	// its mark on either. It is called with a lock of tp's offset
-	// accounting held: return at once.
-	Stuck(stage string, tp TopicPartition, offset int64, since time.Duration)
+type (
+	hookPartitionAssigned interface{ OnPartitionAssigned(tp TopicPartition) }
+	hookPartitionRevoked  interface {
+		OnPartitionRevoked(tp TopicPartition, drain time.Duration, timedOut bool)
+	}
+	hookPartitionLost    interface{ OnPartitionLost(tp TopicPartition) }
+	hookPartitionPaused  interface{ OnPartitionPaused(tp TopicPartition) }
+	hookPartitionResumed interface{ OnPartitionResumed(tp TopicPartition) }
+	hookRecordsDelivered interface {
+		OnRecordsDelivered(tp TopicPartition, n int)
+	}
+	hookRecordsCompleted interface {
+		OnRecordsCompleted(tp TopicPartition, n int, next int64)
+	}
+	hookValuesFiltered interface {
+		OnValuesFiltered(tp TopicPartition, stage string, n int)
+	}
+	hookRecordDeadLettered interface {
+		OnRecordDeadLettered(tp TopicPartition, stage string)
+	}
+	hookInFlight  interface{ OnInFlight(records, bytes int64) }
+	hookStageCall interface {
+		OnStageCall(stage string, tp TopicPartition, d time.Duration, err error)
+	}
+	hookStageRetry interface {
+		OnStageRetry(stage string, tp TopicPartition, attempt int, delay time.Duration, err error)
+	}
+	hookStageFailed interface {
+		OnStageFailed(stage string, tp TopicPartition, err error)
+	}
+	hookStuck interface {
+		OnStuck(stage string, tp TopicPartition, offset int64, since time.Duration)
+	}
+	hookPolled    interface{ OnPolled(at time.Time) }
+	hookJoined    interface{ OnJoined() }
+	hookCommitted interface {
+		OnCommitted(offs []Offset, took time.Duration, err error)
+	}
+	hookHighWatermark interface {
+		OnHighWatermark(tp TopicPartition, high int64)
+	}
+)
 
-	// Polled: the source's poll loop completed a poll.
-	Polled(at time.Time)
-	// Joined: the consumer became a member of its group.
-	Joined()
-	// Committed: the source committed offs (took, err: its outcome; took
-	// is 0 when the source does not know it, as for librdkafka's
-	// background commits).
-	Committed(offs []Offset, took time.Duration, err error)
-	// HighWatermark: the newest known high watermark of tp.
-	HighWatermark(tp TopicPartition, high int64)
+// HookEvents is the number of hook interfaces (events).
+const HookEvents = 18
+
+// hookSet is the configured hooks by event, each slice in registration
+// order. It is built once and only read after.
+type hookSet struct {
+	partitionAssigned  []hookPartitionAssigned
+	partitionRevoked   []hookPartitionRevoked
+	partitionLost      []hookPartitionLost
+	partitionPaused    []hookPartitionPaused
+	partitionResumed   []hookPartitionResumed
+	recordsDelivered   []hookRecordsDelivered
+	recordsCompleted   []hookRecordsCompleted
+	valuesFiltered     []hookValuesFiltered
+	recordDeadLettered []hookRecordDeadLettered
+	inFlight           []hookInFlight
+	stageCall          []hookStageCall
+	stageRetry         []hookStageRetry
+	stageFailed        []hookStageFailed
+	stuck              []hookStuck
+	polled             []hookPolled
+	joined             []hookJoined
+	committed          []hookCommitted
+	highWatermark      []hookHighWatermark
 }
 
-// NopObserver implements every [Observer] method as a no-op; embed it to
-// implement only the methods you need.
-type NopObserver struct{}
+// add files h under every event it handles and returns how many.
+func (hs *hookSet) add(h Hook) int {
+	n := 0
+	addIf(&hs.partitionAssigned, h, &n)
+	addIf(&hs.partitionRevoked, h, &n)
+	addIf(&hs.partitionLost, h, &n)
+	addIf(&hs.partitionPaused, h, &n)
+	addIf(&hs.partitionResumed, h, &n)
+	addIf(&hs.recordsDelivered, h, &n)
+	addIf(&hs.recordsCompleted, h, &n)
+	addIf(&hs.valuesFiltered, h, &n)
+	addIf(&hs.recordDeadLettered, h, &n)
+	addIf(&hs.inFlight, h, &n)
+	addIf(&hs.stageCall, h, &n)
+	addIf(&hs.stageRetry, h, &n)
+	addIf(&hs.stageFailed, h, &n)
+	addIf(&hs.stuck, h, &n)
+	addIf(&hs.polled, h, &n)
+	addIf(&hs.joined, h, &n)
+	addIf(&hs.committed, h, &n)
+	addIf(&hs.highWatermark, h, &n)
+	return n
+}
 
-// The methods of NopObserver do nothing.
-func (NopObserver) PartitionAssigned(TopicPartition)                             {}
-func (NopObserver) PartitionRevoked(TopicPartition, time.Duration, bool)         {}
-func (NopObserver) PartitionLost(TopicPartition)                                 {}
-func (NopObserver) PartitionPaused(TopicPartition)                               {}
-func (NopObserver) PartitionResumed(TopicPartition)                              {}
-func (NopObserver) RecordsDelivered(TopicPartition, int)                         {}
-func (NopObserver) RecordsCompleted(TopicPartition, int, int64)                  {}
-func (NopObserver) ValuesFiltered(TopicPartition, string, int)                   {}
-func (NopObserver) RecordDeadLettered(TopicPartition, string)                    {}
-func (NopObserver) InFlight(int64, int64)                                        {}
-func (NopObserver) StageCall(string, TopicPartition, time.Duration, error)       {}
-func (NopObserver) StageRetry(string, TopicPartition, int, time.Duration, error) {}
-func (NopObserver) StageFailed(string, TopicPartition, error)                    {}
-func (NopObserver) Stuck(string, TopicPartition, int64, time.Duration)           {}
-func (NopObserver) Polled(time.Time)                                             {}
-func (NopObserver) Joined()                                                      {}
-func (NopObserver) Committed([]Offset, time.Duration, error)                     {}
-func (NopObserver) HighWatermark(TopicPartition, int64)                          {}
-
-// multiObserver fans every event out to several observers.
-type multiObserver []Observer
-
-func (m multiObserver) PartitionAssigned(tp TopicPartition) {
-	for _, o := range m {
-		o.PartitionAssigned(tp)
-	}
-}
-func (m multiObserver) PartitionRevoked(tp TopicPartition, d time.Duration, timedOut bool) {
-	for _, o := range m {
-		o.PartitionRevoked(tp, d, timedOut)
-	}
-}
-func (m multiObserver) PartitionLost(tp TopicPartition) {
-	for _, o := range m {
-		o.PartitionLost(tp)
-	}
-}
-func (m multiObserver) PartitionPaused(tp TopicPartition) {
-	for _, o := range m {
-		o.PartitionPaused(tp)
-	}
-}
-func (m multiObserver) PartitionResumed(tp TopicPartition) {
-	for _, o := range m {
-		o.PartitionResumed(tp)
-	}
-}
-func (m multiObserver) RecordsDelivered(tp TopicPartition, n int) {
-	for _, o := range m {
-		o.RecordsDelivered(tp, n)
-	}
-}
-func (m multiObserver) RecordsCompleted(tp TopicPartition, n int, next int64) {
-	for _, o := range m {
-		o.RecordsCompleted(tp, n, next)
-	}
-}
-func (m multiObserver) ValuesFiltered(tp TopicPartition, stage string, n int) {
-	for _, o := range m {
-		o.ValuesFiltered(tp, stage, n)
-	}
-}
-func (m multiObserver) RecordDeadLettered(tp TopicPartition, stage string) {
-	for _, o := range m {
-		o.RecordDeadLettered(tp, stage)
-	}
-}
-func (m multiObserver) InFlight(records, bytes int64) {
-	for _, o := range m {
-		o.InFlight(records, bytes)
-	}
-}
-func (m multiObserver) StageCall(stage string, tp TopicPartition, d time.Duration, err error) {
-	for _, o := range m {
-		o.StageCall(stage, tp, d, err)
-	}
-}
-func (m multiObserver) StageRetry(stage string, tp TopicPartition, attempt int, delay time.Duration, err error) {
-	for _, o := range m {
-		o.StageRetry(stage, tp, attempt, delay, err)
-	}
-}
-func (m multiObserver) StageFailed(stage string, tp TopicPartition, err error) {
-	for _, o := range m {
-		o.StageFailed(stage, tp, err)
-	}
-}
-func (m multiObserver) Stuck(stage string, tp TopicPartition, offset int64, since time.Duration) {
-	for _, o := range m {
-		o.Stuck(stage, tp, offset, since)
-	}
-}
-func (m multiObserver) Polled(at time.Time) {
-	for _, o := range m {
-		o.Polled(at)
-	}
-}
-func (m multiObserver) Joined() {
-	for _, o := range m {
-		o.Joined()
-	}
-}
-func (m multiObserver) Committed(offs []Offset, took time.Duration, err error) {
-	for _, o := range m {
-		o.Committed(offs, took, err)
-	}
-}
-func (m multiObserver) HighWatermark(tp TopicPartition, high int64) {
-	for _, o := range m {
-		o.HighWatermark(tp, high)
+func addIf[I any](s *[]I, h Hook, n *int) {
+	if i, ok := h.(I); ok {
+		*s = append(*s, i)
+		*n++
 	}
 }
 
-// observerOf returns one Observer for the configured list.
-func observerOf(os []Observer) Observer {
-	switch len(os) {
-	case 0:
-		return NopObserver{}
-	case 1:
-		return os[0]
+// newHookSet sorts hs by event.
+func newHookSet(hs []Hook) *hookSet {
+	set := &hookSet{}
+	for _, h := range hs {
+		set.add(h)
 	}
-	return multiObserver(os)
+	return set
+}
+
+// EventsOf returns how many events h handles: 0 means h implements none
+// of the hook interfaces. Package pipeline calls it to reject such a hook
+// when the option is applied.
+func EventsOf(h Hook) int {
+	var probe hookSet
+	return probe.add(h)
+}
+
+func (hs *hookSet) PartitionAssigned(tp TopicPartition) {
+	for _, h := range hs.partitionAssigned {
+		h.OnPartitionAssigned(tp)
+	}
+}
+
+func (hs *hookSet) PartitionRevoked(tp TopicPartition, drain time.Duration, timedOut bool) {
+	for _, h := range hs.partitionRevoked {
+		h.OnPartitionRevoked(tp, drain, timedOut)
+	}
+}
+
+func (hs *hookSet) PartitionLost(tp TopicPartition) {
+	for _, h := range hs.partitionLost {
+		h.OnPartitionLost(tp)
+	}
+}
+
+func (hs *hookSet) PartitionPaused(tp TopicPartition) {
+	for _, h := range hs.partitionPaused {
+		h.OnPartitionPaused(tp)
+	}
+}
+
+func (hs *hookSet) PartitionResumed(tp TopicPartition) {
+	for _, h := range hs.partitionResumed {
+		h.OnPartitionResumed(tp)
+	}
+}
+
+func (hs *hookSet) RecordsDelivered(tp TopicPartition, n int) {
+	for _, h := range hs.recordsDelivered {
+		h.OnRecordsDelivered(tp, n)
+	}
+}
+
+func (hs *hookSet) RecordsCompleted(tp TopicPartition, n int, next int64) {
+	for _, h := range hs.recordsCompleted {
+		h.OnRecordsCompleted(tp, n, next)
+	}
+}
+
+func (hs *hookSet) ValuesFiltered(tp TopicPartition, stage string, n int) {
+	for _, h := range hs.valuesFiltered {
+		h.OnValuesFiltered(tp, stage, n)
+	}
+}
+
+func (hs *hookSet) RecordDeadLettered(tp TopicPartition, stage string) {
+	for _, h := range hs.recordDeadLettered {
+		h.OnRecordDeadLettered(tp, stage)
+	}
+}
+
+func (hs *hookSet) InFlight(records, bytes int64) {
+	for _, h := range hs.inFlight {
+		h.OnInFlight(records, bytes)
+	}
+}
+
+// timesStages reports whether some hook wants stage-call timings.
+func (hs *hookSet) timesStages() bool { return len(hs.stageCall) > 0 }
+
+func (hs *hookSet) StageCall(stage string, tp TopicPartition, d time.Duration, err error) {
+	for _, h := range hs.stageCall {
+		h.OnStageCall(stage, tp, d, err)
+	}
+}
+
+func (hs *hookSet) StageRetry(stage string, tp TopicPartition, attempt int, delay time.Duration, err error) {
+	for _, h := range hs.stageRetry {
+		h.OnStageRetry(stage, tp, attempt, delay, err)
+	}
+}
+
+func (hs *hookSet) StageFailed(stage string, tp TopicPartition, err error) {
+	for _, h := range hs.stageFailed {
+		h.OnStageFailed(stage, tp, err)
+	}
+}
+
+func (hs *hookSet) Stuck(stage string, tp TopicPartition, offset int64, since time.Duration) {
+	for _, h := range hs.stuck {
+		h.OnStuck(stage, tp, offset, since)
+	}
+}
+
+// Polled reads the clock only when some hook wants polls.
+func (hs *hookSet) Polled() {
+	if len(hs.polled) == 0 {
+		return
+	}
+	at := time.Now()
+	for _, h := range hs.polled {
+		h.OnPolled(at)
+	}
+}
+
+func (hs *hookSet) Joined() {
+	for _, h := range hs.joined {
+		h.OnJoined()
+	}
+}
+
+func (hs *hookSet) Committed(offs []Offset, took time.Duration, err error) {
+	for _, h := range hs.committed {
+		h.OnCommitted(offs, took, err)
+	}
+}
+
+func (hs *hookSet) HighWatermark(tp TopicPartition, high int64) {
+	for _, h := range hs.highWatermark {
+		h.OnHighWatermark(tp, high)
+	}
 }

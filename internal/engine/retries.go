@@ -188,7 +188,7 @@ func (r retrier) after(off int64, err error, attempt int) (bool, error) {
 	g.rt.cfg.Logger.Warn("sluice: call failed, retrying"+r.hint,
 		"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
 		"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d, "err", err)
-	g.rt.obs.StageRetry(r.stage, g.tp, attempt, d, err)
+	g.rt.hooks.StageRetry(r.stage, g.tp, attempt, d, err)
 	if !g.sleep(d) {
 		return false, err
 	}

@@ -26,9 +26,6 @@ type StageSpec struct {
 
 func (g *graph) newStage(spec StageSpec) *Stage {
 	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
-	if spec.Buffer < 0 {
-		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
-	}
 	if spec.Retry != nil {
 		if err := spec.Retry.check(); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
@@ -84,19 +81,20 @@ func (s *Stage) Abort(err error) { s.g.rt.fail(s.g, err) }
 func (s *Stage) Stopping() bool { return s.g.stopping() }
 
 // Drop completes tickets of values a stage filtered out; unlike Done it
-// counts them as filtered for observers.
+// counts them as filtered for hooks (pipeline.HookValuesFiltered).
 func (s *Stage) Drop(ts ...Ticket) {
-	s.g.rt.obs.ValuesFiltered(s.g.tp, s.name, len(ts))
+	s.g.rt.hooks.ValuesFiltered(s.g.tp, s.name, len(ts))
 	s.g.tr.done(ts...)
 }
 
-// Observed reports whether observers want per-call timings (see Called).
-// Stages skip measuring time when it is false.
-func (s *Stage) Observed() bool { return s.g.rt.observed }
+// Observed reports whether some hook handles stage calls
+// (pipeline.HookStageCall) and so wants per-call timings (see Called).
+// Stages read no clock when it is false.
+func (s *Stage) Observed() bool { return s.g.rt.hooks.timesStages() }
 
-// Called reports one call of the stage's user function: it took d and
-// returned err.
-func (s *Stage) Called(d time.Duration, err error) { s.g.rt.obs.StageCall(s.name, s.g.tp, d, err) }
+// Called reports one call of the stage's user function to the stage-call
+// hooks: it took d and returned err.
+func (s *Stage) Called(d time.Duration, err error) { s.g.rt.hooks.StageCall(s.name, s.g.tp, d, err) }
 
 // Retain adds n references to t, for a value that became n+1 values (each
 // of which is completed with Done). Call it before passing any of them on.

@@ -132,7 +132,7 @@ func (w *watchdog) report(g *graph, p *Probe, t Ticket, since time.Duration) (st
 	s := stuckValue{g: g, stage: p.stage.name, since: since}
 	ok := g.tr.withFirstRecord(t, func(r *Record) {
 		s.offset = r.Offset
-		w.rt.obs.Stuck(s.stage, g.tp, s.offset, since)
+		w.rt.hooks.Stuck(s.stage, g.tp, s.offset, since)
 	})
 	return s, ok
 }

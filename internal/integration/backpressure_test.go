@@ -18,7 +18,7 @@ type inFlightObserver struct {
 	max atomic.Int64
 }
 
-func (o *inFlightObserver) InFlight(records, _ int64) {
+func (o *inFlightObserver) OnInFlight(records, _ int64) {
 	for {
 		m := o.max.Load()
 		if records <= m || o.max.CompareAndSwap(m, records) {
@@ -78,7 +78,7 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 	c := startConsumer(t, "slow", src, build,
 		pipeline.WithMaxInFlight(maxInFlight),
 		pipeline.WithDrainTimeout(500*time.Millisecond),
-		pipeline.WithObserver(obs))
+		pipeline.WithHooks(obs))
 	waitFor(t, "all partitions assigned", func() bool { return obs.owns() == parts }, c)
 
 	// Stay well past max.poll.interval.ms with the budget full.

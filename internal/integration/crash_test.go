@@ -27,8 +27,8 @@ type lossObserver struct {
 	atLoss       map[int32]int64
 }
 
-func (o *lossObserver) PartitionLost(tp pipeline.TopicPartition) {
-	o.groupObserver.PartitionLost(tp)
+func (o *lossObserver) OnPartitionLost(tp pipeline.TopicPartition) {
+	o.groupObserver.OnPartitionLost(tp)
 	o.once.Do(func() {
 		o.atLoss = map[int32]int64{}
 		if gi := o.b.Cluster().GroupInfo(o.group); gi != nil {
@@ -77,7 +77,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	}
 
 	aObs := &lossObserver{groupObserver: newGroupObserver(), b: b, group: group, topic: topic, lost: make(chan struct{})}
-	a := startConsumer(t, "A", newSource(t, b, group, topic, ov), builder("A", byA), pipeline.WithObserver(aObs))
+	a := startConsumer(t, "A", newSource(t, b, group, topic, ov), builder("A", byA), pipeline.WithHooks(aObs))
 	waitFor(t, "A processing and committing on every partition", func() bool {
 		c := b.Committed(t, group, topic)
 		return all.total.Load() >= int64(total/5) && len(c) == parts
@@ -112,7 +112,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 
 	bObs := newGroupObserver()
 	bStart := time.Now()
-	bc := startConsumer(t, "B", newSource(t, b, group, topic, ov), builder("B", byB), pipeline.WithObserver(bObs))
+	bc := startConsumer(t, "B", newSource(t, b, group, topic, ov), builder("B", byB), pipeline.WithHooks(bObs))
 	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, bc)
 	t.Logf("B joined in %v", time.Since(bStart))
 	waitCommittedHW(t, b, group, topic, bc)

@@ -88,7 +88,7 @@ func backgroundCommitFault(t *testing.T, f commitFault) {
 	obs := newCommitLog(b, group, topic)
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
 		countingBuilder("A", es, seen, gates{hold: g}),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, hold), a)
 
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: -1})
@@ -158,8 +158,8 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 	seen := newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 	watch := watchCommits(t, b, group, topic, seen)
-	opts := func(o pipeline.Observer) []pipeline.Option {
-		return []pipeline.Option{pipeline.WithObserver(o), pipeline.WithDrainTimeout(5 * time.Second)}
+	opts := func(o pipeline.Hook) []pipeline.Option {
+		return []pipeline.Option{pipeline.WithHooks(o), pipeline.WithDrainTimeout(5 * time.Second)}
 	}
 
 	aObs := newCommitLog(b, group, topic)
@@ -269,7 +269,7 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 
 	aObs := newCommitLog(b, group, topic)
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, nil),
-		countingBuilder("A", es, seen, nil), pipeline.WithObserver(aObs))
+		countingBuilder("A", es, seen, nil), pipeline.WithHooks(aObs))
 	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
 		t.Fatalf("A committed %v; its background commit interval is an hour", c)
@@ -303,7 +303,7 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 
 	bObs := newCommitLog(b, group, topic)
 	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
-		countingBuilder("B", es, seen, nil), pipeline.WithObserver(bObs))
+		countingBuilder("B", es, seen, nil), pipeline.WithHooks(bObs))
 	waitGroupAt(t, b, group, topic, hw, bc)
 	bc.stopClean(t)
 
@@ -359,7 +359,7 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	}
 	aObs := newCommitLog(b, group, topic)
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, ov), buildA,
-		pipeline.WithObserver(aObs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(aObs), pipeline.WithDrainTimeout(5*time.Second))
 	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total && aObs.owns() == parts }, a)
 	aID := memberID(t, b, group, "A")
 	var slept atomic.Int64
@@ -375,7 +375,7 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	bJoined.Store(true)
 	bObs := newCommitLog(b, group, topic)
 	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, ov),
-		countingBuilder("B", es, seen, nil), pipeline.WithObserver(bObs))
+		countingBuilder("B", es, seen, nil), pipeline.WithHooks(bObs))
 	began := time.Now()
 	waitUntil(t, "A's revoke commit giving up", func() bool { return slept.Load() > 0 && len(aObs.syncErrors()) > 0 }, a, bc)
 	t.Logf("A's revoke commit gave up after %v: %v", time.Since(began).Round(time.Millisecond), aObs.syncErrors())

@@ -40,7 +40,7 @@ func TestFaultBrokerFailover(t *testing.T) {
 	ov := map[string]any{"retry.backoff.ms": 1, "retry.backoff.max.ms": 1}
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
 		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 
 	c := b.Cluster()
 	move := func() {

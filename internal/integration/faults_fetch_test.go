@@ -85,7 +85,7 @@ func fetchFaultRun(t *testing.T, f fetchFault) {
 	obs := newCommitLog(b, group, topic)
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
 		countingBuilder("A", es, seen, nil),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, before), a)
 
 	fault := kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: f.err, Count: -1}

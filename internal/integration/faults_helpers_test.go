@@ -270,7 +270,7 @@ func newCommitLog(b *testkit.Broker, group, topic string) *commitLog {
 	}
 }
 
-func (l *commitLog) Committed(_ []pipeline.Offset, took time.Duration, err error) {
+func (l *commitLog) OnCommitted(_ []pipeline.Offset, took time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -285,15 +285,15 @@ func (l *commitLog) Committed(_ []pipeline.Offset, took time.Duration, err error
 	}
 }
 
-func (l *commitLog) RecordsDelivered(tp pipeline.TopicPartition, n int) {
+func (l *commitLog) OnRecordsDelivered(tp pipeline.TopicPartition, n int) {
 	l.mu.Lock()
 	l.delivered[tp.Partition] += int64(n)
 	l.mu.Unlock()
 }
 
 // PartitionLost snapshots the group's commits at the first loss.
-func (l *commitLog) PartitionLost(tp pipeline.TopicPartition) {
-	l.groupObserver.PartitionLost(tp)
+func (l *commitLog) OnPartitionLost(tp pipeline.TopicPartition) {
+	l.groupObserver.OnPartitionLost(tp)
 	l.lostOnce.Do(func() {
 		snap := map[int32]int64{}
 		if gi := l.b.Cluster().GroupInfo(l.group); gi != nil {

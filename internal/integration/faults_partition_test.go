@@ -82,7 +82,7 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 		"session.timeout.ms": int(session.Milliseconds()),
 	})
 	a := startMember(t, "A", src, countingBuilder("A", es, seen, gates{held: beforeCut, cutAt: afterHeal}),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
 	waitUntil(t, "the records up to the cut delivered", func() bool { return obs.deliveredAtLeast(parts, cutAt) }, a)
 
@@ -170,7 +170,7 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
 		countingBuilder("A", es, seen, gates{held: beforeCut}),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
 	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
 
@@ -241,7 +241,7 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
 	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
 		countingBuilder("A", es, seen, gates{held: g}),
-		pipeline.WithObserver(obs), pipeline.WithDrainTimeout(5*time.Second))
+		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
 	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
 

@@ -159,7 +159,6 @@ func (o *offsets) check(t testing.TB) (dups int) {
 
 // groupObserver counts the assignment events of one consumer.
 type groupObserver struct {
-	pipeline.NopObserver
 	assigned, revoked, lost, paused atomic.Int64
 	mu                              sync.Mutex
 	owned                           map[int32]bool
@@ -167,28 +166,28 @@ type groupObserver struct {
 
 func newGroupObserver() *groupObserver { return &groupObserver{owned: map[int32]bool{}} }
 
-func (o *groupObserver) PartitionAssigned(tp pipeline.TopicPartition) {
+func (o *groupObserver) OnPartitionAssigned(tp pipeline.TopicPartition) {
 	o.assigned.Add(1)
 	o.mu.Lock()
 	o.owned[tp.Partition] = true
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
+func (o *groupObserver) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
 	o.revoked.Add(1)
 	o.mu.Lock()
 	delete(o.owned, tp.Partition)
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) PartitionLost(tp pipeline.TopicPartition) {
+func (o *groupObserver) OnPartitionLost(tp pipeline.TopicPartition) {
 	o.lost.Add(1)
 	o.mu.Lock()
 	delete(o.owned, tp.Partition)
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) PartitionPaused(pipeline.TopicPartition) { o.paused.Add(1) }
+func (o *groupObserver) OnPartitionPaused(pipeline.TopicPartition) { o.paused.Add(1) }
 
 func (o *groupObserver) owns() int {
 	o.mu.Lock()

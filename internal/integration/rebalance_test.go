@@ -132,7 +132,7 @@ func churn(t *testing.T, strategy string) {
 				return nil
 			})
 		}
-		return startConsumer(t, name, newSource(t, b, group, topic, ov), build, pipeline.WithObserver(obs)), obs
+		return startConsumer(t, name, newSource(t, b, group, topic, ov), build, pipeline.WithHooks(obs)), obs
 	}
 	progress := func(frac float64) func() bool {
 		return func() bool { return seen.total.Load() >= int64(frac*float64(total)) }

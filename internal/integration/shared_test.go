@@ -88,7 +88,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 		// A small partition queue keeps what a revoke has to write (and
 		// so the rebalance) short.
 		return startConsumer(t, name, newSource(t, b, group, topic, nil), build,
-			pipeline.WithPartitionQueue(512), pipeline.WithObserver(obs)), obs
+			pipeline.WithPartitionQueue(512), pipeline.WithHooks(obs)), obs
 	}
 	progress := func(frac float64) func() bool {
 		return func() bool { return written.total.Load() >= int64(frac*float64(total)) }

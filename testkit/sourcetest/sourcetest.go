@@ -404,7 +404,7 @@ func shutdownMidStream(t *testing.T, d Driver) {
 	var timedOut sync.Map
 	obs := &revokeObserver{timedOut: &timedOut}
 	r := testkit.Start(t, d.NewSource(t, group, topic), gateBuilder(s, 0, k, gate, other, n),
-		pipeline.WithDrainTimeout(200*time.Millisecond), pipeline.WithObserver(obs))
+		pipeline.WithDrainTimeout(200*time.Millisecond), pipeline.WithHooks(obs))
 	waitChan(t, r, gate, "partition 0 reaching the gate")
 	waitChan(t, r, other, "partition 1 processing everything")
 	if err := r.Stop(t); err != nil {
@@ -422,11 +422,10 @@ func shutdownMidStream(t *testing.T, d Driver) {
 }
 
 type revokeObserver struct {
-	pipeline.NopObserver
 	timedOut *sync.Map
 }
 
-func (o *revokeObserver) PartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, timedOut bool) {
+func (o *revokeObserver) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, timedOut bool) {
 	o.timedOut.Store(tp.Partition, timedOut)
 }
 

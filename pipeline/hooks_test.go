@@ -1,0 +1,206 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// oldObserver has a method of the removed Observer interface: it handles
+// no event under the hook names.
+type oldObserver struct{}
+
+func (oldObserver) PartitionAssigned(pipeline.TopicPartition) {}
+
+func TestWithHooksRejectsNilAndValuesThatHandleNoEvent(t *testing.T) {
+	err := runWith(pipeline.WithHooks(nil))
+	if err == nil || !strings.Contains(err.Error(), "WithHooks: hook 0 is nil") {
+		t.Errorf("WithHooks(nil): Run returned %v, want an error naming the nil hook", err)
+	}
+	var assigned struct{ pipeline.HookPartitionAssigned }
+	err = runWith(pipeline.WithHooks(assigned, oldObserver{}))
+	if err == nil || !strings.Contains(err.Error(), "WithHooks: hook 1 (pipeline_test.oldObserver) implements no hook interface") {
+		t.Errorf("WithHooks(hook, oldObserver{}): Run returned %v, want an error naming hook 1 and its type", err)
+	}
+	if err := runWith(pipeline.WithHooks(assigned)); err != nil {
+		t.Errorf("WithHooks(a HookPartitionAssigned): Run returned %v", err)
+	}
+}
+
+// every embeds each hook interface of package pipeline: its method set is
+// every event.
+type every struct {
+	pipeline.HookPartitionAssigned
+	pipeline.HookPartitionRevoked
+	pipeline.HookPartitionLost
+	pipeline.HookPartitionPaused
+	pipeline.HookPartitionResumed
+	pipeline.HookRecordsDelivered
+	pipeline.HookRecordsCompleted
+	pipeline.HookValuesFiltered
+	pipeline.HookRecordDeadLettered
+	pipeline.HookInFlight
+	pipeline.HookStageCall
+	pipeline.HookStageRetry
+	pipeline.HookStageFailed
+	pipeline.HookStuck
+	pipeline.HookPolled
+	pipeline.HookJoined
+	pipeline.HookCommitted
+	pipeline.HookHighWatermark
+}
+
+// The exported hook interfaces and the events the runtime dispatches are
+// the same set: each interface is one event, and together they are all.
+func TestEveryHookInterfaceIsOneEventTheRuntimeCalls(t *testing.T) {
+	for _, h := range []pipeline.Hook{
+		struct{ pipeline.HookPartitionAssigned }{}, struct{ pipeline.HookPartitionRevoked }{},
+		struct{ pipeline.HookPartitionLost }{}, struct{ pipeline.HookPartitionPaused }{},
+		struct{ pipeline.HookPartitionResumed }{}, struct{ pipeline.HookRecordsDelivered }{},
+		struct{ pipeline.HookRecordsCompleted }{}, struct{ pipeline.HookValuesFiltered }{},
+		struct {
+			pipeline.HookRecordDeadLettered
+		}{}, struct{ pipeline.HookInFlight }{},
+		struct{ pipeline.HookStageCall }{}, struct{ pipeline.HookStageRetry }{},
+		struct{ pipeline.HookStageFailed }{}, struct{ pipeline.HookStuck }{},
+		struct{ pipeline.HookPolled }{}, struct{ pipeline.HookJoined }{},
+		struct{ pipeline.HookCommitted }{}, struct{ pipeline.HookHighWatermark }{},
+	} {
+		if n := engine.EventsOf(h); n != 1 {
+			t.Errorf("%T handles %d events, want 1", h, n)
+		}
+	}
+	if n := engine.EventsOf(every{}); n != engine.HookEvents {
+		t.Errorf("all hook interfaces together handle %d events, the runtime has %d", n, engine.HookEvents)
+	}
+}
+
+// eventLog records the events of several hooks in one list.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, fmt.Sprintf(format, args...))
+}
+
+func (l *eventLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// assignAndComplete handles two events; assignOnly one.
+type assignAndComplete struct{ log *eventLog }
+
+func (h assignAndComplete) OnPartitionAssigned(tp pipeline.TopicPartition) {
+	h.log.add("A assigned %s/%d", tp.Topic, tp.Partition)
+}
+
+func (h assignAndComplete) OnRecordsCompleted(tp pipeline.TopicPartition, n int, next int64) {
+	h.log.add("A completed %d, next %d", n, next)
+}
+
+type assignOnly struct{ log *eventLog }
+
+func (h assignOnly) OnPartitionAssigned(tp pipeline.TopicPartition) {
+	h.log.add("B assigned %s/%d", tp.Topic, tp.Partition)
+}
+
+func TestHooksAreCalledInOrderForTheEventsTheyHandle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &eventLog{}
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(in)
+		}, pipeline.WithHooks(assignAndComplete{log}), pipeline.WithHooks(assignOnly{log}))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("a"))
+		h.WaitCommitted("t", 0, 1)
+		want := []string{"A assigned t/0", "B assigned t/0", "A completed 1, next 1"}
+		if got := h.Stop(); got != nil {
+			t.Fatalf("Stop: %v", got)
+		}
+		if got := log.list(); !slices.Equal(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+}
+
+// callCounter is a custom hook: it counts each stage's calls and failed
+// calls, and the retries. It handles two events.
+type callCounter struct {
+	mu              sync.Mutex
+	calls, failures map[string]int
+	retries         []string
+}
+
+// OnStageCall implements pipeline.HookStageCall. It is called from stage
+// goroutines, concurrently: it locks, and only counts.
+func (c *callCounter) OnStageCall(stage string, _ pipeline.TopicPartition, _ time.Duration, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[stage]++
+	if err != nil {
+		c.failures[stage]++
+	}
+}
+
+// OnStageRetry implements pipeline.HookStageRetry.
+func (c *callCounter) OnStageRetry(stage string, tp pipeline.TopicPartition, attempt int, _ time.Duration, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retries = append(c.retries, fmt.Sprintf("%s on %s/%d, retry %d: %v", stage, tp.Topic, tp.Partition, attempt, err))
+}
+
+// A hook implements only the Hook* interfaces of the events it needs, and
+// WithHooks registers it. This one counts stage calls and retries; a
+// flaky store fails once.
+func ExampleHook() {
+	counter := &callCounter{calls: map[string]int{}, failures: map[string]int{}}
+	fake := testkit.NewFake()
+	failed := false // one partition: the store runs on one goroutine
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if string(r.Value) == "b" && !failed {
+				failed = true
+				return errors.New("connection reset")
+			}
+			return nil
+		}, stages.Name("store"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- pipeline.Run(ctx, fake, build, pipeline.WithHooks(counter),
+			pipeline.WithRetry(pipeline.RetryPolicy{Initial: time.Millisecond}))
+	}()
+	_ = fake.Send("orders", 0, []byte("a"), []byte("b"), []byte("c"))
+	_ = fake.Assign("orders", 0)
+	for fake.Committed("orders", 0) < 3 {
+		<-fake.Changed()
+	}
+	cancel()
+	fmt.Println("Run:", <-done)
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	fmt.Println("store calls:", counter.calls["store"], "failed:", counter.failures["store"])
+	fmt.Println(strings.Join(counter.retries, "\n"))
+	// Output:
+	// Run: <nil>
+	// store calls: 4 failed: 1
+	// store on orders/0, retry 1: connection reset
+}
