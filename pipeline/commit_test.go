@@ -53,7 +53,7 @@ func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 				time.Sleep(delays[r.Offset])
 				return r.Offset, g.wait(ctx, r.Offset)
 			})
-			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.ID, o); return nil })
+			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, values(n)...)
@@ -131,7 +131,7 @@ func TestFilteredTailIsCommitted(t *testing.T) {
 		var out sink
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < 4 })
-			return stages.Each(kept, func(_ context.Context, r pipeline.Record) error { out.add(p.ID, r.Offset); return nil })
+			return stages.Each(kept, func(_ context.Context, r pipeline.Record) error { out.add(p.Partition, r.Offset); return nil })
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, values(10)...)

@@ -68,9 +68,9 @@ func ExampleRun() {
 func ExamplePartition_OnClose() {
 	fake := testkit.NewFake()
 	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		fmt.Printf("open writer for %s/%d\n", p.Topic, p.ID)
+		fmt.Printf("open writer for %s/%d\n", p.Topic, p.Partition)
 		p.OnClose(func(context.Context) error {
-			fmt.Printf("close writer for %s/%d\n", p.Topic, p.ID)
+			fmt.Printf("close writer for %s/%d\n", p.Topic, p.Partition)
 			return nil
 		})
 		return stages.Discard(in)

@@ -43,7 +43,9 @@ func TestNegativeStageBufferIsABuildError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			out := stagekit.AddStage(in, stagekit.StageSpec{Name: "custom", Buffer: -1},
-				func(s *stagekit.Stage, in *stagekit.Inlet[pipeline.Record], out *stagekit.Outlet[pipeline.Record]) error { return nil })
+				func(s *stagekit.Stage, in *stagekit.Inlet[pipeline.Record], out *stagekit.Outlet[pipeline.Record]) error {
+					return nil
+				})
 			return stagekit.AddEnd(out, stagekit.StageSpec{}, func(*stagekit.Stage, *stagekit.Inlet[pipeline.Record]) error { return nil })
 		})
 		if err := h.Fake().Assign("t", 0); err == nil {

@@ -22,7 +22,7 @@ func TestRevokeDrainsInFlightWork(t *testing.T) {
 				time.Sleep(time.Second) // in-flight work that finishes within the drain timeout
 				return r.Offset, nil
 			})
-			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.ID, o); return nil })
+			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, values(3)...)

@@ -26,8 +26,8 @@ type Offset = engine.Offset
 
 // Partition is the partition a graph is built for, handed to the
 // [Builder]; its context and close hooks are the graph's lifecycle. It has
-// the fields Topic (string) and ID (int32, the partition number) and two
-// methods:
+// the fields Topic (string) and Partition (int32, the partition number, as
+// in [TopicPartition] and [Record]) and two methods:
 //
 //   - Context() context.Context returns the partition's context. It is
 //     done when the graph must stop: after a graceful revoke drained

@@ -30,8 +30,8 @@ type logLine struct {
 }
 
 func (l *logLines) Enabled(_ context.Context, lv slog.Level) bool { return lv >= l.level }
-func (l *logLines) WithAttrs([]slog.Attr) slog.Handler             { return l }
-func (l *logLines) WithGroup(string) slog.Handler                  { return l }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler            { return l }
+func (l *logLines) WithGroup(string) slog.Handler                 { return l }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	line := logLine{msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {

@@ -47,7 +47,7 @@ func TestMapEachCommitsEverything(t *testing.T) {
 		var out sink
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			offs := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
-			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.ID, o); return nil })
+			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
 		h.Assign("events", 0, 1)
 		h.Send("events", 0, values(1000)...)

@@ -59,7 +59,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 		dl:       deadLetters{wake: make(chan struct{}, 1)},
 		reported: -1,
 	}
-	g.part = &Partition{Topic: tp.Topic, ID: tp.Partition, ctx: ctx}
+	g.part = &Partition{Topic: tp.Topic, Partition: tp.Partition, ctx: ctx}
 	g.tr = newTracker(func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
 		rt.hooks.RecordsCompleted(tp, n, next)

@@ -8,8 +8,8 @@ import (
 // Partition is the partition a graph is built for, handed to the
 // [Builder]. Its context and close hooks are the graph's lifecycle.
 type Partition struct {
-	Topic string
-	ID    int32
+	Topic     string
+	Partition int32
 
 	ctx     context.Context
 	mu      sync.Mutex

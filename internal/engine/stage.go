@@ -26,6 +26,9 @@ type StageSpec struct {
 
 func (g *graph) newStage(spec StageSpec) *Stage {
 	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
+	if spec.Buffer < 0 {
+		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
+	}
 	if spec.Retry != nil {
 		if err := spec.Retry.check(); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
@@ -145,7 +148,7 @@ func (s *Stage) stageError(recs []Record, err error) *StageError {
 	if len(recs) > 0 {
 		off = recs[0].Offset
 	}
-	return &StageError{Stage: s.name, Topic: s.g.part.Topic, Partition: s.g.part.ID, Offset: off, Err: err}
+	return &StageError{Stage: s.name, Topic: s.g.part.Topic, Partition: s.g.part.Partition, Offset: off, Err: err}
 }
 
 // Inlet is a stage's input.
@@ -287,7 +290,7 @@ func (g *graph) spawn(s *Stage, discard func(), run func() error, closeOut func(
 		defer closeOut()
 		err := runStage(run)
 		if pe, ok := err.(*PanicError); ok {
-			err = &StageError{Stage: s.name, Topic: g.part.Topic, Partition: g.part.ID, Offset: -1, Err: pe}
+			err = &StageError{Stage: s.name, Topic: g.part.Topic, Partition: g.part.Partition, Offset: -1, Err: pe}
 		}
 		if err != nil {
 			g.rt.fail(g, err)

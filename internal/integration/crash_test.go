@@ -63,7 +63,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	ov := map[string]any{"session.timeout.ms": 2000}
 	builder := func(name string, mine *offsets) pipeline.Builder {
 		return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			e := es.begin(name, p.ID)
+			e := es.begin(name, p.Partition)
 			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
 				if name == "A" && r.Offset%2 == 0 {
 					time.Sleep(time.Millisecond) // work: keeps A mid-stream when it is thrown out

@@ -184,7 +184,7 @@ type gates map[int64]*gate
 // processed.
 func countingBuilder(name string, es *epochs, seen *offsets, gs gates) pipeline.Builder {
 	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		e := es.begin(name, p.ID)
+		e := es.begin(name, p.Partition)
 		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
 			if g := gs[r.Offset]; g != nil {
 				if err := g.wait(ctx); err != nil {

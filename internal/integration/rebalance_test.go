@@ -122,7 +122,7 @@ func churn(t *testing.T, strategy string) {
 	member := func(name string) (*consumer, *groupObserver) {
 		obs := newGroupObserver()
 		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			e := es.begin(name, p.ID)
+			e := es.begin(name, p.Partition)
 			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
 				if r.Offset%every == 0 {
 					time.Sleep(work) // the work, not synchronisation

@@ -65,7 +65,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 			return nil
 		}, 32, 20*time.Millisecond)
 		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			e := &batchEpoch{epoch: es.begin(name, p.ID), written: map[int64]int64{}}
+			e := &batchEpoch{epoch: es.begin(name, p.Partition), written: map[int64]int64{}}
 			emu.Lock()
 			all = append(all, e)
 			emu.Unlock()
