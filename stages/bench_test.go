@@ -10,9 +10,10 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// benchGraph pushes b.N records through the graph built by wire and
-// reports ns/msg and allocs/msg (an op is one message).
-func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End) {
+// benchGraph pushes b.N records through the graph built by wire, with Run
+// configured by opts, and reports ns/msg and allocs/msg (an op is one
+// message).
+func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End, opts ...pipeline.Option) {
 	recs := make([]pipeline.Record, b.N)
 	for i := range recs {
 		recs[i] = pipeline.Record{Topic: "bench", Offset: int64(i)}
@@ -20,7 +21,7 @@ func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End)
 	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		offs := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
 		return wire(offs)
-	})
+	}, opts...)
 	h.SendRecords(recs...)
 	b.ReportAllocs()
 	b.ResetTimer()

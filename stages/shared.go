@@ -14,12 +14,13 @@ import (
 // SharedBatcher fills batches from every assigned partition, for writers
 // that want one write for all partitions (ClickHouse, a bulk HTTP API).
 // Create one per consumer, before pipeline.Run, and end each partition's
-// graph with [SharedBatcher.Feed].
+// graph with [SharedBatcher.Feed]; any other use fails the build (see
+// [NewSharedBatcher]).
 //
 // A batch closes when it holds maxSize values (or weight, with
-// [NewSharedBatcherByWeight]) and when maxWait passed since its first value. Closed batches
-// queue up and are written in order, one write at a time, on the Feed
-// goroutines: the partition that closed a batch waits for its turn, then
+// [NewSharedBatcherByWeight]) and when maxWait passed since its first
+// value. Closed batches queue up and are written in order, one write at a
+// time, on the Feed goroutines: the partition that closed a batch waits for its turn, then
 // writes what is queued. So each partition's values are written in offset
 // order. After a write succeeds, every value in it completes in its own
 // partition, so each partition commits its share.

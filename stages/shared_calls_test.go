@@ -95,14 +95,14 @@ func TestSharedBatcherWritesAreTimedAndWatchedForStuckValues(t *testing.T) {
 		}
 		// "heavy" weighs a whole batch: adding it closes the batch holding
 		// 0:a, so partition 1's goroutine writes partition 0's value.
-		weight := stages.Weight(func(v string) int {
+		weight := func(v string) int {
 			if strings.HasSuffix(v, "heavy") {
 				return 2
 			}
 			return 1
-		})
+		}
 		obs := &callRecorder{}
-		b := stages.NewSharedBatcher(write, 2, time.Minute, weight, stages.Name("insert"))
+		b := stages.NewSharedBatcherByWeight(write, 2, time.Minute, weight, stages.Name("insert"))
 		h := sharedHarness(t, b, pipeline.WithStuckThreshold(4*time.Second), pipeline.WithHooks(obs))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
