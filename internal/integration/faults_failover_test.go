@@ -32,13 +32,7 @@ func TestFaultBrokerFailover(t *testing.T) {
 
 	first, second := newGate(), newGate()
 	obs := newCommitLog(b, group, topic)
-	// With librdkafka's default retry.backoff.ms (100ms), its retry of a
-	// commit the old coordinator rejected can land after a newer commit
-	// and move the group's commit back (TestFaultRetriedCommitDoesNotMoveBack
-	// in faults_pending_test.go); retrying at once keeps this test about
-	// the failover itself.
-	ov := map[string]any{"retry.backoff.ms": 1, "retry.backoff.max.ms": 1}
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
 		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
 		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 

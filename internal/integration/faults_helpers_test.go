@@ -244,9 +244,10 @@ func (o *offsets) checkTimes(t *testing.T, want func(p int32, off int64) int32) 
 }
 
 // commitLog is an observer recording the outcome of every commit the
-// source reports (synchronous ones, at revoke and shutdown, have took > 0;
-// librdkafka's background ones took = 0), the records delivered per
-// partition, and the group's commits at the first loss.
+// source reports (a failed one carries a *source.CommitError naming it:
+// "interval" for the background commits, "revoke" and "shutdown" for the
+// synchronous ones), the records delivered per partition, and the group's
+// commits at the first loss.
 type commitLog struct {
 	*groupObserver
 	b            *testkit.Broker
@@ -254,7 +255,7 @@ type commitLog struct {
 
 	mu               sync.Mutex
 	syncErrs, bgErrs []error
-	syncOK, bgOK     int
+	ok               int
 	delivered        map[int32]int64
 	atLoss           map[int32]int64
 	lostOnce         sync.Once
@@ -270,18 +271,17 @@ func newCommitLog(b *testkit.Broker, group, topic string) *commitLog {
 	}
 }
 
-func (l *commitLog) OnCommitted(_ []pipeline.Offset, took time.Duration, err error) {
+func (l *commitLog) OnCommitted(_ []pipeline.Offset, _ time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var ce *source.CommitError
 	switch {
-	case took > 0 && err != nil:
-		l.syncErrs = append(l.syncErrs, err)
-	case took > 0:
-		l.syncOK++
-	case err != nil:
+	case err == nil:
+		l.ok++
+	case errors.As(err, &ce) && ce.Reason == "interval":
 		l.bgErrs = append(l.bgErrs, err)
 	default:
-		l.bgOK++
+		l.syncErrs = append(l.syncErrs, err)
 	}
 }
 

@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// TestFaultRetriedCommitDoesNotMoveBack: the coordinator answers one
+// background commit NOT_COORDINATOR (as a moved coordinator does),
+// COORDINATOR_NOT_AVAILABLE or REQUEST_TIMED_OUT, which librdkafka retries
+// itself (rd_kafka_handle_OffsetCommit: REFRESH|RETRY, after
+// retry.backoff.ms, through its logical coordinator handle). Meanwhile
+// more records are processed. No commit request of the member may ask for
+// less than an earlier one, and after Run returned the group's commit is
+// the high watermark that the shutdown committed. Before the source sent
+// its commits itself, one at a time, librdkafka's auto-committer went on
+// sending newer offsets while it retried the older commit, which then
+// landed last, even after the final commit (librdkafka's close waits for
+// the retry): the group was left at 2000 with 3000 processed, and a
+// restart redid 2000-2999.
+//
+// The retry backoff is raised to one second so that, without the fix,
+// newer commits (every 50ms) certainly came first; with the default 100ms
+// it happened sometimes (TestFaultBrokerFailover saw it about one run in
+// six).
+func TestFaultRetriedCommitDoesNotMoveBack(t *testing.T) {
+	t.Parallel()
+	for _, f := range commitFaults {
+		if !f.retried {
+			continue
+		}
+		t.Run(f.name(), func(t *testing.T) {
+			t.Parallel()
+			retriedCommit(t, f.err)
+		})
+	}
+}
+
+func retriedCommit(t *testing.T, ferr *kerr.Error) {
+	const parts, perPartition = 4, 3000
+	b := testkit.NewBroker(t)
+	topic := "fretry-" + strings.ToLower(strings.ReplaceAll(ferr.Message, "_", "-"))
+	group := topic + "-g"
+	b.CreateTopic(t, topic, parts)
+	b.Fill(t, topic, perPartition, 16)
+	hw := b.HighWatermarks(t, topic)
+	seen := newOffsets(hw)
+	es := &epochs{b: b, group: group, topic: topic}
+	watch := watchCommits(t, b, group, topic, seen)
+
+	first, second := newGate(), newGate()
+	obs := newCommitLog(b, group, topic)
+	ov := map[string]any{"retry.backoff.ms": 1000, "retry.backoff.max.ms": 1000}
+	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
+		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
+		pipeline.WithHooks(obs))
+	waitGroupAt(t, b, group, topic, uniform(parts, 1000), a)
+
+	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: ferr})
+	first.open()
+	waitHits(t, h, 1, "the commit of the records up to 2000", a)
+	second.open()
+	waitGroupAt(t, b, group, topic, hw, a) // the newer commit, sent once the retried one was answered
+	a.stopClean(t)
+
+	watch.check(t)
+	es.check(t)
+	seen.checkTimes(t, func(int32, int64) int32 { return 1 })
+	for _, r := range watch.regressions() {
+		t.Errorf("commit request moved back: %s", r)
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
+	watch.logIfFailed(t)
+}
