@@ -44,9 +44,10 @@ func (m *Metrics) OnJoined() { m.source.joins.Inc() }
 
 // OnCommitted implements [pipeline.HookCommitted]: it increments
 // sluice_commits_total, observes took in sluice_commit_duration_seconds
-// (only when known: background commits report 0) and, on failure, increments sluice_commit_failures_total. A successful
-// commit updates sluice_consumer_lag_records of the assigned partitions
-// it covers.
+// (only when known: a source that does not measure its commits, such as
+// testkit's fake, reports 0) and, on failure, increments
+// sluice_commit_failures_total. A successful commit updates
+// sluice_consumer_lag_records of the assigned partitions it covers.
 func (m *Metrics) OnCommitted(offs []pipeline.Offset, took time.Duration, err error) {
 	m.source.commits.Inc()
 	if took > 0 {
