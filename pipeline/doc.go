@@ -8,9 +8,10 @@
 // [Stream] of [Record]s, with the stages of package stages, and returns the
 // graph's [End]. [Run] calls it every time a partition is assigned. Stage
 // functions get the partition's context and return errors: a plain error is
-// transient and retried ([WithRetry]), [Invalid] marks bad input for the
-// dead-letter destination ([WithDeadLetter]), [Permanent] stops Run at
-// once. Delivery is at least once: side effects must be idempotent.
+// transient and retried ([WithRetry], default [DefaultRetry]: 8 attempts,
+// at most 11.3 s of backoff, each retry logged as a warning), [Invalid]
+// marks bad input for the dead-letter destination ([WithDeadLetter]),
+// [Permanent] stops Run at once. Delivery is at least once: side effects must be idempotent.
 //
 // # Lifecycle of a partition
 //
@@ -43,8 +44,9 @@
 //
 // Run returns only after every goroutine it started has exited. Panics in
 // stage functions, builders, OnClose hooks and the dead-letter function
-// are recovered and reported as errors with their stack ([PanicError]);
-// they stop Run like any permanent error.
+// are recovered and reported as a [PanicError] with their stack (inside a
+// [StageError], or a [BuildError] for a builder; errors.As finds it); they
+// stop Run like any permanent error. [Run] lists every error it returns.
 //
 // # Sources and hooks
 //

@@ -13,22 +13,43 @@ import (
 // start after it returns. It must return an End of the graph fed by in.
 type Builder func(p *Partition, in Stream[Record]) End
 
-// Run consumes src until ctx is cancelled or a stage fails, building a
+// Run consumes src until ctx is cancelled or something fails, building a
 // graph with build for every partition src assigns.
 //
 // When ctx is cancelled, every partition is revoked gracefully (drained
 // within the drain timeout, its completed offsets committed, its OnClose
-// hooks run) and Run returns nil. When a stage fails (an error that is not
-// [Invalid], a panic, or Invalid with no dead-letter destination), the
-// dead-letter function fails or panics, an OnClose hook fails or panics,
-// or the builder fails, Run shuts down the same way, committing only what
-// completed, and returns that first error (a *StageError or *BuildError).
-// Dead-letter deliveries still failing when a shutdown drains their
-// partition are reported too (a *StageError wrapping [ErrNotDeadLettered],
-// joined after the first error if there is one).
-// When the source fails, Run stops every graph without committing and
-// returns the source's error. Run returns only after every goroutine it
-// started has exited.
+// hooks run) and Run returns nil, or the source's error if its own
+// shutdown failed. After the first failure Run shuts down the same way,
+// committing only what completed, and returns that error; what fails
+// during that shutdown is joined after it (errors.Join). Every error names
+// what failed; use errors.As and errors.Is:
+//
+//   - An option error, before anything starts: "sluice: WithX(value): ..."
+//     naming the option and the value (several joined), or a nil src or
+//     build.
+//   - *BuildError: the builder wired the graph wrong (a stream consumed
+//     twice or never, no End, a stage's invalid argument) or panicked (Err
+//     is then the *PanicError).
+//   - *StageError naming the stage, the partition and the offset: a stage
+//     function returned a [Permanent] error or panicked (Err is a
+//     *PanicError), a transient error failed every attempt of the retry
+//     policy (its text ends with "(failed after N attempts; ...)"), or
+//     [Invalid] was returned with no dead-letter destination (wraps
+//     [ErrNoDeadLetter]); an OnClose hook failed or panicked (Stage
+//     "OnClose", Offset -1); the dead-letter function kept failing or
+//     panicked, or was still failing when a shutdown drained its partition
+//     (wraps [ErrNotDeadLettered]; joined after the first error if there is
+//     one).
+//   - An error wrapping [ErrDeadLetterLimit], naming the partition, the
+//     offset and the limit: a partition's invalid records tripped
+//     [WithDeadLetterLimit].
+//   - "sluice: source failed: ..." wrapping the source's error: a fatal
+//     client failure (Run then stops every graph without committing), or a
+//     failure of the source's own shutdown after the graphs drained (for
+//     the Kafka source, the final commit or closing the client; see
+//     source.Kafka.Run), joined after the first error if there is one.
+//
+// Run returns only after every goroutine it started has exited.
 func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	if src == nil {
 		return errors.New("sluice: Run needs a Source (source.NewKafka or a testkit fake); got nil")

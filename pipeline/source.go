@@ -25,8 +25,12 @@ import (
 //     Group.Lose and commit nothing for it. Never commit a partition that
 //     was revoked or lost.
 //   - When ctx is done, call Group.Shutdown, commit what it returns, close the
-//     client and return nil. Return a non-nil error only for a fatal client
-//     failure; Run then stops every graph without committing.
+//     client and return nil, or an error naming what failed in that
+//     shutdown (the final commit, closing the client): Run returns it,
+//     joined after its own error if there is one.
+//   - Before ctx is done, return a non-nil error only for a fatal client
+//     failure; Run then stops every graph still assigned without
+//     committing, and returns the error.
 type Source interface {
 	Run(ctx context.Context, g Group) error
 }

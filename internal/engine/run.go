@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -9,8 +10,8 @@ import (
 // applied: it creates the [Group] of the run, hands it to src (which calls
 // its methods from its poll goroutine until ctx is done or it fails), then
 // stops whatever partitions src left running, without committing, and
-// returns the first fatal error (joined with those recorded during
-// shutdown), else src's error, else nil. It returns only after every
+// returns the first fatal error joined with those recorded during
+// shutdown and with src's error, else src's error, else nil. It returns only after every
 // goroutine it started has exited.
 func Run(ctx context.Context, cfg Config, build Builder, src func(ctx context.Context, g *Group) error) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -32,11 +33,13 @@ func Run(ctx context.Context, cfg Config, build Builder, src func(ctx context.Co
 	// A source must shut its partitions down before returning; whatever it
 	// left is stopped here without committing.
 	rt.Lose(rt.m.Owned())
-	if err := rt.fatal(); err != nil {
-		return err
-	}
 	if srcErr != nil {
-		return fmt.Errorf("sluice: source failed: %w", srcErr)
+		srcErr = fmt.Errorf("sluice: source failed: %w", srcErr)
 	}
-	return nil
+	if err := rt.fatal(); err != nil {
+		// The source may have failed in the shutdown that the fatal
+		// error started (a final commit): that is reported too.
+		return errors.Join(err, srcErr)
+	}
+	return srcErr
 }

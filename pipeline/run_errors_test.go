@@ -1,0 +1,68 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// shutdownFailingSource assigns t/0, delivers one record and, once Run
+// stops it, shuts the group down and fails as a Kafka source whose final
+// commit failed does.
+type shutdownFailingSource struct{ err error }
+
+func (s shutdownFailingSource) Run(ctx context.Context, g pipeline.Group) error {
+	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+	if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+		return err
+	}
+	g.Deliver(tp, []pipeline.Record{{Topic: "t", Partition: 0, Offset: 0, Value: []byte("x")}})
+	<-ctx.Done()
+	g.Shutdown()
+	return s.err
+}
+
+// A source that fails in the shutdown a stage error started is not
+// hidden behind the stage error: Run returns both.
+func TestSourceShutdownErrorIsJoinedAfterTheStageError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		errWrite := errors.New("schema mismatch")
+		err := pipeline.Run(context.Background(), shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return stages.Each(in, func(context.Context, pipeline.Record) error { return pipeline.Permanent(errWrite) }, stages.Name("write"))
+			})
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || !errors.Is(err, errWrite) || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the *StageError and the source's error", err)
+		}
+		want := "sluice: stage \"write\" on t/0 at offset 0: schema mismatch\nsluice: source failed: final commit failed"
+		if err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+	})
+}
+
+// Without a stage error, the source's shutdown error is what Run returns.
+func TestSourceShutdownErrorAloneIsReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() {
+			done <- pipeline.Run(ctx, shutdownFailingSource{err: errCommit},
+				func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+					return stages.Discard(in)
+				})
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-done; err == nil || err.Error() != "sluice: source failed: final commit failed" || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the source's error", err)
+		}
+	})
+}
