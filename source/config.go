@@ -37,8 +37,9 @@ type Config struct {
 	CommitInterval time.Duration
 
 	// CloseTimeout bounds what the source does past the runtime's drain
-	// when it stops: the final synchronous commit (retried while the group
-	// is rebalancing) and leaving the group share its first 40% (leaving
+	// when it stops: the final synchronous commit (with the wait for the
+	// background commit in flight before it, and its retries while the
+	// group is rebalancing) and leaving the group share its first 40% (leaving
 	// gets at least 10%), closing the client gets the rest (librdkafka may wait 5s for its LeaveGroup
 	// to be answered: below about 9s a slow coordinator makes Run report a
 	// Close that librdkafka would have ended). Each synchronous commit on

@@ -46,8 +46,9 @@
 // kfake. A revoked partition goes through Group.Revoke and a synchronous
 // commit before it is unassigned; a lost one (AssignmentLost, e.g. after a
 // heartbeat was rejected with ILLEGAL_GENERATION) through Group.Lose and no
-// commit. Newly assigned partitions are resumed, as librdkafka keeps a
-// partition paused across revoke and re-assign.
+// commit. A newly assigned partition that this consumer left paused in an
+// earlier assignment is resumed, as librdkafka keeps a partition paused
+// across revoke and re-assign; the others are not touched.
 //
 // # Defaults
 //
@@ -77,7 +78,8 @@
 // # Shutdown
 //
 // When ctx is done: Group.Shutdown (the drain); the final synchronous
-// commit; leaving the group (Unsubscribe, then serving the revoke in the
+// commit, once the background commit in flight was answered, so that it
+// is the last commit sent; leaving the group (Unsubscribe, then serving the revoke in the
 // poll loop until nothing is assigned); closing the client. The commit
 // and the leave share the first 40% of Config.CloseTimeout, Close the
 // rest, on its own goroutine. The source leaves the group itself because

@@ -89,8 +89,9 @@ func NewKafka(cfg Config) (*Kafka, error) {
 //
 // When ctx is done Run shuts down in this order, each step bounded (see
 // Config.CloseTimeout): Group.Shutdown (the drain, bounded by the
-// runtime); the final synchronous commit of what it returned, retried
-// while the group is rebalancing; leaving the group (unsubscribe, then
+// runtime); the final synchronous commit of what it returned (and of the
+// offsets still pending), sent once the background commit in flight was
+// answered and retried while the group is rebalancing; leaving the group (unsubscribe, then
 // serving the resulting revoke in the poll loop until the assignment is
 // empty); closing the client, which then has nothing left to call back
 // for. It returns nil when all of them finished, else an error naming
