@@ -157,39 +157,40 @@ func TestCheckFindsWrongOutputs(t *testing.T) {
 		name   string
 		change func(t *testing.T, o *observed)
 		want   string
+		lost   int // inputs left without a result by the change
 	}{
 		{"amount_cents", func(t *testing.T, o *observed) {
 			r := &o.output[outputFor(t, *o, 1, 1)] // event 5: amount 5.05
 			r.Value = []byte(strings.Replace(string(r.Value), `"amount_cents":505`, `"amount_cents":504`, 1))
-		}, `want the fields of input events/1/1 plus amount_cents and source`},
+		}, `want the fields of input events/1/1 plus amount_cents and source`, 0},
 		{"missing field", func(t *testing.T, o *observed) {
 			r := &o.output[outputFor(t, *o, 1, 1)]
 			r.Value = []byte(strings.Replace(string(r.Value), `,"user":"u-5"`, ``, 1))
-		}, `want the fields of input events/1/1`},
+		}, `want the fields of input events/1/1`, 0},
 		{"key", func(t *testing.T, o *observed) { o.output[outputFor(t, *o, 1, 1)].Key = []byte("e-6") },
-			`key "e-6", want the input's id "e-5"`},
+			`key "e-6", want the input's id "e-5"`, 0},
 		{"source of another record", func(t *testing.T, o *observed) {
 			r := &o.output[outputFor(t, *o, 1, 1)]
 			r.Value = []byte(strings.Replace(string(r.Value), `"events/1/1"`, `"events/1/2"`, 1))
-		}, `want the fields of input events/1/2`},
+		}, `want the fields of input events/1/2`, 1},
 		{"source that does not exist", func(t *testing.T, o *observed) {
 			r := &o.output[outputFor(t, *o, 1, 1)]
 			r.Value = []byte(strings.Replace(string(r.Value), `"events/1/1"`, `"events/1/1000"`, 1))
-		}, `source "events/1/1000" names no input record`},
+		}, `source "events/1/1000" names no input record`, 1},
 		{"source of a malformed input", func(t *testing.T, o *observed) {
 			r := &o.output[outputFor(t, *o, 1, 1)]
 			r.Value = []byte(strings.Replace(string(r.Value), `"events/1/1"`, `"events/1/9"`, 1))
-		}, `source "events/1/9" is a malformed input`},
+		}, `source "events/1/9" is a malformed input`, 1},
 		{"not JSON", func(t *testing.T, o *observed) { o.output[outputFor(t, *o, 1, 1)].Value = []byte("oops") },
-			`value "oops" is not a JSON object`},
+			`value "oops" is not a JSON object`, 1},
 		{"dead letter of a valid input", func(t *testing.T, o *observed) {
 			o.dead = append(o.dead, deadLetterOf(o.input[8], 0, 99)) // event 8 = 0/2
-		}, `input events/0/2 is valid`},
+		}, `input events/0/2 is valid`, 0},
 		{"dead letter changed", func(t *testing.T, o *observed) { o.dead[0].Value = []byte("changed") },
-			`value "changed", want the input events/1/9 untouched`},
+			`value "changed", want the input events/1/9 untouched`, 1},
 		{"dead letter of nothing", func(t *testing.T, o *observed) {
 			o.dead[0].Headers[2].Value = []byte("5000")
-		}, `names input events/1/5000, which does not exist`},
+		}, `names input events/1/5000, which does not exist`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := perfect(t)
@@ -197,6 +198,9 @@ func TestCheckFindsWrongOutputs(t *testing.T) {
 			v := check(o, nil)
 			if len(v.wrong) != 1 || !strings.Contains(v.wrong[0], tc.want) {
 				t.Fatalf("wrong %q, want exactly one containing %q", v.wrong, tc.want)
+			}
+			if len(v.lost) != tc.lost || v.duplicates != 0 {
+				t.Fatalf("lost %q duplicates %d, want %d lost and no duplicate", v.lost, v.duplicates, tc.lost)
 			}
 		})
 	}
