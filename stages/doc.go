@@ -1,6 +1,7 @@
 // Package stages holds the typed combinators a [pipeline.Builder] wires
-// into a partition's graph: Map, Filter, FlatMap, Pool, Batch, Unbatch,
-// Route, and the terminal stages Each and Discard.
+// into a partition's graph: Map, Filter, FlatMap, Pool, PoolByKey, Batch,
+// BatchByWeight, Unbatch, Route, the terminal stages Each and Discard,
+// and SharedBatcher (one batch for all partitions of a consumer).
 //
 // Every stage runs in its own goroutine(s) for the life of the partition,
 // preserves offset order, passes values in chunks over bounded channels
@@ -13,4 +14,19 @@
 // record; any other error, or a panic, stops pipeline.Run with the stage's
 // name and the record's position. On a graceful revoke or shutdown a stage
 // finishes what it holds (Batch flushes) before its output closes.
+//
+// # Options and misuse
+//
+// Options are typed by what they fit: [Name] and [Buffer] are [Option]s,
+// for every stage; [Retry] is a [CallOption] only, for the stages calling
+// a function of yours that can fail (Map, FlatMap, Pool, PoolByKey, Each,
+// SharedBatcher, sink.Produce). Giving Retry to Filter, Route, Batch,
+// Unbatch or Discard does not compile; a key or a weight is an argument of
+// PoolByKey, BatchByWeight and NewSharedBatcherByWeight, typed by the
+// stream. A bad argument (a nil function, workers or a size below one, a
+// negative maxWait, Route with no output) fails the build with a
+// *pipeline.BuildError naming the stage: never a panic in the builder.
+//
+// All stages are written on package pipeline/stagekit; docs/stages.md
+// shows how to write a new one.
 package stages
