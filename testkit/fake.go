@@ -263,6 +263,35 @@ func (f *Fake) SendRecords(recs ...pipeline.Record) error {
 	return err
 }
 
+// SetCommitted sets the partition's committed offset to next, as another
+// member of the consumer group would have committed it, so that the next
+// Assign of the partition delivers from next: to test a consumer that
+// takes a partition over in the middle of its log. It is an error, naming
+// the partition, when the consumer owns the partition now (the group lets
+// only its owner commit) or when next is negative; ErrStopped once Run
+// returned.
+func (f *Fake) SetCommitted(topic string, partition int32, next int64) error {
+	if next < 0 {
+		return fmt.Errorf("testkit: SetCommitted(%s/%d, %d): the offset must not be negative", topic, partition, next)
+	}
+	var err error
+	if serr := f.do(func(pipeline.Group) {
+		tp := pipeline.TopicPartition{Topic: topic, Partition: partition}
+		if p := f.parts[tp]; p != nil && p.assigned {
+			err = fmt.Errorf("testkit: SetCommitted(%s/%d, %d): the consumer owns the partition; revoke it first", topic, partition, next)
+			return
+		}
+		f.mu.Lock()
+		f.committed[tp] = next
+		close(f.changed)
+		f.changed = make(chan struct{})
+		f.mu.Unlock()
+	}); serr != nil {
+		return serr
+	}
+	return err
+}
+
 // Committed returns the partition's committed offset (the next offset to
 // consume), or -1 when nothing was committed.
 func (f *Fake) Committed(topic string, partition int32) int64 {

@@ -125,3 +125,39 @@ func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
 		}
 	})
 }
+
+// SetCommitted moves where the next assignment starts, as a commit by
+// another member would; it refuses a partition the consumer owns.
+func TestSetCommittedStartsTheNextAssignmentThere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen []int64
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				seen = append(seen, r.Offset)
+				return nil
+			})
+		})
+		h.Send("t", 0, values(6)...)
+		if err := h.Fake().SetCommitted("t", 0, 4); err != nil {
+			t.Fatal(err)
+		}
+		if c := h.Committed("t", 0); c != 4 {
+			t.Fatalf("committed %d after SetCommitted(4)", c)
+		}
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 6)
+		err := h.Fake().SetCommitted("t", 0, 1)
+		if err == nil || !strings.Contains(err.Error(), "t/0") || !strings.Contains(err.Error(), "owns the partition") {
+			t.Fatalf("SetCommitted of an owned partition returned %v, want an error naming it", err)
+		}
+		if err := h.Fake().SetCommitted("t", 1, -1); err == nil || !strings.Contains(err.Error(), "t/1, -1") {
+			t.Fatalf("SetCommitted(-1) returned %v, want an error naming the offset", err)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(seen) != "[4 5]" {
+			t.Fatalf("processed %v, want [4 5]: delivery starts at the offset set", seen)
+		}
+	})
+}

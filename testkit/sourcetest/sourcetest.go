@@ -1,15 +1,28 @@
 // Package sourcetest checks that a [pipeline.Source] honours the contract
-// the runtime relies on, in the spirit of testing/slogtest: [Run] drives
-// the source through pipeline.Run in scenarios whose committed offsets are
-// known exactly, so every source (the testkit fake, the Kafka source) must
-// end with identical commits.
+// the runtime relies on, in the spirit of testing/slogtest. Two tools:
+//
+//   - [Check] wraps a source so that its Group is a [CheckingGroup], which
+//     checks every call the source makes against the clauses of
+//     pipeline.Source's documentation; each breach is a [Violation] whose
+//     text names the clause it broke ("Source contract §3 (When Deliver
+//     returns pause=true, ...): ..."). A source author can run any test of
+//     their own through it.
+//   - [Run] drives a source through pipeline.Run in scenarios whose
+//     committed offsets are known exactly, so every source (the testkit
+//     fake, the Kafka source) must end with identical commits; every
+//     source in them is checked, and a scenario fails on any violation.
 //
 // The scenarios cover: every record processed once and committed to the
 // end; a filtered tail committed; invalid records dead-lettered and
 // committed; a stage error at offset k stopping Run with a
 // *pipeline.StageError and committing exactly k (healthy partitions to
-// their end); a graceful shutdown committing exactly what completed; and a
-// second source of the same group resuming from the committed offset.
+// their end); a graceful shutdown committing exactly what completed; a
+// second source of the same group resuming from the committed offset;
+// partitions paused by backpressure and resumed, nothing lost or repeated;
+// a rebalance between two running members moving partitions mid-stream
+// (drained, committed exactly, taken over from that offset); and, for
+// drivers that are an [Evicter], partitions lost (nothing more committed)
+// and then reassigned from the last commit.
 package sourcetest
 
 import (
@@ -45,18 +58,34 @@ type Driver interface {
 	// the topic runs.
 	Produce(t *testing.T, topic string, recs ...pipeline.Record)
 
-	// NewSource returns a source consuming topic as the only member of
-	// consumer group group: once its Run started it gets every partition
-	// of topic, each delivered from the group's committed offset (the
-	// partition's first record when nothing was committed), and it
-	// commits to the group. The suite runs at most one source of a group
-	// at a time, and each source once.
+	// NewSource returns a source consuming topic as a member of consumer
+	// group group: once its Run started it joins the group and gets the
+	// partitions the group gives it, each delivered from the group's
+	// committed offset (the partition's first record when nothing was
+	// committed), and it commits to the group. Alone in its group it gets
+	// every partition. The suite runs each source once, and up to two
+	// sources of a group at a time (the Rebalance scenario): the group
+	// then splits the partitions between them, each partition moving
+	// gracefully (revoked from one, then assigned to the other), as when
+	// a member joins or leaves a Kafka consumer group.
 	NewSource(t *testing.T, group, topic string) pipeline.Source
 
 	// Committed returns the offsets group has committed for topic, by
 	// partition; partitions without a commit are absent. It may be called
 	// while a source of the group runs.
 	Committed(t *testing.T, group, topic string) map[int32]int64
+}
+
+// Evicter is an optional extension of a [Driver], for the Loss scenario
+// (skipped for drivers that are not one).
+type Evicter interface {
+	// Evict throws the running sources of group out of it, as a
+	// coordinator does when their sessions expire: each loses the
+	// partitions of topic it holds (Group.Lose) and gets none back until
+	// readmit is called; they then rejoin and get the partitions again,
+	// from the group's committed offsets. It returns at once: the loss
+	// reaches the sources asynchronously.
+	Evict(t *testing.T, group, topic string) (readmit func())
 }
 
 // WaitTimeout bounds every wait of the suite (a commit reaching a value, a
@@ -75,12 +104,25 @@ func Run(t *testing.T, d Driver) {
 		{"StageErrorCommitsUpToOffset", stageError},
 		{"ShutdownCommitsCompleted", shutdownMidStream},
 		{"ResumeFromCommitted", resume},
+		{"PauseAndResume", pauseResume},
+		{"RebalanceMidStream", rebalanceMidStream},
+		{"LossThenReassign", lossThenReassign},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			sc.fn(t, d)
 		})
 	}
+}
+
+// start runs pipeline.Run over a checked source of group/topic. At
+// cleanup, once Run stopped, every contract violation the source made
+// fails t.
+func start(t *testing.T, d Driver, group, topic string, build pipeline.Builder, opts ...pipeline.Option) (*testkit.Running, *CheckedSource) {
+	t.Helper()
+	src := Check(d.NewSource(t, group, topic))
+	t.Cleanup(func() { src.Verify(t) }) // runs after Start's cleanup stopped Run
+	return testkit.Start(t, src, build, opts...), src
 }
 
 // names returns a topic and a group name unique to the test.
@@ -221,7 +263,7 @@ func processAllOnce(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := testkit.Start(t, d.NewSource(t, group, topic), build)
+	r, _ := start(t, d, group, topic, build)
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
@@ -248,7 +290,7 @@ func filteredTail(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := testkit.Start(t, d.NewSource(t, group, topic), build)
+	r, _ := start(t, d, group, topic, build)
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
@@ -292,7 +334,7 @@ func invalidToDeadLetter(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := testkit.Start(t, d.NewSource(t, group, topic), build, pipeline.WithDeadLetter(deadLetter))
+	r, _ := start(t, d, group, topic, build, pipeline.WithDeadLetter(deadLetter))
 	waitCommitted(t, d, r, group, topic, uniform(parts, n))
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
@@ -372,7 +414,7 @@ func stageError(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r := testkit.Start(t, d.NewSource(t, group, topic), build)
+	r, _ := start(t, d, group, topic, build)
 	err := r.Wait(t)
 	var se *pipeline.StageError
 	if !errors.As(err, &se) {
@@ -403,7 +445,7 @@ func shutdownMidStream(t *testing.T, d Driver) {
 	other := make(chan struct{})
 	var timedOut sync.Map
 	obs := &revokeObserver{timedOut: &timedOut}
-	r := testkit.Start(t, d.NewSource(t, group, topic), gateBuilder(s, 0, k, gate, other, n),
+	r, _ := start(t, d, group, topic, gateBuilder(s, 0, k, gate, other, n),
 		pipeline.WithDrainTimeout(200*time.Millisecond), pipeline.WithHooks(obs))
 	waitChan(t, r, gate, "partition 0 reaching the gate")
 	waitChan(t, r, other, "partition 1 processing everything")
@@ -467,7 +509,7 @@ func resume(t *testing.T, d Driver) {
 
 	first := newSeen()
 	gate, other := make(chan struct{}), make(chan struct{})
-	r := testkit.Start(t, d.NewSource(t, group, topic), gateBuilder(first, 0, k, gate, other, n),
+	r, _ := start(t, d, group, topic, gateBuilder(first, 0, k, gate, other, n),
 		pipeline.WithDrainTimeout(100*time.Millisecond))
 	waitChan(t, r, gate, "partition 0 reaching the gate")
 	waitChan(t, r, other, "partition 1 processing everything")
@@ -485,7 +527,7 @@ func resume(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	r = testkit.Start(t, d.NewSource(t, group, topic), build)
+	r, _ = start(t, d, group, topic, build)
 	waitCommitted(t, d, r, group, topic, uniform(2, n+more))
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("second Run = %v, want nil", err)

@@ -1,0 +1,219 @@
+package sourcetest_test
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit/sourcetest"
+)
+
+// stubGroup is a pipeline.Group whose answers the test sets.
+type stubGroup struct {
+	pause     bool
+	resumable []pipeline.TopicPartition
+	offsets   []pipeline.Offset
+	final     []pipeline.Offset // what Revoke and Shutdown return
+	entered   chan struct{}     // if set, Deliver signals it and waits for release
+	release   chan struct{}
+	wake      chan struct{}
+}
+
+func (s *stubGroup) Assign([]pipeline.TopicPartition) error             { return nil }
+func (s *stubGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset { return s.final }
+func (s *stubGroup) Lose([]pipeline.TopicPartition)                     {}
+func (s *stubGroup) Shutdown() []pipeline.Offset                        { return s.final }
+func (s *stubGroup) DrainTimeout() time.Duration                        { return time.Second }
+func (s *stubGroup) Resumable() []pipeline.TopicPartition               { return s.resumable }
+func (s *stubGroup) Wake() <-chan struct{}                              { return s.wake }
+func (s *stubGroup) Offsets() []pipeline.Offset                         { return s.offsets }
+func (s *stubGroup) Polled()                                            {}
+func (s *stubGroup) Joined()                                            {}
+func (s *stubGroup) Committed([]pipeline.Offset, time.Duration, error)  {}
+func (s *stubGroup) HighWatermark(pipeline.TopicPartition, int64)       {}
+func (s *stubGroup) Deliver(pipeline.TopicPartition, []pipeline.Record) bool {
+	if s.entered != nil {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.pause
+}
+
+var tp0 = pipeline.TopicPartition{Topic: "t", Partition: 0}
+
+func recs(offs ...int64) []pipeline.Record {
+	out := make([]pipeline.Record, len(offs))
+	for i, o := range offs {
+		out[i] = pipeline.Record{Topic: "t", Offset: o}
+	}
+	return out
+}
+
+func off(next int64) []pipeline.Offset {
+	return []pipeline.Offset{{TopicPartition: tp0, Next: next}}
+}
+
+// expect checks that cg saw exactly the violations of the given clauses,
+// in order, each detail containing its fragment.
+func expect(t *testing.T, cg *sourcetest.CheckingGroup, want ...any) {
+	t.Helper()
+	got := cg.Violations()
+	if len(got) != len(want)/2 {
+		t.Fatalf("violations %q, want %d: %v", got, len(want)/2, want)
+	}
+	for i, v := range got {
+		clause, frag := want[2*i].(int), want[2*i+1].(string)
+		if v.Clause != clause || !strings.Contains(v.Detail, frag) ||
+			!strings.HasPrefix(v.Error(), "Source contract §") || !strings.Contains(v.Error(), v.Rule()) {
+			t.Errorf("violation %d = %q, want clause §%d with %q", i, v.Error(), clause, frag)
+		}
+	}
+}
+
+func TestCheckingGroupAcceptsAWellBehavedSource(t *testing.T) {
+	g := &stubGroup{offsets: off(2), final: off(3)}
+	cg := sourcetest.NewCheckingGroup(g)
+	cg.Joined()
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	g.pause = true
+	cg.Deliver(tp0, recs(0, 1))
+	cg.Deliver(tp0, recs(2)) // same poll: allowed after the pause
+	cg.Polled()
+	g.resumable = []pipeline.TopicPartition{tp0}
+	cg.Resumable()
+	g.pause = false
+	cg.Deliver(tp0, recs(3))
+	cg.Committed(cg.Offsets(), 0, nil)
+	cg.Committed(cg.Revoke([]pipeline.TopicPartition{tp0}), 0, nil)
+	cg.Polled()
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Deliver(tp0, recs(3)) // a new assignment starts over
+	cg.Committed(cg.Shutdown(), 0, nil)
+	cg.Returned(true, nil)
+	expect(t, cg)
+	if c := cg.Counts(); c.Assigned != 2 || c.Revoked != 1 || c.Pauses != 2 || c.Resumes != 1 || c.Delivered != 5 || c.Commits != 3 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+func TestCheckingGroupDeliverClause(t *testing.T) {
+	cg := sourcetest.NewCheckingGroup(&stubGroup{})
+	cg.Deliver(tp0, recs(0))
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Deliver(tp0, recs(4, 5))
+	cg.Deliver(tp0, recs(5))
+	cg.Deliver(tp0, []pipeline.Record{{Topic: "u", Offset: 6}})
+	cg.Lose([]pipeline.TopicPartition{tp0})
+	cg.Deliver(tp0, recs(7))
+	expect(t, cg,
+		sourcetest.ClauseDeliver, "t/0, which is never assigned",
+		sourcetest.ClauseDeliver, "offset 5 delivered after offset 5",
+		sourcetest.ClauseDeliver, "record u/0@6 delivered as a record of t/0",
+		sourcetest.ClauseDeliver, "which is lost")
+}
+
+func TestCheckingGroupPauseClause(t *testing.T) {
+	g := &stubGroup{pause: true}
+	cg := sourcetest.NewCheckingGroup(g)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Deliver(tp0, recs(0))
+	cg.Polled()
+	cg.Deliver(tp0, recs(1, 2))
+	expect(t, cg, sourcetest.ClausePause, "t/0: 2 records from offset 1 delivered after Deliver asked for a pause and a later poll")
+}
+
+func TestCheckingGroupCommitClause(t *testing.T) {
+	g := &stubGroup{offsets: off(5)}
+	cg := sourcetest.NewCheckingGroup(g)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Committed(off(4), 0, nil)
+	cg.Offsets()
+	g.offsets = off(3)
+	cg.Offsets()
+	cg.Committed(off(5), 0, nil)
+	cg.Committed(off(3), 0, nil)
+	expect(t, cg,
+		sourcetest.ClauseCommit, "committed 4, a value the group never returned",
+		sourcetest.ClauseCommit, "committed 3 after 5; commits moved back")
+}
+
+func TestCheckingGroupGiveUpClause(t *testing.T) {
+	g := &stubGroup{offsets: off(2), final: off(3)}
+	cg := sourcetest.NewCheckingGroup(g)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Offsets()
+	cg.Revoke([]pipeline.TopicPartition{tp0})
+	cg.Polled() // went on without committing 3
+	cg.Committed(off(3), 0, nil)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Lose([]pipeline.TopicPartition{tp0})
+	cg.Committed(off(3), 0, nil) // in the loss handling: an earlier commit answered
+	cg.Polled()
+	cg.Committed(off(3), 0, nil)
+	expect(t, cg,
+		sourcetest.ClauseGiveUp, "t/0: the final offset 3 that Group.Revoke returned was not reported committed",
+		sourcetest.ClauseGiveUp, "committed 3 after the partition was revoked",
+		sourcetest.ClauseGiveUp, "committed 3 after Group.Lose")
+}
+
+func TestCheckingGroupShutdownClause(t *testing.T) {
+	g := &stubGroup{final: off(3)}
+	cg := sourcetest.NewCheckingGroup(g)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Shutdown()
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	cg.Returned(true, os.ErrClosed)
+	expect(t, cg,
+		sourcetest.ClauseShutdown, "Group.Assign([{t 0}]) called after Group.Shutdown",
+		sourcetest.ClauseShutdown, "final offset 3 that Group.Shutdown returned was not reported committed (Group.Committed) before Source.Run returned",
+		sourcetest.ClauseShutdown, "returned file already closed after ctx was done, want nil")
+
+	cg = sourcetest.NewCheckingGroup(g)
+	cg.Returned(true, nil)
+	cg.Polled()
+	expect(t, cg,
+		sourcetest.ClauseShutdown, "without calling Group.Shutdown",
+		sourcetest.ClauseCalls, "Group.Polled called after Source.Run returned")
+
+	cg = sourcetest.NewCheckingGroup(g)
+	cg.Returned(false, os.ErrClosed) // a fatal client failure: no shutdown expected
+	expect(t, cg)
+}
+
+func TestCheckingGroupCallsClause(t *testing.T) {
+	g := &stubGroup{entered: make(chan struct{}), release: make(chan struct{})}
+	cg := sourcetest.NewCheckingGroup(g)
+	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	var wg sync.WaitGroup
+	wg.Go(func() { cg.Deliver(tp0, recs(0)) })
+	<-g.entered
+	cg.Offsets() // while Deliver runs on another goroutine
+	close(g.release)
+	wg.Wait()
+	expect(t, cg, sourcetest.ClauseCalls, "Group.Offsets called while another Group call was running")
+}
+
+// The clauses quote pipeline.Source's documentation word for word.
+func TestClausesQuotePipelineSourceDoc(t *testing.T) {
+	src, err := os.ReadFile("../../pipeline/source.go")
+	if err != nil {
+		t.Skipf("pipeline's source is not here: %v", err)
+	}
+	var doc strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//"); ok {
+			doc.WriteString(strings.TrimPrefix(strings.TrimSpace(rest), "- ") + " ")
+		}
+	}
+	text := regexp.MustCompile(`\s+`).ReplaceAllString(doc.String(), " ")
+	for clause := sourcetest.ClauseCalls; clause <= sourcetest.ClauseShutdown; clause++ {
+		rule := sourcetest.Violation{Clause: clause}.Rule()
+		if rule == "" || !strings.Contains(text, rule) {
+			t.Errorf("clause §%d quotes %q, which pipeline.Source's documentation does not say", clause, rule)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package sourcetest
+
+import "fmt"
+
+// The clauses of the contract of pipeline.Source (and of the pipeline.Group
+// handed to it), numbered as a [Violation] cites them. Each quotes the
+// sentence of pipeline.Source's documentation it checks:
+//
+//	§1 The source calls the Group's methods only from the goroutine
+//	   running Source.Run (its poll loop), never concurrently.
+//	§2 Assign before Deliver for a partition; Deliver records of one
+//	   partition in offset order.
+//	§3 When Deliver returns pause=true, stop delivering that partition
+//	   (pause it) until it is listed by Group.Resumable.
+//	§4 Commit what Group.Offsets returns, on the source's own interval.
+//	§5 Before giving a partition up gracefully, call Group.Revoke and
+//	   commit what it returns synchronously; when the partition was lost,
+//	   call Group.Lose and commit nothing for it. Never commit a partition
+//	   that was revoked or lost.
+//	§6 When ctx is done, call Group.Shutdown, commit what it returns, close
+//	   the client and return nil.
+const (
+	ClauseCalls    = 1
+	ClauseDeliver  = 2
+	ClausePause    = 3
+	ClauseCommit   = 4
+	ClauseGiveUp   = 5
+	ClauseShutdown = 6
+)
+
+// clauses quotes pipeline.Source's documentation, by clause number; a test
+// checks the quotes are still there.
+var clauses = map[int]string{
+	ClauseCalls:    "The source calls the Group's methods only from the goroutine running Source.Run (its poll loop), never concurrently.",
+	ClauseDeliver:  "Assign before Deliver for a partition; Deliver records of one partition in offset order.",
+	ClausePause:    "When Deliver returns pause=true, stop delivering that partition (pause it) until it is listed by Group.Resumable.",
+	ClauseCommit:   "Commit what Group.Offsets returns, on the source's own interval.",
+	ClauseGiveUp:   "Before giving a partition up gracefully, call Group.Revoke and commit what it returns synchronously; when the partition was lost, call Group.Lose and commit nothing for it. Never commit a partition that was revoked or lost.",
+	ClauseShutdown: "When ctx is done, call Group.Shutdown, commit what it returns, close the client and return nil.",
+}
+
+// Violation is one breach of the Source contract seen by a [CheckingGroup]:
+// the clause broken (one of the Clause constants) and what the source did.
+type Violation struct {
+	Clause int
+	Detail string
+}
+
+// Rule returns the sentence of pipeline.Source's documentation that the
+// clause quotes.
+func (v Violation) Rule() string { return clauses[v.Clause] }
+
+// Error formats the violation as
+// "Source contract §N (<the rule quoted>): <what the source did>".
+func (v Violation) Error() string {
+	return fmt.Sprintf("Source contract §%d (%s): %s", v.Clause, v.Rule(), v.Detail)
+}

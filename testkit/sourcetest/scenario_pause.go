@@ -1,0 +1,54 @@
+package sourcetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// pauseResume: the end holds every record until every partition was
+// paused by backpressure (a small partition queue), then lets them go.
+// Each partition is paused and resumed, none gets records while paused
+// (the checking group's §3), and every record is processed once, in
+// order, and committed to the end.
+func pauseResume(t *testing.T, d Driver) {
+	const parts, n = 2, 300
+	topic, group := names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+
+	s := newSeen()
+	gate := make(chan struct{})
+	last := []int64{-1, -1} // last[p] is written by partition p's Each only
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			if r.Offset != last[r.Partition]+1 {
+				t.Errorf("partition %d: processed offset %d after %d, want them in order", r.Partition, r.Offset, last[r.Partition])
+			}
+			last[r.Partition] = r.Offset
+			s.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+	r, src := start(t, d, group, topic, build, pipeline.WithPartitionQueue(8))
+	r.WaitUntil(t, "every partition paused by backpressure", func() bool { return len(src.Paused()) == parts })
+	close(gate)
+	waitCommitted(t, d, r, group, topic, uniform(parts, n))
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	for p := range int32(parts) {
+		s.exactly(t, p, 0, n)
+	}
+	checkCommitted(t, d, group, topic, uniform(parts, n))
+	if c := src.Counts(); c.Pauses < parts || c.Resumes < parts {
+		t.Errorf("%d pauses asked for, %d partitions resumed; want at least %d each (%+v)", c.Pauses, c.Resumes, parts, c)
+	}
+}
