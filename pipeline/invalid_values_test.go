@@ -28,7 +28,7 @@ func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
 		{pipeline.WithDeadLetterLimit(pipeline.DeadLetterLimit{Window: 500}),
 			"sluice: WithDeadLetterLimit: Window 500 is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0"},
 		{pipeline.WithRetry(pipeline.RetryPolicy{Attempts: -2}),
-			"sluice: WithRetry({Attempts:-2 Initial:0s Max:0s}): Attempts -2 must not be negative (1 disables retries, 0 takes the default)"},
+			"sluice: WithRetry({Attempts:-2 Initial:0s Max:0s}): RetryPolicy.Attempts -2 must not be negative (1 disables retries, 0 takes the default)"},
 	}
 	for _, c := range cases {
 		if err := runWith(c.opt); err == nil || err.Error() != c.want {

@@ -234,10 +234,10 @@ func TestInvalidRetryPoliciesNameTheField(t *testing.T) {
 		p    pipeline.RetryPolicy
 		want string
 	}{
-		{pipeline.RetryPolicy{Attempts: -1}, "sluice: WithRetry({Attempts:-1 Initial:0s Max:0s}): Attempts -1 must not be negative (1 disables retries, 0 takes the default)"},
-		{pipeline.RetryPolicy{Initial: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:-1s Max:0s}): Initial -1s must not be negative"},
-		{pipeline.RetryPolicy{Max: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:0s Max:-1s}): Max -1s must not be negative"},
-		{pipeline.RetryPolicy{Initial: 2 * time.Second, Max: time.Second}, "sluice: WithRetry({Attempts:0 Initial:2s Max:1s}): Initial 2s must not exceed Max 1s"},
+		{pipeline.RetryPolicy{Attempts: -1}, "sluice: WithRetry({Attempts:-1 Initial:0s Max:0s}): RetryPolicy.Attempts -1 must not be negative (1 disables retries, 0 takes the default)"},
+		{pipeline.RetryPolicy{Initial: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:-1s Max:0s}): RetryPolicy.Initial -1s must not be negative"},
+		{pipeline.RetryPolicy{Max: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:0s Max:-1s}): RetryPolicy.Max -1s must not be negative"},
+		{pipeline.RetryPolicy{Initial: 2 * time.Second, Max: time.Second}, "sluice: WithRetry({Attempts:0 Initial:2s Max:1s}): RetryPolicy.Initial 2s must not exceed Max 1s"},
 	}
 	for _, c := range cases {
 		err := pipeline.Run(context.Background(), testkit.NewFake(), func(*pipeline.Partition, pipeline.Stream[pipeline.Record]) pipeline.End {

@@ -73,16 +73,16 @@ func (p RetryPolicy) withDefaults(def RetryPolicy) RetryPolicy {
 func (p RetryPolicy) check() error {
 	var errs []error
 	if p.Attempts < 0 {
-		errs = append(errs, fmt.Errorf("Attempts %d must not be negative (1 disables retries, 0 takes the default)", p.Attempts))
+		errs = append(errs, fmt.Errorf("RetryPolicy.Attempts %d must not be negative (1 disables retries, 0 takes the default)", p.Attempts))
 	}
 	if p.Initial < 0 {
-		errs = append(errs, fmt.Errorf("Initial %v must not be negative", p.Initial))
+		errs = append(errs, fmt.Errorf("RetryPolicy.Initial %v must not be negative", p.Initial))
 	}
 	if p.Max < 0 {
-		errs = append(errs, fmt.Errorf("Max %v must not be negative", p.Max))
+		errs = append(errs, fmt.Errorf("RetryPolicy.Max %v must not be negative", p.Max))
 	}
 	if p.Max > 0 && p.Initial > p.Max {
-		errs = append(errs, fmt.Errorf("Initial %v must not exceed Max %v", p.Initial, p.Max))
+		errs = append(errs, fmt.Errorf("RetryPolicy.Initial %v must not exceed Max %v", p.Initial, p.Max))
 	}
 	return errors.Join(errs...)
 }
