@@ -30,7 +30,7 @@ func (s *CheckedSource) Run(ctx context.Context, g pipeline.Group) error {
 	s.cg = cg
 	s.mu.Unlock()
 	err := s.src.Run(ctx, cg)
-	cg.Returned(ctx.Err() != nil, err)
+	cg.Returned(ctx.Err() != nil)
 	return err
 }
 

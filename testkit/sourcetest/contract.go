@@ -18,7 +18,9 @@ import "fmt"
 //	   call Group.Lose and commit nothing for it. Never commit a partition
 //	   that was revoked or lost.
 //	§6 When ctx is done, call Group.Shutdown, commit what it returns, close
-//	   the client and return nil.
+//	   the client and return nil, or an error naming what failed in that
+//	   shutdown (the final commit, closing the client): Run returns it,
+//	   joined after its own error if there is one.
 const (
 	ClauseCalls    = 1
 	ClauseDeliver  = 2
@@ -36,7 +38,7 @@ var clauses = map[int]string{
 	ClausePause:    "When Deliver returns pause=true, stop delivering that partition (pause it) until it is listed by Group.Resumable.",
 	ClauseCommit:   "Commit what Group.Offsets returns, on the source's own interval.",
 	ClauseGiveUp:   "Before giving a partition up gracefully, call Group.Revoke and commit what it returns synchronously; when the partition was lost, call Group.Lose and commit nothing for it. Never commit a partition that was revoked or lost.",
-	ClauseShutdown: "When ctx is done, call Group.Shutdown, commit what it returns, close the client and return nil.",
+	ClauseShutdown: "When ctx is done, call Group.Shutdown, commit what it returns, close the client and return nil, or an error naming what failed in that shutdown (the final commit, closing the client): Run returns it, joined after its own error if there is one.",
 }
 
 // Violation is one breach of the Source contract seen by a [CheckingGroup]:
