@@ -93,11 +93,12 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 			t.Error(err)
 		}
 
-		// Stages: parse is called for all 10 values, store for the 7 kept
-		// ones plus one retry; Filter's predicate is not a timed call.
+		// Stages: parse is called for all 10 values, Filter's predicate for
+		// the 9 valid ones (every user function a stage exists to call is
+		// timed), store for the 7 kept ones plus one retry.
 		want(t, reg, 10, "sluice_stage_duration_seconds", "stage", "parse")
+		want(t, reg, 9, "sluice_stage_duration_seconds", "stage", "filter")
 		want(t, reg, 8, "sluice_stage_duration_seconds", "stage", "store")
-		absent(t, reg, "sluice_stage_duration_seconds", "stage", "filter")
 		want(t, reg, 1, "sluice_stage_errors_total", "stage", "parse", "kind", "invalid")
 		want(t, reg, 0, "sluice_stage_errors_total", "stage", "parse", "kind", "retryable")
 		want(t, reg, 1, "sluice_stage_errors_total", "stage", "store", "kind", "retryable")
