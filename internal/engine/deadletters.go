@@ -201,7 +201,7 @@ func offsetsOf(items []deadLetterItem) []int64 {
 // retry policy through the engine's one retry loop (never past the start
 // of a revoke).
 func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
-	r := retrier{g: g, policy: g.rt.cfg.Retry, stage: dl.Stage + " (dead letter)"}
+	r := retrier{g: g, policy: g.rt.cfg.Retry, stage: dl.Stage + " (dead letter)", log: &g.dlLog}
 	for attempt := 1; ; attempt++ {
 		err := callDeadLetter(fn, g.ctx, dl)
 		if err == nil {

@@ -31,6 +31,7 @@ type graph struct {
 	wg       sync.WaitGroup
 	exited   chan struct{}
 	dl       deadLetters
+	dlLog    retryLog // rate limit of dead-letter retry warnings (retry_log.go)
 
 	// input queue between Deliver and the feeder goroutine
 	qmu     sync.Mutex

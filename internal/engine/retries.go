@@ -161,15 +161,16 @@ const stageRetryHint = "; for input that can never succeed return pipeline.Inval
 type retrier struct {
 	g      *graph
 	policy RetryPolicy
-	stage  string // as in logs and observer events
-	hint   string // appended to the final error
+	stage  string    // as in logs and hook events
+	hint   string    // appended to the final error and the warnings
+	log    *retryLog // rate limit of the warnings
 }
 
 // after decides what happens after call number attempt (from 1), for the
 // record at offset off (-1 when unknown), failed with err. For a transient
 // error within the policy it logs a warning (the stage, the partition, the
-// offset, attempt n of N, the delay and err), reports the retry to
-// observers, waits the jittered backoff and returns true: call again. It
+// offset, attempt n of N, the delay and err; rate-limited, see
+// retry_log.go), reports the retry to hooks, waits the jittered backoff and returns true: call again. It
 // returns false with the error to report when err is not worth retrying
 // (Invalid, Permanent, a panic), when the attempts are used up (err is
 // then wrapped: its text names the number of attempts and the hint), or
@@ -185,9 +186,14 @@ func (r retrier) after(off int64, err error, attempt int) (bool, error) {
 	}
 	d := r.policy.delay(attempt)
 	g := r.g
-	g.rt.cfg.Logger.Warn("sluice: call failed, retrying"+r.hint,
-		"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
-		"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d, "err", err)
+	if ok, dropped := r.log.allow(time.Now()); ok {
+		attrs := []any{"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
+			"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d, "err", err}
+		if dropped > 0 {
+			attrs = append(attrs, "unlogged_retries", dropped)
+		}
+		g.rt.cfg.Logger.Warn("sluice: call failed, retrying"+r.hint, attrs...)
+	}
 	g.rt.hooks.StageRetry(r.stage, g.tp, attempt, d, err)
 	if !g.sleep(d) {
 		return false, err
@@ -223,7 +229,9 @@ func (g *graph) sleep(d time.Duration) bool {
 //
 // For a transient error within the stage's retry policy it logs a warning
 // naming the stage, the partition, the value's first offset, "attempt n/N",
-// the delay and err, waits the jittered backoff and returns true: call
+// the delay and err (a burst of 10 per stage and partition, then one a
+// second; the next line logged counts those left out as
+// unlogged_retries), waits the jittered backoff and returns true: call
 // again. Otherwise it returns false and the error for [Stage.Fail]: err
 // itself when it is Invalid, Permanent or a panic, or when the partition
 // started draining or its context ended (a retry never holds up a revoke
@@ -237,5 +245,5 @@ func (s *Stage) Retry(t Ticket, err error, attempt int) (again bool, final error
 	if retryable(err) && attempt < s.retry.Attempts {
 		s.g.tr.withFirstRecord(t, func(r *Record) { off = r.Offset })
 	}
-	return retrier{g: s.g, policy: s.retry, stage: s.name, hint: stageRetryHint}.after(off, err, attempt)
+	return retrier{g: s.g, policy: s.retry, stage: s.name, hint: stageRetryHint, log: &s.retryLog}.after(off, err, attempt)
 }

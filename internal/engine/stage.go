@@ -54,9 +54,10 @@ func (g *graph) stageName(spec StageSpec) string {
 // ticket operations that drive commits. Its methods may be called from any
 // goroutine the stage runs.
 type Stage struct {
-	name  string
-	g     *graph
-	retry RetryPolicy
+	name     string
+	g        *graph
+	retry    RetryPolicy
+	retryLog retryLog // rate limit of its retry warnings (retry_log.go)
 }
 
 // Name returns the stage's name.
