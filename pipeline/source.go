@@ -87,8 +87,8 @@ type Group interface {
 	// advanced since the previous call, the next offset to commit.
 	Offsets() []Offset
 
-	// The remaining methods report what only the source sees, for
-	// observers (metrics, health). They are cheap and never block.
+	// The remaining methods report what only the source sees, for hooks
+	// (metrics, health). They are cheap and never block.
 
 	// Polled reports that a poll of the client completed.
 	Polled()

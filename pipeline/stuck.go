@@ -9,7 +9,7 @@ const MinStuckThreshold = time.Millisecond
 // WithStuckThreshold turns on the stuck detector: when one value has been
 // in one stage's user function for longer than d, Run logs the stage, the
 // partition, the offset and every goroutine's stack (once per value) and
-// reports it to observers. Off by default. d below [MinStuckThreshold]
+// reports it to hooks ([HookStuck]). Off by default. d below [MinStuckThreshold]
 // makes Run return an error naming the option and the value.
 func WithStuckThreshold(d time.Duration) Option {
 	return func(c *config) {

@@ -91,7 +91,9 @@ type retries struct {
 	n atomic.Int64
 }
 
-func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) { r.n.Add(1) }
+func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) {
+	r.n.Add(1)
+}
 
 // A dead letter that cannot be delivered for a reason retrying cannot fix
 // stops Run at once (no retry, although the default policy retries for

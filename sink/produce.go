@@ -34,7 +34,7 @@ const reportBuffer = 1024
 // deliveries), never a drop. A delivery that fails after librdkafka's own
 // retries stops pipeline.Run with the error and the record's position.
 //
-// toMsg is called like any stage function: timed for observers, watched
+// toMsg is called like any stage function: timed for hooks, watched
 // by the stuck detector, retried under the stage's retry policy on a
 // transient error, a panic reported at the record's offset; an error
 // marked with pipeline.Invalid dead-letters the record.

@@ -26,7 +26,7 @@ import (
 // partition, so each partition commits its share.
 //
 // The write is called like any stage function: a panic becomes a
-// *pipeline.PanicError, calls are timed for observers and watched by the
+// *pipeline.PanicError, calls are timed for hooks (pipeline.HookStageCall) and watched by the
 // stuck detector (which names the batch's first value), and a transient
 // error is retried under the retry policy of the Feed stage running it.
 // Its context ends when the partition running it is lost or its drain

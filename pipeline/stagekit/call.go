@@ -13,8 +13,8 @@ import (
 //   - no call once ctx is done (the partition was lost or its drain timed
 //     out): Call returns context.Cause(ctx);
 //   - the value is marked on pr for the stuck detector while fn runs;
-//   - the call is timed and reported to observers, only when some are
-//     configured (Stage.Observed);
+//   - the call is timed and reported to the stage-call hooks, only when
+//     some hook implements pipeline.HookStageCall (Stage.Observed);
 //   - a panic becomes a *pipeline.PanicError (which s.Fail reports at the
 //     value's offset, and which is never retried);
 //   - a transient error is retried under the stage's retry policy

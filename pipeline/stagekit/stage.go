@@ -15,7 +15,7 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     value reached an End, was filtered out, or otherwise needs no more
 //     work.
 //   - Drop(ts ...Ticket): like Done, for values the stage filtered out;
-//     counted as filtered for observers.
+//     counted as filtered for hooks (pipeline.HookValuesFiltered).
 //   - Fail(t Ticket, err error) error: handles the error of a user function
 //     for the value holding t. For an error marked with pipeline.Invalid
 //     it queues the records behind t for the partition's dead-letter
@@ -50,7 +50,8 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     (its input stopped or its context is done).
 //   - Probe() *Probe: a new [Probe] for one goroutine of the stage.
 //   - Observed() bool and Called(d time.Duration, err error): whether
-//     observers want call timings, and the report of one call (d, err).
+//     some hook implements pipeline.HookStageCall (else no clock is
+//     read), and the report of one call (d, err) to those hooks.
 //     [Call] does both.
 type Stage = engine.Stage
 
