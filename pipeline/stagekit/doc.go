@@ -3,6 +3,20 @@
 // Users who only wire the shipped stages into a [pipeline.Builder] never
 // need it.
 //
+// # Start with the loop helpers
+//
+// [Transform] (a value in, zero or more out) and [Sink] (terminal) are a
+// whole stage: you give the function to call per value, the kit runs the
+// loop and does everything the contract below asks (see ExampleTransform
+// and docs/stages.md). A stateful or timed stage (a batch, a pool of
+// workers, asynchronous completions) is added with [AddStage], [AddFanOut]
+// or [AddEnd] and runs its input with [RunLoop] (or [ForEachChunk]): the
+// kit owns the receive loop, the cancellation checks and the release of
+// chunks; the stage gives callbacks for a chunk, the drain, a [Timer], a
+// channel of events and a wake-up signal. A constructor reports a bad
+// argument in [StageSpec].Problem (a build error naming the stage); a
+// consumer-wide object declares itself with [Shared].
+//
 // A stage is added to a partition's graph from inside the builder with
 // [AddStage] (one input, one output), [AddFanOut] (one input, n outputs)
 // or [AddEnd] (terminal). Its run function starts in its own goroutine
@@ -37,8 +51,9 @@
 //   - Cancellation: Stage.Context is the partition's context. When it is
 //     done (the partition was lost, or its drain timed out), stop at once:
 //     Recv and Send return false, values in hand are dropped uncompleted
-//     (they are not committed) and Call makes no more calls. A stage that
-//     selects on Inlet.C must select on the context too.
+//     (they are not committed) and Call makes no more calls. [RunLoop]
+//     does this; a stage that selects on Inlet.C itself must select on the
+//     context too.
 //
 // # Revoke, loss and shutdown
 //
