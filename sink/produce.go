@@ -44,8 +44,9 @@ const reportBuffer = 1024
 // out, it produces nothing more (not even the rest of the chunk at hand)
 // and still waits for outstanding reports (bounded by message.timeout.ms,
 // or by p.Close) so none is left behind. Once p is closed, the stage fails
-// with an error wrapping [ErrClosed]. A nil p or an empty topic fails the
-// build.
+// with an error wrapping [ErrClosed]. A nil p, an empty topic or a nil
+// toMsg fails the build with a *pipeline.BuildError naming the stage.
+// Options: stages.Name, stages.Buffer, stages.Retry (for toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.CallOption) pipeline.End {
 	sp := stages.Spec("Produce", opts...)
 	switch {
