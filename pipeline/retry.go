@@ -15,7 +15,9 @@ import "github.com/sluice-go/sluice/internal/engine"
 // in all before its error stops Run.
 //
 // Each retry logs a warning (stage, topic, partition, offset, "attempt
-// n/N", delay, error) on the [WithLogger] logger; when the attempts are
+// n/N", delay, error) on the [WithLogger] logger (a burst of 10 per stage
+// and partition, then one a second; the next line logged counts those
+// left out as unlogged_retries); when the attempts are
 // used up, the error Run returns ends with "(failed after N attempts; ...)"
 // and suggests [Invalid] for input that can never succeed and [Permanent]
 // to stop without retrying.
