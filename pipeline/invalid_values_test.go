@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
+	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -57,4 +59,28 @@ func TestNegativeStageBufferIsABuildError(t *testing.T) {
 			t.Fatalf("Run returned %v, want a *BuildError naming stage custom and its Buffer", err)
 		}
 	})
+}
+
+func TestRunRejectsNilArgumentsNamingThem(t *testing.T) {
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(in)
+	}
+	var noContext context.Context // nil: what the test passes
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"ctx", func() error { return pipeline.Run(noContext, testkit.NewFake(), build) },
+			"sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil"},
+		{"src", func() error { return pipeline.Run(context.Background(), nil, build) },
+			"sluice: Run needs a Source (source.NewKafka or a testkit fake); got nil"},
+		{"build", func() error { return pipeline.Run(context.Background(), testkit.NewFake(), nil) },
+			"sluice: Run needs a Builder; got nil"},
+	}
+	for _, c := range cases {
+		if err := c.run(); err == nil || err.Error() != c.want {
+			t.Errorf("Run with a nil %s returned %v, want %s", c.name, err, c.want)
+		}
+	}
 }

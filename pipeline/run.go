@@ -25,8 +25,8 @@ type Builder func(p *Partition, in Stream[Record]) End
 // what failed; use errors.As and errors.Is:
 //
 //   - An option error, before anything starts: "sluice: WithX(value): ..."
-//     naming the option and the value (several joined), or a nil src or
-//     build.
+//     naming the option and the value (several joined), or a nil ctx,
+//     src or build.
 //   - *BuildError: the builder wired the graph wrong (a stream consumed
 //     twice or never, no End, a stage's invalid argument) or panicked (Err
 //     is then the *PanicError).
@@ -51,6 +51,9 @@ type Builder func(p *Partition, in Stream[Record]) End
 //
 // Run returns only after every goroutine it started has exited.
 func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
+	if ctx == nil {
+		return errors.New("sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil")
+	}
 	if src == nil {
 		return errors.New("sluice: Run needs a Source (source.NewKafka or a testkit fake); got nil")
 	}
