@@ -96,8 +96,8 @@ func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Durati
 }
 
 // A dead letter that cannot be delivered for a reason retrying cannot fix
-// stops Run at once (no retry, although the default policy retries for
-// about 80 s) with a StageError at the invalid record that names the
+// stops Run at once (no retry, although the default policy retries for up
+// to 11.3 s) with a StageError at the invalid record that names the
 // cause; the partition commits exactly up to it and nothing is stored.
 func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 	t.Parallel()
