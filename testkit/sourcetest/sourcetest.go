@@ -93,23 +93,34 @@ type Evicter interface {
 var WaitTimeout = time.Minute
 
 // Run runs every scenario against d, each as a parallel subtest of t.
+// Besides the violations its checked sources made, a failed scenario
+// reports the clauses of the Source contract it exercises, since a wrong
+// commit or a record processed twice is the effect of breaking one.
 func Run(t *testing.T, d Driver) {
 	for _, sc := range []struct {
-		name string
-		fn   func(*testing.T, Driver)
+		name    string
+		fn      func(*testing.T, Driver)
+		clauses []int
 	}{
-		{"ProcessAllOnce", processAllOnce},
-		{"FilteredTailCommitted", filteredTail},
-		{"InvalidToDeadLetter", invalidToDeadLetter},
-		{"StageErrorCommitsUpToOffset", stageError},
-		{"ShutdownCommitsCompleted", shutdownMidStream},
-		{"ResumeFromCommitted", resume},
-		{"PauseAndResume", pauseResume},
-		{"RebalanceMidStream", rebalanceMidStream},
-		{"LossThenReassign", lossThenReassign},
+		{"ProcessAllOnce", processAllOnce, []int{ClauseDeliver, ClauseCommit, ClauseShutdown}},
+		{"FilteredTailCommitted", filteredTail, []int{ClauseCommit}},
+		{"InvalidToDeadLetter", invalidToDeadLetter, []int{ClauseDeliver, ClauseCommit}},
+		{"StageErrorCommitsUpToOffset", stageError, []int{ClauseCommit, ClauseShutdown}},
+		{"ShutdownCommitsCompleted", shutdownMidStream, []int{ClauseShutdown}},
+		{"ResumeFromCommitted", resume, []int{ClauseShutdown, ClauseDeliver}},
+		{"PauseAndResume", pauseResume, []int{ClausePause, ClauseDeliver}},
+		{"RebalanceMidStream", rebalanceMidStream, []int{ClauseGiveUp, ClauseDeliver}},
+		{"LossThenReassign", lossThenReassign, []int{ClauseGiveUp, ClauseDeliver}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
+			t.Cleanup(func() {
+				if t.Failed() {
+					for _, c := range sc.clauses {
+						t.Errorf("scenario %s exercises Source contract §%d (%s)", sc.name, c, clauses[c])
+					}
+				}
+			})
 			sc.fn(t, d)
 		})
 	}
