@@ -7,7 +7,8 @@
 //	reg := prometheus.NewRegistry()
 //	m, err := metrics.New(reg)
 //	if err != nil { ... }
-//	health := metrics.NewHealth()
+//	health, err := metrics.NewHealth()
+//	if err != nil { ... }
 //	h, err := metrics.Handler(reg, health) // /metrics, /healthz, /readyz
 //	if err != nil { ... }
 //	go http.ListenAndServe(":9464", h)

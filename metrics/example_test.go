@@ -24,7 +24,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	health := metrics.NewHealth()
+	health, err := metrics.NewHealth() // just before Run: the startup grace counts from here
+	if err != nil {
+		panic(err)
+	}
 	mux, err := metrics.Handler(reg, health) // /metrics, /healthz, /readyz
 	if err != nil {
 		panic(err)
@@ -74,7 +77,10 @@ func ExampleHandler() {
 	if _, err := metrics.New(reg); err != nil {
 		panic(err)
 	}
-	health := metrics.NewHealth()
+	health, err := metrics.NewHealth()
+	if err != nil {
+		panic(err)
+	}
 	h, err := metrics.Handler(reg, health)
 	if err != nil {
 		panic(err)

@@ -28,7 +28,7 @@ func TestHandlerServesMetricsAndProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := metrics.NewHealth()
+	health := newHealth(t)
 	h, err := metrics.Handler(reg, health)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestHandlerRejectsNilArguments(t *testing.T) {
 		health *metrics.Health
 		want   []string
 	}{
-		{"nil registry", nil, metrics.NewHealth(), []string{"nil Gatherer reg"}},
+		{"nil registry", nil, newHealth(t), []string{"nil Gatherer reg"}},
 		{"nil health", reg, nil, []string{"nil Health"}},
 		{"both", nil, nil, []string{"nil Gatherer reg", "nil Health"}},
 	} {

@@ -13,50 +13,6 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Defaults of [NewHealth].
-const (
-	// DefaultPollTimeout is how old the last poll may be for the consumer
-	// to count as live.
-	DefaultPollTimeout = 30 * time.Second
-	// DefaultStartupGrace is how long after NewHealth the consumer counts
-	// as live without having polled.
-	DefaultStartupGrace = 30 * time.Second
-)
-
-// HealthOption configures [NewHealth].
-type HealthOption func(*Health)
-
-// WithPollTimeout sets how old the last poll may be for [Health.Live] to
-// pass (default [DefaultPollTimeout]). Non-positive values are ignored.
-func WithPollTimeout(d time.Duration) HealthOption {
-	return func(h *Health) {
-		if d > 0 {
-			h.pollTimeout = d
-		}
-	}
-}
-
-// WithStartupGrace sets how long after NewHealth [Health.Live] passes
-// before the first poll (default [DefaultStartupGrace]). Non-positive
-// values are ignored.
-func WithStartupGrace(d time.Duration) HealthOption {
-	return func(h *Health) {
-		if d > 0 {
-			h.grace = d
-		}
-	}
-}
-
-// WithHealthClock sets the clock Health compares poll times with (default
-// time.Now), so tests need no sleeps.
-func WithHealthClock(now func() time.Time) HealthOption {
-	return func(h *Health) {
-		if now != nil {
-			h.now = now
-		}
-	}
-}
-
 // Health is a [pipeline.Hook] that answers liveness and readiness probes
 // (see [Health.Live], [Health.Ready], the handlers and [Handler]). Create
 // it with [NewHealth] just before Run (the startup grace counts from then)
@@ -105,15 +61,19 @@ var (
 )
 
 // NewHealth returns a Health that is live (within the startup grace) but
-// not ready.
-func NewHealth(opts ...HealthOption) *Health {
-	h := &Health{now: time.Now, pollTimeout: DefaultPollTimeout, grace: DefaultStartupGrace,
-		stuck: make(map[pipeline.TopicPartition]stuckValue)}
+// not ready. An invalid option is an error naming it, and no Health.
+func NewHealth(opts ...HealthOption) (*Health, error) {
+	cfg := healthConfig{now: time.Now, pollTimeout: DefaultPollTimeout, grace: DefaultStartupGrace}
 	for _, o := range opts {
-		o(h)
+		o(&cfg)
 	}
+	if len(cfg.errs) > 0 {
+		return nil, errors.Join(cfg.errs...)
+	}
+	h := &Health{now: cfg.now, pollTimeout: cfg.pollTimeout, grace: cfg.grace,
+		stuck: make(map[pipeline.TopicPartition]stuckValue)}
 	h.started = h.now()
-	return h
+	return h, nil
 }
 
 // Live returns nil while the consumer works: it polled within the poll

@@ -73,7 +73,7 @@ func runStuck(t *testing.T, health *metrics.Health, log *slowStuckLog, unblock c
 // on an idle partition.
 func TestStuckReportRacingTheValueCompletingDoesNotStick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		health := metrics.NewHealth(metrics.WithHealthClock(time.Now)) // the bubble's clock
+		health := newHealth(t, metrics.WithHealthClock(time.Now)) // the bubble's clock
 		log := newSlowStuckLog()
 		unblock := make(chan struct{})
 		h := runStuck(t, health, log, unblock)
@@ -91,7 +91,7 @@ func TestStuckReportRacingTheValueCompletingDoesNotStick(t *testing.T) {
 // logged must not leave the partition marked stuck.
 func TestStuckReportRacingARevokeDoesNotStick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		health := metrics.NewHealth(metrics.WithHealthClock(time.Now))
+		health := newHealth(t, metrics.WithHealthClock(time.Now))
 		log := newSlowStuckLog()
 		sig := &revokeSignal{revoked: make(chan struct{})}
 		h := runStuck(t, health, log, make(chan struct{}), pipeline.WithHooks(sig))

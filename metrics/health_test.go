@@ -19,8 +19,8 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time      { return c.t }
 func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
 func newClock() *clock               { return &clock{t: time.Unix(1_700_000_000, 0)} }
-func (c *clock) health(opts ...metrics.HealthOption) *metrics.Health {
-	return metrics.NewHealth(append([]metrics.HealthOption{metrics.WithHealthClock(c.now)}, opts...)...)
+func (c *clock) health(t testing.TB, opts ...metrics.HealthOption) *metrics.Health {
+	return newHealth(t, append([]metrics.HealthOption{metrics.WithHealthClock(c.now)}, opts...)...)
 }
 
 // probe serves one GET through h and returns the status and body.
@@ -42,7 +42,7 @@ func expectProbe(t *testing.T, h http.Handler, code int, bodyHas string) {
 
 func TestLivenessFollowsPolls(t *testing.T) {
 	c := newClock()
-	h := c.health(metrics.WithPollTimeout(10*time.Second), metrics.WithStartupGrace(time.Minute))
+	h := c.health(t, metrics.WithPollTimeout(10*time.Second), metrics.WithStartupGrace(time.Minute))
 	live := h.LiveHandler()
 
 	expectProbe(t, live, 200, "ok") // within the startup grace
@@ -63,7 +63,7 @@ func TestLivenessFollowsPolls(t *testing.T) {
 
 func TestLivenessDefaults(t *testing.T) {
 	c := newClock()
-	h := c.health()
+	h := c.health(t)
 	c.add(metrics.DefaultStartupGrace)
 	if err := h.Live(); err != nil {
 		t.Fatalf("Live at the end of the default grace: %v", err)
@@ -77,7 +77,7 @@ func TestLivenessDefaults(t *testing.T) {
 
 func TestStuckPartitionFailsLiveness(t *testing.T) {
 	c := newClock()
-	h := c.health()
+	h := c.health(t)
 	h.OnPolled(c.now())
 	tp := pipeline.TopicPartition{Topic: "orders", Partition: 2}
 	other := pipeline.TopicPartition{Topic: "orders", Partition: 5}
@@ -117,7 +117,7 @@ func TestStuckPartitionFailsLiveness(t *testing.T) {
 
 func TestReadiness(t *testing.T) {
 	c := newClock()
-	h := c.health()
+	h := c.health(t)
 	ready := h.ReadyHandler()
 	expectProbe(t, ready, 503, "not a member of the consumer group yet")
 	h.OnJoined()
@@ -130,7 +130,7 @@ func TestReadiness(t *testing.T) {
 }
 
 func TestProbeHeaders(t *testing.T) {
-	h := newClock().health()
+	h := newClock().health(t)
 	rec := httptest.NewRecorder()
 	h.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/readyz", nil))
 	if rec.Code != 503 || rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" || rec.Header().Get("Cache-Control") != "no-store" {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluice-go/sluice/metrics"
 )
 
 // sample returns the value of the series name{labels} in reg: a counter's
@@ -62,4 +64,14 @@ func absent(t *testing.T, reg prometheus.Gatherer, name string, labels ...string
 	if got, ok := sample(t, reg, name, labels...); ok {
 		t.Errorf("%s%v = %v, want no series", name, labels, got)
 	}
+}
+
+// newHealth is metrics.NewHealth for options that must be valid.
+func newHealth(t testing.TB, opts ...metrics.HealthOption) *metrics.Health {
+	t.Helper()
+	h, err := metrics.NewHealth(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -65,6 +65,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if len(cfg.errs) > 0 {
+		return nil, errors.Join(cfg.errs...)
+	}
 	for name, b := range map[string][]float64{
 		"WithStageBuckets": cfg.stageBuckets, "WithCommitBuckets": cfg.commitBuckets, "WithDrainBuckets": cfg.drainBuckets,
 	} {

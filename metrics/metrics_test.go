@@ -185,7 +185,7 @@ func TestStuckValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		health := metrics.NewHealth(metrics.WithPollTimeout(time.Hour))
+		health := newHealth(t, metrics.WithPollTimeout(time.Hour))
 		release := make(chan struct{})
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
@@ -246,7 +246,7 @@ func TestStageFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		health := metrics.NewHealth()
+		health := newHealth(t)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
 				return pipeline.Permanent(errors.New("schema mismatch"))

@@ -1,15 +1,18 @@
 package metrics
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Option configures [New].
+// Option configures [New]. Options are applied in order; an invalid value
+// makes New return an error naming the option.
 type Option func(*config)
 
 type config struct {
+	errs          []error // invalid options, for New to return
 	now           func() time.Time
 	stageBuckets  []float64
 	commitBuckets []float64
@@ -40,12 +43,15 @@ func defaultConfig() config {
 }
 
 // WithClock sets the clock used to measure how long partitions stay
-// paused (default time.Now). Tests inject a fake clock.
+// paused (default time.Now). Tests inject a fake clock. It must not be
+// nil.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
-		if now != nil {
-			c.now = now
+		if now == nil {
+			c.errs = append(c.errs, errors.New("metrics.New: WithClock(nil): pass a clock such as time.Now"))
+			return
 		}
+		c.now = now
 	}
 }
 

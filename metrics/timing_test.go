@@ -40,14 +40,14 @@ func observedBy(t *testing.T, hooks ...pipeline.Hook) bool {
 // Health handles no stage calls, so registered alone it makes no stage
 // read the clock; Metrics times them.
 func TestOnlyStageCallHooksMakeStagesReadTheClock(t *testing.T) {
-	if observedBy(t, metrics.NewHealth()) {
+	if observedBy(t, newHealth(t)) {
 		t.Error("with only Health registered, Stage.Observed() = true: every stage call reads the clock")
 	}
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !observedBy(t, metrics.NewHealth(), m) {
+	if !observedBy(t, newHealth(t), m) {
 		t.Error("with Metrics registered, Stage.Observed() = false: sluice_stage_duration_seconds gets nothing")
 	}
 }

@@ -27,7 +27,7 @@ import (
 // Hooks replace the Observer interface (and NopObserver, WithObserver) of
 // earlier versions: rename each method M to OnM and pass the value to
 // WithHooks.
-type Hook = engine.Hook
+type Hook = any
 
 // HookPartitionAssigned is called when a partition is assigned.
 type HookPartitionAssigned interface {

@@ -34,15 +34,15 @@ func BenchmarkHooks(b *testing.B) {
 		hooks func(b *testing.B) []pipeline.Option
 	}{
 		{"none", func(*testing.B) []pipeline.Option { return nil }},
-		{"health", func(*testing.B) []pipeline.Option {
-			return []pipeline.Option{pipeline.WithHooks(metrics.NewHealth())}
+		{"health", func(b *testing.B) []pipeline.Option {
+			return []pipeline.Option{pipeline.WithHooks(newHealth(b))}
 		}},
 		{"metrics", func(b *testing.B) []pipeline.Option {
 			m, err := metrics.New(prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}
-			return []pipeline.Option{pipeline.WithHooks(m, metrics.NewHealth())}
+			return []pipeline.Option{pipeline.WithHooks(m, newHealth(b))}
 		}},
 	}
 	for _, g := range graphs {
@@ -50,4 +50,12 @@ func BenchmarkHooks(b *testing.B) {
 			b.Run(g.name+"/"+hs.name, func(b *testing.B) { benchGraph(b, g.wire, hs.hooks(b)...) })
 		}
 	}
+}
+
+func newHealth(b *testing.B) *metrics.Health {
+	h, err := metrics.NewHealth()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
 }

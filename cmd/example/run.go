@@ -44,7 +44,11 @@ func newTelemetry() (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{reg: reg, metrics: m, health: metrics.NewHealth()}, nil
+	health, err := metrics.NewHealth()
+	if err != nil {
+		return nil, err
+	}
+	return &telemetry{reg: reg, metrics: m, health: health}, nil
 }
 
 // hooks registers the metrics and the health probes with Run.
