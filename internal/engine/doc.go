@@ -13,7 +13,9 @@
 // partition's dead-letter queue and limit (deadletters.go,
 // deadletter_limit.go), retries with backoff (retries.go) and the stuck
 // watchdog (stuck.go). The data types users see (records.go, partition.go,
-// errors.go, observer.go) are defined here and aliased by pipeline.
+// errors.go) are defined here and aliased by pipeline. The event hooks
+// (hooks.go) are the configured hooks sorted by event once per Run; their
+// interfaces are package pipeline's Hook*, matched by method set.
 //
 // Nothing here validates options or fills defaults: package pipeline does,
 // and hands a complete [Config] to Run.
