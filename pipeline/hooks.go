@@ -19,7 +19,10 @@ import (
 // work, often concurrently with other calls of the same or other hook
 // methods, so implementations must be safe for concurrent use and fast:
 // count, do not block, do not call back into Run. Hooks are called in
-// the order they were registered. A panic in a hook is not recovered.
+// the order they were registered. Hooks must not panic: Run does not
+// recover hook panics as such; one on a stage goroutine stops Run like a
+// panic of that stage's function, one on any other goroutine (the poll
+// loop, the stuck detector) crashes the program.
 //
 // New events may be added as new interfaces at any time; a hook keeps
 // compiling and working, and simply does not see them.
