@@ -19,15 +19,17 @@ import (
 // name, so that an Example can use synctest.Test and the helpers that
 // take a testing.TB (an Example gets no *testing.T; in your own tests,
 // write func TestX(t *testing.T) and use t). Pass the Example's name, so
-// that a -run pattern that selects the Example selects fn too. The -v
-// flag is off meanwhile so that fn's progress lines do not mix with the
-// Example's output; a failure prints its message, which fails the
-// Example.
+// that a -run pattern that selects the Example selects fn too. Meanwhile
+// -v is off, so that fn's progress lines do not mix with the Example's
+// output, and -count is 1, so that fn runs once, as the Example does; a
+// failure prints its message, which fails the Example.
 func runTest(name string, fn func(t *testing.T)) {
-	if v := flag.Lookup("test.v"); v != nil {
-		old := v.Value.String()
-		_ = v.Value.Set("false")
-		defer func() { _ = v.Value.Set(old) }()
+	for name, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		if f := flag.Lookup(name); f != nil {
+			old := f.Value.String()
+			_ = f.Value.Set(value)
+			defer func() { _ = f.Value.Set(old) }()
+		}
 	}
 	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
 		[]testing.InternalTest{{Name: name, F: fn}})
