@@ -24,8 +24,8 @@ import (
 // output, and -count is 1, so that fn runs once, as the Example does; a
 // failure prints its message, which fails the Example.
 func runTest(name string, fn func(t *testing.T)) {
-	for name, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		if f := flag.Lookup(name); f != nil {
+	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		if f := flag.Lookup(flagName); f != nil {
 			old := f.Value.String()
 			_ = f.Value.Set(value)
 			defer func() { _ = f.Value.Set(old) }()
