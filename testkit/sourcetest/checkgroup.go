@@ -23,8 +23,10 @@ import (
 // commits do not move back (§4); what Revoke returned is committed before
 // the source makes its next call, nothing is committed for a partition
 // after that or after Lose (§5); and Shutdown is called once ctx is done,
-// nothing is assigned or delivered after it, what it returned is committed
-// before Source.Run returns, and Run returns nil (§6).
+// nothing is assigned or delivered after it, and what it returned is
+// committed before Source.Run returns (§6). A commit reported while the
+// source handles a loss (before its next call) is taken as one sent
+// before the loss.
 //
 // Commits are checked as the source reports them with Group.Committed, so
 // a source that commits without reporting is not seen; the scenarios of
