@@ -2,19 +2,25 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
 // kafkaDriver runs the source conformance suite against source.Kafka on
-// the embedded broker.
-type kafkaDriver struct{ b *testkit.Broker }
+// the embedded broker; consumer selects KIP-848's consumer group protocol
+// (the broker assigns) instead of the classic one.
+type kafkaDriver struct {
+	b        *testkit.Broker
+	consumer bool
+}
 
 func (d kafkaDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	d.b.CreateTopic(t, topic, partitions)
@@ -25,7 +31,22 @@ func (d kafkaDriver) Produce(t *testing.T, topic string, recs ...pipeline.Record
 }
 
 func (d kafkaDriver) NewSource(t *testing.T, group, topic string) pipeline.Source {
-	return newSource(t, d.b, group, topic, nil)
+	if !d.consumer {
+		return newSource(t, d.b, group, topic, nil)
+	}
+	// newSource's heartbeat and session properties are classic-only.
+	src, err := source.NewKafka(source.Config{
+		Brokers:        d.b.Addrs(),
+		Group:          group,
+		Topics:         []string{topic},
+		CommitInterval: 50 * time.Millisecond,
+		Logger:         testLogger(t),
+		Overrides:      map[string]any{"group.protocol": "consumer"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 func (d kafkaDriver) Committed(t *testing.T, group, topic string) map[int32]int64 {
@@ -34,11 +55,15 @@ func (d kafkaDriver) Committed(t *testing.T, group, topic string) map[int32]int6
 
 // Evict makes the coordinator reject the group's heartbeats, so that
 // librdkafka reports its assignment lost (as TestCrashedMemberIsReplaced
-// does), and its joins, so that it cannot come back until readmit.
+// does), and its joins, so that it cannot come back until readmit. Under
+// the consumer protocol a heartbeat is also the join: every one is
+// answered FENCED_MEMBER_EPOCH, on which librdkafka drops its assignment
+// as lost and rejoins.
 func (d kafkaDriver) Evict(t *testing.T, group, _ string) (readmit func()) {
 	faults := d.b.Cluster().Fault(
 		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
 	)
 	t.Cleanup(faults.Remove)
 	return faults.Remove
@@ -47,5 +72,9 @@ func (d kafkaDriver) Evict(t *testing.T, group, _ string) (readmit func()) {
 var _ sourcetest.Evicter = kafkaDriver{}
 
 func TestKafkaSourceConformance(t *testing.T) {
-	sourcetest.Run(t, kafkaDriver{testkit.NewBroker(t)})
+	sourcetest.Run(t, kafkaDriver{b: testkit.NewBroker(t)})
+}
+
+func TestKafkaSourceConformanceConsumerProtocol(t *testing.T) {
+	sourcetest.Run(t, kafkaDriver{b: testkit.NewBroker(t), consumer: true})
 }
