@@ -15,26 +15,28 @@ type sourceFunc func(ctx context.Context, g pipeline.Group) error
 func (f sourceFunc) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
 
 // Check wraps a source under test; each breach of the Source contract is
-// reported naming the clause it broke. This one delivers a partition it
-// never assigned, and forgets to commit what Shutdown returned.
+// reported naming the clause it broke. This source delivers a partition
+// it never assigned, and commits an offset the group never gave it.
 func ExampleCheck() {
 	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
-	delivered := make(chan struct{})
+	ran := make(chan struct{})
 	src := sourcetest.Check(sourceFunc(func(ctx context.Context, g pipeline.Group) error {
-		g.Deliver(pipeline.TopicPartition{Topic: "t", Partition: 1}, []pipeline.Record{{Topic: "t", Partition: 1}})
 		_ = g.Assign([]pipeline.TopicPartition{tp})
-		g.Deliver(tp, []pipeline.Record{{Topic: "t", Offset: 0}})
-		close(delivered)
+		g.Deliver(pipeline.TopicPartition{Topic: "t", Partition: 1}, []pipeline.Record{{Topic: "t", Partition: 1}})
+		g.Committed([]pipeline.Offset{{TopicPartition: tp, Next: 7}}, 0, nil)
+		close(ran)
 		<-ctx.Done()
-		g.Shutdown() // returns t/0's final offset, 1, which is never committed
+		g.Shutdown() // nothing to commit: t/0 completed no record
 		return nil
 	}))
-	discard := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End { return stages.Discard(in) }
+	discard := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(in)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, src, discard) }()
-	<-delivered
+	<-ran
 	cancel()
 	fmt.Println("Run:", <-done)
 	for _, v := range src.Violations() {
@@ -43,5 +45,5 @@ func ExampleCheck() {
 	// Output:
 	// Run: <nil>
 	// §2: Group.Deliver of 1 records of t/1, which is never assigned
-	// §6: t/0: the final offset 1 that Group.Shutdown returned was not reported committed (Group.Committed) before Source.Run returned
+	// §4: t/0: committed 7, a value the group never returned (from Offsets, Revoke or Shutdown)
 }
