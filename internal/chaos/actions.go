@@ -227,6 +227,10 @@ func (s *scenario) do(ctx context.Context, st step) error {
 			return err
 		}
 		return s.startAndRecover(ctx, st.victim)
+	case killJoinerJoined:
+		s.res.restarts++
+		s.res.kills++
+		return s.killJoinerOnceJoined(ctx, st.slot)
 	case stopAll:
 		s.res.stopAlls++
 		s.terminate(s.liveProcs(), "stop all")
@@ -259,4 +263,49 @@ func (s *scenario) startAndRecover(ctx context.Context, slot int) error {
 		return err
 	}
 	return s.recovered(ctx, "restart as "+s.live[slot].name, t)
+}
+
+// killJoinerOnceJoined restarts slot and SIGKILLs the new incarnation as
+// soon as the broker has answered its JoinGroup: it is a member and the
+// group is past PreparingRebalance (kfake leaves that state only by
+// sending every member waiting in JoinGroup its reply, completeRebalance
+// in groups.go). A KIP-848 group has no such state, so there it is
+// killed once it is a member. Then the group must recover without it
+// within the recovery timeout, and the slot is started again.
+func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
+	t := time.Now()
+	p := s.live[slot]
+	s.terminate([]*proc{p}, "restart before killing the joiner")
+	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+		return err
+	}
+	if err := s.start(slot); err != nil {
+		return err
+	}
+	joining := s.live[slot]
+	g, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), joining.name+" got its JoinGroup reply",
+		func(g groupState) (bool, string) { return joinedPastPreparing(g, joining.name) })
+	if err != nil {
+		s.violate("%v", err)
+		return errAbort
+	}
+	t = time.Now()
+	s.kill(joining, fmt.Sprintf("once joined, group %v", g))
+	if err := s.recovered(ctx, "SIGKILL of "+joining.name+" once joined", t); err != nil {
+		return err
+	}
+	return s.startAndRecover(ctx, slot)
+}
+
+// joinedPastPreparing reports whether id is a member of a group that is
+// not preparing a rebalance: for a classic group, the broker has sent id
+// its JoinGroup reply.
+func joinedPastPreparing(g groupState, id string) (bool, string) {
+	if _, ok := g.members[id]; !ok {
+		return false, "not a member yet"
+	}
+	if g.state == "PreparingRebalance" {
+		return false, "a member, waiting for its JoinGroup reply"
+	}
+	return true, ""
 }

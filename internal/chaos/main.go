@@ -9,6 +9,8 @@
 //	go run ./internal/chaos -short   # about a minute: one step of each kind, every protocol (CI)
 //	go run ./internal/chaos          # 6 random steps per protocol
 //	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events
+//	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
+//	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
 //
 // The plan (which process, which signal, the pauses between steps) is
 // deterministic given -seed; how the consumers interleave with it is not.
@@ -37,6 +39,7 @@ var protocols = []string{"cooperative-sticky", "range", "consumer"}
 
 type options struct {
 	short, long bool
+	plan        string
 	rounds      int
 	seed        int64
 	seeds       int
@@ -45,13 +48,23 @@ type options struct {
 	timeout     time.Duration
 	race        bool
 	keep        bool
+	rss         bool
+	rssSet      rssSettings
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "rss-child" {
+		os.Exit(rssChild(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
+	}
+	if o.rss {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		os.Exit(runRSS(ctx, o.rssSet, o.timeout))
 	}
 	os.Exit(run(o))
 }
@@ -61,7 +74,9 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.BoolVar(&o.short, "short", false, "about a minute: one step of each kind per protocol, a small workload (CI)")
 	fs.BoolVar(&o.long, "long", false, "16 random steps, 3 seeds, 1000 events/s")
-	fs.IntVar(&o.rounds, "rounds", 0, "random steps per scenario (default 6; 16 with -long; -short has its fixed plan)")
+	fs.StringVar(&o.plan, "plan", planRandom, "steps of each scenario: "+strings.Join(planNames, ", ")+
+		" (every step a full stop, or a kill of the joiner after its JoinGroup reply); -short has its fixed plan")
+	fs.IntVar(&o.rounds, "rounds", 0, "steps per scenario (default 6; 16 with -long; -short has its fixed plan)")
 	fs.Int64Var(&o.seed, "seed", 1, "first seed; the plan is deterministic given the seed")
 	fs.IntVar(&o.seeds, "seeds", 0, "how many seeds from -seed (default 1; 3 with -long)")
 	fs.StringVar(&o.protocols, "protocols", strings.Join(protocols, ","), "comma-separated group protocols to run")
@@ -79,6 +94,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
 	fs.BoolVar(&o.keep, "keep", false, "keep the process logs even when everything passed")
 	fs.BoolVar(&o.set.verbose, "v", false, "print every process start")
+	fs.BoolVar(&o.rss, "rss", false, "instead of the chaos scenarios: peak RSS of one consumer per partition count (-rss-* flags)")
+	o.rssSet.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -86,6 +103,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o.set.partitions = 8
+	if len(o.rssSet.partitions) == 0 {
+		o.rssSet.partitions = []int{8, 256}
+	}
 	preset := func(v *int, normal, short, long int) {
 		if *v == 0 {
 			*v = normal
@@ -117,6 +137,16 @@ func (o options) validate() error {
 	var errs []error
 	if o.short && o.long {
 		errs = append(errs, errors.New("-short and -long: choose one"))
+	}
+	if o.rss {
+		if err := o.rssSet.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !slices.Contains(planNames, o.plan) {
+		errs = append(errs, fmt.Errorf("-plan: %q is not one of %s", o.plan, strings.Join(planNames, ", ")))
+	} else if o.short && o.plan != planRandom {
+		errs = append(errs, fmt.Errorf("-plan=%s with -short: -short has its fixed plan; choose one", o.plan))
 	}
 	for _, p := range o.protocolList() {
 		if !slices.Contains(protocols, p) {
@@ -186,7 +216,7 @@ func run(o options) (status int) {
 		}
 	}()
 
-	mode := fmt.Sprintf("%d random steps", o.rounds)
+	mode := fmt.Sprintf("%d steps of plan %s", o.rounds, o.plan)
 	if o.short {
 		mode = "short plan"
 	}
@@ -198,7 +228,7 @@ func run(o options) (status int) {
 	for seed := o.seed; seed < o.seed+int64(o.seeds); seed++ {
 		plan := shortPlan(seed, o.set.procs)
 		if !o.short {
-			plan = randomPlan(seed, o.set.procs, o.rounds)
+			plan = planFor(o.plan, seed, o.set.procs, o.rounds)
 		}
 		for _, protocol := range o.protocolList() {
 			if ctx.Err() != nil {

@@ -1,9 +1,33 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestFlagsNameWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-plan", "everything"}, `-plan: "everything" is not one of random, stop-all, kill-joiner-joined`},
+		{[]string{"-short", "-plan", "stop-all"}, "-plan=stop-all with -short"},
+		{[]string{"-rss", "-rss-budget", "0"}, "-rss-budget=0: must be positive"},
+		{[]string{"-rss", "-rss-consume", "300000"}, "-rss-consume=300000: more than the 200000 records"},
+		{[]string{"-rss-partitions", "8,x"}, `"x" is not a positive partition count`},
+	} {
+		_, err := parseFlags(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	o, err := parseFlags([]string{"-plan", "stop-all", "-rounds", "20", "-rss-partitions", "8, 64"})
+	if err != nil || o.plan != planStopAll || o.rounds != 20 || fmt.Sprint(o.rssSet.partitions) != "[8 64]" {
+		t.Fatalf("parseFlags: %+v, %v", o, err)
+	}
+}

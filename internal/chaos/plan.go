@@ -23,6 +23,16 @@ const (
 	// stopAll: SIGTERM every process at once, wait for all to exit 0,
 	// start them all again.
 	stopAll
+	// killJoinerJoined: SIGTERM one process and start it again; SIGKILL
+	// the new incarnation once the broker has answered its JoinGroup
+	// (classic groups: it is a member and the group has left
+	// PreparingRebalance), so while it syncs or waits for the next
+	// cooperative round. kfake arms a classic member's session timer only
+	// when a reply reaches it: a joiner killed before its JoinGroup reply
+	// is never expired, one killed after it is, as in Kafka (see
+	// docs/reliability.md). Under KIP-848 it is killInRebalance of the
+	// joiner.
+	killJoinerJoined
 )
 
 func (k stepKind) String() string {
@@ -35,6 +45,8 @@ func (k stepKind) String() string {
 		return "SIGKILL during rebalance"
 	case stopAll:
 		return "SIGTERM all+restart"
+	case killJoinerJoined:
+		return "SIGKILL of the joiner after its JoinGroup reply"
 	}
 	return fmt.Sprintf("stepKind(%d)", int(k))
 }
@@ -51,6 +63,8 @@ func (s step) String() string {
 	switch s.kind {
 	case termRestart, killRestart:
 		return fmt.Sprintf("%v of slot %d", s.kind, s.slot)
+	case killJoinerJoined:
+		return fmt.Sprintf("%v: restart slot %d, kill it once joined", s.kind, s.slot)
 	case killInRebalance:
 		if s.victim == s.slot {
 			return fmt.Sprintf("%v: restart slot %d, kill it while it joins", s.kind, s.slot)
@@ -100,4 +114,38 @@ func randomStep(r *rand.Rand, k stepKind, procs int) step {
 		victim: r.IntN(procs),
 		settle: 200*time.Millisecond + time.Duration(r.IntN(800))*time.Millisecond,
 	}
+}
+
+// Plan names, the values of -plan.
+const (
+	planRandom       = "random"
+	planStopAll      = "stop-all"
+	planJoinerJoined = "kill-joiner-joined"
+)
+
+var planNames = []string{planRandom, planStopAll, planJoinerJoined}
+
+// planFor returns the named plan of n steps for seed (-short has its own,
+// shortPlan).
+func planFor(name string, seed int64, procs, n int) []step {
+	switch name {
+	case planStopAll:
+		return uniformPlan(seed, stopAll, procs, n)
+	case planJoinerJoined:
+		return uniformPlan(seed, killJoinerJoined, procs, n)
+	}
+	return randomPlan(seed, procs, n)
+}
+
+// uniformPlan is n steps of kind k, the process and the pauses drawn from
+// the seed: "-plan stop-all -rounds 20" is issue 7's 20 consecutive stops
+// of every process at once.
+func uniformPlan(seed int64, k stepKind, procs, n int) []step {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	steps := make([]step, n)
+	for i := range steps {
+		steps[i] = randomStep(r, k, procs)
+		steps[i].victim = steps[i].slot
+	}
+	return steps
 }

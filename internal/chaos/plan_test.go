@@ -36,3 +36,51 @@ func TestShortPlanHasEveryKindOnceAndKillsAnExistingMember(t *testing.T) {
 		}
 	}
 }
+
+func TestUniformPlansHaveOnlyTheirKind(t *testing.T) {
+	for _, tc := range []struct {
+		plan string
+		kind stepKind
+	}{{planStopAll, stopAll}, {planJoinerJoined, killJoinerJoined}} {
+		p := planFor(tc.plan, 7, 3, 20)
+		if len(p) != 20 {
+			t.Fatalf("-plan %s -rounds 20: %d steps", tc.plan, len(p))
+		}
+		for i, st := range p {
+			if st.kind != tc.kind || st.slot < 0 || st.slot >= 3 || st.victim != st.slot {
+				t.Fatalf("-plan %s: step %d = %+v, want %v of the slot restarted", tc.plan, i, st, tc.kind)
+			}
+		}
+		if a, b := fmt.Sprint(p), fmt.Sprint(planFor(tc.plan, 7, 3, 20)); a != b {
+			t.Fatalf("-plan %s: two plans of seed 7 differ:\n%s\n%s", tc.plan, a, b)
+		}
+	}
+	if a, b := fmt.Sprint(planFor(planRandom, 3, 3, 16)), fmt.Sprint(randomPlan(3, 3, 16)); a != b {
+		t.Fatalf("-plan random is not the random plan:\n%s\n%s", a, b)
+	}
+}
+
+func TestJoinedPastPreparingWaitsForTheJoinGroupReply(t *testing.T) {
+	g := func(state string, members ...string) groupState {
+		s := groupState{state: state, members: map[string][]int32{}}
+		for _, m := range members {
+			s.members[m] = nil
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		g    groupState
+		want bool
+	}{
+		{g("PreparingRebalance", "p0.1", "p1.1"), false}, // not a member yet
+		{g("PreparingRebalance", "p0.1", "p1.1", "p2.2"), false},
+		{g("CompletingRebalance", "p0.1", "p1.1", "p2.2"), true},
+		{g("Stable", "p0.1", "p1.1", "p2.2"), true},
+		{g("Stable", "p0.1", "p1.1"), false},
+		{g("Reconciling", "p0.1", "p2.2"), true}, // KIP-848: a member is enough
+	} {
+		if got, why := joinedPastPreparing(tc.g, "p2.2"); got != tc.want || (!got && why == "") {
+			t.Errorf("joinedPastPreparing(%v, p2.2) = %v %q, want %v", tc.g, got, why, tc.want)
+		}
+	}
+}
