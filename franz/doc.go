@@ -1,0 +1,120 @@
+// Package franz implements the Kafka [pipeline.Source] on franz-go
+// (github.com/twmb/franz-go/pkg/kgo), in pure Go: no cgo, so programs
+// using it build with CGO_ENABLED=0. It gives the guarantees of the
+// librdkafka source in package source (read its documentation too); this
+// page says how, and where the two differ.
+//
+// # Poll loop
+//
+// One goroutine polls the client (PollRecords) with a short timeout (100ms,
+// 10ms while a partition is paused) and never blocks on the graphs: the
+// records of one partition in a fetch are handed to Group.Deliver in calls
+// of at most 128; when Deliver asks for a pause the partition is paused
+// in kgo (PauseFetchPartitions), and what Group.Resumable lists (checked
+// whenever Group.Wake fires) is resumed (ResumeFetchPartitions). A
+// partition revoked or lost while paused is resumed in kgo, which keeps
+// pauses across assignments. The high watermark of every fetched
+// partition is reported to Group.HighWatermark when it moves; Polled after
+// every poll, Joined at the first assignment (possibly empty).
+//
+// # Rebalances
+//
+// kgo runs OnPartitionsAssigned, OnPartitionsRevoked and OnPartitionsLost
+// on its own goroutine and holds the rebalance until they return. Each of
+// them hands its partitions to the poll loop (waking the poll in progress)
+// and waits until the loop served them, so every Group call happens on the
+// goroutine of Run: Group.Assign before kgo fetches the new partitions;
+// Group.Revoke and a synchronous commit of what it returned before kgo
+// rejoins (cooperative) or sends JoinGroup (eager); Group.Lose and no
+// commit for lost partitions (kgo's fatal group errors: ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, a session that expired). kgo.BlockRebalanceOnPoll is
+// not used: with it a poll blocks while a callback waits, which would
+// deadlock a callback waiting for the poll loop.
+//
+// The default balancer is kgo's (cooperative-sticky). Eager assignors are
+// chosen with kgo.Balancers in Config.Opts (kgo.RangeBalancer,
+// kgo.RoundRobinBalancer, kgo.StickyBalancer). KIP-848 (the broker
+// assigns) is kgo.ServerSideBalancer together with
+// kgo.Balancers(kgo.RangeBalancer()) or kgo.Balancers(kgo.StickyBalancer()),
+// on a Kafka 4.0+ cluster; kgo falls back to the classic protocol
+// otherwise.
+//
+// # Offsets
+//
+// kgo's auto-commit is off (kgo.DisableAutoCommit): the source sends every
+// commit itself, one at a time, with CommitOffsetsSync on a goroutine of
+// its own. Every Config.CommitInterval the loop collects Group.Offsets and,
+// unless a commit is in flight, commits them in the background; a failed
+// commit is retried at the next interval. On revoke and on shutdown the
+// source waits for the commit in flight, then commits synchronously, both
+// bounded by 40% of Config.CloseTimeout; the final commit is retried while
+// the coordinator answers REBALANCE_IN_PROGRESS. A commit in flight that
+// holds a lost partition is waited for (bounded the same) before the loss
+// is acknowledged to kgo. Offsets of partitions the source does not own are
+// never committed (an owned-set fence). Group.Committed receives every
+// commit's duration, and a *CommitError naming the commit when it failed;
+// failures expected around rebalances are logged at debug level. Every
+// commit runs under a context bounded by Config.CloseTimeout.
+//
+// # Defaults and options
+//
+// Before Config.Opts the source sets kgo.FetchMaxWait(100ms) (kgo's 5s
+// would keep a resumed partition waiting behind a long-poll fetch) and
+// kgo.ConsumeResetOffset to the start of the partition (as
+// auto.offset.reset=earliest; kgo already starts a partition without a
+// commit at its start). Config.Opts may change both, and everything else
+// (TLS, SASL, fetch sizes, balancers, the group timeouts, InstanceID),
+// except the options the source sets itself and relies on: kgo.SeedBrokers,
+// kgo.ConsumerGroup, kgo.ConsumeTopics, kgo.ConsumeRegex,
+// kgo.ConsumePartitions, kgo.ShareGroup, kgo.GroupProtocol,
+// kgo.DisableAutoCommit, kgo.AutoCommitInterval, kgo.AutoCommitMarks,
+// kgo.GreedyAutoCommit, kgo.AutoCommitCallback, kgo.OnPartitionsAssigned,
+// kgo.OnPartitionsRevoked, kgo.OnPartitionsLost,
+// kgo.OnPartitionsCallbackBlocked, kgo.BlockRebalanceOnPoll,
+// kgo.AdjustFetchOffsetsFn and kgo.WithLogger. NewSource finds them by
+// applying Config.Opts to a probe client (kgo.NewClient dials nothing) and
+// comparing each with kgo's default (Client.OptValues), and refuses them
+// with an error naming the option and the reason. An option set to kgo's
+// default value cannot be told from an unset one.
+//
+// # Timeouts
+//
+// At Run start the source derives the group timeouts from the runtime's
+// drain timeout (Group.DrainTimeout), unless Config.Opts set them:
+// kgo.RebalanceTimeout is drain timeout + the commit timeout (40% of
+// Config.CloseTimeout) + 6s, at least the session timeout (30s with the
+// defaults, kgo's is 60s); kgo.SessionTimeout 10s (kgo's is 45s);
+// kgo.HeartbeatInterval min(3s, session/3). A kgo.RebalanceTimeout in
+// Config.Opts below drain timeout + commit timeout, the longest a revoke
+// keeps the poll loop, makes Run fail before any other Group call. With
+// KIP-848 the session and heartbeat are broker settings.
+//
+// # Shutdown
+//
+// When ctx is done: Group.Shutdown (the drain); the final synchronous
+// commit, once the background commit in flight was answered; leaving the
+// group (LeaveGroupContext; kgo's revoke while leaving is answered at
+// once); closing the client. The commit and the leave share the first 40%
+// of Config.CloseTimeout (the leave at least 10%), Close the rest, on its
+// own goroutine. Run returns an error naming each step that did not finish
+// in time.
+//
+// # Differences from the librdkafka source
+//
+//   - Options are kgo.Opt values, not librdkafka properties; Topics are
+//     exact names (no "^" regular expressions).
+//   - No librdkafka workarounds: kgo needs no assign/unassign calls from the
+//     callbacks, so the source does not unsubscribe and drain revokes
+//     itself before Close, and a fatal error does not leak the client.
+//   - Run returns an error before ctx is done only when the client was
+//     closed under it (kgo.ErrClientClosed); other fetch errors are logged
+//     as warnings while kgo retries.
+//   - Commits carry no leader epoch (-1).
+//
+// # Logs
+//
+// franz-go's logs go to Config.Logger through an adapter (kgo.WithLogger):
+// kgo's Error, Warn, Info and Debug levels map to slog's, and kgo only
+// formats the levels the handler enables. The source's own events
+// (assignments, revokes, losses, commit failures) are logged there too.
+package franz

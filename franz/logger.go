@@ -1,0 +1,53 @@
+package franz
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// slogAdapter is the kgo.Logger the source installs (kgo.WithLogger): it
+// forwards franz-go's logs to Config.Logger with kgo's levels mapped to
+// slog's (Error, Warn, Info, Debug), tagged source=franz-go.
+type slogAdapter struct{ log *slog.Logger }
+
+// Level reports the most verbose kgo level the slog handler enables, so
+// that kgo does not build log lines nobody keeps.
+func (a slogAdapter) Level() kgo.LogLevel {
+	ctx := context.Background()
+	switch {
+	case a.log.Enabled(ctx, slog.LevelDebug):
+		return kgo.LogLevelDebug
+	case a.log.Enabled(ctx, slog.LevelInfo):
+		return kgo.LogLevelInfo
+	case a.log.Enabled(ctx, slog.LevelWarn):
+		return kgo.LogLevelWarn
+	case a.log.Enabled(ctx, slog.LevelError):
+		return kgo.LogLevelError
+	}
+	return kgo.LogLevelNone
+}
+
+// Log forwards one kgo log line; keyvals are kgo's alternating keys and
+// values.
+func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lvl := slogLevel(level)
+	ctx := context.Background()
+	if !a.log.Enabled(ctx, lvl) {
+		return
+	}
+	a.log.Log(ctx, lvl, msg, append([]any{"source", "franz-go"}, keyvals...)...)
+}
+
+func slogLevel(l kgo.LogLevel) slog.Level {
+	switch l {
+	case kgo.LogLevelError:
+		return slog.LevelError
+	case kgo.LogLevelWarn:
+		return slog.LevelWarn
+	case kgo.LogLevelInfo:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}

@@ -1,0 +1,206 @@
+package franz
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// How rebalances reach the Group.
+//
+// kgo runs OnPartitionsAssigned, OnPartitionsRevoked and OnPartitionsLost
+// on its group-management goroutine, one at a time, and the rebalance does
+// not proceed until the callback returns (consumer_group.go: a cooperative
+// revoke before the rejoin, an eager revoke before JoinGroup, the assign
+// before fetching the new partitions starts). pipeline.Group must only be
+// called from the poll goroutine, so each callback hands its partitions to
+// the poll loop (queue, then cancels the poll in progress) and waits until
+// the loop has served them: Assign, Revoke plus the synchronous commit, or
+// Lose. The rebalance is thus blocked for exactly as long as the drain and
+// the commit take, as with librdkafka.
+//
+// kgo.BlockRebalanceOnPoll is not used: with it a poll blocks while a
+// callback waits (consumer.go, waitAndAddPoller), so a callback waiting for
+// the poll loop would deadlock it. Without it kgo may run a callback while
+// the loop handles polled records; the loop serves the callback once it is
+// done with them, and the owned set fences anything stale.
+
+type cbKind int
+
+const (
+	cbAssigned cbKind = iota
+	cbRevoked
+	cbLost
+)
+
+func (k cbKind) String() string {
+	return [...]string{"assigned", "revoked", "lost"}[k]
+}
+
+// callback is one kgo rebalance callback waiting for the poll loop.
+type callback struct {
+	kind cbKind
+	tps  []pipeline.TopicPartition
+	done chan struct{}
+}
+
+// handOff runs on kgo's goroutine: it queues the callback for the poll
+// loop, wakes the loop and waits until the loop served it. After the
+// shutdown drained (handOffEnd) it returns at once: nothing is owned any
+// more and kgo needs no answer.
+func (r *runner) handOff(kind cbKind, m map[string][]int32) {
+	cb := &callback{kind: kind, tps: tpsOf(m), done: make(chan struct{})}
+	r.mu.Lock()
+	if r.handOffEnd {
+		r.mu.Unlock()
+		return
+	}
+	r.queue = append(r.queue, cb)
+	if r.cancelPoll != nil {
+		r.cancelPoll()
+	}
+	r.mu.Unlock()
+	<-cb.done
+}
+
+// serveCallbacks serves the callbacks queued by handOff, in order, on the
+// poll goroutine.
+func (r *runner) serveCallbacks() {
+	for {
+		r.mu.Lock()
+		if len(r.queue) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		cb := r.queue[0]
+		r.queue = r.queue[1:]
+		r.mu.Unlock()
+		r.serve(cb)
+		close(cb.done)
+	}
+}
+
+// endHandOff makes later callbacks return at once and serves those queued.
+func (r *runner) endHandOff() {
+	r.mu.Lock()
+	r.handOffEnd = true
+	r.mu.Unlock()
+	r.serveCallbacks()
+}
+
+func (r *runner) serve(cb *callback) {
+	switch cb.kind {
+	case cbAssigned:
+		r.assigned(cb.tps)
+	case cbRevoked:
+		r.revoked(cb.tps)
+	case cbLost:
+		r.lost(cb.tps)
+	}
+}
+
+func (r *runner) assigned(tps []pipeline.TopicPartition) {
+	if r.closing || r.fatal != nil {
+		return
+	}
+	if !r.joined {
+		r.joined = true
+		r.g.Joined()
+	}
+	var fresh []pipeline.TopicPartition
+	for _, tp := range tps {
+		if !r.owned[tp] {
+			fresh = append(fresh, tp)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	r.log.Info("partitions assigned", "partitions", fresh)
+	if err := r.g.Assign(fresh); err != nil {
+		// A graph failed to build: Run has recorded the error and
+		// cancels ctx; we carry on and shut down gracefully.
+		r.log.Error("assign failed; waiting for the runtime to stop", "partitions", fresh, "err", err)
+	}
+	for _, tp := range fresh {
+		r.assigns++
+		r.ownership[tp] = r.assigns
+		r.owned[tp] = true
+	}
+}
+
+// giveUp removes tps from the owned set and returns those that were
+// owned, with their pending offsets.
+func (r *runner) giveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset) {
+	for _, tp := range tps {
+		if r.owned[tp] {
+			mine = append(mine, tp)
+		}
+		delete(r.owned, tp)
+	}
+	r.unpause(mine)
+	return mine, r.takePending(mine)
+}
+
+func (r *runner) revoked(tps []pipeline.TopicPartition) {
+	if r.closing {
+		for _, tp := range tps {
+			delete(r.owned, tp) // drops out of the final commit
+		}
+		return
+	}
+	mine, pending := r.giveUp(tps)
+	if len(mine) == 0 {
+		return
+	}
+	r.log.Info("partitions revoked", "partitions", mine)
+	offs := r.g.Revoke(mine)
+	// Still the owner in the group's eyes: kgo waits for this callback
+	// before it lets the rebalance go on.
+	r.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(r.s.cfg.commitTimeout()))
+}
+
+func (r *runner) lost(tps []pipeline.TopicPartition) {
+	if r.closing {
+		for _, tp := range tps {
+			delete(r.owned, tp)
+		}
+		return
+	}
+	mine, _ := r.giveUp(tps)
+	if len(mine) == 0 {
+		return
+	}
+	r.log.Warn("partitions lost", "partitions", mine)
+	r.g.Lose(mine)
+	r.awaitLost(mine)
+}
+
+func tpsOf(m map[string][]int32) []pipeline.TopicPartition {
+	var out []pipeline.TopicPartition
+	for t, ps := range m {
+		for _, p := range ps {
+			out = append(out, pipeline.TopicPartition{Topic: t, Partition: p})
+		}
+	}
+	slices.SortFunc(out, func(a, b pipeline.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// filterTPs keeps the offsets of the given partitions.
+func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
+	out := offs[:0:0]
+	for _, o := range offs {
+		if slices.Contains(tps, o.TopicPartition) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
