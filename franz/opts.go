@@ -3,6 +3,8 @@ package franz
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,9 +31,6 @@ var reservedOpts = []reservedOpt{
 	{kgo.AutoCommitMarks, "kgo's auto-commit is off: the source commits the offsets the runtime reports"},
 	{kgo.GreedyAutoCommit, "kgo's auto-commit is off: the source commits the offsets the runtime reports"},
 	{kgo.AutoCommitCallback, "kgo's auto-commit is off; commit outcomes reach pipeline hooks (OnCommitted)"},
-	{kgo.OnPartitionsAssigned, "the source handles rebalances (use pipeline hooks to observe them)"},
-	{kgo.OnPartitionsRevoked, "the source handles rebalances: it drains and commits revoked partitions"},
-	{kgo.OnPartitionsLost, "the source handles rebalances: it cancels lost partitions"},
 	{kgo.OnPartitionsCallbackBlocked, "the source handles rebalances"},
 	{kgo.BlockRebalanceOnPoll, "the source serves rebalances on its poll loop itself; blocking polls would deadlock it"},
 	{kgo.AdjustFetchOffsetsFn, "partitions start at the group's committed offsets, which the runtime's commits rely on"},
@@ -44,29 +43,40 @@ type userTimeouts struct {
 }
 
 // checkOpts applies opts to a probe client (kgo.NewClient only validates
-// and allocates; it dials nothing before a request) and compares each
-// reserved option with kgo's default. It returns an error naming the first
-// reserved option set, or kgo's own validation error, and the group
+// and allocates; without topics it neither dials nor joins) and compares
+// each reserved option with kgo's default. It returns an error naming the
+// first reserved option set, or kgo's own validation error, and the group
 // timeouts opts set.
 func checkOpts(opts []kgo.Opt) (userTimeouts, error) {
 	var ut userTimeouts
 	if len(opts) == 0 {
 		return ut, nil
 	}
-	def, err := kgo.NewClient() // kgo's defaults, read back with OptValue
+	// kgo refuses group options without a group: both probes get one, a
+	// name no Config.Group can be (whitespace), so a user's
+	// kgo.ConsumerGroup still differs.
+	base := kgo.ConsumerGroup(" sluice probe ")
+	def, probe, err := probes([]kgo.Opt{base}, opts)
 	if err != nil {
-		return ut, fmt.Errorf("franz: kgo defaults: %w", err)
-	}
-	defer def.Close()
-	probe, err := kgo.NewClient(opts...)
-	if err != nil {
+		// Options kgo refuses together with a group (ConsumePartitions,
+		// ShareGroup) are named by a probe without one.
+		if def2, probe2, err2 := probes(nil, opts); err2 == nil {
+			rerr := reserved(def2, probe2)
+			def2.Close()
+			probe2.Close()
+			if rerr != nil {
+				return ut, rerr
+			}
+		}
 		return ut, fmt.Errorf("franz: Config.Opts: %w", err)
 	}
+	defer def.Close()
 	defer probe.Close()
-	for _, r := range reservedOpts {
-		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
-			return ut, fmt.Errorf("franz: Config.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
-		}
+	if err := reserved(def, probe); err != nil {
+		return ut, err
+	}
+	if err := rebalanceCallbacks(opts); err != nil {
+		return ut, err
 	}
 	read := func(opt any) time.Duration {
 		v, _ := probe.OptValue(opt).(time.Duration)
@@ -81,8 +91,56 @@ func checkOpts(opts []kgo.Opt) (userTimeouts, error) {
 	return ut, nil
 }
 
+// probes returns a client with base (kgo's defaults) and one with base and
+// opts.
+func probes(base, opts []kgo.Opt) (def, probe *kgo.Client, err error) {
+	def, err = kgo.NewClient(base...)
+	if err != nil {
+		return nil, nil, err
+	}
+	probe, err = kgo.NewClient(append(slices.Clone(base), opts...)...)
+	if err != nil {
+		def.Close()
+		return nil, nil, err
+	}
+	return def, probe, nil
+}
+
+// reserved returns an error naming the first reserved option whose value
+// differs between def and probe.
+func reserved(def, probe *kgo.Client) error {
+	for _, r := range reservedOpts {
+		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
+			return fmt.Errorf("franz: Config.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
+		}
+	}
+	return nil
+}
+
+// rebalanceCallbacks refuses kgo.OnPartitionsAssigned, OnPartitionsRevoked
+// and OnPartitionsLost, which OptValues cannot tell from kgo's defaults
+// once a group is set (kgo wraps every one of them in a logging function).
+// Without a group kgo refuses exactly these three with one error
+// (config.go, validate): each opt is applied alone to a client without a
+// group and that error is recognised.
+func rebalanceCallbacks(opts []kgo.Opt) error {
+	for i, o := range opts {
+		cl, err := kgo.NewClient(o)
+		if err == nil {
+			cl.Close()
+			continue
+		}
+		if strings.Contains(err.Error(), "assigned/revoked/lost") {
+			return fmt.Errorf("franz: Config.Opts[%d]: kgo.OnPartitionsAssigned, kgo.OnPartitionsRevoked and kgo.OnPartitionsLost cannot be set: "+
+				"the source handles rebalances (it drains and commits revoked partitions, cancels lost ones; use pipeline hooks to observe them)", i)
+		}
+	}
+	return nil
+}
+
 // sameValues compares option values read back by OptValues. Functions are
-// equal when both are nil (a set callback is never kgo's default).
+// equal when both are nil or have the same code (kgo's default callbacks
+// are its own functions, never the user's).
 func sameValues(a, b []any) bool {
 	if len(a) != len(b) {
 		return false
@@ -90,7 +148,7 @@ func sameValues(a, b []any) bool {
 	for i := range a {
 		va, vb := reflect.ValueOf(a[i]), reflect.ValueOf(b[i])
 		if va.Kind() == reflect.Func || vb.Kind() == reflect.Func {
-			if !(isNil(va) && isNil(vb)) {
+			if isNil(va) != isNil(vb) || (!isNil(va) && va.Pointer() != vb.Pointer()) {
 				return false
 			}
 			continue
