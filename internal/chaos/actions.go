@@ -283,8 +283,7 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 		return err
 	}
 	joining := s.live[slot]
-	g, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), joining.name+" got its JoinGroup reply",
-		func(g groupState) (bool, string) { return joinedPastPreparing(g, joining.name) })
+	g, err := s.joinedSoon(ctx, joining.name)
 	if err != nil {
 		s.violate("%v", err)
 		return errAbort
@@ -295,6 +294,32 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 		return err
 	}
 	return s.startAndRecover(ctx, slot)
+}
+
+// joinedSoon polls the group every millisecond, not every pollEvery,
+// until id has its JoinGroup reply (joinedPastPreparing): the sync phase
+// of a classic rebalance lasts a few milliseconds, and a kill should land
+// in it (state CompletingRebalance) or right after, not a whole poll
+// later. The monitor samples on its own meanwhile.
+func (s *scenario) joinedSoon(ctx context.Context, id string) (groupState, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.set.recoveryTimeout)
+	defer cancel()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		g := s.c.group()
+		ok, why := joinedPastPreparing(g, id)
+		if ok {
+			return g, nil
+		}
+		select {
+		case <-ctx.Done():
+			return g, fmt.Errorf("%s got its JoinGroup reply: not reached after %v (%v): %s; group %v",
+				id, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
+		case <-t.C:
+		}
+	}
 }
 
 // joinedPastPreparing reports whether id is a member of a group that is
