@@ -20,6 +20,7 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 		{[]string{"-rss", "-rss-budget", "0"}, "-rss-budget=0: must be positive"},
 		{[]string{"-rss", "-rss-consume", "300000"}, "-rss-consume=300000: more than the 200000 records"},
 		{[]string{"-rss-partitions", "8,x"}, `"x" is not a positive partition count`},
+		{[]string{"-rss", "-rss-queue-kb", "-1"}, "-rss-queue-kb=-1: must not be negative"},
 	} {
 		_, err := parseFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

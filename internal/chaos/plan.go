@@ -78,21 +78,26 @@ func (s step) String() string {
 // shortPlan is the -short plan: one step of each kind, processes chosen
 // by the seed. Its kill during a rebalance kills a member that was
 // already in the group, never the one joining: with a classic group,
-// kfake mishandles a member killed right after its JoinGroup (see
+// kfake mishandles a member killed before its JoinGroup reply (see
 // docs/reliability.md: it keeps it forever, or expires the live members
-// waiting in JoinGroup), which Kafka does not; the random plans of the
-// default and -long modes kill the joining member too.
+// waiting in JoinGroup), which Kafka does not. The joiner is killed by
+// the last step instead, once its JoinGroup was answered, where kfake
+// expires it as Kafka does. The random plans of the default and -long
+// modes kill the joining member while it joins too.
 func shortPlan(seed int64, procs int) []step {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	kinds := []stepKind{termRestart, killRestart, killInRebalance, stopAll}
-	steps := make([]step, len(kinds))
+	steps := make([]step, len(kinds), len(kinds)+1)
 	for i, k := range kinds {
 		steps[i] = randomStep(r, k, procs)
 		if k == killInRebalance && steps[i].victim == steps[i].slot {
 			steps[i].victim = (steps[i].slot + 1 + r.IntN(procs-1)) % procs
 		}
 	}
-	return steps
+	// Drawn after the others, so that they stay what they were.
+	joiner := randomStep(r, killJoinerJoined, procs)
+	joiner.victim = joiner.slot
+	return append(steps, joiner)
 }
 
 // randomPlan is a plan of n steps drawn from the seed: graceful restarts

@@ -22,7 +22,7 @@ func TestPlansAreDeterministicGivenTheSeed(t *testing.T) {
 func TestShortPlanHasEveryKindOnceAndKillsAnExistingMember(t *testing.T) {
 	for seed := int64(1); seed < 50; seed++ {
 		p := shortPlan(seed, 3)
-		want := []stepKind{termRestart, killRestart, killInRebalance, stopAll}
+		want := []stepKind{termRestart, killRestart, killInRebalance, stopAll, killJoinerJoined}
 		if len(p) != len(want) {
 			t.Fatalf("seed %d: %d steps", seed, len(p))
 		}
@@ -32,7 +32,10 @@ func TestShortPlanHasEveryKindOnceAndKillsAnExistingMember(t *testing.T) {
 			}
 		}
 		if p[2].victim == p[2].slot {
-			t.Fatalf("seed %d: the short plan kills the joining member: %v", seed, p[2])
+			t.Fatalf("seed %d: the short plan kills the joining member before its JoinGroup reply: %v", seed, p[2])
+		}
+		if p[4].victim != p[4].slot {
+			t.Fatalf("seed %d: the last step kills slot %d, not the joiner %d", seed, p[4].victim, p[4].slot)
 		}
 	}
 }

@@ -40,6 +40,7 @@ type rssSettings struct {
 	budget     int64         // pipeline.WithMaxInFlightBytes
 	consume    int           // records the child processes before it stops
 	work       time.Duration // time the stage spends per record, one record at a time across partitions
+	queueKiB   int           // librdkafka's queued.max.messages.kbytes; 0 keeps its default (64 MiB)
 }
 
 const rssTopic = "rss"
@@ -60,6 +61,7 @@ func (r *rssSettings) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.size, "rss-size", 1024, "-rss: value bytes per record")
 	fs.Int64Var(&r.budget, "rss-budget", 16<<20, "-rss: the pipeline's in-flight byte budget (WithMaxInFlightBytes)")
 	fs.IntVar(&r.consume, "rss-consume", 60_000, "-rss: records the consumer processes before it stops")
+	fs.IntVar(&r.queueKiB, "rss-queue-kb", 0, "-rss: librdkafka's queued.max.messages.kbytes (its prefetch, outside the budget); 0 keeps librdkafka's 65536")
 	fs.DurationVar(&r.work, "rss-work", 200*time.Microsecond, "-rss: time the slow stage spends per record (one record at a time in all)")
 }
 
@@ -72,6 +74,9 @@ func (r rssSettings) validate() error {
 	}
 	if r.budget <= 0 {
 		errs = append(errs, fmt.Errorf("-rss-budget=%d: must be positive", r.budget))
+	}
+	if r.queueKiB < 0 {
+		errs = append(errs, fmt.Errorf("-rss-queue-kb=%d: must not be negative", r.queueKiB))
 	}
 	if r.work < 0 {
 		errs = append(errs, fmt.Errorf("-rss-work=%v: must not be negative", r.work))
@@ -107,8 +112,12 @@ func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
 	}
 	sup := newSupervisor(self)
 	defer sup.killAll()
-	fmt.Printf("chaos -rss: %d records of %d B, budget %d MiB, the consumer stops after %d records, %v of work per record; logs in %s\n",
-		set.records, set.size, set.budget>>20, set.consume, set.work, dir)
+	queue := "librdkafka's default queued.max.messages.kbytes"
+	if set.queueKiB > 0 {
+		queue = fmt.Sprintf("queued.max.messages.kbytes=%d", set.queueKiB)
+	}
+	fmt.Printf("chaos -rss: %d records of %d B, budget %d MiB, %s, the consumer stops after %d records, %v of work per record; logs in %s\n",
+		set.records, set.size, set.budget>>20, queue, set.consume, set.work, dir)
 	var results []rssResult
 	for i, parts := range set.partitions {
 		res, err := measureRSS(ctx, sup, dir, i, parts, set)
@@ -152,7 +161,7 @@ func measureRSS(ctx context.Context, sup *supervisor, dir string, slot, parts in
 	}
 	t := time.Now()
 	p, err := sup.start(dir, slot, 1, []string{"rss-child", "--brokers", b.Addr(), "--budget", fmt.Sprint(set.budget),
-		"--consume", fmt.Sprint(set.consume), "--work", set.work.String()})
+		"--consume", fmt.Sprint(set.consume), "--work", set.work.String(), "--queue-kb", fmt.Sprint(set.queueKiB)})
 	if err != nil {
 		return rssResult{}, err
 	}
@@ -205,13 +214,18 @@ func rssChild(args []string) int {
 	budget := fs.Int64("budget", 16<<20, "in-flight byte budget")
 	consume := fs.Int("consume", 60_000, "records to process before stopping")
 	work := fs.Duration("work", 200*time.Microsecond, "time spent per record, one record at a time in all")
+	queueKiB := fs.Int("queue-kb", 0, "librdkafka's queued.max.messages.kbytes; 0 keeps its default")
 	fs.String("client-id", "", "ignored (the supervisor names every process)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := source.NewKafka(source.Config{Brokers: strings.Split(*brokers, ","), Group: "rss", Topics: []string{rssTopic}})
+	cfg := source.Config{Brokers: strings.Split(*brokers, ","), Group: "rss", Topics: []string{rssTopic}}
+	if *queueKiB > 0 {
+		cfg.Overrides = map[string]any{"queued.max.messages.kbytes": *queueKiB}
+	}
+	src, err := source.NewKafka(cfg)
 	if err != nil {
 		fmt.Println("rss-child:", err)
 		return 1
