@@ -266,10 +266,9 @@ func (s *scenario) startAndRecover(ctx context.Context, slot int) error {
 }
 
 // killJoinerOnceJoined restarts slot and SIGKILLs the new incarnation as
-// soon as the broker has answered its JoinGroup: it is a member and the
-// group is past PreparingRebalance (kfake leaves that state only by
-// sending every member waiting in JoinGroup its reply, completeRebalance
-// in groups.go). A KIP-848 group has no such state, so there it is
+// soon as the broker has answered its JoinGroup in the rebalance's last
+// round (joinedPastPreparing): killed earlier, kfake mishandles it (see
+// docs/reliability.md). A KIP-848 group has no such state, so there it is
 // killed once it is a member. Then the group must recover without it
 // within the recovery timeout, and the slot is started again.
 func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
@@ -283,25 +282,47 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 		return err
 	}
 	joining := s.live[slot]
-	g, err := s.joinedSoon(ctx, joining.name)
+	g, err := s.pollFast(ctx, joining.name+" is a member", func(g groupState) (bool, string) {
+		_, ok := g.members[joining.name]
+		return ok, "not a member yet"
+	})
+	if err != nil {
+		s.violate("%v", err)
+		return errAbort
+	}
+	// The generation the joiner's rebalance produces (the group is in
+	// PreparingRebalance still at the old one), and the one of its last
+	// round: cooperative-sticky needs a second round to hand the joiner
+	// partitions.
+	last := g.epoch + 1
+	if g.state != "PreparingRebalance" {
+		last = g.epoch
+	}
+	if s.protocol == "cooperative-sticky" {
+		last++
+	}
+	if s.protocol == "consumer" {
+		last = 0
+	}
+	g, err = s.pollFast(ctx, joining.name+" got its JoinGroup reply in the last round",
+		func(g groupState) (bool, string) { return joinedPastPreparing(g, joining.name, last) })
 	if err != nil {
 		s.violate("%v", err)
 		return errAbort
 	}
 	t = time.Now()
-	s.kill(joining, fmt.Sprintf("once joined, group %v", g))
+	s.kill(joining, fmt.Sprintf("once joined, generation %d, group %v", g.epoch, g))
 	if err := s.recovered(ctx, "SIGKILL of "+joining.name+" once joined", t); err != nil {
 		return err
 	}
 	return s.startAndRecover(ctx, slot)
 }
 
-// joinedSoon polls the group every millisecond, not every pollEvery,
-// until id has its JoinGroup reply (joinedPastPreparing): the sync phase
-// of a classic rebalance lasts a few milliseconds, and a kill should land
-// in it (state CompletingRebalance) or right after, not a whole poll
-// later. The monitor samples on its own meanwhile.
-func (s *scenario) joinedSoon(ctx context.Context, id string) (groupState, error) {
+// pollFast polls the group every millisecond, not every pollEvery, until
+// cond holds: the sync phase of a classic rebalance lasts a few
+// milliseconds, and a kill should land in it or right after, not a whole
+// poll later. The monitor samples on its own meanwhile.
+func (s *scenario) pollFast(ctx context.Context, what string, cond func(groupState) (bool, string)) (groupState, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.set.recoveryTimeout)
 	defer cancel()
@@ -309,28 +330,42 @@ func (s *scenario) joinedSoon(ctx context.Context, id string) (groupState, error
 	defer t.Stop()
 	for {
 		g := s.c.group()
-		ok, why := joinedPastPreparing(g, id)
+		ok, why := cond(g)
 		if ok {
 			return g, nil
 		}
 		select {
 		case <-ctx.Done():
-			return g, fmt.Errorf("%s got its JoinGroup reply: not reached after %v (%v): %s; group %v",
-				id, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
+			return g, fmt.Errorf("%s: not reached after %v (%v): %s; group %v",
+				what, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
 		case <-t.C:
 		}
 	}
 }
 
-// joinedPastPreparing reports whether id is a member of a group that is
-// not preparing a rebalance: for a classic group, the broker has sent id
-// its JoinGroup reply.
-func joinedPastPreparing(g groupState, id string) (bool, string) {
-	if _, ok := g.members[id]; !ok {
+// joinedPastPreparing reports whether id is a member of a classic group
+// at generation minEpoch or later that is not preparing a rebalance (the
+// broker has sent id its JoinGroup reply of that generation), and not
+// stable with id owning nothing. Killed before its JoinGroup reply, kfake
+// keeps the joiner forever. Killed before the last round of a cooperative
+// rebalance, its session timer and those of the live members were armed
+// at about the same moment (kfake's handleSync answers a follower that
+// syncs after the leader without re-arming its timer), the live members
+// then wait in JoinGroup for the next round, and kfake expires whichever
+// timer fires first, often a live member's, which Kafka never does
+// (docs/reliability.md). Killed in the last round, the live members
+// heartbeat again before the joiner expires.
+func joinedPastPreparing(g groupState, id string, minEpoch int32) (bool, string) {
+	ps, ok := g.members[id]
+	switch {
+	case !ok:
 		return false, "not a member yet"
-	}
-	if g.state == "PreparingRebalance" {
+	case g.state == "PreparingRebalance":
 		return false, "a member, waiting for its JoinGroup reply"
+	case g.epoch < minEpoch:
+		return false, fmt.Sprintf("at generation %d, waiting for the last round's %d", g.epoch, minEpoch)
+	case g.state == "Stable" && len(ps) == 0:
+		return false, "stable, owning nothing yet"
 	}
 	return true, ""
 }

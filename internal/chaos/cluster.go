@@ -57,6 +57,7 @@ func (c *cluster) close() { c.b.Close() }
 type groupState struct {
 	at      time.Time
 	state   string             // kfake's: Empty, PreparingRebalance, CompletingRebalance, Stable, Reconciling, ...
+	epoch   int32              // the generation of a classic group, the group epoch of a KIP-848 one
 	members map[string][]int32 // client id -> input partitions assigned (sorted)
 	commits map[int32]int64    // committed offset per input partition
 }
@@ -69,7 +70,7 @@ func (c *cluster) group() groupState {
 	if gi == nil {
 		return s
 	}
-	s.state = gi.State
+	s.state, s.epoch = gi.State, gi.Epoch
 	for _, m := range gi.Members {
 		ps := slices.Clone(m.Assignment[inputTopic])
 		slices.Sort(ps)

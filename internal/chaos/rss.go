@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,7 +91,8 @@ func (r rssSettings) validate() error {
 // rssResult is one measurement.
 type rssResult struct {
 	partitions      int
-	hwmKiB, heapKiB int64 // the child's VmHWM, and the Go runtime's peak heap (HeapSys) at the end
+	hwmKiB, heapKiB int64 // the child's VmHWM, and the Go runtime's heap (HeapSys) at the end
+	liveKiB         int64 // the most heap bytes in live and not yet swept objects, sampled every 10 ms
 	processed       int
 	took            time.Duration
 }
@@ -125,13 +127,13 @@ func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
 			fmt.Fprintf(os.Stderr, "chaos: -rss with %d partitions: %v (logs in %s)\n", parts, err, dir)
 			return 1
 		}
-		fmt.Printf("  %d partitions: VmHWM %d MiB, Go heap %d MiB, %d records in %v\n",
-			parts, res.hwmKiB>>10, res.heapKiB>>10, res.processed, res.took.Round(100*time.Millisecond))
+		fmt.Printf("  %d partitions: VmHWM %d MiB, Go heap %d MiB, heap objects at most %d MiB, %d records in %v\n",
+			parts, res.hwmKiB>>10, res.heapKiB>>10, res.liveKiB>>10, res.processed, res.took.Round(100*time.Millisecond))
 		results = append(results, res)
 	}
-	fmt.Printf("\npartitions  peak RSS (VmHWM)  Go heap (HeapSys)  budget\n")
+	fmt.Printf("\npartitions  peak RSS (VmHWM)  Go heap (HeapSys)  heap objects (peak)  budget\n")
 	for _, r := range results {
-		fmt.Printf("%10d  %12d MiB  %13d MiB  %4d MiB\n", r.partitions, r.hwmKiB>>10, r.heapKiB>>10, set.budget>>20)
+		fmt.Printf("%10d  %12d MiB  %13d MiB  %15d MiB  %4d MiB\n", r.partitions, r.hwmKiB>>10, r.heapKiB>>10, r.liveKiB>>10, set.budget>>20)
 	}
 	os.RemoveAll(dir)
 	return 0
@@ -180,7 +182,8 @@ func measureRSS(ctx context.Context, sup *supervisor, dir string, slot, parts in
 	if err != nil {
 		return res, err
 	}
-	if _, err := fmt.Sscanf(line, "rss-child: processed %d VmHWM %d kB HeapSys %d kB", &res.processed, &res.hwmKiB, &res.heapKiB); err != nil {
+	if _, err := fmt.Sscanf(line, "rss-child: processed %d VmHWM %d kB HeapSys %d kB objects %d kB",
+		&res.processed, &res.hwmKiB, &res.heapKiB, &res.liveKiB); err != nil {
 		return res, fmt.Errorf("the consumer's report %q: %w", line, err)
 	}
 	return res, nil
@@ -236,6 +239,7 @@ func rssChild(args []string) int {
 		runCtx, cancel = context.WithCancel(ctx)
 	)
 	defer cancel()
+	peak := sampleHeapObjects(runCtx)
 	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		return stages.Each(in, func(context.Context, pipeline.Record) error {
 			slow.Lock()
@@ -251,12 +255,13 @@ func rssChild(args []string) int {
 		fmt.Println("rss-child: run:", err)
 		return 1
 	}
+	cancel() // stops the sampler, whatever ended Run
 	hwm, err := statusKiB("VmHWM")
 	if err != nil {
 		fmt.Println("rss-child:", err)
 		return 1
 	}
-	fmt.Printf("rss-child: processed %d VmHWM %d kB HeapSys %d kB\n", done.Load(), hwm, heapSysKiB())
+	fmt.Printf("rss-child: processed %d VmHWM %d kB HeapSys %d kB objects %d kB\n", done.Load(), hwm, heapSysKiB(), peak()>>10)
 	return 0
 }
 
@@ -279,4 +284,38 @@ func heapSysKiB() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapSys >> 10)
+}
+
+// sampleHeapObjects samples the bytes of heap objects (live, or dead and
+// not yet swept: what the records in memory weigh, before the GC's
+// headroom) every 10 ms until ctx is done; the function it returns gives
+// the largest sample.
+func sampleHeapObjects(ctx context.Context) func() int64 {
+	var peak atomic.Int64
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if v := int64(sample[0].Value.Uint64()); v > peak.Load() {
+			peak.Store(v)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() int64 {
+		<-done
+		read()
+		return peak.Load()
+	}
 }
