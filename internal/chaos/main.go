@@ -6,7 +6,7 @@
 // allows them, every partition is committed up to its high watermark and
 // every SIGTERM was answered by exit 0 in time. See docs/reliability.md.
 //
-//	go run ./internal/chaos -short   # about a minute: one step of each kind, every protocol (CI)
+//	go run ./internal/chaos -short   # about 75 s: one step of each kind, every protocol (CI)
 //	go run ./internal/chaos          # 6 random steps per protocol
 //	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events
 //	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
@@ -72,7 +72,7 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.BoolVar(&o.short, "short", false, "about a minute: one step of each kind per protocol, a small workload (CI)")
+	fs.BoolVar(&o.short, "short", false, "about 75 s: one step of each kind per protocol, a small workload (CI)")
 	fs.BoolVar(&o.long, "long", false, "16 random steps, 3 seeds, 1000 events/s")
 	fs.StringVar(&o.plan, "plan", planRandom, "steps of each scenario: "+strings.Join(planNames, ", ")+
 		" (every step a full stop, or a kill of the joiner after its JoinGroup reply); -short has its fixed plan")
