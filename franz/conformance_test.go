@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
@@ -25,7 +25,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // newTestSource returns a franz source for group/topic with test timings
 // (fast heartbeats and commits); opts are applied after them.
-func newTestSource(t testing.TB, b *testkit.Broker, group, topic string, opts ...kgo.Opt) *Source {
+func newTestSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *Source {
 	t.Helper()
 	src, err := NewSource(Config{
 		Brokers:        b.Addrs(),
@@ -43,7 +43,7 @@ func newTestSource(t testing.TB, b *testkit.Broker, group, topic string, opts ..
 
 // franzDriver runs the source conformance suite against the franz source
 // on the embedded broker.
-type franzDriver struct{ b *testkit.Broker }
+type franzDriver struct{ b *kafkatest.Broker }
 
 func (d franzDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	d.b.CreateTopic(t, topic, partitions)
@@ -80,5 +80,5 @@ var _ sourcetest.Evicter = franzDriver{}
 // TestConformance runs testkit/sourcetest, whose scenarios assert the
 // same exact commits for every source (the fake, the librdkafka source).
 func TestConformance(t *testing.T) {
-	sourcetest.Run(t, franzDriver{testkit.NewBroker(t)})
+	sourcetest.Run(t, franzDriver{kafkatest.NewBroker(t)})
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // closeSlack is what Close may take beyond its close timeout: two
@@ -21,7 +21,7 @@ const closeSlack = 2*time.Second + 500*time.Millisecond
 // goneCluster returns the addresses of a cluster that is no longer there.
 func goneCluster(t *testing.T) []string {
 	t.Helper()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	addrs := b.Addrs()
 	b.Close()
 	return addrs
@@ -46,7 +46,7 @@ func closeWithin(t *testing.T, p *sink.Producer, timeout time.Duration) error {
 func TestCloseGivesUpOnUndeliveredMessages(t *testing.T) {
 	t.Parallel()
 	const k, timeout = 5, 500 * time.Millisecond
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", input(1, 0, k)...)
 	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: goneCluster(t), CloseTimeout: timeout})
@@ -119,7 +119,7 @@ func TestCloseFailsWaitingDeadLetter(t *testing.T) {
 // After Close, a dead letter fails at once with ErrClosed.
 func TestDeadLetterAfterClose(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs()})
 	if err != nil {
 		t.Fatal(err)

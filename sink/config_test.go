@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // logLines is a slog handler keeping the "message" attribute of every
@@ -76,7 +76,7 @@ func (l *logLines) properties(t *testing.T) map[string]string {
 // queue.buffering.max.ms), acks=all and idempotence.
 func TestProducerEffectiveConfig(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	logs := newLogLines()
 	p, err := sink.NewProducer(sink.ProducerConfig{
 		Brokers:   b.Addrs(),
@@ -103,7 +103,7 @@ func TestProducerEffectiveConfig(t *testing.T) {
 // An override replaces a default: the client runs with it.
 func TestProducerOverrideReplacesDefault(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	logs := newLogLines()
 	p, err := sink.NewProducer(sink.ProducerConfig{
 		Brokers:   b.Addrs(),

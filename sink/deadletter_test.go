@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // decode marks every record whose offset is 3 mod 7 invalid.
@@ -37,7 +37,7 @@ func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipe
 func TestDeadLetterCarriesRecordAndOrigin(t *testing.T) {
 	t.Parallel()
 	const parts, n = 2, 50
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, "dlq", 1)
 	b.Produce(t, "in", input(parts, 0, n)...)
@@ -107,17 +107,17 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 		overrides map[string]any
 		value     int // size of the invalid record's value
 		topic     string
-		setup     func(*testing.T, *testkit.Broker, *sink.Producer)
+		setup     func(*testing.T, *kafkatest.Broker, *sink.Producer)
 		want      string
 	}{
 		{name: "closed producer", topic: "dlq", want: "sink: the producer is closed",
-			setup: func(t *testing.T, _ *testkit.Broker, p *sink.Producer) {
+			setup: func(t *testing.T, _ *kafkatest.Broker, p *sink.Producer) {
 				if err := p.Close(); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "fatal error", topic: "dlq", want: "Fatal error",
-			setup: func(_ *testing.T, _ *testkit.Broker, p *sink.Producer) { sink.InjectFatal(p) }},
+			setup: func(_ *testing.T, _ *kafkatest.Broker, p *sink.Producer) { sink.InjectFatal(p) }},
 		{name: "message too large", topic: "dlq", overrides: map[string]any{"message.max.bytes": 1000}, value: 2000,
 			want: "Message size too large"},
 		// kfake, like Kafka with auto.create.topics.enable=false, never
@@ -125,14 +125,14 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 		{name: "unknown topic", topic: "no-such-topic", overrides: map[string]any{"topic.metadata.propagation.max.ms": 100},
 			want: "Unknown topic"},
 		{name: "invalid record", topic: "dlq", want: "Broker failed to validate record",
-			setup: func(_ *testing.T, b *testkit.Broker, _ *sink.Producer) {
+			setup: func(_ *testing.T, b *kafkatest.Broker, _ *sink.Producer) {
 				b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 			}},
 		{name: "empty topic", topic: "", want: "sink: Producer.DeadLetter: the topic is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			b.CreateTopic(t, "in", 1)
 			b.CreateTopic(t, "dlq", 1)
 			recs := input(1, 0, n)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // Broker faults on the produce requests of the output or dead-letter
@@ -55,7 +55,7 @@ var faultCases = []faultCase{
 // the group's committed offsets that should have a message in topic has
 // exactly one there (each output carries its input's key). Commits are
 // read first: a commit never runs ahead of a delivery.
-func checkCommittedStored(t *testing.T, b *testkit.Broker, in []pipeline.Record, fc faultCase) {
+func checkCommittedStored(t *testing.T, b *kafkatest.Broker, in []pipeline.Record, fc faultCase) {
 	t.Helper()
 	committed := b.Committed(t, "g", "in")
 	stored := map[string]int{}
@@ -80,7 +80,7 @@ func TestTransientProduceFaults(t *testing.T) {
 		for _, fc := range faultCases {
 			t.Run(fmt.Sprintf("%s/%s", fc.name, fault.Message), func(t *testing.T) {
 				t.Parallel()
-				b := testkit.NewBroker(t)
+				b := kafkatest.NewBroker(t)
 				b.CreateTopic(t, "in", parts)
 				b.CreateTopic(t, fc.topic, 1)
 				b.Produce(t, "in", input(parts, 0, n)...)
@@ -124,7 +124,7 @@ func TestPersistentProduceFaultStopsRun(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
 			const n = 20
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			b.CreateTopic(t, "in", 1)
 			b.CreateTopic(t, fc.topic, 1)
 			b.Produce(t, "in", input(1, 0, n)...)

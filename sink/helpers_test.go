@@ -10,11 +10,12 @@ import (
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 const wait = 60 * time.Second
 
-func newProducer(t *testing.T, b *testkit.Broker, overrides map[string]any) *sink.Producer {
+func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *sink.Producer {
 	t.Helper()
 	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
 	if err != nil {
@@ -30,7 +31,7 @@ func newProducer(t *testing.T, b *testkit.Broker, overrides map[string]any) *sin
 	return p
 }
 
-func newSource(t *testing.T, b *testkit.Broker, group, topic string) *source.Kafka {
+func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *source.Kafka {
 	t.Helper()
 	src, err := source.NewKafka(source.Config{
 		Brokers:        b.Addrs(),
@@ -60,7 +61,7 @@ func stop(t *testing.T, r *testkit.Running) {
 }
 
 // waitCommitted waits until the group's commits equal want.
-func waitCommitted(t *testing.T, b *testkit.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
+func waitCommitted(t *testing.T, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
 	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
 		return maps.Equal(b.Committed(t, group, topic), want)

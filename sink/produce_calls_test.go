@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // These tests feed the Produce stage from testkit's fake source (exact
@@ -28,7 +29,7 @@ func values(n int) [][]byte {
 
 // producedOffsets returns the input offsets of the messages in topic, in
 // the order stored (toMsg's "from" header).
-func producedOffsets(t *testing.T, b *testkit.Broker, topic string) []string {
+func producedOffsets(t *testing.T, b *kafkatest.Broker, topic string) []string {
 	t.Helper()
 	var froms []string
 	for _, r := range b.ReadAll(t, topic) {
@@ -53,7 +54,7 @@ func fromOffsets(first, n int) []string {
 // offset; the records before it are delivered and committed.
 func TestProducePanicInToMsgNamesTheRecord(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	p := newProducer(t, b, nil)
 	panicky := func(r pipeline.Record) (sink.Message, error) {
@@ -109,7 +110,7 @@ func (c *calls) OnStuck(stage string, _ pipeline.TopicPartition, offset int64, _
 func TestProduceToMsgIsTimedAndWatched(t *testing.T) {
 	t.Parallel()
 	const n = 10
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	p := newProducer(t, b, nil)
 	release := make(chan struct{})
@@ -163,7 +164,7 @@ func TestProduceStopsMidChunkWhenCancelled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			b.CreateTopic(t, "out", 1)
 			p := newProducer(t, b, nil)
 			reached := make(chan struct{})
@@ -200,7 +201,7 @@ func TestProduceStopsMidChunkWhenCancelled(t *testing.T) {
 func TestProduceRetriesTransientToMsgError(t *testing.T) {
 	t.Parallel()
 	const n = 5
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	p := newProducer(t, b, nil)
 	var mu sync.Mutex

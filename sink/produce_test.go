@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // toMsg maps an input record to the output message: same key, value
@@ -33,7 +33,7 @@ func toMsg(r pipeline.Record) (sink.Message, error) {
 func TestProduceWritesExactly(t *testing.T) {
 	t.Parallel()
 	const parts, n = 3, 200
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, "out", 2)
 	b.Produce(t, "in", input(parts, 0, n)...)
@@ -78,7 +78,7 @@ func TestProduceWritesExactly(t *testing.T) {
 func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 	t.Parallel()
 	const n = 50
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(2, 0, n)...)
@@ -113,7 +113,7 @@ func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 	t.Parallel()
 	const k = 10
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(1, 0, k)...)
@@ -154,7 +154,7 @@ func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	t.Parallel()
 	const valid, invalid = 2000, 4000
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
 	b.CreateTopic(t, "dlq", 1)

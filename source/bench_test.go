@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // Benchmarks consume benchMsgs records of benchValue bytes from benchParts
@@ -29,14 +29,14 @@ const (
 
 var (
 	benchOnce   sync.Once
-	benchBroker *testkit.Broker
+	benchBroker *kafkatest.Broker
 	benchGroups int
 )
 
 // benchTopic fills a shared broker once; TestMain closes it.
-func benchTopic(b *testing.B) *testkit.Broker {
+func benchTopic(b *testing.B) *kafkatest.Broker {
 	benchOnce.Do(func() {
-		br, err := testkit.StartBroker(testkit.WithTopic("bench", benchParts))
+		br, err := kafkatest.StartBroker(kafkatest.WithTopic("bench", benchParts))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // Stopping a cooperative consumer in the middle of a rebalance: A is told
@@ -21,7 +21,7 @@ func TestCloseDuringCooperativeRebalance(t *testing.T) {
 	t.Parallel()
 	for round := range 4 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			const parts = 6
 			b.CreateTopic(t, "in", parts)
 			b.Produce(t, "in", records(parts, 0, 200)...)
@@ -76,7 +76,7 @@ func TestThreeMembersStopTogether(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			const parts = 9
 			b.CreateTopic(t, "in", parts)
 			b.Produce(t, "in", records(parts, 0, 100)...)

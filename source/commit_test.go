@@ -13,12 +13,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // waitCommitted polls the broker until group's committed offsets of topic
 // equal want, failing after within.
-func waitCommitted(t *testing.T, b *testkit.Broker, group, topic string, want map[int32]int64, within time.Duration) {
+func waitCommitted(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -142,7 +142,7 @@ func TestFailedBackgroundCommitRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			b.CreateTopic(t, "in", 1)
 			b.Produce(t, "in", records(1, 0, 100)...)
 			src := newSource(t, b, "g", "in", nil)
@@ -198,7 +198,7 @@ func TestFailedBackgroundCommitRetried(t *testing.T) {
 // internal/integration).
 func TestOneCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", records(1, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)
@@ -244,7 +244,7 @@ func TestOneCommitInFlight(t *testing.T) {
 // (it could land before the older one), and Run says so.
 func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", records(1, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)
@@ -278,7 +278,7 @@ func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 // poll loop goes on.
 func TestRevokeCommitWaitsForCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 4)
 	b.Produce(t, "in", records(4, 0, 50)...)
 	srcA := newSource(t, b, "g", "in", nil)
@@ -326,7 +326,7 @@ func TestRevokeCommitWaitsForCommitInFlight(t *testing.T) {
 // rebalance callback, before the poll loop goes on.
 func TestLossWaitsForCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)

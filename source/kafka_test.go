@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // librdkafka's threads are C threads, invisible to goleak; the Go side of
@@ -48,7 +48,7 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // newSource builds a source for the broker with test-friendly timings.
-func newSource(t testing.TB, b *testkit.Broker, group, topic string, overrides map[string]any) *Kafka {
+func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *Kafka {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
@@ -128,7 +128,7 @@ func checkExactlyOnce(t *testing.T, hw map[int32]int64, gs ...*fakeGroup) {
 	}
 }
 
-func checkCommitted(t *testing.T, b *testkit.Broker, group, topic string) {
+func checkCommitted(t *testing.T, b *kafkatest.Broker, group, topic string) {
 	t.Helper()
 	hw := b.HighWatermarks(t, topic)
 	got := b.Committed(t, group, topic)
@@ -148,7 +148,7 @@ func TestConsumeAllCommitsHighWatermarks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := testkit.NewBroker(t)
+			b := kafkatest.NewBroker(t)
 			b.CreateTopic(t, "in", 4)
 			b.Produce(t, "in", records(4, 0, 500)...)
 			want := b.ReadAll(t, "in")
@@ -220,7 +220,7 @@ func TestConsumeAllCommitsHighWatermarks(t *testing.T) {
 // checks that every record is delivered exactly once across both and that
 // everything ends up committed.
 func twoConsumers(t *testing.T, strategy string) (a, bg *fakeGroup) {
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const parts = 6
 	b.CreateTopic(t, "in", parts)
 	ov := map[string]any{"partition.assignment.strategy": strategy}
@@ -301,7 +301,7 @@ func TestTwoConsumersKIP848(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 3)
 	b.Produce(t, "in", records(3, 0, 3000)...)
 	total := 3 * 3000
@@ -346,7 +346,7 @@ func TestPauseResume(t *testing.T) {
 // polled, and a re-assignment resumes it.
 func TestPausedStaysPausedUntilResumable(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", records(1, 0, 5000)...)
 
@@ -383,7 +383,7 @@ func TestPausedStaysPausedUntilResumable(t *testing.T) {
 
 func TestLostAssignmentCommitsNothing(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 200)...)
 
@@ -425,7 +425,7 @@ func TestLostAssignmentCommitsNothing(t *testing.T) {
 // every partition.
 func TestFatalErrorLosesAll(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 10)...)
 	ov := map[string]any{"group.instance.id": "same"}
@@ -529,7 +529,7 @@ func TestSecretsNotLogged(t *testing.T) {
 // it is assigned again the source must resume it, or it never delivers.
 func TestPartitionLostWhilePausedIsResumedOnReassign(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", records(1, 0, 300)...)
 

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // joinAndDie makes a raw client join group (cooperative-sticky, for topic)
@@ -19,7 +19,7 @@ import (
 // how long the group waits for it is set by the surviving member's
 // rebalance timeout (the largest of the members'), which librdkafka takes
 // from max.poll.interval.ms. It returns when its JoinGroup was answered.
-func joinAndDie(t *testing.T, b *testkit.Broker, group, topic string) {
+func joinAndDie(t *testing.T, b *kafkatest.Broker, group, topic string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
 	if err != nil {
@@ -76,7 +76,7 @@ func joinAndDie(t *testing.T, b *testkit.Broker, group, topic string) {
 // heartbeat.
 func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const parts = 4
 	b.CreateTopic(t, "in", parts)
 	b.Produce(t, "in", records(parts, 0, 50)...)

@@ -10,13 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // swallow makes the broker never answer requests of key while on is set
 // (the client sees an unresponsive coordinator); once on is cleared the
 // next such request is handled normally and the control is dropped.
-func swallow(b *testkit.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.Int64) {
+func swallow(b *kafkatest.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.Int64) {
 	b.Cluster().ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 		if !on.Load() {
 			b.Cluster().DropControl()
@@ -56,7 +56,7 @@ func runFor(t *testing.T, src *Kafka, n int) (*fakeGroup, *running) {
 // level and dropped, leaving the group's offsets a commit interval behind.
 func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)
@@ -77,7 +77,7 @@ func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 // is abandoned after Config.CloseTimeout and Run names it.
 func TestFinalCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 50)...)
 	// socket.timeout.ms: librdkafka gives up on the swallowed request after
@@ -113,7 +113,7 @@ func TestFinalCommitBounded(t *testing.T) {
 // final commit landed.
 func TestCloseBounded(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 50)...)
 	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
@@ -150,7 +150,7 @@ func TestCloseBounded(t *testing.T) {
 // CloseTimeout after the revoke, not after librdkafka's request timeout.
 func TestRevokeCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 4)
 	b.Produce(t, "in", records(4, 0, 50)...)
 	ov := map[string]any{"socket.timeout.ms": 5000}

@@ -13,10 +13,11 @@
 //   - [Fake] is that in-memory source on its own, a pipeline.Source whose
 //     consumer-group assignment the test drives, for tests that call
 //     pipeline.Run themselves (or through [Start]).
-//   - [Broker] is an in-process Kafka-protocol broker (franz-go's kfake),
-//     for tests of source.NewKafka and the sink package against the real
-//     protocol. It is slower (seconds) and differs from Kafka in places;
-//     see its doc.
+//   - Package testkit/kafkatest has an in-process Kafka-protocol broker
+//     (franz-go's kfake), for tests of source.NewKafka and the sink package
+//     against the real protocol. It is slower (seconds) and differs from
+//     Kafka in places. It is a package of its own so that tests using only
+//     testkit link no Kafka client.
 //
 // [DeadLetters] is a dead-letter destination that records what it gets
 // (and can be told to fail), to assert which records a pipeline rejected,

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // TestClusterModeDrainsAndCommitsOnSignal runs the --brokers mode against
@@ -25,7 +25,7 @@ func TestClusterModeDrainsAndCommitsOnSignal(t *testing.T) {
 			const n = 800
 			o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n,
 				groupFlags: groupFlags{protocol: protocol, clientID: "example-test", drainTimeout: 5 * time.Second}}
-			b := testkit.NewBroker(t, testkit.WithTopic(o.input, 8), testkit.WithTopic(o.output, 8), testkit.WithTopic(o.dlq, 1))
+			b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 			if err := produceWorkload(context.Background(), b, o.input, 8, n); err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestClusterModeDrainsAndCommitsOnSignal(t *testing.T) {
 
 // protocolInUse asks the broker how group assigns: "consumer" for a
 // KIP-848 group, else the classic assignor the members agreed on.
-func protocolInUse(t *testing.T, b *testkit.Broker, group string) string {
+func protocolInUse(t *testing.T, b *kafkatest.Broker, group string) string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestDemoEndToEnd(t *testing.T) {
 	const n = 3000
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n}
-	b := testkit.NewBroker(t, testkit.WithTopic(o.input, 8), testkit.WithTopic(o.output, 8), testkit.WithTopic(o.dlq, 1))
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
 		t.Fatalf("runDemo: %v\n%s", err, out.String())

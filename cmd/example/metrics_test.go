@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -87,7 +87,7 @@ func TestDemoSummaryFromMetrics(t *testing.T) {
 	const n = 500 // 5 malformed: i%100 == 37
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n,
 		metricsAddr: "127.0.0.1:0"}
-	b := testkit.NewBroker(t, testkit.WithTopic(o.input, 8), testkit.WithTopic(o.output, 8), testkit.WithTopic(o.dlq, 1))
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
 		t.Fatalf("runDemo: %v\n%s", err, out.String())

@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // telemetry is the consumer's metrics registry and health probes, served
@@ -157,8 +157,8 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 // runEmbedded is the newcomer's demo: embedded broker, demo workload, run
 // until everything is committed.
 func runEmbedded(ctx context.Context, o options, logger *slog.Logger, out io.Writer) error {
-	b, err := testkit.StartBroker(
-		testkit.WithTopic(o.input, 8), testkit.WithTopic(o.output, 8), testkit.WithTopic(o.dlq, 1))
+	b, err := kafkatest.StartBroker(
+		kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func runEmbedded(ctx context.Context, o options, logger *slog.Logger, out io.Wri
 
 // runDemo fills o.input on b with the demo workload and consumes it until
 // the group committed all of it.
-func runDemo(ctx context.Context, o options, b *testkit.Broker, logger *slog.Logger, out io.Writer) error {
+func runDemo(ctx context.Context, o options, b *kafkatest.Broker, logger *slog.Logger, out io.Writer) error {
 	fmt.Fprintf(out, "embedded broker on %s; producing %d demo events to %q\n", b.Addr(), o.messages, o.input)
 	if err := produceWorkload(ctx, b, o.input, 8, o.messages); err != nil {
 		return err
@@ -244,7 +244,7 @@ func progress(out io.Writer, t *telemetry, committed int64, start time.Time) {
 }
 
 // sumCommitted adds up the group's committed offsets on topic.
-func sumCommitted(b *testkit.Broker, group, topic string) int64 {
+func sumCommitted(b *kafkatest.Broker, group, topic string) int64 {
 	gi := b.Cluster().GroupInfo(group)
 	if gi == nil {
 		return 0

@@ -6,12 +6,12 @@ import (
 
 	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // produceWorkload writes n demo events (demo.Value) round-robin over
 // partitions.
-func produceWorkload(ctx context.Context, b *testkit.Broker, topic string, partitions int32, n int) error {
+func produceWorkload(ctx context.Context, b *kafkatest.Broker, topic string, partitions int32, n int) error {
 	const chunk = 10_000
 	recs := make([]pipeline.Record, 0, chunk)
 	for i := range n {

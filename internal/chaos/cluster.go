@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // Topic and group names of every scenario (each scenario has a broker of
@@ -31,7 +31,7 @@ const (
 // round trip, and it cannot outlive the supervisor (the consumers are
 // killed with it).
 type cluster struct {
-	b          *testkit.Broker
+	b          *kafkatest.Broker
 	partitions int32
 }
 
@@ -39,9 +39,9 @@ type cluster struct {
 // drop a dead member after group.consumer.session.timeout.ms, set to
 // sessionTimeout like the classic members' session.timeout.ms.
 func startCluster(partitions int32, sessionTimeout time.Duration) (*cluster, error) {
-	b, err := testkit.StartBroker(
-		testkit.WithTopic(inputTopic, partitions), testkit.WithTopic(outputTopic, partitions), testkit.WithTopic(deadTopic, 1),
-		testkit.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+	b, err := kafkatest.StartBroker(
+		kafkatest.WithTopic(inputTopic, partitions), kafkatest.WithTopic(outputTopic, partitions), kafkatest.WithTopic(deadTopic, 1),
+		kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
 			"group.consumer.session.timeout.ms":    strconv.Itoa(int(sessionTimeout.Milliseconds())),
 			"group.consumer.heartbeat.interval.ms": "250",
 		})))

@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // The -rss mode measures the peak resident memory (VmHWM) of one consumer
@@ -142,7 +142,7 @@ func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
 // measureRSS fills a topic of parts partitions on a broker of its own and
 // runs one child consumer over it.
 func measureRSS(ctx context.Context, sup *supervisor, dir string, slot, parts int, set rssSettings) (rssResult, error) {
-	b, err := testkit.StartBroker(testkit.WithTopic(rssTopic, int32(parts)))
+	b, err := kafkatest.StartBroker(kafkatest.WithTopic(rssTopic, int32(parts)))
 	if err != nil {
 		return rssResult{}, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // inFlightObserver records the largest in-flight count the runtime
@@ -49,7 +49,7 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 		// revoke cannot fit in.
 		pollInterval = 6 * time.Second
 	)
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "slow", "slow-g"
 	b.CreateTopic(t, topic, parts)
 	b.Fill(t, topic, perPartition, 16)

@@ -13,14 +13,14 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // lossObserver snapshots the group's commits when the consumer first
 // loses a partition, and closes lost.
 type lossObserver struct {
 	*groupObserver
-	b            *testkit.Broker
+	b            *kafkatest.Broker
 	group, topic string
 	once         sync.Once
 	lost         chan struct{}
@@ -50,7 +50,7 @@ func (o *lossObserver) OnPartitionLost(tp pipeline.TopicPartition) {
 func TestCrashedMemberIsReplaced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 10_000
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "crash", "crash-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

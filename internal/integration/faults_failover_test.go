@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // TestFaultBrokerFailover: on a three-node cluster, every partition's
@@ -21,7 +21,7 @@ import (
 func TestFaultBrokerFailover(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition, nodes = 4, 3000, 3
-	b := testkit.NewBroker(t, testkit.WithNodes(nodes))
+	b := kafkatest.NewBroker(t, kafkatest.WithNodes(nodes))
 	const topic, group = "ffo", "ffo-g"
 	b.CreateTopic(t, topic, parts)
 	b.Fill(t, topic, perPartition, 16)

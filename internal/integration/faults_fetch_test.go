@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // fetchFault is one error the partition leader answers Fetch requests
@@ -73,7 +73,7 @@ func TestFaultFetch(t *testing.T) {
 
 func fetchFaultRun(t *testing.T, f fetchFault) {
 	const parts, before, after = 4, 500, 500
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	slug := "ffe-" + strings.ToLower(strings.ReplaceAll(f.name(), "_", "-"))
 	topic, group := slug, slug+"-g"
 	b.CreateTopic(t, topic, parts)

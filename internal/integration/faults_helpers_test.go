@@ -18,7 +18,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // This file holds what the broker-fault tests (faults_*_test.go) share:
@@ -49,7 +49,7 @@ type commitWatch struct {
 // (its When returns false). It must be installed before the test's error
 // faults: kfake consults faults in the order added and the first that
 // answers a request hides it from the ones after.
-func watchCommits(t *testing.T, b *testkit.Broker, group, topic string, seen *offsets) *commitWatch {
+func watchCommits(t *testing.T, b *kafkatest.Broker, group, topic string, seen *offsets) *commitWatch {
 	t.Helper()
 	w := &commitWatch{seen: seen, topic: topic, prefix: map[int32]int64{}, highest: map[string]map[int32]int64{}}
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, When: w.when, Count: -1})
@@ -250,7 +250,7 @@ func (o *offsets) checkTimes(t *testing.T, want func(p int32, off int64) int32) 
 // commits at the first loss.
 type commitLog struct {
 	*groupObserver
-	b            *testkit.Broker
+	b            *kafkatest.Broker
 	group, topic string
 
 	mu               sync.Mutex
@@ -262,7 +262,7 @@ type commitLog struct {
 	lostCh           chan struct{} // closed at the first loss
 }
 
-func newCommitLog(b *testkit.Broker, group, topic string) *commitLog {
+func newCommitLog(b *kafkatest.Broker, group, topic string) *commitLog {
 	return &commitLog{
 		groupObserver: newGroupObserver(),
 		delivered:     map[int32]int64{},
@@ -362,7 +362,7 @@ func anyHasCode(errs []error, want *kerr.Error) bool {
 
 // newSourceWith is newSource with a chosen commit interval and client.id
 // (the name kfake shows in GroupInfo.Members).
-func newSourceWith(t testing.TB, b *testkit.Broker, group, topic, clientID string, every time.Duration, overrides map[string]any) *source.Kafka {
+func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID string, every time.Duration, overrides map[string]any) *source.Kafka {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
@@ -389,7 +389,7 @@ func newSourceWith(t testing.TB, b *testkit.Broker, group, topic, clientID strin
 
 // memberID returns the member id of the group member whose client.id is
 // clientID, failing t if there is none.
-func memberID(t *testing.T, b *testkit.Broker, group, clientID string) string {
+func memberID(t *testing.T, b *kafkatest.Broker, group, clientID string) string {
 	t.Helper()
 	if gi := b.Cluster().GroupInfo(group); gi != nil {
 		for _, m := range gi.Members {
@@ -513,7 +513,7 @@ func waitUntil(t *testing.T, what string, cond func() bool, ms ...*member) {
 }
 
 // waitGroupAt waits until the group's commits for topic equal want.
-func waitGroupAt(t *testing.T, b *testkit.Broker, group, topic string, want map[int32]int64, ms ...*member) {
+func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, ms ...*member) {
 	t.Helper()
 	var got map[int32]int64
 	waitUntil(t, fmt.Sprintf("group %s committing %v", group, want), func() bool {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/sluice-go/sluice/internal/tcpproxy"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // proxiedBroker starts a one-node broker whose every client connection
 // goes through a tcpproxy.Proxy (kfake advertises its listener's address,
 // which tcpproxy.Front makes the proxy's), and returns that proxy.
-func proxiedBroker(t *testing.T) (*testkit.Broker, *tcpproxy.Proxy) {
+func proxiedBroker(t *testing.T) (*kafkatest.Broker, *tcpproxy.Proxy) {
 	t.Helper()
 	var mu sync.Mutex
 	var proxies []*tcpproxy.Proxy
@@ -26,7 +26,7 @@ func proxiedBroker(t *testing.T) (*testkit.Broker, *tcpproxy.Proxy) {
 		proxies = append(proxies, p)
 		mu.Unlock()
 	})
-	b := testkit.NewBroker(t, testkit.WithKfakeOptions(kfake.ListenFn(listen)))
+	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.ListenFn(listen)))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(proxies) != 1 {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // TestFaultRetriedCommitDoesNotMoveBack: the coordinator answers one
@@ -46,7 +46,7 @@ func TestFaultRetriedCommitDoesNotMoveBack(t *testing.T) {
 
 func retriedCommit(t *testing.T, ferr *kerr.Error) {
 	const parts, perPartition = 4, 3000
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	topic := "fretry-" + strings.ToLower(strings.ReplaceAll(ferr.Message, "_", "-"))
 	group := topic + "-g"
 	b.CreateTopic(t, topic, parts)

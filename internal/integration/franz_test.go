@@ -14,12 +14,12 @@ import (
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // newFranzSource returns a franz source for group/topic with test timings
 // (fast heartbeats and commits); opts are applied after them.
-func newFranzSource(t testing.TB, b *testkit.Broker, group, topic string, opts ...kgo.Opt) *franz.Source {
+func newFranzSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *franz.Source {
 	t.Helper()
 	src, err := franz.NewSource(franz.Config{
 		Brokers:        b.Addrs(),
@@ -54,7 +54,7 @@ func TestFranzGroupMembershipChurn(t *testing.T) {
 func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
 	const parts, perPartition = 8, 10_000
 	const work, every = time.Millisecond, 2 // the work, as in churn
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "fchurn", "fchurn-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)
@@ -118,7 +118,7 @@ func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
 func TestFranzCrashedMemberIsReplaced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 10_000
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "fcrash", "fcrash-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // librdkafka's threads are C threads, invisible to goleak; the Go side of
@@ -34,7 +35,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // newSource returns a Kafka source for group/topic with test timings
 // (fast heartbeats and commits); overrides are applied last.
-func newSource(t testing.TB, b *testkit.Broker, group, topic string, overrides map[string]any) *source.Kafka {
+func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *source.Kafka {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
@@ -101,7 +102,7 @@ func waitFor(t testing.TB, what string, cond func() bool, cs ...*consumer) {
 
 // waitCommittedHW waits until the group's commits equal the topic's high
 // watermarks.
-func waitCommittedHW(t testing.TB, b *testkit.Broker, group, topic string, cs ...*consumer) {
+func waitCommittedHW(t testing.TB, b *kafkatest.Broker, group, topic string, cs ...*consumer) {
 	t.Helper()
 	hw := b.HighWatermarks(t, topic)
 	var got map[int32]int64

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // epoch is one ownership of one partition by one consumer: from the graph
@@ -39,7 +39,7 @@ func (e *epoch) record(off int64) {
 
 // epochs collects every epoch of every member of a group.
 type epochs struct {
-	b            *testkit.Broker
+	b            *kafkatest.Broker
 	group, topic string
 	mu           sync.Mutex
 	all          []*epoch
@@ -108,7 +108,7 @@ func churn(t *testing.T, strategy string) {
 	// that joins and leaves (each a rebalance of one to two seconds) happen
 	// while most records are still to come.
 	const work, every = time.Millisecond, 2
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "churn", "churn-g"
 	b.CreateTopic(t, topic, parts)
 	began := time.Now()
@@ -171,7 +171,7 @@ func churn(t *testing.T, strategy string) {
 	checkCommittedEquals(t, b, group, topic, hw)
 }
 
-func checkCommittedEquals(t *testing.T, b *testkit.Broker, group, topic string, want map[int32]int64) {
+func checkCommittedEquals(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64) {
 	t.Helper()
 	got := b.Committed(t, group, topic)
 	for p, w := range want {

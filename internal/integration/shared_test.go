@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // batchEpoch is one ownership of a partition feeding a SharedBatcher: the
@@ -39,7 +39,7 @@ type batchVal struct {
 func TestSharedBatcherAcrossRebalance(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := testkit.NewBroker(t)
+	b := kafkatest.NewBroker(t)
 	const topic, group = "shared", "shared-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

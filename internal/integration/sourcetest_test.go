@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
-	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
@@ -18,7 +18,7 @@ import (
 // the embedded broker; consumer selects KIP-848's consumer group protocol
 // (the broker assigns) instead of the classic one.
 type kafkaDriver struct {
-	b        *testkit.Broker
+	b        *kafkatest.Broker
 	consumer bool
 }
 
@@ -72,9 +72,9 @@ func (d kafkaDriver) Evict(t *testing.T, group, _ string) (readmit func()) {
 var _ sourcetest.Evicter = kafkaDriver{}
 
 func TestKafkaSourceConformance(t *testing.T) {
-	sourcetest.Run(t, kafkaDriver{b: testkit.NewBroker(t)})
+	sourcetest.Run(t, kafkaDriver{b: kafkatest.NewBroker(t)})
 }
 
 func TestKafkaSourceConformanceConsumerProtocol(t *testing.T) {
-	sourcetest.Run(t, kafkaDriver{b: testkit.NewBroker(t), consumer: true})
+	sourcetest.Run(t, kafkaDriver{b: kafkatest.NewBroker(t), consumer: true})
 }

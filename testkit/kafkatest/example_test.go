@@ -1,7 +1,8 @@
-package testkit_test
+package kafkatest_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // The embedded broker speaks the Kafka protocol: the real Kafka source
@@ -18,9 +20,9 @@ import (
 // stage rejects lands, untouched, in the dead-letter topic with headers
 // naming where it came from. (It takes a second or two: a consumer group
 // forms on a real, if in-process, broker.)
-func ExampleBroker() {
-	runTest("ExampleBroker", func(t *testing.T) {
-		b := testkit.NewBroker(t, testkit.WithTopic("orders", 1), testkit.WithTopic("orders-dlq", 1))
+func ExampleNewBroker() {
+	runTest("ExampleNewBroker", func(t *testing.T) {
+		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("orders-dlq", 1))
 		b.Produce(t, "orders",
 			pipeline.Record{Value: []byte("order 1")},
 			pipeline.Record{Value: []byte("garbage")},
@@ -71,4 +73,24 @@ func ExampleBroker() {
 	//   sluice.dlq.offset: 1
 	//   sluice.dlq.error: cannot parse "garbage"
 	//   sluice.dlq.stage: parse
+}
+
+// runTest runs fn with a *testing.T, the way go test runs a test named
+// name, so that an Example can use the helpers that take a
+// testing.TB (an Example gets no *testing.T; in your own tests,
+// write func TestX(t *testing.T) and use t). Pass the Example's name, so
+// that a -run pattern that selects the Example selects fn too. Meanwhile
+// -v is off, so that fn's progress lines do not mix with the Example's
+// output, and -count is 1, so that fn runs once, as the Example does; a
+// failure prints its message, which fails the Example.
+func runTest(name string, fn func(t *testing.T)) {
+	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		if f := flag.Lookup(flagName); f != nil {
+			old := f.Value.String()
+			_ = f.Value.Set(value)
+			defer func() { _ = f.Value.Set(old) }()
+		}
+	}
+	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
+		[]testing.InternalTest{{Name: name, F: fn}})
 }

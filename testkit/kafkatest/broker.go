@@ -1,4 +1,4 @@
-package testkit
+package kafkatest
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func StartBroker(opts ...BrokerOption) (*Broker, error) {
 		o(&cfg)
 	}
 	if cfg.nodes < 1 {
-		return nil, fmt.Errorf("testkit: WithNodes(%d): need at least one node", cfg.nodes)
+		return nil, fmt.Errorf("kafkatest: WithNodes(%d): need at least one node", cfg.nodes)
 	}
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(cfg.nodes),
@@ -79,7 +79,7 @@ func StartBroker(opts ...BrokerOption) (*Broker, error) {
 	kopts = append(kopts, cfg.opts...)
 	c, err := kfake.NewCluster(kopts...)
 	if err != nil {
-		return nil, fmt.Errorf("testkit: start broker: %w", err)
+		return nil, fmt.Errorf("kafkatest: start broker: %w", err)
 	}
 	return &Broker{c: c}, nil
 }
@@ -129,7 +129,7 @@ func (b *Broker) Cluster() *kfake.Cluster { return b.c }
 func (b *Broker) CreateTopic(t testing.TB, topic string, partitions int32) {
 	t.Helper()
 	if err := b.c.CreateTopic(topic, partitions, nil); err != nil {
-		t.Fatalf("testkit: create topic %q: %v", topic, err)
+		t.Fatalf("kafkatest: create topic %q: %v", topic, err)
 	}
 }
 
@@ -137,7 +137,7 @@ func (b *Broker) producer() (*kgo.Client, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
-		return nil, errors.New("testkit: broker closed")
+		return nil, errors.New("kafkatest: broker closed")
 	}
 	if b.prod == nil {
 		cl, err := kgo.NewClient(
@@ -147,7 +147,7 @@ func (b *Broker) producer() (*kgo.Client, error) {
 			kgo.ProducerLinger(time.Millisecond),
 		)
 		if err != nil {
-			return nil, fmt.Errorf("testkit: producer: %w", err)
+			return nil, fmt.Errorf("kafkatest: producer: %w", err)
 		}
 		b.prod = cl
 	}
@@ -172,7 +172,7 @@ func (b *Broker) ProduceContext(ctx context.Context, topic string, recs ...pipel
 		krs[i] = kr
 	}
 	if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
-		return fmt.Errorf("testkit: produce to %q: %w", topic, err)
+		return fmt.Errorf("kafkatest: produce to %q: %w", topic, err)
 	}
 	return nil
 }
@@ -224,7 +224,7 @@ func (b *Broker) partitions(t testing.TB, topic string) []int32 {
 	t.Helper()
 	infos := b.c.PartitionInfos(topic)
 	if len(infos) == 0 {
-		t.Fatalf("testkit: topic %q does not exist", topic)
+		t.Fatalf("kafkatest: topic %q does not exist", topic)
 	}
 	ps := make([]int32, 0, len(infos))
 	for _, pi := range infos {
@@ -240,7 +240,7 @@ func (b *Broker) HighWatermarks(t testing.TB, topic string) map[int32]int64 {
 	t.Helper()
 	infos := b.c.PartitionInfos(topic)
 	if len(infos) == 0 {
-		t.Fatalf("testkit: topic %q does not exist", topic)
+		t.Fatalf("kafkatest: topic %q does not exist", topic)
 	}
 	out := make(map[int32]int64, len(infos))
 	for _, pi := range infos {
@@ -290,7 +290,7 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 		kgo.FetchMaxWait(100*time.Millisecond),
 	)
 	if err != nil {
-		t.Fatalf("testkit: read %q: %v", topic, err)
+		t.Fatalf("kafkatest: read %q: %v", topic, err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -299,9 +299,9 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 	for len(done) < remaining {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("testkit: read %q: %v (read %d records)", topic, ctx.Err(), len(out))
+			t.Fatalf("kafkatest: read %q: %v (read %d records)", topic, ctx.Err(), len(out))
 		}
-		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("testkit: read %q[%d]: %v", topic, p, err) })
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("kafkatest: read %q[%d]: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
 			if done[r.Partition] || r.Offset >= hw[r.Partition] {
 				return
