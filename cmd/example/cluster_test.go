@@ -15,57 +15,61 @@ import (
 )
 
 // TestClusterModeDrainsAndCommitsOnSignal runs the --brokers mode against
-// an embedded broker under every --group-protocol and cancels it (what
-// SIGINT does) once everything was committed: it must return nil with the
-// group's commits at the end, and the group must have used the protocol
-// asked for.
+// an embedded broker with every --client under every --group-protocol and
+// cancels it (what SIGINT does) once everything was committed: it must
+// return nil with the group's commits at the end, and the group must have
+// used the protocol asked for.
 func TestClusterModeDrainsAndCommitsOnSignal(t *testing.T) {
-	for _, protocol := range groupProtocols {
-		t.Run(protocol, func(t *testing.T) {
-			const n = 800
-			o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n,
-				groupFlags: groupFlags{protocol: protocol, clientID: "example-test", drainTimeout: 5 * time.Second}}
-			b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-			if err := produceWorkload(context.Background(), b, o.input, 8, n); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var out bytes.Buffer
-			done := make(chan error, 1)
-			go func() { done <- runCluster(ctx, o, b.Addrs(), slog.New(slog.DiscardHandler), &out) }()
+	for _, client := range clients {
+		for _, protocol := range groupProtocols {
+			t.Run(client+"/"+protocol, func(t *testing.T) { clusterModeDrainsAndCommits(t, client, protocol) })
+		}
+	}
+}
 
-			deadline := time.After(time.Minute)
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for sumCommitted(b, o.group, o.input) < n {
-				select {
-				case err := <-done:
-					t.Fatalf("runCluster returned early: %v\n%s", err, out.String())
-				case <-deadline:
-					t.Fatalf("committed %d of %d after a minute", sumCommitted(b, o.group, o.input), n)
-				case <-tick.C:
-				}
-			}
-			if got := protocolInUse(t, b, o.group); got != protocol {
-				t.Errorf("the group uses %q, want %q", got, protocol)
-			}
-			if gi := b.Cluster().GroupInfo(o.group); len(gi.Members) != 1 || gi.Members[0].ClientID != "example-test" {
-				t.Errorf("group members %+v, want one with client id example-test", gi.Members)
-			}
-			cancel() // SIGINT
-			if err := <-done; err != nil {
-				t.Fatalf("runCluster returned %v after the signal, want nil", err)
-			}
-			if !strings.Contains(out.String(), "stopped: consumed") {
-				t.Fatalf("no final line:\n%s", out.String())
-			}
-			hw := b.HighWatermarks(t, o.input)
-			for p, c := range b.Committed(t, o.group, o.input) {
-				if c != hw[p] {
-					t.Fatalf("partition %d committed %d, high watermark %d", p, c, hw[p])
-				}
-			}
-		})
+func clusterModeDrainsAndCommits(t *testing.T, client, protocol string) {
+	const n = 800
+	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n, client: client,
+		groupFlags: groupFlags{protocol: protocol, clientID: "example-test", drainTimeout: 5 * time.Second}}
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	if err := produceWorkload(context.Background(), b, o.input, 8, n); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- runCluster(ctx, o, b.Addrs(), slog.New(slog.DiscardHandler), &out) }()
+
+	deadline := time.After(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for sumCommitted(b, o.group, o.input) < n {
+		select {
+		case err := <-done:
+			t.Fatalf("runCluster returned early: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("committed %d of %d after a minute", sumCommitted(b, o.group, o.input), n)
+		case <-tick.C:
+		}
+	}
+	if got := protocolInUse(t, b, o.group); got != protocol {
+		t.Errorf("the group uses %q, want %q", got, protocol)
+	}
+	if gi := b.Cluster().GroupInfo(o.group); len(gi.Members) != 1 || gi.Members[0].ClientID != "example-test" {
+		t.Errorf("group members %+v, want one with client id example-test", gi.Members)
+	}
+	cancel() // SIGINT
+	if err := <-done; err != nil {
+		t.Fatalf("runCluster returned %v after the signal, want nil", err)
+	}
+	if !strings.Contains(out.String(), "stopped: consumed") {
+		t.Fatalf("no final line:\n%s", out.String())
+	}
+	hw := b.HighWatermarks(t, o.input)
+	for p, c := range b.Committed(t, o.group, o.input) {
+		if c != hw[p] {
+			t.Fatalf("partition %d committed %d, high watermark %d", p, c, hw[p])
+		}
 	}
 }
 

@@ -5,8 +5,15 @@
 // real cluster until SIGINT or SIGTERM, then drains, commits and exits 0.
 //
 // The pipeline: decode each JSON event (Map), enrich it (Pool), produce it
-// to the output topic keyed by id (sink.Produce); malformed events go to
-// the dead-letter topic untouched.
+// to the output topic keyed by id; malformed events go to the dead-letter
+// topic untouched.
+//
+// --client chooses the Kafka client of both the source and the producer:
+// librdkafka (the default: package source, and sink.Produce with
+// sink.Producer's dead letters; cgo) or franz (franz-go, pure Go:
+// franz.NewSource, and franz.Produce with franz.Producer's dead letters).
+// Every other flag, the output and the exit status are the same with
+// either; any other value is refused with an error naming the flag.
 //
 // Prometheus metrics (see docs/metrics.md) are served on --metrics-addr
 // (default 127.0.0.1:9464; empty disables) at /metrics, with liveness and
@@ -16,21 +23,27 @@
 //
 //   - --group-protocol chooses how the group assigns partitions:
 //     cooperative-sticky (the default: librdkafka's
-//     partition.assignment.strategy=cooperative-sticky, only moved
-//     partitions are revoked), range (an eager assignor: every rebalance
-//     revokes every partition) or consumer (KIP-848,
-//     group.protocol=consumer: the broker assigns, incrementally). Any
-//     other value is refused with an error naming the flag.
-//   - --session-timeout (classic protocols only) sets librdkafka's
-//     session.timeout.ms, and heartbeat.interval.ms to a tenth of it: how
-//     long the group waits for a member that died before it hands its
-//     partitions to the others. With consumer, the broker's
-//     group.consumer.session.timeout.ms decides, and the flag is refused.
+//     partition.assignment.strategy=cooperative-sticky, franz's
+//     kgo.CooperativeStickyBalancer; only moved partitions are revoked),
+//     range (an eager assignor, kgo.RangeBalancer for franz: every
+//     rebalance revokes every partition) or consumer (KIP-848: the broker
+//     assigns, incrementally; librdkafka's group.protocol=consumer,
+//     franz's kgo.ServerSideBalancer with kgo.StickyBalancer, which asks
+//     the broker for its "uniform" assignor). Any other value is refused
+//     with an error naming the flag.
+//   - --session-timeout (classic protocols only) sets the session timeout
+//     (librdkafka's session.timeout.ms, kgo.SessionTimeout), and the
+//     heartbeat interval to a tenth of it: how long the group waits for a
+//     member that died before it hands its partitions to the others. Zero
+//     keeps the client's default: librdkafka's 45s, the franz source's 10s.
+//     With consumer, the broker's group.consumer.session.timeout.ms
+//     decides, and the flag is refused.
 //   - --drain-timeout is how long a revoked partition, or every partition
 //     at shutdown, may take to finish its in-flight records
 //     (pipeline.WithDrainTimeout).
-//   - --client-id is librdkafka's client.id for the consumer and the
-//     producer, which the broker shows for each group member.
+//   - --client-id is the client id of the consumer and the producer
+//     (librdkafka's client.id, kgo.ClientID), which the broker shows for
+//     each group member.
 //
 // The chaos suite (go run ./internal/chaos) runs several of these
 // processes in one group and restarts and kills them; see
@@ -59,6 +72,9 @@ type options struct {
 	workers  int
 	messages int
 	verbose  bool
+	// client is --client, one of clients; empty means the first
+	// (librdkafka).
+	client string
 	// metricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty disables the server.
 	metricsAddr string
@@ -75,11 +91,12 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 8, "parallel enrich calls per partition")
 	flag.IntVar(&o.messages, "messages", 100_000, "demo events to produce (embedded mode only)")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz on this address; empty disables")
+	flag.StringVar(&o.client, "client", clients[0], "Kafka client of the source and the producer: "+strings.Join(clients, ", ")+" (franz-go, pure Go)")
 	flag.StringVar(&o.protocol, "group-protocol", groupProtocols[0], "partition assignment: "+strings.Join(groupProtocols, ", ")+" (KIP-848)")
-	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "classic protocols: session.timeout.ms (heartbeats every tenth of it); 0 keeps librdkafka's 45s")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "classic protocols: session.timeout.ms (heartbeats every tenth of it); 0 keeps the client's default (librdkafka 45s, franz 10s)")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long revoked partitions may drain; 0 means the default 20s")
-	flag.StringVar(&o.clientID, "client-id", "", "librdkafka client.id of the consumer and the producer; empty keeps rdkafka")
-	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and librdkafka warnings")
+	flag.StringVar(&o.clientID, "client-id", "", "client.id of the consumer and the producer; empty keeps the client's (rdkafka, kgo)")
+	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and the Kafka client's warnings")
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
@@ -122,6 +139,9 @@ func (o options) validate() error {
 		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-addr=%s: %w", o.metricsAddr, err))
 		}
+	}
+	if err := validateClient(o.client); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.groupFlags.validate()...)
 	return errors.Join(errs...)

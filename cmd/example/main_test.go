@@ -18,11 +18,17 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestDemoEndToEnd runs the demo against an embedded broker and checks the
-// output and dead-letter topics record by record.
+// TestDemoEndToEnd runs the demo against an embedded broker with each
+// --client and checks the output and dead-letter topics record by record.
 func TestDemoEndToEnd(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { demoEndToEnd(t, client) })
+	}
+}
+
+func demoEndToEnd(t *testing.T, client string) {
 	const n = 3000
-	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n}
+	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n, client: client}
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {

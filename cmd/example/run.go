@@ -13,11 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -128,30 +126,29 @@ func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
 	return t, stop, nil
 }
 
-// consume runs the pipeline on brokers until ctx is cancelled.
+// consume runs the pipeline on brokers, with the source and the producer
+// of --client, until ctx is cancelled.
 func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, t *telemetry) error {
-	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
-		CommitInterval: demo.CommitInterval, // a short demo: commit often
-		Overrides:      o.consumerOverrides()})
+	b, err := newBackend(o, brokers, logger)
 	if err != nil {
 		return err
 	}
-	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
-	if err != nil {
-		return err
-	}
-	defer prod.Close()
-	dlq := prod.DeadLetter(o.dlq)
+	defer func() {
+		// After Run returned: nothing produces any more.
+		if err := b.close(); err != nil {
+			logger.Error("closing the producer", "err", err)
+		}
+	}()
 	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		events := stages.Map(in, decode, stages.Name("decode"))
 		enriched := stages.Pool(events, o.workers, enrich, stages.Name("enrich"))
-		return sink.Produce(enriched, prod, o.output, func(m sink.Message) (sink.Message, error) {
+		return b.produce(enriched, o.output, func(m sink.Message) (sink.Message, error) {
 			t.produced.Add(1)
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(dlq)}
-	return pipeline.Run(ctx, src, build, append(opts, o.runOptions()...)...)
+	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(b.deadLetter)}
+	return pipeline.Run(ctx, b.src, build, append(opts, o.runOptions()...)...)
 }
 
 // runEmbedded is the newcomer's demo: embedded broker, demo workload, run

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/internal/demo"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// clients are the values of --client, the default first.
+var clients = []string{"librdkafka", "franz"}
+
+// produceFunc ends a graph: every message to topic, in order, through the
+// backend's producer (sink.Produce or franz.Produce).
+type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error),
+	opts ...stages.CallOption) pipeline.End
+
+// backend is what consume needs from one Kafka client: the source, the
+// produce end of the graph and the dead-letter destination, all on one
+// producer. close closes the producer; consume calls it once, after
+// pipeline.Run returned.
+type backend struct {
+	src        pipeline.Source
+	produce    produceFunc
+	deadLetter func(ctx context.Context, dl pipeline.DeadLetter) error
+	close      func() error
+}
+
+// newBackend builds the source and the producer of --client on brokers,
+// configured by the group flags.
+func newBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+	switch o.client {
+	case "", "librdkafka":
+		return newLibrdkafkaBackend(o, brokers, logger)
+	case "franz":
+		return newFranzBackend(o, brokers, logger)
+	}
+	return nil, fmt.Errorf("--client=%q: want one of %s", o.client, strings.Join(clients, ", "))
+}
+
+func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
+		CommitInterval: demo.CommitInterval, // a short demo: commit often
+		Overrides:      o.consumerOverrides()})
+	if err != nil {
+		return nil, err
+	}
+	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	if err != nil {
+		return nil, err
+	}
+	return &backend{
+		src: src,
+		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
+			return sink.Produce(in, prod, topic, toMsg, opts...)
+		},
+		deadLetter: prod.DeadLetter(o.dlq),
+		close:      prod.Close,
+	}, nil
+}
+
+func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
+		CommitInterval: demo.CommitInterval, // a short demo: commit often
+		Opts:           o.franzConsumerOpts()})
+	if err != nil {
+		return nil, err
+	}
+	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	if err != nil {
+		return nil, err
+	}
+	return &backend{
+		src: src,
+		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
+			return sink.Produce(in, prod, topic, toMsg, opts...)
+		},
+		deadLetter: prod.DeadLetter(o.dlq),
+		close:      prod.Close,
+	}, nil
+}
+
+// franzConsumerOpts are the kgo options of the franz source
+// (franz.Config.Opts) the flags ask for: the balancer of --group-protocol
+// (KIP-848: kgo.ServerSideBalancer with the sticky balancer, which asks
+// the broker for its "uniform" assignor), --session-timeout as
+// kgo.SessionTimeout with heartbeats every tenth of it (as for
+// librdkafka), --client-id as kgo.ClientID.
+func (g groupFlags) franzConsumerOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	switch g.protocol {
+	case "", "cooperative-sticky":
+		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	case "range":
+		opts = append(opts, kgo.Balancers(kgo.RangeBalancer()))
+	case "consumer":
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
+	}
+	if g.sessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(g.sessionTimeout),
+			kgo.HeartbeatInterval(max(100*time.Millisecond, g.sessionTimeout/10)))
+	}
+	return append(opts, g.franzClientOpts()...)
+}
+
+// franzClientOpts are the kgo options of every franz client (the source
+// and the producer): --client-id.
+func (g groupFlags) franzClientOpts() []kgo.Opt {
+	if g.clientID == "" {
+		return nil
+	}
+	return []kgo.Opt{kgo.ClientID(g.clientID)}
+}
+
+// validateClient checks --client.
+func validateClient(client string) error {
+	if client != "" && !slices.Contains(clients, client) {
+		return fmt.Errorf("--client=%q: want one of %s", client, strings.Join(clients, ", "))
+	}
+	return nil
+}
