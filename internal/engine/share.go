@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// This file is share mode: per-record outcomes for a source that
+// acknowledges records one by one (a Kafka share group, KIP-932) instead of
+// committing offsets. A source turns it on with [Group.TrackAcks] before
+// its first Assign; until then, and for every other source, nothing here
+// runs (the tracker's share pointer is nil, one branch per completion).
+
+// AckOutcome is what happened to one record, as reported by [Group.Acks].
+type AckOutcome int8
+
+const (
+	// AckAccepted: the record is done. Its ticket completed (it reached an
+	// End or was filtered out), or it was invalid and the dead-letter
+	// destination stored it.
+	AckAccepted AckOutcome = iota + 1
+	// AckRejected: the record is invalid and there is no dead-letter
+	// destination. It must not be delivered again.
+	AckRejected
+	// AckReleased: a stage's retries were exhausted on it; it should be
+	// delivered again (to any member).
+	AckReleased
+)
+
+func (o AckOutcome) String() string {
+	switch o {
+	case AckAccepted:
+		return "accepted"
+	case AckRejected:
+		return "rejected"
+	case AckReleased:
+		return "released"
+	}
+	return fmt.Sprintf("AckOutcome(%d)", int8(o))
+}
+
+// Ack is the outcome of one delivered record.
+type Ack struct {
+	TopicPartition
+	Offset  int64
+	Outcome AckOutcome
+}
+
+// MaxDeliveriesStage is the stage name of dead letters handed over by
+// [Group.DeadLetterRecord]: records that were never run through the graph
+// because they were delivered too many times.
+const MaxDeliveriesStage = "MaxDeliveries"
+
+// shareAcks collects the outcomes of every graph of a Run in share mode,
+// until the source takes them (Acks). It outlives revoked graphs.
+type shareAcks struct {
+	rt   *Group
+	mu   sync.Mutex
+	acks []Ack
+}
+
+func (s *shareAcks) push(acks ...Ack) {
+	s.mu.Lock()
+	s.acks = append(s.acks, acks...)
+	s.mu.Unlock()
+	s.rt.signal()
+}
+
+// TrackAcks switches the Run to share mode; the source calls it from its
+// poll goroutine before its first Assign (an error otherwise). From then
+// on, every record's outcome is reported by [Group.Acks] as soon as it is
+// known, in any order; retries exhausted on a record release it
+// (AckReleased, logged as a warning) instead of stopping Run, and an
+// invalid record without a dead-letter destination is rejected
+// (AckRejected) instead of stopping Run. Records still unfinished when
+// their partition is revoked, lost or shut down get no outcome: the source
+// releases them itself. Offsets keeps working, but in share mode its
+// values mean nothing (records arrive in any offset order).
+func (rt *Group) TrackAcks() error {
+	if len(rt.m.Owned()) > 0 {
+		return errors.New("sluice: TrackAcks called after partitions were assigned; call it before the first Assign")
+	}
+	if rt.share == nil {
+		rt.share = &shareAcks{rt: rt}
+	}
+	return nil
+}
+
+// Acks appends to dst the outcomes reported since the previous call, and
+// returns it. Wake is signalled when there are new ones. Only for a Run
+// in share mode (see [Group.TrackAcks]); otherwise it returns dst as it is.
+// Poll goroutine only.
+func (rt *Group) Acks(dst []Ack) []Ack {
+	s := rt.share
+	if s == nil {
+		return dst
+	}
+	s.mu.Lock()
+	dst = append(dst, s.acks...)
+	clear(s.acks)
+	s.acks = s.acks[:0]
+	s.mu.Unlock()
+	return dst
+}
+
+// DeadLetterRecord hands rec, a record of the assigned partition tp, to
+// the dead-letter destination without running the graph, with reason as
+// its error and [MaxDeliveriesStage] as its stage; once it is stored, its
+// outcome is AckAccepted. Without a destination its outcome is
+// AckRejected at once. The record counts in the in-flight budget until
+// then (it is not refused when the budget is full). It returns false,
+// doing nothing, when tp is not assigned or is being taken away. Share
+// mode only (see [Group.TrackAcks]); poll goroutine only.
+func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) bool {
+	g, ok := rt.m.Worker(tp)
+	if !ok || rt.share == nil {
+		return false
+	}
+	if rt.cfg.DeadLetter == nil {
+		if g.isClosing() {
+			return false
+		}
+		rt.share.push(Ack{TopicPartition: tp, Offset: rec.Offset, Outcome: AckRejected})
+		return true
+	}
+	g.qmu.Lock()
+	if g.closing {
+		g.qmu.Unlock()
+		return false
+	}
+	seq := g.tr.add([]Record{rec})
+	g.pending.Add(1)
+	g.qmu.Unlock()
+	records, bytes := rt.inflight.Add(1), rt.bytes.Add(recordBytes(&rec))
+	rt.hooks.RecordsDelivered(tp, 1)
+	rt.hooks.InFlight(records, bytes)
+	if !g.deadLetter(&Stage{name: MaxDeliveriesStage, g: g}, ticketAt(seq), Invalid(reason)) {
+		g.tr.done(ticketAt(seq)) // the graph exited: give the slot back
+		return false
+	}
+	return true
+}
+
+// shareFail is Stage.Fail in share mode for the errors that do not stop
+// Run there: retries exhausted (the records behind t are released) and
+// an invalid record without a dead-letter destination (rejected). It
+// completes t and reports true for those; false for any other error.
+func (s *Stage) shareFail(t Ticket, err error) bool {
+	var ex *exhaustedError
+	var fate AckOutcome
+	switch {
+	case IsInvalid(err) && s.g.rt.cfg.DeadLetter == nil:
+		fate = AckRejected
+	case errors.As(err, &ex):
+		fate = AckReleased
+	default:
+		return false
+	}
+	offs := s.g.tr.settle(t, fate)
+	msg := "sluice: retries exhausted; share group records released for redelivery"
+	if fate == AckRejected {
+		msg = "sluice: invalid share group records rejected (no dead-letter destination)"
+	}
+	s.g.rt.cfg.Logger.Warn(msg,
+		"stage", s.name, "topic", s.g.tp.Topic, "partition", s.g.tp.Partition, "offsets", offs, "err", err)
+	return true
+}
+
+// settle sets the outcome of every record behind t that has none yet,
+// completes t, and returns the records' offsets.
+func (tr *tracker) settle(t Ticket, fate AckOutcome) []int64 {
+	tr.mu.Lock()
+	offs := tr.settleLocked(nil, t, fate)
+	tr.mu.Unlock()
+	tr.done(t)
+	return offs
+}
+
+func (tr *tracker) settleLocked(offs []int64, t Ticket, fate AckOutcome) []int64 {
+	if t.joined() {
+		for _, m := range tr.joins[t.id&^joinedBit-1].members {
+			offs = tr.settleLocked(offs, m, fate)
+		}
+		return offs
+	}
+	if s := tr.slotOf(t); s != nil {
+		if s.fate == 0 {
+			s.fate = fate
+		}
+		offs = append(offs, s.rec.Offset)
+	}
+	return offs
+}
+
+// finishedLocked records the outcome of a slot whose last reference was
+// just completed. Callers hold tr.mu; tr.share is set.
+func (tr *tracker) finishedLocked(s *slot) {
+	fate := s.fate
+	if fate == 0 {
+		fate = AckAccepted
+	}
+	tr.acks = append(tr.acks, Ack{TopicPartition: tr.tp, Offset: s.rec.Offset, Outcome: fate})
+}
+
+// flushAcks hands the outcomes collected under the lock to the group.
+// Callers do not hold tr.mu.
+func (tr *tracker) flushAcks(acks []Ack) {
+	if len(acks) > 0 {
+		tr.share.push(acks...)
+	}
+}
