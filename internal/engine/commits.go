@@ -37,12 +37,19 @@ type tracker struct {
 	// them), every completion signals settled (capacity one).
 	watched atomic.Bool
 	settled chan struct{}
+
+	// Share mode (share.go): nil otherwise. acks collects, under mu,
+	// the outcomes of slots that finished, for share.
+	share *shareAcks
+	tp    TopicPartition
+	acks  []Ack
 }
 
 type slot struct {
 	rec     Record
 	refs    int32
-	invalid bool // dead-lettered
+	invalid bool       // dead-lettered
+	fate    AckOutcome // share mode: set when not accepted (share.go)
 }
 
 type join struct {
@@ -105,11 +112,18 @@ func (tr *tracker) done(ts ...Ticket) {
 	}
 	n, b := tr.advance()
 	next := tr.next
+	var acks []Ack
+	if tr.share != nil {
+		acks, tr.acks = tr.acks, nil
+	}
 	var tripped error
 	if tr.tripped != nil && !tr.reported {
 		tripped, tr.reported = tr.tripped, true
 	}
 	tr.mu.Unlock()
+	if acks != nil {
+		tr.flushAcks(acks)
+	}
 	if tr.watched.Load() {
 		select {
 		case tr.settled <- struct{}{}:
@@ -138,7 +152,9 @@ func (tr *tracker) release(t Ticket) {
 		return
 	}
 	if s := tr.slotOf(t); s != nil && s.refs > 0 {
-		s.refs--
+		if s.refs--; s.refs == 0 && tr.share != nil {
+			tr.finishedLocked(s)
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ type Group struct {
 	// caller although their partition was being taken away.
 	late         []error
 	shuttingDown atomic.Bool
+	share        *shareAcks // share mode (share.go); set before the first Assign
 }
 
 func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
@@ -55,6 +56,9 @@ func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config
 
 func (rt *Group) start(tp TopicPartition) (*graph, error) {
 	g := newGraph(rt, tp)
+	if rt.share != nil {
+		g.tr.share, g.tr.tp = rt.share, tp
+	}
 	if err := g.build(rt.build); err != nil {
 		return nil, err
 	}

@@ -128,9 +128,15 @@ func (s *Stage) Split(t Ticket, n int) []Ticket { return s.g.tr.split(t, n) }
 // once. For any other
 // error it returns a *StageError naming the stage and the record's
 // position; the stage must then return that error, which stops Run. The
-// ticket is not completed, so nothing past the record is committed.
+// ticket is not completed, so nothing past the record is committed. In
+// share mode ([Group.TrackAcks]) retries exhausted release the records
+// behind t and an invalid record without destination is rejected: Fail
+// completes t and returns nil for both.
 func (s *Stage) Fail(t Ticket, err error) error {
 	if err == nil {
+		return nil
+	}
+	if s.g.tr.share != nil && s.shareFail(t, err) {
 		return nil
 	}
 	recs := s.g.tr.records(nil, t)
