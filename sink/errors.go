@@ -63,10 +63,7 @@ func (p *Producer) classify(err error) error {
 // fatalError returns the client's fatal error (after which it produces
 // nothing), nil if none or if the client is closing.
 func (p *Producer) fatalError() error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closing.Load() {
-		return nil
-	}
-	return p.p.GetFatalError()
+	var err error
+	p.tr.WhileOpen(func() { err = p.p.GetFatalError() })
+	return err
 }

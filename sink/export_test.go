@@ -4,7 +4,7 @@ import "github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 // Pending returns how many messages p handed to librdkafka whose delivery
 // report no receiver has read yet (for tests in package sink_test).
-func Pending(p *Producer) int64 { return p.pending.Load() }
+func Pending(p *Producer) int64 { return p.tr.Pending() }
 
 // InjectFatal makes p's client fail fatally, as librdkafka does when an
 // idempotent producer's sequence breaks.

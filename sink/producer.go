@@ -1,14 +1,17 @@
 package sink
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
 // ErrClosed is wrapped by the errors of produce calls made after (or
@@ -22,28 +25,13 @@ type Producer struct {
 	p            *kafka.Producer
 	logger       *slog.Logger
 	closeTimeout time.Duration
+	// tr is what the receivers (Produce stages, dead letters) and Close
+	// share: pending reports, the messages given up on; its Gone is
+	// closed once the client delivers no more reports (its poller
+	// stopped).
+	tr *produce.Tracker
 
-	// mu is held for reading around every call that hands a message to
-	// the client; Close takes it to set closing, so no such call runs
-	// once the client starts closing.
-	mu      sync.RWMutex
-	closing atomic.Bool
-	// pending counts messages handed to the client whose delivery report
-	// no receiver has read yet; idle is closed when it drops to zero
-	// while closing.
-	pending  atomic.Int64
-	idle     chan struct{}
-	idleOnce sync.Once
-	// gone is closed once the client delivers no more reports (its
-	// poller stopped): receivers stop waiting then.
-	gone chan struct{}
-
-	umu         sync.Mutex
-	undelivered []UndeliveredMessage // purged by Close, as receivers read them
-
-	wg       sync.WaitGroup // events and logs goroutines
-	once     sync.Once
-	closeErr error
+	wg sync.WaitGroup // events and logs goroutines
 }
 
 // NewProducer validates cfg and connects a producer.
@@ -64,8 +52,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		p:            kp,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
-		idle:         make(chan struct{}),
-		gone:         make(chan struct{}),
+		tr:           produce.NewTracker(produce.Names{Package: "sink", ErrClosed: ErrClosed}),
 	}
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultCloseTimeout
@@ -75,54 +62,64 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	return p, nil
 }
 
-// send hands msg to the client, its delivery report to go to report. It
-// fails with ErrClosed once Close started. Every message it accepts must
-// have its report passed to received.
-func (p *Producer) send(msg *kafka.Message, report chan kafka.Event) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closing.Load() {
-		return ErrClosed
+// client is the librdkafka side of the produce core: delivery reports
+// are kafka.Events on the receiver's channel, a message's Opaque holds its
+// ticket.
+type client struct{ p *Producer }
+
+// Send hands o to librdkafka; a full queue is an ErrQueueFull error
+// (librdkafka never blocks Produce), so ctx is not needed.
+func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan kafka.Event) error {
+	msg := &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: kafka.PartitionAny},
+		Key:            o.Message.Key,
+		Value:          o.Message.Value,
+		Timestamp:      o.Timestamp,
+		Opaque:         o.Ticket,
 	}
-	p.pending.Add(1)
-	if err := p.p.Produce(msg, report); err != nil {
-		p.received()
-		return err
+	if len(o.Message.Headers) > 0 {
+		msg.Headers = make([]kafka.Header, len(o.Message.Headers))
+		for i, h := range o.Message.Headers {
+			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
+		}
 	}
-	return nil
+	return c.p.tr.Send(func() error { return c.p.p.Produce(msg, reports) })
 }
 
-// received records that a receiver read a successful delivery report.
-func (p *Producer) received() {
-	if p.pending.Add(-1) == 0 && p.closing.Load() {
-		p.idleOnce.Do(func() { close(p.idle) })
+func (client) QueueFull(err error) bool { return codeOf(err) == kafka.ErrQueueFull }
+
+func (client) Report(ev kafka.Event) (stagekit.Ticket, error, bool) {
+	m, ok := ev.(*kafka.Message)
+	if !ok {
+		return stagekit.Ticket{}, nil, false
 	}
+	t, _ := m.Opaque.(stagekit.Ticket)
+	return t, m.TopicPartition.Error, true
 }
 
-// receivedFailure records that a receiver read a failed delivery report
-// with error err, for message u. It reports whether the failure is Close
-// giving up on the message (then u is kept for Close's error).
-func (p *Producer) receivedFailure(err error, u UndeliveredMessage) bool {
+// GaveUp: Close purges what is left (librdkafka's purge codes).
+func (client) GaveUp(err error) bool {
+	c := codeOf(err)
+	return c == kafka.ErrPurgeQueue || c == kafka.ErrPurgeInflight
+}
+
+func (c client) Classify(err error) error { return c.p.classify(err) }
+
+// codeOf returns the librdkafka error code of err, ErrNoError if it has
+// none.
+func codeOf(err error) kafka.ErrorCode {
 	var kerr kafka.Error
-	purged := errors.As(err, &kerr) && (kerr.Code() == kafka.ErrPurgeQueue || kerr.Code() == kafka.ErrPurgeInflight)
-	if !purged {
-		p.received()
-		return false
+	if errors.As(err, &kerr) {
+		return kerr.Code()
 	}
-	// Under umu, so that Close sees each message either pending or
-	// undelivered, never both.
-	p.umu.Lock()
-	defer p.umu.Unlock()
-	p.undelivered = append(p.undelivered, u)
-	p.received()
-	return true
+	return kafka.ErrNoError
 }
 
 // events logs what librdkafka reports outside delivery reports (which go
 // to the receivers' own channels). It returns when the client closed its
 // event channel, after its poller stopped: no report is delivered after.
 func (p *Producer) events() {
-	defer close(p.gone)
+	defer p.tr.MarkGone()
 	for ev := range p.p.Events() {
 		switch e := ev.(type) {
 		case kafka.Error:

@@ -1,0 +1,61 @@
+package produce
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
+)
+
+// Outgoing is one message as the core hands it to a [Client].
+type Outgoing struct {
+	// Topic is the topic to produce to; the client picks the partition.
+	Topic string
+	// Message holds the key, value and headers, passed on unchanged.
+	Message pipeline.Message
+	// Timestamp is the record's timestamp; zero lets the client set it.
+	Timestamp time.Time
+	// Ticket is the value's ticket for a Produce stage, the zero Ticket
+	// for a dead letter; Client.Report gives it back with the report.
+	Ticket stagekit.Ticket
+}
+
+// Client is what a backend implements for its Kafka library. E is the
+// type of the delivery reports on a receiver's channel.
+//
+// Send is called by one goroutine per receiver (a Produce stage, a
+// dead-letter call), concurrently across receivers; the others only read
+// their argument.
+type Client[E any] interface {
+	// Send hands o to the library, its delivery report to go to reports
+	// (which the caller keeps room in: Send may have the library write to
+	// it without blocking). It must call Tracker.Send, so a closed
+	// producer fails it with Names.ErrClosed. It may block while the
+	// library's buffer is full, until ctx ends (then the report carries
+	// the failure); or it returns an error for which QueueFull is true,
+	// and the core waits for a report or a few milliseconds and sends
+	// again.
+	Send(ctx context.Context, o *Outgoing, reports chan E) error
+	// QueueFull reports whether err, returned by Send, means the
+	// library's buffer is full for now.
+	QueueFull(err error) bool
+	// Report reads one event of a receiver's channel: the ticket of the
+	// Outgoing it reports and the delivery error (nil when delivered). ok
+	// is false for an event that is not a delivery report.
+	Report(ev E) (t stagekit.Ticket, err error, ok bool)
+	// GaveUp reports whether a delivery error is Close giving up on the
+	// message (librdkafka's purge, kgo's abort or close).
+	GaveUp(err error) bool
+	// Classify marks a produce or delivery error pipeline.Permanent when
+	// producing again cannot fix it; others are returned unchanged.
+	Classify(err error) error
+}
+
+// Names are the backend's words in errors.
+type Names struct {
+	// Package prefixes the producer's own errors ("sink", "franz").
+	Package string
+	// ErrClosed is the backend's sentinel for a closed producer.
+	ErrClosed error
+}

@@ -1,0 +1,230 @@
+package produce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// QueueFullWait is how long a receiver waits for deliveries before it
+// sends again a message the client refused with a full queue.
+const QueueFullWait = 5 * time.Millisecond
+
+// ReportBuffer is the capacity of a Produce stage's report channel, and so
+// the most messages it has outstanding.
+const ReportBuffer = 1024
+
+// Stage adds the Produce stage of a backend: name is the user's function
+// ("sink.Produce"), c the producer's client (nil when the user's producer
+// is nil: a build error) with its tracker tr. See sink.Produce for the
+// contract; the backends document it.
+func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracker, topic string, toMsg func(T) (pipeline.Message, error), opts []stages.CallOption) pipeline.End {
+	sp := stages.Spec("Produce", opts...)
+	switch {
+	case c == nil:
+		sp.Problem = fmt.Errorf("%s: the producer is nil", name)
+	case topic == "":
+		sp.Problem = fmt.Errorf("%s: the topic is empty", name)
+	case toMsg == nil:
+		sp.Problem = fmt.Errorf("%s: toMsg is nil", name)
+	}
+	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
+		st := &producing[E]{c: c, tr: tr, s: s, topic: topic, reports: make(chan E, ReportBuffer)}
+		defer st.waitAll()
+		ctx := s.Context()
+		// Sends blocked on a full buffer return when the partition's
+		// context ends or Close starts.
+		sendCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(tr.ClosingContext(), cancel)()
+		pr := s.Probe()
+		convert := func(_ context.Context, v T) (pipeline.Message, error) { return toMsg(v) }
+		return stagekit.RunLoop(s, inl, stagekit.Loop[T, E]{
+			OnChunk: func(chunk []stagekit.Item[T]) error { return produceChunk(ctx, sendCtx, st, pr, chunk, convert) },
+			OnDrain: func() error { return st.settle(ctx) },
+			Events:  st.reports,
+			OnEvent: st.report,
+			Wake:    tr.Gone,
+			OnWake:  st.closed,
+		})
+	})
+}
+
+// producing is one Produce stage's state.
+type producing[E any] struct {
+	c           Client[E]
+	tr          *Tracker
+	s           *stagekit.Stage
+	topic       string
+	reports     chan E
+	outstanding int
+}
+
+// produceChunk converts and produces the values of chunk in order. It
+// stops at once when ctx ends (the partition was lost or its drain timed
+// out): nothing more of the chunk is produced.
+func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (pipeline.Message, error)) error {
+	for _, it := range chunk {
+		m, err := stagekit.Call(ctx, st.s, pr, it, convert)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if err := st.s.Fail(it.Ticket, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := st.produce(ctx, sendCtx, m, it.Ticket); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *producing[E]) produce(ctx, sendCtx context.Context, m pipeline.Message, t stagekit.Ticket) error {
+	o := &Outgoing{Topic: st.topic, Message: m, Ticket: t}
+	// A library may deliver every report of the producer from one
+	// goroutine (librdkafka's poller, kgo's promise worker), which must
+	// never wait on a full report channel: that would stall every report
+	// of the producer (dead letters and other partitions included).
+	// Keeping at most cap(reports) messages outstanding means a report
+	// always finds room, even while this stage waits elsewhere (for the
+	// dead-letter queue in Fail, or for room in the client's buffer).
+	for st.outstanding >= cap(st.reports) {
+		if ok, err := st.await(ctx, nil); !ok {
+			return err
+		}
+	}
+	for {
+		err := st.c.Send(sendCtx, o, st.reports)
+		if err == nil {
+			st.outstanding++
+			return nil
+		}
+		if !st.c.QueueFull(err) {
+			return st.s.Fail(t, fmt.Errorf("producing to %s: %w", st.topic, err))
+		}
+		// Backpressure: handle a delivery report (or wait a little) and
+		// try again.
+		if ok, err := st.await(ctx, time.After(QueueFullWait)); !ok {
+			return err
+		}
+	}
+}
+
+// await handles the next delivery report, or waits for timeout (nil: no
+// timeout). It returns false when the stage must stop: with nil when ctx
+// ended, with the stage's error when a delivery failed or the producer
+// closed.
+func (st *producing[E]) await(ctx context.Context, timeout <-chan time.Time) (bool, error) {
+	select {
+	case ev := <-st.reports:
+		if err := st.report(ev); err != nil {
+			return false, err
+		}
+		return true, nil
+	case <-timeout:
+		return true, nil
+	case <-st.tr.Gone():
+		return false, st.closed()
+	case <-ctx.Done():
+		return false, nil
+	}
+}
+
+// report completes (or fails) the value behind one delivery report.
+func (st *producing[E]) report(ev E) error {
+	t, err, ok := st.c.Report(ev)
+	if !ok {
+		return nil
+	}
+	st.outstanding--
+	if err != nil {
+		return st.failed(t, err)
+	}
+	st.tr.Received()
+	st.s.Done(t)
+	return nil
+}
+
+// failed handles the failed delivery of the value holding t and returns
+// the stage's error.
+func (st *producing[E]) failed(t stagekit.Ticket, err error) error {
+	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
+	part := st.s.Partition()
+	u := UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
+	var se *pipeline.StageError
+	if errors.As(serr, &se) {
+		u.Offset = se.Offset
+	}
+	if st.tr.Failed(st.c.GaveUp(err), u) {
+		serr = st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w before the message was delivered (%w)", st.topic, st.tr.names.ErrClosed, err))
+	}
+	return serr
+}
+
+// closed handles the reports the client delivered before it closed and
+// returns the stage's error: the other reports never come, and their
+// values stay uncommitted.
+func (st *producing[E]) closed() error {
+	for {
+		select {
+		case ev := <-st.reports:
+			if err := st.report(ev); err != nil {
+				return err
+			}
+		default:
+			if st.outstanding == 0 {
+				return st.s.Fail(stagekit.Ticket{}, fmt.Errorf("producing to %s: %w", st.topic, st.tr.names.ErrClosed))
+			}
+			return st.s.Fail(stagekit.Ticket{}, fmt.Errorf("producing to %s: %w before %d deliveries were reported", st.topic, st.tr.names.ErrClosed, st.outstanding))
+		}
+	}
+}
+
+// settle waits for every outstanding delivery report after the input
+// closed (graceful drain).
+func (st *producing[E]) settle(ctx context.Context) error {
+	for st.outstanding > 0 {
+		if ok, err := st.await(ctx, nil); !ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitAll drains the remaining reports so the library never blocks on
+// this stage's channel after it stopped, until the producer closed; their
+// values are completed only if the partition is still owned (the tracker
+// ignores the rest).
+func (st *producing[E]) waitAll() {
+	for st.outstanding > 0 {
+		var ev E
+		select {
+		case ev = <-st.reports:
+		case <-st.tr.Gone():
+			select {
+			case ev = <-st.reports:
+			default:
+				return // never reported
+			}
+		}
+		t, err, ok := st.c.Report(ev)
+		if !ok {
+			continue
+		}
+		st.outstanding--
+		if err != nil {
+			_ = st.failed(t, err) // the stage already stopped: only Close wants to know
+			continue
+		}
+		st.tr.Received()
+		st.s.Done(t)
+	}
+}
