@@ -16,7 +16,7 @@ func (s *scenario) args() []string {
 		"--brokers", s.c.b.Addr(), "--group", groupName,
 		"--input", inputTopic, "--output", outputTopic, "--dlq", deadTopic,
 		"--metrics-addr", "", "--workers", fmt.Sprint(s.set.workers),
-		"--group-protocol", s.protocol, "--drain-timeout", s.set.drainTimeout.String(), "-v",
+		"--client", s.client, "--group-protocol", s.protocol, "--drain-timeout", s.set.drainTimeout.String(), "-v",
 	}
 	if s.protocol != "consumer" { // KIP-848: the broker's session timeout (startCluster)
 		a = append(a, "--session-timeout", s.set.sessionTimeout.String())

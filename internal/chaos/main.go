@@ -6,9 +6,10 @@
 // allows them, every partition is committed up to its high watermark and
 // every SIGTERM was answered by exit 0 in time. See docs/reliability.md.
 //
-//	go run ./internal/chaos -short   # about 75 s: one step of each kind, every protocol (CI)
-//	go run ./internal/chaos          # 6 random steps per protocol
-//	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events
+//	go run ./internal/chaos -short   # about 100 s: one step of each kind, librdkafka under every protocol, franz under cooperative-sticky (CI)
+//	go run ./internal/chaos          # 6 random steps per client and protocol
+//	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events, both clients under every protocol
+//	go run ./internal/chaos -client franz   # only cmd/example --client franz, every protocol
 //	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
 //	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
 //
@@ -37,6 +38,12 @@ import (
 // protocols are cmd/example's --group-protocol values.
 var protocols = []string{"cooperative-sticky", "range", "consumer"}
 
+// clients are cmd/example's --client values; -client also takes
+// clientBoth.
+var clients = []string{"librdkafka", "franz"}
+
+const clientBoth = "both"
+
 type options struct {
 	short, long bool
 	plan        string
@@ -44,6 +51,7 @@ type options struct {
 	seed        int64
 	seeds       int
 	protocols   string
+	client      string // -client: one of clients, clientBoth, or empty for the mode's default (combos)
 	set         settings
 	timeout     time.Duration
 	race        bool
@@ -79,6 +87,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 0, "steps per scenario (default 6; 16 with -long; -short has its fixed plan)")
 	fs.Int64Var(&o.seed, "seed", 1, "first seed; the plan is deterministic given the seed")
 	fs.IntVar(&o.seeds, "seeds", 0, "how many seeds from -seed (default 1; 3 with -long)")
+	fs.StringVar(&o.client, "client", "", "cmd/example --client of the consumers: "+strings.Join(clients, ", ")+" or "+clientBoth+
+		" (each under every -protocols); default "+clientBoth+", but with -short franz only under cooperative-sticky")
 	fs.StringVar(&o.protocols, "protocols", strings.Join(protocols, ","), "comma-separated group protocols to run")
 	fs.IntVar(&o.set.procs, "procs", 3, "consumer processes in the group")
 	fs.IntVar(&o.set.rate, "rate", 0, "events per second while the steps run (default 500; 300 with -short, 1000 with -long)")
@@ -156,6 +166,9 @@ func (o options) validate() error {
 	if len(o.protocolList()) == 0 {
 		errs = append(errs, errors.New("-protocols is empty"))
 	}
+	if o.client != "" && o.client != clientBoth && !slices.Contains(clients, o.client) {
+		errs = append(errs, fmt.Errorf("-client: %q is not one of %s, %s", o.client, strings.Join(clients, ", "), clientBoth))
+	}
 	positive := map[string]int{"-rounds": o.rounds, "-seeds": o.seeds, "-procs": o.set.procs, "-rate": o.set.rate, "-workers": o.set.workers}
 	if o.short {
 		delete(positive, "-rounds")
@@ -185,6 +198,31 @@ func (o options) protocolList() []string {
 	for _, p := range strings.Split(o.protocols, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// combo is one client under one group protocol: a scenario per seed.
+type combo struct{ client, protocol string }
+
+func (c combo) String() string { return c.client + "/" + c.protocol }
+
+// combos are the clients and protocols to run, in order: every -client
+// under every -protocols, except that by default -short runs franz only
+// under cooperative-sticky (CI time: each scenario takes about 25 s).
+func (o options) combos() []combo {
+	cs := clients
+	if o.client != "" && o.client != clientBoth {
+		cs = []string{o.client}
+	}
+	var out []combo
+	for _, c := range cs {
+		for _, p := range o.protocolList() {
+			if o.short && o.client == "" && c == "franz" && p != "cooperative-sticky" {
+				continue
+			}
+			out = append(out, combo{client: c, protocol: p})
 		}
 	}
 	return out
@@ -220,8 +258,12 @@ func run(o options) (status int) {
 	if o.short {
 		mode = "short plan"
 	}
-	fmt.Printf("chaos: %d processes, %s, seeds %d..%d, protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
-		o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(o.protocolList(), ","), o.set.rate,
+	var names []string
+	for _, c := range o.combos() {
+		names = append(names, c.String())
+	}
+	fmt.Printf("chaos: %d processes, %s, seeds %d..%d, clients/protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
+		o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(names, ","), o.set.rate,
 		o.set.sessionTimeout, o.set.drainTimeout, dir)
 	began := time.Now()
 	var results []result
@@ -230,12 +272,12 @@ func run(o options) (status int) {
 		if !o.short {
 			plan = planFor(o.plan, seed, o.set.procs, o.rounds)
 		}
-		for _, protocol := range o.protocolList() {
+		for _, c := range o.combos() {
 			if ctx.Err() != nil {
 				break
 			}
-			s := &scenario{set: o.set, protocol: protocol, seed: seed, plan: plan, bin: bin, sup: sup,
-				logDir: logDirFor(dir, protocol, seed), out: os.Stdout}
+			s := &scenario{set: o.set, client: c.client, protocol: c.protocol, seed: seed, plan: plan, bin: bin, sup: sup,
+				logDir: logDirFor(dir, c, seed), out: os.Stdout}
 			results = append(results, s.run(ctx))
 		}
 	}

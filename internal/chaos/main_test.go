@@ -21,6 +21,7 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 		{[]string{"-rss", "-rss-consume", "300000"}, "-rss-consume=300000: more than the 200000 records"},
 		{[]string{"-rss-partitions", "8,x"}, `"x" is not a positive partition count`},
 		{[]string{"-rss", "-rss-queue-kb", "-1"}, "-rss-queue-kb=-1: must not be negative"},
+		{[]string{"-client", "sarama"}, `-client: "sarama" is not one of librdkafka, franz, both`},
 	} {
 		_, err := parseFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -30,5 +31,27 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 	o, err := parseFlags([]string{"-plan", "stop-all", "-rounds", "20", "-rss-partitions", "8, 64"})
 	if err != nil || o.plan != planStopAll || o.rounds != 20 || fmt.Sprint(o.rssSet.partitions) != "[8 64]" {
 		t.Fatalf("parseFlags: %+v, %v", o, err)
+	}
+}
+
+func TestCombos(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-short"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer franz/cooperative-sticky]"},
+		{[]string{"-short", "-protocols", "range"}, "[librdkafka/range]"},
+		{[]string{"-short", "-client", "both", "-protocols", "range,consumer"}, "[librdkafka/range librdkafka/consumer franz/range franz/consumer]"},
+		{[]string{"-short", "-client", "franz"}, "[franz/cooperative-sticky franz/range franz/consumer]"},
+		{nil, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer franz/cooperative-sticky franz/range franz/consumer]"},
+		{[]string{"-long", "-client", "librdkafka", "-protocols", "consumer"}, "[librdkafka/consumer]"},
+	} {
+		o, err := parseFlags(tc.args)
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", tc.args, err)
+		}
+		if got := fmt.Sprint(o.combos()); got != tc.want {
+			t.Errorf("parseFlags(%q).combos() = %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }

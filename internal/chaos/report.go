@@ -13,7 +13,7 @@ import (
 func printSummary(w io.Writer, results []result, took time.Duration) (failed bool) {
 	fmt.Fprintf(w, "\nchaos: %d scenarios in %v\n", len(results), took.Round(100*time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "protocol\tseed\tsteps\trestarts\tkills\tstop-all\tevents\tlost\tduplicates\tslowest shutdown\tslowest recovery\tresult")
+	fmt.Fprintln(tw, "client\tprotocol\tseed\tsteps\trestarts\tkills\tstop-all\tevents\tlost\tduplicates\tslowest shutdown\tslowest recovery\tresult")
 	for _, r := range results {
 		lost, dups := "-", "-"
 		if r.checked {
@@ -30,20 +30,20 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 			verdict = fmt.Sprintf("FAIL (%d)", len(r.violations))
 			failed = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.protocol, r.seed, r.steps, r.restarts, r.kills, r.stopAlls,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.client, r.protocol, r.seed, r.steps, r.restarts, r.kills, r.stopAlls,
 			r.events, lost, dups, durationWho(r.slowestShutdown, r.slowestShutdownWho), durationWho(r.slowestRecovery, r.slowestRecoveryWhy), verdict)
 	}
 	tw.Flush()
 	for _, r := range results {
 		for _, n := range r.slow {
-			fmt.Fprintf(w, "\n%s/seed%d %s\n", r.protocol, r.seed, strings.ReplaceAll(n, "\n", "\n    "))
+			fmt.Fprintf(w, "\n%s/%s/seed%d %s\n", r.client, r.protocol, r.seed, strings.ReplaceAll(n, "\n", "\n    "))
 		}
 	}
 	for _, r := range results {
 		if r.ok() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s/seed%d FAILED (logs in %s):\n", r.protocol, r.seed, r.logDir)
+		fmt.Fprintf(w, "\n%s/%s/seed%d FAILED (logs in %s):\n", r.client, r.protocol, r.seed, r.logDir)
 		for _, v := range r.violations {
 			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(v, "\n", "\n    "))
 		}

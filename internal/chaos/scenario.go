@@ -43,6 +43,7 @@ const dupAgeBound = 2*demo.CommitInterval + time.Second
 // its own.
 type scenario struct {
 	set      settings
+	client   string // cmd/example --client
 	protocol string
 	seed     int64
 	plan     []step
@@ -63,6 +64,7 @@ type scenario struct {
 
 // result is one row of the summary table, and the details behind it.
 type result struct {
+	client   string
 	protocol string
 	seed     int64
 	steps    int
@@ -89,11 +91,11 @@ func (r result) ok() bool { return len(r.violations) == 0 }
 // everything, checks what is there).
 var errAbort = errors.New("scenario aborted")
 
-func (s *scenario) name() string { return fmt.Sprintf("%s/seed%d", s.protocol, s.seed) }
+func (s *scenario) name() string { return fmt.Sprintf("%s/%s/seed%d", s.client, s.protocol, s.seed) }
 
 // logf prints a progress line, prefixed by the scenario and its clock.
 func (s *scenario) logf(format string, args ...any) {
-	fmt.Fprintf(s.out, "  %-28s %6.1fs  %s\n", s.name(), time.Since(s.began).Seconds(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(s.out, "  %-40s %6.1fs  %s\n", s.name(), time.Since(s.began).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // violate records a violation and prints it at once.
@@ -112,7 +114,7 @@ func firstLine(s string) string {
 // result. Every process it started is gone when it returns.
 func (s *scenario) run(ctx context.Context) result {
 	s.began = time.Now()
-	s.res = result{protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir}
+	s.res = result{client: s.client, protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir}
 	s.live, s.inc, s.windows = map[int]*proc{}, map[int]int{}, map[int32][]window{}
 	defer func() { s.res.took = time.Since(s.began) }()
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
@@ -286,6 +288,6 @@ func (s *scenario) liveNames() []string {
 }
 
 // logDirFor is where one scenario's process logs go.
-func logDirFor(root, protocol string, seed int64) string {
-	return filepath.Join(root, fmt.Sprintf("%s-seed%d", protocol, seed))
+func logDirFor(root string, c combo, seed int64) string {
+	return filepath.Join(root, fmt.Sprintf("%s-%s-seed%d", c.client, c.protocol, seed))
 }
