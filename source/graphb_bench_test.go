@@ -1,0 +1,179 @@
+package source
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// BenchmarkGraphB is issue 9's graph (b), Map → Pool(8) → Batch(500) →
+// Each, on the embedded broker (benchMsgs records in benchParts
+// partitions), next to its raw twin: a bare confluent-kafka-go poll loop
+// doing the same user work in one goroutine (the map function per message,
+// the each function per 500 messages of a partition). Run the two in one
+// invocation and compare:
+//
+//	go test -run '^$' -bench GraphB -benchtime 1x -count 5 ./source/
+//
+// Metrics cover the first to the last record: msg/s; cpu-ns/msg, the
+// process's user+system CPU time (the embedded broker's included, which
+// both pay alike) per record; allocs/msg, Go heap allocations per record
+// (confluent-kafka-go's own conversion included).
+func BenchmarkGraphB(b *testing.B) {
+	br := benchTopic(b)
+	b.Run("raw", func(b *testing.B) {
+		var w window
+		for range b.N {
+			cfg := Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}
+			cm, err := cfg.configMap(pipeline.DefaultDrainTimeout)
+			if err != nil {
+				b.Fatal(err)
+			}
+			delete(cm, "go.logs.channel.enable")
+			cm["log_level"] = 3
+			c, err := kafka.NewConsumer(&cm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
+				b.Fatal(err)
+			}
+			batches := make(map[int32][]int, benchParts)
+			var n int
+			for n < benchMsgs {
+				switch e := c.Poll(100).(type) {
+				case *kafka.Message:
+					if n == 0 {
+						w.start()
+					}
+					n++
+					v := graphBMap(e.Value)
+					p := e.TopicPartition.Partition
+					batches[p] = append(batches[p], v)
+					if len(batches[p]) == 500 {
+						graphBEach(batches[p])
+						batches[p] = make([]int, 0, 500) // Batch hands each batch over
+					}
+				case kafka.Error:
+					if e.IsFatal() {
+						b.Fatal(e)
+					}
+				}
+			}
+			w.stop()
+			_ = c.Close()
+		}
+		w.report(b, b.N*benchMsgs)
+	})
+	b.Run("sluice", func(b *testing.B) {
+		var w window
+		var pauses pauseCount
+		for range b.N {
+			src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var started atomic.Bool
+			var n atomic.Int64
+			done := make(chan struct{})
+			build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+					if started.CompareAndSwap(false, true) {
+						w.start()
+					}
+					return graphBMap(r.Value), nil
+				})
+				pooled := stages.Pool(vals, 8, func(_ context.Context, v int) (int, error) { return v, nil })
+				return stages.Each(stages.Batch(pooled, 500, 100*time.Millisecond), func(_ context.Context, vs []int) error {
+					graphBEach(vs)
+					if n.Add(int64(len(vs))) == benchMsgs {
+						w.stop()
+						close(done)
+					}
+					return nil
+				})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				errc <- pipeline.Run(ctx, src, build, pipeline.WithHooks(&pauses))
+			}()
+			select {
+			case <-done:
+			case err := <-errc:
+				b.Fatalf("Run returned early: %v", err)
+			}
+			cancel()
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		}
+		w.report(b, b.N*benchMsgs)
+		b.ReportMetric(float64(pauses.n.Load())/float64(b.N), "pauses/op")
+	})
+}
+
+// pauseCount counts the partitions the runtime paused (backpressure).
+type pauseCount struct{ n atomic.Int64 }
+
+func (p *pauseCount) OnPartitionPaused(pipeline.TopicPartition) { p.n.Add(1) }
+
+var graphBSink atomic.Int64
+
+func graphBMap(v []byte) int { return len(v) }
+
+func graphBEach(vs []int) {
+	s := 0
+	for _, v := range vs {
+		s += v
+	}
+	graphBSink.Add(int64(s))
+}
+
+// window accumulates wall time, CPU time and heap allocations between
+// start and stop calls (one pair per iteration; start and stop may run on
+// different goroutines, never at once).
+type window struct {
+	t0             time.Time
+	cpu0, mallocs0 int64
+	wall           time.Duration
+	cpu, mallocs   int64
+}
+
+func (w *window) start() {
+	w.t0, w.cpu0, w.mallocs0 = time.Now(), cpuNanos(), mallocs()
+}
+
+func (w *window) stop() {
+	w.wall += time.Since(w.t0)
+	w.cpu += cpuNanos() - w.cpu0
+	w.mallocs += mallocs() - w.mallocs0
+}
+
+func (w *window) report(b *testing.B, total int) {
+	b.ReportMetric(float64(total)/w.wall.Seconds(), "msg/s")
+	b.ReportMetric(float64(w.cpu)/float64(total), "cpu-ns/msg")
+	b.ReportMetric(float64(w.mallocs)/float64(total), "allocs/msg")
+}
+
+func cpuNanos() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func mallocs() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.Mallocs)
+}

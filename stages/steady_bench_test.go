@@ -1,0 +1,162 @@
+package stages_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// BenchmarkSteady measures the runtime and the stages in steady state:
+// genSource makes the records on the fly (it holds no log, unlike the
+// testkit Fake, so neither the setup nor the GC of a b.N-record log shows
+// in the profile), a warm-up of steadyWarm records grows every buffer
+// first, and the timer covers the b.N records after it. allocs/msg is
+// the exact number of heap allocations per record in that window (the
+// testing package rounds allocs/op down to an integer).
+//
+//	go test -run '^$' -bench Steady -benchtime 1000000x ./stages/
+//
+// GraphB is issue 9's graph (b): Map, Pool(8), Batch(500), Each.
+func BenchmarkSteady(b *testing.B) {
+	graphs := []struct {
+		name string
+		wire func(in pipeline.Stream[int64]) pipeline.End
+	}{
+		{"Baseline", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(in) }},
+		{"Pool4", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(stages.Pool(in, 4, inc)) }},
+		{"PoolByKey4", func(in pipeline.Stream[int64]) pipeline.End {
+			return stages.Discard(stages.PoolByKey(in, 4, func(int64) string { return "k" }, inc))
+		}},
+		{"Batch100", func(in pipeline.Stream[int64]) pipeline.End {
+			return stages.Discard(stages.Batch(in, 100, time.Second))
+		}},
+		{"Each", func(in pipeline.Stream[int64]) pipeline.End {
+			return stages.Each(in, func(context.Context, int64) error { return nil })
+		}},
+		{"GraphB", graphB},
+	}
+	for _, g := range graphs {
+		b.Run(g.name, func(b *testing.B) { benchSteady(b, g.wire) })
+	}
+}
+
+// graphB is Map (in benchSteady), Pool(8), Batch(500), Each.
+func graphB(in pipeline.Stream[int64]) pipeline.End {
+	batches := stages.Batch(stages.Pool(in, 8, inc), 500, 10*time.Millisecond)
+	return stages.Each(batches, func(_ context.Context, vs []int64) error {
+		if len(vs) == 0 {
+			return context.Canceled // never: a batch holds at least one value
+		}
+		return nil
+	})
+}
+
+// steadyWarm is how many records run before the timed window.
+const steadyWarm = 50_000
+
+func benchSteady(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End) {
+	src := &genSource{total: steadyWarm + int64(b.N), warm: steadyWarm,
+		warmed: make(chan struct{}), done: make(chan struct{})}
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return wire(stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil }))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- pipeline.Run(ctx, src, build) }()
+	var before, after runtime.MemStats
+	select {
+	case <-src.warmed:
+	case err := <-errc:
+		b.Fatalf("Run returned during the warm-up: %v", err)
+	}
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	select {
+	case <-src.done:
+	case err := <-errc:
+		b.Fatalf("Run returned early: %v", err)
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/msg")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N), "B/msg")
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// genSource is a pipeline.Source of one partition whose records it makes
+// as it delivers them, 64 at a time in one reused slice (so the runtime
+// must copy what it keeps). It closes warmed once the first warm records
+// are committable and done once all total are.
+type genSource struct {
+	total, warm  int64
+	warmed, done chan struct{}
+}
+
+func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
+	tp := pipeline.TopicPartition{Topic: "bench", Partition: 0}
+	if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+		<-ctx.Done() // Run is stopping with the build error
+		g.Shutdown()
+		return nil
+	}
+	batch := make([]pipeline.Record, 64)
+	value := make([]byte, 100)
+	var next, committed int64
+	paused, warmed, done := false, false, false
+	wake := func() {
+		if paused && len(g.Resumable()) > 0 {
+			paused = false
+		}
+		for _, o := range g.Offsets() {
+			if o.Next > committed {
+				committed = o.Next
+			}
+		}
+		if !warmed && committed >= s.warm {
+			warmed = true
+			close(s.warmed)
+		}
+		if !done && committed >= s.total {
+			done = true
+			close(s.done)
+		}
+	}
+	for {
+		g.Polled()
+		if !paused && next < s.total {
+			n := min(int64(len(batch)), s.total-next)
+			for i := range n {
+				batch[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: next + i, Value: value}
+			}
+			paused = g.Deliver(tp, batch[:n])
+			next += n
+			if next%4096 != 0 && !paused {
+				continue // Offsets allocates its result: collect it now and then, as real sources do
+			}
+			select {
+			case <-g.Wake():
+				wake()
+			case <-ctx.Done():
+				g.Shutdown()
+				return nil
+			default:
+			}
+			continue
+		}
+		select {
+		case <-g.Wake():
+			wake()
+		case <-ctx.Done():
+			g.Shutdown()
+			return nil
+		}
+	}
+}
