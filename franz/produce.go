@@ -1,0 +1,39 @@
+package franz
+
+import (
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// Produce ends a graph by producing one message per value to topic with
+// p, in order. A value's records commit only after its delivery was
+// acknowledged (kgo's promise without error; acks=all by default). A
+// full kgo buffer (kgo.MaxBufferedRecords, kgo.MaxBufferedBytes) is
+// backpressure (the stage waits for room), never a drop; each stage keeps
+// at most 1024 messages outstanding. A delivery that fails after kgo's own
+// retries (kgo.RecordDeliveryTimeout, 30s by default) stops pipeline.Run
+// with a *pipeline.StageError naming the topic and the record's position.
+//
+// toMsg is called like any stage function: timed for hooks, watched
+// by the stuck detector, retried under the stage's retry policy on a
+// transient error, a panic reported at the record's offset; an error
+// marked with pipeline.Invalid dead-letters the record.
+//
+// On a graceful revoke the stage waits for the delivery reports of
+// everything it produced. When the partition is lost or its drain times
+// out, it produces nothing more (not even the rest of the chunk at hand;
+// a produce waiting for buffer room returns) and still waits for
+// outstanding reports (bounded by kgo.RecordDeliveryTimeout, or by
+// p.Close) so none is left behind. Once p is closed, the stage fails with
+// an error wrapping [ErrClosed]. A nil p, an empty topic or a nil toMsg
+// fails the build with a *pipeline.BuildError naming the stage. Options:
+// stages.Name, stages.Buffer, stages.Retry (for toMsg).
+func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (pipeline.Message, error), opts ...stages.CallOption) pipeline.End {
+	var c produce.Client[report]
+	var tr *produce.Tracker
+	if p != nil {
+		c, tr = client{p}, p.tr
+	}
+	return produce.Stage(in, "franz.Produce", c, tr, topic, toMsg, opts)
+}

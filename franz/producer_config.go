@@ -1,0 +1,124 @@
+package franz
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	// DefaultProducerCloseTimeout is how long [Producer.Close] waits for
+	// outstanding deliveries unless [ProducerConfig.CloseTimeout] says
+	// otherwise (as sink.DefaultCloseTimeout).
+	DefaultProducerCloseTimeout = 5 * time.Second
+	// DefaultProducerLinger is the kgo.ProducerLinger NewProducer sets
+	// before ProducerConfig.Opts.
+	DefaultProducerLinger = 5 * time.Millisecond
+	// DefaultRecordDeliveryTimeout is the kgo.RecordDeliveryTimeout
+	// NewProducer sets before ProducerConfig.Opts (librdkafka's
+	// message.timeout.ms in package sink): a delivery that cannot succeed
+	// fails after it instead of being retried for ever.
+	DefaultRecordDeliveryTimeout = 30 * time.Second
+)
+
+// ProducerConfig configures a [Producer]. NewProducer copies it.
+type ProducerConfig struct {
+	// Brokers is the bootstrap list, host:port each (kgo.SeedBrokers).
+	// Required.
+	Brokers []string
+	// Logger receives franz-go's logs (kgo.WithLogger) and the
+	// producer's own warnings; nil discards them.
+	Logger *slog.Logger
+	// CloseTimeout bounds how long [Producer.Close] waits for the
+	// deliveries still outstanding before it gives up on them. Zero means
+	// [DefaultProducerCloseTimeout]; negative is an error.
+	CloseTimeout time.Duration
+	// Opts are passed to kgo.NewClient after the producer's defaults
+	// (kgo's acks=all and idempotent writes, kgo.ProducerLinger
+	// [DefaultProducerLinger], kgo.RecordDeliveryTimeout
+	// [DefaultRecordDeliveryTimeout]): TLS, SASL, compression, batch and
+	// buffer sizes, acks and so on. kgo.ProducerLinger also delays each
+	// dead letter (a partition's dead letters go one at a time): set it to
+	// 0 for bursts of invalid input. The options the producer relies on
+	// are refused by NewProducer with an error naming them (see the
+	// package documentation, "Producing").
+	Opts []kgo.Opt
+}
+
+func (c ProducerConfig) validate() error {
+	if len(c.Brokers) == 0 {
+		return fmt.Errorf("franz: ProducerConfig.Brokers is empty")
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
+			return fmt.Errorf("franz: ProducerConfig.Brokers[%d] = %q: want one host:port", i, b)
+		}
+	}
+	if c.CloseTimeout < 0 {
+		return fmt.Errorf("franz: ProducerConfig.CloseTimeout = %v: want 0 (the default, %v) or more", c.CloseTimeout, DefaultProducerCloseTimeout)
+	}
+	for i, o := range c.Opts {
+		if o == nil {
+			return fmt.Errorf("franz: ProducerConfig.Opts[%d] is nil", i)
+		}
+	}
+	return nil
+}
+
+// reservedProducerOpts lists the options NewProducer refuses in
+// ProducerConfig.Opts.
+var reservedProducerOpts = []reservedOpt{
+	{kgo.SeedBrokers, "use ProducerConfig.Brokers"},
+	{kgo.WithLogger, "use ProducerConfig.Logger"},
+	{kgo.TransactionalID, "the producer is not transactional: an input commits after its delivery report, through the source's consumer group"},
+	{kgo.ManualFlushing, "the producer relies on kgo flushing by itself: with manual flushing nothing is sent until Close"},
+	{kgo.DefaultProduceTopicAlways, "every message goes to the topic of its Produce stage or dead-letter destination"},
+	{kgo.ConsumerGroup, "the producer does not consume (use franz.NewSource)"},
+	{kgo.ConsumeTopics, "the producer does not consume (use franz.NewSource)"},
+	{kgo.ConsumeRegex, "the producer does not consume (use franz.NewSource)"},
+	{kgo.ConsumePartitions, "the producer does not consume (use franz.NewSource)"},
+	{kgo.ShareGroup, "the producer does not consume (use franz.NewSource)"},
+}
+
+// checkProducerOpts applies opts to a probe client (kgo.NewClient only
+// validates and allocates: without topics it neither dials nor
+// consumes) and compares each reserved option with kgo's default; it
+// returns an error naming the first one set, or kgo's own validation
+// error.
+func checkProducerOpts(opts []kgo.Opt) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	def, probe, err := probes(nil, opts)
+	if err != nil {
+		return fmt.Errorf("franz: ProducerConfig.Opts: %w", err)
+	}
+	defer def.Close()
+	defer probe.Close()
+	for _, r := range reservedProducerOpts {
+		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
+			return fmt.Errorf("franz: ProducerConfig.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
+		}
+	}
+	return nil
+}
+
+// producerOpts validates cfg and returns the options NewProducer creates
+// its client with.
+func producerOpts(cfg ProducerConfig, logger *slog.Logger) ([]kgo.Opt, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkProducerOpts(cfg.Opts); err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.ProducerLinger(DefaultProducerLinger),
+		kgo.RecordDeliveryTimeout(DefaultRecordDeliveryTimeout),
+	}
+	opts = append(opts, cfg.Opts...)
+	return append(opts, kgo.SeedBrokers(cfg.Brokers...), kgo.WithLogger(slogAdapter{log: logger})), nil
+}
