@@ -6,6 +6,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -29,23 +30,11 @@ type CommitError struct {
 
 // Error names the commit, its offsets and the cause.
 func (e *CommitError) Error() string {
-	return fmt.Sprintf("source: %s commit of %s: %v", e.Reason, offsetsString(e.Offsets), e.Err)
+	return fmt.Sprintf("source: %s commit of %s: %v", e.Reason, kafkasource.OffsetsString(e.Offsets), e.Err)
 }
 
 // Unwrap returns the cause.
 func (e *CommitError) Unwrap() error { return e.Err }
-
-// commitError logs a failed commit: at debug level when the failure is
-// expected around rebalances, else as a warning.
-func (r *runner) commitError(err error, why string, offs []pipeline.Offset) {
-	if expectedCommitError(err) {
-		// Expected around rebalances: another member owns the partition
-		// now or will commit after the rebalance.
-		r.log.Debug("commit rejected during rebalance", "why", why, "err", err, "offsets", offs)
-		return
-	}
-	r.log.Warn("commit failed", "why", why, "err", err, "offsets", offs)
-}
 
 // expectedCommitError reports whether err is a commit rejection expected
 // around rebalances: the group moved on (another member owns the
@@ -61,4 +50,14 @@ func expectedCommitError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// ExpectedCommitError is expectedCommitError, for the core.
+func (r *runner) ExpectedCommitError(err error) bool { return expectedCommitError(err) }
+
+// RetriableCommitError reports whether a commit rejected with err may
+// succeed once the rebalance in progress completes.
+func (r *runner) RetriableCommitError(err error) bool {
+	var kerr kafka.Error
+	return errors.As(err, &kerr) && kerr.Code() == kafka.ErrRebalanceInProgress
 }

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,10 +9,12 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
-const DefaultCommitInterval = time.Second
+const DefaultCommitInterval = kafkasource.DefaultCommitInterval
 
 // Config configures a [Kafka] source. Brokers, Group and Topics are
 // required; everything else has a default.
@@ -99,36 +100,16 @@ func defaults() kafka.ConfigMap {
 }
 
 func (c Config) validate() error {
-	if len(c.Brokers) == 0 {
-		return errors.New("source: Config.Brokers is empty")
-	}
-	for i, b := range c.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return fmt.Errorf("source: Config.Brokers[%d] = %q: want one host:port", i, b)
-		}
-	}
-	if strings.TrimSpace(c.Group) == "" {
-		return errors.New("source: Config.Group is empty")
-	}
-	if len(c.Topics) == 0 {
-		return errors.New("source: Config.Topics is empty")
-	}
-	for i, t := range c.Topics {
-		if strings.TrimSpace(t) == "" {
-			return fmt.Errorf("source: Config.Topics[%d] is empty", i)
-		}
-	}
-	if c.CommitInterval < 0 {
-		return fmt.Errorf("source: Config.CommitInterval = %v: must not be negative", c.CommitInterval)
-	}
-	if c.CommitInterval > 0 && c.CommitInterval < time.Millisecond {
-		return fmt.Errorf("source: Config.CommitInterval = %v: must be at least 1ms", c.CommitInterval)
-	}
-	if c.CloseTimeout < 0 {
-		return fmt.Errorf("source: Config.CloseTimeout = %v: must not be negative", c.CloseTimeout)
-	}
-	if c.CloseTimeout > 0 && c.CloseTimeout < 100*time.Millisecond {
-		return fmt.Errorf("source: Config.CloseTimeout = %v: must be at least 100ms", c.CloseTimeout)
+	err := kafkasource.Settings{
+		Prefix:         "source",
+		Brokers:        c.Brokers,
+		Group:          c.Group,
+		Topics:         c.Topics,
+		CommitInterval: c.CommitInterval,
+		CloseTimeout:   c.CloseTimeout,
+	}.Validate()
+	if err != nil {
+		return err
 	}
 	for k := range c.Overrides {
 		if why, ok := reserved[k]; ok {
@@ -180,13 +161,6 @@ func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	m["enable.auto.offset.store"] = false
 	m["go.logs.channel.enable"] = true
 	return m, nil
-}
-
-func (c Config) commitInterval() time.Duration {
-	if c.CommitInterval == 0 {
-		return DefaultCommitInterval
-	}
-	return c.CommitInterval
 }
 
 // secretish reports whether the value of property k must never be logged.

@@ -11,20 +11,8 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
-)
-
-const (
-	// pollIdle is the Poll timeout while nothing is paused: it bounds how
-	// long a cancelled ctx waits for the loop to notice.
-	pollIdle = 100 * time.Millisecond
-	// pollPaused is the Poll timeout while some partition is paused: it
-	// bounds how late a partition listed by Group.Resumable is resumed.
-	pollPaused = 10 * time.Millisecond
-	// maxBatch caps the records handed to one Deliver call. It also bounds
-	// how far the runtime's in-flight budget can be overshot: by one
-	// batch per partition that is not paused yet.
-	maxBatch = 128
 )
 
 // Kafka is a [pipeline.Source] consuming a Kafka consumer group through
@@ -125,15 +113,19 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		c:          c,
 		g:          g,
 		log:        k.log,
-		owned:      make(map[pipeline.TopicPartition]bool),
-		paused:     make(map[pipeline.TopicPartition]bool),
 		leftPaused: make(map[pipeline.TopicPartition]bool),
-		ownership:  make(map[pipeline.TopicPartition]uint64),
-		pending:    make(map[pipeline.TopicPartition]int64),
 		highs:      make(map[pipeline.TopicPartition]int64),
-		batch:      make([]pipeline.Record, 0, maxBatch),
-		collectAt:  time.Now().Add(k.cfg.commitInterval()),
 	}
+	r.core = kafkasource.New(r, g, kafkasource.Options{
+		Prefix:         "source",
+		CommitInterval: k.cfg.CommitInterval,
+		CloseTimeout:   k.cfg.CloseTimeout,
+		Log:            k.log,
+		Background:     &k.background,
+		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
+			return &CommitError{Reason: reason, Offsets: offs, Err: err}
+		},
+	})
 	err = r.run(ctx)
 	switch {
 	case r.fatalClose:
@@ -144,11 +136,11 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		// Run from hanging; with v2.11.1 that goroutine and the librdkafka
 		// handle are leaked until the process exits.
 		k.log.Warn("closing the consumer in the background after a fatal error; with confluent-kafka-go v2.11.1 its handle leaks")
-		r.inClose, r.closing = true, true
+		r.inClose = true
 		go func() { _ = c.Close() }()
 	case !r.closed:
 		// Subscribe failed: nothing was joined, Close has nothing to wait for.
-		err = errors.Join(err, r.closeClient(time.Now().Add(k.cfg.closeTimeout())))
+		err = errors.Join(err, r.Close(time.Now().Add(k.cfg.closeTimeout())))
 	}
 	if r.closeFinished {
 		<-logsDone // Close closed the logs channel: forward what is left
@@ -159,48 +151,27 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	return err
 }
 
-// runner is the state of one Run: it is only touched by the poll goroutine
-// (rebalance callbacks run inside Poll on that goroutine), except by the
-// callbacks librdkafka runs inside Close, on the close goroutine, which
-// only read fields set before Close started (see answerInClose).
+// runner is the state of one Run and the [kafkasource.Backend] of its
+// core: it is only touched by the poll goroutine (rebalance callbacks run
+// inside Poll on that goroutine), except by the callbacks librdkafka runs
+// inside Close, on the close goroutine, which only read fields set before
+// Close started (see answerInClose), and by Commit, which reads only
+// fields set before Run started.
 type runner struct {
-	k   *Kafka
-	c   *kafka.Consumer
-	g   pipeline.Group
-	log *slog.Logger
+	k    *Kafka
+	c    *kafka.Consumer
+	g    pipeline.Group
+	log  *slog.Logger
+	core *kafkasource.Core // owned set, batch, pause/resume, commits
 
-	owned map[pipeline.TopicPartition]bool // fence: partitions we may deliver and commit
-	// ownership numbers each assignment of a partition (from assigns),
-	// so that a failed commit of an earlier ownership is not retried.
-	ownership map[pipeline.TopicPartition]uint64
-	assigns   uint64
-	paused    map[pipeline.TopicPartition]bool // partitions paused on Deliver's request
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
 	leftPaused map[pipeline.TopicPartition]bool
-	// unresumed: partitions whose Resume failed, retried every loop.
-	unresumed []pipeline.TopicPartition
 
-	batchTP pipeline.TopicPartition
-	batch   []pipeline.Record // pending records of batchTP, not yet delivered
-
-	collectAt time.Time // next time to collect Group.Offsets
-	// pending: the newest offsets of owned partitions not sent yet, or
-	// whose background commit failed (Group.Offsets reports an offset
-	// once, when it moves). See commit.go.
-	pending map[pipeline.TopicPartition]int64
-	// commitDue: an interval passed since the last background commit was
-	// sent; inflight: the one commit sent and not handled yet, or nil.
-	commitDue bool
-	inflight  *commitRequest
-
-	// closing: Shutdown or Lose-all done. Callbacks no longer call g and
-	// records are dropped; owned still fences the final commit.
-	closing bool
 	// inClose: the client's Close runs (on its own goroutine). Callbacks
 	// then only answer librdkafka and touch nothing else of the runner.
 	inClose bool
-	// closed: closeClient ran; closeFinished: Close returned in time.
+	// closed: Close ran; closeFinished: the client's Close returned in time.
 	closed, closeFinished bool
 	// callbacks counts rebalance callbacks served (leave waits for quiet).
 	callbacks int
@@ -211,52 +182,31 @@ type runner struct {
 	// fatalClose is set when the client raised a fatal error, whose Close
 	// hangs (see Run).
 	fatalClose bool
-	joined     bool                              // Group.Joined reported
 	highs      map[pipeline.TopicPartition]int64 // last high watermark reported
 	fatal      error                             // set by callbacks; ends the loop
 }
+
+var _ kafkasource.Backend = (*runner)(nil)
 
 func (r *runner) run(ctx context.Context) error {
 	if err := r.c.SubscribeTopics(r.k.cfg.Topics, r.rebalance); err != nil {
 		return fmt.Errorf("source: subscribe: %w", err)
 	}
-	for {
-		if ctx.Err() != nil {
-			return r.stop()
-		}
-		timeout := pollIdle
-		if len(r.paused) > 0 || len(r.unresumed) > 0 {
-			timeout = pollPaused
-		}
-		r.pollBatch(int(timeout.Milliseconds()))
-		r.g.Polled()
-		if r.fatal != nil {
-			r.loseAll()
-			if r.fatalClose {
-				return r.fatal // the client is unusable; Run closes it in the background
-			}
-			// The source failed (an *assign call), the client did not:
-			// leave the group before closing it, as on shutdown.
-			return errors.Join(r.fatal, r.leaveAndClose(time.Now()))
-		}
-		r.resume()
-		r.reap()
-		if now := time.Now(); !now.Before(r.collectAt) {
-			r.collectAt = now.Add(r.k.cfg.commitInterval())
-			r.collect(r.g.Offsets())
-			r.commitDue = true
-			r.reportHighWatermarks()
-		}
-		r.commitPending()
-	}
+	return r.core.Run(ctx)
 }
 
-// pollBatch polls one event (waiting up to timeoutMs), then keeps polling
+// Poll polls one event (waiting up to timeout), then keeps polling
 // without waiting while events are messages, batching consecutive records
-// of one partition into one Deliver call.
+// of one partition into one Deliver call (kafkasource.Core.Add).
+func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
+	r.pollBatch(int(timeout.Milliseconds()))
+	r.g.Polled()
+	return r.fatal
+}
+
 func (r *runner) pollBatch(timeoutMs int) {
-	defer r.flush()
-	for n := 0; n < 4*maxBatch; n++ {
+	defer r.core.Flush()
+	for n := 0; n < 4*kafkasource.MaxBatch; n++ {
 		ev := r.c.Poll(timeoutMs)
 		timeoutMs = 0
 		if ev == nil {
@@ -264,7 +214,7 @@ func (r *runner) pollBatch(timeoutMs int) {
 		}
 		m, ok := ev.(*kafka.Message)
 		if !ok {
-			r.flush()
+			r.core.Flush()
 			r.event(ev)
 			if r.fatal != nil {
 				return
@@ -276,27 +226,23 @@ func (r *runner) pollBatch(timeoutMs int) {
 }
 
 func (r *runner) message(m *kafka.Message) {
-	if r.closing {
+	if r.core.Closing() {
 		return // after Shutdown: nothing is delivered any more
 	}
-	tp := m.TopicPartition
-	if tp.Error != nil {
-		r.flush()
+	if tp := m.TopicPartition; tp.Error != nil {
+		r.core.Flush()
 		r.log.Warn("consume error", "topic", topicOf(tp), "partition", tp.Partition, "err", tp.Error)
 		return
 	}
-	ptp := pipeline.TopicPartition{Topic: topicOf(tp), Partition: tp.Partition}
-	if !r.owned[ptp] {
-		return // fenced: not ours (stale message around a rebalance)
-	}
-	if len(r.batch) > 0 && (ptp != r.batchTP || len(r.batch) == maxBatch) {
-		r.flush()
-	}
-	r.batchTP = ptp
+	r.core.Add(toRecord(m)) // fenced there: a stale message around a rebalance is dropped
+}
+
+// toRecord converts a message librdkafka returned into a record.
+func toRecord(m *kafka.Message) pipeline.Record {
 	rec := pipeline.Record{
-		Topic:     ptp.Topic,
-		Partition: ptp.Partition,
-		Offset:    int64(tp.Offset),
+		Topic:     topicOf(m.TopicPartition),
+		Partition: m.TopicPartition.Partition,
+		Offset:    int64(m.TopicPartition.Offset),
 		Key:       m.Key,
 		Value:     m.Value,
 		Timestamp: m.Timestamp,
@@ -307,61 +253,16 @@ func (r *runner) message(m *kafka.Message) {
 			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
 		}
 	}
-	r.batch = append(r.batch, rec)
+	return rec
 }
 
-// flush delivers the pending batch and pauses its partition if asked to.
-func (r *runner) flush() {
-	if len(r.batch) == 0 {
-		return
-	}
-	tp := r.batchTP
-	recs := make([]pipeline.Record, len(r.batch))
-	copy(recs, r.batch)
-	clear(r.batch)
-	r.batch = r.batch[:0]
-	if !r.owned[tp] {
-		return
-	}
-	if r.g.Deliver(tp, recs) && !r.paused[tp] {
-		if err := r.c.Pause(kafkaTPs([]pipeline.TopicPartition{tp})); err != nil {
-			r.log.Warn("pause failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			return
-		}
-		r.paused[tp] = true
-	}
+// Pause pauses tp in librdkafka.
+func (r *runner) Pause(tp pipeline.TopicPartition) error {
+	return r.c.Pause(kafkaTPs([]pipeline.TopicPartition{tp}))
 }
 
-// resume resumes the paused partitions the group has room for again, and
-// retries resumes that failed before.
-func (r *runner) resume() {
-	var tps []pipeline.TopicPartition
-	for _, tp := range r.unresumed {
-		if r.owned[tp] {
-			tps = append(tps, tp)
-		}
-	}
-	r.unresumed = nil
-	if len(r.paused) > 0 {
-		select {
-		case <-r.g.Wake():
-			for _, tp := range r.g.Resumable() {
-				if r.paused[tp] && r.owned[tp] {
-					tps = append(tps, tp)
-					delete(r.paused, tp)
-				}
-			}
-		default:
-		}
-	}
-	if len(tps) == 0 {
-		return
-	}
-	if err := r.c.Resume(kafkaTPs(tps)); err != nil {
-		r.log.Warn("resume failed; retrying", "partitions", tps, "err", err)
-		r.unresumed = tps
-	}
-}
+// Resume resumes tps in librdkafka.
+func (r *runner) Resume(tps []pipeline.TopicPartition) error { return r.c.Resume(kafkaTPs(tps)) }
 
 // event handles a non-message event returned by Poll.
 func (r *runner) event(ev kafka.Event) {
@@ -380,23 +281,22 @@ func (r *runner) event(ev kafka.Event) {
 	}
 }
 
-// loseAll gives every owned partition up without committing.
-func (r *runner) loseAll() {
-	r.batch = r.batch[:0]
-	tps := r.ownedList()
-	clear(r.owned)
-	clear(r.paused)
-	clear(r.pending)
-	if len(tps) > 0 {
-		r.g.Lose(tps)
+// Fail gives every owned partition up without committing after a fatal
+// error. A client that raised a fatal error is unusable (Run closes it in
+// the background); when the source failed (an *assign call) and the client
+// did not, it leaves the group before closing it, as on shutdown.
+func (r *runner) Fail(err error) error {
+	r.core.LoseAll()
+	if r.fatalClose {
+		return err
 	}
-	r.closing = true
+	return errors.Join(err, r.core.LeaveAndClose(time.Now()))
 }
 
-// reportHighWatermarks reports the high watermarks librdkafka learnt from
-// its last fetch responses (a local lookup, no request) when they moved.
-func (r *runner) reportHighWatermarks() {
-	for tp := range r.owned {
+// Interval reports the high watermarks librdkafka learnt from its last
+// fetch responses (a local lookup, no request) when they moved.
+func (r *runner) Interval() {
+	for _, tp := range r.core.OwnedList() {
 		_, high, err := r.c.GetWatermarkOffsets(tp.Topic, tp.Partition)
 		if err != nil || high < 0 {
 			continue
@@ -407,14 +307,6 @@ func (r *runner) reportHighWatermarks() {
 		r.highs[tp] = high
 		r.g.HighWatermark(tp, high)
 	}
-}
-
-func (r *runner) ownedList() []pipeline.TopicPartition {
-	tps := make([]pipeline.TopicPartition, 0, len(r.owned))
-	for tp := range r.owned {
-		tps = append(tps, tp)
-	}
-	return tps
 }
 
 func topicOf(tp kafka.TopicPartition) string {

@@ -2,9 +2,7 @@ package source
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -82,26 +80,9 @@ func (r *runner) answerInClose(ev kafka.Event) {
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	r.log.Info("partitions assigned", "partitions", tps, "cooperative", cooperative)
-	if !r.joined && !r.closing {
-		r.joined = true
-		r.g.Joined()
-	}
-	if !r.closing && r.fatal == nil && len(tps) > 0 {
-		if err := r.g.Assign(tps); err != nil {
-			// A graph failed to build: Run has recorded the error and
-			// cancels ctx, so we carry on and shut down gracefully.
-			// Partitions without a graph drop their records and report
-			// no offsets.
-			r.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
-		}
-		for _, tp := range tps {
-			if !r.owned[tp] {
-				r.assigns++
-				r.ownership[tp] = r.assigns
-			}
-			r.owned[tp] = true
-			delete(r.paused, tp)
-		}
+	r.core.Joined()
+	if !r.core.Closing() && r.fatal == nil && len(tps) > 0 {
+		r.core.Assign(tps)
 	}
 	var err error
 	if cooperative {
@@ -133,47 +114,32 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
-	if r.closing {
+	if r.core.Closing() {
 		// Shutdown (or Lose-all) already handed everything back; a
 		// revoked partition drops out of the final commit.
-		for _, tp := range tps {
-			delete(r.owned, tp)
-		}
+		r.core.Drop(tps)
 		r.unassign(parts, cooperative)
 		return
 	}
 	// Records polled before the revoke still belong to an owned partition:
 	// hand them over first so the graph sees them before draining.
-	r.flush()
-	var mine []pipeline.TopicPartition
-	for _, tp := range tps {
-		if r.owned[tp] {
-			mine = append(mine, tp)
-		}
-		delete(r.owned, tp)
-		if r.paused[tp] || slices.Contains(r.unresumed, tp) {
-			r.leftPaused[tp] = true // still paused in librdkafka
-			delete(r.paused, tp)
-		}
+	r.core.Flush()
+	mine, pending, stillPaused := r.core.GiveUp(tps)
+	for _, tp := range stillPaused {
+		r.leftPaused[tp] = true // still paused in librdkafka
 	}
-	pending := r.takePending(mine)
 	switch {
 	case len(mine) == 0:
 	case lost:
-		r.log.Warn("partitions lost", "partitions", mine)
-		r.g.Lose(mine)
 		// Nothing of theirs is sent any more; a commit already in
 		// flight is waited for before librdkafka hears we let go.
-		r.awaitLost(mine)
+		r.core.Lose(mine)
 	default:
-		r.log.Info("partitions revoked", "partitions", mine, "cooperative", cooperative)
-		offs := r.g.Revoke(mine)
-		// The fence above already dropped these from owned; commit
-		// what the graphs finished (and what was still pending for
-		// them) while we still are the owner in the group's eyes
+		// Commit what the graphs finished (and what was still pending
+		// for them) while we still are the owner in the group's eyes
 		// (before unassigning), after the commit in flight, bounded so
 		// that an unresponsive coordinator cannot hold the poll loop.
-		r.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(r.k.cfg.commitTimeout()))
+		r.core.Revoke(mine, pending, "cooperative", cooperative)
 	}
 	r.unassign(parts, cooperative)
 }
@@ -185,22 +151,7 @@ func (r *runner) unassign(parts []kafka.TopicPartition, cooperative bool) {
 	} else {
 		err = r.c.Unassign()
 	}
-	if err != nil && !r.closing {
+	if err != nil && !r.core.Closing() {
 		r.log.Warn("unassign failed", "partitions", pipelineTPs(parts), "err", err)
 	}
-}
-
-// filterTPs keeps the offsets of the given partitions.
-func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
-	keep := make(map[pipeline.TopicPartition]bool, len(tps))
-	for _, tp := range tps {
-		keep[tp] = true
-	}
-	out := offs[:0:0]
-	for _, o := range offs {
-		if keep[o.TopicPartition] {
-			out = append(out, o)
-		}
-	}
-	return out
 }

@@ -1,15 +1,11 @@
 package source
 
 import (
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 // Why the source leaves the group before closing the client.
@@ -38,93 +34,24 @@ import (
 // is bounded by Config.CloseTimeout; Close runs on its own goroutine so a
 // hang in librdkafka cannot hang Run.
 
-// finalCommitRetry is how long the final commit waits (polling) before
-// retrying after REBALANCE_IN_PROGRESS.
-const finalCommitRetry = 100 * time.Millisecond
-
-// stop is the shutdown sequence, run when ctx is done: drain (Group.Shutdown),
-// final commit, leave the group, close the client. It returns the steps
-// that did not finish.
-func (r *runner) stop() error {
-	r.flush()
-	offs := r.g.Shutdown()
-	r.closing = true
-	clear(r.paused)
-	owned := r.ownedList()
-	final := mergeOffsets(filterTPs(offs, owned), r.takePending(owned))
-	clear(r.pending)
-	began := time.Now()
-	// commitFinal waits for the background commit in flight first, so
-	// that the final commit is the last one sent.
-	commitErr := r.commitFinal(final, began.Add(r.k.cfg.commitTimeout()))
-	return errors.Join(commitErr, r.leaveAndClose(began))
-}
-
-// leaveAndClose leaves the group and closes the client, within
-// Config.CloseTimeout counted from began: the final commit and leaving
-// until its commit share (see commitTimeout), but leaving gets at least a
-// tenth of it; Close the rest. Nothing is owned any more afterwards.
-func (r *runner) leaveAndClose(began time.Time) error {
-	r.closing = true
-	clear(r.owned)
-	timeout := r.k.cfg.closeTimeout()
-	leaveBy := began.Add(r.k.cfg.commitTimeout())
-	if least := time.Now().Add(timeout / 10); leaveBy.Before(least) {
-		leaveBy = least
-	}
-	r.leave(leaveBy)
+// Leave unsubscribes and serves the revoke that follows (see leave). When
+// the client raised a fatal error meanwhile it returns it: Close would
+// never return (see Run).
+func (r *runner) Leave(deadline time.Time) error {
+	r.leave(deadline)
 	if r.fatalClose {
-		// A fatal error while leaving: Close would never return (see Run).
 		return r.fatal
 	}
-	return r.closeClient(began.Add(timeout))
+	return nil
 }
 
-// commitFinal commits offs synchronously, retrying while the coordinator
-// answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
-// SyncGroup) until deadline, and polling meanwhile so that the rebalance
-// can complete. A partition revoked by a callback served meanwhile is no
-// longer owned and is dropped from the retry. Its error wraps the last
-// commit error.
-func (r *runner) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
-	for {
-		offs = filterTPs(offs, r.ownedList())
-		if len(offs) == 0 {
-			return nil
-		}
-		finished, err := r.commitSync(offs, "shutdown", deadline)
-		switch {
-		case !finished:
-			return fmt.Errorf("source: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
-				offsetsString(offs), r.k.cfg.closeTimeout(), err)
-		case err == nil, !retriableCommit(err) && expectedCommitError(err):
-			return nil // committed, or the group moved on (logged)
-		case !retriableCommit(err):
-			return fmt.Errorf("source: shutdown: the final commit of %s failed: %w", offsetsString(offs), err)
-		case time.Until(deadline) < 2*finalCommitRetry:
-			return fmt.Errorf("source: shutdown: the final commit of %s was still rejected at the end of its share of Config.CloseTimeout (%v): %w",
-				offsetsString(offs), r.k.cfg.closeTimeout(), err)
-		}
-		r.pollClosing(finalCommitRetry)
-	}
-}
+// BeforeFinalCommit does nothing: the rebalances that come meanwhile are
+// served inside Poll (WaitToRetryCommit, leave).
+func (r *runner) BeforeFinalCommit() {}
 
-// offsetsString renders offsets as topic/partition@next, for errors.
-func offsetsString(offs []pipeline.Offset) string {
-	parts := make([]string, len(offs))
-	for i, o := range offs {
-		parts[i] = fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Next)
-	}
-	slices.Sort(parts)
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// retriableCommit reports whether a commit rejected with err may succeed
-// once the rebalance in progress completes.
-func retriableCommit(err error) bool {
-	var kerr kafka.Error
-	return errors.As(err, &kerr) && kerr.Code() == kafka.ErrRebalanceInProgress
-}
+// WaitToRetryCommit polls (records dropped, callbacks served) for d, so
+// that the rebalance in progress can complete.
+func (r *runner) WaitToRetryCommit(d time.Duration) { r.pollClosing(d) }
 
 // leave unsubscribes and serves the revoke that follows (and an
 // assignment still pending before it) until librdkafka holds no assignment
@@ -137,7 +64,7 @@ func (r *runner) leave(deadline time.Time) {
 	}
 	began := time.Now()
 	for {
-		quiet := r.pollClosing(pollIdle)
+		quiet := r.pollClosing(kafkasource.PollIdle)
 		if r.fatal != nil {
 			return
 		}
@@ -162,7 +89,7 @@ func (r *runner) pollClosing(timeout time.Duration) (quiet bool) {
 	before := r.callbacks
 	ms := int(timeout.Milliseconds())
 	quiet = true
-	for range 4 * maxBatch {
+	for range 4 * kafkasource.MaxBatch {
 		ev := r.c.Poll(ms)
 		ms = 0
 		if ev == nil {
@@ -176,33 +103,13 @@ func (r *runner) pollClosing(timeout time.Duration) (quiet bool) {
 	return quiet && r.callbacks == before
 }
 
-// closeClient closes the client on its own goroutine and waits for it
-// until deadline (at the earliest now). Callbacks served inside Close only
+// Close closes the client on its own goroutine and waits for it until
+// deadline (at the earliest now). Callbacks served inside Close only
 // answer librdkafka. Past deadline Close is left running: the error says
 // so.
-func (r *runner) closeClient(deadline time.Time) error {
-	r.closing, r.inClose, r.closed = true, true, true
-	began := time.Now()
-	done := make(chan error, 1)
-	r.k.background.Add(1)
-	go func() {
-		defer r.k.background.Done()
-		done <- r.c.Close()
-	}()
-	t := time.NewTimer(max(time.Until(deadline), 0))
-	defer t.Stop()
-	select {
-	case err := <-done:
-		r.closeFinished = true
-		if err != nil {
-			r.log.Warn("close failed", "err", err)
-		}
-		r.log.Debug("client closed", "took", time.Since(began))
-		return nil
-	case <-t.C:
-		r.log.Error("closing the client did not finish in time; it goes on in the background",
-			"timeout", r.k.cfg.closeTimeout())
-		return fmt.Errorf("source: shutdown: closing the client did not finish within Config.CloseTimeout (%v); it goes on in the background",
-			r.k.cfg.closeTimeout())
-	}
+func (r *runner) Close(deadline time.Time) error {
+	r.inClose, r.closed = true, true
+	finished, err := r.core.CloseClient(deadline, r.c.Close)
+	r.closeFinished = finished
+	return err
 }

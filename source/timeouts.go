@@ -7,23 +7,23 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 // DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-const DefaultCloseTimeout = 10 * time.Second
+const DefaultCloseTimeout = kafkasource.DefaultCloseTimeout
 
 const (
-	// pollMargin is what the default max.poll.interval.ms adds to the
-	// longest a revoke keeps the poll loop busy (drain + synchronous
-	// commit): OnClose hooks and scheduling. With the defaults,
-	// 20s + 4s + 6s = 30s.
-	pollMargin = 6 * time.Second
-	// defaultSessionTimeout lets the group move a dead member's
-	// partitions after 10s (librdkafka's default is 45s).
-	defaultSessionTimeout = 10 * time.Second
-	// defaultHeartbeat is librdkafka's default heartbeat.interval.ms; the
-	// source lowers it to a third of a shorter session timeout.
-	defaultHeartbeat = 3 * time.Second
+	// pollMargin, defaultSessionTimeout and defaultHeartbeat are shared
+	// with the franz backend (see kafkasource.PollMargin): with the
+	// defaults, max.poll.interval.ms is 20s + 4s + 6s = 30s, a dead
+	// member's partitions move after 10s (librdkafka's default is 45s),
+	// and heartbeat.interval.ms is librdkafka's 3s, lowered to a third of
+	// a shorter session timeout.
+	pollMargin            = kafkasource.PollMargin
+	defaultSessionTimeout = kafkasource.DefaultSessionTimeout
+	defaultHeartbeat      = kafkasource.DefaultHeartbeat
 	// maxPollIntervalLimit is the largest max.poll.interval.ms librdkafka
 	// accepts (rdkafka_conf.c).
 	maxPollIntervalLimit = 24 * time.Hour
@@ -110,11 +110,8 @@ func (c Config) consumerProtocol() bool {
 // (rd_kafka_LeaveGroupRequest, a fixed timeout; a LeaveGroup queued
 // behind a JoinGroup the coordinator holds waits that long), which the
 // default 10s leave room for.
-func (c Config) commitTimeout() time.Duration { return c.closeTimeout() * 2 / 5 }
+func (c Config) commitTimeout() time.Duration { return kafkasource.CommitTimeout(c.CloseTimeout) }
 
 func (c Config) closeTimeout() time.Duration {
-	if c.CloseTimeout == 0 {
-		return DefaultCloseTimeout
-	}
-	return c.CloseTimeout
+	return kafkasource.CloseTimeoutOrDefault(c.CloseTimeout)
 }

@@ -1,0 +1,313 @@
+package kafkasource
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+const (
+	// PollIdle is the poll timeout while nothing is paused: it bounds how
+	// long a cancelled ctx or a due commit interval waits for the loop.
+	PollIdle = 100 * time.Millisecond
+	// PollPaused is the poll timeout while some partition is paused: it
+	// bounds how late a partition listed by Group.Resumable is resumed.
+	PollPaused = 10 * time.Millisecond
+	// MaxBatch caps the records handed to one Deliver call. It also bounds
+	// how far the runtime's in-flight budget can be overshot: by one
+	// batch per partition that is not paused yet.
+	MaxBatch = 128
+)
+
+// Options configure a [Core].
+type Options struct {
+	// Prefix ("source", "franz") starts the core's error messages.
+	Prefix string
+	// CommitInterval and CloseTimeout are the backend's Config values
+	// (zero: the defaults).
+	CommitInterval, CloseTimeout time.Duration
+	// Log receives the core's events. Nil discards them.
+	Log *slog.Logger
+	// Background counts the goroutines of client calls the core starts
+	// (commits, Close); those Run stopped waiting for end when the client
+	// answers. Nil: not counted.
+	Background *sync.WaitGroup
+	// CommitError builds the error reported to Group.Committed for a
+	// commit of offs for reason ("interval", "revoke", "shutdown") that
+	// failed with err: the backend's exported CommitError type.
+	CommitError func(reason string, offs []pipeline.Offset, err error) error
+}
+
+// Core is the state of one Run of a Kafka source: the owned set,
+// pending offsets, the commit in flight, the batch being built and the
+// paused partitions. Create it with [New]; it is used by the poll
+// goroutine only (see the package documentation).
+type Core struct {
+	b   Backend
+	g   pipeline.Group
+	log *slog.Logger
+	o   Options
+
+	owned map[pipeline.TopicPartition]bool // fence: partitions we may deliver and commit
+	// ownership numbers each assignment of a partition (from assigns),
+	// so that a failed commit of an earlier ownership is not retried.
+	ownership map[pipeline.TopicPartition]uint64
+	assigns   uint64
+	paused    map[pipeline.TopicPartition]bool // paused on Deliver's request
+	// unresumed: partitions whose Resume failed, retried every loop.
+	unresumed []pipeline.TopicPartition
+
+	batchTP pipeline.TopicPartition
+	batch   []pipeline.Record // pending records of batchTP, not yet delivered
+
+	collectAt time.Time // next time to collect Group.Offsets
+	// pending: the newest offsets of owned partitions not sent yet, or
+	// whose background commit failed (Group.Offsets reports an offset
+	// once, when it moves).
+	pending map[pipeline.TopicPartition]int64
+	// commitDue: an interval passed since the last background commit was
+	// sent; inflight: the one commit sent and not handled yet, or nil.
+	commitDue bool
+	inflight  *commitRequest
+
+	joined bool // Group.Joined reported
+	// closing: Shutdown or LoseAll done. Records are dropped and
+	// rebalances only answer the client; owned still fences the final
+	// commit.
+	closing bool
+}
+
+// New returns the core of one Run of b, feeding g. Call it once per Run,
+// on the goroutine that then calls Run.
+func New(b Backend, g pipeline.Group, o Options) *Core {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Background == nil {
+		o.Background = new(sync.WaitGroup)
+	}
+	return &Core{
+		b:         b,
+		g:         g,
+		log:       o.Log,
+		o:         o,
+		owned:     make(map[pipeline.TopicPartition]bool),
+		ownership: make(map[pipeline.TopicPartition]uint64),
+		paused:    make(map[pipeline.TopicPartition]bool),
+		pending:   make(map[pipeline.TopicPartition]int64),
+		batch:     make([]pipeline.Record, 0, MaxBatch),
+		collectAt: time.Now().Add(CommitIntervalOrDefault(o.CommitInterval)),
+	}
+}
+
+// Run is the poll loop: until ctx is done it polls (Backend.Poll),
+// resumes what the group has room for, handles the commit in flight's
+// outcome and, every commit interval, collects and commits the processed
+// offsets. Then it runs the shutdown sequence (see Stop). A fatal error
+// from Poll ends it through Backend.Fail.
+func (c *Core) Run(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			return c.Stop()
+		}
+		timeout := PollIdle
+		if len(c.paused) > 0 || len(c.unresumed) > 0 {
+			timeout = PollPaused
+		}
+		if err := c.b.Poll(ctx, timeout); err != nil {
+			return c.b.Fail(err)
+		}
+		c.resume()
+		c.reap()
+		if now := time.Now(); !now.Before(c.collectAt) {
+			c.collectAt = now.Add(CommitIntervalOrDefault(c.o.CommitInterval))
+			c.collect(c.g.Offsets())
+			c.commitDue = true
+			c.b.Interval()
+		}
+		c.commitPending()
+	}
+}
+
+// Owns reports whether tp is owned (the fence).
+func (c *Core) Owns(tp pipeline.TopicPartition) bool { return c.owned[tp] }
+
+// OwnedList returns the owned partitions, in no particular order.
+func (c *Core) OwnedList() []pipeline.TopicPartition {
+	tps := make([]pipeline.TopicPartition, 0, len(c.owned))
+	for tp := range c.owned {
+		tps = append(tps, tp)
+	}
+	return tps
+}
+
+// Closing reports whether the shutdown drained (or LoseAll ran): records
+// are dropped and rebalances only answer the client.
+func (c *Core) Closing() bool { return c.closing }
+
+// Joined reports Group.Joined once, at the first assignment, unless the
+// core is closing.
+func (c *Core) Joined() {
+	if !c.joined && !c.closing {
+		c.joined = true
+		c.g.Joined()
+	}
+}
+
+// Assign starts graphs for tps (Group.Assign) and owns them. A graph that
+// fails to build is logged: Run has recorded the error and cancels ctx,
+// so the source carries on and shuts down gracefully.
+func (c *Core) Assign(tps []pipeline.TopicPartition) {
+	if err := c.g.Assign(tps); err != nil {
+		// Partitions without a graph drop their records and report no
+		// offsets.
+		c.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
+	}
+	for _, tp := range tps {
+		if !c.owned[tp] {
+			c.assigns++
+			c.ownership[tp] = c.assigns
+		}
+		c.owned[tp] = true
+		delete(c.paused, tp)
+	}
+}
+
+// GiveUp removes tps from the owned set. It returns those that were
+// owned (mine), their pending offsets, and the partitions of tps the core
+// had paused or failed to resume (stillPaused: the backend decides
+// whether the client keeps them paused).
+func (c *Core) GiveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset, stillPaused []pipeline.TopicPartition) {
+	for _, tp := range tps {
+		if c.owned[tp] {
+			mine = append(mine, tp)
+		}
+		delete(c.owned, tp)
+		if c.paused[tp] || slices.Contains(c.unresumed, tp) {
+			stillPaused = append(stillPaused, tp)
+			delete(c.paused, tp)
+		}
+	}
+	return mine, c.takePending(mine), stillPaused
+}
+
+// Drop removes tps from the owned set while closing: they drop out of
+// the final commit.
+func (c *Core) Drop(tps []pipeline.TopicPartition) {
+	for _, tp := range tps {
+		delete(c.owned, tp)
+	}
+}
+
+// Revoke drains the graphs of mine (Group.Revoke; the caller gave them up
+// with GiveUp, which returned pending) and commits what they finished,
+// merged with pending, synchronously within the commit timeout, after the
+// commit in flight. Call it while the client still owns the partitions
+// in the group's eyes. attrs are added to the log line.
+func (c *Core) Revoke(mine []pipeline.TopicPartition, pending []pipeline.Offset, attrs ...any) {
+	c.log.Info("partitions revoked", append([]any{"partitions", mine}, attrs...)...)
+	offs := c.g.Revoke(mine)
+	c.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(c.commitTimeout()))
+}
+
+// Lose cancels the graphs of mine (Group.Lose; the caller gave them up
+// with GiveUp) and waits, bounded by the commit timeout, for a commit in
+// flight that holds one of them, so that it cannot land after the next
+// owner's commits.
+func (c *Core) Lose(mine []pipeline.TopicPartition) {
+	c.log.Warn("partitions lost", "partitions", mine)
+	c.g.Lose(mine)
+	c.awaitLost(mine)
+}
+
+// LoseAll gives every owned partition up without committing (after a
+// fatal error) and starts closing.
+func (c *Core) LoseAll() {
+	c.batch = c.batch[:0]
+	tps := c.OwnedList()
+	clear(c.owned)
+	clear(c.paused)
+	clear(c.pending)
+	if len(tps) > 0 {
+		c.g.Lose(tps)
+	}
+	c.closing = true
+}
+
+// Add appends rec, a record the client returned, to the batch being
+// built, delivering the batch first when rec is of another partition or
+// the batch is full. Records of partitions not owned, and every record
+// once closing, are dropped.
+func (c *Core) Add(rec pipeline.Record) {
+	tp := pipeline.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	if c.closing || !c.owned[tp] {
+		return // fenced: not ours (stale record around a rebalance)
+	}
+	if len(c.batch) > 0 && (tp != c.batchTP || len(c.batch) == MaxBatch) {
+		c.Flush()
+	}
+	c.batchTP = tp
+	c.batch = append(c.batch, rec)
+}
+
+// Flush delivers the batch being built and pauses its partition if
+// Deliver asks to. Backends call it when the records polled so far are
+// done with, and before anything that must see them delivered (a revoke).
+func (c *Core) Flush() {
+	if len(c.batch) == 0 {
+		return
+	}
+	tp := c.batchTP
+	recs := slices.Clone(c.batch)
+	clear(c.batch)
+	c.batch = c.batch[:0]
+	if !c.owned[tp] {
+		return
+	}
+	if c.g.Deliver(tp, recs) && !c.paused[tp] {
+		if err := c.b.Pause(tp); err != nil {
+			c.log.Warn("pause failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			return
+		}
+		c.paused[tp] = true
+	}
+}
+
+// resume resumes the paused partitions the group has room for again, and
+// retries resumes that failed before.
+func (c *Core) resume() {
+	var tps []pipeline.TopicPartition
+	for _, tp := range c.unresumed {
+		if c.owned[tp] {
+			tps = append(tps, tp)
+		}
+	}
+	c.unresumed = nil
+	if len(c.paused) > 0 {
+		select {
+		case <-c.g.Wake():
+			for _, tp := range c.g.Resumable() {
+				if c.paused[tp] && c.owned[tp] {
+					tps = append(tps, tp)
+					delete(c.paused, tp)
+				}
+			}
+		default:
+		}
+	}
+	if len(tps) == 0 {
+		return
+	}
+	if err := c.b.Resume(tps); err != nil {
+		c.log.Warn("resume failed; retrying", "partitions", tps, "err", err)
+		c.unresumed = tps
+	}
+}
+
+func (c *Core) commitTimeout() time.Duration { return CommitTimeout(c.o.CloseTimeout) }
+
+func (c *Core) closeTimeout() time.Duration { return CloseTimeoutOrDefault(c.o.CloseTimeout) }

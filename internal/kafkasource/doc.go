@@ -1,0 +1,48 @@
+// Package kafkasource is the client-independent core of Sluice's Kafka
+// sources: source.Kafka (confluent-kafka-go) and franz.Source (franz-go)
+// each implement [Backend] for their client and hand the rest to a [Core]:
+// the poll loop, the owned-set fence, batching and backpressure
+// (pause/resume), the one-at-a-time committer and the bounded shutdown
+// sequence. Validation of the settings both share is in [Settings].
+//
+// # Offsets flow
+//
+// The client's auto-commit is off: the core sends every commit itself,
+// through Backend.Commit on a goroutine of its own, never more than one at
+// a time.
+//
+//   - Every commit interval the poll loop collects Group.Offsets into
+//     pending (newest offset per owned partition) and, when no commit is
+//     in flight, hands pending to one background commit. An interval that
+//     finds a commit in flight sends once it is answered. The poll loop
+//     never waits for a background commit; it picks the outcome up on its
+//     next round.
+//   - A failed background commit puts its offsets back into pending
+//     (unless newer ones came, or the partition was given up meanwhile):
+//     the next interval retries them.
+//   - A revoke or shutdown first waits for the commit in flight, then
+//     sends its synchronous commit (the drained partitions' offsets,
+//     merged with what was pending for them) and waits for it, both
+//     within one commit timeout (40% of CloseTimeout). A synchronous
+//     commit that cannot be sent in time (the earlier one is still
+//     unanswered) is reported as failed; one sent but unanswered in time
+//     is abandoned and stays the commit in flight, so nothing else is
+//     sent before the client answers it.
+//   - A loss drops the lost partitions' pending offsets and, when the
+//     commit in flight holds one of them, waits for it (bounded the same)
+//     before the backend lets the partitions go, so that it cannot land
+//     after the next owner's commits.
+//
+// So commits reach the broker in the order they were sent, one after the
+// other, and an offset sent later is never older than one sent before for
+// the same ownership of a partition. Offsets of partitions the source does
+// not own are never sent (the owned-set fence, applied when offsets are
+// collected and again when a commit is sent).
+//
+// # Concurrency
+//
+// A Core is used by one goroutine, the poll goroutine: Run and every
+// method a backend calls from inside Backend.Poll (rebalance callbacks
+// included). Only Backend.Commit and Backend.Close run elsewhere, on
+// goroutines of their own counted in Options.Background.
+package kafkasource

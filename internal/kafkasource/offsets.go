@@ -1,0 +1,62 @@
+package kafkasource
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// OffsetsString renders offsets as [topic/partition@next ...], sorted,
+// for errors.
+func OffsetsString(offs []pipeline.Offset) string {
+	parts := make([]string, len(offs))
+	for i, o := range offs {
+		parts[i] = fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Next)
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// mergeOffsets returns the union of a and b, keeping the highest offset
+// of a partition in both.
+func mergeOffsets(a, b []pipeline.Offset) []pipeline.Offset {
+	idx := make(map[pipeline.TopicPartition]int, len(a)+len(b))
+	out := make([]pipeline.Offset, 0, len(a)+len(b))
+	for _, o := range slices.Concat(a, b) {
+		if i, ok := idx[o.TopicPartition]; ok {
+			out[i].Next = max(out[i].Next, o.Next)
+			continue
+		}
+		idx[o.TopicPartition] = len(out)
+		out = append(out, o)
+	}
+	return out
+}
+
+// validOffsets drops logical (negative) offsets, which are never sent.
+func validOffsets(offs []pipeline.Offset) []pipeline.Offset {
+	out := offs[:0:0]
+	for _, o := range offs {
+		if o.Next >= 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// filterTPs keeps the offsets of the given partitions.
+func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
+	keep := make(map[pipeline.TopicPartition]bool, len(tps))
+	for _, tp := range tps {
+		keep[tp] = true
+	}
+	out := offs[:0:0]
+	for _, o := range offs {
+		if keep[o.TopicPartition] {
+			out = append(out, o)
+		}
+	}
+	return out
+}

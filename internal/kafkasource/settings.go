@@ -1,0 +1,103 @@
+package kafkasource
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultCommitInterval is the commit interval when Settings leave it
+	// zero.
+	DefaultCommitInterval = time.Second
+	// DefaultCloseTimeout is the close timeout when Settings leave it zero.
+	DefaultCloseTimeout = 10 * time.Second
+
+	// PollMargin is what a backend's default rebalance timeout
+	// (max.poll.interval.ms, kgo.RebalanceTimeout) adds to the longest a
+	// revoke keeps the poll loop busy (drain + synchronous commit): close
+	// hooks and scheduling. With the defaults, 20s + 4s + 6s = 30s.
+	PollMargin = 6 * time.Second
+	// DefaultSessionTimeout lets the group move a dead member's
+	// partitions after 10s (both clients default to 45s).
+	DefaultSessionTimeout = 10 * time.Second
+	// DefaultHeartbeat is both clients' default heartbeat interval; the
+	// backends lower it to a third of a shorter session timeout.
+	DefaultHeartbeat = 3 * time.Second
+)
+
+// Settings are the fields of a backend's Config that the core uses and
+// validates the same way for every backend. Prefix ("source", "franz")
+// starts every error message, which names the offending Config field.
+type Settings struct {
+	Prefix         string
+	Brokers        []string
+	Group          string
+	Topics         []string
+	CommitInterval time.Duration
+	CloseTimeout   time.Duration
+}
+
+// Validate checks the fields and returns an error naming the first bad
+// one (as Config.<Field>), or nil. Backends call it from NewKafka /
+// NewSource before their own checks.
+func (s Settings) Validate() error {
+	p := s.Prefix
+	if len(s.Brokers) == 0 {
+		return errors.New(p + ": Config.Brokers is empty")
+	}
+	for i, b := range s.Brokers {
+		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
+			return fmt.Errorf("%s: Config.Brokers[%d] = %q: want one host:port", p, i, b)
+		}
+	}
+	if strings.TrimSpace(s.Group) == "" {
+		return errors.New(p + ": Config.Group is empty")
+	}
+	if len(s.Topics) == 0 {
+		return errors.New(p + ": Config.Topics is empty")
+	}
+	for i, t := range s.Topics {
+		if strings.TrimSpace(t) == "" {
+			return fmt.Errorf("%s: Config.Topics[%d] is empty", p, i)
+		}
+	}
+	if s.CommitInterval < 0 {
+		return fmt.Errorf("%s: Config.CommitInterval = %v: must not be negative", p, s.CommitInterval)
+	}
+	if s.CommitInterval > 0 && s.CommitInterval < time.Millisecond {
+		return fmt.Errorf("%s: Config.CommitInterval = %v: must be at least 1ms", p, s.CommitInterval)
+	}
+	if s.CloseTimeout < 0 {
+		return fmt.Errorf("%s: Config.CloseTimeout = %v: must not be negative", p, s.CloseTimeout)
+	}
+	if s.CloseTimeout > 0 && s.CloseTimeout < 100*time.Millisecond {
+		return fmt.Errorf("%s: Config.CloseTimeout = %v: must be at least 100ms", p, s.CloseTimeout)
+	}
+	return nil
+}
+
+// CommitIntervalOrDefault returns d, or DefaultCommitInterval for zero.
+func CommitIntervalOrDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultCommitInterval
+	}
+	return d
+}
+
+// CloseTimeoutOrDefault returns d, or DefaultCloseTimeout for zero.
+func CloseTimeoutOrDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultCloseTimeout
+	}
+	return d
+}
+
+// CommitTimeout bounds each synchronous commit (revoke, shutdown) for a
+// close timeout closeTimeout (zero: the default): 40% of it. On shutdown
+// the final commit and leaving the group share it; closing the client
+// gets the other 60%.
+func CommitTimeout(closeTimeout time.Duration) time.Duration {
+	return CloseTimeoutOrDefault(closeTimeout) * 2 / 5
+}

@@ -1,0 +1,112 @@
+package kafkasource
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// FinalCommitRetry is how long the final commit waits
+// (Backend.WaitToRetryCommit) before retrying after REBALANCE_IN_PROGRESS.
+const FinalCommitRetry = 100 * time.Millisecond
+
+// Stop is the shutdown sequence Run runs when ctx is done: deliver the
+// batch being built, drain (Group.Shutdown), the final commit (after the
+// commit in flight, so that it is the last one sent), leave the group and
+// close the client (LeaveAndClose). It returns the steps that did not
+// finish, joined.
+func (c *Core) Stop() error {
+	c.Flush()
+	offs := c.g.Shutdown()
+	c.closing = true
+	clear(c.paused)
+	owned := c.OwnedList()
+	final := mergeOffsets(filterTPs(offs, owned), c.takePending(owned))
+	clear(c.pending)
+	began := time.Now()
+	commitErr := c.commitFinal(final, began.Add(c.commitTimeout()))
+	return errors.Join(commitErr, c.LeaveAndClose(began))
+}
+
+// commitFinal commits offs synchronously, retrying while the coordinator
+// answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
+// SyncGroup) until deadline, and letting the backend serve the client
+// meanwhile so that the rebalance can complete. A partition revoked or
+// lost meanwhile is no longer owned and is dropped from the retry. Its
+// error wraps the last commit error.
+func (c *Core) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
+	p := c.o.Prefix
+	for {
+		c.b.BeforeFinalCommit()
+		offs = filterTPs(offs, c.OwnedList())
+		if len(offs) == 0 {
+			return nil
+		}
+		finished, err := c.commitSync(offs, "shutdown", deadline)
+		retriable := err != nil && c.b.RetriableCommitError(err)
+		switch {
+		case !finished:
+			return fmt.Errorf("%s: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
+				p, OffsetsString(offs), c.closeTimeout(), err)
+		case err == nil, !retriable && c.b.ExpectedCommitError(err):
+			return nil // committed, or the group moved on (logged)
+		case !retriable:
+			return fmt.Errorf("%s: shutdown: the final commit of %s failed: %w", p, OffsetsString(offs), err)
+		case time.Until(deadline) < 2*FinalCommitRetry:
+			return fmt.Errorf("%s: shutdown: the final commit of %s was still rejected at the end of its share of Config.CloseTimeout (%v): %w",
+				p, OffsetsString(offs), c.closeTimeout(), err)
+		}
+		c.b.WaitToRetryCommit(FinalCommitRetry)
+	}
+}
+
+// LeaveAndClose leaves the group (Backend.Leave) and closes the client
+// (Backend.Close), within CloseTimeout counted from began: the final
+// commit and leaving share the commit timeout, but leaving gets at least
+// a tenth of CloseTimeout; Close the rest. Nothing is owned any more
+// afterwards. Backends call it from Fail; Stop calls it.
+func (c *Core) LeaveAndClose(began time.Time) error {
+	c.closing = true
+	clear(c.owned)
+	timeout := c.closeTimeout()
+	leaveBy := began.Add(c.commitTimeout())
+	if least := time.Now().Add(timeout / 10); leaveBy.Before(least) {
+		leaveBy = least
+	}
+	if err := c.b.Leave(leaveBy); err != nil {
+		return err
+	}
+	return c.b.Close(began.Add(timeout))
+}
+
+// CloseClient runs closeFn (the client's Close) on its own goroutine,
+// counted in Options.Background, and waits for it until deadline (at the
+// earliest now). It reports whether closeFn returned in time; a close
+// error is logged, not returned. Past deadline closeFn is left running
+// and err says so, naming Config.CloseTimeout.
+func (c *Core) CloseClient(deadline time.Time, closeFn func() error) (finished bool, err error) {
+	began := time.Now()
+	done := make(chan error, 1)
+	c.o.Background.Add(1)
+	go func() {
+		defer c.o.Background.Done()
+		done <- closeFn()
+	}()
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			c.log.Warn("close failed", "err", err)
+		}
+		c.log.Debug("client closed", "took", time.Since(began))
+		return true, nil
+	case <-t.C:
+		c.log.Error("closing the client did not finish in time; it goes on in the background",
+			"timeout", c.closeTimeout())
+		return false, fmt.Errorf("%s: shutdown: closing the client did not finish within Config.CloseTimeout (%v); it goes on in the background",
+			c.o.Prefix, c.closeTimeout())
+	}
+}
