@@ -1,0 +1,197 @@
+package exactlyonce
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// stubTxn is a transactional producer in memory: produce adds an output to
+// the open transaction; Commit makes its outputs and offsets visible,
+// Abort drops them.
+type stubTxn struct {
+	mu        sync.Mutex
+	open      bool
+	pending   []string
+	visible   []string           // outputs of committed transactions, in order
+	commits   [][]pipeline.Offset // offsets of each committed transaction
+	aborts    int
+	failNext  error // returned by the next Commit
+	misplaced []string
+}
+
+func (s *stubTxn) Begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open {
+		return errors.New("stub: Begin with a transaction open")
+	}
+	s.open = true
+	return nil
+}
+
+func (s *stubTxn) Commit(_ context.Context, offs []pipeline.Offset) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return errors.New("stub: Commit without a transaction")
+	}
+	if err := s.failNext; err != nil {
+		s.failNext = nil
+		return err
+	}
+	s.open = false
+	s.visible = append(s.visible, s.pending...)
+	s.pending = nil
+	sorted := slices.Clone(offs)
+	slices.SortFunc(sorted, func(a, b pipeline.Offset) int { return int(a.Partition - b.Partition) })
+	s.commits = append(s.commits, sorted)
+	return nil
+}
+
+func (s *stubTxn) Abort(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open = false
+	s.pending = nil
+	s.aborts++
+	return nil
+}
+
+// produce is what a produce stage does: the output joins the open
+// transaction (an output outside one is recorded as misplaced).
+func (s *stubTxn) produce(out string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		s.misplaced = append(s.misplaced, out)
+		return
+	}
+	s.pending = append(s.pending, out)
+}
+
+func (s *stubTxn) state() (visible []string, commits [][]pipeline.Offset, aborts int, misplaced []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.visible), slices.Clone(s.commits), s.aborts, slices.Clone(s.misplaced)
+}
+
+// driver is a pipeline.Source whose poll loop runs the calls a test sends
+// it, on the Group wrapped by Wrap, one at a time.
+type driver struct {
+	txn   *stubTxn
+	cfg   Config
+	calls chan func(g *Group)
+	ready chan *Group
+}
+
+func newDriver(txn *stubTxn, cfg Config) *driver {
+	return &driver{txn: txn, cfg: cfg, calls: make(chan func(*Group)), ready: make(chan *Group, 1)}
+}
+
+func (d *driver) Run(ctx context.Context, inner pipeline.Group) error {
+	g := Wrap(inner, d.txn, d.cfg)
+	d.ready <- g
+	for {
+		select {
+		case <-ctx.Done():
+			g.Shutdown()
+			return g.Err()
+		case fn := <-d.calls:
+			fn(g)
+		}
+	}
+}
+
+// do runs fn on the poll loop and waits for it.
+func (d *driver) do(fn func(g *Group)) {
+	done := make(chan struct{})
+	d.calls <- func(g *Group) { fn(g); close(done) }
+	<-done
+}
+
+// start runs fn on the poll loop and returns a channel closed when it
+// returned.
+func (d *driver) start(fn func(g *Group)) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { d.do(fn); close(done) }()
+	return done
+}
+
+// gates holds chosen outputs in a stage until the test opens them.
+type gates struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func newGates(outs ...string) *gates {
+	g := &gates{m: map[string]chan struct{}{}}
+	for _, o := range outs {
+		g.m[o] = make(chan struct{})
+	}
+	return g
+}
+
+func (g *gates) wait(ctx context.Context, out string) error {
+	g.mu.Lock()
+	ch := g.m[out]
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gates) open(out string) { close(g.m[out]) }
+
+// run starts pipeline.Run on d and returns the wrapped group and a
+// function that stops Run and returns its error.
+func run(t *testing.T, d *driver, build pipeline.Builder, opts ...pipeline.Option) (*Group, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- pipeline.Run(ctx, d, build, opts...) }()
+	g := <-d.ready
+	stopped := false
+	var err error
+	stop := func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			err = <-errc
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return g, stop
+}
+
+func tp(p int32) pipeline.TopicPartition { return pipeline.TopicPartition{Topic: "in", Partition: p} }
+
+func recs(p int32, from, to int64) []pipeline.Record {
+	var out []pipeline.Record
+	for o := from; o < to; o++ {
+		out = append(out, pipeline.Record{Topic: "in", Partition: p, Offset: o, Value: []byte{byte(o)}})
+	}
+	return out
+}
+
+func offs(pairs ...int64) []pipeline.Offset {
+	var out []pipeline.Offset
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, pipeline.Offset{TopicPartition: tp(int32(pairs[i])), Next: pairs[i+1]})
+	}
+	return out
+}
+
+const testBarrier = 2 * time.Second

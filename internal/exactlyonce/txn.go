@@ -1,0 +1,91 @@
+// Package exactlyonce runs a consume-transform-produce pipeline in Kafka
+// transactions, independently of the Kafka client: a [pipeline.Group]
+// decorator ([Group]) that a source wraps around the runtime's group, and
+// the small [Txn] interface each backend's transactional producer
+// implements. See docs/exactly-once.md for the protocol and its
+// guarantees.
+package exactlyonce
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Txn is a backend's transactional producer as the [Group] drives it: the
+// producer every produce stage and the dead-letter destination of the Run
+// write through. The Group calls its methods from the source's poll
+// goroutine only, one at a time, never concurrently with each other.
+type Txn interface {
+	// Begin starts a transaction: what the producer produces from now on
+	// belongs to it. The Group calls it before handing a record to a graph
+	// when no transaction is open.
+	Begin() error
+	// Commit sends offs to the open transaction as the consumer group's
+	// offsets (with the consumer's current group metadata, so that the
+	// broker refuses them from a member fenced out of the group, KIP-447)
+	// and commits the transaction, flushing what is still unsent first.
+	// offs may be empty (the transaction then commits only its outputs, or
+	// nothing). It returns once the broker answered or ctx is done; an
+	// error means the transaction did not commit, or that its outcome is
+	// unknown: the Group then calls Abort.
+	Commit(ctx context.Context, offs []pipeline.Offset) error
+	// Abort aborts the open transaction: nothing it produced becomes
+	// visible to read_committed readers and none of its offsets commits.
+	Abort(ctx context.Context) error
+}
+
+// ErrAborted is wrapped by the error a [Group] reports ([Group.Err]) once
+// it aborted a transaction: a commit failed, the open transaction held
+// records of a lost partition, or a revoke or shutdown could not wait for
+// every record it holds. The consumer must then stop without committing
+// (the source returns the error from Run): restarted, every partition
+// starts again from the last committed transaction.
+var ErrAborted = errors.New("sluice: the exactly-once transaction was aborted")
+
+// DefaultBarrierTimeout is how long a commit point waits for the records
+// in flight unless [Config.BarrierTimeout] says otherwise.
+const DefaultBarrierTimeout = 2 * time.Second
+
+// DefaultCommitTimeout bounds Txn.Commit and Txn.Abort unless
+// [Config.CommitTimeout] says otherwise.
+const DefaultCommitTimeout = 10 * time.Second
+
+// barrierPoll is how often a barrier asks the runtime for its
+// committable offsets. The barrier polls instead of reading Group.Wake so
+// that the source still sees every wake-up (a paused partition waits for
+// one to resume).
+const barrierPoll = time.Millisecond
+
+// Config configures a [Group].
+type Config struct {
+	// Logger receives the commit points that could not commit; nil
+	// discards them.
+	Logger *slog.Logger
+	// BarrierTimeout bounds how long a commit point holds the poll loop
+	// waiting for the records in flight (0: DefaultBarrierTimeout). An
+	// interval commit that reaches it lets records flow again and is tried
+	// at the next interval; a revoke or shutdown that reaches it aborts.
+	// Keep it well below the group's session and rebalance timeouts.
+	BarrierTimeout time.Duration
+	// CommitTimeout bounds each Txn.Commit and Txn.Abort (0:
+	// DefaultCommitTimeout).
+	CommitTimeout time.Duration
+}
+
+func (c Config) barrierTimeout() time.Duration {
+	if c.BarrierTimeout > 0 {
+		return c.BarrierTimeout
+	}
+	return DefaultBarrierTimeout
+}
+
+func (c Config) commitTimeout() time.Duration {
+	if c.CommitTimeout > 0 {
+		return c.CommitTimeout
+	}
+	return DefaultCommitTimeout
+}
