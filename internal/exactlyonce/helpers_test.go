@@ -18,7 +18,7 @@ type stubTxn struct {
 	mu        sync.Mutex
 	open      bool
 	pending   []string
-	visible   []string           // outputs of committed transactions, in order
+	visible   []string            // outputs of committed transactions, in order
 	commits   [][]pipeline.Offset // offsets of each committed transaction
 	aborts    int
 	failNext  error // returned by the next Commit
