@@ -1,0 +1,212 @@
+package follow_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/follow"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+const interval = 100 * time.Millisecond
+
+func tp(topic string, p int32) pipeline.TopicPartition {
+	return pipeline.TopicPartition{Topic: topic, Partition: p}
+}
+
+// stubLeaders is a Leaders whose offsets and failures the test sets.
+type stubLeaders struct {
+	mu    sync.Mutex
+	off   map[pipeline.TopicPartition]int64
+	err   error
+	calls int
+	asked [][]pipeline.TopicPartition
+}
+
+func newStubLeaders() *stubLeaders {
+	return &stubLeaders{off: map[pipeline.TopicPartition]int64{}}
+}
+
+func (l *stubLeaders) set(topic string, p int32, next int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.off[tp(topic, p)] = next
+}
+
+func (l *stubLeaders) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = err
+}
+
+// get returns what the leaders have committed now, -1 when nothing.
+func (l *stubLeaders) get(t pipeline.TopicPartition) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v, ok := l.off[t]; ok {
+		return v
+	}
+	return -1
+}
+
+func (l *stubLeaders) Committed(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	l.asked = append(l.asked, slices.Clone(tps))
+	if l.err != nil {
+		return nil, l.err
+	}
+	out := map[pipeline.TopicPartition]int64{}
+	for _, t := range tps {
+		if v, ok := l.off[t]; ok {
+			out[t] = v
+		}
+	}
+	return out, nil
+}
+
+// recorder is a graph that records the offsets it processes and checks
+// each against what the leaders had committed at that moment.
+type recorder struct {
+	leaders *stubLeaders
+	gate    chan struct{} // when non-nil, each record waits for a receive
+
+	mu       sync.Mutex
+	got      map[pipeline.TopicPartition][]int64
+	breaches []string
+}
+
+func newRecorder(l *stubLeaders) *recorder {
+	return &recorder{leaders: l, got: map[pipeline.TopicPartition][]int64{}}
+}
+
+func (r *recorder) build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Each(in, func(ctx context.Context, rec pipeline.Record) error {
+		t := tp(rec.Topic, rec.Partition)
+		if lead := r.leaders.get(t); rec.Offset >= lead {
+			r.mu.Lock()
+			r.breaches = append(r.breaches, fmt.Sprintf("%s/%d@%d processed with the leaders at %d", rec.Topic, rec.Partition, rec.Offset, lead))
+			r.mu.Unlock()
+		}
+		if r.gate != nil {
+			select {
+			case <-r.gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		r.mu.Lock()
+		r.got[t] = append(r.got[t], rec.Offset)
+		r.mu.Unlock()
+		return nil
+	})
+}
+
+func (r *recorder) offsets(t pipeline.TopicPartition) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got[t])
+}
+
+func (r *recorder) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.breaches {
+		t.Error(b)
+	}
+}
+
+// span returns [from, to).
+func span(from, to int64) []int64 {
+	var out []int64
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+func values(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, "v%d", i)
+	}
+	return out
+}
+
+// statuses records what a follow.Hook is told.
+type statuses struct {
+	mu  sync.Mutex
+	all []follow.Status
+}
+
+func (s *statuses) OnFollowerStatus(st follow.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = append(s.all, st)
+}
+
+func (s *statuses) list() []follow.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.all)
+}
+
+// last returns the newest status of each partition.
+func (s *statuses) last() map[pipeline.TopicPartition]follow.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[pipeline.TopicPartition]follow.Status{}
+	for _, st := range s.all {
+		out[st.TopicPartition] = st
+	}
+	return maps.Clone(out)
+}
+
+// newFollower wraps fake with leaders, failing the test on error.
+func newFollower(t *testing.T, fake pipeline.Source, l follow.Leaders, opts ...follow.Option) *follow.Source {
+	t.Helper()
+	src, err := follow.New(fake, l, append([]follow.Option{follow.WithInterval(interval)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// settle lets the poller read the leaders (one interval) and everything
+// triggered by it run.
+func settle() {
+	time.Sleep(interval)
+	synctest.Wait()
+}
+
+// logRecorder is a slog.Handler keeping the level of each record.
+type logRecorder struct {
+	mu  sync.Mutex
+	lvl []slog.Level
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lvl = append(l.lvl, r.Level)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) levels() []slog.Level {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lvl)
+}
