@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// admin is the parent's view of the broker: topics, commits and end
+// offsets through franz-go's admin client, and a reader of output topics.
+type admin struct {
+	addrs []string
+	cl    *kgo.Client
+	adm   *kadm.Client
+}
+
+func newAdmin(addr string) (*admin, error) {
+	addrs := strings.Split(addr, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return nil, err
+	}
+	return &admin{addrs: addrs, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+func (a *admin) close() { a.cl.Close() }
+
+// committed returns group's committed offsets for topic, by partition.
+func (a *admin) committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	resp, err := a.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the offsets of group %s: %w", group, err)
+	}
+	out := make(map[int32]int64)
+	var errs []error
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic != topic {
+			return
+		}
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("group %s, %s[%d]: %w", group, topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.At
+	})
+	return out, errors.Join(errs...)
+}
+
+// endOffsets returns the end offset (high watermark) of every partition
+// of topic.
+func (a *admin) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	listed, err := a.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list the end offsets of %s: %w", topic, err)
+	}
+	out := make(map[int32]int64)
+	var errs []error
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %w", topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out, errors.Join(errs...)
+}
+
+// createTopic creates topic with the given partitions.
+func (a *admin) createTopic(ctx context.Context, topic string, partitions int) error {
+	resp, err := a.adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// deleteTopic deletes topic (the output of a consume → produce run, so
+// that the broker does not keep every run's copy in memory).
+func (a *admin) deleteTopic(ctx context.Context, topic string) error {
+	resp, err := a.adm.DeleteTopic(ctx, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("delete topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// readOutput reads every record of an output topic up to its end offsets
+// and records, in a tracker of the input layout, the input record each
+// one was produced from (by the "p/o;" header of its value): the result
+// says whether the output holds each input record exactly once, intact.
+func (a *admin) readOutput(ctx context.Context, topic string, l layout) ([]PartStats, error) {
+	end, err := a.endOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	start := make(map[int32]kgo.Offset)
+	var total int64
+	for p, e := range end {
+		if e > 0 {
+			start[p] = kgo.NewOffset().AtStart()
+			total += e
+		}
+	}
+	tr := newTracker(l)
+	if total == 0 {
+		return tr.stats(), nil
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(a.addrs...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var read, unparsed int64
+	for read < total {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w after %d of %d records", topic, err, read, total)
+		}
+		if err := fetchErr(fs); err != nil {
+			return nil, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end[r.Partition] {
+				return
+			}
+			read++
+			p, o, ok := parseHeader(r.Value)
+			if !ok || !tr.record(p, o, valueHash(r.Value)) {
+				unparsed++
+			}
+		})
+	}
+	if unparsed > 0 {
+		return tr.stats(), fmt.Errorf("%s: %d records not produced from an input record", topic, unparsed)
+	}
+	return tr.stats(), nil
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// run is one measured run and what its checks found.
+type run struct {
+	name   string
+	round  int
+	l      layout
+	budget int64
+	res    Result
+	err    error // the run failed, or a check did
+}
+
+// bench runs the benchmark o describes and writes its report to w. It
+// returns an error if a run failed or a check did not pass (after the
+// report).
+func bench(ctx context.Context, o options, w io.Writer) error {
+	began := time.Now()
+	dir, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		return err
+	}
+	if o.cpuprofile != "" {
+		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+			return err
+		}
+	}
+	speed := topicSpec{name: inputTopic, l: layout{records: o.records, partitions: o.partitions, valueSize: o.value}}
+	var topics []topicSpec
+	if !o.memory {
+		topics = append(topics, speed)
+	}
+	memTopics := map[int]topicSpec{}
+	if o.memory || !o.noMemory {
+		for _, n := range memoryPartitions {
+			if n == o.partitions && !o.memory {
+				memTopics[n] = speed
+				continue
+			}
+			t := topicSpec{name: fmt.Sprintf("in-%d", n), l: layout{records: o.records, partitions: n, valueSize: o.value}}
+			memTopics[n] = t
+			topics = append(topics, t)
+		}
+	}
+	fmt.Fprintf(w, "bench: starting the broker and filling %d topic(s) with %d records of %d B; logs in %s\n", len(topics), o.records, o.value, dir)
+	b, err := startBroker(ctx, dir, o.records, o.value, topics)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	adm, err := newAdmin(b.addr)
+	if err != nil {
+		return err
+	}
+	defer adm.close()
+	fmt.Fprintf(w, "bench: broker ready at %s after %v\n", b.addr, time.Since(began).Round(100*time.Millisecond))
+
+	r := &runner{o: o, dir: dir, adm: adm, addr: b.addr, w: w, hashes: map[string][]uint64{}}
+	var speedRuns, memRuns []run
+	if !o.memory {
+		for round := range o.runs {
+			order := slices.Clone(o.cases)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, name := range order {
+				if cases[name] == nil {
+					if round == 0 {
+						fmt.Fprintf(w, "bench: %s skipped: %s\n", name, notBuilt[name])
+					}
+					continue
+				}
+				speedRuns = append(speedRuns, r.measure(ctx, name, round, speed, o.budget))
+			}
+		}
+	}
+	if o.memory || !o.noMemory {
+		budget := o.budget
+		if budget == 0 {
+			budget = defaultMemoryBudget
+		}
+		for _, n := range memoryPartitions {
+			for _, name := range []string{"sluice-confluent-graph", "sluice-franz-graph"} {
+				memRuns = append(memRuns, r.measure(ctx, name, 0, memTopics[n], budget))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	report(w, o, speedRuns, memRuns)
+	fmt.Fprintf(w, "\nbench: took %v\n", time.Since(began).Round(time.Second))
+	var errs []error
+	for _, rn := range slices.Concat(speedRuns, memRuns) {
+		if rn.err != nil {
+			errs = append(errs, fmt.Errorf("%s run %d (%d partitions): %w", rn.name, rn.round+1, rn.l.partitions, rn.err))
+		}
+	}
+	if len(errs) == 0 {
+		os.RemoveAll(dir)
+	}
+	return errors.Join(errs...)
+}
+
+// runner runs and checks single runs.
+type runner struct {
+	o      options
+	dir    string
+	adm    *admin
+	addr   string
+	w      io.Writer
+	hashes map[string][]uint64 // expected value hash sums, by topic
+}
+
+// measure runs case name once on topic t and checks it.
+func (r *runner) measure(ctx context.Context, name string, round int, t topicSpec, budget int64) run {
+	rn := run{name: name, round: round, l: t.l, budget: budget}
+	tag := fmt.Sprintf("%s-p%d-%d", name, t.l.partitions, round+1)
+	group := "bench-" + tag
+	args := []string{"-case", name, "-brokers", r.addr, "-group", group, "-topic", t.name,
+		"-records", fmt.Sprint(t.l.records), "-partitions", fmt.Sprint(t.l.partitions), "-value", fmt.Sprint(t.l.valueSize),
+		"-budget", fmt.Sprint(budget)}
+	var out string
+	if isK2K(name) {
+		out = "out-" + tag
+		if err := r.adm.createTopic(ctx, out, t.l.partitions); err != nil {
+			rn.err = err
+			return r.print(rn)
+		}
+		defer func() {
+			if err := r.adm.deleteTopic(context.WithoutCancel(ctx), out); err != nil {
+				fmt.Fprintln(r.w, "bench:", err)
+			}
+		}()
+		args = append(args, "-out", out)
+	}
+	if r.o.cpuprofile != "" {
+		args = append(args, "-cpuprofile", filepath.Join(r.o.cpuprofile, tag+".pprof"))
+	}
+	rn.res, rn.err = runProc(ctx, r.o.timeout, filepath.Join(r.dir, tag+".log"), args)
+	if rn.err == nil {
+		rn.err = r.check(ctx, rn, t, group, out)
+	}
+	return r.print(rn)
+}
+
+// check verifies a finished run: what it consumed, the group's commits
+// and, for consume → produce, the output topic.
+func (r *runner) check(ctx context.Context, rn run, t topicSpec, group, out string) error {
+	want, ok := r.hashes[t.name]
+	if !ok {
+		want = t.l.expectedHashes()
+		r.hashes[t.name] = want
+	}
+	if err := checkStats(t.l, want, rn.res.Parts); err != nil {
+		return fmt.Errorf("consumed: %w", err)
+	}
+	committed, err := r.adm.committed(ctx, group, t.name)
+	if err != nil {
+		return err
+	}
+	end, err := r.adm.endOffsets(ctx, t.name)
+	if err != nil {
+		return err
+	}
+	if err := checkCommitted(t.l, committed, end); err != nil {
+		return fmt.Errorf("commits: %w", err)
+	}
+	if out == "" {
+		return nil
+	}
+	got, err := r.adm.readOutput(ctx, out, t.l)
+	if err != nil {
+		return err
+	}
+	if err := checkStats(t.l, want, got); err != nil {
+		return fmt.Errorf("output topic %s: %w", out, err)
+	}
+	return nil
+}
+
+// print writes one line per run as it ends, and returns rn.
+func (r *runner) print(rn run) run {
+	fmt.Fprintln(r.w, "  "+runLine(rn))
+	return rn
+}

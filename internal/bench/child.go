@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// runConfig is what one measured run (a "bench run" child) is told.
+type runConfig struct {
+	name       string // the case
+	brokers    []string
+	group      string
+	topic      string // input topic
+	out        string // output topic of the consume → produce cases
+	l          layout
+	budget     int64 // Sluice's in-flight byte budget; 0 keeps pipeline's default
+	cpuprofile string
+}
+
+// Result is the JSON line a run child prints on stdout when it is done.
+type Result struct {
+	Case       string      `json:"case"`
+	Records    int64       `json:"records"`     // records consumed (duplicates included)
+	WindowSec  float64     `json:"window_s"`    // first record to the last one done
+	CPUSec     float64     `json:"cpu_s"`       // user+sys CPU of the process within the window
+	CPUTotal   float64     `json:"cpu_total_s"` // user+sys CPU of the whole process
+	PeakRSSKiB int64       `json:"peak_rss_kib"`
+	Parts      []PartStats `json:"parts"`
+	Err        string      `json:"err,omitempty"`
+}
+
+// caseFunc runs one case: it consumes cfg.topic, records every record in
+// tr, opens the window at the first record and closes it when the last
+// one is done (processed; for the consume → produce cases, delivered),
+// then commits and closes its clients before returning.
+type caseFunc func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error
+
+// runChild is the "run" mode: it parses its flags, runs the case and
+// prints its Result. The exit status is 0 when the case ran (the parent
+// judges the result), 1 when it failed, 2 on bad flags.
+func runChild(args []string) int {
+	fs := flag.NewFlagSet("bench run", flag.ContinueOnError)
+	var cfg runConfig
+	brokers := fs.String("brokers", "", "bootstrap brokers, comma separated")
+	fs.StringVar(&cfg.name, "case", "", "the case to run: "+strings.Join(caseNames(), ", "))
+	fs.StringVar(&cfg.group, "group", "", "consumer group")
+	fs.StringVar(&cfg.topic, "topic", inputTopic, "input topic")
+	fs.StringVar(&cfg.out, "out", "", "output topic (consume → produce cases)")
+	fs.IntVar(&cfg.l.records, "records", 0, "records in the input topic")
+	fs.IntVar(&cfg.l.partitions, "partitions", 0, "partitions of the input topic")
+	fs.IntVar(&cfg.l.valueSize, "value", 0, "value bytes per record")
+	fs.Int64Var(&cfg.budget, "budget", 0, "Sluice's in-flight byte budget (0: pipeline's default)")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg.brokers = strings.Split(*brokers, ",")
+	run, ok := cases[cfg.name]
+	switch {
+	case !ok:
+		fmt.Fprintf(os.Stderr, "bench run: -case %q: unknown case (want one of %s)\n", cfg.name, strings.Join(caseNames(), ", "))
+		return 2
+	case run == nil:
+		fmt.Fprintf(os.Stderr, "bench run: -case %s: %s\n", cfg.name, notBuilt[cfg.name])
+		return 2
+	case *brokers == "" || cfg.group == "" || cfg.l.records <= 0 || cfg.l.partitions <= 0:
+		fmt.Fprintln(os.Stderr, "bench run: -brokers, -group, -records and -partitions are required")
+		return 2
+	case strings.HasPrefix(cfg.name, "k2k-") && cfg.out == "":
+		fmt.Fprintf(os.Stderr, "bench run: -case %s needs -out\n", cfg.name)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := measure(ctx, cfg, run)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	line, jerr := json.Marshal(res)
+	if jerr != nil {
+		fmt.Fprintln(os.Stderr, "bench run:", jerr)
+		return 1
+	}
+	fmt.Println(string(line))
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// measure runs one case under the CPU profiler if asked and collects its
+// Result.
+func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
+	res := Result{Case: cfg.name}
+	if cfg.cpuprofile != "" {
+		f, err := os.Create(cfg.cpuprofile)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	tr := newTracker(cfg.l)
+	w := newWindow()
+	err := run(ctx, cfg, tr, w)
+	if err == nil && !w.closed() {
+		err = errors.New("the case returned before its last record was done")
+	}
+	res.Records = tr.total()
+	res.Parts = tr.stats()
+	if wall, cpu, ok := w.span(); ok {
+		res.WindowSec = wall.Seconds()
+		res.CPUSec = cpu.Seconds()
+	}
+	ru, rerr := usage()
+	if rerr != nil {
+		return res, errors.Join(err, rerr)
+	}
+	res.CPUTotal = ru.cpu.Seconds()
+	res.PeakRSSKiB = ru.maxRSSKiB
+	return res, err
+}
+
+// window is the measured interval of a run: from the first record to the
+// moment the last one was done, with the process's CPU time at both ends.
+// open and close may be called from any goroutine, any number of times:
+// the first call of each counts.
+type window struct {
+	opened            atomic.Bool // fast path of open: set once first is
+	mu                sync.Mutex
+	first, last       time.Time
+	cpuFirst, cpuLast time.Duration
+	done              chan struct{} // closed by the first close
+}
+
+func newWindow() *window { return &window{done: make(chan struct{})} }
+
+// open marks the first record.
+func (w *window) open() {
+	if w.opened.Load() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.openLocked()
+}
+
+func (w *window) openLocked() {
+	if !w.opened.Load() {
+		w.first = time.Now()
+		w.cpuFirst = cpuNow()
+		w.opened.Store(true)
+	}
+}
+
+// close marks the last record done and closes done. A window closed
+// without being opened (no record at all) opens at the same instant.
+func (w *window) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed() {
+		return
+	}
+	w.openLocked()
+	w.last = time.Now()
+	w.cpuLast = cpuNow()
+	close(w.done)
+}
+
+func (w *window) closed() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// span returns the window's duration and the CPU time spent within it;
+// ok is false while it is not closed.
+func (w *window) span() (wall, cpu time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed() {
+		return 0, 0, false
+	}
+	return w.last.Sub(w.first), w.cpuLast - w.cpuFirst, true
+}
+
+// rusage is what getrusage says about this process.
+type rusage struct {
+	cpu       time.Duration // user + system
+	maxRSSKiB int64
+}
+
+func usage() (rusage, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return rusage{}, fmt.Errorf("getrusage: %w", err)
+	}
+	return rusage{
+		cpu:       time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		maxRSSKiB: ru.Maxrss, // kilobytes on Linux
+	}, nil
+}
+
+// cpuNow is the process's CPU time so far (zero if getrusage fails,
+// which it does not on Linux).
+func cpuNow() time.Duration {
+	ru, _ := usage()
+	return ru.cpu
+}

@@ -1,0 +1,166 @@
+// Command bench measures Sluice against the raw client loops it is built
+// on, on an embedded broker (issue 9, "Speed"):
+//
+//	go run ./internal/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
+//	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
+//	go run ./internal/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
+//	go run ./internal/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
+//
+// The broker runs in a child process of this program ("bench broker"),
+// and so does every measured run ("bench run -case NAME ..."), so the CPU
+// time and peak RSS a run reports are its own. Cases: the raw
+// confluent-kafka-go poll loop, the raw franz-go loop, Sluice on each
+// backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
+// Each; and consume → produce: a raw loop on each client and Sluice's Map
+// → Pool(8) → Produce. Every run is verified: each input record consumed
+// exactly once with its value intact, the group's commits equal to the
+// end offsets, and for consume → produce every input record in the output
+// topic exactly once. The report gives the median msg/s (first record to
+// last done), its ratio to the raw loop of the same client, CPU per
+// record and peak RSS, then every run. Exit status: 0 when every run
+// passed its checks, 1 otherwise, 2 on bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// inputTopic is the topic of the speed runs.
+const inputTopic = "in"
+
+// childEnv marks a child process of the benchmark; a test binary running
+// as one (see main_test.go) dispatches on it.
+const childEnv = "SLUICE_BENCH_CHILD"
+
+// memoryPartitions are the partition counts of the memory section.
+var memoryPartitions = []int{8, 256}
+
+// defaultMemoryBudget is the in-flight byte budget of the memory runs
+// when -budget is not set.
+const defaultMemoryBudget = 16 << 20
+
+type options struct {
+	records, partitions, value, runs int
+	cases                            []string
+	cpuprofile                       string
+	budget                           int64
+	memory, noMemory                 bool
+	timeout                          time.Duration
+}
+
+func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "broker" || os.Args[1] == "run") {
+		os.Exit(childMain(os.Args[1:]))
+	}
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// childMain runs a child mode: args[0] is "broker" or "run".
+func childMain(args []string) int {
+	switch args[0] {
+	case "broker":
+		return brokerChild(args[1:])
+	case "run":
+		return runChild(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "bench: unknown child mode %q\n", args[0])
+	return 2
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.records, "records", 1_000_000, "records in the input topic")
+	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the input topic")
+	fs.IntVar(&o.value, "value", 100, fmt.Sprintf("value bytes per record (at least %d)", minValueSize))
+	fs.IntVar(&o.runs, "runs", 3, "runs of every case (rounds alternate the case order)")
+	list := fs.String("cases", "all", "comma-separated cases: all, or some of "+strings.Join(caseOrder, ", "))
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per case and run (<case>-<run>.pprof)")
+	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory runs)", defaultMemoryBudget>>20))
+	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")
+	fs.BoolVar(&o.noMemory, "no-memory", false, "skip the memory section")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest one run may take")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var errs []error
+	if o.records <= 0 {
+		errs = append(errs, fmt.Errorf("-records=%d: must be at least 1", o.records))
+	}
+	if o.partitions <= 0 || o.partitions > o.records {
+		errs = append(errs, fmt.Errorf("-partitions=%d: must be between 1 and -records", o.partitions))
+	}
+	if o.memory || !o.noMemory {
+		if m := slices.Max(memoryPartitions); o.records < m {
+			errs = append(errs, fmt.Errorf("-records=%d: the memory section needs at least %d (or -no-memory)", o.records, m))
+		}
+	}
+	if o.value < minValueSize {
+		errs = append(errs, fmt.Errorf("-value=%d: must be at least %d", o.value, minValueSize))
+	}
+	if o.runs <= 0 {
+		errs = append(errs, fmt.Errorf("-runs=%d: must be at least 1", o.runs))
+	}
+	if o.budget < 0 {
+		errs = append(errs, fmt.Errorf("-budget=%d: must not be negative", o.budget))
+	}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout=%v: must be positive", o.timeout))
+	}
+	if o.memory && o.noMemory {
+		errs = append(errs, errors.New("-memory and -no-memory contradict each other"))
+	}
+	cs, err := parseCases(*list)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.cases = cs
+	return o, errors.Join(errs...)
+}
+
+// parseCases reads -cases: "all" or a comma-separated list of known cases,
+// returned in report order.
+func parseCases(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "all" {
+		return slices.Clone(caseOrder), nil
+	}
+	want := map[string]bool{}
+	for _, c := range strings.Split(list, ",") {
+		c = strings.TrimSpace(c)
+		if _, ok := cases[c]; !ok {
+			return nil, fmt.Errorf("-cases: unknown case %q (want all, or some of %s)", c, strings.Join(caseOrder, ", "))
+		}
+		want[c] = true
+	}
+	var out []string
+	for _, c := range caseOrder {
+		if want[c] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

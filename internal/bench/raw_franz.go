@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// rawFranzOpts are the kgo options of the raw franz loops: the settings
+// package franz sets (FetchMaxWait 100ms, reset to the start), a group
+// with kgo's default balancer (cooperative-sticky), auto-commit every
+// second.
+func rawFranzOpts(cfg runConfig) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(cfg.brokers...),
+		kgo.ConsumerGroup(cfg.group),
+		kgo.ConsumeTopics(cfg.topic),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.AutoCommitInterval(commitEvery),
+	}
+}
+
+// fetchErr returns the first error of fs that is not a context's.
+func fetchErr(fs kgo.Fetches) error {
+	var err error
+	fs.EachError(func(t string, p int32, e error) {
+		if err == nil && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
+			err = fmt.Errorf("fetch %s[%d]: %w", t, p, e)
+		}
+	})
+	return err
+}
+
+// rawFranz is the bare franz-go loop: PollFetches, record every record,
+// repeat; kgo auto-commits what was polled every second, and the loop
+// commits what is left synchronously once the last record is recorded,
+// then closes.
+func rawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+	cl, err := kgo.NewClient(rawFranzOpts(cfg)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	target := int64(cfg.l.records)
+	var n int64
+	var bad error
+	for n < target && bad == nil {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fetchErr(fs); err != nil {
+			return err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			w.open()
+			if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
+				bad = fmt.Errorf("record of unknown partition %d", r.Partition)
+			}
+			n++
+		})
+	}
+	if bad != nil {
+		return bad
+	}
+	w.close()
+	return cl.CommitUncommittedOffsets(ctx)
+}
+
+// k2kRawFranz is the raw consume → produce loop on franz-go: one client
+// consumes and produces (kgo's default producer: acks=all, idempotent);
+// each record's promise marks its delivery, and the offsets below which
+// everything was delivered are marked for kgo's auto-commit
+// (AutoCommitMarks, every second). Once the last record is delivered the
+// loop commits the marks synchronously, then closes.
+func k2kRawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+	d := newDeliveries(cfg.l)
+	cl, err := kgo.NewClient(append(rawFranzOpts(cfg), kgo.AutoCommitMarks())...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	failed := make(chan error, 1)
+	marked := make([]int64, cfg.l.partitions)
+	mark := func() {
+		offs := make(map[int32]kgo.EpochOffset)
+		for p, next := range d.committable() {
+			if next > marked[p] {
+				marked[p] = next
+				offs[int32(p)] = kgo.EpochOffset{Epoch: -1, Offset: next}
+			}
+		}
+		if len(offs) > 0 {
+			cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{cfg.topic: offs})
+		}
+	}
+	target := int64(cfg.l.records)
+	var n int64
+	var bad error
+	lastMark := time.Now()
+	for bad == nil {
+		select {
+		case err := <-failed:
+			return err
+		default:
+		}
+		if d.left.Load() == 0 {
+			break
+		}
+		if time.Since(lastMark) >= 100*time.Millisecond {
+			mark()
+			lastMark = time.Now()
+		}
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if n >= target {
+			// Everything consumed: wait for the last deliveries.
+			pctx, cancel = context.WithTimeout(ctx, 10*time.Millisecond)
+		}
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fetchErr(fs); err != nil {
+			return err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			w.open()
+			if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
+				bad = fmt.Errorf("record of unknown partition %d", r.Partition)
+			}
+			n++
+			p, o := r.Partition, r.Offset
+			cl.Produce(ctx, &kgo.Record{Topic: cfg.out, Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					select {
+					case failed <- fmt.Errorf("delivery of input %d/%d: %w", p, o, err):
+					default:
+					}
+					return
+				}
+				if d.mark(p, o) {
+					w.close()
+				}
+			})
+		})
+	}
+	if bad != nil {
+		return bad
+	}
+	mark()
+	return cl.CommitMarkedOffsets(ctx)
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// msgPerSec is a run's rate: the records of its layout over its window.
+func (rn run) msgPerSec() float64 {
+	if rn.res.WindowSec <= 0 {
+		return 0
+	}
+	return float64(rn.l.records) / rn.res.WindowSec
+}
+
+// cpuPerRecord is the CPU time a run spent per record within its window,
+// in microseconds.
+func (rn run) cpuPerRecord() float64 {
+	return rn.res.CPUSec * 1e6 / float64(rn.l.records)
+}
+
+func (rn run) rssMiB() float64 { return float64(rn.res.PeakRSSKiB) / 1024 }
+
+// runLine is one run, as the run-by-run list shows it.
+func runLine(rn run) string {
+	verdict := "verified"
+	if rn.err != nil {
+		verdict = "FAILED: " + rn.err.Error()
+	}
+	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s, window %6.3f s, CPU %5.2f µs/record (%.2f s in all), peak RSS %6.1f MiB, %s",
+		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.res.WindowSec, rn.cpuPerRecord(), rn.res.CPUTotal, rn.rssMiB(), verdict)
+}
+
+// median returns the median of xs (the mean of the middle two for an
+// even count), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// summary is one case's line of the table: medians over its runs.
+type summary struct {
+	name           string
+	runs, verified int
+	rate, cpu, rss float64
+	ratio          float64 // rate over its baseline's rate; 0 if no baseline ran
+	baseline       string
+}
+
+// summarize computes every case's medians, in report order. Runs that
+// failed are left out of the medians (and counted in runs only).
+func summarize(runs []run) []summary {
+	by := map[string][]run{}
+	for _, rn := range runs {
+		by[rn.name] = append(by[rn.name], rn)
+	}
+	var out []summary
+	rates := map[string]float64{}
+	for _, name := range caseOrder {
+		rs := by[name]
+		if len(rs) == 0 {
+			continue
+		}
+		s := summary{name: name, runs: len(rs), baseline: baseline(name)}
+		var rate, cpu, rss []float64
+		for _, rn := range rs {
+			if rn.err != nil {
+				continue
+			}
+			s.verified++
+			rate = append(rate, rn.msgPerSec())
+			cpu = append(cpu, rn.cpuPerRecord())
+			rss = append(rss, rn.rssMiB())
+		}
+		s.rate, s.cpu, s.rss = median(rate), median(cpu), median(rss)
+		rates[name] = s.rate
+		out = append(out, s)
+	}
+	for i := range out {
+		if b := rates[out[i].baseline]; b > 0 {
+			out[i].ratio = out[i].rate / b
+		}
+	}
+	return out
+}
+
+// report writes the tables: the speed runs (medians, ratios), every run,
+// and the memory section.
+func report(w io.Writer, o options, speed, mem []run) {
+	if len(speed) > 0 {
+		fmt.Fprintf(w, "## Speed: %d records of %d B, %d partitions, %d run(s) per case, medians\n\n", o.records, o.value, o.partitions, o.runs)
+		budget := "pipeline's default in-flight byte budget"
+		if o.budget > 0 {
+			budget = fmt.Sprintf("in-flight byte budget %d MiB", o.budget>>20)
+		}
+		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); CPU is user+sys of the run's process in that window; Sluice with %s.\n\n", budget)
+		fmt.Fprintln(w, "| case | msg/s | ratio | CPU µs/record | peak RSS MiB | verified |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | --- |")
+		for _, s := range summarize(speed) {
+			ratio := "n/a"
+			if s.ratio > 0 {
+				ratio = fmt.Sprintf("%.2f", s.ratio)
+			}
+			if s.name != s.baseline && s.ratio > 0 {
+				ratio += " (vs " + s.baseline + ")"
+			}
+			fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %.1f | %d/%d |\n", s.name, s.rate, ratio, s.cpu, s.rss, s.verified, s.runs)
+		}
+		for _, name := range caseOrder {
+			if cases[name] == nil && slices.Contains(o.cases, name) {
+				fmt.Fprintf(w, "| %s | not built yet | | | | |\n", name)
+			}
+		}
+		fmt.Fprintln(w, "\nRuns, in the order they ran:")
+		fmt.Fprintln(w)
+		for _, rn := range speed {
+			fmt.Fprintln(w, "    "+runLine(rn))
+		}
+	}
+	if len(mem) > 0 {
+		if len(speed) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "## Memory: graph (b), %d records of %d B, one run each\n\n", o.records, o.value)
+		fmt.Fprintln(w, "| case | partitions | budget MiB | peak RSS MiB | RSS − budget MiB | msg/s | verified |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+		for _, rn := range mem {
+			verdict := "yes"
+			if rn.err != nil {
+				verdict = "NO: " + strings.SplitN(rn.err.Error(), "\n", 2)[0]
+			}
+			b := float64(rn.budget) / (1 << 20)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %s |\n", rn.name, rn.l.partitions, b, rn.rssMiB(), rn.rssMiB()-b, rn.msgPerSec(), verdict)
+		}
+		fmt.Fprintln(w, "\nPeak RSS is the run's getrusage maxrss. Prefetched data outside the budget counts in it: librdkafka's queue (queued.max.messages.kbytes, 64 MiB by default) and franz-go's buffered fetches.")
+	}
+}
