@@ -94,7 +94,8 @@ func benchSteady(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End
 // genSource is a pipeline.Source of one partition whose records it makes
 // as it delivers them, 64 at a time in one reused slice (so the runtime
 // must copy what it keeps). It closes warmed once the first warm records
-// are committable and done once all total are.
+// are committable and the partition was paused once (it delivers faster
+// than the graphs run), and done once all total are.
 type genSource struct {
 	total, warm  int64
 	warmed, done chan struct{}
@@ -111,16 +112,24 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 	value := make([]byte, 100)
 	var next, committed int64
 	paused, warmed, done := false, false, false
+	// The warm-up lasts until the partition was paused once: its buffers
+	// (the tracker's ring) then have their full size.
+	pausedOnce := false
+	var collected int64 // next at the last Offsets call
 	wake := func() {
 		if paused && len(g.Resumable()) > 0 {
 			paused = false
 		}
+		if next < s.total && next-collected < 4096 {
+			return // Offsets allocates its result: collect it now and then, as real sources do
+		}
+		collected = next
 		for _, o := range g.Offsets() {
 			if o.Next > committed {
 				committed = o.Next
 			}
 		}
-		if !warmed && committed >= s.warm {
+		if !warmed && committed >= s.warm && pausedOnce {
 			warmed = true
 			close(s.warmed)
 		}
@@ -137,10 +146,8 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 				batch[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: next + i, Value: value}
 			}
 			paused = g.Deliver(tp, batch[:n])
+			pausedOnce = pausedOnce || paused
 			next += n
-			if next%4096 != 0 && !paused {
-				continue // Offsets allocates its result: collect it now and then, as real sources do
-			}
 			select {
 			case <-g.Wake():
 				wake()

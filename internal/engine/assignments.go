@@ -1,6 +1,9 @@
 package engine
 
-import "sync"
+import (
+	"iter"
+	"sync"
+)
 
 // This file is the assignment state machine: which partitions are owned,
 // and what assigning, revoking, losing and shutting down do to the graph
@@ -80,6 +83,19 @@ func (m *assignments[K, W]) Shutdown() ([]K, []W) {
 // Owned returns the owned keys in assignment order.
 func (m *assignments[K, W]) Owned() []K {
 	return append([]K(nil), m.order...)
+}
+
+// All yields the owned keys with their workers in assignment order,
+// without copying them (Owned does); the assignments must not change
+// during the iteration.
+func (m *assignments[K, W]) All() iter.Seq2[K, W] {
+	return func(yield func(K, W) bool) {
+		for _, k := range m.order {
+			if !yield(k, m.owned[k]) {
+				return
+			}
+		}
+	}
 }
 
 // Worker returns the worker of an owned key.

@@ -40,10 +40,22 @@ func (rt *Group) fitLocked(recs []Record) int {
 }
 
 // admission collects what admissions under rt.mu must report to observers
-// once the lock is released.
+// once the lock is released. The first few deliveries are kept inline, so
+// that a Deliver (one admission) allocates nothing.
 type admission struct {
-	delivered     []delivery
+	first         [4]delivery
+	n             int
+	more          []delivery
 	records, byts int64 // the budget after the last admission
+}
+
+func (a *admission) add(d delivery) {
+	if a.n < len(a.first) {
+		a.first[a.n] = d
+		a.n++
+		return
+	}
+	a.more = append(a.more, d)
 }
 
 type delivery struct {
@@ -52,10 +64,13 @@ type delivery struct {
 }
 
 func (a *admission) report(rt *Group) {
-	for _, d := range a.delivered {
+	for _, d := range a.first[:a.n] {
 		rt.hooks.RecordsDelivered(d.tp, d.n)
 	}
-	if len(a.delivered) > 0 {
+	for _, d := range a.more {
+		rt.hooks.RecordsDelivered(d.tp, d.n)
+	}
+	if a.n > 0 {
 		rt.hooks.InFlight(a.records, a.byts)
 	}
 }
@@ -71,7 +86,7 @@ func (rt *Group) admitLocked(g *graph, recs []Record, a *admission) bool {
 		b += recordBytes(&recs[i])
 	}
 	a.records, a.byts = rt.inflight.Add(int64(len(recs))), rt.bytes.Add(b)
-	a.delivered = append(a.delivered, delivery{tp: g.tp, n: len(recs)})
+	a.add(delivery{tp: g.tp, n: len(recs)})
 	return true
 }
 

@@ -20,6 +20,9 @@ type tracker struct {
 	head int    // index in ring of the oldest slot
 	size int    // live slots
 	base uint64 // sequence number of ring[head]; tickets are seq+1
+	// fed is the sequence number of the first record not handed to the
+	// graph's feeder yet (see feed): the ring is also the input queue.
+	fed uint64
 
 	joins []join // indexed by ticket id without joinedBit, minus one
 	free  []int  // reusable indexes into joins
@@ -81,6 +84,23 @@ func (tr *tracker) add(recs []Record) uint64 {
 		tr.bytes += recordBytes(&recs[i])
 	}
 	return first
+}
+
+// feed appends to buf, with their tickets, up to max of the records added
+// and not fed yet, in order, and returns buf. A record cannot complete
+// before it is fed (its one reference is the fed value's), so the records
+// not fed yet are always live slots.
+func (tr *tracker) feed(buf []Item[Record], max int) []Item[Record] {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	end := tr.base + uint64(tr.size)
+	mask := len(tr.ring) - 1
+	for n := 0; n < max && tr.fed < end; n++ {
+		s := &tr.ring[(tr.head+int(tr.fed-tr.base))&mask]
+		buf = append(buf, Item[Record]{Value: s.rec, Ticket: ticketAt(tr.fed)})
+		tr.fed++
+	}
+	return buf
 }
 
 func (tr *tracker) grow() {

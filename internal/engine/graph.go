@@ -33,10 +33,10 @@ type graph struct {
 	dl       deadLetters
 	dlLog    retryLog // rate limit of dead-letter retry warnings (retry_log.go)
 
-	// input queue between Deliver and the feeder goroutine
+	// Deliver adds records to the tracker, whose ring is also the input
+	// queue of the feeder goroutine (tracker.feed); qmu orders deliveries
+	// against stopInput.
 	qmu     sync.Mutex
-	queue   []Item[Record]
-	qhead   int
 	closing bool
 	qsig    chan struct{}
 	stop    chan struct{}
@@ -139,15 +139,13 @@ func (g *graph) buildError(err error) error {
 // deliver queues records for the feeder; false if the graph is closing.
 func (g *graph) deliver(recs []Record) bool {
 	g.qmu.Lock()
-	defer g.qmu.Unlock()
 	if g.closing {
+		g.qmu.Unlock()
 		return false
 	}
-	seq := g.tr.add(recs)
-	for i := range recs {
-		g.queue = append(g.queue, Item[Record]{Value: recs[i], Ticket: ticketAt(seq + uint64(i))})
-	}
+	g.tr.add(recs)
 	g.pending.Add(int64(len(recs)))
+	g.qmu.Unlock()
 	select {
 	case g.qsig <- struct{}{}:
 	default:
@@ -176,17 +174,13 @@ func (g *graph) feed(e *edge[Record]) {
 			return
 		}
 		for {
-			buf := out.Buffer()
-			g.qmu.Lock()
-			n := min(len(g.queue)-g.qhead, g.rt.cfg.Chunk)
-			buf = append(buf, g.queue[g.qhead:g.qhead+n]...)
-			g.qhead += n
-			if g.qhead == len(g.queue) {
-				clear(g.queue)
-				g.queue, g.qhead = g.queue[:0], 0
+			select {
+			case <-g.stop:
+				return // what was not fed yet is dropped, never completed
+			default:
 			}
-			g.qmu.Unlock()
-			if n == 0 {
+			buf := g.tr.feed(out.Buffer(), g.rt.cfg.Chunk)
+			if len(buf) == 0 {
 				out.e.release(buf)
 				break
 			}
@@ -213,7 +207,6 @@ func (g *graph) stopInput() {
 	defer g.qmu.Unlock()
 	if !g.closing {
 		g.closing = true
-		g.queue, g.qhead = nil, 0
 		close(g.stop)
 	}
 }

@@ -269,8 +269,7 @@ func (rt *Group) Wake() <-chan struct{} { return rt.wake }
 // Offsets implements pipeline.Group.
 func (rt *Group) Offsets() []Offset {
 	var out []Offset
-	for _, tp := range rt.m.Owned() {
-		g, _ := rt.m.Worker(tp)
+	for tp, g := range rt.m.All() {
 		if next := g.tr.committable(); next >= 0 && next != g.reported {
 			g.reported = next
 			out = append(out, Offset{TopicPartition: tp, Next: next})

@@ -1,0 +1,81 @@
+package stages_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// TestSteadyStateAllocations runs graphs on genSource and checks the heap
+// allocations per record once every buffer has grown (after a warm-up):
+// no stage and nothing of the runtime allocates per record or per chunk.
+// The limits leave room for what is not per record: a Batch allocates the
+// slice it hands over (one per batch, by contract), a resume (one per
+// pause, every couple of thousand records here) and an Offsets call
+// allocate their result, the tracker's ring may double once
+// more, the Go runtime's own background work.
+func TestSteadyStateAllocations(t *testing.T) {
+	cases := []struct {
+		name  string
+		wire  func(in pipeline.Stream[int64]) pipeline.End
+		limit float64 // allocations per record
+		bytes float64 // heap bytes allocated per record
+	}{
+		{"Map+Discard", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(in) }, 0.002, 4},
+		{"Each", func(in pipeline.Stream[int64]) pipeline.End {
+			return stages.Each(in, func(context.Context, int64) error { return nil })
+		}, 0.002, 4},
+	}
+	// A multiple of 500 (no partial batch waits at the end), long enough
+	// that one more doubling of the tracker's ring (its size follows the
+	// records in flight) stays below the byte limits.
+	const window = 300_000
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			allocs, bytes := steadyAllocs(t, c.wire, 20_000, window)
+			if allocs > c.limit {
+				t.Errorf("%.5f allocations per record in steady state, want at most %.5f", allocs, c.limit)
+			}
+			if bytes > c.bytes {
+				t.Errorf("%.2f bytes allocated per record in steady state, want at most %.2f", bytes, c.bytes)
+			}
+		})
+	}
+}
+
+// steadyAllocs runs warm records through the graph built by wire, then
+// window more, and returns the heap allocations and bytes allocated per
+// record of the window.
+func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.End, warm, window int64) (allocs, bytes float64) {
+	t.Helper()
+	src := &genSource{total: warm + window, warm: warm, warmed: make(chan struct{}), done: make(chan struct{})}
+	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return wire(stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil }))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- pipeline.Run(ctx, src, build) }()
+	var before, after runtime.MemStats
+	select {
+	case <-src.warmed:
+	case err := <-errc:
+		t.Fatalf("Run returned during the warm-up: %v", err)
+	}
+	runtime.ReadMemStats(&before)
+	select {
+	case <-src.done:
+	case err := <-errc:
+		t.Fatalf("Run returned early: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return float64(after.Mallocs-before.Mallocs) / float64(window),
+		float64(after.TotalAlloc-before.TotalAlloc) / float64(window)
+}
