@@ -1,0 +1,298 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// heldKey names one record held by the share source.
+type heldKey struct {
+	tp     pipeline.TopicPartition
+	offset int64
+}
+
+// heldRecord is a record polled and not acknowledged yet, with what its
+// lock renewal needs: when its lock (last) started and how long it lasts
+// (estimated from kgo's AcquisitionDeadline; zero when unknown).
+type heldRecord struct {
+	rec   *kgo.Record
+	since time.Time
+	lock  time.Duration
+}
+
+// shareRunner is the state of one ShareSource.Run; poll goroutine only
+// (but ackResults, kgo's callback).
+type shareRunner struct {
+	s   *ShareSource
+	cl  *kgo.Client
+	g   pipeline.AckGroup
+	log *slog.Logger
+
+	assigned map[pipeline.TopicPartition]bool // partitions with a graph
+	held     map[heldKey]*heldRecord
+	batch    []pipeline.Record
+	acks     []pipeline.Ack
+	joined   bool
+	fatal    error
+}
+
+func newShareRunner(s *ShareSource, g pipeline.AckGroup) *shareRunner {
+	return &shareRunner{
+		s:        s,
+		g:        g,
+		log:      s.log,
+		assigned: make(map[pipeline.TopicPartition]bool),
+		held:     make(map[heldKey]*heldRecord),
+		batch:    make([]pipeline.Record, 0, maxBatch),
+	}
+}
+
+// run polls a batch when nothing is held, else waits for outcomes (Wake)
+// or the next renewal tick, until ctx is done or the client fails.
+func (r *shareRunner) run(ctx context.Context) error {
+	tick := time.NewTicker(pollIdle)
+	defer tick.Stop()
+	for {
+		if ctx.Err() != nil {
+			return r.stop()
+		}
+		if len(r.held) == 0 {
+			r.handle(r.poll(ctx))
+			if !r.joined {
+				r.joined = true
+				r.g.Joined()
+			}
+		} else {
+			select {
+			case <-r.g.Wake():
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+		}
+		// The loop is alive (kgo heartbeats in the background): the
+		// health check's "still polls" means that here.
+		r.g.Polled()
+		if r.fatal != nil {
+			return r.fail()
+		}
+		r.applyAcks()
+		r.g.Resumable() // nothing to resume in kgo: the runtime queues what it paused
+		r.renew(time.Now())
+	}
+}
+
+// poll polls the client for up to pollIdle, or until ctx is done.
+func (r *shareRunner) poll(ctx context.Context) kgo.Fetches {
+	pctx, cancel := context.WithTimeout(ctx, pollIdle)
+	defer cancel()
+	return r.cl.PollRecords(pctx, 0)
+}
+
+// handle delivers (or dead-letters) every record of fetches and holds it
+// until its outcome.
+func (r *shareRunner) handle(fetches kgo.Fetches) {
+	now := time.Now()
+	for i := range fetches {
+		for j := range fetches[i].Topics {
+			ft := &fetches[i].Topics[j]
+			for k := range ft.Partitions {
+				r.partition(ft.Topic, &ft.Partitions[k], now)
+			}
+		}
+	}
+}
+
+func (r *shareRunner) partition(topic string, fp *kgo.FetchPartition, now time.Time) {
+	if fp.Err != nil {
+		r.fetchError(topic, fp.Partition, fp.Err)
+	}
+	if len(fp.Records) == 0 {
+		return
+	}
+	tp := pipeline.TopicPartition{Topic: topic, Partition: fp.Partition}
+	if !r.assigned[tp] {
+		// An error means Run is stopping (ctx is done): the records
+		// stay held and are released by stop.
+		if err := r.g.Assign([]pipeline.TopicPartition{tp}); err == nil {
+			r.assigned[tp] = true
+		}
+	}
+	if fp.HighWatermark >= 0 {
+		r.g.HighWatermark(tp, fp.HighWatermark)
+	}
+	limit := r.s.cfg.maxDeliveries()
+	for _, kr := range fp.Records {
+		h := &heldRecord{rec: kr, since: now}
+		if d := kr.AcquisitionDeadline(); !d.IsZero() {
+			h.lock = max(d.Sub(now), 0)
+		}
+		r.held[heldKey{tp: tp, offset: kr.Offset}] = h
+		rec := shareToRecord(topic, fp.Partition, kr)
+		if n := kr.DeliveryCount(); n > limit {
+			r.flush(tp)
+			reason := fmt.Errorf("franz: delivered %d times, more than ShareConfig.MaxDeliveries (%d)", n, limit)
+			r.g.DeadLetterRecord(tp, rec, reason)
+			continue
+		}
+		if len(r.batch) == maxBatch {
+			r.flush(tp)
+		}
+		r.batch = append(r.batch, rec)
+	}
+	r.flush(tp)
+}
+
+// shareToRecord converts a kgo record.
+func shareToRecord(topic string, partition int32, kr *kgo.Record) pipeline.Record {
+	rec := pipeline.Record{Topic: topic, Partition: partition, Offset: kr.Offset,
+		Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp}
+	if len(kr.Headers) > 0 {
+		rec.Headers = make([]pipeline.Header, len(kr.Headers))
+		for i, h := range kr.Headers {
+			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return rec
+}
+
+// flush delivers the pending batch of tp. A pause the runtime asks for
+// needs nothing here: the next poll waits for every outcome anyway.
+func (r *shareRunner) flush(tp pipeline.TopicPartition) {
+	if len(r.batch) == 0 {
+		return
+	}
+	recs := append([]pipeline.Record(nil), r.batch...)
+	clear(r.batch)
+	r.batch = r.batch[:0]
+	r.g.Deliver(tp, recs)
+}
+
+// fetchError logs a fetch error; a closed client is fatal.
+func (r *shareRunner) fetchError(topic string, p int32, err error) {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// our own poll timeout
+	case errors.Is(err, kgo.ErrClientClosed):
+		r.fatal = fmt.Errorf("franz: share client closed: %w", err)
+	default:
+		r.log.Warn("share fetch error", "topic", topic, "partition", p, "err", err)
+	}
+}
+
+// ackStatus maps a runtime outcome to kgo's acknowledgement.
+func ackStatus(o pipeline.AckOutcome) kgo.AckStatus {
+	switch o {
+	case pipeline.AckRejected:
+		return kgo.AckReject
+	case pipeline.AckReleased:
+		return kgo.AckRelease
+	}
+	return kgo.AckAccept
+}
+
+// applyAcks acknowledges the outcomes the runtime reported and stops
+// holding those records.
+func (r *shareRunner) applyAcks() {
+	r.acks = r.g.Acks(r.acks[:0])
+	for _, a := range r.acks {
+		k := heldKey{tp: a.TopicPartition, offset: a.Offset}
+		if h, ok := r.held[k]; ok {
+			h.rec.Ack(ackStatus(a.Outcome))
+			delete(r.held, k)
+		}
+	}
+	clear(r.acks)
+}
+
+// renew extends the acquisition lock of every record held for more than
+// half of it.
+func (r *shareRunner) renew(now time.Time) {
+	for _, h := range r.held {
+		if h.lock > 0 && now.Sub(h.since) >= h.lock/2 {
+			h.rec.Ack(kgo.AckRenew)
+			h.since = now
+		}
+	}
+}
+
+// ackResults is kgo's ShareAckCallback: failed acknowledgements are
+// logged (their records come back after the lock expires).
+func (r *shareRunner) ackResults(_ *kgo.Client, rs kgo.ShareAckResults) {
+	for _, res := range rs {
+		if res.Err != nil {
+			r.log.Warn("share acknowledgement failed; the broker redelivers its records when their lock expires",
+				"topic", res.Topic, "partition", res.Partition, "err", res.Err)
+		}
+	}
+}
+
+// releaseHeld releases every record still held and returns how many.
+func (r *shareRunner) releaseHeld() int {
+	n := len(r.held)
+	for k, h := range r.held {
+		h.rec.Ack(kgo.AckRelease)
+		delete(r.held, k)
+	}
+	return n
+}
+
+// stop is the shutdown sequence: drain, acknowledge the outcomes, release
+// the rest, flush, close.
+func (r *shareRunner) stop() error {
+	r.g.Shutdown()
+	r.applyAcks()
+	if n := r.releaseHeld(); n > 0 {
+		r.log.Info("released unfinished share group records for redelivery", "records", n)
+	}
+	began := time.Now()
+	timeout := r.s.cfg.closeTimeout()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout*2/5)
+	flushErr := r.cl.FlushAcks(ctx)
+	cancel()
+	if flushErr != nil {
+		flushErr = fmt.Errorf("franz: shutdown: flushing the acknowledgements did not finish within 40%% of ShareConfig.CloseTimeout (%v): %w", timeout, flushErr)
+	}
+	return errors.Join(flushErr, r.closeClient(began.Add(timeout)))
+}
+
+// fail stops every graph without acknowledging and closes the client
+// after a fatal error.
+func (r *shareRunner) fail() error {
+	tps := make([]pipeline.TopicPartition, 0, len(r.assigned))
+	for tp := range r.assigned {
+		tps = append(tps, tp)
+	}
+	r.g.Lose(tps)
+	clear(r.assigned)
+	clear(r.held)
+	return errors.Join(r.fatal, r.closeClient(time.Now().Add(r.s.cfg.closeTimeout())))
+}
+
+// closeClient closes the client (leaving the share group) on its own
+// goroutine and waits for it until deadline. Past deadline Close is left
+// running: the error says so.
+func (r *shareRunner) closeClient(deadline time.Time) error {
+	done := make(chan struct{})
+	r.s.background.Add(1)
+	go func() {
+		defer r.s.background.Done()
+		defer close(done)
+		r.cl.Close()
+	}()
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("franz: shutdown: closing the share client did not finish within ShareConfig.CloseTimeout (%v); it goes on in the background",
+			r.s.cfg.closeTimeout())
+	}
+}

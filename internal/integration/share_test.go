@@ -1,0 +1,466 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// shareLock is the broker's acquisition lock in most of these tests
+// (kfake's group.share.record.lock.duration.ms; Kafka's default is 30 s).
+// kfake sweeps expired locks every share.record.lock.sweep.interval.ms
+// (100 ms here, 5 s by default).
+const shareLock = 2 * time.Second
+
+// newShareBroker starts a broker with one topic of one partition and the
+// share group timings above.
+func newShareBroker(t *testing.T, topic string) *kafkatest.Broker {
+	t.Helper()
+	return newShareBrokerLock(t, topic, shareLock)
+}
+
+// newShareBrokerLock is newShareBroker with an acquisition lock of lock.
+func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkatest.Broker {
+	t.Helper()
+	return kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+		"group.share.record.lock.duration.ms": strconv.Itoa(int(lock / time.Millisecond)),
+		"share.record.lock.sweep.interval.ms": "100",
+		"group.share.heartbeat.interval.ms":   "100",
+	})))
+}
+
+// shareFromEarliest sets the group config share.auto.offset.reset to
+// earliest, as an operator does before a share group's first start (the
+// default, latest, skips what was produced before the group existed).
+func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	res.ResourceName = group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Resources {
+		if r.ErrorCode != 0 {
+			t.Fatalf("setting share.auto.offset.reset of %s: error code %d", group, r.ErrorCode)
+		}
+	}
+}
+
+// shareStart returns the share-partition start offset of partition 0 of
+// topic for group: every record below it is acknowledged or archived.
+func shareStart(t *testing.T, b *kafkatest.Broker, group, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got, err := kadm.NewClient(cl).DescribeShareGroupOffsets(t.Context(), group)
+	if err != nil {
+		return -1
+	}
+	o, ok := got[group].Offsets.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return -1
+	}
+	return o.StartOffset
+}
+
+// shareMembers returns how many members the share group has.
+func shareMembers(t *testing.T, b *kafkatest.Broker, group string) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got, err := kadm.NewClient(cl).DescribeShareGroups(t.Context(), group)
+	if err != nil {
+		return 0
+	}
+	return len(got[group].Members)
+}
+
+func newShareSource(t *testing.T, b *kafkatest.Broker, group, topic string, maxDeliveries int, opts ...kgo.Opt) *franz.ShareSource {
+	t.Helper()
+	src, err := franz.NewShareSource(franz.ShareConfig{
+		Brokers:       b.Addrs(),
+		Group:         group,
+		Topics:        []string{topic},
+		MaxDeliveries: maxDeliveries,
+		CloseTimeout:  2 * time.Second,
+		Logger:        testLogger(t),
+		Opts:          append([]kgo.Opt{kgo.ShareMaxRecords(50)}, opts...),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// tally counts, per member, the offsets whose graph completed.
+type tally struct {
+	mu   sync.Mutex
+	done map[string]map[int64]int
+}
+
+func newTally() *tally { return &tally{done: map[string]map[int64]int{}} }
+
+func (c *tally) add(member string, off int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done[member] == nil {
+		c.done[member] = map[int64]int{}
+	}
+	c.done[member][off]++
+}
+
+func (c *tally) count(member string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.done[member])
+}
+
+func (c *tally) times(member string, off int64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done[member][off]
+}
+
+// TestShareTwoMembersSplitOnePartition: two members of one share group
+// consume one partition together; both process some of its records, and
+// together every record exactly once (nothing crashed, no lock expired).
+func TestShareTwoMembersSplitOnePartition(t *testing.T) {
+	t.Parallel()
+	const topic, group, n = "share-split", "share-split-g", 2000
+	b := newShareBroker(t, topic)
+	shareFromEarliest(t, b, group)
+	done := newTally()
+	build := func(name string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				if r.Offset%4 == 0 {
+					time.Sleep(time.Millisecond) // the work, not synchronisation
+				}
+				done.add(name, r.Offset)
+				return nil
+			})
+		}
+	}
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), build("A"))
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), build("B"))
+	// Both members are in the group before the records exist, so that
+	// neither can take them all before the other joined.
+	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
+	b.Fill(t, topic, n, 16)
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, a, bm)
+	a.stopClean(t)
+	bm.stopClean(t)
+	for off := int64(0); off < n; off++ {
+		if got := done.times("A", off) + done.times("B", off); got != 1 {
+			t.Fatalf("offset %d processed %d times (A %d, B %d), want exactly once", off, got, done.times("A", off), done.times("B", off))
+		}
+	}
+	if done.count("A") == 0 || done.count("B") == 0 {
+		t.Fatalf("processed by A %d, by B %d: want both to share the partition", done.count("A"), done.count("B"))
+	}
+	t.Logf("A processed %d, B %d", done.count("A"), done.count("B"))
+}
+
+// killableDialer is a member's network: kill closes every connection it
+// made and refuses new ones, as a crashed process's are gone.
+type killableDialer struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+func (d *killableDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.killed {
+		return nil, errors.New("member crashed: no network")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err == nil {
+		d.conns = append(d.conns, c)
+	}
+	return c, err
+}
+
+func (d *killableDialer) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.killed = true
+	for _, c := range d.conns {
+		_ = c.Close()
+	}
+}
+
+// TestShareCrashReleasesToOtherMember: member A completes offsets below
+// 20 and hangs on 20 with the rest of its poll behind it; then its
+// network dies (its client can neither acknowledge nor renew, as for a
+// crashed process). B, started afterwards, gets A's unfinished records:
+// nothing is lost, and B processes every record A had not finished. kfake,
+// like Kafka, releases a member's records when its share session's
+// connection closes (else they would come back when their lock expires,
+// shareLock).
+func TestShareCrashReleasesToOtherMember(t *testing.T) {
+	t.Parallel()
+	const topic, group, n, hang = "share-crash", "share-crash-g", 200, 20
+	b := newShareBroker(t, topic)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	done := newTally()
+	var hanging atomic.Bool
+	aBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if r.Offset >= hang {
+				hanging.Store(true)
+				<-ctx.Done() // hangs until its drain times out
+				return ctx.Err()
+			}
+			done.add("A", r.Offset)
+			return nil
+		})
+	}
+	bBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			done.add("B", r.Offset)
+			return nil
+		})
+	}
+	nw := &killableDialer{}
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.Dialer(nw.dial)), aBuild,
+		pipeline.WithDrainTimeout(200*time.Millisecond))
+	waitUntil(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
+	nw.kill()
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, bm)
+	bm.stopClean(t)
+	_, aErr := a.stop(t) // a crashed member: its shutdown cannot reach the broker
+	t.Logf("A (crashed) returned %v", aErr)
+	for off := int64(0); off < n; off++ {
+		if done.times("A", off)+done.times("B", off) == 0 {
+			t.Errorf("offset %d lost: processed by nobody", off)
+		}
+		if off >= hang && done.times("B", off) == 0 {
+			t.Errorf("offset %d, unfinished on A when it crashed, not processed by B", off)
+		}
+	}
+}
+
+// TestSharePoisonDeadLetteredAcrossRestart: offset 3 fails every
+// attempt. The first consumer runs it twice (retries exhausted: released;
+// then it hangs and is released at shutdown); the second consumer gets it
+// a third time and, with MaxDeliveries 2, hands it to the dead-letter
+// topic without running the graph. The delivery count is the broker's,
+// so it survives the restart. kfake's group.share.delivery.count.limit is
+// 5, above MaxDeliveries.
+func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
+	t.Parallel()
+	const topic, dlq, group, n, poison = "share-poison", "share-poison-dlq", "share-poison-g", 10, 3
+	b := newShareBroker(t, topic)
+	b.CreateTopic(t, dlq, 1)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	var runs atomic.Int32 // runs of the poison record through a graph
+	done := newTally()
+	build := func(name string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				if r.Offset != poison {
+					done.add(name, r.Offset)
+					return nil
+				}
+				if runs.Add(1) == 2 {
+					<-ctx.Done() // unfinished at shutdown
+				}
+				return errors.New("downstream refuses it")
+			})
+		}
+	}
+	toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+		return b.ProduceContext(ctx, dlq, pipeline.Record{Key: dl.Record.Key, Value: dl.Record.Value,
+			Headers: []pipeline.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
+	})
+	noRetry := pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1})
+	first := startMember(t, "first", newShareSource(t, b, group, topic, 2), build("first"), toDLQ, noRetry,
+		pipeline.WithDrainTimeout(200*time.Millisecond))
+	waitUntil(t, "the poison record's second run", func() bool { return runs.Load() == 2 && done.count("first") == n-1 }, first)
+	first.stopClean(t)
+
+	second := startMember(t, "second", newShareSource(t, b, group, topic, 2), build("second"), toDLQ, noRetry)
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, second)
+	second.stopClean(t)
+	if got := runs.Load(); got != 2 {
+		t.Errorf("the poison record ran through a graph %d times, want 2 (MaxDeliveries)", got)
+	}
+	dead := b.ReadAll(t, dlq)
+	if len(dead) != 1 {
+		t.Fatalf("dead-letter topic holds %d records, want 1", len(dead))
+	}
+	var stage, off string
+	for _, h := range dead[0].Headers {
+		switch h.Key {
+		case "stage":
+			stage = string(h.Value)
+		case "offset":
+			off = string(h.Value)
+		}
+	}
+	if stage != pipeline.MaxDeliveriesStage || off != strconv.Itoa(poison) {
+		t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, pipeline.MaxDeliveriesStage, poison)
+	}
+}
+
+// TestShareRetriesExhaustedRelease: a record failing every attempt is
+// released and delivered again (the broker's delivery count grows), and
+// Run goes on instead of stopping; once it succeeds it is accepted.
+func TestShareRetriesExhaustedRelease(t *testing.T) {
+	t.Parallel()
+	const topic, group, n, flaky = "share-release", "share-release-g", 5, 2
+	b := newShareBroker(t, topic)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	var calls atomic.Int32
+	done := newTally()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			if r.Offset == flaky && calls.Add(1) < 3 {
+				return errors.New("transient")
+			}
+			done.add("m", r.Offset)
+			return nil
+		})
+	}
+	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
+		pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, m)
+	m.stopClean(t)
+	if got := calls.Load(); got != 3 {
+		t.Errorf("the flaky record ran %d times, want 3 (released twice, accepted the third time)", got)
+	}
+	for off := int64(0); off < n; off++ {
+		if got := done.times("m", off); got != 1 {
+			t.Errorf("offset %d completed %d times, want 1", off, got)
+		}
+	}
+}
+
+// TestShareShutdownReleasesUnfinished: A stops gracefully while hanging on
+// offset 20 (its drain times out); the source releases what is unfinished,
+// so B gets those records at once, long before their 60 s lock would
+// expire. (kgo's leave, in Close, also releases records never
+// acknowledged: this holds the outcome, whichever of the two does it.)
+func TestShareShutdownReleasesUnfinished(t *testing.T) {
+	t.Parallel()
+	const topic, group, n, hang = "share-stop", "share-stop-g", 100, 20
+	const lock = 60 * time.Second
+	b := newShareBrokerLock(t, topic, lock)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	done := newTally()
+	var hanging atomic.Bool
+	aBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if r.Offset >= hang {
+				hanging.Store(true)
+				<-ctx.Done() // hangs until its drain times out
+				return ctx.Err()
+			}
+			done.add("A", r.Offset)
+			return nil
+		})
+	}
+	bBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			done.add("B", r.Offset)
+			return nil
+		})
+	}
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), aBuild, pipeline.WithDrainTimeout(200*time.Millisecond))
+	waitUntil(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
+	a.stopClean(t)
+	began := time.Now()
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, bm)
+	if took := time.Since(began); took >= lock/2 {
+		t.Errorf("B finished A's unfinished records after %v: they came back by lock expiry, not released", took)
+	}
+	bm.stopClean(t)
+	for off := int64(0); off < n; off++ {
+		want := 0
+		if off >= hang {
+			want = 1
+		}
+		if got := done.times("B", off); got != want {
+			t.Errorf("offset %d processed by B %d times, want %d", off, got, want)
+		}
+	}
+}
+
+// TestShareLongProcessingRenewsLock: offset 0 takes three lock durations;
+// the source renews its lock, so B, which joined meanwhile, never gets it
+// and it is processed once.
+func TestShareLongProcessingRenewsLock(t *testing.T) {
+	t.Parallel()
+	const topic, group, n = "share-renew", "share-renew-g", 10
+	const lock = time.Second
+	b := newShareBrokerLock(t, topic, lock)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	done := newTally()
+	var started atomic.Bool
+	build := func(name string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				if r.Offset == 0 {
+					started.Store(true)
+					time.Sleep(3 * lock) // the long work, not synchronisation
+				}
+				done.add(name, r.Offset)
+				return nil
+			})
+		}
+	}
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), build("A"))
+	waitUntil(t, "A processing offset 0", started.Load, a)
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), build("B"))
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, a, bm)
+	a.stopClean(t)
+	bm.stopClean(t)
+	for off := int64(0); off < n; off++ {
+		if got := done.times("A", off) + done.times("B", off); got != 1 {
+			t.Errorf("offset %d processed %d times (A %d, B %d), want once", off, got, done.times("A", off), done.times("B", off))
+		}
+	}
+}
