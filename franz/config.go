@@ -1,20 +1,20 @@
 package franz
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 const (
 	// DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
-	DefaultCommitInterval = time.Second
+	DefaultCommitInterval = kafkasource.DefaultCommitInterval
 	// DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-	DefaultCloseTimeout = 10 * time.Second
+	DefaultCloseTimeout = kafkasource.DefaultCloseTimeout
 )
 
 // Config configures a [Source]. Brokers, Group and Topics are required;
@@ -62,36 +62,16 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	if len(c.Brokers) == 0 {
-		return errors.New("franz: Config.Brokers is empty")
-	}
-	for i, b := range c.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return fmt.Errorf("franz: Config.Brokers[%d] = %q: want one host:port", i, b)
-		}
-	}
-	if strings.TrimSpace(c.Group) == "" {
-		return errors.New("franz: Config.Group is empty")
-	}
-	if len(c.Topics) == 0 {
-		return errors.New("franz: Config.Topics is empty")
-	}
-	for i, t := range c.Topics {
-		if strings.TrimSpace(t) == "" {
-			return fmt.Errorf("franz: Config.Topics[%d] is empty", i)
-		}
-	}
-	if c.CommitInterval < 0 {
-		return fmt.Errorf("franz: Config.CommitInterval = %v: must not be negative", c.CommitInterval)
-	}
-	if c.CommitInterval > 0 && c.CommitInterval < time.Millisecond {
-		return fmt.Errorf("franz: Config.CommitInterval = %v: must be at least 1ms", c.CommitInterval)
-	}
-	if c.CloseTimeout < 0 {
-		return fmt.Errorf("franz: Config.CloseTimeout = %v: must not be negative", c.CloseTimeout)
-	}
-	if c.CloseTimeout > 0 && c.CloseTimeout < 100*time.Millisecond {
-		return fmt.Errorf("franz: Config.CloseTimeout = %v: must be at least 100ms", c.CloseTimeout)
+	err := kafkasource.Settings{
+		Prefix:         "franz",
+		Brokers:        c.Brokers,
+		Group:          c.Group,
+		Topics:         c.Topics,
+		CommitInterval: c.CommitInterval,
+		CloseTimeout:   c.CloseTimeout,
+	}.Validate()
+	if err != nil {
+		return err
 	}
 	for i, o := range c.Opts {
 		if o == nil {
@@ -102,19 +82,13 @@ func (c Config) validate() error {
 }
 
 func (c Config) commitInterval() time.Duration {
-	if c.CommitInterval == 0 {
-		return DefaultCommitInterval
-	}
-	return c.CommitInterval
+	return kafkasource.CommitIntervalOrDefault(c.CommitInterval)
 }
 
 func (c Config) closeTimeout() time.Duration {
-	if c.CloseTimeout == 0 {
-		return DefaultCloseTimeout
-	}
-	return c.CloseTimeout
+	return kafkasource.CloseTimeoutOrDefault(c.CloseTimeout)
 }
 
 // commitTimeout bounds each synchronous commit (revoke, shutdown): 40% of
 // CloseTimeout.
-func (c Config) commitTimeout() time.Duration { return c.closeTimeout() * 2 / 5 }
+func (c Config) commitTimeout() time.Duration { return kafkasource.CommitTimeout(c.CloseTimeout) }

@@ -3,7 +3,6 @@ package franz
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -102,16 +101,13 @@ func (r *runner) serve(cb *callback) {
 }
 
 func (r *runner) assigned(tps []pipeline.TopicPartition) {
-	if r.closing || r.fatal != nil {
+	if r.core.Closing() || r.fatal != nil {
 		return
 	}
-	if !r.joined {
-		r.joined = true
-		r.g.Joined()
-	}
+	r.core.Joined()
 	var fresh []pipeline.TopicPartition
 	for _, tp := range tps {
-		if !r.owned[tp] {
+		if !r.core.Owns(tp) {
 			fresh = append(fresh, tp)
 		}
 	}
@@ -119,63 +115,45 @@ func (r *runner) assigned(tps []pipeline.TopicPartition) {
 		return
 	}
 	r.log.Info("partitions assigned", "partitions", fresh)
-	if err := r.g.Assign(fresh); err != nil {
-		// A graph failed to build: Run has recorded the error and
-		// cancels ctx; we carry on and shut down gracefully.
-		r.log.Error("assign failed; waiting for the runtime to stop", "partitions", fresh, "err", err)
-	}
-	for _, tp := range fresh {
-		r.assigns++
-		r.ownership[tp] = r.assigns
-		r.owned[tp] = true
-	}
+	r.core.Assign(fresh)
 }
 
 // giveUp removes tps from the owned set and returns those that were
-// owned, with their pending offsets.
+// owned, with their pending offsets. kgo keeps a partition paused across
+// revoke and re-assign, and a new graph has not asked for a pause: what
+// we paused is resumed.
 func (r *runner) giveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset) {
-	for _, tp := range tps {
-		if r.owned[tp] {
-			mine = append(mine, tp)
-		}
-		delete(r.owned, tp)
+	mine, pending, paused := r.core.GiveUp(tps)
+	if len(paused) > 0 {
+		_ = r.Resume(paused)
 	}
-	r.unpause(mine)
-	return mine, r.takePending(mine)
+	return mine, pending
 }
 
 func (r *runner) revoked(tps []pipeline.TopicPartition) {
-	if r.closing {
-		for _, tp := range tps {
-			delete(r.owned, tp) // drops out of the final commit
-		}
+	if r.core.Closing() {
+		r.core.Drop(tps) // drops out of the final commit
 		return
 	}
 	mine, pending := r.giveUp(tps)
 	if len(mine) == 0 {
 		return
 	}
-	r.log.Info("partitions revoked", "partitions", mine)
-	offs := r.g.Revoke(mine)
 	// Still the owner in the group's eyes: kgo waits for this callback
 	// before it lets the rebalance go on.
-	r.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(r.s.cfg.commitTimeout()))
+	r.core.Revoke(mine, pending)
 }
 
 func (r *runner) lost(tps []pipeline.TopicPartition) {
-	if r.closing {
-		for _, tp := range tps {
-			delete(r.owned, tp)
-		}
+	if r.core.Closing() {
+		r.core.Drop(tps)
 		return
 	}
 	mine, _ := r.giveUp(tps)
 	if len(mine) == 0 {
 		return
 	}
-	r.log.Warn("partitions lost", "partitions", mine)
-	r.g.Lose(mine)
-	r.awaitLost(mine)
+	r.core.Lose(mine)
 }
 
 func tpsOf(m map[string][]int32) []pipeline.TopicPartition {
@@ -191,16 +169,5 @@ func tpsOf(m map[string][]int32) []pipeline.TopicPartition {
 		}
 		return int(a.Partition - b.Partition)
 	})
-	return out
-}
-
-// filterTPs keeps the offsets of the given partitions.
-func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
-	out := offs[:0:0]
-	for _, o := range offs {
-		if slices.Contains(tps, o.TopicPartition) {
-			out = append(out, o)
-		}
-	}
 	return out
 }

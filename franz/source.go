@@ -12,20 +12,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
 const (
-	// pollIdle is the poll timeout while nothing is paused: it bounds how
-	// long a cancelled ctx or a due commit interval waits for the loop.
-	pollIdle = 100 * time.Millisecond
-	// pollPaused is the poll timeout while some partition is paused: it
-	// bounds how late a partition listed by Group.Resumable is resumed.
-	pollPaused = 10 * time.Millisecond
-	// maxBatch caps the records handed to one Deliver call, as the Kafka
-	// source does. It bounds how far the runtime's in-flight budget can be
-	// overshot: by one batch per partition not paused yet.
-	maxBatch = 128
+	// pollIdle and maxBatch are the core's poll timeout while nothing is
+	// paused and its cap on the records of one Deliver call; the share
+	// source uses them too.
+	pollIdle = kafkasource.PollIdle
+	maxBatch = kafkasource.MaxBatch
 	// defaultFetchMaxWait replaces kgo's 5s: a resumed partition otherwise
 	// waits behind a long-poll fetch of caught-up partitions.
 	defaultFetchMaxWait = 100 * time.Millisecond
@@ -114,34 +110,21 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		return fmt.Errorf("franz: create client: %w", err)
 	}
 	r.cl = cl
-	return r.run(ctx)
+	return r.core.Run(ctx)
 }
 
-// runner is the state of one Run. Apart from mu and what it guards, it is
-// only touched by the poll goroutine.
+// runner is the state of one Run and the [kafkasource.Backend] of its
+// core. Apart from mu and what it guards, it is only touched by the poll
+// goroutine (Commit reads only fields set before the loop started).
 type runner struct {
-	s   *Source
-	cl  *kgo.Client
-	g   pipeline.Group
-	log *slog.Logger
+	s    *Source
+	cl   *kgo.Client
+	g    pipeline.Group
+	log  *slog.Logger
+	core *kafkasource.Core // owned set, batch, pause/resume, commits
 
-	owned map[pipeline.TopicPartition]bool // fence: partitions we may deliver and commit
-	// ownership numbers each assignment of a partition, so that a failed
-	// commit of an earlier ownership is not retried.
-	ownership map[pipeline.TopicPartition]uint64
-	assigns   uint64
-	paused    map[pipeline.TopicPartition]bool // paused on Deliver's request
-	highs     map[pipeline.TopicPartition]int64
-	batch     []pipeline.Record
-
-	collectAt time.Time
-	pending   map[pipeline.TopicPartition]int64 // see commit.go
-	commitDue bool
-	inflight  *commitRequest
-
-	joined  bool
-	closing bool  // Shutdown (or Lose-all) done: records dropped, callbacks answered at once
-	fatal   error // ends the loop
+	highs map[pipeline.TopicPartition]int64 // last high watermark reported
+	fatal error                             // ends the loop
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex
@@ -150,50 +133,41 @@ type runner struct {
 	handOffEnd bool // no more hand-offs: callbacks return at once
 }
 
+var _ kafkasource.Backend = (*runner)(nil)
+
 func newRunner(s *Source, g pipeline.Group) *runner {
-	return &runner{
-		s:         s,
-		g:         g,
-		log:       s.log,
-		owned:     make(map[pipeline.TopicPartition]bool),
-		ownership: make(map[pipeline.TopicPartition]uint64),
-		paused:    make(map[pipeline.TopicPartition]bool),
-		highs:     make(map[pipeline.TopicPartition]int64),
-		pending:   make(map[pipeline.TopicPartition]int64),
-		batch:     make([]pipeline.Record, 0, maxBatch),
-		collectAt: time.Now().Add(s.cfg.commitInterval()),
+	r := &runner{
+		s:     s,
+		g:     g,
+		log:   s.log,
+		highs: make(map[pipeline.TopicPartition]int64),
 	}
+	r.core = kafkasource.New(r, g, kafkasource.Options{
+		Prefix:         "franz",
+		CommitInterval: s.cfg.CommitInterval,
+		CloseTimeout:   s.cfg.CloseTimeout,
+		Log:            s.log,
+		Background:     &s.background,
+		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
+			return &CommitError{Reason: reason, Offsets: offs, Err: err}
+		},
+	})
+	return r
 }
 
-func (r *runner) run(ctx context.Context) error {
-	for {
-		if ctx.Err() != nil {
-			return r.stop()
-		}
-		r.serveCallbacks()
-		if r.fatal != nil {
-			return r.fail()
-		}
-		timeout := pollIdle
-		if len(r.paused) > 0 {
-			timeout = pollPaused
-		}
-		fetches := r.poll(ctx, timeout)
-		r.g.Polled()
-		r.handle(fetches)
-		r.serveCallbacks()
-		if r.fatal != nil {
-			return r.fail()
-		}
-		r.resume()
-		r.reap()
-		if now := time.Now(); !now.Before(r.collectAt) {
-			r.collectAt = now.Add(r.s.cfg.commitInterval())
-			r.collect(r.g.Offsets())
-			r.commitDue = true
-		}
-		r.commitPending()
+// Poll serves the rebalance callbacks kgo handed over, polls the client
+// for up to timeout (or until a callback wakes it), delivers the records
+// and serves the callbacks that came meanwhile.
+func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
+	r.serveCallbacks()
+	if r.fatal != nil {
+		return r.fatal
 	}
+	fetches := r.poll(ctx, timeout)
+	r.g.Polled()
+	r.handle(fetches)
+	r.serveCallbacks()
+	return r.fatal
 }
 
 // poll polls the client for up to timeout, or until ctx is done or a
@@ -214,8 +188,9 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	return fetches
 }
 
-// handle delivers the records of fetches, up to maxBatch per Deliver,
-// partition by partition, reports high watermarks and logs fetch errors.
+// handle delivers the records of fetches, up to kafkasource.MaxBatch per
+// Deliver, partition by partition, reports high watermarks and logs fetch
+// errors.
 func (r *runner) handle(fetches kgo.Fetches) {
 	for i := range fetches {
 		for j := range fetches[i].Topics {
@@ -232,7 +207,7 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		r.fetchError(topic, fp.Partition, fp.Err)
 	}
 	tp := pipeline.TopicPartition{Topic: topic, Partition: fp.Partition}
-	if !r.owned[tp] || r.closing {
+	if !r.core.Owns(tp) || r.core.Closing() {
 		return // fenced: not ours (stale records around a rebalance)
 	}
 	if fp.HighWatermark >= 0 {
@@ -242,40 +217,28 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		}
 	}
 	for _, kr := range fp.Records {
-		if len(r.batch) == maxBatch {
-			r.flush(tp)
-		}
-		rec := pipeline.Record{
-			Topic:     topic,
-			Partition: fp.Partition,
-			Offset:    kr.Offset,
-			Key:       kr.Key,
-			Value:     kr.Value,
-			Timestamp: kr.Timestamp,
-		}
-		if len(kr.Headers) > 0 {
-			rec.Headers = make([]pipeline.Header, len(kr.Headers))
-			for i, h := range kr.Headers {
-				rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
-			}
-		}
-		r.batch = append(r.batch, rec)
+		r.core.Add(toRecord(kr))
 	}
-	r.flush(tp)
+	r.core.Flush()
 }
 
-// flush delivers the pending batch of tp and pauses tp if asked to.
-func (r *runner) flush(tp pipeline.TopicPartition) {
-	if len(r.batch) == 0 {
-		return
+// toRecord converts a record kgo returned into a record.
+func toRecord(kr *kgo.Record) pipeline.Record {
+	rec := pipeline.Record{
+		Topic:     kr.Topic,
+		Partition: kr.Partition,
+		Offset:    kr.Offset,
+		Key:       kr.Key,
+		Value:     kr.Value,
+		Timestamp: kr.Timestamp,
 	}
-	recs := slices.Clone(r.batch)
-	clear(r.batch)
-	r.batch = r.batch[:0]
-	if r.g.Deliver(tp, recs) && !r.paused[tp] {
-		r.cl.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
-		r.paused[tp] = true
+	if len(kr.Headers) > 0 {
+		rec.Headers = make([]pipeline.Header, len(kr.Headers))
+		for i, h := range kr.Headers {
+			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+		}
 	}
+	return rec
 }
 
 // fetchError logs a fetch error; a closed client is fatal.
@@ -290,61 +253,28 @@ func (r *runner) fetchError(topic string, p int32, err error) {
 	}
 }
 
-// resume resumes the paused partitions the group has room for again.
-func (r *runner) resume() {
-	if len(r.paused) == 0 {
-		return
-	}
-	select {
-	case <-r.g.Wake():
-	default:
-		return
-	}
-	m := map[string][]int32{}
-	for _, tp := range r.g.Resumable() {
-		if r.paused[tp] {
-			delete(r.paused, tp)
-			m[tp.Topic] = append(m[tp.Topic], tp.Partition)
-		}
-	}
-	if len(m) > 0 {
-		r.cl.ResumeFetchPartitions(m)
-	}
+// Pause pauses tp in kgo.
+func (r *runner) Pause(tp pipeline.TopicPartition) error {
+	r.cl.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
+	return nil
 }
 
-// unpause resumes tps in kgo if we paused them: kgo keeps a partition
-// paused across revoke and re-assign, and a new graph has not asked for a
-// pause.
-func (r *runner) unpause(tps []pipeline.TopicPartition) {
+// Resume resumes tps in kgo.
+func (r *runner) Resume(tps []pipeline.TopicPartition) error {
 	m := map[string][]int32{}
 	for _, tp := range tps {
-		if r.paused[tp] {
-			delete(r.paused, tp)
-			m[tp.Topic] = append(m[tp.Topic], tp.Partition)
-		}
+		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
 	}
-	if len(m) > 0 {
-		r.cl.ResumeFetchPartitions(m)
-	}
+	r.cl.ResumeFetchPartitions(m)
+	return nil
 }
 
-// fail loses every owned partition and closes the client after a fatal
+// Fail loses every owned partition and closes the client after a fatal
 // error.
-func (r *runner) fail() error {
-	tps := r.ownedList()
-	clear(r.owned)
-	clear(r.pending)
-	if len(tps) > 0 {
-		r.g.Lose(tps)
-	}
-	r.closing = true
-	return errors.Join(r.fatal, r.leaveAndClose(time.Now()))
+func (r *runner) Fail(err error) error {
+	r.core.LoseAll()
+	return errors.Join(err, r.core.LeaveAndClose(time.Now()))
 }
 
-func (r *runner) ownedList() []pipeline.TopicPartition {
-	tps := make([]pipeline.TopicPartition, 0, len(r.owned))
-	for tp := range r.owned {
-		tps = append(tps, tp)
-	}
-	return tps
-}
+// Interval does nothing: kgo's fetches carry the high watermarks.
+func (r *runner) Interval() {}

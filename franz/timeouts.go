@@ -5,19 +5,20 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 const (
-	// pollMargin is what the default rebalance timeout adds to the longest
-	// a revoke keeps the poll loop busy (drain + synchronous commit):
-	// close hooks and scheduling. With the defaults, 20s + 4s + 6s = 30s.
-	pollMargin = 6 * time.Second
-	// defaultSessionTimeout lets the group move a dead member's
-	// partitions after 10s (kgo's default is 45s).
-	defaultSessionTimeout = 10 * time.Second
-	// defaultHeartbeat is kgo's default heartbeat interval; the source
-	// lowers it to a third of a shorter session timeout.
-	defaultHeartbeat = 3 * time.Second
+	// pollMargin, defaultSessionTimeout and defaultHeartbeat are shared
+	// with the Kafka source (see kafkasource.PollMargin): with the
+	// defaults, the rebalance timeout is 20s + 4s + 6s = 30s, a dead
+	// member's partitions move after 10s (kgo's default is 45s), and the
+	// heartbeat interval is kgo's 3s, lowered to a third of a shorter
+	// session timeout.
+	pollMargin            = kafkasource.PollMargin
+	defaultSessionTimeout = kafkasource.DefaultSessionTimeout
+	defaultHeartbeat      = kafkasource.DefaultHeartbeat
 )
 
 // groupTimeouts returns the kgo options for the group timeouts, derived

@@ -1,0 +1,327 @@
+package kafkasource
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+func wantOffsets(t *testing.T, what string, got []pipeline.Offset, want ...pipeline.Offset) {
+	t.Helper()
+	if g, w := OffsetsString(got), OffsetsString(want); g != w {
+		t.Fatalf("%s: %s, want %s", what, g, w)
+	}
+}
+
+func commitError(t *testing.T, c committed) *testCommitError {
+	t.Helper()
+	var ce *testCommitError
+	if !errors.As(c.err, &ce) {
+		t.Fatalf("Committed(%v) error %v (%T), want the CommitError the backend builds", c.offs, c.err, c.err)
+	}
+	return ce
+}
+
+// A background commit that failed (the whole request, or one partition)
+// is retried at the next interval with what failed, and reported as the
+// interval commit's CommitError wrapping the cause.
+func TestFailedIntervalCommitRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  commitAnswer
+		retried []pipeline.Offset
+		errText string
+	}{
+		{"request", commitAnswer{err: errRebalancing}, []pipeline.Offset{off(tp0, 5), off(tp1, 7)},
+			"test: interval commit of [in/0@5 in/1@7]: REBALANCE_IN_PROGRESS"},
+		{"partition", commitAnswer{rejected: []Rejected{{Offset: off(tp0, 5), Err: errRebalancing}}}, []pipeline.Offset{off(tp0, 5)},
+			"test: interval commit of [in/0@5 in/1@7]: partitions [in/0@5] not committed: REBALANCE_IN_PROGRESS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t)
+				h.assign(tp0, tp1)
+				h.g.report(off(tp0, 5), off(tp1, 7))
+				c := h.nextCommit()
+				wantOffsets(t, "first interval commit", c.offs, off(tp0, 5), off(tp1, 7))
+				c.answer <- tc.answer
+				retry := h.nextCommit()
+				wantOffsets(t, "next interval commit", retry.offs, tc.retried...)
+				retry.ok()
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				h.noCommit("after the retry succeeded")
+				if err := h.stop(); err != nil {
+					t.Fatal(err)
+				}
+				seen := h.g.commitsSeen()
+				if len(seen) != 2 || seen[1].err != nil {
+					t.Fatalf("Committed calls %v, want the failure then the retry's success", seen)
+				}
+				ce := commitError(t, seen[0])
+				if ce.reason != "interval" || ce.Error() != tc.errText || !errors.Is(ce, errRebalancing) {
+					t.Errorf("commit error %q (reason %q), want %q wrapping the cause", ce, ce.reason, tc.errText)
+				}
+			})
+		})
+	}
+}
+
+// A failed background commit is not retried for a partition that got a
+// newer offset meanwhile (the newer one is sent), nor for one given up
+// and assigned again meanwhile (a new ownership starts from its own
+// offsets).
+func TestFailedIntervalCommitNotRetriedOverNewer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.g.report(off(tp0, 5), off(tp1, 7))
+		c := h.nextCommit()
+		h.g.report(off(tp0, 9)) // collected at the next interval, before the answer is handled
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// tp1 is lost and assigned again while the commit is in flight;
+		// the loss waits for the commit (bounded by the 4s commit
+		// timeout), which stays unanswered.
+		h.do(func() {
+			mine, _, _ := h.core.GiveUp([]TP{tp1})
+			h.core.Lose(mine)
+			h.core.Assign([]TP{tp1})
+		})
+		c.answer <- commitAnswer{err: errRebalancing}
+		retry := h.nextCommit()
+		wantOffsets(t, "commit after the failure", retry.offs, off(tp0, 9))
+		retry.ok()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		h.bg.Wait()
+	})
+}
+
+// Offsets of partitions the core does not own are never sent.
+func TestCommitFencedToOwnedPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.g.report(off(tp0, 5), off(tp1, 7))
+		c := h.nextCommit()
+		wantOffsets(t, "interval commit", c.offs, off(tp0, 5))
+		c.ok()
+		h.g.mu.Lock()
+		h.g.shutdown = []pipeline.Offset{off(tp0, 6), off(tp1, 8)}
+		h.g.mu.Unlock()
+		stopped := make(chan error, 1)
+		go func() { stopped <- h.stop() }()
+		final := h.nextCommit()
+		wantOffsets(t, "final commit", final.offs, off(tp0, 6))
+		final.ok()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// One commit at a time: while a background commit is unanswered,
+// intervals send nothing; once it is answered the next interval sends the
+// newest offsets.
+func TestOneCommitInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.g.report(off(tp0, 5))
+		c := h.nextCommit()
+		h.g.report(off(tp0, 9))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		h.noCommit("while the first is unanswered")
+		c.ok()
+		next := h.nextCommit()
+		wantOffsets(t, "commit after the answer", next.offs, off(tp0, 9))
+		next.ok()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// The final commit waits for the commit in flight; when that stays
+// unanswered for the whole commit timeout, the final commit is not sent
+// (it could land before the older one) and Run says so.
+func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.g.report(off(tp0, 5))
+		c := h.nextCommit()
+		h.g.mu.Lock()
+		h.g.shutdown = []pipeline.Offset{off(tp0, 9)}
+		h.g.mu.Unlock()
+		err := h.stop()
+		want := "test: shutdown: the final commit of [in/0@9] did not finish within Config.CloseTimeout (10s): " +
+			"not sent: the earlier interval commit of [in/0@5] was still unanswered after 4s"
+		if err == nil || err.Error() != want {
+			t.Fatalf("Run = %v, want %q", err, want)
+		}
+		h.noCommit("behind the unanswered commit")
+		seen := h.g.commitsSeen()
+		if len(seen) != 1 || commitError(t, seen[0]).reason != "shutdown" {
+			t.Errorf("Committed calls %v, want the shutdown's failure", seen)
+		}
+		c.ok()
+		h.bg.Wait()
+	})
+}
+
+// A revoke's commit unanswered within the commit timeout is abandoned:
+// reported failed, and it stays the commit in flight, so nothing else is
+// sent before it is answered.
+func TestRevokeCommitAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.g.mu.Lock()
+		h.g.revoke = []pipeline.Offset{off(tp0, 3)}
+		h.g.mu.Unlock()
+		revoked := h.doAsync(func() {
+			mine, pending, _ := h.core.GiveUp([]TP{tp0})
+			h.core.Revoke(mine, pending)
+		})
+		c := h.nextCommit()
+		wantOffsets(t, "revoke commit", c.offs, off(tp0, 3))
+		<-revoked
+		seen := h.g.commitsSeen()
+		if len(seen) != 1 {
+			t.Fatalf("Committed calls %v, want the revoke's", seen)
+		}
+		if ce := commitError(t, seen[0]); ce.reason != "revoke" || ce.err.Error() != "commit did not finish after 4s" {
+			t.Errorf("revoke commit error %q, want the revoke's commit not finished after 4s", ce)
+		}
+		h.g.report(off(tp1, 4))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		h.noCommit("while the abandoned commit is unanswered")
+		c.ok()
+		next := h.nextCommit()
+		wantOffsets(t, "commit after the abandoned one", next.offs, off(tp1, 4))
+		next.ok()
+		time.Sleep(PollIdle) // the loop handles the answer
+		synctest.Wait()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(h.g.commitsSeen()); n != 2 {
+			t.Errorf("%d Committed calls, want 2: the abandoned commit's outcome is only logged", n)
+		}
+	})
+}
+
+// A loss waits for the commit in flight that holds a lost partition
+// before it returns (so that commit cannot land after the next owner's):
+// its outcome is handled inside the loss.
+func TestLossWaitsForCommitInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.g.report(off(tp0, 5))
+		c := h.nextCommit()
+		lost := h.doAsync(func() {
+			mine, _, _ := h.core.GiveUp([]TP{tp0})
+			h.core.Lose(mine)
+		})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case <-lost:
+			t.Fatal("the loss returned before the commit in flight of its partition was answered")
+		default:
+		}
+		c.ok()
+		<-lost
+		if seen := h.g.commitsSeen(); len(seen) != 1 || seen[0].err != nil {
+			t.Errorf("Committed calls %v when the loss returned, want the commit's success", seen)
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A loss of partitions the commit in flight does not hold does not wait.
+func TestLossOfOtherPartitionDoesNotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.g.report(off(tp0, 5))
+		c := h.nextCommit()
+		began := time.Now()
+		h.do(func() {
+			mine, _, _ := h.core.GiveUp([]TP{tp1})
+			h.core.Lose(mine)
+		})
+		if took := time.Since(began); took != 0 {
+			t.Errorf("the loss of in/1 took %v behind a commit of in/0, want no wait", took)
+		}
+		c.ok()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// The final commit is retried while the coordinator answers
+// REBALANCE_IN_PROGRESS; a rejection because the group moved on is no
+// error; any other failure is, naming the offsets.
+func TestFinalCommitOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answers []commitAnswer
+		want    string
+	}{
+		{"retried", []commitAnswer{{err: errRebalancing}, {}}, ""},
+		{"moved on", []commitAnswer{{err: errMovedOn}}, ""},
+		{"failed", []commitAnswer{{err: errors.New("boom")}}, "test: shutdown: the final commit of [in/0@9] failed: boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t)
+				h.assign(tp0)
+				h.g.mu.Lock()
+				h.g.shutdown = []pipeline.Offset{off(tp0, 9)}
+				h.g.mu.Unlock()
+				stopped := make(chan error, 1)
+				go func() { stopped <- h.stop() }()
+				for _, a := range tc.answers {
+					c := h.nextCommit()
+					wantOffsets(t, "final commit", c.offs, off(tp0, 9))
+					c.answer <- a
+				}
+				err := <-stopped
+				if got := errString(err); got != tc.want {
+					t.Fatalf("Run = %q, want %q", got, tc.want)
+				}
+				h.b.mu.Lock()
+				events := strings.Join(h.b.events, " ")
+				h.b.mu.Unlock()
+				want := "leave close"
+				if len(tc.answers) == 2 {
+					want = "retry leave close"
+				}
+				if events != want {
+					t.Errorf("backend calls %q, want %q", events, want)
+				}
+			})
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,109 @@
+package kafkasource
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+func rec(tp TP, offset int64) pipeline.Record {
+	return pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
+}
+
+// Add batches consecutive records of one partition, up to MaxBatch per
+// Deliver, and drops records of partitions not owned.
+func TestAddBatchesAndFences(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		var sizes []int
+		h.do(func() {
+			for i := range MaxBatch + 2 {
+				h.core.Add(rec(tp0, int64(i)))
+			}
+			h.core.Add(rec(tp1, 0)) // not owned: dropped, the batch of tp0 stays
+			h.g.mu.Lock()
+			sizes = append(sizes, h.g.delivered[tp0])
+			h.g.mu.Unlock()
+			h.core.Flush()
+		})
+		h.g.mu.Lock()
+		got0, got1 := h.g.delivered[tp0], h.g.delivered[tp1]
+		h.g.mu.Unlock()
+		if sizes[0] != MaxBatch || got0 != MaxBatch+2 || got1 != 0 {
+			t.Errorf("delivered %d before the flush, %d of in/0 and %d of in/1 in all; want %d, %d and 0",
+				sizes[0], got0, got1, MaxBatch, MaxBatch+2)
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A partition Deliver asks to pause is paused once, and resumed when the
+// group wakes the loop and lists it in Resumable.
+func TestPauseAndResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.do(func() {
+			h.g.mu.Lock()
+			h.g.pauseNext = true
+			h.g.mu.Unlock()
+			h.core.Add(rec(tp0, 0))
+			h.core.Flush()
+		})
+		h.g.mu.Lock()
+		h.g.resumable = []TP{tp0}
+		h.g.mu.Unlock()
+		h.g.wake <- struct{}{}
+		time.Sleep(PollPaused)
+		synctest.Wait()
+		h.b.mu.Lock()
+		events := strings.Join(h.b.events, " ")
+		h.b.mu.Unlock()
+		if events != "pause resume" {
+			t.Errorf("backend calls %q, want %q", events, "pause resume")
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Validate names the offending field, with the backend's prefix.
+func TestSettingsValidate(t *testing.T) {
+	ok := Settings{Prefix: "x", Brokers: []string{"b:9092"}, Group: "g", Topics: []string{"t"}}
+	for _, tc := range []struct {
+		change func(*Settings)
+		want   string
+	}{
+		{func(s *Settings) { s.Brokers = nil }, "x: Config.Brokers is empty"},
+		{func(s *Settings) { s.Brokers = []string{"a:1,b:2"} }, `x: Config.Brokers[0] = "a:1,b:2": want one host:port`},
+		{func(s *Settings) { s.Group = " " }, "x: Config.Group is empty"},
+		{func(s *Settings) { s.Topics = nil }, "x: Config.Topics is empty"},
+		{func(s *Settings) { s.Topics = []string{"t", ""} }, "x: Config.Topics[1] is empty"},
+		{func(s *Settings) { s.CommitInterval = -1 }, "x: Config.CommitInterval = -1ns: must not be negative"},
+		{func(s *Settings) { s.CommitInterval = time.Microsecond }, "x: Config.CommitInterval = 1µs: must be at least 1ms"},
+		{func(s *Settings) { s.CloseTimeout = -1 }, "x: Config.CloseTimeout = -1ns: must not be negative"},
+		{func(s *Settings) { s.CloseTimeout = time.Millisecond }, "x: Config.CloseTimeout = 1ms: must be at least 100ms"},
+	} {
+		s := ok
+		tc.change(&s)
+		if err := s.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate() of valid settings = %v", err)
+	}
+}
+
+// mergeOffsets keeps the highest offset of a partition in both.
+func TestMergeOffsets(t *testing.T) {
+	got := mergeOffsets([]pipeline.Offset{off(tp0, 5), off(tp1, 9)}, []pipeline.Offset{off(tp0, 7), off(tp1, 2)})
+	wantOffsets(t, "merged", got, off(tp0, 7), off(tp1, 9))
+}

@@ -1,0 +1,293 @@
+package kafkasource
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+type TP = pipeline.TopicPartition
+
+var (
+	tp0 = TP{Topic: "in", Partition: 0}
+	tp1 = TP{Topic: "in", Partition: 1}
+)
+
+func off(tp TP, next int64) pipeline.Offset { return pipeline.Offset{TopicPartition: tp, Next: next} }
+
+// errRebalancing and errMovedOn stand for the client's
+// REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION.
+var (
+	errRebalancing = errors.New("REBALANCE_IN_PROGRESS")
+	errMovedOn     = errors.New("ILLEGAL_GENERATION")
+)
+
+// commitCall is one Backend.Commit the core made; the test answers it.
+type commitCall struct {
+	offs   []pipeline.Offset
+	answer chan commitAnswer
+}
+
+type commitAnswer struct {
+	rejected []Rejected
+	err      error
+}
+
+// fakeBackend is a Backend whose client is the test: Poll runs the
+// actions queued with do (as rebalance callbacks would run), then waits
+// for its timeout; every Commit is sent to commits and waits for the
+// test's answer.
+type fakeBackend struct {
+	core    *Core
+	actions chan func()
+	commits chan *commitCall
+	fatal   error
+
+	mu     sync.Mutex
+	events []string // Pause, Resume, Leave, Close, WaitToRetryCommit, in order
+}
+
+func (b *fakeBackend) Poll(ctx context.Context, timeout time.Duration) error {
+	for {
+		select {
+		case f := <-b.actions:
+			f()
+			continue
+		default:
+		}
+		break
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case f := <-b.actions:
+		f()
+	}
+	return b.fatal
+}
+
+func (b *fakeBackend) Fail(err error) error {
+	b.core.LoseAll()
+	return errors.Join(err, b.core.LeaveAndClose(time.Now()))
+}
+
+func (b *fakeBackend) Interval() {}
+
+func (b *fakeBackend) Commit(offs []pipeline.Offset) ([]Rejected, error) {
+	c := &commitCall{offs: offs, answer: make(chan commitAnswer, 1)}
+	b.commits <- c
+	a := <-c.answer
+	return a.rejected, a.err
+}
+
+func (b *fakeBackend) ExpectedCommitError(err error) bool {
+	return errors.Is(err, errRebalancing) || errors.Is(err, errMovedOn)
+}
+
+func (b *fakeBackend) RetriableCommitError(err error) bool { return errors.Is(err, errRebalancing) }
+
+func (b *fakeBackend) BeforeFinalCommit() {}
+
+func (b *fakeBackend) WaitToRetryCommit(d time.Duration) {
+	b.event("retry")
+	time.Sleep(d) // the fake client's rebalance completes meanwhile (fake time)
+}
+
+func (b *fakeBackend) Pause(TP) error        { b.event("pause"); return nil }
+func (b *fakeBackend) Resume([]TP) error     { b.event("resume"); return nil }
+func (b *fakeBackend) Leave(time.Time) error { b.event("leave"); return nil }
+
+func (b *fakeBackend) Close(deadline time.Time) error {
+	b.event("close")
+	_, err := b.core.CloseClient(deadline, func() error { return nil })
+	return err
+}
+
+func (b *fakeBackend) event(e string) {
+	b.mu.Lock()
+	b.events = append(b.events, e)
+	b.mu.Unlock()
+}
+
+// fakeGroup is the pipeline.Group the core feeds. Offsets returns what
+// the test set with report, once.
+type fakeGroup struct {
+	mu        sync.Mutex
+	offsets   []pipeline.Offset
+	revoke    []pipeline.Offset // what Revoke returns
+	shutdown  []pipeline.Offset // what Shutdown returns
+	committed []committed
+	lost      [][]TP
+	delivered map[TP]int
+	pauseNext bool // Deliver asks for a pause
+	wake      chan struct{}
+	resumable []TP
+}
+
+type committed struct {
+	offs []pipeline.Offset
+	err  error
+}
+
+func newFakeGroup() *fakeGroup {
+	return &fakeGroup{delivered: map[TP]int{}, wake: make(chan struct{}, 1)}
+}
+
+func (g *fakeGroup) report(offs ...pipeline.Offset) {
+	g.mu.Lock()
+	g.offsets = append(g.offsets, offs...)
+	g.mu.Unlock()
+}
+
+func (g *fakeGroup) commitsSeen() []committed {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]committed(nil), g.committed...)
+}
+
+func (g *fakeGroup) Assign([]TP) error { return nil }
+func (g *fakeGroup) Revoke([]TP) []pipeline.Offset {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.revoke
+}
+func (g *fakeGroup) Lose(tps []TP) {
+	g.mu.Lock()
+	g.lost = append(g.lost, tps)
+	g.mu.Unlock()
+}
+func (g *fakeGroup) Shutdown() []pipeline.Offset {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shutdown
+}
+func (g *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+func (g *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.delivered[tp] += len(recs)
+	p := g.pauseNext
+	g.pauseNext = false
+	return p
+}
+func (g *fakeGroup) Resumable() []TP {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.resumable
+	g.resumable = nil
+	return out
+}
+func (g *fakeGroup) Wake() <-chan struct{} { return g.wake }
+func (g *fakeGroup) Offsets() []pipeline.Offset {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.offsets
+	g.offsets = nil
+	return out
+}
+func (g *fakeGroup) Polled() {}
+func (g *fakeGroup) Joined() {}
+func (g *fakeGroup) Committed(offs []pipeline.Offset, _ time.Duration, err error) {
+	g.mu.Lock()
+	g.committed = append(g.committed, committed{offs: offs, err: err})
+	g.mu.Unlock()
+}
+func (g *fakeGroup) HighWatermark(TP, int64) {}
+
+// testCommitError is the CommitError the tests' core reports.
+type testCommitError struct {
+	reason string
+	offs   []pipeline.Offset
+	err    error
+}
+
+func (e *testCommitError) Error() string {
+	return "test: " + e.reason + " commit of " + OffsetsString(e.offs) + ": " + e.err.Error()
+}
+func (e *testCommitError) Unwrap() error { return e.err }
+
+// harness runs a Core over a fakeBackend and a fakeGroup, inside the
+// caller's synctest bubble. CommitInterval is 1s, CloseTimeout 10s (so
+// the commit timeout is 4s).
+type harness struct {
+	t      *testing.T
+	b      *fakeBackend
+	g      *fakeGroup
+	core   *Core
+	bg     sync.WaitGroup
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, g: newFakeGroup(), done: make(chan error, 1)}
+	h.b = &fakeBackend{actions: make(chan func()), commits: make(chan *commitCall, 16)}
+	h.core = New(h.b, h.g, Options{
+		Prefix:         "test",
+		CommitInterval: time.Second,
+		CloseTimeout:   10 * time.Second,
+		Background:     &h.bg,
+		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
+			return &testCommitError{reason: reason, offs: offs, err: err}
+		},
+	})
+	h.b.core = h.core
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.core.Run(ctx) }()
+	return h
+}
+
+// do runs f on the poll goroutine, inside a Poll, and returns once it ran.
+func (h *harness) do(f func()) {
+	ran := make(chan struct{})
+	h.b.actions <- func() { f(); close(ran) }
+	<-ran
+}
+
+// doAsync queues f for the poll goroutine and returns a channel closed
+// once f returned.
+func (h *harness) doAsync(f func()) <-chan struct{} {
+	ran := make(chan struct{})
+	go func() { h.b.actions <- func() { f(); close(ran) } }()
+	return ran
+}
+
+func (h *harness) assign(tps ...TP) { h.do(func() { h.core.Assign(tps) }) }
+
+// nextCommit waits (fake time) for the core's next Commit call.
+func (h *harness) nextCommit() *commitCall {
+	h.t.Helper()
+	select {
+	case c := <-h.b.commits:
+		return c
+	case <-time.After(time.Minute):
+		h.t.Fatal("no commit was sent within a minute")
+		return nil
+	}
+}
+
+// noCommit checks that no Commit call is waiting.
+func (h *harness) noCommit(why string) {
+	h.t.Helper()
+	select {
+	case c := <-h.b.commits:
+		h.t.Fatalf("%s: commit of %v sent", why, c.offs)
+	default:
+	}
+}
+
+// stop cancels Run and returns what it returned.
+func (h *harness) stop() error {
+	h.cancel()
+	return <-h.done
+}
+
+func (c *commitCall) ok() { c.answer <- commitAnswer{} }
