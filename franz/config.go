@@ -81,10 +81,6 @@ func (c Config) validate() error {
 	return nil
 }
 
-func (c Config) commitInterval() time.Duration {
-	return kafkasource.CommitIntervalOrDefault(c.CommitInterval)
-}
-
 func (c Config) closeTimeout() time.Duration {
 	return kafkasource.CloseTimeoutOrDefault(c.CloseTimeout)
 }
