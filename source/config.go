@@ -154,7 +154,7 @@ func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	}
 	m["bootstrap.servers"] = strings.Join(c.Brokers, ",")
 	m["group.id"] = c.Group
-	// The source sends every commit itself (commit.go): librdkafka's
+	// The source sends every commit itself (internal/kafkasource): librdkafka's
 	// auto-committer would send stored offsets behind its back and retry
 	// them out of order, and commit on unassign and close.
 	m["enable.auto.commit"] = false
