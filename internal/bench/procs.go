@@ -35,10 +35,11 @@ func child(ctx context.Context, logPath string, args ...string) (*exec.Cmd, *os.
 
 // brokerProc is the running broker child.
 type brokerProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	logf  *os.File
-	addr  string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	logf    *os.File
+	addr    string
+	drained chan struct{} // closed once the child's stdout reached EOF
 }
 
 // startBroker starts the broker child with topics and waits until it has
@@ -67,15 +68,19 @@ func startBroker(ctx context.Context, dir string, records, value int, topics []t
 		logf.Close()
 		return nil, err
 	}
-	b := &brokerProc{cmd: cmd, stdin: stdin, logf: logf}
+	b := &brokerProc{cmd: cmd, stdin: stdin, logf: logf, drained: make(chan struct{})}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if addr, ok := strings.CutPrefix(sc.Text(), brokerReady); ok {
 			b.addr = addr
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			go func() {
+				defer close(b.drained)
+				_, _ = io.Copy(io.Discard, stdout)
+			}()
 			return b, nil
 		}
 	}
+	close(b.drained)
 	b.stop()
 	return nil, fmt.Errorf("the broker child exited before it was ready; its log:\n%s", tail(logPath, 20))
 }
@@ -83,6 +88,7 @@ func startBroker(ctx context.Context, dir string, records, value int, topics []t
 // stop closes the broker's stdin (it exits) and waits for it.
 func (b *brokerProc) stop() {
 	b.stdin.Close()
+	<-b.drained // its stdout is read to the end before Wait closes it
 	_ = b.cmd.Wait()
 	b.logf.Close()
 }

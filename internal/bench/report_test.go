@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{9, 1, 5}, 5}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.xs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
+
+func TestSummarizeComparesWithTheSameClientsRawLoop(t *testing.T) {
+	l := layout{records: 1000, partitions: 2, valueSize: 40}
+	mk := func(name string, window float64, err error) run {
+		return run{name: name, l: l, res: Result{WindowSec: window, CPUTotal: 0.002, PeakRSSKiB: 2048}, err: err}
+	}
+	runs := []run{
+		mk("raw-franz", 0.001, nil), mk("raw-franz", 0.002, nil), mk("raw-franz", 0.004, nil), // median 500k msg/s
+		mk("sluice-franz-graph", 0.004, nil), mk("sluice-franz-graph", 0.0001, errors.New("gap")), // failed run left out
+		mk("k2k-raw-confluent", 0.01, nil), mk("k2k-sluice-confluent", 0.0125, nil),
+		mk("sluice-confluent-each", 0.001, nil), // no raw-confluent run: no ratio
+	}
+	got := map[string]summary{}
+	for _, s := range summarize(runs) {
+		got[s.name] = s
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
+	if s := got["raw-franz"]; !near(s.rate, 500_000) || !near(s.ratio, 1) || s.verified != 3 {
+		t.Errorf("raw-franz %+v, want 500000 msg/s, ratio 1, 3 verified", s)
+	}
+	if s := got["sluice-franz-graph"]; !near(s.rate, 250_000) || !near(s.ratio, 0.5) || s.verified != 1 || s.runs != 2 {
+		t.Errorf("sluice-franz-graph %+v, want 250000 msg/s, ratio 0.5, 1 of 2 verified", s)
+	}
+	if s := got["k2k-sluice-confluent"]; !near(s.ratio, 0.8) || s.baseline != "k2k-raw-confluent" {
+		t.Errorf("k2k-sluice-confluent %+v, want ratio 0.8 against k2k-raw-confluent", s)
+	}
+	if s := got["sluice-confluent-each"]; s.ratio != 0 {
+		t.Errorf("sluice-confluent-each ratio %v without its raw loop, want 0 (n/a)", s.ratio)
+	}
+	if s := got["raw-franz"]; !near(s.cpu, 2) || !near(s.rss, 2) {
+		t.Errorf("raw-franz CPU %v µs/record and RSS %v MiB, want 2 and 2", s.cpu, s.rss)
+	}
+}
+
+func TestParseFlagsNamesBadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-records", "0"}, "-records=0"},
+		{[]string{"-records", "100", "-no-memory", "-partitions", "200"}, "-partitions=200"},
+		{[]string{"-records", "100"}, "the memory section needs at least 256"},
+		{[]string{"-value", "10"}, "-value=10"},
+		{[]string{"-runs", "0"}, "-runs=0"},
+		{[]string{"-cases", "raw-franz,nope"}, `unknown case "nope"`},
+		{[]string{"-budget", "-1"}, "-budget=-1"},
+		{[]string{"-memory", "-no-memory"}, "contradict"},
+	} {
+		_, err := parseFlags(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	o, err := parseFlags([]string{"-cases", "k2k-raw-franz, raw-confluent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.cases) != 2 || o.cases[0] != "raw-confluent" || o.cases[1] != "k2k-raw-franz" {
+		t.Fatalf("cases %q, want [raw-confluent k2k-raw-franz] (report order)", o.cases)
+	}
+}
