@@ -25,10 +25,19 @@ type Producer struct {
 	cl           *kgo.Client
 	logger       *slog.Logger
 	closeTimeout time.Duration
+	delivery     time.Duration // ProducerConfig.DeliveryTimeout or its default
 	// tr is what the receivers (Produce stages, dead letters) and Close
 	// share: pending reports, the messages given up on; its Gone is
 	// closed once kgo's Close returned (no promise runs after).
 	tr *produce.Tracker
+	// giveUp is the context of every kgo.Produce call; Close cancels it
+	// when it gives up on what is left (kgo fails a buffered record whose
+	// produce context ended, and a Produce waiting for buffer room).
+	giveUp       context.Context
+	cancelGiveUp context.CancelFunc
+	// maxRecords and maxBytes are kgo.MaxBufferedRecords and
+	// kgo.MaxBufferedBytes (0: no limit).
+	maxRecords, maxBytes int64
 }
 
 // NewProducer validates cfg, refuses the kgo options the producer relies
@@ -47,14 +56,24 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("franz: creating the producer: %w", err)
 	}
+	giveUp, cancel := context.WithCancel(context.Background())
+	maxRecords, _ := cl.OptValue(kgo.MaxBufferedRecords).(int64)
+	maxBytes, _ := cl.OptValue(kgo.MaxBufferedBytes).(int64)
 	p := &Producer{
 		cl:           cl,
+		giveUp:       giveUp,
+		cancelGiveUp: cancel,
+		maxRecords:   maxRecords,
+		maxBytes:     maxBytes,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
 		tr:           produce.NewTracker(produce.Names{Package: "franz", ErrClosed: ErrClosed}),
 	}
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultProducerCloseTimeout
+	}
+	if p.delivery == 0 {
+		p.delivery = DefaultDeliveryTimeout
 	}
 	return p, nil
 }
@@ -69,43 +88,77 @@ type report struct {
 // client is the kgo side of the produce core.
 type client struct{ p *Producer }
 
-// Send hands o to kgo. kgo's Produce blocks while the client buffers
-// kgo.MaxBufferedRecords (or bytes) records, until ctx ends: then the
-// promise reports ctx's error. The record's own context is Background:
-// a record once buffered is delivered or fails on kgo's terms
-// (kgo.RecordDeliveryTimeout), never cancelled by the partition's end, so
-// its report always comes. kgo calls promises one at a time from one
-// goroutine: the receiver keeps room for the report (the core's
-// outstanding bound), so a promise never blocks.
-func (c client) Send(ctx context.Context, o *produce.Outgoing, reports chan report) error {
+// errBufferFull is Send's error while kgo buffers as many records (or
+// bytes) as it may: the core waits for a report and sends again.
+var errBufferFull = errors.New("franz: kgo's produce buffer is full")
+
+// Send hands o to kgo, or returns errBufferFull while kgo buffers
+// kgo.MaxBufferedRecords records (or kgo.MaxBufferedBytes bytes): kgo's
+// Produce would block there, deaf to the partition's end, and ctx is not
+// passed to kgo, which would fail buffered records once it ends. Every
+// record is produced under a context of its own, ending at its delivery
+// timeout or when Close gives up: a record once buffered is delivered or
+// fails then, never because a partition ended, so its report always
+// comes. kgo calls promises one at
+// a time from one goroutine: the receiver keeps room for the report (the
+// core's outstanding bound), so a promise never blocks.
+func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
 	r := &kgo.Record{
 		Topic:     o.Topic,
 		Key:       o.Message.Key,
 		Value:     o.Message.Value,
 		Timestamp: o.Timestamp,
-		Context:   context.Background(),
 	}
+	size := int64(len(r.Key) + len(r.Value))
 	if len(o.Message.Headers) > 0 {
 		r.Headers = make([]kgo.RecordHeader, len(o.Message.Headers))
 		for i, h := range o.Message.Headers {
 			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			size += int64(len(h.Key) + len(h.Value))
 		}
 	}
-	t := o.Ticket
-	return c.p.tr.Send(func() error {
-		c.p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { reports <- report{t, err} })
-		return nil
+	if c.p.full(size) {
+		if c.p.tr.Closing() {
+			return c.p.tr.Names().ErrClosed
+		}
+		return errBufferFull
+	}
+	// Admitted without a lock held across Produce, which may still block
+	// if other receivers filled the buffer since full: Close must not
+	// wait for it.
+	if err := c.p.tr.Admit(); err != nil {
+		return err
+	}
+	t, delivery := o.Ticket, c.p.delivery
+	ctx, cancel := context.WithTimeout(c.p.giveUp, delivery)
+	r.Context = ctx
+	c.p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("not delivered within the delivery timeout (%v): %w", delivery, err)
+		}
+		cancel()
+		reports <- report{t, err}
 	})
+	return nil
 }
 
-// QueueFull is never true: kgo's Produce waits for room itself.
-func (client) QueueFull(error) bool { return false }
+// full reports whether a record of size bytes would make kgo's Produce
+// wait for room.
+func (p *Producer) full(size int64) bool {
+	if p.maxRecords > 0 && p.cl.BufferedProduceRecords() >= p.maxRecords {
+		return true
+	}
+	return p.maxBytes > 0 && p.cl.BufferedProduceBytes()+size > p.maxBytes
+}
+
+// QueueFull: kgo's buffer is full (errBufferFull).
+func (client) QueueFull(err error) bool { return err == errBufferFull }
 
 func (client) Report(ev report) (stagekit.Ticket, error, bool) { return ev.t, ev.err, true }
 
-// GaveUp: Close aborts what is left (kgo.ErrAborting); what kgo's own
-// close fails (kgo.ErrClientClosed), and a produce that waited for room
-// until Close started (context.Canceled), are given up on too.
+// GaveUp: Close aborts what is left (kgo.ErrAborting, or
+// context.Canceled: the give-up context); what kgo's own close fails
+// (kgo.ErrClientClosed) is given up on too.
 func (c client) GaveUp(err error) bool {
 	if errors.Is(err, kgo.ErrAborting) {
 		return true

@@ -43,14 +43,19 @@ func (p *Producer) Close() error {
 			defer cancel()
 			return p.cl.Flush(ctx) != nil
 		},
-		// Every aborted record's promise reports kgo.ErrAborting to its
-		// receiver, which fails the value and records it as undelivered.
+		// Every aborted record's promise reports kgo.ErrAborting (or the
+		// give-up context's end) to its receiver, which fails the value
+		// and records it as undelivered.
 		GiveUp: func(ctx context.Context) {
+			p.cancelGiveUp()
 			if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 				p.logger.Warn("franz: aborting the producer's buffered records", "err", err)
 			}
 		},
-		CloseClient: p.cl.Close,
-		Logger:      p.logger,
+		CloseClient: func() {
+			p.cl.Close()
+			p.cancelGiveUp()
+		},
+		Logger: p.logger,
 	})
 }

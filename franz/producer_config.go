@@ -17,11 +17,9 @@ const (
 	// DefaultProducerLinger is the kgo.ProducerLinger NewProducer sets
 	// before ProducerConfig.Opts.
 	DefaultProducerLinger = 5 * time.Millisecond
-	// DefaultRecordDeliveryTimeout is the kgo.RecordDeliveryTimeout
-	// NewProducer sets before ProducerConfig.Opts (librdkafka's
-	// message.timeout.ms in package sink): a delivery that cannot succeed
-	// fails after it instead of being retried for ever.
-	DefaultRecordDeliveryTimeout = 30 * time.Second
+	// DefaultDeliveryTimeout is the ProducerConfig.DeliveryTimeout used
+	// when it is zero (librdkafka's message.timeout.ms in package sink).
+	DefaultDeliveryTimeout = 30 * time.Second
 )
 
 // ProducerConfig configures a [Producer]. NewProducer copies it.
@@ -36,10 +34,18 @@ type ProducerConfig struct {
 	// deliveries still outstanding before it gives up on them. Zero means
 	// [DefaultProducerCloseTimeout]; negative is an error.
 	CloseTimeout time.Duration
+	// DeliveryTimeout bounds each message's delivery, kgo's retries
+	// included: past it the message fails (a transient error: a Produce
+	// stage stops Run, a dead letter is retried under Run's retry
+	// policy) instead of being retried for ever. It is each record's
+	// produce context, not kgo.RecordDeliveryTimeout (refused), which kgo
+	// counts from the record's timestamp: a dead letter keeps the invalid
+	// record's, and would fail at once when that record is older than the
+	// timeout. Zero means [DefaultDeliveryTimeout]; negative is an error.
+	DeliveryTimeout time.Duration
 	// Opts are passed to kgo.NewClient after the producer's defaults
 	// (kgo's acks=all and idempotent writes, kgo.ProducerLinger
-	// [DefaultProducerLinger], kgo.RecordDeliveryTimeout
-	// [DefaultRecordDeliveryTimeout]): TLS, SASL, compression, batch and
+	// [DefaultProducerLinger]): TLS, SASL, compression, batch and
 	// buffer sizes, acks and so on. kgo.ProducerLinger also delays each
 	// dead letter (a partition's dead letters go one at a time): set it to
 	// 0 for bursts of invalid input. The options the producer relies on
@@ -60,6 +66,9 @@ func (c ProducerConfig) validate() error {
 	if c.CloseTimeout < 0 {
 		return fmt.Errorf("franz: ProducerConfig.CloseTimeout = %v: want 0 (the default, %v) or more", c.CloseTimeout, DefaultProducerCloseTimeout)
 	}
+	if c.DeliveryTimeout < 0 {
+		return fmt.Errorf("franz: ProducerConfig.DeliveryTimeout = %v: want 0 (the default, %v) or more", c.DeliveryTimeout, DefaultDeliveryTimeout)
+	}
 	for i, o := range c.Opts {
 		if o == nil {
 			return fmt.Errorf("franz: ProducerConfig.Opts[%d] is nil", i)
@@ -74,6 +83,7 @@ var reservedProducerOpts = []reservedOpt{
 	{kgo.SeedBrokers, "use ProducerConfig.Brokers"},
 	{kgo.WithLogger, "use ProducerConfig.Logger"},
 	{kgo.TransactionalID, "the producer is not transactional: an input commits after its delivery report, through the source's consumer group"},
+	{kgo.RecordDeliveryTimeout, "kgo counts it from the record's timestamp, which a dead letter keeps from the invalid record: use ProducerConfig.DeliveryTimeout"},
 	{kgo.ManualFlushing, "the producer relies on kgo flushing by itself: with manual flushing nothing is sent until Close"},
 	{kgo.DefaultProduceTopicAlways, "every message goes to the topic of its Produce stage or dead-letter destination"},
 	{kgo.ConsumerGroup, "the producer does not consume (use franz.NewSource)"},
@@ -115,10 +125,6 @@ func producerOpts(cfg ProducerConfig, logger *slog.Logger) ([]kgo.Opt, error) {
 	if err := checkProducerOpts(cfg.Opts); err != nil {
 		return nil, err
 	}
-	opts := []kgo.Opt{
-		kgo.ProducerLinger(DefaultProducerLinger),
-		kgo.RecordDeliveryTimeout(DefaultRecordDeliveryTimeout),
-	}
-	opts = append(opts, cfg.Opts...)
+	opts := append([]kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger)}, cfg.Opts...)
 	return append(opts, kgo.SeedBrokers(cfg.Brokers...), kgo.WithLogger(slogAdapter{log: logger})), nil
 }

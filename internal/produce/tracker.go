@@ -73,6 +73,22 @@ func (tr *Tracker) Send(hand func() error) error {
 	return nil
 }
 
+// Admit counts one message as pending unless Close started (then it
+// returns Names.ErrClosed), for a library whose produce call may block
+// and must not hold Close up: the caller then hands the message over
+// without a lock, and the library must report it (a message it takes
+// after closing may never be reported: its receiver stops waiting at
+// Gone).
+func (tr *Tracker) Admit() error {
+	tr.mu.RLock()
+	defer tr.mu.RUnlock()
+	if tr.closing.Load() {
+		return tr.names.ErrClosed
+	}
+	tr.pending.Add(1)
+	return nil
+}
+
 // WhileOpen runs f unless Close started, and keeps Close from starting
 // while f runs (for library calls that a closing client must not get). It
 // reports whether f ran.

@@ -1,0 +1,5 @@
+package franz
+
+// ProducerPending returns how many messages p handed to kgo whose
+// delivery report no receiver has read yet (for tests in franz_test).
+func ProducerPending(p *Producer) int64 { return p.tr.Pending() }
