@@ -74,12 +74,6 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 				slices.Reverse(order)
 			}
 			for _, name := range order {
-				if cases[name] == nil {
-					if round == 0 {
-						fmt.Fprintf(w, "bench: %s skipped: %s\n", name, notBuilt[name])
-					}
-					continue
-				}
 				speedRuns = append(speedRuns, r.measure(ctx, name, round, speed, o.budget))
 			}
 		}

@@ -71,9 +71,6 @@ func runChild(args []string) int {
 	case !ok:
 		fmt.Fprintf(os.Stderr, "bench run: -case %q: unknown case (want one of %s)\n", cfg.name, strings.Join(caseNames(), ", "))
 		return 2
-	case run == nil:
-		fmt.Fprintf(os.Stderr, "bench run: -case %s: %s\n", cfg.name, notBuilt[cfg.name])
-		return 2
 	case *brokers == "" || cfg.group == "" || cfg.l.records <= 0 || cfg.l.partitions <= 0:
 		fmt.Fprintln(os.Stderr, "bench run: -brokers, -group, -records and -partitions are required")
 		return 2

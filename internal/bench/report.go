@@ -125,11 +125,6 @@ func report(w io.Writer, o options, speed, mem []run) {
 			}
 			fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %.1f | %d/%d |\n", s.name, s.rate, ratio, s.cpu, s.rss, s.verified, s.runs)
 		}
-		for _, name := range caseOrder {
-			if cases[name] == nil && slices.Contains(o.cases, name) {
-				fmt.Fprintf(w, "| %s | not built yet | | | | |\n", name)
-			}
-		}
 		fmt.Fprintln(w, "\nRuns, in the order they ran:")
 		fmt.Fprintln(w)
 		for _, rn := range speed {

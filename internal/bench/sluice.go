@@ -88,19 +88,33 @@ func k2kSluiceConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *wind
 	}
 	err = runSluice(ctx, cfg, confluentSource, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		msgs := toMessages(in, tr)
-		return sink.Produce(msgs, prod, cfg.out, func(m sink.Message) (sink.Message, error) { return m, nil })
+		return sink.Produce(msgs, prod, cfg.out, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
+	})
+	return errors.Join(err, prod.Close())
+}
+
+// k2kSluiceFranz is k2kSluiceConfluent on franz-go: franz.NewSource,
+// franz.NewProducer and franz.Produce.
+func k2kSluiceFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+	prod, err := franz.NewProducer(franz.ProducerConfig{Brokers: cfg.brokers})
+	if err != nil {
+		return err
+	}
+	err = runSluice(ctx, cfg, franzSource, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		msgs := toMessages(in, tr)
+		return franz.Produce(msgs, prod, cfg.out, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
 	})
 	return errors.Join(err, prod.Close())
 }
 
 // toMessages is the k2k graph before its Produce: Map records the input
 // record, Pool(8) builds the message (key and value unchanged).
-func toMessages(in pipeline.Stream[pipeline.Record], tr *tracker) pipeline.Stream[sink.Message] {
+func toMessages(in pipeline.Stream[pipeline.Record], tr *tracker) pipeline.Stream[pipeline.Message] {
 	recorded := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
 		return r, recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value))
 	})
-	return stages.Pool(recorded, graphWorkers, func(_ context.Context, r pipeline.Record) (sink.Message, error) {
-		return sink.Message{Key: r.Key, Value: r.Value}, nil
+	return stages.Pool(recorded, graphWorkers, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
+		return pipeline.Message{Key: r.Key, Value: r.Value}, nil
 	})
 }
 
