@@ -22,7 +22,8 @@ import (
 var clients = []string{"librdkafka", "franz"}
 
 // produceFunc ends a graph: every message to topic, in order, through the
-// backend's producer (sink.Produce or franz.Produce).
+// backend's producer (sink.Produce or franz.Produce; sink.Message is
+// pipeline.Message).
 type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error),
 	opts ...stages.CallOption) pipeline.End
 
@@ -77,14 +78,14 @@ func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend
 	if err != nil {
 		return nil, err
 	}
-	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	prod, err := franz.NewProducer(franz.ProducerConfig{Brokers: brokers, Logger: logger, Opts: o.franzClientOpts()})
 	if err != nil {
 		return nil, err
 	}
 	return &backend{
 		src: src,
 		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
-			return sink.Produce(in, prod, topic, toMsg, opts...)
+			return franz.Produce(in, prod, topic, toMsg, opts...)
 		},
 		deadLetter: prod.DeadLetter(o.dlq),
 		close:      prod.Close,

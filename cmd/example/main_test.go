@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/internal/demo"
@@ -30,9 +33,18 @@ func demoEndToEnd(t *testing.T, client string) {
 	const n = 3000
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n, client: client}
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	software := clientSoftware(b)
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
 		t.Fatalf("runDemo: %v\n%s", err, out.String())
+	}
+	// The workload and the checks below connect with kgo; the consumer
+	// and the producer with the client asked for, and only with it.
+	switch got := software(); {
+	case client == "librdkafka" && !got["confluent-kafka-go"]:
+		t.Errorf("--client librdkafka: clients connected %v, want confluent-kafka-go among them", got)
+	case client == "franz" && (got["confluent-kafka-go"] || !got["kgo"]):
+		t.Errorf("--client franz: clients connected %v, want kgo only", got)
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf("committed %d of %d", n, n)) {
 		t.Fatalf("summary does not report everything committed:\n%s", out.String())
@@ -92,5 +104,26 @@ func demoEndToEnd(t *testing.T, client string) {
 		if !demo.IsMalformed(r.Value) {
 			t.Fatalf("dead letter value %q is not one of the malformed inputs, unchanged", r.Value)
 		}
+	}
+}
+
+// clientSoftware records the ClientSoftwareName of every ApiVersions
+// request b answers from now on (confluent-kafka-go for librdkafka, kgo
+// for franz-go); the function returns the names seen so far.
+func clientSoftware(b *kafkatest.Broker) func() map[string]bool {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	b.Cluster().ControlKey(int16(kmsg.ApiVersions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if r, ok := req.(*kmsg.ApiVersionsRequest); ok {
+			mu.Lock()
+			seen[r.ClientSoftwareName] = true
+			mu.Unlock()
+		}
+		return nil, nil, false // observed only: the broker answers it
+	})
+	return func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
 	}
 }
