@@ -40,7 +40,8 @@ func pool[In, Out any](in pipeline.Stream[In], sp stagekit.StageSpec, fname stri
 		problem(&sp, "stages.%s: fn is nil", fname)
 	}
 	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
-		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed()}
+		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed(),
+			free: make(chan *poolChunk[In, Out], 2*workers+2)}
 		return p.run(s, inl, out)
 	})
 }
@@ -51,15 +52,60 @@ type workerPool[In, Out any] struct {
 	key     func(In) string
 	workers int
 	seed    maphash.Seed
+
+	// free holds chunks the emitter is done with, for dispatch to reuse
+	// (with their slices): steady flow allocates nothing.
+	free chan *poolChunk[In, Out]
+	pcs  []piece[In, Out] // dispatch's scratch (pieces are sent by value)
 }
 
 // poolChunk is one input chunk being processed by the workers. fin[i] is
-// set once outs[i] and errs[i] are final.
+// set once outs[i] and errs[i] are final. wait is the index the emitter
+// waits for (-1: none): the worker that finishes it signals progress.
 type poolChunk[In, Out any] struct {
 	items []stagekit.Item[In]
 	outs  []Out
 	errs  []error
 	fin   []atomic.Bool
+	wait  atomic.Int32
+	// byWorker[w] lists the values of worker w (keyed pools only).
+	byWorker [][]int32
+}
+
+// chunk returns a chunk holding a copy of items, reusing a free one when
+// there is one. The copy lets the input chunk go back to its edge at once:
+// the pool holds up to 2*workers chunks, more than an edge keeps for reuse.
+func (p *workerPool[In, Out]) chunk(items []stagekit.Item[In]) *poolChunk[In, Out] {
+	var c *poolChunk[In, Out]
+	select {
+	case c = <-p.free:
+	default:
+		c = &poolChunk[In, Out]{}
+	}
+	n := len(items)
+	if cap(c.outs) < n {
+		c.items = make([]stagekit.Item[In], n)
+		c.outs, c.errs, c.fin = make([]Out, n), make([]error, n), make([]atomic.Bool, n)
+	}
+	c.items, c.outs, c.errs, c.fin = c.items[:n], c.outs[:n], c.errs[:n], c.fin[:n]
+	copy(c.items, items)
+	c.wait.Store(-1)
+	return c
+}
+
+// recycle clears c (its values are no longer referenced) and keeps it for
+// reuse.
+func (p *workerPool[In, Out]) recycle(c *poolChunk[In, Out]) {
+	clear(c.items)
+	clear(c.outs)
+	clear(c.errs)
+	for i := range c.fin {
+		c.fin[i].Store(false)
+	}
+	select {
+	case p.free <- c:
+	default:
+	}
 }
 
 // piece is a share of a chunk for one worker: a range, or an index list
@@ -91,15 +137,14 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 		q := queues[w%len(queues)]
 		g.Go(func() error { p.work(ctx, q, progress); return nil })
 	}
-	g.Go(func() error { return p.emit(ctx, s, inl, out, ordered, progress) })
+	g.Go(func() error { return p.emit(ctx, s, out, ordered, progress) })
 
 	// A dispatch error (the key function panicked) is reported after the
 	// chunks before it were emitted, like an error of fn.
 	dispatchErr := stagekit.RunLoop(s, inl, stagekit.Loop[In, struct{}]{
-		OnChunk:    func(items []stagekit.Item[In]) error { return p.dispatch(ctx, inl, items, queues, ordered) },
-		KeepChunks: true, // the emitter releases them
-		Wake:       ctx.Done,
-		OnWake:     func() error { return stagekit.ErrStop }, // the emitter failed
+		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items, queues, ordered) },
+		Wake:    ctx.Done,
+		OnWake:  func() error { return stagekit.ErrStop }, // the emitter failed
 	})
 	close(ordered)
 	for _, q := range queues {
@@ -114,14 +159,13 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 // dispatch splits one input chunk into pieces for the workers and queues
 // the chunk, in order, for the emitter. It returns an error only when the
 // key function panicked (ErrStop when ctx ended).
-func (p *workerPool[In, Out]) dispatch(ctx context.Context, inl *stagekit.Inlet[In], items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
-	c := &poolChunk[In, Out]{items: items, outs: make([]Out, len(items)), errs: make([]error, len(items)),
-		fin: make([]atomic.Bool, len(items))}
+func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
+	c := p.chunk(items)
 	// On a split error, c holds only the values before the failing one:
 	// they are still processed and emitted, then the error is returned.
 	pcs, splitErr := p.split(c, len(queues))
 	if splitErr != nil && len(c.items) == 0 {
-		inl.Release(c.items)
+		p.recycle(c)
 		return splitErr
 	}
 	select {
@@ -152,13 +196,19 @@ func (p *workerPool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[
 	if p.key == nil {
 		k := min(p.workers, n)
 		size := (n + k - 1) / k
-		pcs := make([]piece[In, Out], 0, k)
+		pcs := p.pcs[:0]
 		for lo := 0; lo < n; lo += size {
 			pcs = append(pcs, piece[In, Out]{c: c, lo: lo, hi: min(lo+size, n)})
 		}
+		p.pcs = pcs
 		return pcs, nil
 	}
-	byWorker := make([][]int32, queues)
+	if len(c.byWorker) != queues {
+		c.byWorker = make([][]int32, queues)
+	}
+	for w := range c.byWorker {
+		c.byWorker[w] = c.byWorker[w][:0]
+	}
 	keyOf := p.keyOf
 	for i, it := range c.items {
 		k, err := stagekit.Protect(context.Background(), it.Value, keyOf)
@@ -166,22 +216,23 @@ func (p *workerPool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[
 			ferr := p.s.Fail(it.Ticket, err)
 			clear(c.items[i:]) // no longer referenced once cut off
 			c.items, c.outs, c.errs, c.fin = c.items[:i], c.outs[:i], c.errs[:i], c.fin[:i]
-			return pieces(c, byWorker), ferr
+			return p.pieces(c), ferr
 		}
 		w := int(maphash.String(p.seed, k) % uint64(queues))
-		byWorker[w] = append(byWorker[w], int32(i))
+		c.byWorker[w] = append(c.byWorker[w], int32(i))
 	}
-	return pieces(c, byWorker), nil
+	return p.pieces(c), nil
 }
 
 // pieces returns one piece per worker with values of c to process.
-func pieces[In, Out any](c *poolChunk[In, Out], byWorker [][]int32) []piece[In, Out] {
-	pcs := make([]piece[In, Out], 0, len(byWorker))
-	for w, idx := range byWorker {
+func (p *workerPool[In, Out]) pieces(c *poolChunk[In, Out]) []piece[In, Out] {
+	pcs := p.pcs[:0]
+	for w, idx := range c.byWorker {
 		if len(idx) > 0 {
 			pcs = append(pcs, piece[In, Out]{c: c, lo: w, idx: idx})
 		}
 	}
+	p.pcs = pcs
 	return pcs
 }
 
@@ -198,9 +249,13 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out],
 			c.outs[i], c.errs[i] = stagekit.Call(ctx, p.s, pr, c.items[i], p.fn)
 		}
 		c.fin[i].Store(true)
-		select {
-		case progress <- struct{}{}:
-		default:
+		// The emitter stores wait before it checks fin[i] again: either
+		// it sees fin[i] set, or this sees wait == i and wakes it.
+		if c.wait.Load() == int32(i) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
 		}
 	}
 	for pc := range q {
@@ -218,12 +273,16 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out],
 
 // emit sends finished values downstream in input order, as soon as the
 // values before them finished, so the commit follows the finished prefix.
-func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
+func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
 	for c := range ordered {
 		for i := 0; i < len(c.items); {
 			if !c.fin[i].Load() {
+				c.wait.Store(int32(i))
+				if c.fin[i].Load() {
+					continue
+				}
 				select {
-				case <-progress:
+				case <-progress: // maybe for an earlier value: check again
 				case <-ctx.Done():
 					return nil
 				}
@@ -245,7 +304,7 @@ func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, inl *
 				return nil
 			}
 		}
-		inl.Release(c.items)
+		p.recycle(c)
 	}
 	return nil
 }

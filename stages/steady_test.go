@@ -25,6 +25,10 @@ func TestSteadyStateAllocations(t *testing.T) {
 		bytes float64 // heap bytes allocated per record
 	}{
 		{"Map+Discard", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(in) }, 0.002, 4},
+		{"Pool4", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(stages.Pool(in, 4, inc)) }, 0.002, 4},
+		{"PoolByKey4", func(in pipeline.Stream[int64]) pipeline.End {
+			return stages.Discard(stages.PoolByKey(in, 4, func(v int64) string { return "k" }, inc))
+		}, 0.002, 4},
 		{"Each", func(in pipeline.Stream[int64]) pipeline.End {
 			return stages.Each(in, func(context.Context, int64) error { return nil })
 		}, 0.002, 4},
