@@ -55,7 +55,8 @@ func batch[T any](in pipeline.Stream[T], sp stagekit.StageSpec, maxSize int, max
 		weigh = func(_ context.Context, v T) (int, error) { return weight(v), nil }
 	}
 	out := stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T], out *stagekit.Outlet[[]T]) error {
-		b := &batcher[T]{s: s, out: out, maxSize: maxSize, maxWait: maxWait, weigh: weigh, timer: stagekit.NewTimer()}
+		b := &batcher[T]{s: s, out: out, maxSize: maxSize, maxWait: maxWait, weigh: weigh, weighed: weight != nil,
+			timer: stagekit.NewTimer()}
 		return stagekit.RunLoop(s, inl, stagekit.Loop[T, struct{}]{
 			OnChunk: b.chunk,
 			Timer:   b.timer,
@@ -74,11 +75,24 @@ type batcher[T any] struct {
 	maxSize int
 	maxWait time.Duration
 	weigh   func(context.Context, T) (int, error)
+	weighed bool // a weight function, not a count, sizes batches
 	timer   *stagekit.Timer
 
 	vals    []T
 	tickets []stagekit.Ticket
 	weight  int
+	last    int // values in the last batch emitted
+}
+
+// sizeHint is the capacity of a new batch: as many values as the last
+// batch held (a batch emitted by maxWait may hold fewer than maxSize), and
+// never more than maxSize values when they are counted.
+func (b *batcher[T]) sizeHint() int {
+	n := max(b.last, 16)
+	if !b.weighed {
+		n = min(n, b.maxSize)
+	}
+	return n
 }
 
 func (b *batcher[T]) chunk(chunk []stagekit.Item[T]) error {
@@ -93,8 +107,14 @@ func (b *batcher[T]) chunk(chunk []stagekit.Item[T]) error {
 		if len(b.vals) > 0 && b.weight+w > b.maxSize {
 			buf = b.flush(buf)
 		}
-		if len(b.vals) == 0 && b.maxWait > 0 {
-			b.timer.Arm(b.maxWait)
+		if len(b.vals) == 0 {
+			if b.maxWait > 0 {
+				b.timer.Arm(b.maxWait)
+			}
+			if b.vals == nil {
+				// One allocation per batch (the receiver keeps it).
+				b.vals = make([]T, 0, b.sizeHint())
+			}
 		}
 		b.vals = append(b.vals, it.Value)
 		b.tickets = append(b.tickets, it.Ticket)
@@ -117,6 +137,7 @@ func (b *batcher[T]) flush(buf []stagekit.Item[[]T]) []stagekit.Item[[]T] {
 		t = b.s.Join(b.tickets)
 	}
 	buf = append(buf, stagekit.Item[[]T]{Value: b.vals, Ticket: t})
+	b.last = len(b.vals)
 	b.vals, b.tickets, b.weight = nil, b.tickets[:0], 0
 	b.timer.Stop()
 	return buf

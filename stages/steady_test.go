@@ -32,6 +32,9 @@ func TestSteadyStateAllocations(t *testing.T) {
 		{"Each", func(in pipeline.Stream[int64]) pipeline.End {
 			return stages.Each(in, func(context.Context, int64) error { return nil })
 		}, 0.002, 4},
+		{"Batch500", func(in pipeline.Stream[int64]) pipeline.End { return stages.Discard(stages.Batch(in, 500, 0)) },
+			1.0/500 + 0.002, 8 + 4},
+		{"GraphB", graphB, 1.0/500 + 0.002, 8 + 4}, // a batch is 500 int64s: 8 bytes per record
 	}
 	// A multiple of 500 (no partial batch waits at the end), long enough
 	// that one more doubling of the tracker's ring (its size follows the
