@@ -67,6 +67,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		maxBytes:     maxBytes,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
+		delivery:     cfg.DeliveryTimeout,
 		tr:           produce.NewTracker(produce.Names{Package: "franz", ErrClosed: ErrClosed}),
 	}
 	if p.closeTimeout == 0 {
