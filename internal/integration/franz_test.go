@@ -45,12 +45,15 @@ func TestFranzGroupMembershipChurn(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			franzChurn(t, name, balancer)
+			franzChurn(t, name, kgo.Balancers(balancer))
 		})
 	}
 }
 
-func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
+// franzChurn runs the churn with the members' kgo options opts (their
+// balancers); strategy names it, and "consumer" (KIP-848) also checks the
+// group's type and, as cooperative-sticky, that nothing is processed twice.
+func franzChurn(t *testing.T, strategy string, opts ...kgo.Opt) {
 	const parts, perPartition = 8, 10_000
 	const work, every = time.Millisecond, 2 // the work, as in churn
 	b := kafkatest.NewBroker(t)
@@ -73,7 +76,7 @@ func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
 				return nil
 			})
 		}
-		src := newFranzSource(t, b, group, topic, kgo.Balancers(balancer))
+		src := newFranzSource(t, b, group, topic, opts...)
 		return startConsumer(t, name, src, build, pipeline.WithHooks(obs)), obs
 	}
 	progress := func(frac float64) func() bool {
@@ -84,6 +87,9 @@ func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
 	waitFor(t, "10% processed", progress(0.10), a)
 	bc, bObs := member("B")
 	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, a, bc)
+	if typ := groupType(t, b, group); strategy == "consumer" && typ != "consumer" {
+		t.Errorf("group of type %q, want consumer (KIP-848)", typ)
+	}
 	waitFor(t, "35% processed", progress(0.35), a, bc)
 	cc, cObs := member("C")
 	waitFor(t, "C getting partitions", func() bool { return cObs.owns() > 0 }, a, bc, cc)
@@ -102,8 +108,8 @@ func franzChurn(t *testing.T, strategy string, balancer kgo.GroupBalancer) {
 			t.Errorf("member %s processed nothing: the churn happened after the stream ended", m)
 		}
 	}
-	if strategy == "cooperative-sticky" && dups != 0 {
-		t.Errorf("cooperative-sticky: %d records processed twice, want none", dups)
+	if (strategy == "cooperative-sticky" || strategy == "consumer") && dups != 0 {
+		t.Errorf("%s: %d records processed twice, want none", strategy, dups)
 	}
 	checkCommittedEquals(t, b, group, topic, hw)
 }
