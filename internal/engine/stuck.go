@@ -11,10 +11,17 @@ import (
 // Probe marks which value a stage goroutine is working on, so the stuck
 // detector (see pipeline.WithStuckThreshold) can tell a value that stays in one
 // stage too long. Create one per goroutine that calls user functions, with
-// [Stage.Probe]; Enter and Leave cost one atomic store each.
+// [Stage.Probe]; Enter and Leave cost one atomic store each while the
+// detector is on, and nothing when it is off.
 type Probe struct {
 	stage *Stage
-	cur   atomic.Uint64 // ticket id being worked on, 0 when idle
+	off   bool // no stuck detector: Enter and Leave do nothing
+	// cur has a cache line of its own: the probes of one stage's
+	// goroutines (a Pool's workers) are written on every value from
+	// different cores.
+	_   [64]byte
+	cur atomic.Uint64 // ticket id being worked on, 0 when idle
+	_   [56]byte
 
 	// watchdog state, owned by the watchdog goroutine
 	seen     uint64
@@ -23,15 +30,23 @@ type Probe struct {
 }
 
 // Enter records that the goroutine starts working on the value of t.
-func (p *Probe) Enter(t Ticket) { p.cur.Store(t.id) }
+func (p *Probe) Enter(t Ticket) {
+	if !p.off {
+		p.cur.Store(t.id)
+	}
+}
 
 // Leave records that the goroutine finished that value.
-func (p *Probe) Leave() { p.cur.Store(0) }
+func (p *Probe) Leave() {
+	if !p.off {
+		p.cur.Store(0)
+	}
+}
 
 // Probe returns a new probe for one goroutine of the stage. It may be
 // called from the stage's run function; probes live as long as the graph.
 func (s *Stage) Probe() *Probe {
-	p := &Probe{stage: s}
+	p := &Probe{stage: s, off: s.g.rt.watch == nil}
 	s.g.rt.watch.add(s.g, p)
 	return p
 }
