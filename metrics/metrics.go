@@ -28,6 +28,8 @@ type Metrics struct {
 	stages  stageMetrics
 	parts   partitionMetrics
 	source  sourceMetrics
+	// follower is fed by follow.Hook (follower.go), not by pipeline hooks.
+	follower followerMetrics
 }
 
 // Metrics handles every event.
@@ -81,6 +83,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	m.stages.init(b, cfg.stageBuckets)
 	m.parts.init(b, cfg.drainBuckets)
 	m.source.init(b, cfg.commitBuckets)
+	m.follower.init(b)
 	if err := b.register(reg); err != nil {
 		return nil, err
 	}
