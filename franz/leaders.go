@@ -70,7 +70,7 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 			return nil, fmt.Errorf("franz: LeadersConfig.Brokers[%d] = %q: want one host:port", i, b)
 		}
 	}
-	if err := checkLeaderGroups("franz: LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := checkLeaderGroups("LeadersConfig.Groups", cfg.Groups); err != nil {
 		return nil, err
 	}
 	for i, o := range cfg.Opts {
@@ -104,15 +104,15 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // checkLeaderGroups returns an error naming an empty or repeated group.
 func checkLeaderGroups(field string, groups []string) error {
 	if len(groups) == 0 {
-		return fmt.Errorf("%s is empty: name at least one leader group", field)
+		return fmt.Errorf("franz: %s is empty: name at least one leader group", field)
 	}
 	seen := make(map[string]int, len(groups))
 	for i, g := range groups {
 		if strings.TrimSpace(g) == "" {
-			return fmt.Errorf("%s[%d] is empty", field, i)
+			return fmt.Errorf("franz: %s[%d] is empty", field, i)
 		}
 		if j, ok := seen[g]; ok {
-			return fmt.Errorf("%s[%d] = %q repeats %s[%d]", field, i, g, field, j)
+			return fmt.Errorf("franz: %s[%d] = %q repeats %s[%d]", field, i, g, field, j)
 		}
 		seen[g] = i
 	}

@@ -1,0 +1,42 @@
+package franz
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bad LeadersConfig fields are errors naming them.
+func TestNewLeadersErrors(t *testing.T) {
+	b := []string{"localhost:9092"}
+	for _, tc := range []struct {
+		name string
+		cfg  LeadersConfig
+		want string
+	}{
+		{"no brokers", LeadersConfig{Groups: []string{"a"}}, "LeadersConfig.Brokers is empty"},
+		{"no groups", LeadersConfig{Brokers: b}, "LeadersConfig.Groups is empty"},
+		{"empty group", LeadersConfig{Brokers: b, Groups: []string{"a", " "}}, "LeadersConfig.Groups[1] is empty"},
+		{"repeated group", LeadersConfig{Brokers: b, Groups: []string{"a", "b", "a"}}, `LeadersConfig.Groups[2] = "a" repeats LeadersConfig.Groups[0]`},
+		{"consumer group opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.ConsumerGroup("x")}}, "kgo.ConsumerGroup cannot be set"},
+		{"consume topics opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.ConsumeTopics("x")}}, "kgo.ConsumeTopics cannot be set"},
+		{"seed brokers opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.SeedBrokers("y:1")}}, "kgo.SeedBrokers cannot be set"},
+		{"nil opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{nil}}, "LeadersConfig.Opts[0] is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLeaders(tc.cfg)
+			if err == nil {
+				l.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewLeaders: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	l, err := NewLeaders(LeadersConfig{Brokers: b, Groups: []string{"a", "b"}, Opts: []kgo.Opt{kgo.ClientID("follower")}})
+	if err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	l.Close()
+}
