@@ -246,7 +246,7 @@ func (r *shareRunner) releaseHeld() int {
 // stop is the shutdown sequence: drain, acknowledge the outcomes, release
 // the rest, flush, close.
 func (r *shareRunner) stop() error {
-	r.g.Shutdown()
+	r.drain()
 	r.applyAcks()
 	if n := r.releaseHeld(); n > 0 {
 		r.log.Info("released unfinished share group records for redelivery", "records", n)
@@ -260,6 +260,32 @@ func (r *shareRunner) stop() error {
 		flushErr = fmt.Errorf("franz: shutdown: flushing the acknowledgements did not finish within 40%% of ShareConfig.CloseTimeout (%v): %w", timeout, flushErr)
 	}
 	return errors.Join(flushErr, r.closeClient(began.Add(timeout)))
+}
+
+// drain runs Group.Shutdown, which waits up to the drain timeout for the
+// graphs to finish what they hold, on a goroutine of its own, while this
+// (the poll) goroutine keeps renewing the locks of the held records: a
+// record still processed during the drain is not redelivered to another
+// member when its lock would expire. The renewals touch only r.held and
+// kgo records, never the Group, so the Group's calls stay one at a time.
+// Records whose outcome is known but not applied yet are renewed too;
+// their ACCEPT, REJECT or RELEASE after the drain overrides the renewal.
+func (r *shareRunner) drain() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.g.Shutdown()
+	}()
+	tick := time.NewTicker(pollIdle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			r.renew(time.Now())
+		}
+	}
 }
 
 // fail stops every graph without acknowledging and closes the client

@@ -81,7 +81,8 @@ func NewShareSource(cfg ShareConfig) (*ShareSource, error) {
 // acknowledges outcomes as they come and renews the acquisition lock of
 // the records held past half of it (AckRenew).
 //
-// When ctx is done Run drains the graphs (Group.Shutdown), acknowledges
+// When ctx is done Run drains the graphs (Group.Shutdown; the locks of
+// the records still held keep being renewed meanwhile), acknowledges
 // their outcomes, releases every record still unfinished, flushes the
 // acknowledgements and closes the client (which leaves the group), each
 // step bounded (see ShareConfig.CloseTimeout). It returns nil when all of

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -462,5 +463,133 @@ func TestShareLongProcessingRenewsLock(t *testing.T) {
 		if got := done.times("A", off) + done.times("B", off); got != 1 {
 			t.Errorf("offset %d processed %d times (A %d, B %d), want once", off, got, done.times("A", off), done.times("B", off))
 		}
+	}
+}
+
+// TestShareDrainRenewsLock: A is stopped while offset 0 still needs three
+// lock durations; its drain waits for it, and the source keeps renewing
+// the lock meanwhile, so B (a member already) never gets offset 0 while A
+// works on it: every record is processed once, offset 0 by A.
+func TestShareDrainRenewsLock(t *testing.T) {
+	t.Parallel()
+	const topic, group, n = "share-drain-renew", "share-drain-renew-g", 10
+	const lock = time.Second
+	b := newShareBrokerLock(t, topic, lock)
+	shareFromEarliest(t, b, group)
+	done := newTally()
+	var started atomic.Bool
+	build := func(name string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				if r.Offset == 0 && name == "A" {
+					started.Store(true)
+					time.Sleep(3 * lock) // the long work, not synchronisation
+				}
+				done.add(name, r.Offset)
+				return nil
+			})
+		}
+	}
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), build("A"), pipeline.WithDrainTimeout(time.Minute))
+	b.Fill(t, topic, n, 16)
+	waitUntil(t, "A processing offset 0", started.Load, a)
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), build("B"))
+	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
+	a.stopClean(t) // drains: returns once offset 0 (and what follows it on A) is done
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, bm)
+	bm.stopClean(t)
+	if got := done.times("A", 0); got != 1 {
+		t.Errorf("offset 0 completed on A %d times, want 1", got)
+	}
+	for off := int64(0); off < n; off++ {
+		if got := done.times("A", off) + done.times("B", off); got != 1 {
+			t.Errorf("offset %d processed %d times (A %d, B %d), want once: its lock expired while A drained", off, got, done.times("A", off), done.times("B", off))
+		}
+	}
+}
+
+// shareHooks counts what the runtime reports of a share source's records.
+type shareHooks struct {
+	delivered, completed, polls, joins atomic.Int64
+	inFlight, maxInFlight              atomic.Int64
+	stuckOffset                        atomic.Int64 // -1 until OnStuck
+}
+
+func (h *shareHooks) OnRecordsDelivered(_ pipeline.TopicPartition, n int) { h.delivered.Add(int64(n)) }
+func (h *shareHooks) OnRecordsCompleted(_ pipeline.TopicPartition, n int, _ int64) {
+	h.completed.Add(int64(n))
+}
+func (h *shareHooks) OnPolled(time.Time) { h.polls.Add(1) }
+func (h *shareHooks) OnJoined()          { h.joins.Add(1) }
+func (h *shareHooks) OnInFlight(records, _ int64) {
+	h.inFlight.Store(records)
+	for {
+		m := h.maxInFlight.Load()
+		if records <= m || h.maxInFlight.CompareAndSwap(m, records) {
+			return
+		}
+	}
+}
+func (h *shareHooks) OnStuck(_ string, _ pipeline.TopicPartition, offset int64, _ time.Duration) {
+	h.stuckOffset.Store(offset)
+}
+
+// TestShareHooksHealthAndBudget: in share mode the in-flight budget bounds
+// what is inside the graph, the record hooks count every record exactly,
+// the health check sees the polls and the join, and the stuck detector
+// reports a hanging record (failing Live) until it finishes.
+func TestShareHooksHealthAndBudget(t *testing.T) {
+	t.Parallel()
+	const topic, group, n, hang, budget = "share-hooks", "share-hooks-g", 200, 7, 10
+	b := newShareBroker(t, topic)
+	shareFromEarliest(t, b, group)
+	b.Fill(t, topic, n, 16)
+	unblock := make(chan struct{})
+	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		out := stages.Pool(in, 8, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+			if r.Offset == hang {
+				<-unblock
+			}
+			return r, nil
+		})
+		return stages.Each(out, func(context.Context, pipeline.Record) error { return nil })
+	}
+	hooks := &shareHooks{}
+	hooks.stuckOffset.Store(-1)
+	health, err := metrics.NewHealth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
+		pipeline.WithHooks(hooks, health), pipeline.WithMaxInFlight(budget),
+		pipeline.WithStuckThreshold(100*time.Millisecond))
+	waitUntil(t, "offset 7 reported stuck", func() bool { return hooks.stuckOffset.Load() == hang }, m)
+	if err := health.Live(); err == nil {
+		t.Error("Live passes while offset 7 is stuck")
+	}
+	close(unblock)
+	waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == n }, m)
+	waitUntil(t, "every record completed", func() bool { return hooks.completed.Load() == n }, m)
+	if err := health.Live(); err != nil {
+		t.Errorf("Live after the stuck record finished: %v", err)
+	}
+	if err := health.Ready(); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+	m.stopClean(t)
+	if got := hooks.delivered.Load(); got != n {
+		t.Errorf("OnRecordsDelivered counted %d records, want %d", got, n)
+	}
+	if got := hooks.completed.Load(); got != n {
+		t.Errorf("OnRecordsCompleted counted %d records, want %d", got, n)
+	}
+	if got := hooks.inFlight.Load(); got != 0 {
+		t.Errorf("in flight at the end: %d records, want 0", got)
+	}
+	if got := hooks.maxInFlight.Load(); got < 1 || got > budget {
+		t.Errorf("at most %d records in flight, want 1..%d (WithMaxInFlight)", got, budget)
+	}
+	if hooks.joins.Load() != 1 || hooks.polls.Load() == 0 {
+		t.Errorf("OnJoined %d times, OnPolled %d times: want 1 and some", hooks.joins.Load(), hooks.polls.Load())
 	}
 }
