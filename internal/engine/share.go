@@ -28,6 +28,8 @@ const (
 	AckReleased
 )
 
+// String returns the outcome's name as logged: accepted, rejected or
+// released.
 func (o AckOutcome) String() string {
 	switch o {
 	case AckAccepted:
