@@ -40,6 +40,11 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newProducer(cfg, m)
+}
+
+// newProducer connects a producer with the librdkafka configuration m.
+func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 	kp, err := kafka.NewProducer(&m)
 	if err != nil {
 		return nil, fmt.Errorf("sink: creating the producer: %w", err)

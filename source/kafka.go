@@ -100,6 +100,10 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return err
 	}
+	txns, err := k.initTransactions()
+	if err != nil {
+		return err
+	}
 	k.log.Debug("creating consumer", redacted(cm)...)
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
@@ -108,10 +112,12 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	logsDone, logsStop := make(chan struct{}), make(chan struct{})
 	go forwardLogs(k.log, c.Logs(), logsStop, logsDone)
 
+	g = txns.wrap(ctx, c, g)
 	r := &runner{
 		k:          k,
 		c:          c,
 		g:          g,
+		txns:       txns,
 		log:        k.log,
 		leftPaused: make(map[pipeline.TopicPartition]bool),
 		highs:      make(map[pipeline.TopicPartition]int64),
@@ -148,7 +154,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		close(logsStop)
 		<-logsDone
 	}
-	return err
+	return txns.joinErr(err)
 }
 
 // runner is the state of one Run and the [kafkasource.Backend] of its
@@ -163,6 +169,7 @@ type runner struct {
 	g    pipeline.Group
 	log  *slog.Logger
 	core *kafkasource.Core // owned set, batch, pause/resume, commits
+	txns *transactions     // exactly-once (transactions.go); wraps nothing without a transactional producer
 
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
@@ -201,6 +208,9 @@ func (r *runner) run(ctx context.Context) error {
 func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 	r.pollBatch(int(timeout.Milliseconds()))
 	r.g.Polled()
+	if r.fatal == nil {
+		return r.txns.err() // an aborted transaction stops Run like a fatal error
+	}
 	return r.fatal
 }
 

@@ -16,10 +16,20 @@ import (
 // hands the result to its poll loop instead. It begins a transaction
 // before the first record a graph gets, and commits it at every commit
 // point (the source's interval Offsets call, a graceful Revoke, Shutdown)
-// after a barrier: the poll loop, held inside that call, delivers nothing
-// while the Group waits until every record handed to a graph finished
-// (produced and reported, filtered or dead-lettered); then the records'
-// offsets go into the transaction, which commits.
+// after a barrier: no record is handed to a graph until every record
+// handed to one before finished (produced and reported, filtered or
+// dead-lettered); then the records' offsets go into the transaction,
+// which commits.
+//
+// At an interval the barrier does not hold the poll loop: records the
+// source delivers meanwhile are held by the Group (Deliver asks to pause
+// a partition once it holds holdPause records of it), the Group checks
+// the barrier at every Deliver, every Resumable (the source asks after
+// records finished) and at the next interval, commits once it is reached,
+// hands the held records to the graphs in a new transaction and lists
+// their partitions as resumable.
+// Revoke and Shutdown wait for the barrier on the poll loop (they must
+// commit before they return).
 //
 // Offsets, Revoke and Shutdown therefore return no offsets: the source
 // commits nothing itself. Every method must be called from the source's
@@ -31,13 +41,19 @@ import (
 // every partition without committing and return the error from Run.
 type Group struct {
 	pipeline.Group // the runtime's group
+	ctx            context.Context
 	txn            Txn
 	cfg            Config
 	log            *slog.Logger
 
 	parts map[pipeline.TopicPartition]*partition // owned partitions
 	open  bool                                   // a transaction is open
-	err   error                                  // the first failure; the Group commits nothing after it
+	// draining: a commit is due; records are held, not delivered.
+	draining bool
+	// resumable: partitions whose held records were delivered and that
+	// the runtime did not ask to pause, for the next Resumable.
+	resumable []pipeline.TopicPartition
+	err       error // the first failure; the Group commits nothing after it
 }
 
 // partition is what the Group knows of one owned partition. Offsets are
@@ -47,20 +63,23 @@ type partition struct {
 	done      int64 // the runtime's committable offset
 	committed int64 // what the last committed transaction committed
 	inTxn     bool  // records were delivered since the last commit
+	held      []pipeline.Record
 }
 
 var _ pipeline.Group = (*Group)(nil)
 
-// Wrap returns inner committing through txn. The caller (a source's Run)
-// must have initialized txn's transactions (fencing its predecessors)
-// before, and must check [Group.Err] after each call that may commit
-// (Deliver, Offsets, Revoke, Lose, Shutdown).
-func Wrap(inner pipeline.Group, txn Txn, cfg Config) *Group {
+// Wrap returns inner committing through txn. ctx is the one the source's
+// Run got: its cause tells a shutdown after a stage error (whose record's
+// outputs may be partly produced: the transaction aborts) from a plain
+// one. The caller must have initialized txn's transactions (fencing its
+// predecessors) before, and must check [Group.Err] after each call that
+// may commit (Deliver, Offsets, Resumable, Revoke, Lose, Shutdown).
+func Wrap(ctx context.Context, inner pipeline.Group, txn Txn, cfg Config) *Group {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Group{Group: inner, txn: txn, cfg: cfg, log: log.With("component", "sluice/exactlyonce"),
+	return &Group{Group: inner, ctx: ctx, txn: txn, cfg: cfg, log: log.With("component", "sluice/exactlyonce"),
 		parts: make(map[pipeline.TopicPartition]*partition)}
 }
 
@@ -80,12 +99,26 @@ func (g *Group) Assign(tps []pipeline.TopicPartition) error {
 }
 
 // Deliver implements pipeline.Group: it begins a transaction if none is
-// open, then hands recs to the runtime. After a failure it drops them.
+// open and hands recs to the runtime. While a commit is due (and its
+// barrier not reached) it holds them instead, and asks to pause the
+// partition once it holds holdPause records of it. After a failure it
+// drops them.
 func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
 	p := g.parts[tp]
 	if g.err != nil || p == nil || len(recs) == 0 {
 		return false
 	}
+	if g.draining {
+		g.tryCommit()
+	}
+	if g.draining {
+		p.held = append(p.held, recs...)
+		return len(p.held) >= holdPause
+	}
+	return g.deliver(tp, p, recs)
+}
+
+func (g *Group) deliver(tp pipeline.TopicPartition, p *partition, recs []pipeline.Record) bool {
 	if !g.open {
 		if err := g.txn.Begin(); err != nil {
 			g.err = fmt.Errorf("sluice: beginning a transaction: %w", err)
@@ -100,32 +133,98 @@ func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool
 }
 
 // Offsets implements pipeline.Group: the source's interval commit point.
-// If the records in flight finish within Config.BarrierTimeout, the open
-// transaction commits with their offsets; otherwise it stays open and the
-// next interval tries again. It returns nothing for the source to commit.
+// It commits at once if nothing is in flight, and otherwise starts
+// holding records until the barrier is reached (see Resumable). It
+// returns nothing for the source to commit.
 func (g *Group) Offsets() []pipeline.Offset {
 	g.absorb(g.Group.Offsets())
-	g.commitPoint("interval commit", time.Now().Add(g.cfg.barrierTimeout()), false)
+	if g.err == nil && g.open {
+		g.draining = true
+		g.tryCommit()
+	}
 	return nil
+}
+
+// Resumable implements pipeline.Group: the runtime's resumable partitions
+// and, once a due commit reached its barrier and committed, those whose
+// held records were delivered.
+func (g *Group) Resumable() []pipeline.TopicPartition {
+	out := g.Group.Resumable()
+	if g.draining {
+		g.tryCommit()
+	}
+	out = append(out, g.resumable...)
+	g.resumable = nil
+	return out
+}
+
+// tryCommit commits the due transaction if every delivered record
+// finished, then delivers the held records.
+func (g *Group) tryCommit() {
+	g.absorb(g.Group.Offsets())
+	if len(g.unfinished(g.owned())) > 0 {
+		return
+	}
+	if g.open {
+		g.commit("interval commit")
+		if g.err != nil {
+			return
+		}
+	}
+	g.draining = false
+	for tp, p := range g.parts {
+		if len(p.held) == 0 {
+			continue
+		}
+		recs := p.held
+		p.held = nil
+		if !g.deliver(tp, p, recs) && g.err == nil {
+			g.resumable = append(g.resumable, tp)
+		}
+	}
 }
 
 // Revoke implements pipeline.Group: the revoked partitions drain, then the
 // transaction commits with the offsets of every owned partition (after the
 // barrier) before Revoke returns, so before the source lets the
-// partitions go. A revoked partition whose drain left records unfinished,
-// or a barrier past Config.BarrierTimeout, aborts the transaction instead.
-// It returns nothing for the source to commit.
+// partitions go. The barrier shares the drain timeout with the drain. A
+// drain that timed out with records unfinished (they may have produced
+// part of their outputs), or a barrier past the drain timeout, aborts the
+// transaction instead. It returns nothing for the source to commit.
 func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
+	start := time.Now()
+	deadline := start.Add(g.DrainTimeout())
 	g.absorb(g.Group.Revoke(tps))
 	if g.err == nil && g.open {
-		if stuck := g.unfinished(tps); len(stuck) > 0 {
-			g.abort(fmt.Errorf("revoked partitions drained with records unfinished (%s)", strings.Join(stuck, ", ")))
+		if stuck := g.unfinished(tps); len(stuck) > 0 && time.Since(start) >= g.DrainTimeout() {
+			g.abort(fmt.Errorf("revoked partitions drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")))
 		} else {
-			g.commitPoint("revoke", time.Now().Add(g.cfg.barrierTimeout()), true)
+			g.settle(tps)
+			if g.barrier(deadline) {
+				g.commit("revoke")
+			} else {
+				g.abort(fmt.Errorf("revoke: records in flight did not finish within the drain timeout %v (%s)",
+					g.DrainTimeout(), strings.Join(g.unfinished(g.owned()), ", ")))
+			}
 		}
 	}
 	g.forget(tps)
+	if g.err == nil && g.draining {
+		g.tryCommit() // the revoke committed: deliver what was held
+	}
 	return nil
+}
+
+// settle records that the drained partitions tps finished all they will:
+// a drain within its timeout finishes every record it fed to the graph
+// and drops those still queued, which produced nothing. Their final
+// offsets are what the transaction commits.
+func (g *Group) settle(tps []pipeline.TopicPartition) {
+	for _, tp := range tps {
+		if p := g.parts[tp]; p != nil && p.inTxn {
+			p.delivered = p.done
+		}
+	}
 }
 
 // Lose implements pipeline.Group. A lost partition with records in the open
@@ -148,21 +247,28 @@ func (g *Group) Lose(tps []pipeline.TopicPartition) {
 }
 
 // Shutdown implements pipeline.Group: every partition drains, then the
-// transaction commits, or aborts if a drain left records unfinished. It
-// returns nothing for the source to commit.
+// transaction commits with their final offsets. It aborts instead when
+// records are unfinished after a drain that timed out, or after a stage
+// error stopped Run (ctx's cause is a *pipeline.StageError): such records
+// may have produced part of their outputs. Held records are dropped (they
+// were never processed). It returns nothing for the source to commit.
 func (g *Group) Shutdown() []pipeline.Offset {
+	start := time.Now()
 	g.absorb(g.Group.Shutdown())
 	if g.err == nil && g.open {
-		all := make([]pipeline.TopicPartition, 0, len(g.parts))
-		for tp := range g.parts {
-			all = append(all, tp)
-		}
-		if stuck := g.unfinished(all); len(stuck) > 0 {
-			g.abort(fmt.Errorf("shutdown drained with records unfinished (%s)", strings.Join(stuck, ", ")))
-		} else {
-			g.commitPoint("shutdown", time.Now(), true)
+		stuck := g.unfinished(g.owned())
+		var se *pipeline.StageError
+		switch {
+		case len(stuck) > 0 && time.Since(start) >= g.DrainTimeout():
+			g.abort(fmt.Errorf("shutdown drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")))
+		case len(stuck) > 0 && errors.As(context.Cause(g.ctx), &se):
+			g.abort(fmt.Errorf("shutdown after a stage error with records unfinished (%s)", strings.Join(stuck, ", ")))
+		default:
+			g.settle(g.owned())
+			g.commit("shutdown")
 		}
 	}
+	g.draining = false
 	clear(g.parts)
 	return nil
 }
@@ -217,23 +323,10 @@ func (g *Group) owned() []pipeline.TopicPartition {
 	return out
 }
 
-// commitPoint commits the open transaction once the barrier (until
-// deadline) is reached. Past the deadline it aborts when must is set, and
-// otherwise leaves the transaction open.
-func (g *Group) commitPoint(why string, deadline time.Time, must bool) {
-	if g.err != nil || !g.open {
-		return
-	}
-	if !g.barrier(deadline) {
-		stuck := strings.Join(g.unfinished(g.owned()), ", ")
-		if must {
-			g.abort(fmt.Errorf("%s: records in flight did not finish within %v (%s)", why, g.cfg.barrierTimeout(), stuck))
-			return
-		}
-		g.log.Warn("records in flight did not finish within the barrier timeout; the transaction stays open until the next commit point",
-			"barrier_timeout", g.cfg.barrierTimeout(), "unfinished", stuck)
-		return
-	}
+// commit commits the open transaction with the offsets every partition
+// finished since the last commit; the barrier must be reached. A failed
+// commit aborts.
+func (g *Group) commit(why string) {
 	var offs []pipeline.Offset
 	for tp, p := range g.parts {
 		if p.done >= 0 && p.done != p.committed {

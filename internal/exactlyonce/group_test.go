@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -38,13 +39,17 @@ func outputs(p int32, from, to int64) []string {
 }
 
 // The interval commit waits until every delivered record finished, here
-// one whose first output was produced and whose second is held, then
-// commits exactly the offsets after the last record with its outputs.
+// one whose first output was produced and whose second is held, without
+// holding the poll loop: records delivered meanwhile are held (their
+// partition paused), and once the barrier is reached (checked when the
+// source asks for resumable partitions) the transaction commits exactly
+// the offsets after the last record with its outputs, and the held
+// records go to the graph in the next transaction.
 func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-2-b")
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, gs))
 		d.do(func(g *Group) {
 			if err := g.Assign([]pipeline.TopicPartition{tp(0)}); err != nil {
@@ -52,27 +57,45 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 			}
 			g.Deliver(tp(0), recs(0, 0, 3))
 		})
-		done := d.start(func(g *Group) {
+		synctest.Wait() // 0-2-a produced, 0-2-b held at its gate
+		d.do(func(g *Group) {
 			if got := g.Offsets(); got != nil {
 				t.Errorf("Offsets returned %v to the source, want nothing", got)
 			}
+			if g.Deliver(tp(0), recs(0, 3, 5)) {
+				t.Error("Deliver holding 2 records asked to pause")
+			}
+			if got := g.Resumable(); len(got) != 0 {
+				t.Errorf("Resumable before the barrier: %v", got)
+			}
 		})
 		synctest.Wait()
-		select {
-		case <-done:
-			t.Fatal("the interval commit returned while record 2 was in flight")
-		default:
+		visible, commits, _, _ := txn.state()
+		if len(commits) != 0 || len(visible) != 0 {
+			t.Fatalf("committed %v (outputs %v) while record 2 was in flight", commits, visible)
 		}
-		if _, commits, _, _ := txn.state(); len(commits) != 0 {
-			t.Fatalf("committed %v while record 2 was in flight", commits)
+		if got := txn.pendingOutputs(); !slices.Equal(got, append(outputs(0, 0, 2), "0-2-a")) {
+			t.Fatalf("outputs in the open transaction %v: the held records 3 and 4 must not be processed yet", got)
 		}
 		gs.open("0-2-b")
-		<-done
+		synctest.Wait()
+		d.do(func(g *Group) {
+			g.Resumable()
+		})
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]pipeline.Offset{offs(0, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
 		}
 		if want := outputs(0, 0, 3); !slices.Equal(visible, want) {
+			t.Fatalf("committed outputs %v, want %v", visible, want)
+		}
+		synctest.Wait() // the held records processed, in the next transaction
+		d.do(func(g *Group) { g.Offsets() })
+		visible, commits, aborts, misplaced = txn.state()
+		if want := [][]pipeline.Offset{offs(0, 3), offs(0, 5)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+		if want := outputs(0, 0, 5); !slices.Equal(visible, want) {
 			t.Fatalf("committed outputs %v, want %v", visible, want)
 		}
 		if aborts != 0 || len(misplaced) != 0 {
@@ -84,39 +107,36 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 	})
 }
 
-// A barrier that does not finish within the timeout leaves the transaction
-// open (nothing aborted, nothing committed) and the next interval commits.
-func TestIntervalCommitPastBarrierTimeoutRetriesNextInterval(t *testing.T) {
+// A revoke whose barrier does not finish within the drain timeout (a
+// record of another partition stuck) aborts: Run stops with ErrAborted and
+// nothing is committed.
+func TestRevokeBarrierPastDrainTimeoutAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		gs := newGates("0-1-a")
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
-		_, stop := run(t, d, fanOut(txn, gs))
+		gs := newGates("1-0-a")
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, fanOut(txn, gs), pipeline.WithDrainTimeout(testBarrier))
 		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
 			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Offsets() // returns after the barrier timeout
-			if err := g.Err(); err != nil {
-				t.Fatalf("Err after a barrier timeout: %v", err)
+			g.Deliver(tp(1), recs(1, 0, 1))
+		})
+		start := time.Now()
+		d.do(func(g *Group) {
+			g.Revoke([]pipeline.TopicPartition{tp(0)})
+			if err := g.Err(); !errors.Is(err, ErrAborted) {
+				t.Errorf("Err after the revoke: %v, want ErrAborted", err)
 			}
 		})
-		if _, commits, aborts, _ := txn.state(); len(commits) != 0 || aborts != 0 {
-			t.Fatalf("after the barrier timeout: commits %v, aborts %d; want none", commits, aborts)
+		if took := time.Since(start); took != testBarrier {
+			t.Errorf("the revoke took %v, want the drain timeout %v", took, testBarrier)
 		}
-		gs.open("0-1-a")
-		d.do(func(g *Group) {
-			g.Deliver(tp(0), recs(0, 2, 3)) // joins the open transaction
-			g.Offsets()
-		})
-		visible, commits, _, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
-			t.Fatalf("commits %v, want %v", commits, want)
+		gs.open("1-0-a")
+		if err := stop(); !errors.Is(err, ErrAborted) {
+			t.Fatalf("Run returned %v, want ErrAborted", err)
 		}
-		if want := outputs(0, 0, 3); !slices.Equal(visible, want) || len(misplaced) != 0 {
-			t.Fatalf("committed outputs %v (misplaced %v), want %v", visible, misplaced, want)
-		}
-		if err := stop(); err != nil {
-			t.Fatal(err)
+		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
+			t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
 		}
 	})
 }
@@ -127,13 +147,14 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-4-b")
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, gs))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
 			g.Deliver(tp(0), recs(0, 0, 2))
 			g.Deliver(tp(1), recs(1, 3, 5))
 		})
+		synctest.Wait() // fed: a revoke drops only records still queued
 		done := d.start(func(g *Group) {
 			if got := g.Revoke([]pipeline.TopicPartition{tp(0)}); got != nil {
 				t.Errorf("Revoke returned %v to the source, want nothing", got)
@@ -169,7 +190,7 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 func TestLoseWithRecordsInTransactionAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates()))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
@@ -202,7 +223,7 @@ func TestLoseWithRecordsInTransactionAborts(t *testing.T) {
 func TestLoseWithoutRecordsInTransactionCommitsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates()))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
@@ -225,7 +246,7 @@ func TestFailedCommitAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
 		txn := &stubTxn{failNext: boom}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates()))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
@@ -247,12 +268,13 @@ func TestFailedCommitAborts(t *testing.T) {
 func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates()))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
 			g.Deliver(tp(0), recs(0, 0, 2))
 		})
+		synctest.Wait() // fed: a shutdown drops only records still queued
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +284,7 @@ func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates("0-1-b")), pipeline.WithDrainTimeout(testBarrier))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
@@ -283,7 +305,7 @@ func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 func TestNoRecordsNoTransaction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{BarrierTimeout: testBarrier})
+		d := newDriver(txn, Config{})
 		_, stop := run(t, d, fanOut(txn, newGates()))
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
@@ -295,6 +317,82 @@ func TestNoRecordsNoTransaction(t *testing.T) {
 		}
 		if _, commits, aborts, _ := txn.state(); len(commits) != 0 || aborts != 0 {
 			t.Fatalf("commits %v aborts %d, want none", commits, aborts)
+		}
+	})
+}
+
+// While a commit is due, a partition holding holdPause records is asked to
+// pause, and listed by Resumable once the commit delivered them.
+func TestHeldRecordsPauseTheirPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		gs := newGates("0-0-a")
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, fanOut(txn, gs))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			g.Deliver(tp(0), recs(0, 0, 1))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) {
+			g.Offsets()
+			if g.Deliver(tp(0), recs(0, 1, holdPause)) {
+				t.Errorf("Deliver holding %d records asked to pause", holdPause-1)
+			}
+			if !g.Deliver(tp(0), recs(0, holdPause, holdPause+1)) {
+				t.Errorf("Deliver holding %d records did not ask to pause", holdPause)
+			}
+		})
+		gs.open("0-0-a")
+		synctest.Wait()
+		d.do(func(g *Group) {
+			if got := g.Resumable(); !slices.Equal(got, []pipeline.TopicPartition{tp(0)}) {
+				t.Errorf("Resumable after the commit: %v, want [in/0]", got)
+			}
+		})
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() })
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		_, commits, _, _ := txn.state()
+		if want := [][]pipeline.Offset{offs(0, 1), offs(0, holdPause+1)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+	})
+}
+
+// A shutdown after a stage error aborts: the failed record may have
+// produced part of its outputs (here "0-1-a" before "0-1-b" failed).
+func TestShutdownAfterStageErrorAborts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		d := newDriver(txn, Config{})
+		failing := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+				return []string{fmt.Sprintf("0-%d-a", r.Offset), fmt.Sprintf("0-%d-b", r.Offset)}, nil
+			})
+			return stages.Each(outs, func(_ context.Context, out string) error {
+				if out == "0-1-b" {
+					return pipeline.Permanent(errors.New("cannot produce"))
+				}
+				txn.produce(out)
+				return nil
+			})
+		}
+		_, stop := run(t, d, failing)
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			g.Deliver(tp(0), recs(0, 0, 2))
+		})
+		synctest.Wait() // the stage error stops Run
+		err := stop()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {
+			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
+		}
+		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
+			t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
 		}
 	})
 }

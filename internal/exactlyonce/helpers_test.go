@@ -75,6 +75,12 @@ func (s *stubTxn) produce(out string) {
 	s.pending = append(s.pending, out)
 }
 
+func (s *stubTxn) pendingOutputs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pending)
+}
+
 func (s *stubTxn) state() (visible []string, commits [][]pipeline.Offset, aborts int, misplaced []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +101,7 @@ func newDriver(txn *stubTxn, cfg Config) *driver {
 }
 
 func (d *driver) Run(ctx context.Context, inner pipeline.Group) error {
-	g := Wrap(inner, d.txn, d.cfg)
+	g := Wrap(ctx, inner, d.txn, d.cfg)
 	d.ready <- g
 	for {
 		select {

@@ -46,41 +46,30 @@ type Txn interface {
 // starts again from the last committed transaction.
 var ErrAborted = errors.New("sluice: the exactly-once transaction was aborted")
 
-// DefaultBarrierTimeout is how long a commit point waits for the records
-// in flight unless [Config.BarrierTimeout] says otherwise.
-const DefaultBarrierTimeout = 2 * time.Second
-
 // DefaultCommitTimeout bounds Txn.Commit and Txn.Abort unless
 // [Config.CommitTimeout] says otherwise.
 const DefaultCommitTimeout = 10 * time.Second
 
-// barrierPoll is how often a barrier asks the runtime for its
-// committable offsets. The barrier polls instead of reading Group.Wake so
-// that the source still sees every wake-up (a paused partition waits for
-// one to resume).
+// holdPause is how many records of a partition the Group holds while a
+// commit is due before it asks the source to pause the partition: short
+// barriers then do not stop the client's fetching (pausing a partition
+// drops what librdkafka prefetched for it), long ones bound what is held
+// outside the runtime's budget.
+const holdPause = 512
+
+// barrierPoll is how often a revoke's barrier asks the runtime for its
+// committable offsets. It polls instead of reading Group.Wake so that the
+// source still sees every wake-up (a paused partition waits for one to
+// resume).
 const barrierPoll = time.Millisecond
 
 // Config configures a [Group].
 type Config struct {
-	// Logger receives the commit points that could not commit; nil
-	// discards them.
+	// Logger receives the aborts; nil discards them.
 	Logger *slog.Logger
-	// BarrierTimeout bounds how long a commit point holds the poll loop
-	// waiting for the records in flight (0: DefaultBarrierTimeout). An
-	// interval commit that reaches it lets records flow again and is tried
-	// at the next interval; a revoke or shutdown that reaches it aborts.
-	// Keep it well below the group's session and rebalance timeouts.
-	BarrierTimeout time.Duration
 	// CommitTimeout bounds each Txn.Commit and Txn.Abort (0:
 	// DefaultCommitTimeout).
 	CommitTimeout time.Duration
-}
-
-func (c Config) barrierTimeout() time.Duration {
-	if c.BarrierTimeout > 0 {
-		return c.BarrierTimeout
-	}
-	return DefaultBarrierTimeout
 }
 
 func (c Config) commitTimeout() time.Duration {

@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// eosFanOut is the exactly-once test pipeline: every input record has two
+// outputs, "<partition>-<offset>-a" and "-b", produced through produce.
+// Every slowEvery-th record (none if 0) takes a millisecond, to keep a
+// member mid-stream when it is stopped or revoked.
+func eosFanOut(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, slowEvery int64) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Message, error) {
+			if slowEvery > 0 && r.Offset%slowEvery == 0 {
+				time.Sleep(time.Millisecond) // work
+			}
+			id := fmt.Sprintf("%d-%d", r.Partition, r.Offset)
+			return []pipeline.Message{{Key: r.Key, Value: []byte(id + "-a")}, {Key: r.Key, Value: []byte(id + "-b")}}, nil
+		})
+		return produce(outs)
+	}
+}
+
+// newTxnSource returns a librdkafka source for group/topic and a
+// transactional producer bound to it with id txnID and test timings.
+func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Kafka, *sink.Producer) {
+	t.Helper()
+	src := newSource(t, b, group, topic, map[string]any{"session.timeout.ms": 2000})
+	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{
+		ProducerConfig:     sink.ProducerConfig{Brokers: b.Addrs(), Logger: testLogger(t)},
+		TransactionalID:    txnID,
+		TransactionTimeout: 3 * time.Second,
+		CommitTimeout:      2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return src, p
+}
+
+// eosQueue is the partition queue of the exactly-once tests: a commit
+// waits for every record in flight, so a shallow queue keeps each
+// transaction short (well below its 3s timeout) with 1ms records.
+var eosQueue = pipeline.WithPartitionQueue(256)
+
+func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[pipeline.Message]) pipeline.End {
+	return func(in pipeline.Stream[pipeline.Message]) pipeline.End {
+		return sink.Produce(in, p, topic, func(m pipeline.Message) (sink.Message, error) { return m, nil })
+	}
+}
+
+// checkExactlyOnce ends the output topic with a non-transactional
+// sentinel per partition, reads it with isolation.level=read_committed
+// up to the sentinels and checks that every input offset below hw has
+// exactly its two outputs.
+func checkExactlyOnce(t *testing.T, b *kafkatest.Broker, out string, outParts int32, hw map[int32]int64) {
+	t.Helper()
+	for p := range outParts {
+		b.Produce(t, out, pipeline.Record{Partition: p, Value: []byte("end")})
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(b.Addrs()...),
+		kgo.ConsumeTopics(out),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	seen := map[string]int{}
+	ended := map[int32]bool{}
+	for len(ended) < int(outParts) {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading %s committed: %v (ended partitions %v)", out, err, ended)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == "end" {
+				ended[r.Partition] = true
+				return
+			}
+			seen[string(r.Value)]++
+		})
+	}
+	missing, dups := 0, 0
+	for p, h := range hw {
+		for o := range h {
+			for _, s := range []string{"a", "b"} {
+				v := fmt.Sprintf("%d-%d-%s", p, o, s)
+				switch n := seen[v]; {
+				case n == 0:
+					missing++
+				case n > 1:
+					dups++
+					if dups <= 5 {
+						t.Errorf("output %s committed %d times", v, n)
+					}
+				}
+				delete(seen, v)
+			}
+		}
+	}
+	extra := len(seen)
+	if missing > 0 || dups > 0 || extra > 0 {
+		t.Fatalf("read_committed output of %s: %d outputs missing, %d duplicated, %d unexpected", out, missing, dups, extra)
+	}
+}
+
+// TestExactlyOnceMemberFailsMidStream: member A commits transactions
+// mid-stream until the coordinator stops answering its EndTxn (a crash at
+// the commit: A's transaction, outputs and offsets sent, is never ended);
+// A stops with ErrAborted. B takes over once the broker aborted A's
+// transaction after its timeout (until then the group's offsets are
+// unstable, KIP-447). A read_committed reader sees every input's outputs
+// exactly once. kfake times transactions out like Kafka
+// (transaction.timeout.ms, kfake txns.go).
+func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 3000
+	b := kafkatest.NewBroker(t)
+	const in, out, group = "eos-in", "eos-out", "eos-g"
+	b.CreateTopic(t, in, parts)
+	b.CreateTopic(t, out, parts)
+	b.Fill(t, in, perPartition, 16)
+	hw := b.HighWatermarks(t, in)
+
+	srcA, pA := newTxnSource(t, b, group, in, "eos-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), eosQueue)
+	waitFor(t, "A committing transactions on every partition", func() bool {
+		c := b.Committed(t, group, in)
+		var n int64
+		for _, o := range c {
+			n += o
+		}
+		return len(c) == parts && n >= parts*perPartition/5
+	}, a)
+	faults := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "eos-A", Err: kerr.CoordinatorLoadInProgress, Count: -1})
+	select {
+	case <-a.Done():
+	case <-time.After(wait):
+		t.Fatalf("A did not stop within %v of its EndTxn failing", wait)
+	}
+	faults.Remove()
+	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) {
+		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted", err)
+	}
+	atStop := b.Committed(t, group, in)
+	t.Logf("A stopped: %v; committed %v", a.Err(), atStop)
+
+	srcB, pB := newTxnSource(t, b, group, in, "eos-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
+	waitCommittedHW(t, b, group, in, bc)
+	bc.stop(t)
+	checkExactlyOnce(t, b, out, parts, hw)
+}
+
+// TestExactlyOnceRevokeUnderLoad: B joins while A is mid-stream; A's
+// revoke commits its transaction before it lets the partitions go, and B
+// starts from there: no output is committed twice, none is missing.
+func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 6000
+	b := kafkatest.NewBroker(t)
+	const in, out, group = "eosr-in", "eosr-out", "eosr-g"
+	b.CreateTopic(t, in, parts)
+	b.CreateTopic(t, out, parts)
+	b.Fill(t, in, perPartition, 16)
+	hw := b.HighWatermarks(t, in)
+
+	obsA := newGroupObserver()
+	srcA, pA := newTxnSource(t, b, group, in, "eosr-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 1), pipeline.WithHooks(obsA), eosQueue)
+	waitFor(t, "A committing on every partition", func() bool { return len(b.Committed(t, group, in)) == parts }, a)
+	srcB, pB := newTxnSource(t, b, group, in, "eosr-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 1), eosQueue)
+	waitFor(t, "A revoking partitions to B", func() bool { return obsA.revoked.Load() > 0 }, a, bc)
+	var done int64
+	for _, o := range b.Committed(t, group, in) {
+		done += o
+	}
+	if done >= parts*perPartition {
+		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
+	}
+	waitCommittedHW(t, b, group, in, a, bc)
+	a.stop(t)
+	bc.stop(t)
+	checkExactlyOnce(t, b, out, parts, hw)
+}

@@ -1,0 +1,111 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// transactions is the exactly-once side of one Run: the transactional
+// producer bound to the source (sink.NewTransactionalProducer) and the
+// Group wrapping the runtime's. Its zero value (no producer bound) wraps
+// nothing.
+type transactions struct {
+	p   *kafka.Producer
+	cfg exactlyonce.Config
+	eg  *exactlyonce.Group
+}
+
+// initTransactions takes the producer bound to k, if any, and initializes
+// its transactions (InitTransactions: fences and aborts what an earlier
+// producer with the same transactional.id left open), bounded by the
+// commit timeout of the exactly-once configuration. Run calls it before
+// creating the consumer.
+func (k *Kafka) initTransactions() (*transactions, error) {
+	b, ok := exactlyonce.Take(k)
+	if !ok {
+		return &transactions{}, nil
+	}
+	p, ok := b.Producer.(*kafka.Producer)
+	if !ok {
+		return nil, fmt.Errorf("source: the transactional producer bound to the source is a %T, not a librdkafka producer", b.Producer)
+	}
+	timeout := b.Config.CommitTimeout
+	if timeout <= 0 {
+		timeout = exactlyonce.DefaultCommitTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.InitTransactions(ctx); err != nil {
+		return nil, fmt.Errorf("source: initializing the transactional producer's transactions: %w", err)
+	}
+	return &transactions{p: p, cfg: b.Config}, nil
+}
+
+// wrap returns the Group the poll loop feeds: g, or g committing through
+// transactions of t's producer with c's group metadata.
+func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g pipeline.Group) pipeline.Group {
+	if t.p == nil {
+		return g
+	}
+	cfg := t.cfg
+	t.eg = exactlyonce.Wrap(ctx, g, confluentTxn{p: t.p, c: c}, cfg)
+	return t.eg
+}
+
+// err is the failure that ended the transactions, or nil.
+func (t *transactions) err() error {
+	if t.eg == nil {
+		return nil
+	}
+	return t.eg.Err()
+}
+
+// joinErr adds the transactions' failure to Run's error unless it holds it.
+func (t *transactions) joinErr(err error) error {
+	if terr := t.err(); terr != nil && !errors.Is(err, terr) {
+		return errors.Join(err, terr)
+	}
+	return err
+}
+
+// confluentTxn is exactlyonce.Txn on a librdkafka transactional producer
+// and the consumer whose group metadata fences its offsets (KIP-447).
+type confluentTxn struct {
+	p *kafka.Producer
+	c *kafka.Consumer
+}
+
+func (t confluentTxn) Begin() error { return t.p.BeginTransaction() }
+
+func (t confluentTxn) Commit(ctx context.Context, offs []pipeline.Offset) error {
+	if len(offs) > 0 {
+		md, err := t.c.GetConsumerGroupMetadata()
+		if err != nil {
+			return fmt.Errorf("reading the consumer's group metadata: %w", err)
+		}
+		parts := kafkaTPs(topicPartitions(offs))
+		for i, o := range offs {
+			parts[i].Offset = kafka.Offset(o.Next)
+		}
+		if err := t.p.SendOffsetsToTransaction(ctx, parts, md); err != nil {
+			return fmt.Errorf("sending the offsets to the transaction: %w", err)
+		}
+	}
+	return t.p.CommitTransaction(ctx)
+}
+
+func (t confluentTxn) Abort(ctx context.Context) error { return t.p.AbortTransaction(ctx) }
+
+func topicPartitions(offs []pipeline.Offset) []pipeline.TopicPartition {
+	out := make([]pipeline.TopicPartition, len(offs))
+	for i, o := range offs {
+		out[i] = o.TopicPartition
+	}
+	return out
+}
