@@ -57,7 +57,7 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*ba
 	if err != nil {
 		return nil, err
 	}
-	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	prod, err := newLibrdkafkaProducer(o, src, sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +72,9 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*ba
 }
 
 func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+	if o.exactlyOnce {
+		return nil, errExactlyOnceFranz
+	}
 	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
 		Opts:           o.franzConsumerOpts()})
