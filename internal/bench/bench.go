@@ -74,7 +74,7 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 				slices.Reverse(order)
 			}
 			for _, name := range order {
-				speedRuns = append(speedRuns, r.measure(ctx, name, round, speed, o.budget))
+				speedRuns = append(speedRuns, r.measure(ctx, "speed", name, round, speed, o.budget))
 			}
 		}
 	}
@@ -85,7 +85,7 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 		}
 		for _, n := range memoryPartitions {
 			for _, name := range []string{"sluice-confluent-graph", "sluice-franz-graph"} {
-				memRuns = append(memRuns, r.measure(ctx, name, 0, memTopics[n], budget))
+				memRuns = append(memRuns, r.measure(ctx, "memory", name, 0, memTopics[n], budget))
 			}
 		}
 	}
@@ -114,10 +114,12 @@ type runner struct {
 	hashes map[string][]uint64 // expected value hash sums, by topic
 }
 
-// measure runs case name once on topic t and checks it.
-func (r *runner) measure(ctx context.Context, name string, round int, t topicSpec, budget int64) run {
+// measure runs case name once on topic t and checks it. Its group and
+// output topic are named after section, name, partitions and round, so
+// that every run starts from a group of its own.
+func (r *runner) measure(ctx context.Context, section, name string, round int, t topicSpec, budget int64) run {
 	rn := run{name: name, round: round, l: t.l, budget: budget}
-	tag := fmt.Sprintf("%s-p%d-%d", name, t.l.partitions, round+1)
+	tag := fmt.Sprintf("%s-%s-p%d-%d", section, name, t.l.partitions, round+1)
 	group := "bench-" + tag
 	args := []string{"-case", name, "-brokers", r.addr, "-group", group, "-topic", t.name,
 		"-records", fmt.Sprint(t.l.records), "-partitions", fmt.Sprint(t.l.partitions), "-value", fmt.Sprint(t.l.valueSize),

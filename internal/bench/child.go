@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,11 +32,12 @@ type runConfig struct {
 // Result is the JSON line a run child prints on stdout when it is done.
 type Result struct {
 	Case       string      `json:"case"`
-	Records    int64       `json:"records"`     // records consumed (duplicates included)
-	WindowSec  float64     `json:"window_s"`    // first record to the last one done
-	CPUSec     float64     `json:"cpu_s"`       // user+sys CPU of the process within the window
-	CPUTotal   float64     `json:"cpu_total_s"` // user+sys CPU of the whole process
-	PeakRSSKiB int64       `json:"peak_rss_kib"`
+	Records    int64       `json:"records"`      // records consumed (duplicates included)
+	WindowSec  float64     `json:"window_s"`     // first record to the last one done
+	AssignSec  float64     `json:"assign_s"`     // first assignment to the last record done
+	CPUSec     float64     `json:"cpu_s"`        // user+sys CPU of the process within the window
+	CPUTotal   float64     `json:"cpu_total_s"`  // user+sys CPU of the whole process
+	PeakRSSKiB int64       `json:"peak_rss_kib"` // VmHWM
 	Parts      []PartStats `json:"parts"`
 	Err        string      `json:"err,omitempty"`
 }
@@ -119,9 +121,10 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	}
 	res.Records = tr.total()
 	res.Parts = tr.stats()
-	if wall, cpu, ok := w.span(); ok {
-		res.WindowSec = wall.Seconds()
-		res.CPUSec = cpu.Seconds()
+	if sp, ok := w.span(); ok {
+		res.WindowSec = sp.wall.Seconds()
+		res.AssignSec = sp.fromAssign.Seconds()
+		res.CPUSec = sp.cpu.Seconds()
 	}
 	ru, rerr := usage()
 	if rerr != nil {
@@ -133,18 +136,30 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 }
 
 // window is the measured interval of a run: from the first record to the
-// moment the last one was done, with the process's CPU time at both ends.
-// open and close may be called from any goroutine, any number of times:
-// the first call of each counts.
+// moment the last one was done, with the process's CPU time at both ends;
+// and the moment the consumer got its first partitions, for the rate
+// from assignment (which counts the fetches a client made ahead of the
+// first record it handed over). assign, open and close may be called from
+// any goroutine, any number of times: the first call of each counts.
 type window struct {
 	opened            atomic.Bool // fast path of open: set once first is
 	mu                sync.Mutex
+	assigned          time.Time
 	first, last       time.Time
 	cpuFirst, cpuLast time.Duration
 	done              chan struct{} // closed by the first close
 }
 
 func newWindow() *window { return &window{done: make(chan struct{})} }
+
+// assign marks the first assignment of partitions.
+func (w *window) assign() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.assigned.IsZero() {
+		w.assigned = time.Now()
+	}
+}
 
 // open marks the first record.
 func (w *window) open() {
@@ -187,37 +202,77 @@ func (w *window) closed() bool {
 	}
 }
 
-// span returns the window's duration and the CPU time spent within it;
-// ok is false while it is not closed.
-func (w *window) span() (wall, cpu time.Duration, ok bool) {
+// span is a closed window's measures.
+type span struct {
+	wall       time.Duration // first record to last done
+	fromAssign time.Duration // first assignment to last done (zero if never marked)
+	cpu        time.Duration // process CPU time within wall
+}
+
+// span returns the window's measures; ok is false while it is not
+// closed.
+func (w *window) span() (s span, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed() {
-		return 0, 0, false
+		return span{}, false
 	}
-	return w.last.Sub(w.first), w.cpuLast - w.cpuFirst, true
+	s = span{wall: w.last.Sub(w.first), cpu: w.cpuLast - w.cpuFirst}
+	if !w.assigned.IsZero() {
+		s.fromAssign = w.last.Sub(w.assigned)
+	}
+	return s, true
 }
 
-// rusage is what getrusage says about this process.
+// rusage is what this process used.
 type rusage struct {
-	cpu       time.Duration // user + system
-	maxRSSKiB int64
+	cpu       time.Duration // user + system, from getrusage
+	maxRSSKiB int64         // VmHWM
 }
 
+// usage returns the process's CPU time and peak RSS. The peak is VmHWM
+// from /proc/self/status, the high-water mark of this process's own
+// address space: getrusage's ru_maxrss is no good here, because Go
+// starts children with vfork semantics (CLONE_VM) and Linux carries the
+// parent's high-water mark across execve into the child's maxrss (a
+// child would report the parent's peak whenever it is the larger).
 func usage() (rusage, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return rusage{}, fmt.Errorf("getrusage: %w", err)
 	}
-	return rusage{
-		cpu:       time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		maxRSSKiB: ru.Maxrss, // kilobytes on Linux
-	}, nil
+	hwm, err := statusKiB("VmHWM")
+	if err != nil {
+		return rusage{}, err
+	}
+	return rusage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), maxRSSKiB: hwm}, nil
+}
+
+// statusKiB reads one "Name:   N kB" field of /proc/self/status.
+func statusKiB(field string) (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
+	}
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("peak RSS: /proc/self/status %s %q: %w", field, v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("peak RSS: /proc/self/status has no %s", field)
 }
 
 // cpuNow is the process's CPU time so far (zero if getrusage fails,
 // which it does not on Linux).
 func cpuNow() time.Duration {
-	ru, _ := usage()
-	return ru.cpu
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -100,7 +100,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory runs)", defaultMemoryBudget>>20))
 	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")
 	fs.BoolVar(&o.noMemory, "no-memory", false, "skip the memory section")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest one run may take")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "longest one run may take")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

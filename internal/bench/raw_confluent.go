@@ -44,7 +44,7 @@ func rawConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) er
 	if err != nil {
 		return err
 	}
-	if err := c.SubscribeTopics([]string{cfg.topic}, nil); err != nil {
+	if err := c.SubscribeTopics([]string{cfg.topic}, onAssigned(w)); err != nil {
 		return errors.Join(err, c.Close())
 	}
 	target := int64(cfg.l.records)
@@ -68,6 +68,18 @@ func rawConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) er
 	}
 	w.close()
 	return errors.Join(commitStored(c), c.Close())
+}
+
+// onAssigned is a rebalance callback that marks the first assignment in
+// w. It assigns nothing itself: confluent-kafka-go then does the
+// (incremental) assign.
+func onAssigned(w *window) kafka.RebalanceCb {
+	return func(_ *kafka.Consumer, ev kafka.Event) error {
+		if _, ok := ev.(kafka.AssignedPartitions); ok {
+			w.assign()
+		}
+		return nil
+	}
 }
 
 // commitStored commits the stored offsets synchronously. librdkafka
@@ -137,7 +149,7 @@ func k2kRawConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window)
 		<-reports
 		return c.Close()
 	}
-	if err := c.SubscribeTopics([]string{cfg.topic}, nil); err != nil {
+	if err := c.SubscribeTopics([]string{cfg.topic}, onAssigned(w)); err != nil {
 		return errors.Join(err, closeAll())
 	}
 	out := cfg.out

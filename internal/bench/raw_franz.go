@@ -12,8 +12,8 @@ import (
 // rawFranzOpts are the kgo options of the raw franz loops: the settings
 // package franz sets (FetchMaxWait 100ms, reset to the start), a group
 // with kgo's default balancer (cooperative-sticky), auto-commit every
-// second.
-func rawFranzOpts(cfg runConfig) []kgo.Opt {
+// second; the first assignment is marked in w.
+func rawFranzOpts(cfg runConfig, w *window) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(cfg.brokers...),
 		kgo.ConsumerGroup(cfg.group),
@@ -21,6 +21,7 @@ func rawFranzOpts(cfg runConfig) []kgo.Opt {
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AutoCommitInterval(commitEvery),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { w.assign() }),
 	}
 }
 
@@ -40,7 +41,7 @@ func fetchErr(fs kgo.Fetches) error {
 // commits what is left synchronously once the last record is recorded,
 // then closes.
 func rawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-	cl, err := kgo.NewClient(rawFranzOpts(cfg)...)
+	cl, err := kgo.NewClient(rawFranzOpts(cfg, w)...)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func rawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error 
 // loop commits the marks synchronously, then closes.
 func k2kRawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
 	d := newDeliveries(cfg.l)
-	cl, err := kgo.NewClient(append(rawFranzOpts(cfg), kgo.AutoCommitMarks())...)
+	cl, err := kgo.NewClient(append(rawFranzOpts(cfg, w), kgo.AutoCommitMarks())...)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func TestMedian(t *testing.T) {
 func TestSummarizeComparesWithTheSameClientsRawLoop(t *testing.T) {
 	l := layout{records: 1000, partitions: 2, valueSize: 40}
 	mk := func(name string, window float64, err error) run {
-		return run{name: name, l: l, res: Result{WindowSec: window, CPUTotal: 0.002, PeakRSSKiB: 2048}, err: err}
+		return run{name: name, l: l, res: Result{WindowSec: window, AssignSec: 2 * window, CPUTotal: 0.002, PeakRSSKiB: 2048}, err: err}
 	}
 	runs := []run{
 		mk("raw-franz", 0.001, nil), mk("raw-franz", 0.002, nil), mk("raw-franz", 0.004, nil), // median 500k msg/s
@@ -39,6 +39,9 @@ func TestSummarizeComparesWithTheSameClientsRawLoop(t *testing.T) {
 	}
 	if s := got["sluice-franz-graph"]; !near(s.rate, 250_000) || !near(s.ratio, 0.5) || s.verified != 1 || s.runs != 2 {
 		t.Errorf("sluice-franz-graph %+v, want 250000 msg/s, ratio 0.5, 1 of 2 verified", s)
+	}
+	if s := got["sluice-franz-graph"]; !near(s.assignRate, 125_000) || !near(s.assignRatio, 0.5) {
+		t.Errorf("sluice-franz-graph %+v, want 125000 msg/s from assignment, ratio 0.5", s)
 	}
 	if s := got["k2k-sluice-confluent"]; !near(s.ratio, 0.8) || s.baseline != "k2k-raw-confluent" {
 		t.Errorf("k2k-sluice-confluent %+v, want ratio 0.8 against k2k-raw-confluent", s)

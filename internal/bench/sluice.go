@@ -14,7 +14,8 @@ import (
 )
 
 // The Sluice cases run pipeline.Run over one backend's source with their
-// default settings (plus -budget). The window opens when the first
+// default settings (plus -budget). The first assignment is
+// pipeline.HookPartitionAssigned's; the window opens when the first
 // records enter a graph (pipeline.HookRecordsDelivered) and closes when
 // every partition's records are all committable
 // (pipeline.HookRecordsCompleted reached its end offset); then the case
@@ -169,6 +170,9 @@ func newProgress(l layout, w *window) *progress {
 	}
 	return pr
 }
+
+// OnPartitionAssigned marks the first assignment.
+func (pr *progress) OnPartitionAssigned(pipeline.TopicPartition) { pr.w.assign() }
 
 // OnRecordsDelivered opens the window at the first delivery.
 func (pr *progress) OnRecordsDelivered(pipeline.TopicPartition, int) { pr.w.open() }
