@@ -1,14 +1,19 @@
 // Command purego is a consumer built from pipeline, stages, franz, metrics
 // and the testkit fake only: CI builds it with CGO_ENABLED=0 to prove that
-// a program on the franz source needs no C compiler (.ci/run, "pure Go").
-// Run, it processes three records through the fake source and exits.
+// a program on the franz source and producer needs no C compiler (.ci/run,
+// "pure Go"). Run, it processes three records through the fake source,
+// then produces them with franz.Produce (the franz dead-letter destination
+// wired) to a cluster that is not there, checks that the first delivery's
+// timeout stops Run at its offset, and exits.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,6 +32,19 @@ func build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.
 		fmt.Println(s)
 		return nil
 	})
+}
+
+// produceBuilder writes every value to topic "out" with p (the pure-Go
+// producer) and marks "b" invalid (for the dead-letter destination).
+func produceBuilder(p *franz.Producer) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return franz.Produce(in, p, "out", func(r pipeline.Record) (pipeline.Message, error) {
+			if string(r.Value) == "b" {
+				return pipeline.Message{}, pipeline.Invalid(errors.New("b is bad"))
+			}
+			return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+		})
+	}
 }
 
 func main() {
@@ -59,4 +77,35 @@ func main() {
 	if err := <-done; err != nil {
 		log.Fatal(err)
 	}
+	produceNowhere()
+}
+
+// produceNowhere runs franz.Produce, with the franz dead-letter
+// destination wired, against a cluster that is not there: the first
+// value's delivery times out, which stops Run with a StageError at its
+// offset; Close then has nothing left to give up on.
+func produceNowhere() {
+	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, DeliveryTimeout: 200 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fake := testkit.NewFake()
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(context.Background(), fake, produceBuilder(p), pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	}()
+	if err := fake.Assign("in", 0); err != nil {
+		log.Fatal(err)
+	}
+	if err := fake.Send("in", 0, []byte("a"), []byte("b"), []byte("c")); err != nil {
+		log.Fatal(err)
+	}
+	var se *pipeline.StageError
+	if err := <-done; !errors.As(err, &se) || se.Offset != 0 || !strings.Contains(err.Error(), "delivery to out failed") {
+		log.Fatalf("Run = %v, want a StageError at offset 0 naming the delivery to out", err)
+	}
+	if err := p.Close(); err != nil {
+		log.Fatalf("Close after Run = %v, want nil", err)
+	}
+	fmt.Println("produce: delivery to out timed out, as expected")
 }
