@@ -15,6 +15,13 @@
 // Every other flag, the output and the exit status are the same with
 // either; any other value is refused with an error naming the flag.
 //
+// --exactly-once (librdkafka only; refused with --client franz) produces
+// the outputs and dead letters and commits the input offsets in one Kafka
+// transaction per commit interval (sink.NewTransactionalProducer, with
+// transactional.id "sluice-example-" plus --client-id, or the host and pid):
+// readers of the output with isolation.level=read_committed see every event
+// once, whatever crashes. See docs/exactly-once.md.
+//
 // Prometheus metrics (see docs/metrics.md) are served on --metrics-addr
 // (default 127.0.0.1:9464; empty disables) at /metrics, with liveness and
 // readiness probes at /healthz and /readyz.
