@@ -1,6 +1,7 @@
-// Package franz implements the Kafka [pipeline.Source] on franz-go
-// (github.com/twmb/franz-go/pkg/kgo), in pure Go: no cgo, so programs
-// using it build with CGO_ENABLED=0. It gives the guarantees of the
+// Package franz implements the Kafka [pipeline.Source], a producer, a
+// producing terminal stage ([Produce]) and a dead-letter destination
+// ([Producer.DeadLetter]) on franz-go (github.com/twmb/franz-go/pkg/kgo),
+// in pure Go: no cgo, so programs using it build with CGO_ENABLED=0. It gives the guarantees of the
 // librdkafka source in package source (read its documentation too); this
 // page says how, and where the two differ.
 //
@@ -110,6 +111,46 @@
 //     closed under it (kgo.ErrClientClosed); other fetch errors are logged
 //     as warnings while kgo retries.
 //   - Commits carry no leader epoch (-1).
+//
+// # Producing
+//
+// [NewProducer] creates one kgo client shared by every partition's
+// [Produce] stages and by [Producer.DeadLetter]; close it after Run
+// returned. The contracts are package sink's (both run on the same
+// internal core): a value commits only after its delivery was
+// acknowledged; a Produce stage keeps at most 1024 messages outstanding,
+// so kgo's promise goroutine, which calls every promise one at a time,
+// never waits on a stage's full channel; while kgo buffers
+// kgo.MaxBufferedRecords records (or kgo.MaxBufferedBytes bytes) a stage
+// or dead letter waits for a report (or 5ms) and sends again: kgo's
+// blocking Produce is never entered deaf to the partition's end, and
+// nothing is dropped. A dead letter carries the record's key, value,
+// timestamp and headers, then the pipeline.DeadLetterHeader* headers, and
+// its call returns after the delivery report. Errors kgo does not retry
+// (kerr with Retriable false, UNKNOWN_TOPIC_OR_PARTITION after
+// kgo.UnknownTopicRetries, a closed client) are pipeline.Permanent; a
+// delivery timeout is transient.
+//
+// Defaults: kgo's acks=all and idempotent writes, no linger
+// ([DefaultProducerLinger]: kgo batches what is produced while a request
+// is in flight; on the embedded broker 0 beat sink's 5ms and kgo's 10ms,
+// BenchmarkProduceLinger), and ProducerConfig.DeliveryTimeout (30s) as
+// each record's produce context. kgo.RecordDeliveryTimeout is refused: kgo counts it
+// from the record's timestamp, which a dead letter keeps from the invalid
+// record, so old records' dead letters would fail at once. Also refused in
+// ProducerConfig.Opts, with an error naming the option: kgo.SeedBrokers,
+// kgo.WithLogger, kgo.TransactionalID, kgo.ManualFlushing,
+// kgo.DefaultProduceTopicAlways and the consumer options
+// (kgo.ConsumerGroup, kgo.ConsumeTopics, kgo.ConsumeRegex,
+// kgo.ConsumePartitions, kgo.ShareGroup), found against a probe client as
+// for the source.
+//
+// [Producer.Close] flushes for up to ProducerConfig.CloseTimeout, then
+// gives up on what is left (it ends the records' produce contexts and
+// calls kgo.AbortBufferedRecords, bounded by a second), closes the
+// client (bounded by a second) and returns a *[CloseError] naming the
+// messages given up on by the input records they came from. [CloseError],
+// [UndeliveredMessage] and pipeline.Message are the same types as sink's.
 //
 // # Logs
 //
