@@ -8,12 +8,14 @@ import (
 	"time"
 )
 
-// TestSmoke runs the command end to end on a tiny workload: the broker
-// and every run are child processes (this test binary, see TestMain), and
-// every run must pass its checks.
+// TestSmoke runs the command end to end on a tiny workload, memory
+// section included: the broker and every run are child processes (this
+// test binary, see TestMain), and every run must pass its checks. With 8
+// partitions the memory section's 8-partition runs consume the speed
+// runs' topic (in groups of their own).
 func TestSmoke(t *testing.T) {
 	o := options{
-		records: 20_000, partitions: 4, value: 100, runs: 1, noMemory: true, timeout: time.Minute,
+		records: 20_000, partitions: 8, value: 100, runs: 1, timeout: time.Minute,
 		cases: []string{"raw-franz", "sluice-confluent-graph", "k2k-sluice-confluent"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -37,7 +39,10 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("row %q: want its one run verified", row)
 		}
 	}
-	if strings.Contains(report, "FAILED") {
+	if got := strings.Count(report, "-graph | "); got != 1+len(memoryPartitions)*2 {
+		t.Errorf("the report has %d graph rows, want 1 speed row and %d memory rows:\n%s", got, len(memoryPartitions)*2, report)
+	}
+	if strings.Contains(report, "FAILED") || strings.Contains(report, "| NO: ") {
 		t.Errorf("a run failed:\n%s", report)
 	}
 }
