@@ -96,7 +96,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.value, "value", 100, fmt.Sprintf("value bytes per record (at least %d)", minValueSize))
 	fs.IntVar(&o.runs, "runs", 3, "runs of every case (rounds alternate the case order)")
 	list := fs.String("cases", "all", "comma-separated cases: all, or some of "+strings.Join(caseOrder, ", "))
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per case and run (<case>-<run>.pprof)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per run (<section>-<case>-p<partitions>-<run>.pprof, section speed or memory)")
 	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory runs)", defaultMemoryBudget>>20))
 	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")
 	fs.BoolVar(&o.noMemory, "no-memory", false, "skip the memory section")
