@@ -23,7 +23,9 @@
 // partitions they give up (never delivered, so nothing is committed past
 // them). A failed read keeps the offsets read before.
 //
-// [Hook] reports, per partition, the leaders' offset and how many records
-// are held back; metrics.Metrics implements it (sluice_follower_* gauges).
+// [Hook] reports, per partition, the leaders' offset, how many records
+// are held back and how far behind the leaders the follower is
+// ([Status].Lag); metrics.Metrics implements it (sluice_follower_*
+// gauges).
 // docs/follow.md has what it guarantees, what it costs and when to use it.
 package follow

@@ -21,6 +21,9 @@ type group struct {
 type part struct {
 	leaders int64             // the leaders' offset applied, -1 when none
 	held    []pipeline.Record // delivered by the source, not yet handed on; our own array
+	// next is one past the last record handed on to the runtime since the
+	// assignment, -1 before the first.
+	next int64
 	// runtimePaused: the runtime's Deliver asked for a pause that its
 	// Resumable has not lifted yet; sourcePaused: a Deliver of ours
 	// returned true and our Resumable has not listed the partition since.
@@ -41,7 +44,7 @@ func (g *group) Assign(tps []pipeline.TopicPartition) error {
 		if g.parts[tp] != nil {
 			continue
 		}
-		p := &part{leaders: -1}
+		p := &part{leaders: -1, next: -1}
 		g.parts[tp] = p
 		g.order = append(g.order, tp)
 		added = append(added, tp)
@@ -105,7 +108,8 @@ func (g *group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool
 	if len(p.held) == 0 && !p.runtimePaused {
 		n := releasable(recs, p.leaders)
 		if n == len(recs) {
-			p.runtimePaused = g.Group.Deliver(tp, recs)
+			g.handOn(tp, p, recs)
+			g.report(tp, p, true)
 			p.sourcePaused = p.sourcePaused || p.runtimePaused
 			return p.runtimePaused
 		}
@@ -148,7 +152,7 @@ func (g *group) release(tp pipeline.TopicPartition, p *part) (paused bool) {
 		return true
 	}
 	if n := releasable(p.held, p.leaders); n > 0 {
-		p.runtimePaused = g.Group.Deliver(tp, p.held[:n:n])
+		g.handOn(tp, p, p.held[:n:n])
 		p.held = p.held[n:]
 		if len(p.held) == 0 {
 			p.held = nil
@@ -156,6 +160,27 @@ func (g *group) release(tp pipeline.TopicPartition, p *part) (paused bool) {
 		g.report(tp, p, true)
 	}
 	return p.runtimePaused || len(p.held) > 0
+}
+
+// handOn delivers recs (not empty) to the runtime and moves tp's position
+// past them.
+func (g *group) handOn(tp pipeline.TopicPartition, p *part, recs []pipeline.Record) {
+	p.runtimePaused = g.Group.Deliver(tp, recs)
+	p.next = recs[len(recs)-1].Offset + 1
+}
+
+// lag is Status.Lag of p: the leaders' offset minus the offset of the next
+// record not handed on yet (the first held one, else one past the last
+// handed on), at least 0; -1 when either is unknown.
+func (p *part) lag() int64 {
+	pos := p.next
+	if len(p.held) > 0 {
+		pos = p.held[0].Offset
+	}
+	if p.leaders < 0 || pos < 0 {
+		return -1
+	}
+	return max(0, p.leaders-pos)
 }
 
 // Wake is signalled when the runtime's Wake is, and when a read changed
@@ -191,9 +216,9 @@ func (g *group) report(tp pipeline.TopicPartition, p *part, owned bool) {
 	if len(g.hooks) == 0 {
 		return
 	}
-	st := Status{TopicPartition: tp, Leaders: p.leaders, Held: len(p.held), Owned: owned}
+	st := Status{TopicPartition: tp, Leaders: p.leaders, Held: len(p.held), Lag: p.lag(), Owned: owned}
 	if !owned {
-		st.Held = 0
+		st.Held, st.Lag = 0, -1
 	}
 	if st == p.reported {
 		return

@@ -73,7 +73,8 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithHook adds a hook told how far each partition is held back
+// WithHook adds a hook told how far each partition is held back and how
+// far behind its leaders it is
 // (metrics.Metrics is one). Hooks are called in the order given; nil is an
 // error.
 func WithHook(h Hook) Option {
@@ -92,7 +93,8 @@ func WithHook(h Hook) Option {
 // calling the runtime's Group), never concurrently, whenever one of a
 // partition's Status fields changed: when the partition is assigned, when
 // a read of the leaders' offsets changed its Leaders, when records were
-// held or released, and once with Owned false when the partition is
+// held, released or handed on (Lag moved: at most once per Deliver of
+// the source), and once with Owned false when the partition is
 // revoked, lost or the consumer shuts down (its held records were
 // dropped). It must be cheap and must not block: the source polls
 // nothing while it runs.
@@ -117,7 +119,26 @@ type Status struct {
 	// leaders' distance to the end of the partition.
 	Held int
 
+	// Lag is how far the follower is behind its leaders on the partition,
+	// in offsets: Leaders minus the follower's position, the offset of the
+	// next record it has not handed to the runtime yet (the first held
+	// record, else one past the last record handed on since the
+	// assignment). Records handed on but still in the runtime's queues do
+	// not count: they passed the follower (sluice_inflight_records counts
+	// them). It counts offsets, as consumer lag
+	// does, so offsets without a record (transaction markers, compacted
+	// records) count too. It is 0 while the follower waits at the leaders'
+	// offset, and never negative: a position past the leaders (their
+	// offsets reset backwards, or a gap the leaders committed into) is 0.
+	// It is -1 while unknown: while Leaders is -1, and after an assignment
+	// until the first record of the partition reaches the follower (a
+	// follower with nothing to read since it was assigned shows -1, not 0).
+	// It changes with every delivery, so a Status is reported at most once
+	// per Deliver of the source, not per record.
+	Lag int64
+
 	// Owned is false in the last status of an ownership: the partition
-	// left the follower (Held is 0; nothing held was delivered).
+	// left the follower (Held is 0, Lag is -1; nothing held was
+	// delivered).
 	Owned bool
 }

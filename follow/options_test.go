@@ -117,12 +117,12 @@ func TestHookStatuses(t *testing.T) {
 		}
 		o := tp("orders", 0)
 		want := []follow.Status{
-			{TopicPartition: o, Leaders: -1, Owned: true},
-			{TopicPartition: o, Leaders: 2, Owned: true},
-			{TopicPartition: o, Leaders: 2, Held: 3, Owned: true},
-			{TopicPartition: o, Leaders: 5, Held: 3, Owned: true},
-			{TopicPartition: o, Leaders: 5, Held: 0, Owned: true},
-			{TopicPartition: o, Leaders: 5, Owned: false},
+			{TopicPartition: o, Leaders: -1, Lag: -1, Owned: true},
+			{TopicPartition: o, Leaders: 2, Lag: -1, Owned: true},         // nothing received yet
+			{TopicPartition: o, Leaders: 2, Held: 3, Lag: 0, Owned: true}, // 0, 1 handed on, 2..4 held
+			{TopicPartition: o, Leaders: 5, Held: 3, Lag: 3, Owned: true}, // the read applied, 2..4 not yet released
+			{TopicPartition: o, Leaders: 5, Held: 0, Lag: 0, Owned: true}, // released
+			{TopicPartition: o, Leaders: 5, Lag: -1, Owned: false},
 		}
 		got := hooks.list()
 		if len(got) != len(want) {

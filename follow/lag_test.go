@@ -1,0 +1,175 @@
+package follow_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/follow"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// wantStatus fails the test unless the newest status of t0 is want.
+func wantStatus(t *testing.T, hooks *statuses, step string, want follow.Status) {
+	t.Helper()
+	if got := hooks.last()[want.TopicPartition]; got != want {
+		t.Fatalf("%s: status %+v, want %+v", step, got, want)
+	}
+}
+
+// Lag is the leaders' offset minus the offset of the next record not
+// handed on (one past the last handed on, or the first held), never below
+// zero, and -1 until a record arrived.
+func TestLagIsLeadersMinusPosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := testkit.NewFake()
+		leaders := newStubLeaders()
+		leaders.set("orders", 0, 8)
+		hooks := &statuses{}
+		rec := newRecorder(leaders)
+		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		t0 := tp("orders", 0)
+		if err := fake.Assign("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "assigned, nothing received", follow.Status{TopicPartition: t0, Leaders: 8, Lag: -1, Owned: true})
+		steps := []struct {
+			name    string
+			send    int   // records appended before the step
+			leaders int64 // the leaders' offset for the step
+			held    int
+			lag     int64
+		}{
+			{"0..4 handed on", 5, 8, 0, 3},
+			{"0..7 handed on", 3, 8, 0, 0},
+			{"8..11 held at the leaders", 4, 8, 4, 0},
+			{"leaders at 10: 10, 11 held", 0, 10, 2, 0},
+			{"leaders at 20: 0..11 handed on", 0, 20, 0, 8},
+			{"leaders reset back to 4", 0, 4, 0, 0},
+		}
+		for _, s := range steps {
+			leaders.set("orders", 0, s.leaders)
+			if s.send > 0 {
+				if err := fake.Send("orders", 0, values(s.send)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			settle()
+			wantStatus(t, hooks, s.name, follow.Status{TopicPartition: t0, Leaders: s.leaders, Held: s.held, Lag: s.lag, Owned: true})
+		}
+		if err := fake.Revoke("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, hooks, "revoked", follow.Status{TopicPartition: t0, Leaders: 4, Lag: -1})
+		if err := run.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Lag is unknown (-1) while the leaders have committed nothing, even with
+// records held; once they did, the first held record is the position.
+func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := testkit.NewFake()
+		leaders := newStubLeaders()
+		hooks := &statuses{}
+		rec := newRecorder(leaders)
+		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		t0 := tp("orders", 0)
+		if err := fake.Send("orders", 0, values(3)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Assign("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "no leader commit", follow.Status{TopicPartition: t0, Leaders: -1, Held: 3, Lag: -1, Owned: true})
+		leaders.set("orders", 0, 0) // nothing handed on yet: the position is the first held record
+		settle()
+		wantStatus(t, hooks, "leaders at 0", follow.Status{TopicPartition: t0, Leaders: 0, Held: 3, Lag: 0, Owned: true})
+		leaders.set("orders", 0, 1)
+		settle()
+		wantStatus(t, hooks, "leaders at 1", follow.Status{TopicPartition: t0, Leaders: 1, Held: 2, Lag: 0, Owned: true})
+		if err := run.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A new ownership starts with an unknown position: Lag is -1 again until
+// a record arrives, not the value of the previous ownership.
+func TestLagResetsOnReassign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := testkit.NewFake()
+		leaders := newStubLeaders()
+		leaders.set("orders", 0, 9)
+		hooks := &statuses{}
+		rec := newRecorder(leaders)
+		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		t0 := tp("orders", 0)
+		if err := fake.Send("orders", 0, values(5)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Assign("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "first ownership", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 4, Owned: true})
+		if err := fake.Revoke("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Assign("orders", 0); err != nil { // resumes at the committed 5: nothing to deliver
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "assigned again", follow.Status{TopicPartition: t0, Leaders: 9, Lag: -1, Owned: true})
+		if err := fake.Send("orders", 0, values(2)...); err != nil { // offsets 5, 6
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "5, 6 handed on", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 2, Owned: true})
+		if err := run.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Lag counts offsets, gaps included, from the last record handed on; a
+// first held record past the leaders (a gap they committed into) is lag 0,
+// not negative.
+func TestLagCountsOffsetsAcrossGaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := testkit.NewFake()
+		leaders := newStubLeaders()
+		leaders.set("orders", 0, 10)
+		hooks := &statuses{}
+		rec := newRecorder(leaders)
+		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		t0 := tp("orders", 0)
+		at := func(offs ...int64) []pipeline.Record {
+			var out []pipeline.Record
+			for _, o := range offs {
+				out = append(out, pipeline.Record{Topic: "orders", Partition: 0, Offset: o})
+			}
+			return out
+		}
+		if err := fake.SendRecords(at(0, 2, 5)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Assign("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "0, 2, 5 handed on", follow.Status{TopicPartition: t0, Leaders: 10, Lag: 4, Owned: true})
+		if err := fake.SendRecords(at(12, 15)...); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		wantStatus(t, hooks, "12, 15 held", follow.Status{TopicPartition: t0, Leaders: 10, Held: 2, Lag: 0, Owned: true})
+		if err := run.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
