@@ -81,7 +81,7 @@ type confluentTxn struct {
 	c *kafka.Consumer
 }
 
-func (t confluentTxn) Begin() error { return t.p.BeginTransaction() }
+func (t confluentTxn) Begin() error { return fatalTxn(t.p.BeginTransaction()) }
 
 func (t confluentTxn) Commit(ctx context.Context, offs []pipeline.Offset) error {
 	if len(offs) > 0 {
@@ -94,13 +94,25 @@ func (t confluentTxn) Commit(ctx context.Context, offs []pipeline.Offset) error 
 			parts[i].Offset = kafka.Offset(o.Next)
 		}
 		if err := t.p.SendOffsetsToTransaction(ctx, parts, md); err != nil {
-			return fmt.Errorf("sending the offsets to the transaction: %w", err)
+			return fatalTxn(fmt.Errorf("sending the offsets to the transaction: %w", err))
 		}
 	}
-	return t.p.CommitTransaction(ctx)
+	return fatalTxn(t.p.CommitTransaction(ctx))
 }
 
-func (t confluentTxn) Abort(ctx context.Context) error { return t.p.AbortTransaction(ctx) }
+func (t confluentTxn) Abort(ctx context.Context) error { return fatalTxn(t.p.AbortTransaction(ctx)) }
+
+// fatalTxn marks err with exactlyonce.ErrFatal when librdkafka reports
+// the producer unusable: fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH
+// are fatal errors of a transactional producer in librdkafka) or any
+// other fatal error.
+func fatalTxn(err error) error {
+	var ke kafka.Error
+	if errors.As(err, &ke) && ke.IsFatal() {
+		return fmt.Errorf("%w: %w", exactlyonce.ErrFatal, err)
+	}
+	return err
+}
 
 func topicPartitions(offs []pipeline.Offset) []pipeline.TopicPartition {
 	out := make([]pipeline.TopicPartition, len(offs))

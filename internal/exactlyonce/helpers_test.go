@@ -22,6 +22,7 @@ type stubTxn struct {
 	commits   [][]pipeline.Offset // offsets of each committed transaction
 	aborts    int
 	failNext  error // returned by the next Commit
+	rewinds   [][]pipeline.TopicPartition
 	misplaced []string
 }
 
@@ -60,6 +61,14 @@ func (s *stubTxn) Abort(context.Context) error {
 	s.open = false
 	s.pending = nil
 	s.aborts++
+	return nil
+}
+
+// Rewind records the partitions rewound.
+func (s *stubTxn) Rewind(_ context.Context, tps []pipeline.TopicPartition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rewinds = append(s.rewinds, slices.Clone(tps))
 	return nil
 }
 

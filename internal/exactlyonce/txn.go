@@ -35,15 +35,50 @@ type Txn interface {
 	Commit(ctx context.Context, offs []pipeline.Offset) error
 	// Abort aborts the open transaction: nothing it produced becomes
 	// visible to read_committed readers and none of its offsets commits.
+	// After it succeeded the Group rewinds the partitions that had records
+	// in the transaction (Rewind) and begins a new one.
 	Abort(ctx context.Context) error
+	// Rewind moves the consumer's position of every partition of tps back
+	// to the group's committed offset (what the last committed
+	// transaction committed for it; without a committed offset, where a
+	// new owner would start: auto.offset.reset), so that the records of
+	// an aborted transaction are consumed and processed again. The Group
+	// calls it after Abort succeeded, from inside the Group method that
+	// aborted (Deliver, Offsets, Resumable, Revoke or Lose), on the poll
+	// goroutine, for owned partitions only; it has cancelled their graphs
+	// before (nothing of them runs any more) and builds new ones once it
+	// returns. After it returned the source must not hand the Group any
+	// record of tps fetched before the call: the next record of each
+	// partition it delivers is the first one at or after the committed
+	// offset (librdkafka's seek bumps the partition's version barrier,
+	// which drops what was prefetched; a backend that holds fetched
+	// records itself drops those of tps; a kafkasource.Core holds none in
+	// its batch while a Group method runs). A paused partition stays
+	// paused (the Group lists it in Resumable afterwards). ctx bounds the
+	// call (the Group's CommitTimeout). An error stops the Group as a
+	// failed Abort does.
+	Rewind(ctx context.Context, tps []pipeline.TopicPartition) error
 }
 
+// ErrFatal is wrapped by the error of a [Txn] method when the
+// transactional producer cannot be used any more: it was fenced by a
+// newer producer with the same transactional id (PRODUCER_FENCED,
+// INVALID_PRODUCER_EPOCH) or the client raised a fatal error. The Group
+// then stops instead of rewinding: its Err wraps [ErrAborted] and this
+// error, and the source's Run returns it. Backends wrap their client's
+// error: fmt.Errorf("%w: %w", exactlyonce.ErrFatal, err).
+var ErrFatal = errors.New("sluice: the transactional producer is fenced or failed fatally")
+
 // ErrAborted is wrapped by the error a [Group] reports ([Group.Err]) once
-// it aborted a transaction: a commit failed, the open transaction held
-// records of a lost partition, or a revoke or shutdown could not wait for
-// every record it holds. The consumer must then stop without committing
-// (the source returns the error from Run): restarted, every partition
-// starts again from the last committed transaction.
+// it stopped: a transaction aborted and could not be followed by a rewind
+// (the producer is fenced or failed fatally, see [ErrFatal]; Abort or
+// Rewind failed; Begin failed), or a shutdown aborted (its drain timed out
+// with records unfinished, or a stage error stopped Run). The consumer
+// must then stop without committing (the source returns the error from
+// Run): restarted, every partition starts again from the last committed
+// transaction. Any other abort (a partition lost with records in the
+// transaction, a failed commit, a revoke past the drain timeout) is
+// followed by a rewind and Run goes on.
 var ErrAborted = errors.New("sluice: the exactly-once transaction was aborted")
 
 // DefaultCommitTimeout bounds Txn.Commit and Txn.Abort unless
