@@ -115,14 +115,11 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 	// The warm-up lasts until the partition was paused once: its buffers
 	// (the tracker's ring) then have their full size.
 	pausedOnce := false
+	// Offsets allocates its result: like a real source, collect it now
+	// and then (every 4096 records delivered, then every millisecond once
+	// all are), not on every wake (one per completion for Each).
 	var collected int64 // next at the last Offsets call
-	wake := func() {
-		if paused && len(g.Resumable()) > 0 {
-			paused = false
-		}
-		if next < s.total && next-collected < 4096 {
-			return // Offsets allocates its result: collect it now and then, as real sources do
-		}
+	collect := func() {
 		collected = next
 		for _, o := range g.Offsets() {
 			if o.Next > committed {
@@ -138,6 +135,16 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 			close(s.done)
 		}
 	}
+	wake := func() {
+		if paused && len(g.Resumable()) > 0 {
+			paused = false
+		}
+		if next < s.total && next-collected >= 4096 {
+			collect()
+		}
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for {
 		g.Polled()
 		if !paused && next < s.total {
@@ -158,9 +165,15 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 			}
 			continue
 		}
+		var ticks <-chan time.Time
+		if next >= s.total {
+			ticks = tick.C
+		}
 		select {
 		case <-g.Wake():
 			wake()
+		case <-ticks:
+			collect()
 		case <-ctx.Done():
 			g.Shutdown()
 			return nil
