@@ -83,6 +83,6 @@ func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.En
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	return float64(after.Mallocs-before.Mallocs) / float64(window),
-		float64(after.TotalAlloc-before.TotalAlloc) / float64(window)
+	n := float64(src.timed())
+	return float64(after.Mallocs-before.Mallocs) / n, float64(after.TotalAlloc-before.TotalAlloc) / n
 }
