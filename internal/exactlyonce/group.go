@@ -36,9 +36,16 @@ import (
 // poll goroutine only, as for any Group. The methods it does not override
 // are the wrapped group's.
 //
-// Once a transaction aborted (or one could not begin), [Group.Err] returns
-// the error; the source must then stop as for a fatal client failure: lose
-// every partition without committing and return the error from Run.
+// A transaction that aborts (a partition lost with records in it, a failed
+// commit, a revoke past the drain timeout) is followed by a rewind in
+// place (abort.go): every partition still owned with records in it (or
+// held) has its graph cancelled, is rewound to the group's committed
+// offset (Txn.Rewind) and gets a new graph; the next records begin a new
+// transaction. Only when that is impossible (the producer is fenced or
+// failed fatally, Abort or Rewind failed) or at shutdown does the Group
+// stop: [Group.Err] then returns the error, and the source must stop as
+// for a fatal client failure: lose every partition without committing and
+// return the error from Run.
 type Group struct {
 	pipeline.Group // the runtime's group
 	ctx            context.Context
@@ -63,8 +70,11 @@ type partition struct {
 	done      int64 // the runtime's committable offset
 	committed int64 // what the last committed transaction committed
 	inTxn     bool  // records were delivered since the last commit
+	leaving   bool  // being revoked: never rewound
 	held      []pipeline.Record
 }
+
+func newPartition() *partition { return &partition{delivered: -1, done: -1, committed: -1} }
 
 var _ pipeline.Group = (*Group)(nil)
 
@@ -92,7 +102,7 @@ func (g *Group) Assign(tps []pipeline.TopicPartition) error {
 	err := g.Group.Assign(tps)
 	for _, tp := range tps {
 		if g.parts[tp] == nil {
-			g.parts[tp] = &partition{delivered: -1, done: -1, committed: -1}
+			g.parts[tp] = newPartition()
 		}
 	}
 	return err
@@ -102,7 +112,8 @@ func (g *Group) Assign(tps []pipeline.TopicPartition) error {
 // open and hands recs to the runtime. While a commit is due (and its
 // barrier not reached) it holds them instead, and asks to pause the
 // partition once it holds holdPause records of it. After a failure it
-// drops them.
+// drops them, and so it does when the commit it tried first aborted and
+// rewound tp (they were fetched before the rewind).
 func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
 	p := g.parts[tp]
 	if g.err != nil || p == nil || len(recs) == 0 {
@@ -110,6 +121,9 @@ func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool
 	}
 	if g.draining {
 		g.tryCommit()
+		if g.err != nil || g.parts[tp] != p {
+			return false
+		}
 	}
 	if g.draining {
 		p.held = append(p.held, recs...)
@@ -147,7 +161,8 @@ func (g *Group) Offsets() []pipeline.Offset {
 
 // Resumable implements pipeline.Group: the runtime's resumable partitions
 // and, once a due commit reached its barrier and committed, those whose
-// held records were delivered.
+// held records were delivered, and the partitions rewound since the last
+// call (their new graphs have room; one the source paused must resume).
 func (g *Group) Resumable() []pipeline.TopicPartition {
 	out := g.Group.Resumable()
 	if g.draining {
@@ -190,21 +205,28 @@ func (g *Group) tryCommit() {
 // partitions go. The barrier shares the drain timeout with the drain. A
 // drain that timed out with records unfinished (they may have produced
 // part of their outputs), or a barrier past the drain timeout, aborts the
-// transaction instead. It returns nothing for the source to commit.
+// transaction instead (and the partitions kept are rewound; the revoked
+// ones' next owner starts at the last committed transaction). It returns
+// nothing for the source to commit.
 func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 	start := time.Now()
 	deadline := start.Add(g.DrainTimeout())
+	for _, tp := range tps {
+		if p := g.parts[tp]; p != nil {
+			p.leaving = true
+		}
+	}
 	g.absorb(g.Group.Revoke(tps))
 	if g.err == nil && g.open {
 		if stuck := g.unfinished(tps); len(stuck) > 0 && time.Since(start) >= g.DrainTimeout() {
-			g.abort(fmt.Errorf("revoked partitions drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")))
+			g.abort(fmt.Errorf("revoked partitions drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), true)
 		} else {
 			g.settle(tps)
 			if g.barrier(deadline) {
 				g.commit("revoke")
 			} else {
 				g.abort(fmt.Errorf("revoke: records in flight did not finish within the drain timeout %v (%s)",
-					g.DrainTimeout(), strings.Join(g.unfinished(g.owned()), ", ")))
+					g.DrainTimeout(), strings.Join(g.unfinished(g.owned()), ", ")), true)
 			}
 		}
 	}
@@ -229,21 +251,22 @@ func (g *Group) settle(tps []pipeline.TopicPartition) {
 
 // Lose implements pipeline.Group. A lost partition with records in the open
 // transaction aborts it: their outputs must not commit, and neither may
-// the other partitions' outputs without the lost ones' offsets.
+// the other partitions' outputs without the lost ones' offsets. The
+// partitions kept that had records in it are rewound (abort.go).
 func (g *Group) Lose(tps []pipeline.TopicPartition) {
 	g.Group.Lose(tps)
+	var held []string
 	if g.err == nil && g.open {
-		var held []string
 		for _, tp := range tps {
 			if p := g.parts[tp]; p != nil && p.inTxn {
 				held = append(held, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
 			}
 		}
-		if len(held) > 0 {
-			g.abort(fmt.Errorf("partitions lost with records in the transaction (%s)", strings.Join(held, ", ")))
-		}
 	}
 	g.forget(tps)
+	if len(held) > 0 {
+		g.abort(fmt.Errorf("partitions lost with records in the transaction (%s)", strings.Join(held, ", ")), true)
+	}
 }
 
 // Shutdown implements pipeline.Group: every partition drains, then the
@@ -260,9 +283,9 @@ func (g *Group) Shutdown() []pipeline.Offset {
 		var se *pipeline.StageError
 		switch {
 		case len(stuck) > 0 && time.Since(start) >= g.DrainTimeout():
-			g.abort(fmt.Errorf("shutdown drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")))
+			g.abort(fmt.Errorf("shutdown drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), false)
 		case len(stuck) > 0 && errors.As(context.Cause(g.ctx), &se):
-			g.abort(fmt.Errorf("shutdown after a stage error with records unfinished (%s)", strings.Join(stuck, ", ")))
+			g.abort(fmt.Errorf("shutdown after a stage error with records unfinished (%s)", strings.Join(stuck, ", ")), false)
 		default:
 			g.settle(g.owned())
 			g.commit("shutdown")
@@ -339,7 +362,7 @@ func (g *Group) commit(why string) {
 	cancel()
 	g.Group.Committed(offs, time.Since(start), err)
 	if err != nil {
-		g.abort(fmt.Errorf("%s: committing the transaction with offsets %v: %w", why, offs, err))
+		g.abort(fmt.Errorf("%s: committing the transaction with offsets %v: %w", why, offs, err), why != "shutdown")
 		return
 	}
 	g.open = false
@@ -347,17 +370,4 @@ func (g *Group) commit(why string) {
 		p.committed = max(p.committed, p.done)
 		p.inTxn = false
 	}
-}
-
-// abort aborts the open transaction and records why; the Group commits
-// nothing after it.
-func (g *Group) abort(cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
-	defer cancel()
-	g.open = false
-	g.err = fmt.Errorf("%w: %w", ErrAborted, cause)
-	if err := g.txn.Abort(ctx); err != nil {
-		g.err = errors.Join(g.err, fmt.Errorf("sluice: aborting the transaction: %w", err))
-	}
-	g.log.Error("exactly-once transaction aborted; the consumer stops", "err", g.err)
 }

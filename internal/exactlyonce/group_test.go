@@ -108,9 +108,11 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 }
 
 // A revoke whose barrier does not finish within the drain timeout (a
-// record of another partition stuck) aborts: Run stops with ErrAborted and
-// nothing is committed.
-func TestRevokeBarrierPastDrainTimeoutAborts(t *testing.T) {
+// record of another partition stuck) aborts: nothing is committed, the
+// revoked partition is let go (its next owner starts at the last
+// committed transaction) and the partition kept, p1, is rewound in place
+// (to no committed offset: -1) while Run goes on.
+func TestRevokeBarrierPastDrainTimeoutAbortsAndRewinds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-0-a")
@@ -124,19 +126,22 @@ func TestRevokeBarrierPastDrainTimeoutAborts(t *testing.T) {
 		start := time.Now()
 		d.do(func(g *Group) {
 			g.Revoke([]pipeline.TopicPartition{tp(0)})
-			if err := g.Err(); !errors.Is(err, ErrAborted) {
-				t.Errorf("Err after the revoke: %v, want ErrAborted", err)
+			if err := g.Err(); err != nil {
+				t.Errorf("Err after the revoke: %v, want nil (rewound in place)", err)
 			}
 		})
 		if took := time.Since(start); took != testBarrier {
 			t.Errorf("the revoke took %v, want the drain timeout %v", took, testBarrier)
 		}
-		gs.open("1-0-a")
-		if err := stop(); !errors.Is(err, ErrAborted) {
-			t.Fatalf("Run returned %v, want ErrAborted", err)
+		if want := [][]pipeline.Offset{offs(1, -1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v (p1 only)", txn.rewound(), want)
 		}
-		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
-			t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
+		gs.open("1-0-a")
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+		if visible, commits, aborts, misplaced := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("visible %v commits %v aborts %d misplaced %v; want nothing committed, one abort", visible, commits, aborts, misplaced)
 		}
 	})
 }
@@ -184,41 +189,6 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 	})
 }
 
-// Losing a partition with records in the open transaction aborts it:
-// nothing of it becomes visible, Err wraps ErrAborted, and nothing is
-// committed afterwards, not even at shutdown.
-func TestLoseWithRecordsInTransactionAborts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		txn := &stubTxn{}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Deliver(tp(1), recs(1, 0, 2))
-		})
-		synctest.Wait() // every output produced into the open transaction
-		d.do(func(g *Group) {
-			g.Lose([]pipeline.TopicPartition{tp(1)})
-			if err := g.Err(); !errors.Is(err, ErrAborted) {
-				t.Errorf("Err after losing p1: %v, want ErrAborted", err)
-			}
-			if g.Deliver(tp(0), recs(0, 2, 3)) {
-				t.Error("Deliver after the abort asked to pause")
-			}
-			g.Offsets()
-		})
-		err := stop()
-		if !errors.Is(err, ErrAborted) {
-			t.Fatalf("Run returned %v, want ErrAborted", err)
-		}
-		visible, commits, aborts, _ := txn.state()
-		if len(visible) != 0 || len(commits) != 0 || aborts != 1 {
-			t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
-		}
-	})
-}
-
 // A partition lost with nothing in the open transaction aborts nothing.
 func TestLoseWithoutRecordsInTransactionCommitsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -241,8 +211,9 @@ func TestLoseWithoutRecordsInTransactionCommitsTheRest(t *testing.T) {
 	})
 }
 
-// A failed commit aborts, and Run returns the commit's error.
-func TestFailedCommitAborts(t *testing.T) {
+// A failed commit at shutdown aborts (nothing is left to rewind for), and
+// Run returns the commit's error.
+func TestFailedShutdownCommitAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
 		txn := &stubTxn{failNext: boom}
@@ -251,14 +222,14 @@ func TestFailedCommitAborts(t *testing.T) {
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
 			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Offsets()
 		})
+		synctest.Wait() // fed and processed: the shutdown commits
 		err := stop()
 		if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) {
 			t.Fatalf("Run returned %v, want ErrAborted wrapping the commit's error", err)
 		}
-		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
-			t.Fatalf("visible %v commits %v aborts %d", visible, commits, aborts)
+		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(txn.rewound()) != 0 {
+			t.Fatalf("visible %v commits %v aborts %d rewinds %v", visible, commits, aborts, txn.rewound())
 		}
 	})
 }

@@ -15,15 +15,23 @@ import (
 // the open transaction; Commit makes its outputs and offsets visible,
 // Abort drops them.
 type stubTxn struct {
-	mu        sync.Mutex
-	open      bool
-	pending   []string
-	visible   []string            // outputs of committed transactions, in order
-	commits   [][]pipeline.Offset // offsets of each committed transaction
-	aborts    int
-	failNext  error // returned by the next Commit
-	rewinds   [][]pipeline.TopicPartition
-	misplaced []string
+	mu       sync.Mutex
+	open     bool
+	pending  []string
+	visible  []string            // outputs of committed transactions, in order
+	commits  [][]pipeline.Offset // offsets of each committed transaction
+	aborts   int
+	failNext error // returned by the next Commit
+	// committed is the group's committed offset of each partition (what
+	// the committed transactions committed); rewinds lists every Rewind
+	// call as the offsets it sought to (-1: none committed).
+	committed map[int32]int64
+	rewinds   [][]pipeline.Offset
+	// onAbort, if set, runs once the transaction aborted, outside the lock.
+	onAbort    func()
+	failAbort  error // returned by every Abort
+	failRewind error // returned by every Rewind
+	misplaced  []string
 }
 
 func (s *stubTxn) Begin() error {
@@ -52,24 +60,51 @@ func (s *stubTxn) Commit(_ context.Context, offs []pipeline.Offset) error {
 	sorted := slices.Clone(offs)
 	slices.SortFunc(sorted, func(a, b pipeline.Offset) int { return int(a.Partition - b.Partition) })
 	s.commits = append(s.commits, sorted)
+	if s.committed == nil {
+		s.committed = map[int32]int64{}
+	}
+	for _, o := range offs {
+		s.committed[o.Partition] = o.Next
+	}
 	return nil
 }
 
 func (s *stubTxn) Abort(context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.open = false
 	s.pending = nil
 	s.aborts++
-	return nil
+	hook, err := s.onAbort, s.failAbort
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return err
 }
 
-// Rewind records the partitions rewound.
+// Rewind records the committed offsets a consumer would seek tps to.
 func (s *stubTxn) Rewind(_ context.Context, tps []pipeline.TopicPartition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rewinds = append(s.rewinds, slices.Clone(tps))
-	return nil
+	if s.open {
+		return errors.New("stub: Rewind with a transaction open")
+	}
+	var to []pipeline.Offset
+	for _, tp := range tps {
+		next, ok := s.committed[tp.Partition]
+		if !ok {
+			next = -1
+		}
+		to = append(to, pipeline.Offset{TopicPartition: tp, Next: next})
+	}
+	s.rewinds = append(s.rewinds, to)
+	return s.failRewind
+}
+
+func (s *stubTxn) rewound() [][]pipeline.Offset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.rewinds)
 }
 
 // produce is what a produce stage does: the output joins the open

@@ -1,0 +1,233 @@
+package exactlyonce
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// sortedOutputs returns the outputs of the given partitions' offset
+// ranges (partition, from, to triples), sorted.
+func sortedOutputs(ranges ...int64) []string {
+	var out []string
+	for i := 0; i+2 < len(ranges); i += 3 {
+		out = append(out, outputs(int32(ranges[i]), ranges[i+1], ranges[i+2])...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// Losing p1 with records in the open transaction aborts it and rewinds in
+// place the partition kept that had records in it (p0), to the offset the
+// last transaction committed, while Run goes on: p0's old graph is
+// cancelled before the abort (its record in flight, released by the
+// abort, produces nothing), p0 is listed as resumable, and its records
+// delivered again from the committed offset commit exactly once in the
+// next transaction. p2, with nothing in the aborted transaction, keeps
+// its graph and is not rewound.
+func TestLoseRewindsPartitionsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		gs := newGates("0-3-b")
+		txn.onAbort = func() {
+			gs.open("0-3-b") // a graph still running would now produce it
+			synctest.Wait()
+		}
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, fanOut(txn, gs))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1), tp(2)})
+			g.Deliver(tp(0), recs(0, 0, 2))
+			g.Deliver(tp(1), recs(1, 0, 2))
+			g.Deliver(tp(2), recs(2, 0, 1))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) {
+			g.Offsets() // commits 0:2 1:2 2:1
+			g.Deliver(tp(0), recs(0, 2, 4))
+			g.Deliver(tp(1), recs(1, 2, 4))
+		})
+		synctest.Wait() // 0-3-b held at its gate, the rest produced
+		d.do(func(g *Group) {
+			g.Lose([]pipeline.TopicPartition{tp(1)})
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after losing p1: %v, want nil (rewound in place)", err)
+			}
+			if got := g.Resumable(); !slices.Contains(got, tp(0)) {
+				t.Errorf("Resumable after the rewind: %v, want in/0 listed", got)
+			}
+		})
+		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v (p0 only, to its committed offset)", txn.rewound(), want)
+		}
+		d.do(func(g *Group) { // what the consumer delivers after the seek
+			g.Deliver(tp(0), recs(0, 2, 4))
+			g.Deliver(tp(2), recs(2, 1, 3))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() })
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+		visible, commits, aborts, misplaced := txn.state()
+		if want := [][]pipeline.Offset{offs(0, 2, 1, 2, 2, 1), offs(0, 4, 2, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+		if want := sortedOutputs(0, 0, 4, 1, 0, 2, 2, 0, 3); !slices.Equal(sorted(visible), want) {
+			t.Fatalf("committed outputs %v, want each of %v once", sorted(visible), want)
+		}
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}
+
+// A failed commit (tried when a delivery finds the barrier reached)
+// aborts and rewinds the partition: the records held meanwhile and the
+// batch being delivered are dropped (fetched again after the seek), the
+// partition is listed as resumable (the source paused it), and the
+// records delivered again from the committed offset commit exactly once.
+func TestFailedCommitRewinds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		txn := &stubTxn{}
+		gs := newGates("0-3-b")
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, fanOut(txn, gs))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			g.Deliver(tp(0), recs(0, 0, 2))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) {
+			g.Offsets() // commits 0:2
+			g.Deliver(tp(0), recs(0, 2, 4))
+		})
+		synctest.Wait() // 0-3-b at its gate
+		d.do(func(g *Group) {
+			g.Offsets() // due: the barrier waits for 0-3-b
+			if !g.Deliver(tp(0), recs(0, 4, 4+holdPause)) {
+				t.Errorf("Deliver holding %d records did not ask to pause", holdPause)
+			}
+		})
+		txn.mu.Lock()
+		txn.failNext = boom
+		txn.mu.Unlock()
+		gs.open("0-3-b")
+		synctest.Wait()
+		d.do(func(g *Group) {
+			if g.Deliver(tp(0), recs(0, 4+holdPause, 5+holdPause)) {
+				t.Error("Deliver of a batch fetched before the rewind asked to pause")
+			}
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after the failed commit: %v, want nil (rewound in place)", err)
+			}
+			if got := g.Resumable(); !slices.Equal(got, []pipeline.TopicPartition{tp(0)}) {
+				t.Errorf("Resumable after the rewind: %v, want [in/0]", got)
+			}
+		})
+		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v", txn.rewound(), want)
+		}
+		synctest.Wait()
+		if got := txn.pendingOutputs(); len(got) != 0 {
+			t.Fatalf("outputs %v in a transaction after the rewind: the held and dropped records must not be processed", got)
+		}
+		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() })
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+		visible, commits, aborts, misplaced := txn.state()
+		if want := [][]pipeline.Offset{offs(0, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+		if want := outputs(0, 0, 6); !slices.Equal(visible, want) {
+			t.Fatalf("committed outputs %v, want %v", visible, want)
+		}
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}
+
+// A commit failing because the producer is fenced (ErrFatal) stops the
+// Group: no rewind, later deliveries dropped, Run returns the error.
+func TestFencedCommitStopsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fenced := fmt.Errorf("%w: PRODUCER_FENCED", ErrFatal)
+		txn := &stubTxn{failNext: fenced}
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, fanOut(txn, newGates()))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			g.Deliver(tp(0), recs(0, 0, 2))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) {
+			g.Offsets()
+			if err := g.Err(); !errors.Is(err, ErrAborted) || !errors.Is(err, ErrFatal) {
+				t.Errorf("Err after a fenced commit: %v, want ErrAborted and ErrFatal", err)
+			}
+			g.Deliver(tp(0), recs(0, 2, 3))
+		})
+		synctest.Wait()
+		err := stop()
+		if !errors.Is(err, ErrAborted) || !errors.Is(err, fenced) {
+			t.Fatalf("Run returned %v, want ErrAborted wrapping the fencing error", err)
+		}
+		visible, commits, aborts, _ := txn.state()
+		if len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(txn.rewound()) != 0 {
+			t.Fatalf("visible %v commits %v aborts %d rewinds %v; want one abort, nothing else", visible, commits, aborts, txn.rewound())
+		}
+		if got := txn.pendingOutputs(); len(got) != 0 {
+			t.Fatalf("outputs %v after the stop", got)
+		}
+	})
+}
+
+// When the abort or the rewind that follows a failed commit fails, the
+// Group stops: Run returns ErrAborted with both causes.
+func TestFailedAbortOrRewindStopsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*stubTxn, error)
+	}{
+		{"abort", func(s *stubTxn, err error) { s.failAbort = err }},
+		{"rewind", func(s *stubTxn, err error) { s.failRewind = err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				boom, second := errors.New("boom"), errors.New(tc.name+" failed")
+				txn := &stubTxn{failNext: boom}
+				tc.set(txn, second)
+				d := newDriver(txn, Config{})
+				_, stop := run(t, d, fanOut(txn, newGates()))
+				d.do(func(g *Group) {
+					_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+					g.Deliver(tp(0), recs(0, 0, 2))
+				})
+				synctest.Wait()
+				d.do(func(g *Group) { g.Offsets() })
+				err := stop()
+				if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) || !errors.Is(err, second) {
+					t.Fatalf("Run returned %v, want ErrAborted wrapping %v and %v", err, boom, second)
+				}
+				if _, commits, _, _ := txn.state(); len(commits) != 0 {
+					t.Fatalf("commits %v after the stop", commits)
+				}
+			})
+		})
+	}
+}
