@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -122,6 +123,7 @@ type runner struct {
 	g    pipeline.Group
 	log  *slog.Logger
 	core *kafkasource.Core // owned set, batch, pause/resume, commits
+	hdrs headers.Slab      // header slices of converted records (toRecord)
 
 	highs map[pipeline.TopicPartition]int64 // last high watermark reported
 	fatal error                             // ends the loop
@@ -217,13 +219,14 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		}
 	}
 	for _, kr := range fp.Records {
-		r.core.Add(toRecord(kr))
+		r.core.Add(toRecord(kr, &r.hdrs))
 	}
 	r.core.Flush()
 }
 
-// toRecord converts a record kgo returned into a record.
-func toRecord(kr *kgo.Record) pipeline.Record {
+// toRecord converts a record kgo returned into a record, its headers
+// carved out of hdrs (no allocation per record).
+func toRecord(kr *kgo.Record, hdrs *headers.Slab) pipeline.Record {
 	rec := pipeline.Record{
 		Topic:     kr.Topic,
 		Partition: kr.Partition,
@@ -233,7 +236,7 @@ func toRecord(kr *kgo.Record) pipeline.Record {
 		Timestamp: kr.Timestamp,
 	}
 	if len(kr.Headers) > 0 {
-		rec.Headers = make([]pipeline.Header, len(kr.Headers))
+		rec.Headers = hdrs.Take(len(kr.Headers))
 		for i, h := range kr.Headers {
 			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
 		}

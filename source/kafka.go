@@ -11,6 +11,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -170,6 +171,7 @@ type runner struct {
 	log  *slog.Logger
 	core *kafkasource.Core // owned set, batch, pause/resume, commits
 	txns *transactions     // exactly-once (transactions.go); wraps nothing without a transactional producer
+	hdrs headers.Slab      // header slices of converted records (toRecord)
 
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
@@ -244,11 +246,12 @@ func (r *runner) message(m *kafka.Message) {
 		r.log.Warn("consume error", "topic", topicOf(tp), "partition", tp.Partition, "err", tp.Error)
 		return
 	}
-	r.core.Add(toRecord(m)) // fenced there: a stale message around a rebalance is dropped
+	r.core.Add(toRecord(m, &r.hdrs)) // fenced there: a stale message around a rebalance is dropped
 }
 
-// toRecord converts a message librdkafka returned into a record.
-func toRecord(m *kafka.Message) pipeline.Record {
+// toRecord converts a message librdkafka returned into a record, its
+// headers carved out of hdrs (no allocation per record).
+func toRecord(m *kafka.Message, hdrs *headers.Slab) pipeline.Record {
 	rec := pipeline.Record{
 		Topic:     topicOf(m.TopicPartition),
 		Partition: m.TopicPartition.Partition,
@@ -258,7 +261,7 @@ func toRecord(m *kafka.Message) pipeline.Record {
 		Timestamp: m.Timestamp,
 	}
 	if len(m.Headers) > 0 {
-		rec.Headers = make([]pipeline.Header, len(m.Headers))
+		rec.Headers = hdrs.Take(len(m.Headers))
 		for i, h := range m.Headers {
 			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
 		}
