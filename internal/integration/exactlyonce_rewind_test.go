@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// TestExactlyOnceRewindAfterFailedCommit: the coordinator answers one of
+// member A's EndTxn(commit) mid-stream with an error (UNKNOWN_SERVER_ERROR,
+// which librdkafka makes an abortable transaction error: the commit fails,
+// AbortTransaction succeeds). A aborts, rewinds the partitions of the
+// aborted transaction to the group's committed offsets, rebuilds their
+// graphs (the runtime reports them lost, then assigned) and keeps running
+// to the end of the input; a read_committed reader sees every input's two
+// outputs exactly once, and the committed offsets reach the high
+// watermarks. kfake answers a faulted request without processing it, so
+// the transaction is still open when A aborts it, as with a real broker
+// failing the EndTxn.
+func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 3000
+	b := kafkatest.NewBroker(t)
+	const in, out, group = "eosw-in", "eosw-out", "eosw-g"
+	b.CreateTopic(t, in, parts)
+	b.CreateTopic(t, out, parts)
+	b.Fill(t, in, perPartition, 16)
+	hw := b.HighWatermarks(t, in)
+
+	obs := newGroupObserver()
+	srcA, pA := newTxnSource(t, b, group, in, "eosw-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), pipeline.WithHooks(obs), eosQueue)
+	waitFor(t, "A committing transactions on every partition", func() bool {
+		c := b.Committed(t, group, in)
+		var n int64
+		for _, o := range c {
+			n += o
+		}
+		return len(c) == parts && n >= parts*perPartition/5
+	}, a)
+	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "eosw-A", Err: kerr.UnknownServerError,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("A's EndTxn(commit) was not faulted: %v", err)
+	}
+	waitFor(t, "A rewinding partitions (lost, then assigned again)", func() bool { return obs.lost.Load() > 0 }, a)
+	waitCommittedHW(t, b, group, in, a)
+	a.stop(t) // Run returns nil: the abort did not stop it
+	if got := obs.assigned.Load(); got <= parts {
+		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)
+	}
+	checkExactlyOnce(t, b, out, parts, hw)
+}
