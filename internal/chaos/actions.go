@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/sink"
 )
 
 // args are the command line of every cmd/example process; the supervisor
@@ -20,6 +22,9 @@ func (s *scenario) args() []string {
 	}
 	if s.protocol != "consumer" { // KIP-848: the broker's session timeout (startCluster)
 		a = append(a, "--session-timeout", s.set.sessionTimeout.String())
+	}
+	if s.set.exactlyOnce {
+		a = append(a, "--exactly-once")
 	}
 	return a
 }
@@ -59,6 +64,10 @@ func (s *scenario) terminate(ps []*proc, why string) {
 			s.kill(p, "SIGKILL after a shutdown hang")
 			continue
 		}
+		if line, ok := s.abortedOnItsOwn(p); ok { // it had exited before the signal
+			s.noteAbort(p, line)
+			continue
+		}
 		took := p.exitedAt().Sub(sent)
 		if took > s.res.slowestShutdown {
 			s.res.slowestShutdown, s.res.slowestShutdownWho = took, p.name
@@ -92,8 +101,33 @@ func (s *scenario) kill(p *proc, why string) {
 	case <-time.After(5 * time.Second):
 		s.violate("%s (pid %d) still not reaped 5s after SIGKILL", p.name, p.pid)
 	}
+	if line, ok := s.abortedOnItsOwn(p); ok {
+		s.noteAbort(p, line)
+		return
+	}
 	delete(s.live, p.slot)
-	s.logf("%s: SIGKILL (%s) -> %s; it owned partitions %v lately", p.name, why, p.exit(), held)
+	s.logf("%s: SIGKILL (%s) -> %s; it owned partitions %v lately%s", p.name, why, p.exit(), held, s.killedTransaction(p, now))
+}
+
+// killedTransaction describes, in exactly-once mode, the transaction the
+// SIGKILL left open: the broker keeps it open until its timeout, and
+// read_committed readers of its partitions wait for it meanwhile. It
+// counts the kills that left one (result.killsInTxn).
+func (s *scenario) killedTransaction(p *proc, killed time.Time) string {
+	if !s.set.exactlyOnce {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	t, err := s.c.transaction(ctx, transactionalID(p.name))
+	if err != nil {
+		return fmt.Sprintf("; its transaction: %v", err)
+	}
+	if t.state != "" {
+		s.res.killsInTxn++
+		s.txns.watch(s.c, transactionalID(p.name), killed)
+	}
+	return "; it left " + t.String()
 }
 
 // recovered waits until the group owns and consumes every partition again
@@ -109,14 +143,15 @@ func (s *scenario) kill(p *proc, why string) {
 // from the drain timeout), not at its session timeout as Kafka also does:
 // recovery from a kill during a rebalance is bounded by that timeout.
 func (s *scenario) recovered(ctx context.Context, after string, since time.Time) error {
-	live := s.liveNames()
-	if len(live) == 0 {
+	if len(s.live) == 0 {
 		return nil
 	}
 	deadline := since.Add(s.set.recoveryTimeout)
 	what := fmt.Sprintf("recovery after %s", after)
-	g, err := s.mon.waitUntil(ctx, deadline, what+": group settled",
-		func(g groupState) (bool, string) { return settled(g, live, s.set.partitions) })
+	g, err := s.mon.waitUntil(ctx, deadline, what+": group settled", func(g groupState) (bool, string) {
+		s.restartAborted()
+		return settled(g, s.liveNames(), s.set.partitions)
+	})
 	if err != nil {
 		s.violate("%v; the group meanwhile:\n%s", err, s.mon.history(since))
 		return errAbort
@@ -124,6 +159,7 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 	settledIn := time.Since(since)
 	base, hw := g.commits, s.c.highWatermarks(inputTopic)
 	_, err = s.mon.waitUntil(ctx, deadline, what+": every partition consuming", func(g groupState) (bool, string) {
+		s.restartAborted()
 		var idle []string
 		for p := range s.set.partitions {
 			if g.commits[p] <= base[p] && base[p] < hw[p] {
@@ -142,11 +178,26 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 		s.res.slowestRecovery, s.res.slowestRecoveryWhy = took, after
 	}
 	s.logf("recovered after %s in %v (settled in %v)", after, took.Round(time.Millisecond), settledIn.Round(time.Millisecond))
-	if slow := s.set.sessionTimeout + 3*time.Second; took > slow {
-		s.res.slow = append(s.res.slow, fmt.Sprintf("slow recovery after %s: %v (over session timeout + 3s); the group meanwhile:\n%s",
-			after, took.Round(time.Millisecond), s.mon.history(since)))
+	if slow, bound := s.slowRecovery(); took > slow {
+		s.res.slow = append(s.res.slow, fmt.Sprintf("slow recovery after %s: %v (over %s); the group meanwhile:\n%s",
+			after, took.Round(time.Millisecond), bound, s.mon.history(since)))
 	}
 	return nil
+}
+
+// slowRecovery is the recovery time past which the summary prints the
+// group's history, and what it is: the session timeout plus 3s. In
+// exactly-once mode, the new owner of a partition whose killed owner had
+// sent its offsets to the open transaction (TxnOffsetCommit, just before
+// EndTxn) gets UNSTABLE_OFFSET_COMMIT from its offset fetch until the
+// broker aborts that transaction at its timeout, counted from the
+// transaction's start: the bound is the longer of the two timeouts plus
+// 3s.
+func (s *scenario) slowRecovery() (time.Duration, string) {
+	if s.set.exactlyOnce && sink.DefaultTransactionTimeout > s.set.sessionTimeout {
+		return sink.DefaultTransactionTimeout + 3*time.Second, "the transaction timeout + 3s"
+	}
+	return s.set.sessionTimeout + 3*time.Second, "session timeout + 3s"
 }
 
 func owner(g groupState, p int32) string {
@@ -162,6 +213,7 @@ func owner(g groupState, p int32) string {
 // them: a violation that aborts the scenario (their partitions get a kill
 // window from offset 0, since when they died is known only roughly).
 func (s *scenario) unexpectedExits() error {
+	s.restartAborted()
 	var crashed bool
 	for _, p := range s.liveProcs() {
 		select {

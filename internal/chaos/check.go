@@ -25,6 +25,11 @@ type observed struct {
 	dead       []pipeline.Record // every record of the dead-letter topic
 	committed  map[int32]int64   // the group's committed offset per input partition (absent: none)
 	high       map[int32]int64   // the input partitions' high watermarks
+	// exactlyOnce: output and dead are the committed records only (read
+	// with read_committed, readcommitted.go), and each input must have
+	// exactly one result there: no duplicate is explained by a kill, and
+	// no result may be committed past its input's committed offset.
+	exactlyOnce bool
 }
 
 // window is a range of input offsets [from, to) of one partition that an
@@ -53,7 +58,8 @@ type verdict struct {
 	// violation through behind.
 	pending int
 	// duplicates counts the copies beyond the first of every output and
-	// dead letter; unexplained are those outside every kill window.
+	// dead letter; unexplained are those outside every kill window (in
+	// exactly-once mode: all of them).
 	duplicates  int
 	unexplained []string
 	// unexplainedAt lists the offsets of the unexplained duplicates by
@@ -68,11 +74,15 @@ type verdict struct {
 	wrong []string
 	// behind: partitions whose committed offset is not the high watermark.
 	behind []string
+	// ahead (exactly-once mode only): inputs at or past their
+	// partition's committed offset whose result is committed: a
+	// transaction committed outputs without their input offsets.
+	ahead []string
 }
 
 // ok reports whether the verdict has no violation.
 func (v verdict) ok() bool {
-	return len(v.lost) == 0 && len(v.unexplained) == 0 && len(v.wrong) == 0 && len(v.behind) == 0
+	return len(v.lost) == 0 && len(v.unexplained) == 0 && len(v.wrong) == 0 && len(v.behind) == 0 && len(v.ahead) == 0
 }
 
 type inputRef struct {
@@ -88,8 +98,9 @@ func (r inputRef) String() string { return fmt.Sprintf("%d/%d", r.partition, r.o
 // "topic/partition/offset" of the input, keyed by id), every malformed one
 // (demo.IsMalformed) an untouched dead letter naming it, at least below
 // the committed offset (what is past it counts as pending); copies beyond the
-// first are duplicates, which must lie in windows[partition]; and every
-// partition must be committed up to its high watermark.
+// first are duplicates, which must lie in windows[partition] (in
+// exactly-once mode there must be none, and no result past the committed
+// offset); and every partition must be committed up to its high watermark.
 func check(o observed, windows map[int32][]window) verdict {
 	var v verdict
 	inputs := make(map[inputRef]pipeline.Record, len(o.input))
@@ -145,6 +156,10 @@ func check(o observed, windows map[int32][]window) verdict {
 			v.pending++
 			continue
 		}
+		if n > 0 && o.exactlyOnce && ref.offset >= o.committed[ref.partition] {
+			v.ahead = append(v.ahead, fmt.Sprintf("%s/%s has a committed result but the partition is committed at %d",
+				o.inputTopic, ref, o.committed[ref.partition]))
+		}
 		if n == 0 {
 			kind := "valid, no output"
 			if demo.IsMalformed(inputs[ref].Value) {
@@ -158,16 +173,15 @@ func check(o observed, windows map[int32][]window) verdict {
 		}
 		v.duplicates += n - 1
 		w, ok := covering(windows[ref.partition], ref.offset)
-		if !ok {
-			v.unexplained = append(v.unexplained, fmt.Sprintf("%s/%s processed %d times, outside every kill window", o.inputTopic, ref, n))
-			if v.unexplainedAt == nil {
-				v.unexplainedAt = map[int32][]int64{}
+		switch {
+		case o.exactlyOnce:
+			v.unexplain(ref, fmt.Sprintf("%s/%s in the committed output %d times, want exactly once", o.inputTopic, ref, n))
+		case !ok:
+			v.unexplain(ref, fmt.Sprintf("%s/%s processed %d times, outside every kill window", o.inputTopic, ref, n))
+		default:
+			if first, ok := firstOut[ref]; ok {
+				v.maxDupAge = max(v.maxDupAge, w.at.Sub(first))
 			}
-			v.unexplainedAt[ref.partition] = append(v.unexplainedAt[ref.partition], ref.offset)
-			continue
-		}
-		if first, ok := firstOut[ref]; ok {
-			v.maxDupAge = max(v.maxDupAge, w.at.Sub(first))
 		}
 	}
 
@@ -182,6 +196,15 @@ func check(o observed, windows map[int32][]window) verdict {
 		}
 	}
 	return v
+}
+
+// unexplain records a duplicate of ref that no kill explains.
+func (v *verdict) unexplain(ref inputRef, what string) {
+	v.unexplained = append(v.unexplained, what)
+	if v.unexplainedAt == nil {
+		v.unexplainedAt = map[int32][]int64{}
+	}
+	v.unexplainedAt[ref.partition] = append(v.unexplainedAt[ref.partition], ref.offset)
 }
 
 // covering returns the window that holds offset, the latest kill first.

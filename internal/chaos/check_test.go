@@ -216,3 +216,42 @@ func TestCheckFindsCommitsBehind(t *testing.T) {
 		t.Fatalf("behind %q, want %q", v.behind, want)
 	}
 }
+
+// In exactly-once mode, a duplicate in the committed output is a
+// violation even inside a kill window, where at-least-once allows it.
+func TestCheckExactlyOnceAllowsNoDuplicateEvenInAKillWindow(t *testing.T) {
+	o := perfect(t)
+	o.output = append(o.output, o.output[outputFor(t, o, 3, 20)])
+	o.dead = append(o.dead, o.dead[0]) // input 37 = 1/9
+	windows := map[int32][]window{
+		3: {{from: 20, to: 30, at: t0.Add(time.Second), cause: "SIGKILL p0.1"}},
+		1: {{from: 0, to: 100, at: t0.Add(time.Second), cause: "SIGKILL p0.1"}},
+	}
+	if v := check(o, windows); !v.ok() || v.duplicates != 2 {
+		t.Fatalf("at least once: verdict %+v, want ok with the 2 duplicates explained by the windows", v)
+	}
+	o.exactlyOnce = true
+	v := check(o, windows)
+	want := []string{"events/1/9 in the committed output 2 times, want exactly once", "events/3/20 in the committed output 2 times, want exactly once"}
+	if v.ok() || v.duplicates != 2 || fmt.Sprint(v.unexplained) != fmt.Sprint(want) || fmt.Sprint(v.unexplainedAt) != "map[1:[9] 3:[20]]" {
+		t.Fatalf("exactly once: duplicates %d unexplained %q at %v, want 2: %q", v.duplicates, v.unexplained, v.unexplainedAt, want)
+	}
+}
+
+// In exactly-once mode, a result committed past its input's committed
+// offset means a transaction committed outputs without their offsets;
+// at least once, it is only work the next owner will redo.
+func TestCheckExactlyOnceFindsResultsPastTheCommit(t *testing.T) {
+	o := perfect(t)
+	o.committed[2] = 98 // 2/98 and 2/99 (events 394 and 398) have outputs
+	if v := check(o, nil); len(v.ahead) != 0 || len(v.behind) != 1 {
+		t.Fatalf("at least once: ahead %q behind %q, want only partition 2 behind", v.ahead, v.behind)
+	}
+	o.exactlyOnce = true
+	v := check(o, nil)
+	want := []string{"events/2/98 has a committed result but the partition is committed at 98",
+		"events/2/99 has a committed result but the partition is committed at 98"}
+	if v.ok() || fmt.Sprint(v.ahead) != fmt.Sprint(want) || len(v.lost)+v.pending+v.duplicates != 0 {
+		t.Fatalf("exactly once: ahead %q lost %q pending %d duplicates %d, want ahead exactly %q", v.ahead, v.lost, v.pending, v.duplicates, want)
+	}
+}

@@ -33,6 +33,7 @@ const (
 type cluster struct {
 	b          *kafkatest.Broker
 	partitions int32
+	admin      *kgo.Client // for requests to the broker (DescribeTransactions); safe for concurrent use
 }
 
 // startCluster starts the broker with the three topics. KIP-848 groups
@@ -48,10 +49,18 @@ func startCluster(partitions int32, sessionTimeout time.Duration) (*cluster, err
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{b: b, partitions: partitions}, nil
+	admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &cluster{b: b, partitions: partitions, admin: admin}, nil
 }
 
-func (c *cluster) close() { c.b.Close() }
+func (c *cluster) close() {
+	c.admin.Close()
+	c.b.Close()
+}
 
 // groupState is one look at the group.
 type groupState struct {
@@ -132,8 +141,15 @@ func (c *cluster) protocolInUse(ctx context.Context) (string, error) {
 }
 
 // readAll reads every record of topic up to its current high watermarks,
-// ordered by partition and offset.
-func (c *cluster) readAll(ctx context.Context, topic string) ([]pipeline.Record, error) {
+// ordered by partition and offset. With committed, it reads with
+// isolation level read_committed, which returns only the records of
+// committed transactions (and non-transactional ones): call it once no
+// transaction is open on topic (waitStable), since a read_committed
+// fetch stops at the last stable offset. It keeps the control records
+// (transaction markers) to see its way to the high watermark, but does
+// not return them. The same goes for a read_uncommitted read, which also
+// returns the records of aborted and open transactions.
+func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]pipeline.Record, error) {
 	hw := c.highWatermarks(topic)
 	start := map[int32]kgo.Offset{}
 	for p, h := range hw {
@@ -145,8 +161,13 @@ func (c *cluster) readAll(ctx context.Context, topic string) ([]pipeline.Record,
 	if len(start) == 0 {
 		return out, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.b.Addrs()...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}), kgo.FetchMaxWait(100*time.Millisecond))
+	opts := []kgo.Opt{kgo.SeedBrokers(c.b.Addrs()...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}), kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.KeepControlRecords()} // a partition of a transactional topic ends with a marker
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +187,17 @@ func (c *cluster) readAll(ctx context.Context, topic string) ([]pipeline.Record,
 			if done[r.Partition] || r.Offset >= hw[r.Partition] {
 				return
 			}
+			if r.Offset+1 >= hw[r.Partition] {
+				done[r.Partition] = true
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			rec := pipeline.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 			for _, h := range r.Headers {
 				rec.Headers = append(rec.Headers, pipeline.Header{Key: h.Key, Value: h.Value})
 			}
 			out = append(out, rec)
-			if r.Offset+1 >= hw[r.Partition] {
-				done[r.Partition] = true
-			}
 		})
 	}
 	slices.SortStableFunc(out, func(x, y pipeline.Record) int {
@@ -185,16 +209,18 @@ func (c *cluster) readAll(ctx context.Context, topic string) ([]pipeline.Record,
 	return out, nil
 }
 
-// observe reads what check needs.
-func (c *cluster) observe(ctx context.Context) (observed, error) {
-	o := observed{inputTopic: inputTopic, committed: c.group().commits, high: c.highWatermarks(inputTopic)}
+// observe reads what check needs. With exactlyOnce, it reads the output
+// and dead-letter topics with read_committed (the input is not
+// transactional).
+func (c *cluster) observe(ctx context.Context, exactlyOnce bool) (observed, error) {
+	o := observed{inputTopic: inputTopic, committed: c.group().commits, high: c.highWatermarks(inputTopic), exactlyOnce: exactlyOnce}
 	var err error
-	if o.input, err = c.readAll(ctx, inputTopic); err != nil {
+	if o.input, err = c.readAll(ctx, inputTopic, false); err != nil {
 		return o, err
 	}
-	if o.output, err = c.readAll(ctx, outputTopic); err != nil {
+	if o.output, err = c.readAll(ctx, outputTopic, exactlyOnce); err != nil {
 		return o, err
 	}
-	o.dead, err = c.readAll(ctx, deadTopic)
+	o.dead, err = c.readAll(ctx, deadTopic, exactlyOnce)
 	return o, err
 }

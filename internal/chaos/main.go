@@ -12,6 +12,8 @@
 //	go run ./internal/chaos -client franz   # only cmd/example --client franz, every protocol
 //	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
 //	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
+//	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once (librdkafka): no duplicate in the read_committed output
+//	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
 //
 // The plan (which process, which signal, the pauses between steps) is
 // deterministic given -seed; how the consumers interleave with it is not.
@@ -44,6 +46,11 @@ var clients = []string{"librdkafka", "franz"}
 
 const clientBoth = "both"
 
+// exactlyOnceClients are the clients -exactly-once runs unless -client
+// names one: those whose cmd/example --exactly-once runs (franz refuses
+// it until its transactional producer lands).
+var exactlyOnceClients = []string{"librdkafka"}
+
 type options struct {
 	short, long bool
 	plan        string
@@ -51,6 +58,7 @@ type options struct {
 	seed        int64
 	seeds       int
 	protocols   string
+	protocolsOn bool   // -protocols was given
 	client      string // -client: one of clients, clientBoth, or empty for the mode's default (combos)
 	set         settings
 	timeout     time.Duration
@@ -80,7 +88,7 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.BoolVar(&o.short, "short", false, "about 75 s: one step of each kind per protocol, a small workload (CI)")
+	fs.BoolVar(&o.short, "short", false, "about 100 s: one step of each kind per protocol, a small workload (CI); with -exactly-once one scenario, about 30 s")
 	fs.BoolVar(&o.long, "long", false, "16 random steps, 3 seeds, 1000 events/s")
 	fs.StringVar(&o.plan, "plan", planRandom, "steps of each scenario: "+strings.Join(planNames, ", ")+
 		" (every step a full stop, or a kill of the joiner after its JoinGroup reply); -short has its fixed plan")
@@ -104,6 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
 	fs.BoolVar(&o.keep, "keep", false, "keep the process logs even when everything passed")
 	fs.BoolVar(&o.set.verbose, "v", false, "print every process start")
+	fs.BoolVar(&o.set.exactlyOnce, "exactly-once", false, "run cmd/example --exactly-once and read the outputs with read_committed: any duplicate is a violation")
 	fs.BoolVar(&o.rss, "rss", false, "instead of the chaos scenarios: peak RSS of one consumer per partition count (-rss-* flags)")
 	o.rssSet.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +121,7 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { o.protocolsOn = o.protocolsOn || f.Name == "protocols" })
 	o.set.partitions = 8
 	if len(o.rssSet.partitions) == 0 {
 		o.rssSet.partitions = []int{8, 256}
@@ -211,8 +221,17 @@ func (c combo) String() string { return c.client + "/" + c.protocol }
 // combos are the clients and protocols to run, in order: every -client
 // under every -protocols, except that by default -short runs franz only
 // under cooperative-sticky (CI time: each scenario takes about 25 s).
+// With -exactly-once the default clients are exactlyOnceClients, and
+// -short runs only cooperative-sticky unless -protocols or -client is
+// given (one scenario, about 30 s).
 func (o options) combos() []combo {
 	cs := clients
+	if o.set.exactlyOnce {
+		cs = exactlyOnceClients
+	}
+	if o.client == clientBoth {
+		cs = clients
+	}
 	if o.client != "" && o.client != clientBoth {
 		cs = []string{o.client}
 	}
@@ -220,6 +239,9 @@ func (o options) combos() []combo {
 	for _, c := range cs {
 		for _, p := range o.protocolList() {
 			if o.short && o.client == "" && c == "franz" && p != "cooperative-sticky" {
+				continue
+			}
+			if o.short && o.set.exactlyOnce && o.client == "" && !o.protocolsOn && p != "cooperative-sticky" {
 				continue
 			}
 			out = append(out, combo{client: c, protocol: p})
@@ -261,6 +283,9 @@ func run(o options) (status int) {
 	var names []string
 	for _, c := range o.combos() {
 		names = append(names, c.String())
+	}
+	if o.set.exactlyOnce {
+		mode += ", exactly once (read_committed, no duplicate allowed)"
 	}
 	fmt.Printf("chaos: %d processes, %s, seeds %d..%d, clients/protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
 		o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(names, ","), o.set.rate,

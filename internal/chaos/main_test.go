@@ -8,7 +8,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The supervisor's spawn goroutine (newSupervisor) never ends by design:
+// the children's PR_SET_PDEATHSIG is tied to its locked OS thread.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
+}
 
 func TestFlagsNameWhatIsWrong(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,6 +49,11 @@ func TestCombos(t *testing.T) {
 		{[]string{"-short", "-client", "franz"}, "[franz/cooperative-sticky franz/range franz/consumer]"},
 		{nil, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer franz/cooperative-sticky franz/range franz/consumer]"},
 		{[]string{"-long", "-client", "librdkafka", "-protocols", "consumer"}, "[librdkafka/consumer]"},
+		{[]string{"-exactly-once"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer]"},
+		{[]string{"-short", "-exactly-once"}, "[librdkafka/cooperative-sticky]"},
+		{[]string{"-short", "-exactly-once", "-protocols", "consumer,range"}, "[librdkafka/consumer librdkafka/range]"},
+		{[]string{"-short", "-exactly-once", "-client", "librdkafka"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer]"},
+		{[]string{"-exactly-once", "-client", "both", "-protocols", "range"}, "[librdkafka/range franz/range]"},
 	} {
 		o, err := parseFlags(tc.args)
 		if err != nil {

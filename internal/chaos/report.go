@@ -13,7 +13,7 @@ import (
 func printSummary(w io.Writer, results []result, took time.Duration) (failed bool) {
 	fmt.Fprintf(w, "\nchaos: %d scenarios in %v\n", len(results), took.Round(100*time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "client\tprotocol\tseed\tsteps\trestarts\tkills\tstop-all\tevents\tlost\tduplicates\tslowest shutdown\tslowest recovery\tresult")
+	fmt.Fprintln(tw, "client\tprotocol\tseed\tsteps\trestarts\tkills\tstop-all\taborted\tevents\tlost\tduplicates\tslowest shutdown\tslowest recovery\tresult")
 	for _, r := range results {
 		lost, dups := "-", "-"
 		if r.checked {
@@ -30,10 +30,29 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 			verdict = fmt.Sprintf("FAIL (%d)", len(r.violations))
 			failed = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.client, r.protocol, r.seed, r.steps, r.restarts, r.kills, r.stopAlls,
-			r.events, lost, dups, durationWho(r.slowestShutdown, r.slowestShutdownWho), durationWho(r.slowestRecovery, r.slowestRecoveryWhy), verdict)
+		aborted := "-"
+		if r.exactlyOnce {
+			aborted = fmt.Sprint(len(r.aborts))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.client, r.protocol, r.seed, r.steps, r.restarts, r.kills, r.stopAlls,
+			aborted, r.events, lost, dups, durationWho(r.slowestShutdown, r.slowestShutdownWho), durationWho(r.slowestRecovery, r.slowestRecoveryWhy), verdict)
 	}
 	tw.Flush()
+	for _, r := range results {
+		if !r.exactlyOnce {
+			continue
+		}
+		ended := ""
+		if n := len(r.txnEnded); n > 0 {
+			ended = fmt.Sprintf(" (the broker ended them %v to %v after the kill)", r.txnEnded[0].Round(10*time.Millisecond),
+				r.txnEnded[n-1].Round(10*time.Millisecond))
+		}
+		fmt.Fprintf(w, "\n%s/%s/seed%d exactly once: %d of %d SIGKILLs left a transaction open%s; the final read_committed read waited %v for open transactions to end; %d restarts after exactlyonce.ErrAborted\n",
+			r.client, r.protocol, r.seed, r.killsInTxn, r.kills, ended, r.stableAfter.Round(10*time.Millisecond), len(r.aborts))
+		for _, a := range r.aborts {
+			fmt.Fprintf(w, "  aborted: %s\n", a)
+		}
+	}
 	for _, r := range results {
 		for _, n := range r.slow {
 			fmt.Fprintf(w, "\n%s/%s/seed%d %s\n", r.client, r.protocol, r.seed, strings.ReplaceAll(n, "\n", "\n    "))

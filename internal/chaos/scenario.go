@@ -31,6 +31,11 @@ type settings struct {
 	closeBound      time.Duration
 	recoveryTimeout time.Duration // longest wait for the group to own and consume every partition again
 	verbose         bool
+	// exactlyOnce runs cmd/example --exactly-once: the output and
+	// dead-letter topics are read with read_committed and every
+	// duplicate is a violation; a process that stops with
+	// exactlyonce.ErrAborted is restarted (aborts.go).
+	exactlyOnce bool
 }
 
 // dupAgeBound is the oldest work a kill may leave uncommitted: offsets
@@ -59,6 +64,7 @@ type scenario struct {
 	inc     map[int]int   // slot -> last incarnation started
 	all     []*proc
 	windows map[int32][]window
+	txns    *killedTxns // exactly-once mode: the transactions kills left open
 	res     result
 }
 
@@ -76,6 +82,20 @@ type result struct {
 
 	slowestShutdown, slowestRecovery       time.Duration
 	slowestShutdownWho, slowestRecoveryWhy string
+
+	exactlyOnce bool // the scenario ran cmd/example --exactly-once
+	// exactly-once mode: the processes restarted after exiting on
+	// exactlyonce.ErrAborted (aborts.go), how many SIGKILLs left a
+	// transaction open, and how long the final read waited for the open
+	// transactions to end.
+	aborts      []string
+	killsInTxn  int
+	stableAfter time.Duration
+	// txnEnded: how long after its kill the broker ended each
+	// transaction a kill left open (sorted); txnOpen: how many had not
+	// ended when the scenario checked.
+	txnEnded []time.Duration
+	txnOpen  int
 
 	violations []string
 	notes      []string // WARN/ERROR counts of the processes' logs
@@ -114,8 +134,9 @@ func firstLine(s string) string {
 // result. Every process it started is gone when it returns.
 func (s *scenario) run(ctx context.Context) result {
 	s.began = time.Now()
-	s.res = result{client: s.client, protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir}
+	s.res = result{client: s.client, protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir, exactlyOnce: s.set.exactlyOnce}
 	s.live, s.inc, s.windows = map[int]*proc{}, map[int]int{}, map[int32][]window{}
+	s.txns = newKilledTxns()
 	defer func() { s.res.took = time.Since(s.began) }()
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		s.violate("log directory: %v", err)
@@ -128,6 +149,7 @@ func (s *scenario) run(ctx context.Context) result {
 	}
 	s.c = c
 	defer c.close()
+	defer s.txns.wait(0) // before the broker closes
 	s.mon = startMonitor(c)
 	defer s.mon.close()
 	defer s.sup.killAll()
@@ -199,7 +221,7 @@ func (s *scenario) finish(ctx context.Context) {
 	if len(s.live) > 0 {
 		hw := s.c.highWatermarks(inputTopic)
 		_, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), "every partition committed up to its high watermark",
-			func(g groupState) (bool, string) { return caughtUp(g, hw) })
+			func(g groupState) (bool, string) { s.restartAborted(); return caughtUp(g, hw) })
 		if err != nil {
 			s.violate("%v", err)
 		} else {
@@ -217,9 +239,24 @@ func (s *scenario) finish(ctx context.Context) {
 			s.res.notes = append(s.res.notes, fmt.Sprintf("%s logged %d WARN/ERROR lines, first: %s", p.name, n, strings.Join(lines, " | ")))
 		}
 	}
+	if s.set.exactlyOnce {
+		// A read_committed reader stops at the last stable offset: wait
+		// for the transactions of the killed processes to be aborted.
+		waited, err := s.c.waitStable(ctx, stableBound, outputTopic, deadTopic)
+		s.res.stableAfter = waited
+		if err != nil {
+			s.violate("%v", err)
+			return
+		}
+		s.logf("no transaction open any more on %s and %s after %v", outputTopic, deadTopic, waited.Round(time.Millisecond))
+		s.res.txnEnded, s.res.txnOpen = s.txns.wait(stableBound)
+		if s.res.txnOpen > 0 {
+			s.violate("%d transactions left open by kills still ongoing %v after the last process stopped", s.res.txnOpen, stableBound)
+		}
+	}
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	o, err := s.c.observe(octx)
+	o, err := s.c.observe(octx, s.set.exactlyOnce)
 	if err != nil {
 		s.violate("reading the topics: %v", err)
 		return
@@ -246,11 +283,15 @@ func (s *scenario) finish(ctx context.Context) {
 		if len(lost) > 0 {
 			why = "lost assignments logged: " + strings.Join(lost, ", ")
 		}
-		s.violate("%d duplicates outside any kill window (graceful stops must not redo work): %s; %s",
-			len(v.unexplained), offsetRanges(v.unexplainedAt), why)
+		rule := "outside any kill window (graceful stops must not redo work)"
+		if s.set.exactlyOnce {
+			rule = "in the committed output (exactly once: none allowed, kills included)"
+		}
+		s.violate("%d duplicates %s: %s; %s", len(v.unexplained), rule, offsetRanges(v.unexplainedAt), why)
 	}
 	report("wrong outputs or dead letters", v.wrong)
 	report("partitions not committed up to their high watermark at the end", v.behind)
+	report("results committed past their input's committed offset (a transaction committed outputs without their offsets)", v.ahead)
 	if v.maxDupAge > dupAgeBound {
 		s.violate("a kill redid work %v old (bound %v: two commit intervals of %v plus 1s)", v.maxDupAge.Round(time.Millisecond),
 			dupAgeBound, demo.CommitInterval)
