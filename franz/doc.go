@@ -63,7 +63,15 @@
 // would keep a resumed partition waiting behind a long-poll fetch) and
 // kgo.ConsumeResetOffset to the start of the partition (as
 // auto.offset.reset=earliest; kgo already starts a partition without a
-// commit at its start). Config.Opts may change both, and everything else
+// commit at its start), and sizes kgo's prefetch from the runtime's
+// in-flight byte budget (pipeline.WithMaxInFlightBytes), so that memory
+// stays within the budget plus a constant at any partition count:
+// kgo.MaxConcurrentFetches(4), kgo.FetchMaxBytes of a 32nd of the budget
+// (at least 64 KiB, at most kgo's 50 MiB) and kgo.FetchMaxPartitionBytes
+// of kgo's 1 MiB or less; those are bytes on the wire, which compressed
+// batches exceed once decompressed. kgo's defaults (50 MiB a fetch, one
+// fetch buffered per broker) held 600 MiB with a 16 MiB budget on the
+// embedded broker. Config.Opts may change all of them, and everything else
 // (TLS, SASL, fetch sizes, balancers, the group timeouts, InstanceID),
 // except the options the source sets itself and relies on: kgo.SeedBrokers,
 // kgo.ConsumerGroup, kgo.ConsumeTopics, kgo.ConsumeRegex,

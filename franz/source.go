@@ -94,6 +94,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}
+	opts = append(opts, fetchOpts(budgetOf(g))...) // fetch.go
 	opts = append(opts, timeouts...)
 	opts = append(opts, s.cfg.Opts...)
 	opts = append(opts,

@@ -38,6 +38,11 @@ type Source interface {
 // Group is the runtime side of a [Source]: the set of partition graphs that
 // [Run] manages. It is implemented by Run and handed to Source.Run; all of
 // its methods must be called from the source's poll goroutine only.
+//
+// The Group Run hands to Source.Run also has MaxInFlightBytes() int64, the
+// in-flight byte budget ([WithMaxInFlightBytes]), for a source that sizes
+// its client's prefetch from it (through a type assertion: it is not part
+// of this interface, so other Groups, such as test doubles, need not have it).
 type Group interface {
 	// Assign builds and starts a graph for each partition. Partitions
 	// already assigned are ignored. It returns once every graph runs. An

@@ -1,0 +1,147 @@
+package franz
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+func TestFetchSizes(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		budget                 int64
+		maxBytes, maxPartBytes int32
+	}{
+		{"default budget", pipeline.DefaultMaxInFlightBytes, 8 << 20, 1 << 20},
+		{"16 MiB", 16 << 20, 512 << 10, 512 << 10},
+		{"tiny: the floor", 1 << 10, 64 << 10, 64 << 10},
+		{"huge: kgo's default per fetch", 1 << 40, 50 << 20, 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			maxBytes, maxPartBytes, concurrent := fetchSizes(c.budget)
+			if maxBytes != c.maxBytes || maxPartBytes != c.maxPartBytes || concurrent != maxConcurrentFetches {
+				t.Fatalf("fetchSizes(%d) = %d, %d, %d; want %d, %d, %d", c.budget, maxBytes, maxPartBytes, concurrent, c.maxBytes, c.maxPartBytes, maxConcurrentFetches)
+			}
+			// kgo takes them as they are (it clamps FetchMaxPartitionBytes
+			// to FetchMaxBytes, and validates both).
+			cl, err := kgo.NewClient(fetchOpts(c.budget)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if got := cl.OptValue(kgo.FetchMaxBytes); got != c.maxBytes {
+				t.Errorf("kgo.FetchMaxBytes = %v, want %d", got, c.maxBytes)
+			}
+			if got := cl.OptValue(kgo.FetchMaxPartitionBytes); got != c.maxPartBytes {
+				t.Errorf("kgo.FetchMaxPartitionBytes = %v, want %d", got, c.maxPartBytes)
+			}
+			if got := cl.OptValue(kgo.MaxConcurrentFetches); got != maxConcurrentFetches {
+				t.Errorf("kgo.MaxConcurrentFetches = %v, want %d", got, maxConcurrentFetches)
+			}
+		})
+	}
+}
+
+func TestBudgetOf(t *testing.T) {
+	if got := budgetOf(refusingGroup{}); got != pipeline.DefaultMaxInFlightBytes {
+		t.Errorf("a Group without MaxInFlightBytes: %d, want the default %d", got, pipeline.DefaultMaxInFlightBytes)
+	}
+	if got := budgetOf(budgetGroup{refusingGroup{}, 3 << 20}); got != 3<<20 {
+		t.Errorf("a Group with MaxInFlightBytes 3 MiB: %d", got)
+	}
+}
+
+type budgetGroup struct {
+	refusingGroup
+	budget int64
+}
+
+func (g budgetGroup) MaxInFlightBytes() int64 { return g.budget }
+
+// fetchedBytes is a kgo hook summing the bytes on the wire of every batch
+// the client fetched.
+type fetchedBytes struct{ n atomic.Int64 }
+
+func (f *fetchedBytes) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	f.n.Add(int64(m.CompressedBytes))
+}
+
+// pauseCounter counts the partitions the runtime paused and the polls.
+type pauseCounter struct {
+	mu     sync.Mutex
+	paused map[pipeline.TopicPartition]bool
+	polls  atomic.Int64
+}
+
+func (p *pauseCounter) OnPartitionPaused(tp pipeline.TopicPartition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused[tp] = true
+}
+
+func (p *pauseCounter) OnPolled(time.Time) { p.polls.Add(1) }
+
+func (p *pauseCounter) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.paused)
+}
+
+// TestFetchBoundedByBudget: with a graph that holds every record, what the
+// source fetches stays within a fraction of the in-flight byte budget
+// plus a batch per partition, not kgo's defaults (1 MiB per partition per
+// fetch, 50 MiB per broker), whatever the topic holds.
+func TestFetchBoundedByBudget(t *testing.T) {
+	const (
+		partitions = 8
+		budget     = 256 << 10
+		perPart    = 4000 // records of 1000 B: 4 MB a partition
+	)
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("big", partitions))
+	b.Fill(t, "big", perPart, 1000)
+	fetched := &fetchedBytes{}
+	src := newTestSource(t, b, "g-fetch", "big", kgo.WithHooks(fetched))
+	pc := &pauseCounter{paused: map[pipeline.TopicPartition]bool{}}
+	release := make(chan struct{})
+	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, _ pipeline.Record) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}, pipeline.WithMaxInFlightBytes(budget), pipeline.WithHooks(pc))
+	run.WaitUntil(t, "every partition paused", func() bool { return pc.count() == partitions })
+	// 50 polls more (10 ms each while paused): the fetch in flight when
+	// the last partition paused has been answered, and nothing is fetched
+	// for paused partitions.
+	after := pc.polls.Load() + 50
+	run.WaitUntil(t, "50 polls after the pauses", func() bool { return pc.polls.Load() >= after })
+	// kfake answers a fetch with whole batches of at most the request's
+	// limits, and at least one batch when the first is larger (as Kafka):
+	// the producer's batches (kafkatest: kgo's defaults, snappy) are far
+	// below 1 MiB on the wire here, so each fetch stays within
+	// fetchSizes. The bound: the runtime's budget (what it admitted,
+	// overshot by what one poll delivered), plus two fetches of every
+	// concurrent slot (the one delivered and the one in flight at the
+	// pause).
+	maxBytes, _, concurrent := fetchSizes(budget)
+	bound := int64(budget) + 2*int64(concurrent)*int64(maxBytes)
+	if got := fetched.n.Load(); got > bound {
+		t.Errorf("fetched %d bytes with every partition paused; want at most %d (budget %d + 2 x %d fetches of %d)", got, bound, budget, concurrent, maxBytes)
+	}
+	close(release)
+	if err := run.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
