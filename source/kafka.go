@@ -211,7 +211,7 @@ func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 	r.pollBatch(int(timeout.Milliseconds()))
 	r.g.Polled()
 	if r.fatal == nil {
-		return r.txns.err() // an aborted transaction stops Run like a fatal error
+		return r.txns.err() // exactly-once stopped (fenced, or an abort it could not rewind after): ends Run like a fatal error
 	}
 	return r.fatal
 }

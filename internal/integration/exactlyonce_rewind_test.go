@@ -2,12 +2,16 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -58,4 +62,77 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)
 	}
 	checkExactlyOnce(t, b, out, parts, hw)
+}
+
+// TestExactlyOnceFencedMemberStops: another producer takes member A's
+// transactional id mid-stream (InitProducerID bumps its epoch: A is
+// fenced, which librdkafka reports as a fatal error). A's Run stops with
+// an error wrapping ErrAborted and ErrFatal instead of rewinding; B, with an id of its
+// own, takes over and a read_committed reader sees every input's outputs
+// exactly once.
+func TestExactlyOnceFencedMemberStops(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 3000
+	b := kafkatest.NewBroker(t)
+	const in, out, group = "eosf-in", "eosf-out", "eosf-g"
+	b.CreateTopic(t, in, parts)
+	b.CreateTopic(t, out, parts)
+	b.Fill(t, in, perPartition, 16)
+	hw := b.HighWatermarks(t, in)
+
+	srcA, pA := newTxnSource(t, b, group, in, "eosf-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), eosQueue)
+	waitFor(t, "A committing transactions on every partition", func() bool { return len(b.Committed(t, group, in)) == parts }, a)
+	fence(t, b, "eosf-A")
+	select {
+	case <-a.Done():
+	case <-time.After(wait):
+		t.Fatalf("A did not stop within %v of being fenced", wait)
+	}
+	// The fence surfaces first in a produce stage (the transaction's
+	// AddPartitionsToTxn fails), and the abort that follows is refused:
+	// both are librdkafka fatal errors, which the abort marks ErrFatal.
+	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) || !errors.Is(err, exactlyonce.ErrFatal) {
+		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted and ErrFatal", err)
+	}
+
+	srcB, pB := newTxnSource(t, b, group, in, "eosf-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
+	waitCommittedHW(t, b, group, in, bc)
+	bc.stop(t)
+	checkExactlyOnce(t, b, out, parts, hw)
+}
+
+// fence initializes a producer id for txnID, as a second producer with
+// the same transactional id starting does: the previous producer's epoch
+// is fenced. It retries while the coordinator ends the transaction the
+// previous producer left open (CONCURRENT_TRANSACTIONS).
+func fence(t *testing.T, b *kafkatest.Broker, txnID string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &txnID
+		req.TransactionTimeoutMillis = 3000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil:
+			t.Fatalf("fencing %s: %v", txnID, err)
+		case !errors.Is(err, kerr.ConcurrentTransactions) && !kerr.IsRetriable(err):
+			t.Fatalf("fencing %s: %v", txnID, err)
+		}
+		time.Sleep(10 * time.Millisecond) // the coordinator is ending the open transaction
+	}
 }
