@@ -91,19 +91,49 @@ func abortCause(line string) string {
 	return line
 }
 
+// rewoundLog is what the exactly-once Group logs when it aborted a
+// transaction and rewound the partitions in place (Run goes on).
+const rewoundLog = "exactly-once transaction aborted; partitions rewound"
+
 // logLine returns the first line of p's log that contains sub.
 func (p *proc) logLine(sub string) (string, bool) {
+	var found string
+	ok := p.scanLog(func(line string) bool {
+		if strings.Contains(line, sub) {
+			found = line
+			return false
+		}
+		return true
+	})
+	return found, ok && found != ""
+}
+
+// countLines returns how many lines of p's log contain sub.
+func (p *proc) countLines(sub string) int {
+	n := 0
+	p.scanLog(func(line string) bool {
+		if strings.Contains(line, sub) {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// scanLog calls each with every line of p's log until it returns false;
+// it reports whether the log could be read.
+func (p *proc) scanLog(each func(line string) bool) bool {
 	f, err := os.Open(p.logPath)
 	if err != nil {
-		return "", false
+		return false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), sub) {
-			return sc.Text(), true
+		if !each(sc.Text()) {
+			break
 		}
 	}
-	return "", false
+	return true
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +53,9 @@ func TestAbortedOnItsOwn(t *testing.T) {
 	if line, ok := eos.abortedOnItsOwn(aborted); !ok || line != abortLine {
 		t.Errorf("exit 1 after ErrAborted: %q, %v; want the abort's line", line, ok)
 	}
+	if n := aborted.countLines("interval commit"); n != 1 {
+		t.Errorf("countLines = %d, want 1", n)
+	}
 	if _, ok := alo.abortedOnItsOwn(aborted); ok {
 		t.Error("at-least-once mode: an abort, want a crash")
 	}
@@ -72,6 +76,18 @@ func TestAbortedOnItsOwn(t *testing.T) {
 	aborted.mu.Unlock()
 	if _, ok := eos.abortedOnItsOwn(aborted); ok {
 		t.Error("exit 1 after a SIGTERM: an abort, want a failed graceful stop")
+	}
+}
+
+// The rewinds are counted by their log line: it must be the one the
+// exactly-once Group writes.
+func TestRewoundLogIsTheGroupsMessage(t *testing.T) {
+	src, err := os.ReadFile("../exactlyonce/abort.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), rewoundLog) {
+		t.Fatalf("internal/exactlyonce/abort.go does not log %q any more", rewoundLog)
 	}
 }
 

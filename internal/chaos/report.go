@@ -47,8 +47,8 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 			ended = fmt.Sprintf(" (the broker ended them %v to %v after the kill)", r.txnEnded[0].Round(10*time.Millisecond),
 				r.txnEnded[n-1].Round(10*time.Millisecond))
 		}
-		fmt.Fprintf(w, "\n%s/%s/seed%d exactly once: %d of %d SIGKILLs left a transaction open%s; the final read_committed read waited %v for open transactions to end; %d restarts after exactlyonce.ErrAborted\n",
-			r.client, r.protocol, r.seed, r.killsInTxn, r.kills, ended, r.stableAfter.Round(10*time.Millisecond), len(r.aborts))
+		fmt.Fprintf(w, "\n%s/%s/seed%d exactly once: %d of %d SIGKILLs left a transaction open%s; the final read_committed read waited %v for open transactions to end; %d aborts rewound in place; %d restarts after exactlyonce.ErrAborted\n",
+			r.client, r.protocol, r.seed, r.killsInTxn, r.kills, ended, r.stableAfter.Round(10*time.Millisecond), r.rewinds, len(r.aborts))
 		for _, a := range r.aborts {
 			fmt.Fprintf(w, "  aborted: %s\n", a)
 		}

@@ -96,6 +96,7 @@ type result struct {
 	// ended when the scenario checked.
 	txnEnded []time.Duration
 	txnOpen  int
+	rewinds  int // the in-place rewinds the processes logged (rewoundLog)
 
 	violations []string
 	notes      []string // WARN/ERROR counts of the processes' logs
@@ -230,6 +231,9 @@ func (s *scenario) finish(ctx context.Context) {
 		s.terminate(s.liveProcs(), "final stop")
 	}
 	for _, p := range s.all {
+		if s.set.exactlyOnce {
+			s.res.rewinds += p.countLines(rewoundLog)
+		}
 		if lines, n := p.logProblems(3); n > 0 {
 			for i, l := range lines {
 				if len(l) > 300 {
