@@ -70,6 +70,13 @@ type Config struct {
 	// properties of confluent-kafka-go) cannot be overridden; use the
 	// dedicated fields. Values of secret-looking properties (passwords,
 	// keys, secrets, tokens, JAAS configs) are never logged.
+	//
+	// Unless overridden, librdkafka's prefetch follows the runtime's
+	// in-flight byte budget (pipeline.WithMaxInFlightBytes), whatever the
+	// number of partitions: queued.max.messages.kbytes is an eighth of it
+	// (at least 1 MiB, at most librdkafka's default 64 MiB; librdkafka
+	// lowers fetch.max.bytes to it), queued.min.messages that size over
+	// 128 bytes (1000 to librdkafka's default 100000).
 	Overrides map[string]any
 }
 

@@ -101,6 +101,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return err
 	}
+	k.cfg.prefetch(cm, budgetOf(g)) // config_prefetch.go
 	txns, err := k.initTransactions()
 	if err != nil {
 		return err

@@ -1,0 +1,126 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// budgetGroup is a fakeGroup that tells its in-flight byte budget, as the
+// Group of pipeline.Run does.
+type budgetGroup struct {
+	*fakeGroup
+	budget int64
+}
+
+func (g budgetGroup) MaxInFlightBytes() int64 { return g.budget }
+
+func TestPrefetchSizesFollowTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget              int64
+		queueKiB, queueMsgs int
+	}{
+		{budget: 16 << 20, queueKiB: 2048, queueMsgs: 16384},
+		{budget: 256 << 20, queueKiB: 32768, queueMsgs: 100000},
+		// Tiny budgets keep fetching; huge ones stop at librdkafka's defaults.
+		{budget: 1 << 10, queueKiB: 1024, queueMsgs: 8192},
+		{budget: 64 << 30, queueKiB: 65536, queueMsgs: 100000},
+	} {
+		kib, msgs := prefetchSizes(tc.budget)
+		if kib != tc.queueKiB || msgs != tc.queueMsgs {
+			t.Errorf("prefetchSizes(%d) = %d KiB, %d messages; want %d KiB, %d messages",
+				tc.budget, kib, msgs, tc.queueKiB, tc.queueMsgs)
+		}
+	}
+}
+
+func TestPrefetchKeepsOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]any
+		want      map[string]any
+	}{
+		{"none", nil, map[string]any{"queued.max.messages.kbytes": 2048, "queued.min.messages": 16384}},
+		{"queue overridden", map[string]any{"queued.max.messages.kbytes": 65536, "queued.min.messages": "5"},
+			map[string]any{"queued.max.messages.kbytes": 65536, "queued.min.messages": "5"}},
+		{"count overridden", map[string]any{"queued.min.messages": float64(500)},
+			map[string]any{"queued.max.messages.kbytes": 2048, "queued.min.messages": 500}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Overrides = tc.overrides
+			k, err := NewKafka(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm, err := k.cfg.configMap(20 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.cfg.prefetch(cm, 16<<20)
+			for key, want := range tc.want {
+				if got := cm[key]; got != want {
+					t.Errorf("%s = %v (%T), want %v", key, got, got, want)
+				}
+			}
+			// librdkafka accepts the result (it derives fetch.max.bytes
+			// from the queue's size).
+			cm["go.logs.channel.enable"] = false
+			cm["log_level"] = 0
+			c, err := kafka.NewConsumer(&cm)
+			if err != nil {
+				t.Fatalf("creating the client: %v", err)
+			}
+			c.Close()
+		})
+	}
+}
+
+// Run sizes librdkafka's prefetch from the budget of the Group it is given
+// (pipeline.Run's tells it), and from pipeline's default for one that does
+// not tell.
+func TestRunSizesPrefetchFromBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		group    func() pipeline.Group
+		queueKiB string
+	}{
+		{"budget 16 MiB", func() pipeline.Group { return budgetGroup{newFakeGroup(), 16 << 20} }, "2048"},
+		{"no budget: default 256 MiB", func() pipeline.Group { return newFakeGroup() }, "32768"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			cfg := baseConfig()
+			cfg.Brokers = []string{"127.0.0.1:1"}
+			cfg.CloseTimeout = 200 * time.Millisecond
+			cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			k, err := NewKafka(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel() // Run creates the client, then shuts down at once
+			_ = k.Run(ctx, tc.group())
+			k.background.Wait()
+			var line string
+			for l := range strings.Lines(buf.String()) {
+				if strings.Contains(l, "creating consumer") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("no \"creating consumer\" log in:\n%s", buf.String())
+			}
+			if want := "queued.max.messages.kbytes=" + tc.queueKiB + " "; !strings.Contains(line, want) {
+				t.Errorf("client configured with %s, want %s", line, want)
+			}
+		})
+	}
+}
