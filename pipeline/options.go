@@ -29,8 +29,12 @@ const (
 	// records.
 	DefaultMaxInFlightBytes = 256 << 20
 	// DefaultPartitionQueue is how many records one partition may hold
-	// before it is paused.
-	DefaultPartitionQueue = 4096
+	// before it is paused. It is above what a graph of a few stages holds
+	// in its edges alone (Map → Pool(8) → Batch(500) → Each: about 10,000
+	// records), so that a pause means the graph is really behind: a pause
+	// costs librdkafka the partition's prefetched records, refetched on
+	// resume. The global limits still cap memory.
+	DefaultPartitionQueue = 16384
 )
 
 // chunkSize is the most values in one chunk on a graph's edges.
@@ -102,8 +106,9 @@ func WithMaxInFlightBytes(n int64) Option {
 
 // WithPartitionQueue sets how many records one partition may hold
 // (admitted, not yet committable) before the source pauses it (default
-// 4096). The delivery that reaches the limit is admitted whole, so a
-// partition holds at most records plus one delivery, minus one. It resumes
+// [DefaultPartitionQueue], 16384). The delivery that reaches the limit is
+// admitted whole, so a partition holds at most records plus one delivery,
+// minus one. It resumes
 // when half of them completed (and the global budget has room, see
 // [WithMaxInFlight]).
 func WithPartitionQueue(records int) Option {

@@ -65,7 +65,11 @@ func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.En
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- pipeline.Run(ctx, src, build) }()
+	// A queue of 4096 (not the default 16384) keeps the tracker's ring,
+	// whose size follows the records in flight, at its final size by the
+	// end of the warm-up: a doubling in the window would count as bytes
+	// per record.
+	go func() { errc <- pipeline.Run(ctx, src, build, pipeline.WithPartitionQueue(4096)) }()
 	var before, after runtime.MemStats
 	select {
 	case <-src.warmed:

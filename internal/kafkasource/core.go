@@ -257,6 +257,19 @@ func (c *Core) Add(rec pipeline.Record) {
 // Flush delivers the batch being built and pauses its partition if
 // Deliver asks to. Backends call it when the records polled so far are
 // done with, and before anything that must see them delivered (a revoke).
+//
+// A pause is not free on librdkafka (v2.11.1, src/rdkafka_partition.c,
+// rd_kafka_toppar_pause_resume): it sets the partition's next fetch
+// position to the application's position (the record after the last one
+// polled), bumps the partition's op version and purges its fetch queue
+// (rd_kafka_q_purge_toppar_version), so every prefetched record of it is
+// thrown away. Resume bumps the version again and fetches from that
+// position (src/rdkafka_fetcher.c, rd_kafka_toppar_fetch_decide): no
+// record is lost or repeated, no seek is needed, but the records are
+// fetched again and arrive behind what other partitions prefetched, or
+// after the fetch long poll in flight (fetch.wait.max.ms). Hence the
+// runtime's partition queue holds more than a graph's edges do, and its
+// resume waits for a low watermark (engine.resumableLocked).
 func (c *Core) Flush() {
 	if len(c.batch) == 0 {
 		return
