@@ -26,6 +26,7 @@ type Producer struct {
 	logger       *slog.Logger
 	closeTimeout time.Duration
 	delivery     time.Duration // ProducerConfig.DeliveryTimeout or its default
+	deadlines    deadlines     // the records' produce contexts (producer_deadline.go)
 	// tr is what the receivers (Produce stages, dead letters) and Close
 	// share: pending reports, the messages given up on; its Gone is
 	// closed once kgo's Close returned (no promise runs after).
@@ -97,10 +98,12 @@ var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 // kgo.MaxBufferedRecords records (or kgo.MaxBufferedBytes bytes): kgo's
 // Produce would block there, deaf to the partition's end, and ctx is not
 // passed to kgo, which would fail buffered records once it ends. Every
-// record is produced under a context of its own, ending at its delivery
-// timeout or when Close gives up: a record once buffered is delivered or
+// record is produced under a context ending at its delivery timeout or
+// when Close gives up: a record once buffered is delivered or
 // fails then, never because a partition ended, so its report always
-// comes. kgo calls promises one at
+// comes. The records sent within a few milliseconds share that context
+// (see deadlines).
+// kgo calls promises one at
 // a time from one goroutine: the receiver keeps room for the report (the
 // core's outstanding bound), so a promise never blocks.
 func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
@@ -131,13 +134,16 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 		return err
 	}
 	t, delivery := o.Ticket, c.p.delivery
-	ctx, cancel := context.WithTimeout(c.p.giveUp, delivery)
+	now := time.Now()
+	if r.Timestamp.IsZero() {
+		r.Timestamp = now // as kgo would; a dead letter keeps its record's
+	}
+	ctx := c.p.deadlines.context(c.p.giveUp, delivery, now)
 	r.Context = ctx
 	c.p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("not delivered within the delivery timeout (%v): %w", delivery, err)
 		}
-		cancel()
 		reports <- report{t, err}
 	})
 	return nil

@@ -39,7 +39,9 @@ type ProducerConfig struct {
 	// [DefaultProducerCloseTimeout]; negative is an error.
 	CloseTimeout time.Duration
 	// DeliveryTimeout bounds each message's delivery, kgo's retries
-	// included: past it the message fails (a transient error: a Produce
+	// included: past it (at most a 16th of it, and at most 100ms, later:
+	// the messages sent within such a window share one deadline) the
+	// message fails (a transient error: a Produce
 	// stage stops Run, a dead letter is retried under Run's retry
 	// policy) instead of being retried for ever. It is each record's
 	// produce context, not kgo.RecordDeliveryTimeout (refused), which kgo
