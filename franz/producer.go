@@ -150,12 +150,13 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 }
 
 // full reports whether a record of size bytes would make kgo's Produce
-// wait for room.
+// wait for room. A record larger than kgo.MaxBufferedBytes never fits:
+// kgo fails it at once (MESSAGE_TOO_LARGE), so it is not full's to wait.
 func (p *Producer) full(size int64) bool {
 	if p.maxRecords > 0 && p.cl.BufferedProduceRecords() >= p.maxRecords {
 		return true
 	}
-	return p.maxBytes > 0 && p.cl.BufferedProduceBytes()+size > p.maxBytes
+	return p.maxBytes > 0 && size <= p.maxBytes && p.cl.BufferedProduceBytes()+size > p.maxBytes
 }
 
 // QueueFull: kgo's buffer is full (errBufferFull).

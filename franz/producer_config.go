@@ -21,6 +21,14 @@ const (
 	// 5ms 390k, kgo's default 10ms 270k; and a partition's dead letters,
 	// which go one at a time, wait for no linger.
 	DefaultProducerLinger = time.Duration(0)
+	// DefaultProducerMaxBufferedBytes is the kgo.MaxBufferedBytes
+	// NewProducer sets before ProducerConfig.Opts (kgo's default is no
+	// limit, with 50,000 records at most): the key, value and header
+	// bytes of the messages kgo holds until their delivery, across every
+	// Produce stage and dead letter. A full buffer is backpressure (a
+	// Produce stage waits for room); a message larger than the limit fails
+	// at once with MESSAGE_TOO_LARGE.
+	DefaultProducerMaxBufferedBytes = 64 << 20
 	// DefaultDeliveryTimeout is the ProducerConfig.DeliveryTimeout used
 	// when it is zero (librdkafka's message.timeout.ms in package sink).
 	DefaultDeliveryTimeout = 30 * time.Second
@@ -51,7 +59,8 @@ type ProducerConfig struct {
 	DeliveryTimeout time.Duration
 	// Opts are passed to kgo.NewClient after the producer's defaults
 	// (kgo's acks=all and idempotent writes, kgo.ProducerLinger
-	// [DefaultProducerLinger]): TLS, SASL, compression, batch and
+	// [DefaultProducerLinger], kgo.MaxBufferedBytes
+	// [DefaultProducerMaxBufferedBytes]): TLS, SASL, compression, batch and
 	// buffer sizes, acks and so on. A kgo.ProducerLinger also delays each
 	// dead letter (a partition's dead letters go one at a time). The options the producer relies on
 	// are refused by NewProducer with an error naming them (see the
@@ -130,6 +139,6 @@ func producerOpts(cfg ProducerConfig, logger *slog.Logger) ([]kgo.Opt, error) {
 	if err := checkProducerOpts(cfg.Opts); err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger)}, cfg.Opts...)
+	opts := append([]kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger), kgo.MaxBufferedBytes(DefaultProducerMaxBufferedBytes)}, cfg.Opts...)
 	return append(opts, kgo.SeedBrokers(cfg.Brokers...), kgo.WithLogger(slogAdapter{log: logger})), nil
 }

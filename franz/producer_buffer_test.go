@@ -1,0 +1,62 @@
+package franz_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A message larger than kgo.MaxBufferedBytes can never fit the buffer:
+// kgo fails it with MESSAGE_TOO_LARGE at once, and so does the producer,
+// instead of waiting for room that never comes (until the caller's
+// context ends).
+func TestMessageLargerThanBufferFails(t *testing.T) {
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("dlq", 1))
+	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs(), Opts: []kgo.Opt{kgo.MaxBufferedBytes(64)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := pipeline.Record{Topic: "in", Offset: 7, Value: make([]byte, 200)}
+	err = p.DeadLetter("dlq")(ctx, pipeline.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
+	if !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("dead letter of 200 B with kgo.MaxBufferedBytes(64): %v; want MESSAGE_TOO_LARGE", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the dead letter waited for its context to end: %v", err)
+	}
+}
+
+// NewProducer bounds kgo's produce buffer in bytes by default
+// (DefaultProducerMaxBufferedBytes); kgo.MaxBufferedBytes in Opts wins.
+func TestProducerBufferedBytesDefault(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []kgo.Opt
+		want int64
+	}{
+		{"default", nil, franz.DefaultProducerMaxBufferedBytes},
+		{"Opts", []kgo.Opt{kgo.MaxBufferedBytes(1 << 20)}, 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := franz.NewProducer(franz.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, Opts: c.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if got := franz.MaxBufferedBytesOf(p); got != c.want {
+				t.Errorf("kgo.MaxBufferedBytes = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
