@@ -117,6 +117,7 @@ func check(o observed, windows map[int32][]window) verdict {
 
 	firstOut := map[inputRef]time.Time{} // first output's timestamp
 	copies := map[inputRef]int{}         // correct outputs and dead letters
+	copiesAt := map[inputRef][]string{}  // where they are: topic/partition/offset and timestamp
 	wrongly := map[inputRef]bool{}       // has a wrong output (reported once, as wrong, not as lost)
 	for _, r := range o.output {
 		ref, err := checkOutput(o.inputTopic, r, inputs)
@@ -131,6 +132,7 @@ func check(o observed, windows map[int32][]window) verdict {
 			firstOut[*ref] = r.Timestamp
 		}
 		copies[*ref]++
+		copiesAt[*ref] = append(copiesAt[*ref], position(r))
 	}
 	for _, r := range o.dead {
 		ref, err := checkDeadLetter(o.inputTopic, r, inputs)
@@ -139,6 +141,7 @@ func check(o observed, windows map[int32][]window) verdict {
 			continue
 		}
 		copies[ref]++
+		copiesAt[ref] = append(copiesAt[ref], position(r))
 	}
 
 	refs := slices.SortedFunc(maps.Keys(inputs), func(a, b inputRef) int {
@@ -175,7 +178,8 @@ func check(o observed, windows map[int32][]window) verdict {
 		w, ok := covering(windows[ref.partition], ref.offset)
 		switch {
 		case o.exactlyOnce:
-			v.unexplain(ref, fmt.Sprintf("%s/%s in the committed output %d times, want exactly once", o.inputTopic, ref, n))
+			v.unexplain(ref, fmt.Sprintf("%s/%s in the committed output %d times (%s), want exactly once", o.inputTopic, ref, n,
+				strings.Join(copiesAt[ref], ", ")))
 		case !ok:
 			v.unexplain(ref, fmt.Sprintf("%s/%s processed %d times, outside every kill window", o.inputTopic, ref, n))
 		default:
@@ -196,6 +200,12 @@ func check(o observed, windows map[int32][]window) verdict {
 		}
 	}
 	return v
+}
+
+// position names where a result is: topic/partition/offset, and its
+// timestamp (the producer's create time).
+func position(r pipeline.Record) string {
+	return fmt.Sprintf("%s/%d/%d at %s", r.Topic, r.Partition, r.Offset, r.Timestamp.UTC().Format("15:04:05.000"))
 }
 
 // unexplain records a duplicate of ref that no kill explains.

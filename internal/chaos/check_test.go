@@ -232,7 +232,8 @@ func TestCheckExactlyOnceAllowsNoDuplicateEvenInAKillWindow(t *testing.T) {
 	}
 	o.exactlyOnce = true
 	v := check(o, windows)
-	want := []string{"events/1/9 in the committed output 2 times, want exactly once", "events/3/20 in the committed output 2 times, want exactly once"}
+	want := []string{"events/1/9 in the committed output 2 times (events-dlq/0/0 at 00:00:00.000, events-dlq/0/0 at 00:00:00.000), want exactly once",
+		"events/3/20 in the committed output 2 times (events-enriched/2/82 at 03:04:05.083, events-enriched/2/82 at 03:04:05.083), want exactly once"}
 	if v.ok() || v.duplicates != 2 || fmt.Sprint(v.unexplained) != fmt.Sprint(want) || fmt.Sprint(v.unexplainedAt) != "map[1:[9] 3:[20]]" {
 		t.Fatalf("exactly once: duplicates %d unexplained %q at %v, want 2: %q", v.duplicates, v.unexplained, v.unexplainedAt, want)
 	}
