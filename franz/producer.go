@@ -39,6 +39,9 @@ type Producer struct {
 	// maxRecords and maxBytes are kgo.MaxBufferedRecords and
 	// kgo.MaxBufferedBytes (0: no limit).
 	maxRecords, maxBytes int64
+	// txn is set for a transactional producer (NewTransactionalProducer,
+	// transaction.go): cl is then the source's, set when its Run starts.
+	txn *txnState
 }
 
 // NewProducer validates cfg, refuses the kgo options the producer relies
@@ -57,15 +60,18 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("franz: creating the producer: %w", err)
 	}
+	p := newProducerFor(cfg, logger)
+	p.setClient(cl)
+	return p, nil
+}
+
+// newProducerFor returns the producer of cfg without its client:
+// setClient gives it one, before anything is produced.
+func newProducerFor(cfg ProducerConfig, logger *slog.Logger) *Producer {
 	giveUp, cancel := context.WithCancel(context.Background())
-	maxRecords, _ := cl.OptValue(kgo.MaxBufferedRecords).(int64)
-	maxBytes, _ := cl.OptValue(kgo.MaxBufferedBytes).(int64)
 	p := &Producer{
-		cl:           cl,
 		giveUp:       giveUp,
 		cancelGiveUp: cancel,
-		maxRecords:   maxRecords,
-		maxBytes:     maxBytes,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
 		delivery:     cfg.DeliveryTimeout,
@@ -77,7 +83,14 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if p.delivery == 0 {
 		p.delivery = DefaultDeliveryTimeout
 	}
-	return p, nil
+	return p
+}
+
+// setClient gives p its kgo client and reads its buffer limits.
+func (p *Producer) setClient(cl *kgo.Client) {
+	p.cl = cl
+	p.maxRecords, _ = cl.OptValue(kgo.MaxBufferedRecords).(int64)
+	p.maxBytes, _ = cl.OptValue(kgo.MaxBufferedBytes).(int64)
 }
 
 // report is one delivery report: kgo's promise sends it to the receiver's
@@ -107,6 +120,9 @@ var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 // a time from one goroutine: the receiver keeps room for the report (the
 // core's outstanding bound), so a promise never blocks.
 func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
+	if err := c.p.usable(); err != nil {
+		return err
+	}
 	r := &kgo.Record{
 		Topic:     o.Topic,
 		Key:       o.Message.Key,
@@ -143,6 +159,9 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 	c.p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("not delivered within the delivery timeout (%v): %w", delivery, err)
+		}
+		if err == nil {
+			c.p.acknowledged()
 		}
 		reports <- report{t, err}
 	})

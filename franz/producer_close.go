@@ -36,6 +36,9 @@ type CloseError = produce.CloseError
 // already being taken away. Close is idempotent: later calls wait for the
 // first and return its result.
 func (p *Producer) Close() error {
+	if p.txn != nil {
+		return p.closeTransactional()
+	}
 	return p.tr.Close(produce.CloseSteps{
 		Timeout: p.closeTimeout,
 		Flush: func(d time.Duration) bool {

@@ -89,14 +89,21 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return err
 	}
-	r := newRunner(s, g)
+	txns, err := s.takeTransactions() // exactly-once (transaction_source.go); nil without a transactional producer
+	if err != nil {
+		return err
+	}
+	r := newRunner(s, txns.wrap(ctx, g))
+	r.txns = txns
 	opts := []kgo.Opt{
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}
 	opts = append(opts, fetchOpts(budgetOf(g))...) // fetch.go
+	opts = append(opts, txns.defaultOpts()...)
 	opts = append(opts, timeouts...)
 	opts = append(opts, s.cfg.Opts...)
+	opts = append(opts, txns.opts()...)
 	opts = append(opts,
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ConsumerGroup(s.cfg.Group),
@@ -112,7 +119,11 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		return fmt.Errorf("franz: create client: %w", err)
 	}
 	r.cl = cl
-	return r.core.Run(ctx)
+	if err := txns.start(cl); err != nil {
+		cl.Close()
+		return err
+	}
+	return txns.joinErr(r.core.Run(ctx))
 }
 
 // runner is the state of one Run and the [kafkasource.Backend] of its
@@ -124,6 +135,7 @@ type runner struct {
 	g    pipeline.Group
 	log  *slog.Logger
 	core *kafkasource.Core // owned set, batch, pause/resume, commits
+	txns *transactions     // exactly-once; nil without a transactional producer
 	hdrs headers.Slab      // header slices of converted records (toRecord)
 
 	highs map[pipeline.TopicPartition]int64 // last high watermark reported
@@ -170,6 +182,9 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	r.g.Polled()
 	r.handle(fetches)
 	r.serveCallbacks()
+	if r.fatal == nil {
+		return r.txns.err() // an aborted transaction stops Run like a fatal error
+	}
 	return r.fatal
 }
 
@@ -178,6 +193,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	r.txns.polled()
 	r.mu.Lock()
 	r.cancelPoll = cancel
 	if len(r.queue) > 0 {
@@ -198,6 +214,7 @@ func (r *runner) handle(fetches kgo.Fetches) {
 	for i := range fetches {
 		for j := range fetches[i].Topics {
 			ft := &fetches[i].Topics[j]
+			r.txns.sawTopic(ft.Topic, ft.TopicID)
 			for k := range ft.Partitions {
 				r.partition(ft.Topic, &ft.Partitions[k])
 			}
@@ -220,6 +237,9 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		}
 	}
 	for _, kr := range fp.Records {
+		if r.txns.dropRewound(tp) {
+			break // rewound by an aborted transaction: these predate the seek
+		}
 		r.core.Add(toRecord(kr, &r.hdrs))
 	}
 	r.core.Flush()

@@ -1,0 +1,173 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// Rewind implements exactlyonce.Txn: it reads the group's committed
+// offsets of tps (OffsetFetch with RequireStable, waiting out offsets of
+// a transaction still completing), resolves a partition without one as
+// kgo.ConsumeResetOffset would (the start, by the source's default), and
+// moves kgo's positions there (SetOffsets). SetOffsets restarts kgo's
+// fetch session, which discards every fetch buffered or in flight; the
+// records of tps still in the fetches the poll loop is handling are
+// dropped by the runner (rewound), so the next record of each partition
+// the Group gets is the first one at or after the offset sought.
+func (t *kgoTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
+	return fatalTxn(t.rewind(ctx, tps))
+}
+
+func (t *kgoTxn) rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	committed, err := t.committed(ctx, tps)
+	if err != nil {
+		return err
+	}
+	var missing []pipeline.TopicPartition
+	for _, tp := range tps {
+		if _, ok := committed[tp]; !ok {
+			missing = append(missing, tp)
+		}
+	}
+	if len(missing) > 0 {
+		reset, err := t.resetOffsets(ctx, missing)
+		if err != nil {
+			return err
+		}
+		for tp, o := range reset {
+			committed[tp] = o
+		}
+	}
+	set := make(map[string]map[int32]kgo.EpochOffset)
+	for _, tp := range tps {
+		if set[tp.Topic] == nil {
+			set[tp.Topic] = make(map[int32]kgo.EpochOffset)
+		}
+		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: committed[tp]}
+		t.rewound[tp] = true
+	}
+	t.cl.SetOffsets(set)
+	return nil
+}
+
+// committed returns the group's committed offsets of tps (a partition
+// without one is absent), retrying UNSTABLE_OFFSET_COMMIT until ctx ends.
+func (t *kgoTxn) committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = t.group
+	idx := map[string]int{}
+	for _, tp := range tps {
+		i, ok := idx[tp.Topic]
+		if !ok {
+			i = len(rg.Topics)
+			idx[tp.Topic] = i
+			rt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rt.Topic = tp.Topic
+			rg.Topics = append(rg.Topics, rt)
+		}
+		rg.Topics[i].Partitions = append(rg.Topics[i].Partitions, tp.Partition)
+	}
+	req.Groups = append(req.Groups, rg)
+	for {
+		resp, err := req.RequestWith(ctx, t.cl)
+		if err != nil {
+			return nil, fmt.Errorf("rewinding: reading the committed offsets of %v: %w", tps, err)
+		}
+		out, err := leadersMin([]string{t.group}, tps, resp)
+		if !errors.Is(err, kerr.UnstableOffsetCommit) {
+			if err != nil {
+				return nil, fmt.Errorf("rewinding: %w", err)
+			}
+			return out, nil
+		}
+		w := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-w.C:
+		case <-ctx.Done():
+			w.Stop()
+			return nil, fmt.Errorf("rewinding: the committed offsets of %v stayed unstable: %w", tps, err)
+		}
+	}
+}
+
+// resetOffsets returns where kgo.ConsumeResetOffset starts tps: the
+// partitions' start or end (ListOffsets, read_committed), or its exact
+// offset. Other reset offsets (relative, by time) cannot be rewound to.
+func (t *kgoTxn) resetOffsets(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	reset, _ := t.cl.OptValue(kgo.ConsumeResetOffset).(kgo.Offset)
+	eo := reset.EpochOffset()
+	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	switch {
+	case eo.Offset >= 0:
+		for _, tp := range tps {
+			out[tp] = eo.Offset
+		}
+		return out, nil
+	case eo.Offset != -2 && eo.Offset != -1:
+		return nil, fmt.Errorf("rewinding %v, which have no committed offset: kgo.ConsumeResetOffset %v is neither the start, the end nor an exact offset", tps, reset)
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	req.IsolationLevel = 1 // read_committed: the end is the last stable offset
+	idx := map[string]int{}
+	for _, tp := range tps {
+		i, ok := idx[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			idx[tp.Topic] = i
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = tp.Topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = tp.Partition, eo.Offset // -2 earliest, -1 latest
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := req.RequestWith(ctx, t.cl)
+	if err != nil {
+		return nil, fmt.Errorf("rewinding: listing the reset offsets of %v: %w", tps, err)
+	}
+	var errs []error
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("rewinding: the reset offset of %s/%d: %w", rt.Topic, rp.Partition, err))
+				continue
+			}
+			out[pipeline.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Offset
+		}
+	}
+	for _, tp := range tps {
+		if _, ok := out[tp]; !ok && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("rewinding: ListOffsets did not answer for %s/%d", tp.Topic, tp.Partition))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// dropRewound reports whether the records of tp in the fetches at hand
+// must be dropped: tp was rewound since they were polled.
+func (t *transactions) dropRewound(tp pipeline.TopicPartition) bool {
+	return t != nil && t.txn.rewound[tp]
+}
+
+// polled forgets the rewound partitions before a poll: what kgo returns
+// from then on was fetched after the seeks.
+func (t *transactions) polled() {
+	if t != nil {
+		clear(t.txn.rewound)
+	}
+}

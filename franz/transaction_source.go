@@ -1,0 +1,136 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// transactions is the exactly-once side of one Run of a [Source] with a
+// transactional producer bound to it (NewTransactionalProducer): the
+// producer, its exactlyonce.Txn and the Group wrapping the runtime's. A
+// nil *transactions (no producer bound) adds nothing: every method is
+// safe on it.
+type transactions struct {
+	p   *Producer
+	cfg exactlyonce.Config
+	txn *kgoTxn
+	eg  *exactlyonce.Group
+}
+
+// takeTransactions returns the transactions of s's Run, nil when no
+// producer is bound to s.
+func (s *Source) takeTransactions() (*transactions, error) {
+	b, ok := exactlyonce.Take(s)
+	if !ok {
+		return nil, nil
+	}
+	p, ok := b.Producer.(*Producer)
+	if !ok || p.txn == nil {
+		return nil, fmt.Errorf("franz: the transactional producer bound to the source is a %T, not a franz transactional producer", b.Producer)
+	}
+	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: p.txn.cfg.TransactionalID,
+		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}}, nil
+}
+
+// wrap returns the Group the poll loop feeds: g, or g committing through
+// the producer's transactions.
+func (t *transactions) wrap(ctx context.Context, g pipeline.Group) pipeline.Group {
+	if t == nil {
+		return g
+	}
+	t.eg = exactlyonce.Wrap(ctx, g, t.txn, t.cfg)
+	return t.eg
+}
+
+// defaultOpts go before the source's Config.Opts, opts after them.
+func (t *transactions) defaultOpts() []kgo.Opt {
+	if t == nil {
+		return nil
+	}
+	return t.p.txn.cfg.defaultClientOpts()
+}
+
+func (t *transactions) opts() []kgo.Opt {
+	if t == nil {
+		return nil
+	}
+	return t.p.txn.cfg.clientOpts()
+}
+
+// start gives the producer the shared client cl and initializes its
+// producer id (InitProducerID, within the commit timeout: it bumps the
+// epoch of the transactional id, fencing a predecessor still running
+// with it, and aborts what it left open), and reads whether the cluster
+// runs KIP-890 part 2. Run calls it before its poll loop.
+func (t *transactions) start(cl *kgo.Client) error {
+	if t == nil {
+		return nil
+	}
+	t.txn.cl = cl
+	t.p.attach(cl)
+	if vs := cl.OptValues(kgo.InstanceID); len(vs) == 2 && vs[1] == true {
+		id, _ := vs[0].(string)
+		t.txn.instanceID = &id // static membership: TxnOffsetCommit names it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.p.txn.cfg.commitTimeout())
+	defer cancel()
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("franz: initializing the transactional producer (InitProducerID for %q): %w", t.txn.txnID, err)
+	}
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("franz: reading the cluster's transaction version (ApiVersions): %w", err)
+	}
+	t.txn.kip890p2 = kip890p2(resp)
+	return nil
+}
+
+// kip890p2 reports whether an ApiVersions response shows KIP-890 part 2
+// as kgo uses it: transaction.version 2 finalized, TxnOffsetCommit v5.
+func kip890p2(resp *kmsg.ApiVersionsResponse) bool {
+	if resp.FinalizedFeaturesEpoch == -1 {
+		return false
+	}
+	tv2 := false
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" && f.MaxVersionLevel >= 2 {
+			tv2 = true
+		}
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == int16(kmsg.TxnOffsetCommit) {
+			return tv2 && k.MaxVersion >= 5
+		}
+	}
+	return false
+}
+
+// sawTopic records a fetched topic's id for the offset commits.
+func (t *transactions) sawTopic(topic string, id [16]byte) {
+	if t != nil {
+		t.txn.sawTopic(topic, id)
+	}
+}
+
+// err is the failure that ended the transactions, or nil.
+func (t *transactions) err() error {
+	if t == nil || t.eg == nil {
+		return nil
+	}
+	return t.eg.Err()
+}
+
+// joinErr adds the transactions' failure to Run's error unless it holds it.
+func (t *transactions) joinErr(err error) error {
+	if terr := t.err(); terr != nil && !errors.Is(err, terr) {
+		return errors.Join(err, terr)
+	}
+	return err
+}
