@@ -1,6 +1,12 @@
 package sink
 
-import "github.com/confluentinc/confluent-kafka-go/v2/kafka"
+import (
+	"context"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/produce"
+)
 
 // Pending returns how many messages p handed to librdkafka whose delivery
 // report no receiver has read yet (for tests in package sink_test).
@@ -10,4 +16,16 @@ func Pending(p *Producer) int64 { return p.tr.Pending() }
 // idempotent producer's sequence breaks.
 func InjectFatal(p *Producer) {
 	p.p.TestFatalError(kafka.ErrOutOfOrderSequenceNumber, "injected by the test")
+}
+
+// DeliveryReport produces m to topic through the client a Produce stage
+// uses and returns its delivery report, as the stage reads it.
+func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error) {
+	reports := make(chan kafka.Event, 1)
+	if err := (client{p}).Send(context.Background(), &produce.Outgoing{Topic: topic, Message: m}, reports); err != nil {
+		return nil, err
+	}
+	ev := <-reports
+	msg, _ := ev.(*kafka.Message)
+	return msg, nil
 }

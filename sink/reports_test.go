@@ -1,0 +1,32 @@
+package sink_test
+
+import (
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A delivery report is read for its ticket and error only, so the
+// producer has confluent-kafka-go leave the message's key, value and
+// headers out of it (go.delivery.report.fields=none) instead of copying
+// them back into Go memory for every message.
+func TestDeliveryReportCarriesNoPayload(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("out", 1))
+	p := newProducer(t, b, nil)
+	defer p.Close()
+	rep, err := sink.DeliveryReport(p, "out", pipeline.Message{
+		Key: []byte("k"), Value: []byte("value"), Headers: []pipeline.Header{{Key: "h", Value: []byte("v")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep == nil || rep.TopicPartition.Error != nil {
+		t.Fatalf("report %v, want a delivered message", rep)
+	}
+	if rep.Key != nil || rep.Value != nil || rep.Headers != nil {
+		t.Errorf("report carries key %q, value %q, headers %v; want none", rep.Key, rep.Value, rep.Headers)
+	}
+}
