@@ -72,16 +72,13 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*ba
 }
 
 func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
-	if o.exactlyOnce {
-		return nil, errExactlyOnceFranz
-	}
 	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
 		Opts:           o.franzConsumerOpts()})
 	if err != nil {
 		return nil, err
 	}
-	prod, err := franz.NewProducer(franz.ProducerConfig{Brokers: brokers, Logger: logger, Opts: o.franzClientOpts()})
+	prod, err := newFranzProducer(o, src, franz.ProducerConfig{Brokers: brokers, Logger: logger, Opts: o.franzClientOpts()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
+	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 )
-
-// errExactlyOnceFranz refuses --exactly-once with --client franz: the
-// franz backend has no transactional producer yet (docs/exactly-once.md
-// says why).
-var errExactlyOnceFranz = errors.New("--exactly-once: not available with --client=franz yet (see docs/exactly-once.md); use --client=librdkafka")
 
 // newLibrdkafkaProducer returns the librdkafka backend's producer: with
 // --exactly-once a transactional one bound to src (outputs and input
@@ -23,6 +18,19 @@ func newLibrdkafkaProducer(o options, src *source.Kafka, cfg sink.ProducerConfig
 		return sink.NewProducer(cfg)
 	}
 	return sink.NewTransactionalProducer(src, sink.TransactionalConfig{ProducerConfig: cfg, TransactionalID: transactionalID(o)})
+}
+
+// newFranzProducer returns the franz backend's producer: with
+// --exactly-once a transactional one bound to src (it shares src's kgo
+// client, which already has --client-id), else a plain one.
+func newFranzProducer(o options, src *franz.Source, cfg franz.ProducerConfig) (*franz.Producer, error) {
+	if !o.exactlyOnce {
+		return franz.NewProducer(cfg)
+	}
+	return franz.NewTransactionalProducer(src, franz.TransactionalConfig{
+		ProducerConfig:  franz.ProducerConfig{Logger: cfg.Logger},
+		TransactionalID: transactionalID(o),
+	})
 }
 
 // transactionalID is the demo's transactional.id: unique per process and,

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -20,9 +19,15 @@ import (
 // input commits, and a read_committed reader of the output sees one
 // record per valid event, each once.
 func TestDemoExactlyOnce(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { demoExactlyOnce(t, client) })
+	}
+}
+
+func demoExactlyOnce(t *testing.T, client string) {
 	const n = 3000
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n,
-		client: "librdkafka", exactlyOnce: true}
+		client: client, exactlyOnce: true}
 	o.clientID = "eos-test"
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	var out bytes.Buffer
@@ -72,12 +77,4 @@ func readCommitted(t *testing.T, b *kafkatest.Broker, topic string, want int) ma
 		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)]++; got++ })
 	}
 	return seen
-}
-
-// --exactly-once is refused with --client franz, naming the flag.
-func TestExactlyOnceRefusedOnFranz(t *testing.T) {
-	_, err := newBackend(options{client: "franz", exactlyOnce: true, group: "g", input: "in"}, []string{"127.0.0.1:1"}, slog.New(slog.DiscardHandler))
-	if !errors.Is(err, errExactlyOnceFranz) || !strings.Contains(err.Error(), "--exactly-once") {
-		t.Fatalf("newBackend = %v, want the --exactly-once refusal", err)
-	}
 }

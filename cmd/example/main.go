@@ -15,10 +15,11 @@
 // Every other flag, the output and the exit status are the same with
 // either; any other value is refused with an error naming the flag.
 //
-// --exactly-once (librdkafka only; refused with --client franz) produces
-// the outputs and dead letters and commits the input offsets in one Kafka
-// transaction per commit interval (sink.NewTransactionalProducer, with
-// transactional.id "sluice-example-" plus --client-id, or the host and pid):
+// --exactly-once produces the outputs and dead letters and commits the
+// input offsets in one Kafka transaction per commit interval
+// (sink.NewTransactionalProducer, or franz.NewTransactionalProducer with
+// --client franz, with transactional.id "sluice-example-" plus
+// --client-id, or the host and pid):
 // readers of the output with isolation.level=read_committed see every event
 // once, whatever crashes. See docs/exactly-once.md.
 //
