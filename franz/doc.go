@@ -160,6 +160,15 @@
 // messages given up on by the input records they came from. [CloseError],
 // [UndeliveredMessage] and pipeline.Message are the same types as sink's.
 //
+// # Exactly-once
+//
+// [NewTransactionalProducer] binds a transactional producer to a source
+// (sink.NewTransactionalProducer's twin): its Produce stages and dead
+// letters and the input offsets commit in one Kafka transaction per
+// commit interval, through the source's own kgo client (KIP-447), which
+// then reads its input with read_committed. See docs/exactly-once.md
+// ("Backends") for how it drives kgo and what differs from librdkafka.
+//
 // # Logs
 //
 // franz-go's logs go to Config.Logger through an adapter (kgo.WithLogger):
