@@ -53,6 +53,8 @@ type verdict struct {
 	// neither in the output (valid) nor dead-lettered (malformed), one
 	// line each: the commit skipped them.
 	lost []string
+	// lostAt lists the offsets of the lost inputs by partition, in order.
+	lostAt map[int32][]int64
 	// pending counts the inputs at or past the committed offset without
 	// an output or dead letter: not processed yet, which is only a
 	// violation through behind.
@@ -169,6 +171,10 @@ func check(o observed, windows map[int32][]window) verdict {
 				kind = "malformed, no dead letter"
 			}
 			v.lost = append(v.lost, fmt.Sprintf("%s/%s (%s)", o.inputTopic, ref, kind))
+			if v.lostAt == nil {
+				v.lostAt = map[int32][]int64{}
+			}
+			v.lostAt[ref.partition] = append(v.lostAt[ref.partition], ref.offset)
 			continue
 		}
 		if n == 1 {

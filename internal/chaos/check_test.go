@@ -98,7 +98,7 @@ func TestCheckFindsLostRecords(t *testing.T) {
 	o.dead = o.dead[1:] // input 37: partition 1, offset 9
 	v := check(o, nil)
 	want := []string{"events/1/9 (malformed, no dead letter)", "events/2/10 (valid, no output)"}
-	if fmt.Sprint(v.lost) != fmt.Sprint(want) || len(v.wrong)+len(v.unexplained)+len(v.behind) != 0 {
+	if fmt.Sprint(v.lost) != fmt.Sprint(want) || fmt.Sprint(v.lostAt) != "map[1:[9] 2:[10]]" || len(v.wrong)+len(v.unexplained)+len(v.behind) != 0 {
 		t.Fatalf("lost %q wrong %q unexplained %q behind %q, want lost exactly %q", v.lost, v.wrong, v.unexplained, v.behind, want)
 	}
 }

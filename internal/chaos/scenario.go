@@ -275,7 +275,10 @@ func (s *scenario) finish(ctx context.Context) {
 			s.violate("%d %s, e.g. %s", len(items), what, strings.Join(items[:min(5, len(items))], "; "))
 		}
 	}
-	report("lost records (below the committed offset, never processed)", v.lost)
+	if len(v.lost) > 0 {
+		s.violate("%d lost records (below the committed offset, never processed): %s, e.g. %s", len(v.lost), offsetRanges(v.lostAt),
+			strings.Join(v.lost[:min(5, len(v.lost))], "; "))
+	}
 	if len(v.unexplained) > 0 {
 		var lost []string
 		for _, p := range s.all {
