@@ -12,7 +12,7 @@
 //	go run ./internal/chaos -client franz   # only cmd/example --client franz, every protocol
 //	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
 //	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
-//	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once (librdkafka): no duplicate in the read_committed output
+//	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
 //	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
 //
 // The plan (which process, which signal, the pauses between steps) is
@@ -45,11 +45,6 @@ var protocols = []string{"cooperative-sticky", "range", "consumer"}
 var clients = []string{"librdkafka", "franz"}
 
 const clientBoth = "both"
-
-// exactlyOnceClients are the clients -exactly-once runs unless -client
-// names one: those whose cmd/example --exactly-once runs (franz refuses
-// it until its transactional producer lands).
-var exactlyOnceClients = []string{"librdkafka"}
 
 type options struct {
 	short, long bool
@@ -221,16 +216,13 @@ func (c combo) String() string { return c.client + "/" + c.protocol }
 // combos are the clients and protocols to run, in order: every -client
 // under every -protocols, except that by default -short runs franz only
 // under cooperative-sticky (CI time: each scenario takes about 25 s).
-// With -exactly-once the default clients are exactlyOnceClients, and
-// -short runs only cooperative-sticky unless -protocols or -client is
-// given (one scenario, about 30 s).
+// With -exactly-once, -short runs one scenario, librdkafka under
+// cooperative-sticky (about 30 s), unless -protocols or -client is given.
 func (o options) combos() []combo {
 	cs := clients
-	if o.set.exactlyOnce {
-		cs = exactlyOnceClients
-	}
-	if o.client == clientBoth {
-		cs = clients
+	shortEOS := o.short && o.set.exactlyOnce && o.client == "" && !o.protocolsOn
+	if shortEOS {
+		cs = clients[:1]
 	}
 	if o.client != "" && o.client != clientBoth {
 		cs = []string{o.client}
@@ -241,7 +233,7 @@ func (o options) combos() []combo {
 			if o.short && o.client == "" && c == "franz" && p != "cooperative-sticky" {
 				continue
 			}
-			if o.short && o.set.exactlyOnce && o.client == "" && !o.protocolsOn && p != "cooperative-sticky" {
+			if shortEOS && p != "cooperative-sticky" {
 				continue
 			}
 			out = append(out, combo{client: c, protocol: p})

@@ -49,7 +49,7 @@ func TestCombos(t *testing.T) {
 		{[]string{"-short", "-client", "franz"}, "[franz/cooperative-sticky franz/range franz/consumer]"},
 		{nil, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer franz/cooperative-sticky franz/range franz/consumer]"},
 		{[]string{"-long", "-client", "librdkafka", "-protocols", "consumer"}, "[librdkafka/consumer]"},
-		{[]string{"-exactly-once"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer]"},
+		{[]string{"-exactly-once"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer franz/cooperative-sticky franz/range franz/consumer]"},
 		{[]string{"-short", "-exactly-once"}, "[librdkafka/cooperative-sticky]"},
 		{[]string{"-short", "-exactly-once", "-protocols", "consumer,range"}, "[librdkafka/consumer librdkafka/range]"},
 		{[]string{"-short", "-exactly-once", "-client", "librdkafka"}, "[librdkafka/cooperative-sticky librdkafka/range librdkafka/consumer]"},
