@@ -294,7 +294,8 @@ func (s *scenario) finish(ctx context.Context) {
 		if s.set.exactlyOnce {
 			rule = "in the committed output (exactly once: none allowed, kills included)"
 		}
-		s.violate("%d duplicates %s: %s; %s", len(v.unexplained), rule, offsetRanges(v.unexplainedAt), why)
+		s.violate("%d duplicates %s: %s; %s; e.g. %s", len(v.unexplained), rule, offsetRanges(v.unexplainedAt), why,
+			strings.Join(v.unexplained[:min(5, len(v.unexplained))], "; "))
 	}
 	report("wrong outputs or dead letters", v.wrong)
 	report("partitions not committed up to their high watermark at the end", v.behind)
