@@ -31,7 +31,9 @@ type Client[E any] interface {
 	// Send hands o to the library, its delivery report to go to reports
 	// (which the caller keeps room in: Send may have the library write to
 	// it without blocking). It must call Tracker.Send, so a closed
-	// producer fails it with Names.ErrClosed. It may block while the
+	// producer fails it with Names.ErrClosed. o is the caller's and only
+	// valid during the call (a stage reuses it for its next message):
+	// Send copies what it keeps. It may block while the
 	// library's buffer is full, until ctx ends (then the report carries
 	// the failure); or it returns an error for which QueueFull is true,
 	// and the core waits for a report or a few milliseconds and sends

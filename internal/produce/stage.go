@@ -63,6 +63,9 @@ type producing[E any] struct {
 	topic       string
 	reports     chan E
 	outstanding int
+	// out is the Outgoing handed to Client.Send, reused for every
+	// message (Send keeps nothing of it).
+	out Outgoing
 }
 
 // produceChunk converts and produces the values of chunk in order. It
@@ -88,7 +91,8 @@ func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *
 }
 
 func (st *producing[E]) produce(ctx, sendCtx context.Context, m pipeline.Message, t stagekit.Ticket) error {
-	o := &Outgoing{Topic: st.topic, Message: m, Ticket: t}
+	o := &st.out
+	*o = Outgoing{Topic: st.topic, Message: m, Ticket: t}
 	// A library may deliver every report of the producer from one
 	// goroutine (librdkafka's poller, kgo's promise worker), which must
 	// never wait on a full report channel: that would stall every report
