@@ -39,12 +39,19 @@ type ProducerConfig struct {
 // starts from. linger.ms=5 lets librdkafka batch messages of many
 // partitions into one request; it costs at most 5 ms of latency and no
 // safety, because an input commits only after its delivery report.
+//
+// queue.buffering.max.kbytes bounds the copies of undelivered messages
+// librdkafka keeps (all stages and dead letters of the producer together)
+// at 256 MiB, pipeline's default in-flight byte budget, instead of
+// librdkafka's 1 GiB: past it Produce says the queue is full, and a stage
+// waits for deliveries (backpressure, never a drop).
 func defaultProducerProperties() kafka.ConfigMap {
 	return kafka.ConfigMap{
-		"acks":               "all",
-		"enable.idempotence": true,
-		"linger.ms":          5,
-		"message.timeout.ms": 30000,
+		"acks":                       "all",
+		"enable.idempotence":         true,
+		"linger.ms":                  5,
+		"message.timeout.ms":         30000,
+		"queue.buffering.max.kbytes": 256 << 10,
 	}
 }
 

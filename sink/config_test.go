@@ -93,6 +93,8 @@ func TestProducerEffectiveConfig(t *testing.T) {
 		"request.required.acks":  "-1",
 		"enable.idempotence":     "true",
 		"message.timeout.ms":     "30000",
+		// Undelivered copies bounded by pipeline's default budget.
+		"queue.buffering.max.kbytes": "262144",
 	} {
 		if got := props[name]; got != want {
 			t.Errorf("librdkafka runs with %s = %q, want %q", name, got, want)
