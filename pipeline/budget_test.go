@@ -197,8 +197,9 @@ func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 		h.WaitCommitted("t", 1, 20)
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		if obs.records != 1 || obs.bytes != 100 {
-			t.Fatalf("peak in flight %d records, %d bytes; want one 100-byte record at a time", obs.records, obs.bytes)
+		if obs.records != 1 || obs.bytes != 100+pipeline.RecordOverhead {
+			t.Fatalf("peak in flight %d records, %d bytes; want one 100-byte record (%d bytes with the overhead) at a time",
+				obs.records, obs.bytes, 100+pipeline.RecordOverhead)
 		}
 	})
 }

@@ -112,8 +112,10 @@ type HookRecordDeadLettered interface {
 
 // HookInFlight is called when the in-flight totals change.
 type HookInFlight interface {
-	// OnInFlight: records and key+value bytes admitted but not yet
-	// committable, across all partitions, after a change. Called from
+	// OnInFlight: records and their bytes (key, value and
+	// [RecordOverhead] each, as [WithMaxInFlightBytes] counts them)
+	// admitted but not yet committable, across all partitions, after a
+	// change. Called from
 	// whichever goroutine changed them; calls from different goroutines
 	// may arrive out of order, so the values are a gauge's, not a
 	// sequence.

@@ -25,9 +25,15 @@ const (
 	// DefaultMaxInFlight bounds records delivered but not yet committable,
 	// across all partitions.
 	DefaultMaxInFlight = 100_000
-	// DefaultMaxInFlightBytes bounds the key and value bytes of those
-	// records.
+	// DefaultMaxInFlightBytes bounds the bytes of those records: key and
+	// value plus [RecordOverhead] each.
 	DefaultMaxInFlightBytes = 256 << 20
+	// RecordOverhead is what the runtime itself holds for each record in
+	// flight, counted in the byte budget ([WithMaxInFlightBytes]) on top
+	// of the record's key and value: the record's slot in its partition's
+	// offset tracker and its copy in a chunk of the graph's input, 272
+	// bytes on 64-bit platforms.
+	RecordOverhead = engine.RecordOverhead
 	// DefaultPartitionQueue is how many records one partition may hold
 	// before it is paused. It is above what a graph of a few stages holds
 	// in its edges alone (Map → Pool(8) → Batch(500) → Each: about 10,000
@@ -91,10 +97,14 @@ func WithMaxInFlight(records int) Option {
 	}
 }
 
-// WithMaxInFlightBytes caps the key and value bytes of the records in
-// flight across all partitions (default 256 MiB), like [WithMaxInFlight]:
-// they never exceed n, except that a record heavier than n is admitted
-// alone once no bytes are in flight.
+// WithMaxInFlightBytes caps the bytes of the records in flight across all
+// partitions (default 256 MiB), like [WithMaxInFlight]: they never exceed
+// n, except that a record heavier than n is admitted alone once no bytes
+// are in flight. A record weighs its key and value plus [RecordOverhead]
+// (272 bytes: what the runtime holds for it), so that n bounds the
+// runtime's own memory too: with 100-byte values, a 16 MiB budget admits
+// about 45,000 records. What stages build from records (decoded values,
+// batches) and the client's prefetch buffers are not counted.
 func WithMaxInFlightBytes(n int64) Option {
 	return func(c *config) {
 		if n <= 0 {

@@ -30,8 +30,11 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.cpuprofile != "" {
-		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+	for _, d := range []string{o.cpuprofile, o.memprofile} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -140,6 +143,9 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 	}
 	if r.o.cpuprofile != "" {
 		args = append(args, "-cpuprofile", filepath.Join(r.o.cpuprofile, tag+".pprof"))
+	}
+	if r.o.memprofile != "" {
+		args = append(args, "-memprofile", filepath.Join(r.o.memprofile, tag+".heap"))
 	}
 	rn.res, rn.err = runProc(ctx, r.o.timeout, filepath.Join(r.dir, tag+".log"), args)
 	if rn.err == nil {

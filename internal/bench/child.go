@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type runConfig struct {
 	l          layout
 	budget     int64 // Sluice's in-flight byte budget; 0 keeps pipeline's default
 	cpuprofile string
+	memprofile string
 }
 
 // Result is the JSON line a run child prints on stdout when it is done.
@@ -64,6 +66,7 @@ func runChild(args []string) int {
 	fs.IntVar(&cfg.l.valueSize, "value", 0, "value bytes per record")
 	fs.Int64Var(&cfg.budget, "budget", 0, "Sluice's in-flight byte budget (0: pipeline's default)")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile to this file when the last record is done (graphs still running)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -115,7 +118,12 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	}
 	tr := newTracker(cfg.l)
 	w := newWindow()
+	heapErr := make(chan error, 1)
+	ran := make(chan struct{})
+	go func() { heapErr <- writeHeapProfile(cfg.memprofile, w.done, ran) }()
 	err := run(ctx, cfg, tr, w)
+	close(ran)
+	err = errors.Join(err, <-heapErr)
 	if err == nil && !w.closed() {
 		err = errors.New("the case returned before its last record was done")
 	}
@@ -133,6 +141,26 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	res.CPUTotal = ru.cpu.Seconds()
 	res.PeakRSSKiB = ru.maxRSSKiB
 	return res, err
+}
+
+// writeHeapProfile writes a heap profile to path (nothing if it is empty)
+// once done is closed, after a GC so that it shows what is live then;
+// nothing if ran is closed first.
+func writeHeapProfile(path string, done, ran <-chan struct{}) error {
+	if path == "" {
+		return nil
+	}
+	select {
+	case <-done:
+	case <-ran:
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	return errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
 }
 
 // window is the measured interval of a run: from the first record to the

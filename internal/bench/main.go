@@ -5,6 +5,7 @@
 //	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
 //	go run ./internal/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
 //	go run ./internal/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
+//	go run ./internal/bench -memory -memprofile /tmp/prof   # one heap profile per run
 //
 // The broker runs in a child process of this program ("bench broker"),
 // and so does every measured run ("bench run -case NAME ..."), so the CPU
@@ -51,7 +52,7 @@ const defaultMemoryBudget = 16 << 20
 type options struct {
 	records, partitions, value, runs int
 	cases                            []string
-	cpuprofile                       string
+	cpuprofile, memprofile           string
 	budget                           int64
 	memory, noMemory                 bool
 	timeout                          time.Duration
@@ -96,6 +97,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.value, "value", 100, fmt.Sprintf("value bytes per record (at least %d)", minValueSize))
 	fs.IntVar(&o.runs, "runs", 3, "runs of every case (rounds alternate the case order)")
 	list := fs.String("cases", "all", "comma-separated cases: all, or some of "+strings.Join(caseOrder, ", "))
+	fs.StringVar(&o.memprofile, "memprofile", "", "directory for one heap profile per run, taken when its last record is done (<section>-<case>-p<partitions>-<run>.heap)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per run (<section>-<case>-p<partitions>-<run>.pprof, section speed or memory)")
 	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory runs)", defaultMemoryBudget>>20))
 	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // tracker does one partition's offset accounting. Every delivered record
@@ -16,12 +17,11 @@ import (
 // not once per record, so one lock per chunk is the cost.
 type tracker struct {
 	mu   sync.Mutex
-	ring []slot // circular buffer, len is a power of two
-	head int    // index in ring of the oldest slot
+	q    slots  // the live slots, in segments of the Run's pool (segments.go)
 	size int    // live slots
-	base uint64 // sequence number of ring[head]; tickets are seq+1
+	base uint64 // sequence number of the oldest live slot; tickets are seq+1
 	// fed is the sequence number of the first record not handed to the
-	// graph's feeder yet (see feed): the ring is also the input queue.
+	// graph's feeder yet (see feed): the slots are also the input queue.
 	fed uint64
 
 	joins []join // indexed by ticket id without joinedBit, minus one
@@ -60,11 +60,23 @@ type join struct {
 	members []Ticket
 }
 
-func newTracker(onDone func(records int, bytes int64, next int64)) *tracker {
-	return &tracker{ring: make([]slot, 64), next: -1, onDone: onDone}
+// newTracker returns a tracker whose slots come from pool (one per Run,
+// shared by its partitions).
+func newTracker(pool *segmentPool, onDone func(records int, bytes int64, next int64)) *tracker {
+	return &tracker{q: slots{pool: pool}, next: -1, onDone: onDone}
 }
 
-func recordBytes(r *Record) int64 { return int64(len(r.Key) + len(r.Value)) }
+// RecordOverhead is what the runtime itself holds per record in flight,
+// counted in the byte budget on top of the record's key and value: its
+// tracker slot (a copy of the Record and its reference count) and one
+// copy in a chunk of the graph's input edge (an Item[Record]), 272 bytes
+// on 64-bit platforms. Later stages hold their own, usually smaller,
+// values in place of that copy.
+const RecordOverhead = int64(unsafe.Sizeof(slot{}) + unsafe.Sizeof(Item[Record]{}))
+
+// recordBytes is what a record weighs in the byte budget: its key and
+// value plus RecordOverhead.
+func recordBytes(r *Record) int64 { return int64(len(r.Key)+len(r.Value)) + RecordOverhead }
 
 // add appends records (in offset order) and returns the sequence number of
 // the first one; the others follow consecutively.
@@ -72,12 +84,9 @@ func (tr *tracker) add(recs []Record) uint64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	first := tr.base + uint64(tr.size)
-	for len(tr.ring)-tr.size < len(recs) {
-		tr.grow()
-	}
-	mask := len(tr.ring) - 1
+	tr.q.ensure(first + uint64(len(recs)))
 	for i := range recs {
-		s := &tr.ring[(tr.head+tr.size)&mask]
+		s := tr.q.at(first + uint64(i))
 		s.rec = recs[i]
 		s.refs = 1
 		tr.size++
@@ -94,22 +103,12 @@ func (tr *tracker) feed(buf []Item[Record], max int) []Item[Record] {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	end := tr.base + uint64(tr.size)
-	mask := len(tr.ring) - 1
 	for n := 0; n < max && tr.fed < end; n++ {
-		s := &tr.ring[(tr.head+int(tr.fed-tr.base))&mask]
+		s := tr.q.at(tr.fed)
 		buf = append(buf, Item[Record]{Value: s.rec, Ticket: ticketAt(tr.fed)})
 		tr.fed++
 	}
 	return buf
-}
-
-func (tr *tracker) grow() {
-	n := make([]slot, 2*len(tr.ring))
-	mask := len(tr.ring) - 1
-	for i := 0; i < tr.size; i++ {
-		n[i] = tr.ring[(tr.head+i)&mask]
-	}
-	tr.ring, tr.head = n, 0
 }
 
 // ticketAt returns the ticket of the record with sequence number seq.
@@ -121,7 +120,7 @@ func (tr *tracker) slotOf(t Ticket) *slot {
 	if t.id == 0 || seq < tr.base || seq >= tr.base+uint64(tr.size) {
 		return nil
 	}
-	return &tr.ring[(tr.head+int(seq-tr.base))&(len(tr.ring)-1)]
+	return tr.q.at(seq)
 }
 
 // done completes one reference of each ticket.
@@ -284,9 +283,8 @@ func (tr *tracker) withFirstRecord(t Ticket, fn func(*Record)) bool {
 func (tr *tracker) settledBefore(seq uint64) bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	mask := len(tr.ring) - 1
 	for i := 0; i < tr.size && tr.base+uint64(i) < seq; i++ {
-		if s := &tr.ring[(tr.head+i)&mask]; s.refs > 0 && !s.invalid {
+		if s := tr.q.at(tr.base + uint64(i)); s.refs > 0 && !s.invalid {
 			return false
 		}
 	}
@@ -316,10 +314,9 @@ func (tr *tracker) recordsLocked(dst []Record, t Ticket) []Record {
 // advance drops the completed prefix and moves next past it. It returns
 // how many records and bytes left the tracker.
 func (tr *tracker) advance() (int, int64) {
-	mask := len(tr.ring) - 1
 	n, b := 0, int64(0)
 	for tr.size > 0 {
-		s := &tr.ring[tr.head]
+		s := tr.q.at(tr.base)
 		if s.refs > 0 {
 			break
 		}
@@ -329,11 +326,11 @@ func (tr *tracker) advance() (int, int64) {
 			tr.tripped = tr.limit.observe(s.invalid, &s.rec)
 		}
 		*s = slot{}
-		tr.head = (tr.head + 1) & mask
 		tr.size--
 		tr.base++
 		n++
 	}
+	tr.q.trim(tr.base)
 	tr.bytes -= b
 	return n, b
 }
@@ -345,13 +342,14 @@ func (tr *tracker) committable() int64 {
 	return tr.next
 }
 
-// drop forgets every live slot of a stopped graph and returns how many
-// records and bytes were held.
+// drop forgets every live slot of a stopped graph, gives its segments
+// back to the Run's pool, and returns how many records and bytes were
+// held.
 func (tr *tracker) drop() (int, int64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	n, b := tr.size, tr.bytes
-	clear(tr.ring)
+	tr.q.release(tr.base, tr.size)
 	tr.size, tr.bytes = 0, 0
 	return n, b
 }

@@ -61,7 +61,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, Partition: tp.Partition, ctx: ctx}
-	g.tr = newTracker(func(n int, b int64, next int64) {
+	g.tr = newTracker(&rt.segments, func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
 		rt.hooks.RecordsCompleted(tp, n, next)
 		rt.release(n, b)

@@ -28,6 +28,9 @@ type Group struct {
 	inflight atomic.Int64
 	bytes    atomic.Int64
 	nwaiting atomic.Int32 // len(waiting)
+	// segments holds the trackers' free slot segments, shared by every
+	// partition (segments.go).
+	segments segmentPool
 
 	mu      sync.Mutex
 	paused  []*graph // paused partitions, oldest pause first
