@@ -95,6 +95,14 @@ func (t *kgoTxn) commit(ctx context.Context, offs []pipeline.Offset) error {
 // Abort implements exactlyonce.Txn: the buffered records fail
 // (kgo.ErrAborting), and the transaction ends with an abort.
 func (t *kgoTxn) Abort(ctx context.Context) error {
+	if _, _, perr := t.cl.ProducerID(ctx); errors.Is(perr, kerr.InvalidProducerEpoch) || errors.Is(perr, kerr.ProducerFenced) {
+		// Fenced (a produce or request refused for an old epoch): kgo's
+		// EndTransaction would try to recover the id (KIP-588), and an
+		// InitProducerID from a zombie would fence its successor on a
+		// broker that accepts a stale epoch (kfake does). Stop instead.
+		_ = t.cl.AbortBufferedRecords(ctx)
+		return fmt.Errorf("%w: the producer id was fenced: %w", exactlyonce.ErrFatal, perr)
+	}
 	err := t.cl.AbortBufferedRecords(ctx)
 	if err != nil {
 		err = fmt.Errorf("aborting the buffered records: %w", err)
