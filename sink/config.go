@@ -55,6 +55,9 @@ func defaultProducerProperties() kafka.ConfigMap {
 	}
 }
 
+// eventsChannelSize is the capacity of the producer's Events channel.
+const eventsChannelSize = 1024
+
 // producerProperties validates cfg and returns the librdkafka
 // configuration NewProducer creates its client with.
 func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
@@ -82,5 +85,12 @@ func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
 	// only: without this, confluent-kafka-go copies every message's key
 	// and value back into Go memory for its report.
 	m["go.delivery.report.fields"] = "none"
+	// Every delivery report goes to its receiver's own channel; the
+	// producer's Events channel carries only errors and other events,
+	// which Producer.events reads as they come, and ProduceChannel is
+	// unused. confluent-kafka-go's defaults (1000000 each) allocate 24 MB
+	// of channel buffers per producer up front.
+	m["go.events.channel.size"] = eventsChannelSize
+	m["go.produce.channel.size"] = 0
 	return m, nil
 }

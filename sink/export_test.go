@@ -29,3 +29,9 @@ func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error
 	msg, _ := ev.(*kafka.Message)
 	return msg, nil
 }
+
+// ChannelCapacities returns the capacities of the confluent-kafka-go
+// channels p allocates up front: Events and ProduceChannel.
+func ChannelCapacities(p *Producer) (events, produce int) {
+	return cap(p.p.Events()), cap(p.p.ProduceChannel())
+}

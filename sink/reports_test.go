@@ -30,3 +30,18 @@ func TestDeliveryReportCarriesNoPayload(t *testing.T) {
 		t.Errorf("report carries key %q, value %q, headers %v; want none", rep.Key, rep.Value, rep.Headers)
 	}
 }
+
+// The producer's Events channel only carries errors (each receiver has
+// its own report channel) and ProduceChannel is unused: neither gets
+// confluent-kafka-go's default of a million entries, 24 MB allocated up
+// front for every producer.
+func TestProducerChannelsAreSmall(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewBroker(t)
+	p := newProducer(t, b, nil)
+	defer p.Close()
+	events, produce := sink.ChannelCapacities(p)
+	if events > 1024 || produce != 0 {
+		t.Errorf("Events capacity %d, ProduceChannel capacity %d; want at most 1024 and 0", events, produce)
+	}
+}
