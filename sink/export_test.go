@@ -33,5 +33,6 @@ func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error
 // ChannelCapacities returns the capacities of the confluent-kafka-go
 // channels p allocates up front: Events and ProduceChannel.
 func ChannelCapacities(p *Producer) (events, produce int) {
+	//lint:ignore SA1019 reads the capacity of the channel NewProducer allocates; nothing is produced through it
 	return cap(p.p.Events()), cap(p.p.ProduceChannel())
 }
