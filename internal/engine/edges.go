@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Stream is a typed, bounded flow of values inside one partition's graph.
 // A Stream is created by the runtime (the builder's input) or by a stage,
@@ -31,15 +34,20 @@ func All(ends ...End) End {
 	return End{g: g}
 }
 
-// edge is the channel between two stages, plus a free list of chunk
-// buffers so steady-state flow allocates nothing.
+// edge is the channel between two stages. Its chunks come from, and go
+// back to, the Run's pool of chunks of T (edges_pool.go), so that
+// steady-state flow allocates nothing; demand sizes the chunks it hands
+// out.
 type edge[T any] struct {
 	g    *graph
 	ch   chan []Item[T]
-	free chan []Item[T]
-	from string
-	to   string
-	mark any // set by the producing stage for the consuming one (see Mark)
+	pool *chunkPool[T]
+	// demand is how many values the edge's chunks carry, a decaying
+	// maximum of the lengths of the chunks released (see release).
+	demand atomic.Int64
+	from   string
+	to     string
+	mark   any // set by the producing stage for the consuming one (see Mark)
 }
 
 type edgeInfo interface{ ends() (from, to string) }
@@ -48,6 +56,17 @@ func (e *edge[T]) ends() (string, string) { return e.from, e.to }
 
 const defaultEdgeBuffer = 4
 
+// initialDemand is the values per chunk an edge expects before its first
+// chunk came back; a stage appending more grows the chunk (a few
+// allocations on the first chunks of a busy edge).
+const initialDemand = 16
+
+// demandDecay sets how fast an edge's demand falls when its chunks carry
+// fewer values: by a 1/demandDecay of itself (at least 1) per chunk
+// released, from 256 to 16 in about 22 chunks, while it rises at once to
+// a longer chunk.
+const demandDecay = 8
+
 func newEdge[T any](g *graph, from string, buffer int) *edge[T] {
 	if buffer <= 0 {
 		buffer = defaultEdgeBuffer
@@ -55,9 +74,10 @@ func newEdge[T any](g *graph, from string, buffer int) *edge[T] {
 	e := &edge[T]{
 		g:    g,
 		ch:   make(chan []Item[T], buffer),
-		free: make(chan []Item[T], buffer+2),
+		pool: chunkPoolOf[T](&g.rt.chunks),
 		from: from,
 	}
+	e.demand.Store(min(initialDemand, int64(g.rt.cfg.Chunk)))
 	g.edges = append(g.edges, e)
 	return e
 }
@@ -77,20 +97,21 @@ func (s Stream[T]) take(to string) *edge[T] {
 	return s.e
 }
 
-// buffer returns an empty chunk, reusing a released one when possible.
-func (e *edge[T]) buffer() []Item[T] {
-	select {
-	case b := <-e.free:
-		return b
-	default:
-		return make([]Item[T], 0, e.g.rt.cfg.Chunk)
-	}
-}
+// buffer returns an empty chunk with room for the edge's demand.
+func (e *edge[T]) buffer() []Item[T] { return e.pool.get(int(e.demand.Load())) }
 
+// bufferFor returns an empty chunk with room for at least n values (the
+// feeder knows how many records it is about to send).
+func (e *edge[T]) bufferFor(n int) []Item[T] { return e.pool.get(max(n, 1)) }
+
+// release gives a chunk back to the Run's pool once its values are no
+// longer referenced, and folds its length into the edge's demand. Any
+// goroutine may call it (a stage's workers may release what they hold).
 func (e *edge[T]) release(b []Item[T]) {
-	clear(b)
-	select {
-	case e.free <- b[:0]:
-	default:
+	d := e.demand.Load()
+	if nd := max(int64(len(b)), d-(d+demandDecay-1)/demandDecay, 1); nd != d {
+		e.demand.Store(nd)
 	}
+	clear(b)
+	e.pool.put(b)
 }

@@ -179,11 +179,11 @@ func (g *graph) feed(e *edge[Record]) {
 				return // what was not fed yet is dropped, never completed
 			default:
 			}
-			buf := g.tr.feed(out.Buffer(), g.rt.cfg.Chunk)
-			if len(buf) == 0 {
-				out.e.release(buf)
+			n := min(g.tr.queued(), g.rt.cfg.Chunk)
+			if n == 0 {
 				break
 			}
+			buf := g.tr.feed(e.bufferFor(n), n)
 			if !out.Send(buf) {
 				return
 			}

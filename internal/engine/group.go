@@ -31,6 +31,9 @@ type Group struct {
 	// segments holds the trackers' free slot segments, shared by every
 	// partition (segments.go).
 	segments segmentPool
+	// chunks holds the edges' free chunks, shared by every partition
+	// (edges_pool.go).
+	chunks chunkPools
 
 	mu      sync.Mutex
 	paused  []*graph // paused partitions, oldest pause first
