@@ -41,7 +41,7 @@ func pool[In, Out any](in pipeline.Stream[In], sp stagekit.StageSpec, fname stri
 	}
 	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed(),
-			free: make(chan *poolChunk[In, Out], 2*workers+2)}
+			free: poolChunksOf[In, Out]()}
 		return p.run(s, inl, out)
 	})
 }
@@ -54,8 +54,9 @@ type workerPool[In, Out any] struct {
 	seed    maphash.Seed
 
 	// free holds chunks the emitter is done with, for dispatch to reuse
-	// (with their slices): steady flow allocates nothing.
-	free chan *poolChunk[In, Out]
+	// (with their slices): steady flow allocates nothing. It is shared
+	// with the other Pools of the same types (pool_chunks.go).
+	free *poolChunkPool[In, Out]
 	pcs  []piece[In, Out] // dispatch's scratch (pieces are sent by value)
 }
 
@@ -72,29 +73,21 @@ type poolChunk[In, Out any] struct {
 	byWorker [][]int32
 }
 
-// chunk returns a chunk holding a copy of items, reusing a free one when
-// there is one. The copy lets the input chunk go back to its edge at once:
-// the pool holds up to 2*workers chunks, more than an edge keeps for reuse.
+// chunk returns a chunk holding a copy of items, with the capacity of the
+// power of two fitting them, reusing a free one when there is one. The
+// copy lets the input chunk go back to the Run's free chunks at once,
+// while the pool holds up to 2*workers chunks.
 func (p *workerPool[In, Out]) chunk(items []stagekit.Item[In]) *poolChunk[In, Out] {
-	var c *poolChunk[In, Out]
-	select {
-	case c = <-p.free:
-	default:
-		c = &poolChunk[In, Out]{}
-	}
 	n := len(items)
-	if cap(c.outs) < n {
-		c.items = make([]stagekit.Item[In], n)
-		c.outs, c.errs, c.fin = make([]Out, n), make([]error, n), make([]atomic.Bool, n)
-	}
+	c := p.free.get(n)
 	c.items, c.outs, c.errs, c.fin = c.items[:n], c.outs[:n], c.errs[:n], c.fin[:n]
 	copy(c.items, items)
 	c.wait.Store(-1)
 	return c
 }
 
-// recycle clears c (its values are no longer referenced) and keeps it for
-// reuse.
+// recycle clears c (its values are no longer referenced) and gives it back
+// for reuse.
 func (p *workerPool[In, Out]) recycle(c *poolChunk[In, Out]) {
 	clear(c.items)
 	clear(c.outs)
@@ -102,10 +95,7 @@ func (p *workerPool[In, Out]) recycle(c *poolChunk[In, Out]) {
 	for i := range c.fin {
 		c.fin[i].Store(false)
 	}
-	select {
-	case p.free <- c:
-	default:
-	}
+	p.free.put(c)
 }
 
 // piece is a share of a chunk for one worker: a range, or an index list

@@ -1,0 +1,152 @@
+package stages
+
+import (
+	"math/bits"
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluice-go/sluice/pipeline/stagekit"
+)
+
+// This file is the storage of Pool's chunks: free chunks are shared by
+// every Pool of the process with the same value types, instead of each
+// Pool keeping 2*workers+2 chunks as large as the largest input chunk it
+// ever saw. A chunk's capacity is the power of two that fits its input
+// chunk, so a partition receiving little holds little; and free chunks
+// age out like sync.Pool's: at every garbage collection the free lists
+// become the "old" lists (the previous old lists are dropped), so a chunk
+// no Pool took for a whole GC cycle is freed. (Not sync.Pool itself: under
+// the race detector it drops a quarter of what it is given, which would
+// make steady-state flow allocate.)
+
+// poolChunkClasses is the number of capacity classes: class k holds chunks
+// whose capacity is at least 1<<k and below 1<<(k+1).
+const poolChunkClasses = bits.UintSize
+
+// poolChunkPool holds the free chunks of one Pool instantiation. Its
+// methods are safe for concurrent use; Pool stages call them once per
+// input chunk.
+type poolChunkPool[In, Out any] struct {
+	mu  sync.Mutex
+	new poolChunkLists[In, Out] // given back since the last GC
+	old poolChunkLists[In, Out] // given back before it, dropped at the next
+}
+
+// poolChunkLists are free chunks by class; set has bit k when class k
+// has one.
+type poolChunkLists[In, Out any] struct {
+	free [poolChunkClasses][]*poolChunk[In, Out]
+	set  uint
+}
+
+// take returns a chunk of the smallest class from k up with one, or nil.
+func (l *poolChunkLists[In, Out]) take(k int) *poolChunk[In, Out] {
+	m := l.set >> k << k
+	if m == 0 {
+		return nil
+	}
+	k = bits.TrailingZeros(m)
+	free := l.free[k]
+	c := free[len(free)-1]
+	free[len(free)-1] = nil
+	l.free[k] = free[:len(free)-1]
+	if len(free) == 1 {
+		l.set &^= 1 << k
+	}
+	return c
+}
+
+// poolChunkPools maps the reflect.Type of poolChunk[In, Out] to its
+// *poolChunkPool[In, Out].
+var poolChunkPools sync.Map
+
+// agedPools are the pools the GC ages (every poolChunkPool).
+var (
+	agedMu     sync.Mutex
+	agedPools  []interface{ age() }
+	agingStart sync.Once
+)
+
+// poolChunksOf returns the process's free chunks for Pools from In to
+// Out. A Pool stage calls it once, when it starts.
+func poolChunksOf[In, Out any]() *poolChunkPool[In, Out] {
+	t := reflect.TypeFor[poolChunk[In, Out]]()
+	if p, ok := poolChunkPools.Load(t); ok {
+		return p.(*poolChunkPool[In, Out])
+	}
+	p, loaded := poolChunkPools.LoadOrStore(t, &poolChunkPool[In, Out]{})
+	if !loaded {
+		agedMu.Lock()
+		agedPools = append(agedPools, p.(*poolChunkPool[In, Out]))
+		agedMu.Unlock()
+		agingStart.Do(func() { ageAtNextGC() })
+	}
+	return p.(*poolChunkPool[In, Out])
+}
+
+// gcCycles counts the agings done (tests).
+var gcCycles atomic.Int64
+
+// ageAtNextGC arranges for every pool to age once the next garbage
+// collection found a fresh object unreachable, and again after each
+// following one. The cleanup runs on the runtime's cleanup goroutine.
+func ageAtNextGC() {
+	runtime.AddCleanup(new(byte), func(struct{}) {
+		agedMu.Lock()
+		pools := agedPools
+		agedMu.Unlock()
+		for _, p := range pools {
+			p.age()
+		}
+		gcCycles.Add(1)
+		ageAtNextGC()
+	}, struct{}{})
+}
+
+// age drops the old free chunks and makes the new ones old (keeping the
+// lists' arrays for the new ones).
+func (p *poolChunkPool[In, Out]) age() {
+	p.mu.Lock()
+	p.old, p.new = p.new, p.old
+	for k, free := range p.new.free {
+		clear(free)
+		p.new.free[k] = free[:0]
+	}
+	p.new.set = 0
+	p.mu.Unlock()
+}
+
+// get returns a cleared chunk with room for at least n values (n >= 1): a
+// free one of the smallest class that fits n and has one (a larger chunk
+// comes back larger only when its input chunk was), else a new one with
+// the capacity of n's class.
+func (p *poolChunkPool[In, Out]) get(n int) *poolChunk[In, Out] {
+	k := bits.Len(uint(max(n, 1) - 1))
+	p.mu.Lock()
+	c := p.new.take(k)
+	if c == nil {
+		c = p.old.take(k)
+	}
+	p.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	m := 1 << k
+	return &poolChunk[In, Out]{items: make([]stagekit.Item[In], 0, m), outs: make([]Out, 0, m),
+		errs: make([]error, 0, m), fin: make([]atomic.Bool, 0, m)}
+}
+
+// put takes back a chunk whose values are cleared (workerPool.recycle).
+func (p *poolChunkPool[In, Out]) put(c *poolChunk[In, Out]) {
+	n := cap(c.outs)
+	if n == 0 {
+		return
+	}
+	k := bits.Len(uint(n)) - 1
+	p.mu.Lock()
+	p.new.free[k] = append(p.new.free[k], c)
+	p.new.set |= 1 << k
+	p.mu.Unlock()
+}
