@@ -24,7 +24,9 @@ import (
 //     transaction); records held for them are dropped;
 //  2. the transaction aborts (Txn.Abort);
 //  3. the consumer seeks them back to their committed offsets
-//     (Txn.Rewind), and no record fetched before the seek is delivered;
+//     (Txn.Rewind), and no record fetched before the seek is delivered
+//     (an abort inside Deliver defers this step and the next one to the
+//     Group's next call that is not a Deliver: rewind_deferred.go);
 //  4. they get new graphs (the runtime's Assign) and are listed as
 //     resumable (one the source paused is resumed at its next resume
 //     check: the runtime's Lose signalled Wake);
@@ -57,6 +59,8 @@ func (g *Group) abort(cause error, rewind bool) {
 		g.stop(cause, fmt.Errorf("sluice: aborting the transaction: %w", err))
 	case !rewind:
 		g.stop(cause, nil)
+	case g.inDeliver:
+		g.deferRewind(cause, tps) // rewind_deferred.go
 	default:
 		if err := g.rewind(tps); err != nil {
 			g.stop(cause, err)

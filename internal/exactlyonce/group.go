@@ -40,10 +40,11 @@ import (
 // commit, a revoke past the drain timeout) is followed by a rewind in
 // place (abort.go): every partition still owned with records in it (or
 // held) has its graph cancelled, is rewound to the group's committed
-// offset (Txn.Rewind) and gets a new graph; the next records begin a new
-// transaction. Only when that is impossible (the producer is fenced or
-// failed fatally, Abort or Rewind failed) or at shutdown does the Group
-// stop: [Group.Err] then returns the error, and the source must stop as
+// offset (Txn.Rewind) and gets a new graph (after an abort inside
+// Deliver, at the Group's next other call: rewind_deferred.go); the next
+// records begin a new transaction. Only when that is impossible (the
+// producer is fenced or failed fatally, Abort or Rewind failed) or at
+// shutdown does the Group stop: [Group.Err] then returns the error, and the source must stop as
 // for a fatal client failure: lose every partition without committing and
 // return the error from Run.
 type Group struct {
@@ -61,6 +62,12 @@ type Group struct {
 	// the runtime did not ask to pause, for the next Resumable.
 	resumable []pipeline.TopicPartition
 	err       error // the first failure; the Group commits nothing after it
+	// inDeliver: a Deliver call runs (an abort in it defers its rewind);
+	// deferred: the partitions awaiting that rewind, aborted because of
+	// deferredCause (rewind_deferred.go).
+	inDeliver     bool
+	deferred      []pipeline.TopicPartition
+	deferredCause error
 }
 
 // partition is what the Group knows of one owned partition. Offsets are
@@ -71,6 +78,7 @@ type partition struct {
 	committed int64 // what the last committed transaction committed
 	inTxn     bool  // records were delivered since the last commit
 	leaving   bool  // being revoked: never rewound
+	rewinding bool  // awaiting a deferred rewind: its records are dropped
 	held      []pipeline.Record
 }
 
@@ -99,6 +107,7 @@ func (g *Group) Err() error { return g.err }
 
 // Assign implements pipeline.Group.
 func (g *Group) Assign(tps []pipeline.TopicPartition) error {
+	g.finishRewind(nil)
 	err := g.Group.Assign(tps)
 	for _, tp := range tps {
 		if g.parts[tp] == nil {
@@ -113,12 +122,15 @@ func (g *Group) Assign(tps []pipeline.TopicPartition) error {
 // barrier not reached) it holds them instead, and asks to pause the
 // partition once it holds holdPause records of it. After a failure it
 // drops them, and so it does when the commit it tried first aborted and
-// rewound tp (they were fetched before the rewind).
+// rewound tp (they were fetched before the rewind), and until the
+// deferred rewind of tp ran (rewind_deferred.go).
 func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
 	p := g.parts[tp]
-	if g.err != nil || p == nil || len(recs) == 0 {
+	if g.err != nil || p == nil || p.rewinding || len(recs) == 0 {
 		return false
 	}
+	g.inDeliver = true
+	defer func() { g.inDeliver = false }()
 	if g.draining {
 		g.tryCommit()
 		if g.err != nil || g.parts[tp] != p {
@@ -151,6 +163,7 @@ func (g *Group) deliver(tp pipeline.TopicPartition, p *partition, recs []pipelin
 // holding records until the barrier is reached (see Resumable). It
 // returns nothing for the source to commit.
 func (g *Group) Offsets() []pipeline.Offset {
+	g.finishRewind(nil)
 	g.absorb(g.Group.Offsets())
 	if g.err == nil && g.open {
 		g.draining = true
@@ -164,6 +177,7 @@ func (g *Group) Offsets() []pipeline.Offset {
 // held records were delivered, and the partitions rewound since the last
 // call (their new graphs have room; one the source paused must resume).
 func (g *Group) Resumable() []pipeline.TopicPartition {
+	g.finishRewind(nil)
 	out := g.Group.Resumable()
 	if g.draining {
 		g.tryCommit()
@@ -211,6 +225,7 @@ func (g *Group) tryCommit() {
 func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 	start := time.Now()
 	deadline := start.Add(g.DrainTimeout())
+	g.finishRewind(tps)
 	for _, tp := range tps {
 		if p := g.parts[tp]; p != nil {
 			p.leaving = true
@@ -254,6 +269,7 @@ func (g *Group) settle(tps []pipeline.TopicPartition) {
 // the other partitions' outputs without the lost ones' offsets. The
 // partitions kept that had records in it are rewound (abort.go).
 func (g *Group) Lose(tps []pipeline.TopicPartition) {
+	g.finishRewind(tps)
 	g.Group.Lose(tps)
 	var held []string
 	if g.err == nil && g.open {
@@ -277,6 +293,7 @@ func (g *Group) Lose(tps []pipeline.TopicPartition) {
 // were never processed). It returns nothing for the source to commit.
 func (g *Group) Shutdown() []pipeline.Offset {
 	start := time.Now()
+	g.deferred, g.deferredCause = nil, nil // their graphs are cancelled: nothing of them commits
 	g.absorb(g.Group.Shutdown())
 	if g.err == nil && g.open {
 		stuck := g.unfinished(g.owned())

@@ -43,17 +43,21 @@ type Txn interface {
 	// transaction committed for it; without a committed offset, where a
 	// new owner would start: auto.offset.reset), so that the records of
 	// an aborted transaction are consumed and processed again. The Group
-	// calls it after Abort succeeded, from inside the Group method that
-	// aborted (Deliver, Offsets, Resumable, Revoke or Lose), on the poll
-	// goroutine, for owned partitions only; it has cancelled their graphs
-	// before (nothing of them runs any more) and builds new ones once it
-	// returns. After it returned the source must not hand the Group any
-	// record of tps fetched before the call: the next record of each
-	// partition it delivers is the first one at or after the committed
-	// offset (librdkafka's seek bumps the partition's version barrier,
-	// which drops what was prefetched; a backend that holds fetched
-	// records itself drops those of tps; a kafkasource.Core holds none in
-	// its batch while a Group method runs). A paused partition stays
+	// calls it after Abort succeeded, on the poll goroutine, for owned
+	// partitions only, from inside the Group method that aborted (Offsets,
+	// Resumable, Revoke or Lose) or, when Deliver aborted, from the
+	// Group's next call that is not a Deliver (Polled, Offsets,
+	// Resumable, Assign, Revoke, Lose: the source may hold records it
+	// fetched before while Deliver runs; the Group drops every record of
+	// tps until then). It has cancelled their graphs before (nothing of
+	// them runs any more) and builds new ones once it returns. After it
+	// returned the source must not hand the Group any record of tps
+	// fetched before the call: the next record of each partition it
+	// delivers is the first one at or after the committed offset
+	// (librdkafka's seek bumps the partition's version barrier, which
+	// drops what was prefetched; a backend that holds fetched records
+	// itself drops those of tps; a kafkasource.Core holds none while a
+	// Group method other than Deliver runs). A paused partition stays
 	// paused (the Group lists it in Resumable afterwards). ctx bounds the
 	// call (the Group's CommitTimeout). An error stops the Group as a
 	// failed Abort does.
