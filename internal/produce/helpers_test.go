@@ -1,0 +1,125 @@
+package produce_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// values returns the record values "v<from>" ... "v<from+n-1>".
+func values(from, n int) [][]byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, "v%d", from+i)
+	}
+	return vs
+}
+
+// valueNames returns the values of values(from, n) as strings.
+func valueNames(from, n int) []string {
+	var ns []string
+	for _, v := range values(from, n) {
+		ns = append(ns, string(v))
+	}
+	return ns
+}
+
+// recordMessage is the stage's toMsg: the record's key and value.
+func recordMessage(r pipeline.Record) (pipeline.Message, error) {
+	return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+}
+
+// produceTo returns a builder whose graph produces every record to "out"
+// with c and tr through the stage under test.
+func produceTo(c produce.Client[report], tr *produce.Tracker, toMsg func(pipeline.Record) (pipeline.Message, error)) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return produce.Stage(in, "stub.Produce", c, tr, "out", toMsg, nil)
+	}
+}
+
+// quiet drops Run's logs (retries, the stopping error) from test output.
+var quiet = pipeline.WithLogger(slog.New(slog.DiscardHandler))
+
+// run starts pipeline.Run with b over a new Fake and assigns in/0.
+func run(t *testing.T, b pipeline.Builder, opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
+	t.Helper()
+	f := testkit.NewFake()
+	r := testkit.Start(t, f, b, append([]pipeline.Option{quiet}, opts...)...)
+	must(t, f.Assign("in", 0))
+	return f, r
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCommitted waits until in/0 is committed at least at offset; inside
+// a bubble the timeout only fires on a deadlock.
+func waitCommitted(t *testing.T, f *testkit.Fake, offset int64) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		changed := f.Changed()
+		if c := f.Committed("in", 0); c >= offset {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("in/0 committed at %d, waiting for %d", f.Committed("in", 0), offset)
+		}
+	}
+}
+
+// inBackground runs fn on its own goroutine; the channel gets its error.
+func inBackground(fn func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- fn() }()
+	return ch
+}
+
+// returned reports whether the goroutine of ch returned (call it after
+// synctest.Wait); its error, if any, fails the test.
+func returned(t *testing.T, ch <-chan error) bool {
+	t.Helper()
+	select {
+	case err := <-ch:
+		must(t, err)
+		return true
+	default:
+		return false
+	}
+}
+
+// stageError returns err's *pipeline.StageError, failing the test when
+// there is none.
+func stageError(t *testing.T, err error) *pipeline.StageError {
+	t.Helper()
+	var se *pipeline.StageError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run returned %v, want a *pipeline.StageError", err)
+	}
+	return se
+}
+
+// checkStageError checks the position and the cause's text of err's
+// *pipeline.StageError.
+func checkStageError(t *testing.T, err error, offset int64, cause string) {
+	t.Helper()
+	se := stageError(t, err)
+	if se.Stage != "Produce#1" || se.Topic != "in" || se.Partition != 0 || se.Offset != offset {
+		t.Errorf("StageError names stage %q on %s/%d at %d, want \"Produce#1\" on in/0 at %d", se.Stage, se.Topic, se.Partition, se.Offset, offset)
+	}
+	if got := se.Err.Error(); got != cause {
+		t.Errorf("StageError's cause %q, want %q", got, cause)
+	}
+}
