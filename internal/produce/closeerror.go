@@ -64,7 +64,11 @@ func (e *CloseError) Error() string {
 	}
 	b.WriteString("closing the producer:")
 	if n := e.Count(); n > 0 {
-		fmt.Fprintf(&b, " %d messages undelivered after %v", n, e.Timeout)
+		noun := "messages"
+		if n == 1 {
+			noun = "message"
+		}
+		fmt.Fprintf(&b, " %d %s undelivered after %v", n, noun, e.Timeout)
 		if len(e.Undelivered) > 0 {
 			b.WriteString(" (")
 			for i, u := range e.Undelivered[:min(len(e.Undelivered), maxNamed)] {

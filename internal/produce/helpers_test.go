@@ -43,8 +43,12 @@ func produceTo(c produce.Client[report], tr *produce.Tracker, toMsg func(pipelin
 	}
 }
 
-// quiet drops Run's logs (retries, the stopping error) from test output.
-var quiet = pipeline.WithLogger(slog.New(slog.DiscardHandler))
+// quietLogger drops what it gets; quiet keeps Run's logs (retries, the
+// stopping error) out of test output.
+var (
+	quietLogger = slog.New(slog.DiscardHandler)
+	quiet       = pipeline.WithLogger(quietLogger)
+)
 
 // run starts pipeline.Run with b over a new Fake and assigns in/0.
 func run(t *testing.T, b pipeline.Builder, opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {

@@ -70,9 +70,13 @@ type stub struct {
 	refuse  map[string]int   // value → Send calls still refused as queue full
 	sendErr map[string]error // value → Send's error
 	fail    map[string]error // value → its delivery report's error
-	tries   []try
-	sent    []sentMsg
-	held    []held
+	// block: value → Send blocks until its ctx ends, then accepts the
+	// message with a report carrying ctx's cause (a library whose
+	// produce call waits for room in its buffer).
+	block map[string]bool
+	tries []try
+	sent  []sentMsg
+	held  []held
 	// inFlight counts accepted messages whose report the stub has not
 	// written yet; maxInFlight is its high-water mark.
 	inFlight, maxInFlight int
@@ -80,15 +84,21 @@ type stub struct {
 }
 
 func newStub(tr *produce.Tracker, hold bool) *stub {
-	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}}
+	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}}
 }
 
-func (c *stub) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
+func (c *stub) Send(ctx context.Context, o *produce.Outgoing, reports chan report) error {
 	return c.tr.Send(func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		v := string(o.Message.Value)
 		c.tries = append(c.tries, try{v, time.Now()})
+		if c.block[v] {
+			c.mu.Unlock()
+			<-ctx.Done()
+			c.mu.Lock()
+			c.fail[v] = context.Cause(ctx)
+		}
 		if c.refuse[v] > 0 {
 			c.refuse[v]--
 			return errQueueFull
@@ -132,6 +142,25 @@ func (*stub) Classify(err error) error {
 		return pipeline.Permanent(err)
 	}
 	return err
+}
+
+// closeSteps are the stub's library calls for Tracker.Close: Flush waits
+// its timeout when messages are held and reports them left, GiveUp fails
+// them all (giveUp), CloseClient returns at once.
+func (c *stub) closeSteps() produce.CloseSteps {
+	return produce.CloseSteps{
+		Timeout: 5 * time.Second,
+		Flush: func(d time.Duration) bool {
+			if held, _, _ := c.counts(); held == 0 {
+				return false
+			}
+			time.Sleep(d) // the bubble's clock: the library waits it out
+			return true
+		},
+		GiveUp:      func(context.Context) { c.giveUp() },
+		CloseClient: func() {},
+		Logger:      quietLogger,
+	}
 }
 
 // release writes the held reports of values, in that order.

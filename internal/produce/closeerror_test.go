@@ -1,0 +1,123 @@
+package produce_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+func TestUndeliveredMessageString(t *testing.T) {
+	src := pipeline.TopicPartition{Topic: "orders", Partition: 3}
+	for _, tc := range []struct {
+		u    produce.UndeliveredMessage
+		want string
+	}{
+		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: 42}, "to out from orders/3@42"},
+		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: 0}, "to out from orders/3@0"},
+		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: -1}, "to out from orders/3"},
+	} {
+		if got := tc.u.String(); got != tc.want {
+			t.Errorf("%#v.String() = %q, want %q", tc.u, got, tc.want)
+		}
+	}
+}
+
+// undelivered returns n messages from in/0 at offsets 0..n-1.
+func undelivered(n int) []produce.UndeliveredMessage {
+	us := make([]produce.UndeliveredMessage, n)
+	for i := range us {
+		us[i] = produce.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in"}, Offset: int64(i)}
+	}
+	return us
+}
+
+// closeErrorOf has a tracker's Close build the CloseError of undelivered
+// messages us plus unreported ones (whose failed reports nobody reads),
+// and of a client that does not close in time when hang.
+func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int, hang bool) error {
+	t.Helper()
+	tr := produce.NewTracker(names)
+	for range len(us) + unreported {
+		must(t, tr.Send(func() error { return nil }))
+	}
+	release := make(chan struct{})
+	defer close(release)
+	return tr.Close(produce.CloseSteps{
+		Timeout: 30 * time.Second,
+		Flush:   func(time.Duration) bool { return true },
+		GiveUp: func(context.Context) {
+			for _, u := range us {
+				tr.Failed(true, u)
+			}
+		},
+		CloseClient: func() {
+			if hang {
+				<-release
+			}
+		},
+		Logger: quietLogger,
+	})
+}
+
+// CloseError's text counts what was given up on, names the first ten
+// undelivered messages and counts the rest ("and N more", including the
+// unreported ones), and says when the client did not close in time.
+func TestCloseErrorText(t *testing.T) {
+	named := func(n int) string {
+		s := ""
+		for i := range n {
+			if i > 0 {
+				s += ", "
+			}
+			s += fmt.Sprintf("to out from in/0@%d", i)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		undeliv    int
+		unreported int
+		hang       bool
+		want       string
+	}{
+		{"one", 1, 0, false, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0)"},
+		{"ten", 10, 0, false, "stub: closing the producer: 10 messages undelivered after 30s (" + named(10) + ")"},
+		{"eleven", 11, 0, false, "stub: closing the producer: 11 messages undelivered after 30s (" + named(10) + " and 1 more)"},
+		{"many", 25, 0, false, "stub: closing the producer: 25 messages undelivered after 30s (" + named(10) + " and 15 more)"},
+		{"unreported", 2, 3, false, "stub: closing the producer: 5 messages undelivered after 30s (" + named(2) + " and 3 more)"},
+		{"only unreported", 0, 4, false, "stub: closing the producer: 4 messages undelivered after 30s"},
+		{"client", 0, 0, true, "stub: closing the producer: the client did not close within 1s"},
+		{"both", 1, 0, true, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0); the client did not close within 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				err := closeErrorOf(t, undelivered(tc.undeliv), tc.unreported, tc.hang)
+				if err == nil || err.Error() != tc.want {
+					t.Fatalf("Close returned %v, want %q", err, tc.want)
+				}
+				var ce *produce.CloseError
+				if !errors.As(err, &ce) {
+					t.Fatalf("Close returned %T, want a *CloseError", err)
+				}
+				if ce.Count() != tc.undeliv+tc.unreported || ce.Unreported != tc.unreported || len(ce.Undelivered) != tc.undeliv {
+					t.Errorf("Count %d, Unreported %d, %d Undelivered; want %d, %d, %d",
+						ce.Count(), ce.Unreported, len(ce.Undelivered), tc.undeliv+tc.unreported, tc.unreported, tc.undeliv)
+				}
+			})
+		})
+	}
+}
+
+// A CloseError built by hand (no backend) has no package prefix.
+func TestCloseErrorWithoutPackage(t *testing.T) {
+	e := &produce.CloseError{Timeout: time.Second, Undelivered: undelivered(1)}
+	if got, want := e.Error(), "closing the producer: 1 message undelivered after 1s (to out from in/0@0)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
