@@ -94,7 +94,7 @@ func (t confluentTxn) Commit(ctx context.Context, offs []pipeline.Offset) error 
 			parts[i].Offset = kafka.Offset(o.Next)
 		}
 		if err := t.p.SendOffsetsToTransaction(ctx, parts, md); err != nil {
-			return fatalTxn(fmt.Errorf("sending the offsets to the transaction: %w", err))
+			return groupMovedTxn(fatalTxn(fmt.Errorf("sending the offsets to the transaction: %w", err)))
 		}
 	}
 	return fatalTxn(t.p.CommitTransaction(ctx))
@@ -110,6 +110,17 @@ func fatalTxn(err error) error {
 	var ke kafka.Error
 	if errors.As(err, &ke) && ke.IsFatal() {
 		return fmt.Errorf("%w: %w", exactlyonce.ErrFatal, err)
+	}
+	return err
+}
+
+// groupMovedTxn marks err with exactlyonce.ErrGroupMoved when the group
+// coordinator refused the offsets because the consumer's membership moved
+// on (expectedCommitError: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a
+// rebalance in progress, ...), unless it is fatal.
+func groupMovedTxn(err error) error {
+	if err != nil && !errors.Is(err, exactlyonce.ErrFatal) && expectedCommitError(err) {
+		return fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err)
 	}
 	return err
 }

@@ -71,6 +71,24 @@ func (g *Group) abort(cause error, rewind bool) {
 	}
 }
 
+// abortMoved aborts the open transaction at shutdown after the group
+// refused its offsets (cause wraps ErrGroupMoved): the partitions' next
+// owner starts from the last committed transaction, as after a revoke
+// whose commit the group refused, so the Group does not stop unless the
+// abort itself fails.
+func (g *Group) abortMoved(cause error) {
+	g.open = false
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
+	err := g.txn.Abort(ctx)
+	cancel()
+	if err != nil {
+		g.stop(cause, fmt.Errorf("sluice: aborting the transaction: %w", err))
+		return
+	}
+	g.log.Warn("exactly-once shutdown: the group refused the last transaction's offsets; aborted, the next owners start from the last committed transaction",
+		"cause", cause)
+}
+
 // toRewind returns the owned partitions (not being revoked) with records
 // in the open transaction or held for the next one.
 func (g *Group) toRewind() []pipeline.TopicPartition {

@@ -379,7 +379,12 @@ func (g *Group) commit(why string) {
 	cancel()
 	g.Group.Committed(offs, time.Since(start), err)
 	if err != nil {
-		g.abort(fmt.Errorf("%s: committing the transaction with offsets %v: %w", why, offs, err), why != "shutdown")
+		cause := fmt.Errorf("%s: committing the transaction with offsets %v: %w", why, offs, err)
+		if why == "shutdown" && errors.Is(err, ErrGroupMoved) {
+			g.abortMoved(cause) // abort.go
+			return
+		}
+		g.abort(cause, why != "shutdown")
 		return
 	}
 	g.open = false

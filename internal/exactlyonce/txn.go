@@ -73,6 +73,18 @@ type Txn interface {
 // error: fmt.Errorf("%w: %w", exactlyonce.ErrFatal, err).
 var ErrFatal = errors.New("sluice: the transactional producer is fenced or failed fatally")
 
+// ErrGroupMoved is wrapped by the error of Txn.Commit when the group
+// coordinator refused the transaction's offsets because the consumer's
+// membership moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a
+// rebalance in progress: the partitions are another member's, or about to
+// be): the transaction must abort, and the partitions' next owner starts
+// from the last committed transaction. The Group aborts as for any failed
+// commit; at shutdown it is then no failure (Run returns no error for
+// it), as a refused final commit is none in at-least-once mode. Backends
+// wrap their client's error:
+// fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err).
+var ErrGroupMoved = errors.New("sluice: the group refused the transaction's offsets: its membership moved on")
+
 // ErrAborted is wrapped by the error a [Group] reports ([Group.Err]) once
 // it stopped: a transaction aborted and could not be followed by a rewind
 // (the producer is fenced or failed fatally, see [ErrFatal]; Abort or
