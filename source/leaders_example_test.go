@@ -1,0 +1,66 @@
+package source_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// The leaders of a follower (follow.New) read from Kafka with librdkafka's
+// admin client: for each partition, the lowest offset that every leader
+// group committed. Here "billing" and "audit" committed by hand (with
+// franz-go's admin client, only to set the example up); partition 1 has a
+// commit of "billing" only, so it is absent: a follower delivers none of
+// its records yet.
+func ExampleNewLeaders() {
+	b, err := kafkatest.StartBroker(kafkatest.WithTopic("orders", 2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	commit := func(group string, partition int32, offset int64) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer cl.Close()
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "orders", Partition: partition, At: offset, LeaderEpoch: -1})
+		if err := kadm.NewClient(cl).CommitAllOffsets(ctx, group, os); err != nil {
+			fmt.Println(err)
+		}
+	}
+	commit("billing", 0, 7)
+	commit("audit", 0, 5)
+	commit("billing", 1, 3)
+
+	leaders, err := source.NewLeaders(source.LeadersConfig{Brokers: b.Addrs(), Groups: []string{"billing", "audit"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer leaders.Close() // once the follower's Run returned
+	committed, err := leaders.Committed(ctx, []pipeline.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range []int32{0, 1} {
+		off, ok := committed[pipeline.TopicPartition{Topic: "orders", Partition: p}]
+		fmt.Printf("orders/%d: %d %v\n", p, off, ok)
+	}
+	// Output:
+	// orders/0: 5 true
+	// orders/1: 0 false
+}
