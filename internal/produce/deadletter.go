@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
@@ -27,13 +28,50 @@ func DeadLetterMessage(dl pipeline.DeadLetter) pipeline.Message {
 	return pipeline.Message{Key: r.Key, Value: r.Value, Headers: hs}
 }
 
-// ErrText is the error without the "invalid input: " prefix that
-// pipeline.Invalid adds.
+// invalidPrefix is what pipeline.Invalid's mark adds before its cause.
+const invalidPrefix = "invalid input: "
+
+// ErrText is the error's text without the "invalid input: " that
+// pipeline.Invalid adds, wherever the mark sits in err's tree: what the
+// user wrapped around it (fmt.Errorf("order %s: %w", id,
+// pipeline.Invalid(err))) stays.
 func ErrText(err error) string {
-	if u := errors.Unwrap(err); u != nil && pipeline.IsInvalid(err) {
-		return u.Error()
+	text := err.Error()
+	if !pipeline.IsInvalid(err) {
+		return text
 	}
-	return err.Error()
+	for _, cause := range invalidCauses(err, nil) {
+		text = strings.Replace(text, invalidPrefix+cause, cause, 1)
+	}
+	return text
+}
+
+// invalidCauses appends to causes the text of the cause of every
+// innermost pipeline.Invalid mark in err's tree. A mark is told by what
+// it does, as its type is the engine's: it is marked, reads "invalid
+// input: " followed by the text of the one error it wraps, which is not
+// marked.
+func invalidCauses(err error, causes []string) []string {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if e != nil && pipeline.IsInvalid(e) {
+				causes = invalidCauses(e, causes)
+			}
+		}
+	case interface{ Unwrap() error }:
+		inner := u.Unwrap()
+		if inner == nil {
+			break
+		}
+		if pipeline.IsInvalid(inner) {
+			return invalidCauses(inner, causes)
+		}
+		if cause := inner.Error(); err.Error() == invalidPrefix+cause {
+			causes = append(causes, cause)
+		}
+	}
+	return causes
 }
 
 // DeadLetter returns a backend's dead-letter destination for

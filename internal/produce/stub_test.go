@@ -178,6 +178,18 @@ func (c *stub) release(values ...string) {
 	}
 }
 
+// releaseAsOther writes, instead of v's held report, an event that is not
+// a delivery report.
+func (c *stub) releaseAsOther(v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.held, func(h held) bool { return h.r.value == v })
+	h := c.held[i]
+	c.held = slices.Delete(c.held, i, i+1)
+	h.r = report{other: true}
+	c.writeLocked(h)
+}
+
 // releaseFirst writes the n oldest held reports.
 func (c *stub) releaseFirst(n int) {
 	c.mu.Lock()

@@ -1,0 +1,88 @@
+package produce_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// invalidRecord is a dead letter whose record has a key, a value, a
+// header and a large offset; its headers slice has spare capacity.
+func invalidRecord() pipeline.DeadLetter {
+	hs := make([]pipeline.Header, 1, 8)
+	hs[0] = pipeline.Header{Key: "trace", Value: []byte("abc")}
+	return pipeline.DeadLetter{
+		Record: pipeline.Record{
+			Topic: "orders", Partition: 7, Offset: 1234567890123,
+			Key: []byte("k1"), Value: []byte("not json"), Headers: hs,
+			Timestamp: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+		},
+		Stage: "Map#2",
+		Err:   pipeline.Invalid(errors.New("bad json")),
+	}
+}
+
+// The dead letter keeps the record's key, value and headers untouched
+// and appends the sluice.dlq.* headers, in their documented order, with
+// decimal positions and the error without Invalid's prefix.
+func TestDeadLetterMessageHeaders(t *testing.T) {
+	dl := invalidRecord()
+	m := produce.DeadLetterMessage(dl)
+	want := []pipeline.Header{
+		{Key: "trace", Value: []byte("abc")},
+		{Key: "sluice.dlq.topic", Value: []byte("orders")},
+		{Key: "sluice.dlq.partition", Value: []byte("7")},
+		{Key: "sluice.dlq.offset", Value: []byte("1234567890123")},
+		{Key: "sluice.dlq.error", Value: []byte("bad json")},
+		{Key: "sluice.dlq.stage", Value: []byte("Map#2")},
+	}
+	if !slices.EqualFunc(m.Headers, want, headerEqual) {
+		t.Errorf("headers %s, want %s", headerText(m.Headers), headerText(want))
+	}
+	if &m.Key[0] != &dl.Record.Key[0] || &m.Value[0] != &dl.Record.Value[0] {
+		t.Error("the dead letter's key or value is not the record's own bytes")
+	}
+	if spare := dl.Record.Headers[:2][1]; spare.Key != "" || len(dl.Record.Headers) != 1 {
+		t.Errorf("the record's headers were written into (spare slot %q, len %d)", spare.Key, len(dl.Record.Headers))
+	}
+}
+
+func headerEqual(a, b pipeline.Header) bool {
+	return a.Key == b.Key && string(a.Value) == string(b.Value)
+}
+
+func headerText(hs []pipeline.Header) string {
+	s := ""
+	for _, h := range hs {
+		s += fmt.Sprintf("[%s=%q]", h.Key, h.Value)
+	}
+	return s
+}
+
+// ErrText is the error's text with the "invalid input: " that
+// pipeline.Invalid adds cut out, wherever the mark sits in the chain:
+// what the user wrapped around it stays.
+func TestErrTextStripsTheInvalidPrefix(t *testing.T) {
+	errMissing := errors.New("missing")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{pipeline.Invalid(errors.New("bad json")), "bad json"},
+		{pipeline.Invalid(fmt.Errorf("field %q: %w", "id", errMissing)), `field "id": missing`},
+		{fmt.Errorf("order 7: %w", pipeline.Invalid(errors.New("bad json"))), "order 7: bad json"},
+		{pipeline.Permanent(pipeline.Invalid(errors.New("bad json"))), "bad json"},
+		{errors.Join(errors.New("two problems"), pipeline.Invalid(errMissing)), "two problems\nmissing"},
+		{errors.New("plain"), "plain"},
+		{fmt.Errorf("invalid input: %w", errMissing), "invalid input: missing"}, // not marked: left alone
+	} {
+		if got := produce.ErrText(tc.err); got != tc.want {
+			t.Errorf("ErrText(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
