@@ -57,7 +57,7 @@ type Config struct {
 	// (kgo.DialTLSConfig), SASL (kgo.SASL), fetch tuning, kgo.Balancers,
 	// kgo.ServerSideBalancer, the group timeouts and so on. The options the
 	// source sets itself and relies on are refused by NewSource with an
-	// error naming them (see the package documentation, "Options").
+	// error naming them (see the package documentation, "Defaults and options").
 	Opts []kgo.Opt
 }
 

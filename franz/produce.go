@@ -12,7 +12,8 @@ import (
 // full kgo buffer (kgo.MaxBufferedRecords, kgo.MaxBufferedBytes) is
 // backpressure (the stage waits for room), never a drop; each stage keeps
 // at most 1024 messages outstanding. A delivery that fails after kgo's own
-// retries (kgo.RecordDeliveryTimeout, 30s by default) stops pipeline.Run
+// retries, within [ProducerConfig.DeliveryTimeout] ([DefaultDeliveryTimeout],
+// 30s, unless set), stops pipeline.Run
 // with a *pipeline.StageError naming the topic and the record's position.
 //
 // toMsg is called like any stage function: timed for hooks, watched
@@ -24,7 +25,7 @@ import (
 // everything it produced. When the partition is lost or its drain times
 // out, it produces nothing more (not even the rest of the chunk at hand;
 // a produce waiting for buffer room returns) and still waits for
-// outstanding reports (bounded by kgo.RecordDeliveryTimeout, or by
+// outstanding reports (bounded by ProducerConfig.DeliveryTimeout, or by
 // p.Close) so none is left behind. Once p is closed, the stage fails with
 // an error wrapping [ErrClosed]. A nil p, an empty topic or a nil toMsg
 // fails the build with a *pipeline.BuildError naming the stage. Options:
