@@ -237,11 +237,13 @@ func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 			g.abort(fmt.Errorf("revoked partitions drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), true)
 		} else {
 			g.settle(tps)
-			if g.barrier(deadline) {
+			switch err := g.barrier(deadline); {
+			case err == nil:
 				g.commit("revoke")
-			} else {
-				g.abort(fmt.Errorf("revoke: records in flight did not finish within the drain timeout %v (%s)",
-					g.DrainTimeout(), strings.Join(g.unfinished(g.owned()), ", ")), true)
+			case errors.Is(err, errStageStopped):
+				g.abort(fmt.Errorf("revoke: %w", err), false) // Run is stopping: as at Shutdown
+			default:
+				g.abort(fmt.Errorf("revoke: %w", err), true)
 			}
 		}
 	}
@@ -297,11 +299,10 @@ func (g *Group) Shutdown() []pipeline.Offset {
 	g.absorb(g.Group.Shutdown())
 	if g.err == nil && g.open {
 		stuck := g.unfinished(g.owned())
-		var se *pipeline.StageError
 		switch {
 		case len(stuck) > 0 && time.Since(start) >= g.DrainTimeout():
 			g.abort(fmt.Errorf("shutdown drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), false)
-		case len(stuck) > 0 && errors.As(context.Cause(g.ctx), &se):
+		case len(stuck) > 0 && g.stageFailed():
 			g.abort(fmt.Errorf("shutdown after a stage error with records unfinished (%s)", strings.Join(stuck, ", ")), false)
 		default:
 			g.settle(g.owned())
@@ -340,19 +341,38 @@ func (g *Group) unfinished(tps []pipeline.TopicPartition) []string {
 	return out
 }
 
-// barrier waits, until deadline, for every record delivered to finish.
-func (g *Group) barrier(deadline time.Time) bool {
+// errStageStopped: a stage error is stopping Run while records are in
+// flight; the failed record never finishes.
+var errStageStopped = errors.New("a stage error stopped Run with records in flight")
+
+// barrier waits, until deadline, for every record delivered to finish. It
+// gives up at once (errStageStopped) when a stage error is stopping Run:
+// waiting for the drain timeout would only hold the poll loop, and the
+// partitions the revoke lets go, that long (a fenced zombie's refused
+// produce is such an error).
+func (g *Group) barrier(deadline time.Time) error {
 	for {
 		g.absorb(g.Group.Offsets())
-		if len(g.unfinished(g.owned())) == 0 {
-			return true
+		stuck := g.unfinished(g.owned())
+		if len(stuck) == 0 {
+			return nil
+		}
+		if g.stageFailed() {
+			return fmt.Errorf("%w (%s)", errStageStopped, strings.Join(stuck, ", "))
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return false
+			return fmt.Errorf("records in flight did not finish within the drain timeout %v (%s)", g.DrainTimeout(), strings.Join(stuck, ", "))
 		}
 		time.Sleep(min(wait, barrierPoll))
 	}
+}
+
+// stageFailed reports whether Run's context ended because of a stage
+// error (its cause is a *pipeline.StageError).
+func (g *Group) stageFailed() bool {
+	var se *pipeline.StageError
+	return errors.As(context.Cause(g.ctx), &se)
 }
 
 func (g *Group) owned() []pipeline.TopicPartition {
