@@ -106,7 +106,7 @@ func main() {
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "classic protocols: session.timeout.ms (heartbeats every tenth of it); 0 keeps the client's default (librdkafka 45s, franz 10s)")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long revoked partitions may drain; 0 means the default 20s")
 	flag.StringVar(&o.clientID, "client-id", "", "client.id of the consumer and the producer; empty keeps the client's (rdkafka, kgo)")
-	flag.BoolVar(&o.exactlyOnce, "exactly-once", false, "produce the outputs and commit the input offsets in one Kafka transaction per commit interval (read the output with isolation.level=read_committed; librdkafka only)")
+	flag.BoolVar(&o.exactlyOnce, "exactly-once", false, "produce the outputs and commit the input offsets in one Kafka transaction per commit interval (read the output with isolation.level=read_committed; both clients)")
 	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and the Kafka client's warnings")
 	flag.Parse()
 	if err := o.validate(); err != nil {
