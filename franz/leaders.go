@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/follow"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -62,15 +62,10 @@ var _ follow.Leaders = (*Leaders)(nil)
 // Brokers or Groups, an empty or repeated group name, a refused kgo
 // option, or what kgo rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("franz: LeadersConfig.Brokers is empty")
+	if err := kafkasource.CheckBrokers("franz", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
+		return nil, err
 	}
-	for i, b := range cfg.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return nil, fmt.Errorf("franz: LeadersConfig.Brokers[%d] = %q: want one host:port", i, b)
-		}
-	}
-	if err := checkLeaderGroups("LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := kafkasource.CheckLeaderGroups("franz", "LeadersConfig.Groups", cfg.Groups); err != nil {
 		return nil, err
 	}
 	for i, o := range cfg.Opts {
@@ -99,24 +94,6 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 		return nil, fmt.Errorf("franz: LeadersConfig: create client: %w", err)
 	}
 	return &Leaders{cl: cl, groups: slices.Clone(cfg.Groups)}, nil
-}
-
-// checkLeaderGroups returns an error naming an empty or repeated group.
-func checkLeaderGroups(field string, groups []string) error {
-	if len(groups) == 0 {
-		return fmt.Errorf("franz: %s is empty: name at least one leader group", field)
-	}
-	seen := make(map[string]int, len(groups))
-	for i, g := range groups {
-		if strings.TrimSpace(g) == "" {
-			return fmt.Errorf("franz: %s[%d] is empty", field, i)
-		}
-		if j, ok := seen[g]; ok {
-			return fmt.Errorf("franz: %s[%d] = %q repeats %s[%d]", field, i, g, field, j)
-		}
-		seen[g] = i
-	}
-	return nil
 }
 
 // Committed implements [follow.Leaders]: for each of tps, the lowest

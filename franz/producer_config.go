@@ -3,10 +3,11 @@ package franz
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/internal/kafkasource"
 )
 
 const (
@@ -69,13 +70,8 @@ type ProducerConfig struct {
 }
 
 func (c ProducerConfig) validate() error {
-	if len(c.Brokers) == 0 {
-		return fmt.Errorf("franz: ProducerConfig.Brokers is empty")
-	}
-	for i, b := range c.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return fmt.Errorf("franz: ProducerConfig.Brokers[%d] = %q: want one host:port", i, b)
-		}
+	if err := kafkasource.CheckBrokers("franz", "ProducerConfig.Brokers", c.Brokers); err != nil {
+		return err
 	}
 	if c.CloseTimeout < 0 {
 		return fmt.Errorf("franz: ProducerConfig.CloseTimeout = %v: want 0 (the default, %v) or more", c.CloseTimeout, DefaultProducerCloseTimeout)

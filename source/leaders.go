@@ -9,6 +9,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/follow"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -46,26 +47,11 @@ var _ follow.Leaders = (*Leaders)(nil)
 // offending field: an empty Brokers or Groups, an empty or repeated group
 // name, a refused or invalid override, or what librdkafka rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("source: LeadersConfig.Brokers is empty")
+	if err := kafkasource.CheckBrokers("source", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
+		return nil, err
 	}
-	for i, b := range cfg.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return nil, fmt.Errorf("source: LeadersConfig.Brokers[%d] = %q: want one host:port", i, b)
-		}
-	}
-	if len(cfg.Groups) == 0 {
-		return nil, errors.New("source: LeadersConfig.Groups is empty: name at least one leader group")
-	}
-	seen := make(map[string]int, len(cfg.Groups))
-	for i, g := range cfg.Groups {
-		if strings.TrimSpace(g) == "" {
-			return nil, fmt.Errorf("source: LeadersConfig.Groups[%d] is empty", i)
-		}
-		if j, ok := seen[g]; ok {
-			return nil, fmt.Errorf("source: LeadersConfig.Groups[%d] = %q repeats LeadersConfig.Groups[%d]", i, g, j)
-		}
-		seen[g] = i
+	if err := kafkasource.CheckLeaderGroups("source", "LeadersConfig.Groups", cfg.Groups); err != nil {
+		return nil, err
 	}
 	cm := kafka.ConfigMap{}
 	for k, v := range cfg.Overrides {

@@ -44,13 +44,8 @@ type Settings struct {
 // NewSource before their own checks.
 func (s Settings) Validate() error {
 	p := s.Prefix
-	if len(s.Brokers) == 0 {
-		return errors.New(p + ": Config.Brokers is empty")
-	}
-	for i, b := range s.Brokers {
-		if strings.TrimSpace(b) == "" || strings.Contains(b, ",") {
-			return fmt.Errorf("%s: Config.Brokers[%d] = %q: want one host:port", p, i, b)
-		}
+	if err := CheckBrokers(p, "Config.Brokers", s.Brokers); err != nil {
+		return err
 	}
 	if strings.TrimSpace(s.Group) == "" {
 		return errors.New(p + ": Config.Group is empty")
