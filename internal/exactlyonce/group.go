@@ -41,12 +41,12 @@ import (
 // place (abort.go): every partition still owned with records in it (or
 // held) has its graph cancelled, is rewound to the group's committed
 // offset (Txn.Rewind) and gets a new graph (after an abort inside
-// Deliver, at the Group's next other call: rewind_deferred.go); the next
-// records begin a new transaction. Only when that is impossible (the
-// producer is fenced or failed fatally, Abort or Rewind failed) or at
-// shutdown does the Group stop: [Group.Err] then returns the error, and the source must stop as
-// for a fatal client failure: lose every partition without committing and
-// return the error from Run.
+// Deliver, at the next Polled, Offsets or Resumable: rewind_deferred.go);
+// the next records begin a new transaction. Only when that is impossible
+// (the producer is fenced or failed fatally, Abort or Rewind failed) or at
+// shutdown does the Group stop: [Group.Err] then returns the error, and
+// the source must stop as for a fatal client failure: lose every
+// partition without committing and return the error from Run.
 type Group struct {
 	pipeline.Group // the runtime's group
 	ctx            context.Context
@@ -107,7 +107,6 @@ func (g *Group) Err() error { return g.err }
 
 // Assign implements pipeline.Group.
 func (g *Group) Assign(tps []pipeline.TopicPartition) error {
-	g.finishRewind(nil)
 	err := g.Group.Assign(tps)
 	for _, tp := range tps {
 		if g.parts[tp] == nil {
@@ -163,7 +162,7 @@ func (g *Group) deliver(tp pipeline.TopicPartition, p *partition, recs []pipelin
 // holding records until the barrier is reached (see Resumable). It
 // returns nothing for the source to commit.
 func (g *Group) Offsets() []pipeline.Offset {
-	g.finishRewind(nil)
+	g.finishRewind()
 	g.absorb(g.Group.Offsets())
 	if g.err == nil && g.open {
 		g.draining = true
@@ -177,7 +176,7 @@ func (g *Group) Offsets() []pipeline.Offset {
 // held records were delivered, and the partitions rewound since the last
 // call (their new graphs have room; one the source paused must resume).
 func (g *Group) Resumable() []pipeline.TopicPartition {
-	g.finishRewind(nil)
+	g.finishRewind()
 	out := g.Group.Resumable()
 	if g.draining {
 		g.tryCommit()
@@ -225,7 +224,6 @@ func (g *Group) tryCommit() {
 func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 	start := time.Now()
 	deadline := start.Add(g.DrainTimeout())
-	g.finishRewind(tps)
 	for _, tp := range tps {
 		if p := g.parts[tp]; p != nil {
 			p.leaving = true
@@ -271,7 +269,6 @@ func (g *Group) settle(tps []pipeline.TopicPartition) {
 // the other partitions' outputs without the lost ones' offsets. The
 // partitions kept that had records in it are rewound (abort.go).
 func (g *Group) Lose(tps []pipeline.TopicPartition) {
-	g.finishRewind(tps)
 	g.Group.Lose(tps)
 	var held []string
 	if g.err == nil && g.open {

@@ -24,13 +24,14 @@ import (
 //
 // So an abort inside Deliver cancels the graphs and aborts the transaction
 // at once, but leaves the partitions without a graph, dropping every
-// record delivered for them, until the Group's next call that is not a
-// Deliver (Polled, which the sources call after each poll's records,
-// Offsets, Resumable, Assign, Revoke, Lose): only then are they sought
-// back (Txn.Rewind) and given new graphs. Everything the source fetched
-// before that call is dropped, and what it fetches after comes from the
-// committed offset. Partitions revoked or lost meanwhile are not sought
-// (their next owner starts at the committed offset), and at Shutdown
+// record delivered for them, until the source's poll loop calls Polled
+// (after each poll's records were handed over), Offsets or Resumable:
+// only then are they sought back (Txn.Rewind) and given new graphs.
+// Everything the source fetched before that call is dropped, and what it
+// fetches after comes from the committed offset. Rebalance callbacks in
+// between (Assign, Revoke, Lose) do not seek (they run inside the
+// client's poll); partitions revoked or lost meanwhile are not sought at
+// all (their next owner starts at the committed offset), and at Shutdown
 // nothing is.
 
 // deferRewind leaves tps (their graphs cancelled, the transaction
@@ -50,16 +51,15 @@ func (g *Group) deferRewind(cause error, tps []pipeline.TopicPartition) {
 }
 
 // finishRewind runs the deferred rewind, if any, of the partitions still
-// owned and not in leaving (being revoked or lost). A failed rewind stops
-// the Group.
-func (g *Group) finishRewind(leaving []pipeline.TopicPartition) {
+// owned (not revoked or lost since). A failed rewind stops the Group.
+func (g *Group) finishRewind() {
 	if len(g.deferred) == 0 {
 		return
 	}
 	cause := g.deferredCause
 	tps := slices.DeleteFunc(g.deferred, func(tp pipeline.TopicPartition) bool {
 		p := g.parts[tp]
-		return p == nil || !p.rewinding || slices.Contains(leaving, tp)
+		return p == nil || !p.rewinding
 	})
 	g.deferred, g.deferredCause = nil, nil
 	if g.err != nil || len(tps) == 0 {
@@ -77,7 +77,7 @@ func (g *Group) finishRewind(leaving []pipeline.TopicPartition) {
 // Polled implements pipeline.Group: the source handed over what its poll
 // returned, so a rewind deferred by an abort inside Deliver runs now.
 func (g *Group) Polled() {
-	g.finishRewind(nil)
+	g.finishRewind()
 	g.Group.Polled()
 }
 

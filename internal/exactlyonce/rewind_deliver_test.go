@@ -102,10 +102,11 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := failInDeliver(t, txn)
 		d.do(func(g *Group) {
-			g.Revoke([]pipeline.TopicPartition{tp(1)})
+			g.Revoke([]pipeline.TopicPartition{tp(1)}) // a rebalance callback in the same poll
 			if err := g.Err(); err != nil {
 				t.Fatalf("Err after the revoke: %v, want nil", err)
 			}
+			g.Polled()
 		})
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
 		synctest.Wait()

@@ -46,10 +46,9 @@ type Txn interface {
 	// calls it after Abort succeeded, on the poll goroutine, for owned
 	// partitions only, from inside the Group method that aborted (Offsets,
 	// Resumable, Revoke or Lose) or, when Deliver aborted, from the
-	// Group's next call that is not a Deliver (Polled, Offsets,
-	// Resumable, Assign, Revoke, Lose: the source may hold records it
-	// fetched before while Deliver runs; the Group drops every record of
-	// tps until then). It has cancelled their graphs before (nothing of
+	// Group's next Polled, Offsets or Resumable (the source may hold
+	// records it fetched before while Deliver runs; the Group drops every
+	// record of tps until then). It has cancelled their graphs before (nothing of
 	// them runs any more) and builds new ones once it returns. After it
 	// returned the source must not hand the Group any record of tps
 	// fetched before the call: the next record of each partition it
