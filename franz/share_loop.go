@@ -176,13 +176,8 @@ func (r *shareRunner) flush(tp pipeline.TopicPartition) {
 
 // fetchError logs a fetch error; a closed client is fatal.
 func (r *shareRunner) fetchError(topic string, p int32, err error) {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// our own poll timeout
-	case errors.Is(err, kgo.ErrClientClosed):
-		r.fatal = fmt.Errorf("franz: share client closed: %w", err)
-	default:
-		r.log.Warn("share fetch error", "topic", topic, "partition", p, "err", err)
+	if fatal := fetchErrorFatal(r.log, "share client", topic, p, err); fatal != nil {
+		r.fatal = fatal
 	}
 }
 

@@ -267,13 +267,8 @@ func toRecord(kr *kgo.Record, hdrs *headers.Slab) pipeline.Record {
 
 // fetchError logs a fetch error; a closed client is fatal.
 func (r *runner) fetchError(topic string, p int32, err error) {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// our own poll timeout or wake-up
-	case errors.Is(err, kgo.ErrClientClosed):
-		r.fatal = fmt.Errorf("franz: client closed: %w", err)
-	default:
-		r.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+	if fatal := fetchErrorFatal(r.log, "client", topic, p, err); fatal != nil {
+		r.fatal = fatal
 	}
 }
 
