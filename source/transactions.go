@@ -35,6 +35,9 @@ func (k *Kafka) initTransactions() (*transactions, error) {
 	if !ok {
 		return nil, fmt.Errorf("source: the transactional producer bound to the source is a %T, not a librdkafka producer", b.Producer)
 	}
+	if err := k.cfg.exactlyOnceIsolation(); err != nil { // transactions_isolation.go
+		return nil, err
+	}
 	timeout := b.Config.CommitTimeout
 	if timeout <= 0 {
 		timeout = exactlyonce.DefaultCommitTimeout

@@ -1,0 +1,45 @@
+package source
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/exactlyonce"
+)
+
+// A source with a transactional producer bound refuses to run with
+// isolation.level=read_uncommitted, naming the override: its rewinds
+// would read committed offsets without require_stable_offsets (a stale
+// one while the last transaction's markers are written: duplicates).
+// read_committed, librdkafka's default, passes the check (Run then fails
+// at InitTransactions: there is no broker).
+func TestExactlyOnceRefusesReadUncommitted(t *testing.T) {
+	for _, tc := range []struct {
+		level   string
+		refused bool
+	}{{"read_uncommitted", true}, {"read_committed", false}} {
+		t.Run(tc.level, func(t *testing.T) {
+			src, err := NewKafka(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"in"},
+				Overrides: map[string]any{"isolation.level": tc.level}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "transactional.id": "t", "log_level": 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if err := exactlyonce.Bind(src, exactlyonce.Binding{Producer: p, Config: exactlyonce.Config{CommitTimeout: 100 * time.Millisecond}}); err != nil {
+				t.Fatal(err)
+			}
+			err = src.Run(context.Background(), newFakeGroup())
+			if got := err != nil && strings.Contains(err.Error(), `Config.Overrides["isolation.level"]`); got != tc.refused {
+				t.Fatalf("Run = %v; refused naming the override: %v, want %v", err, got, tc.refused)
+			}
+		})
+	}
+}
