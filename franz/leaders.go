@@ -73,20 +73,8 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 			return nil, fmt.Errorf("franz: LeadersConfig.Opts[%d] is nil", i)
 		}
 	}
-	if len(cfg.Opts) > 0 {
-		def, probe, err := probes(nil, cfg.Opts)
-		if err != nil {
-			return nil, fmt.Errorf("franz: LeadersConfig.Opts: %w", err)
-		}
-		for _, r := range leadersReserved {
-			if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
-				def.Close()
-				probe.Close()
-				return nil, fmt.Errorf("franz: LeadersConfig.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
-			}
-		}
-		def.Close()
-		probe.Close()
+	if err := checkReserved("LeadersConfig.Opts", nil, cfg.Opts, leadersReserved); err != nil {
+		return nil, err
 	}
 	opts := append(slices.Clone(cfg.Opts), kgo.SeedBrokers(cfg.Brokers...))
 	cl, err := kgo.NewClient(opts...)

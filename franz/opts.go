@@ -106,15 +106,42 @@ func probes(base, opts []kgo.Opt) (def, probe *kgo.Client, err error) {
 	return def, probe, nil
 }
 
-// reserved returns an error naming the first reserved option whose value
+// reserved returns an error naming the first of reservedOpts whose value
 // differs between def and probe.
 func reserved(def, probe *kgo.Client) error {
-	for _, r := range reservedOpts {
+	return firstReserved("Config.Opts", def, probe, reservedOpts)
+}
+
+// firstReserved returns an error naming the first option of list whose
+// value differs between def (kgo's defaults) and probe (field's options
+// applied), as "franz: <field>: kgo.<Option> cannot be set: <why>", or nil.
+func firstReserved(field string, def, probe *kgo.Client, list []reservedOpt) error {
+	for _, r := range list {
 		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
-			return fmt.Errorf("franz: Config.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
+			return fmt.Errorf("franz: %s: kgo.%s cannot be set: %s", field, optName(r.opt), r.why)
 		}
 	}
 	return nil
+}
+
+// checkReserved applies opts after base to a probe client (kgo.NewClient
+// only validates and allocates: without topics it neither dials nor
+// consumes) and compares each option of list with its value under base
+// alone. It returns kgo's own validation error or an error naming the
+// first option of list that opts set, both prefixed with field; nil when
+// opts is empty. The producer, the share source and the leaders client
+// check their Opts with it.
+func checkReserved(field string, base, opts []kgo.Opt, list []reservedOpt) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	def, probe, err := probes(base, opts)
+	if err != nil {
+		return fmt.Errorf("franz: %s: %w", field, err)
+	}
+	defer def.Close()
+	defer probe.Close()
+	return firstReserved(field, def, probe, list)
 }
 
 // rebalanceCallbacks refuses kgo.OnPartitionsAssigned, OnPartitionsRevoked

@@ -103,27 +103,10 @@ var reservedProducerOpts = []reservedOpt{
 	{kgo.ShareGroup, "the producer does not consume (use franz.NewSource)"},
 }
 
-// checkProducerOpts applies opts to a probe client (kgo.NewClient only
-// validates and allocates: without topics it neither dials nor
-// consumes) and compares each reserved option with kgo's default; it
-// returns an error naming the first one set, or kgo's own validation
-// error.
+// checkProducerOpts returns kgo's validation error for opts, or an error
+// naming the first of reservedProducerOpts they set.
 func checkProducerOpts(opts []kgo.Opt) error {
-	if len(opts) == 0 {
-		return nil
-	}
-	def, probe, err := probes(nil, opts)
-	if err != nil {
-		return fmt.Errorf("franz: ProducerConfig.Opts: %w", err)
-	}
-	defer def.Close()
-	defer probe.Close()
-	for _, r := range reservedProducerOpts {
-		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
-			return fmt.Errorf("franz: ProducerConfig.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
-		}
-	}
-	return nil
+	return checkReserved("ProducerConfig.Opts", nil, opts, reservedProducerOpts)
 }
 
 // producerOpts validates cfg and returns the options NewProducer creates

@@ -103,21 +103,7 @@ var shareReservedOpts = []reservedOpt{
 // nor joins without topics) and returns kgo's validation error or an error
 // naming the first reserved option set.
 func checkShareOpts(opts []kgo.Opt) error {
-	if len(opts) == 0 {
-		return nil
-	}
 	// A name no ShareConfig.Group can be (whitespace), so that a user's
 	// kgo.ShareGroup differs.
-	def, probe, err := probes([]kgo.Opt{kgo.ShareGroup(" sluice probe ")}, opts)
-	if err != nil {
-		return fmt.Errorf("franz: ShareConfig.Opts: %w", err)
-	}
-	defer def.Close()
-	defer probe.Close()
-	for _, r := range shareReservedOpts {
-		if !sameValues(probe.OptValues(r.opt), def.OptValues(r.opt)) {
-			return fmt.Errorf("franz: ShareConfig.Opts: kgo.%s cannot be set: %s", optName(r.opt), r.why)
-		}
-	}
-	return nil
+	return checkReserved("ShareConfig.Opts", []kgo.Opt{kgo.ShareGroup(" sluice probe ")}, opts, shareReservedOpts)
 }
