@@ -1,12 +1,12 @@
 package stages
 
 import (
-	"math/bits"
 	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluice-go/sluice/internal/sizeclass"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -21,41 +21,14 @@ import (
 // the race detector it drops a quarter of what it is given, which would
 // make steady-state flow allocate.)
 
-// poolChunkClasses is the number of capacity classes: class k holds chunks
-// whose capacity is at least 1<<k and below 1<<(k+1).
-const poolChunkClasses = bits.UintSize
-
 // poolChunkPool holds the free chunks of one Pool instantiation. Its
 // methods are safe for concurrent use; Pool stages call them once per
 // input chunk.
 type poolChunkPool[In, Out any] struct {
-	mu  sync.Mutex
-	new poolChunkLists[In, Out] // given back since the last GC
-	old poolChunkLists[In, Out] // given back before it, dropped at the next
-}
-
-// poolChunkLists are free chunks by class; set has bit k when class k
-// has one.
-type poolChunkLists[In, Out any] struct {
-	free [poolChunkClasses][]*poolChunk[In, Out]
-	set  uint
-}
-
-// take returns a chunk of the smallest class from k up with one, or nil.
-func (l *poolChunkLists[In, Out]) take(k int) *poolChunk[In, Out] {
-	m := l.set >> k << k
-	if m == 0 {
-		return nil
-	}
-	k = bits.TrailingZeros(m)
-	free := l.free[k]
-	c := free[len(free)-1]
-	free[len(free)-1] = nil
-	l.free[k] = free[:len(free)-1]
-	if len(free) == 1 {
-		l.set &^= 1 << k
-	}
-	return c
+	mu sync.Mutex
+	// Free chunks by capacity class (internal/sizeclass).
+	new sizeclass.Lists[*poolChunk[In, Out]] // given back since the last GC
+	old sizeclass.Lists[*poolChunk[In, Out]] // given back before it, dropped at the next
 }
 
 // poolChunkPools maps the reflect.Type of poolChunk[In, Out] to its
@@ -110,11 +83,7 @@ func ageAtNextGC() {
 func (p *poolChunkPool[In, Out]) age() {
 	p.mu.Lock()
 	p.old, p.new = p.new, p.old
-	for k, free := range p.new.free {
-		clear(free)
-		p.new.free[k] = free[:0]
-	}
-	p.new.set = 0
+	p.new.Clear()
 	p.mu.Unlock()
 }
 
@@ -123,14 +92,14 @@ func (p *poolChunkPool[In, Out]) age() {
 // comes back larger only when its input chunk was), else a new one with
 // the capacity of n's class.
 func (p *poolChunkPool[In, Out]) get(n int) *poolChunk[In, Out] {
-	k := bits.Len(uint(max(n, 1) - 1))
+	k := sizeclass.For(n)
 	p.mu.Lock()
-	c := p.new.take(k)
-	if c == nil {
-		c = p.old.take(k)
+	c, ok := p.new.Take(k)
+	if !ok {
+		c, ok = p.old.Take(k)
 	}
 	p.mu.Unlock()
-	if c != nil {
+	if ok {
 		return c
 	}
 	m := 1 << k
@@ -144,9 +113,8 @@ func (p *poolChunkPool[In, Out]) put(c *poolChunk[In, Out]) {
 	if n == 0 {
 		return
 	}
-	k := bits.Len(uint(n)) - 1
+	k := sizeclass.OfCap(n)
 	p.mu.Lock()
-	p.new.free[k] = append(p.new.free[k], c)
-	p.new.set |= 1 << k
+	p.new.Put(k, c)
 	p.mu.Unlock()
 }

@@ -1,9 +1,10 @@
 package engine
 
 import (
-	"math/bits"
 	"reflect"
 	"sync"
+
+	"github.com/sluice-go/sluice/internal/sizeclass"
 )
 
 // This file is the storage of the edges' chunks: one free list per value
@@ -12,21 +13,12 @@ import (
 // classes. A Run's chunk memory so follows the values in its graphs now,
 // not the partition count times the largest chunk each edge ever used.
 
-// chunkClasses is the number of capacity classes: class k holds chunks
-// whose capacity is at least 1<<k and below 1<<(k+1).
-const chunkClasses = bits.UintSize
-
 // chunkPool is a Run's free chunks of one value type. Its methods are safe
 // for concurrent use; edges call them once per chunk.
 type chunkPool[T any] struct {
 	mu   sync.Mutex
-	free [chunkClasses][][]Item[T] // empty chunks, by class
-	// nonEmpty has bit k set when free[k] holds a chunk.
-	nonEmpty uint
+	free sizeclass.Lists[[]Item[T]] // empty chunks, by capacity class
 }
-
-// classFor is the class whose chunks hold at least n values (n >= 1).
-func classFor(n int) int { return bits.Len(uint(n - 1)) }
 
 // get returns an empty chunk with room for at least n values (n >= 1):
 // a free one of the smallest class that fits n and has one, else a new
@@ -35,21 +27,13 @@ func classFor(n int) int { return bits.Len(uint(n - 1)) }
 // larger class than its edge asks for, which would otherwise pile up
 // unused while the edge allocates.
 func (p *chunkPool[T]) get(n int) []Item[T] {
-	k := classFor(n)
+	k := sizeclass.For(n)
 	p.mu.Lock()
-	if m := p.nonEmpty >> k << k; m != 0 {
-		k = bits.TrailingZeros(m)
-		free := p.free[k]
-		b := free[len(free)-1]
-		free[len(free)-1] = nil
-		p.free[k] = free[:len(free)-1]
-		if len(free) == 1 {
-			p.nonEmpty &^= 1 << k
-		}
-		p.mu.Unlock()
+	b, ok := p.free.Take(k)
+	p.mu.Unlock()
+	if ok {
 		return b
 	}
-	p.mu.Unlock()
 	return make([]Item[T], 0, 1<<k)
 }
 
@@ -60,10 +44,9 @@ func (p *chunkPool[T]) put(b []Item[T]) {
 	if cap(b) == 0 {
 		return
 	}
-	k := bits.Len(uint(cap(b))) - 1
+	k := sizeclass.OfCap(cap(b))
 	p.mu.Lock()
-	p.free[k] = append(p.free[k], b[:0])
-	p.nonEmpty |= 1 << k
+	p.free.Put(k, b[:0])
 	p.mu.Unlock()
 }
 
@@ -71,7 +54,7 @@ func (p *chunkPool[T]) put(b []Item[T]) {
 func (p *chunkPool[T]) freeChunks(k int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.free[k])
+	return p.free.Len(k)
 }
 
 // chunkPools are a Run's chunk pools, one per value type of its edges.
