@@ -39,8 +39,9 @@ func undelivered(n int) []produce.UndeliveredMessage {
 
 // closeErrorOf has a tracker's Close build the CloseError of undelivered
 // messages us plus unreported ones (whose failed reports nobody reads),
-// and of a client that does not close in time when hang.
-func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int, hang bool) error {
+// and of a client that does not close in time when hang; it returns how
+// long Close took and its error.
+func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
 	t.Helper()
 	tr := produce.NewTracker(names)
 	for range len(us) + unreported {
@@ -48,7 +49,8 @@ func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int,
 	}
 	release := make(chan struct{})
 	defer close(release)
-	return tr.Close(produce.CloseSteps{
+	start := time.Now()
+	err := tr.Close(produce.CloseSteps{
 		Timeout: 30 * time.Second,
 		Flush:   func(time.Duration) bool { return true },
 		GiveUp: func(context.Context) {
@@ -63,6 +65,7 @@ func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int,
 		},
 		Logger: quietLogger,
 	})
+	return time.Since(start), err
 }
 
 // CloseError's text counts what was given up on, names the first ten
@@ -84,22 +87,26 @@ func TestCloseErrorText(t *testing.T) {
 		undeliv    int
 		unreported int
 		hang       bool
+		took       time.Duration // waiting for unreported messages, or for the client
 		want       string
 	}{
-		{"one", 1, 0, false, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0)"},
-		{"ten", 10, 0, false, "stub: closing the producer: 10 messages undelivered after 30s (" + named(10) + ")"},
-		{"eleven", 11, 0, false, "stub: closing the producer: 11 messages undelivered after 30s (" + named(10) + " and 1 more)"},
-		{"many", 25, 0, false, "stub: closing the producer: 25 messages undelivered after 30s (" + named(10) + " and 15 more)"},
-		{"unreported", 2, 3, false, "stub: closing the producer: 5 messages undelivered after 30s (" + named(2) + " and 3 more)"},
-		{"only unreported", 0, 4, false, "stub: closing the producer: 4 messages undelivered after 30s"},
-		{"client", 0, 0, true, "stub: closing the producer: the client did not close within 1s"},
-		{"both", 1, 0, true, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0); the client did not close within 1s"},
+		{"one", 1, 0, false, 0, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0)"},
+		{"ten", 10, 0, false, 0, "stub: closing the producer: 10 messages undelivered after 30s (" + named(10) + ")"},
+		{"eleven", 11, 0, false, 0, "stub: closing the producer: 11 messages undelivered after 30s (" + named(10) + " and 1 more)"},
+		{"many", 25, 0, false, 0, "stub: closing the producer: 25 messages undelivered after 30s (" + named(10) + " and 15 more)"},
+		{"unreported", 2, 3, false, produce.CloseGrace, "stub: closing the producer: 5 messages undelivered after 30s (" + named(2) + " and 3 more)"},
+		{"only unreported", 0, 4, false, produce.CloseGrace, "stub: closing the producer: 4 messages undelivered after 30s"},
+		{"client", 0, 0, true, produce.CloseGrace, "stub: closing the producer: the client did not close within 1s"},
+		{"both", 1, 0, true, produce.CloseGrace, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0); the client did not close within 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				err := closeErrorOf(t, undelivered(tc.undeliv), tc.unreported, tc.hang)
+				took, err := closeErrorOf(t, undelivered(tc.undeliv), tc.unreported, tc.hang)
 				if err == nil || err.Error() != tc.want {
 					t.Fatalf("Close returned %v, want %q", err, tc.want)
+				}
+				if took != tc.took {
+					t.Errorf("Close took %v, want %v", took, tc.took)
 				}
 				var ce *produce.CloseError
 				if !errors.As(err, &ce) {

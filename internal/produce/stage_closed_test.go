@@ -57,8 +57,21 @@ func TestValueAfterCloseStartedFailsWithErrClosed(t *testing.T) {
 			t.Errorf("produced %v (Send called %d times for v0) after Close started, want nothing", got, len(c.triesOf("v0")))
 		}
 
-		time.Sleep(produce.CloseGrace)
-		closeErr := <-closed
+		time.Sleep(produce.CloseGrace - time.Nanosecond)
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned before CloseGrace passed")
+		default:
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		var closeErr error
+		select {
+		case closeErr = <-closed:
+		default:
+			t.Fatal("Close still waits for the client after CloseGrace")
+		}
 		if want := "stub: closing the producer: the client did not close within 1s"; closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
@@ -185,6 +198,30 @@ func TestLossEndsABlockedSend(t *testing.T) {
 		}
 		if n := tr.Pending(); n != 0 {
 			t.Errorf("tracker has %d reports pending, want 0", n)
+		}
+	})
+}
+
+// Close ends a Send that waits in the library for room (the stage's send
+// context ends with Close's start): Close does not wait for it, and the
+// stage fails with ErrClosed instead of trying again.
+func TestCloseEndsABlockedSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := produce.NewTracker(names)
+		c := newStub(tr, false)
+		c.blockFull["v0"] = true
+		f, r := run(t, produceTo(c, tr, recordMessage))
+		must(t, f.Send("in", 0, values(0, 2)...))
+		synctest.Wait()
+		start := time.Now()
+		must(t, tr.Close(c.closeSteps()))
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Close took %v with nothing outstanding, want no time", d)
+		}
+		err := r.Wait(t)
+		checkStageError(t, err, -1, "producing to out: producer closed")
+		if got := c.sentValues(); len(got) != 0 {
+			t.Errorf("produced %v, want nothing", got)
 		}
 	})
 }

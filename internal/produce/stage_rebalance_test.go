@@ -1,6 +1,7 @@
 package produce_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -33,6 +34,38 @@ func TestRevokeWaitsForOutstandingReports(t *testing.T) {
 		must(t, <-revoked)
 		if got := f.Committed("in", 0); got != 4 {
 			t.Errorf("committed %d on revoke, want 4", got)
+		}
+		must(t, r.Stop(t))
+		if n := tr.Pending(); n != 0 {
+			t.Errorf("tracker has %d reports pending, want 0", n)
+		}
+	})
+}
+
+// A delivery failing while a revoke drains the stage does not stop Run
+// (an error while the partition is being revoked only leaves its record
+// uncommitted, docs/lifecycle.md "Fatal error"): the revoke completes
+// once every report arrived and commits up to the failed record, not
+// past it.
+func TestFailedReportDuringRevokeStaysUncommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := produce.NewTracker(names)
+		c := newStub(tr, true)
+		c.fail["v1"] = errors.New("broker said no")
+		f, r := run(t, produceTo(c, tr, recordMessage))
+		must(t, f.Send("in", 0, values(0, 3)...))
+		synctest.Wait()
+		revoked := inBackground(func() error { return f.Revoke("in", 0) })
+		synctest.Wait()
+		c.release("v0", "v1")
+		synctest.Wait()
+		if returned(t, revoked) {
+			t.Fatal("the revoke completed with v2's report outstanding")
+		}
+		c.release("v2")
+		must(t, <-revoked)
+		if got := f.Committed("in", 0); got != 1 {
+			t.Errorf("committed %d on revoke, want 1 (v0 delivered, v1 failed)", got)
 		}
 		must(t, r.Stop(t))
 		if n := tr.Pending(); n != 0 {

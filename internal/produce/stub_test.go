@@ -74,9 +74,13 @@ type stub struct {
 	// message with a report carrying ctx's cause (a library whose
 	// produce call waits for room in its buffer).
 	block map[string]bool
-	tries []try
-	sent  []sentMsg
-	held  []held
+	// blockFull: value → its first Send waits, outside the tracker, until
+	// its ctx ends, then says the queue is still full (a library waiting
+	// for room in its buffer that gives up when told to).
+	blockFull map[string]bool
+	tries     []try
+	sent      []sentMsg
+	held      []held
 	// inFlight counts accepted messages whose report the stub has not
 	// written yet; maxInFlight is its high-water mark.
 	inFlight, maxInFlight int
@@ -84,10 +88,19 @@ type stub struct {
 }
 
 func newStub(tr *produce.Tracker, hold bool) *stub {
-	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}}
+	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}, blockFull: map[string]bool{}}
 }
 
 func (c *stub) Send(ctx context.Context, o *produce.Outgoing, reports chan report) error {
+	c.mu.Lock()
+	v := string(o.Message.Value)
+	wait := c.blockFull[v]
+	delete(c.blockFull, v)
+	c.mu.Unlock()
+	if wait {
+		<-ctx.Done()
+		return errQueueFull
+	}
 	return c.tr.Send(func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
