@@ -1,0 +1,54 @@
+package produce_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// A stage without a client, a topic or toMsg fails the graph's build with
+// a *pipeline.BuildError naming the backend's function and what is
+// missing (its Problem names the stage too).
+func TestStageBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nilC  bool
+		topic string
+		toMsg func(pipeline.Record) (pipeline.Message, error)
+		want  string
+	}{
+		{"nil producer", true, "out", recordMessage, "stub.Produce: the producer is nil"},
+		{"empty topic", false, "", recordMessage, "stub.Produce: the topic is empty"},
+		{"nil toMsg", false, "out", nil, "stub.Produce: toMsg is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := produce.NewTracker(names)
+				var c produce.Client[report] = newStub(tr, false)
+				if tc.nilC {
+					c, tr = nil, nil
+				}
+				build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+					return produce.Stage(in, "stub.Produce", c, tr, tc.topic, tc.toMsg, nil)
+				}
+				f := testkit.NewFake()
+				r := testkit.Start(t, f, build, quiet)
+				if err := f.Assign("in", 0); err == nil {
+					t.Error("Assign returned nil, want the build error")
+				}
+				err := r.Wait(t)
+				var be *pipeline.BuildError
+				if !errors.As(err, &be) {
+					t.Fatalf("Run returned %v, want a *pipeline.BuildError", err)
+				}
+				if be.Topic != "in" || be.Partition != 0 || be.Problem != `stage "Produce#1": `+tc.want {
+					t.Errorf("BuildError on %s/%d: %q, want on in/0: %q", be.Topic, be.Partition, be.Problem, `stage "Produce#1": `+tc.want)
+				}
+			})
+		})
+	}
+}
