@@ -86,7 +86,13 @@ func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err err
 
 // ExpectedCommitError reports whether err is a commit rejection expected
 // around rebalances: the group moved on or is rebalancing.
-func (r *runner) ExpectedCommitError(err error) bool {
+func (r *runner) ExpectedCommitError(err error) bool { return groupMovedError(err) }
+
+// groupMovedError reports whether err holds a group coordinator's
+// refusal of a commit because the member's membership moved on (another
+// member owns the partition now) or the group is rebalancing: the errors
+// of an OffsetCommit or TxnOffsetCommit a rebalance can cause.
+func groupMovedError(err error) bool {
 	for _, e := range []error{kerr.RebalanceInProgress, kerr.IllegalGeneration, kerr.UnknownMemberID,
 		kerr.StaleMemberEpoch, kerr.FencedInstanceID, kerr.FencedMemberEpoch} {
 		if errors.Is(err, e) {

@@ -63,6 +63,10 @@ func (t *kgoTxn) Begin() error {
 // Commit implements exactlyonce.Txn: it flushes, sends offs to the
 // transaction (or, when nothing was delivered in it, ends it and commits
 // offs plainly) and ends the transaction with a commit.
+// Offsets the group refused because the membership moved on (the
+// TxnOffsetCommit, or the plain OffsetCommit of a transaction with no
+// output) are marked exactlyonce.ErrGroupMoved, unless fatal: at shutdown
+// the Group then aborts and Run returns no error for it.
 func (t *kgoTxn) Commit(ctx context.Context, offs []pipeline.Offset) error {
 	return fatalTxn(t.commit(ctx, offs))
 }
@@ -79,11 +83,11 @@ func (t *kgoTxn) commit(ctx context.Context, offs []pipeline.Offset) error {
 		if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			return fmt.Errorf("ending a transaction with no output: %w", err)
 		}
-		return t.commitPlain(ctx, offs)
+		return groupMovedTxn(t.commitPlain(ctx, offs))
 	}
 	if len(offs) > 0 {
 		if err := t.sendOffsets(ctx, offs); err != nil {
-			return err
+			return groupMovedTxn(err)
 		}
 	}
 	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -125,6 +129,21 @@ func fatalTxn(err error) error {
 		if errors.Is(err, f) {
 			return fmt.Errorf("%w: %w", exactlyonce.ErrFatal, err)
 		}
+	}
+	return err
+}
+
+// groupMovedTxn marks err with exactlyonce.ErrGroupMoved when it holds a
+// group coordinator's refusal of the offsets because the consumer's
+// membership moved on (groupMovedError: ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_INSTANCE_ID, a rebalance
+// in progress, ...), unless the producer failed fatally (fatalTxn wins:
+// such a producer cannot abort). Commit calls it on the errors of the
+// offsets' commit only: EndTxn goes to the transaction coordinator, which
+// knows nothing of the group's generations.
+func groupMovedTxn(err error) error {
+	if err != nil && !errors.Is(fatalTxn(err), exactlyonce.ErrFatal) && groupMovedError(err) {
+		return fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err)
 	}
 	return err
 }
