@@ -38,7 +38,7 @@ func newFranzShutdownTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, 
 		// The transaction is open from A's first produce to its
 		// shutdown: the broker must not time it out before.
 		TransactionTimeout: time.Minute,
-		CommitTimeout:      10 * time.Second,
+		CommitTimeout:      eosGenerous.commit,
 	})
 	if err != nil {
 		t.Fatal(err)

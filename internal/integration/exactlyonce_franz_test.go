@@ -34,7 +34,7 @@ func newFranzTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID st
 		// librdkafka's, whose poll stops at a pause. It must end within
 		// the timeout.
 		TransactionTimeout: 20 * time.Second,
-		CommitTimeout:      2 * time.Second,
+		CommitTimeout:      eosGenerous.commit, // not what the tests are about: generous under load
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -37,16 +37,39 @@ func eosFanOut(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, slo
 	}
 }
 
+// eosTimings are a transactional producer's timeouts in the exactly-once
+// tests.
+type eosTimings struct {
+	// txn is the TransactionTimeout: the broker aborts (and fences) a
+	// transaction open longer.
+	txn time.Duration
+	// commit is the CommitTimeout: a commit or abort taking longer fails.
+	commit time.Duration
+}
+
+// eosGenerous are the timings of a test that is not about them: CI runs
+// on 2 cores shared with the other packages' tests, where under load (a
+// load average of 17 was seen) a 3s transaction timed out and fenced its
+// producer mid-test, and a 2s commit can fail.
+var eosGenerous = eosTimings{txn: 15 * time.Second, commit: 10 * time.Second}
+
 // newTxnSource returns a librdkafka source for group/topic and a
-// transactional producer bound to it with id txnID and test timings.
+// transactional producer bound to it with id txnID and eosGenerous
+// timings.
 func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Kafka, *sink.Producer) {
 	t.Helper()
-	src := newSource(t, b, group, topic, map[string]any{"session.timeout.ms": 2000})
+	return newTxnSourceWith(t, b, group, topic, txnID, eosGenerous)
+}
+
+// newTxnSourceWith is newTxnSource with the timings tm.
+func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, tm eosTimings) (*source.Kafka, *sink.Producer) {
+	t.Helper()
+	src := newSource(t, b, group, topic, nil)
 	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{
 		ProducerConfig:     sink.ProducerConfig{Brokers: b.Addrs(), Logger: testLogger(t)},
 		TransactionalID:    txnID,
-		TransactionTimeout: 3 * time.Second,
-		CommitTimeout:      2 * time.Second,
+		TransactionTimeout: tm.txn,
+		CommitTimeout:      tm.commit,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +80,7 @@ func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string)
 
 // eosQueue is the partition queue of the exactly-once tests: a commit
 // waits for every record in flight, so a shallow queue keeps each
-// transaction short (well below its 3s timeout) with 1ms records.
+// transaction short (well below its timeout) with 1ms records.
 var eosQueue = pipeline.WithPartitionQueue(256)
 
 func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[pipeline.Message]) pipeline.End {
@@ -135,6 +158,12 @@ func checkExactlyOnce(t *testing.T, b *kafkatest.Broker, out string, outParts in
 // unstable, KIP-447). A read_committed reader sees every input's outputs
 // exactly once. kfake times transactions out like Kafka
 // (transaction.timeout.ms, kfake txns.go).
+//
+// B waits for that timeout, and A for its commit and then its abort to
+// time out (CommitTimeout each: the EndTxn fault is retriable, librdkafka
+// retries until then), so A's timings are shorter than eosGenerous, to
+// keep the test under about 10s: still several times a transaction's
+// length here (50ms commit interval, shallow queues) under load.
 func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
@@ -145,7 +174,7 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	b.Fill(t, in, perPartition, 16)
 	hw := b.HighWatermarks(t, in)
 
-	srcA, pA := newTxnSource(t, b, group, in, "eos-A")
+	srcA, pA := newTxnSourceWith(t, b, group, in, "eos-A", eosTimings{txn: 8 * time.Second, commit: 4 * time.Second})
 	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), eosQueue)
 	waitFor(t, "A committing transactions on every partition", func() bool {
 		c := b.Committed(t, group, in)
