@@ -69,6 +69,13 @@ type poolChunk[In, Out any] struct {
 	errs  []error
 	fin   []atomic.Bool
 	wait  atomic.Int32
+	// claim is the chunk's generation (high 32 bits, bumped each time the
+	// chunk is reused) and the index of its next unclaimed value (low 32
+	// bits), for pools without a key: workers claim values one at a time
+	// (see claim), so a stale piece of an earlier use claims nothing.
+	claim atomic.Uint64
+	// helpers counts the pieces posted for the chunk (unkeyed pools).
+	helpers atomic.Int32
 	// byWorker[w] lists the values of worker w (keyed pools only).
 	byWorker [][]int32
 }
@@ -83,7 +90,26 @@ func (p *workerPool[In, Out]) chunk(items []stagekit.Item[In]) *poolChunk[In, Ou
 	c.items, c.outs, c.errs, c.fin = c.items[:n], c.outs[:n], c.errs[:n], c.fin[:n]
 	copy(c.items, items)
 	c.wait.Store(-1)
+	c.helpers.Store(1)
+	// A new generation, published after the values: a worker that claims
+	// index i of it sees them.
+	c.claim.Store((c.claim.Load()>>32 + 1) << 32)
 	return c
+}
+
+// claimNext returns the index of the next value of generation gen of c that
+// no worker claimed yet, or -1 when there is none (every value of that
+// use was claimed, or c was reused since).
+func (c *poolChunk[In, Out]) claimNext(gen uint32, n int) int {
+	for {
+		v := c.claim.Load()
+		if uint32(v>>32) != gen || int(uint32(v)) >= n {
+			return -1
+		}
+		if c.claim.CompareAndSwap(v, v+1) {
+			return int(uint32(v))
+		}
+	}
 }
 
 // recycle clears c (its values are no longer referenced) and gives it back
@@ -98,12 +124,15 @@ func (p *workerPool[In, Out]) recycle(c *poolChunk[In, Out]) {
 	p.free.put(c)
 }
 
-// piece is a share of a chunk for one worker: a range, or an index list
-// when keyed.
+// piece is a share of a chunk for one worker: without a key, the right to
+// claim values of generation gen of a chunk of n values (any number of
+// workers may hold one); with a key, an index list (lo is the worker).
 type piece[In, Out any] struct {
-	c      *poolChunk[In, Out]
-	lo, hi int
-	idx    []int32
+	c   *poolChunk[In, Out]
+	gen uint32
+	n   int
+	lo  int
+	idx []int32
 }
 
 func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
@@ -122,24 +151,28 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	}
 	ordered := make(chan *poolChunk[In, Out], 2*p.workers)
 	progress := make(chan struct{}, 1) // a worker finished a value
+	// quit is closed when the emitter returned: every chunk was emitted
+	// (or nothing more will be), so the workers stop. The queues are
+	// never closed: workers post pieces to them too (see work).
+	quit := make(chan struct{})
 
 	for w := range p.workers {
 		q := queues[w%len(queues)]
-		g.Go(func() error { p.work(ctx, q, progress); return nil })
+		g.Go(func() error { p.work(ctx, q, quit, progress); return nil })
 	}
-	g.Go(func() error { return p.emit(ctx, s, out, ordered, progress) })
+	g.Go(func() error {
+		defer close(quit)
+		return p.emit(ctx, s, out, ordered, progress)
+	})
 
 	// A dispatch error (the key function panicked) is reported after the
 	// chunks before it were emitted, like an error of fn.
 	dispatchErr := stagekit.RunLoop(s, inl, stagekit.Loop[In, struct{}]{
-		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items, queues, ordered) },
+		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items, queues, ordered, quit) },
 		Wake:    ctx.Done,
 		OnWake:  func() error { return stagekit.ErrStop }, // the emitter failed
 	})
 	close(ordered)
-	for _, q := range queues {
-		close(q)
-	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -148,8 +181,8 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 
 // dispatch splits one input chunk into pieces for the workers and queues
 // the chunk, in order, for the emitter. It returns an error only when the
-// key function panicked (ErrStop when ctx ended).
-func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out]) error {
+// key function panicked (ErrStop when ctx ended or the emitter returned).
+func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out], quit <-chan struct{}) error {
 	c := p.chunk(items)
 	// On a split error, c holds only the values before the failing one:
 	// they are still processed and emitted, then the error is returned.
@@ -162,6 +195,8 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 	case ordered <- c:
 	case <-ctx.Done():
 		return stagekit.ErrStop
+	case <-quit:
+		return stagekit.ErrStop
 	}
 	for _, pc := range pcs {
 		q := queues[0]
@@ -172,26 +207,25 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		case q <- pc:
 		case <-ctx.Done():
 			return stagekit.ErrStop
+		case <-quit:
+			return stagekit.ErrStop
 		}
 	}
 	return splitErr
 }
 
-// split cuts a chunk into pieces: equal ranges without a key, one index
-// list per worker (piece.lo is the worker) with a key. A panic of the key
+// split cuts a chunk into pieces: one piece to claim its values from
+// without a key, one index list per worker (piece.lo is the worker) with
+// a key. A panic of the key
 // function is returned as the stage error of its value, with c cut down
 // to the values before it and pieces for those.
 func (p *workerPool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
-	n := len(c.items)
 	if p.key == nil {
-		k := min(p.workers, n)
-		size := (n + k - 1) / k
-		pcs := p.pcs[:0]
-		for lo := 0; lo < n; lo += size {
-			pcs = append(pcs, piece[In, Out]{c: c, lo: lo, hi: min(lo+size, n)})
-		}
-		p.pcs = pcs
-		return pcs, nil
+		// One piece: the worker taking it posts more while values are
+		// left unclaimed (see work), so a chunk wakes only the workers
+		// it keeps busy.
+		p.pcs = append(p.pcs[:0], piece[In, Out]{c: c, gen: uint32(c.claim.Load() >> 32), n: len(c.items)})
+		return p.pcs, nil
 	}
 	if len(c.byWorker) != queues {
 		c.byWorker = make([][]int32, queues)
@@ -228,7 +262,15 @@ func (p *workerPool[In, Out]) pieces(c *poolChunk[In, Out]) []piece[In, Out] {
 
 func (p *workerPool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }
 
-func (p *workerPool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out], progress chan<- struct{}) {
+// work runs fn on the values of the pieces it takes from q until quit is
+// closed. An unkeyed piece is a chunk whose values the worker claims one
+// at a time; before calling fn on its first claimed value it posts the
+// piece again (without waiting) while values are left unclaimed and fewer
+// than workers pieces of the chunk were posted, so that an idle worker
+// joins in. A slow fn so has every worker busy within a few wake-ups,
+// while a fast one finishes a chunk on one or two workers instead of
+// waking all of them for a few values each.
+func (p *workerPool[In, Out]) work(ctx context.Context, q chan piece[In, Out], quit <-chan struct{}, progress chan<- struct{}) {
 	pr := p.s.Probe()
 	one := func(c *poolChunk[In, Out], i int) {
 		if err := ctx.Err(); err != nil {
@@ -248,16 +290,44 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q <-chan piece[In, Out],
 			}
 		}
 	}
-	for pc := range q {
+	for {
+		var pc piece[In, Out]
+		select {
+		case pc = <-q:
+		case <-quit:
+			return
+		}
 		if pc.idx != nil {
 			for _, i := range pc.idx {
 				one(pc.c, int(i))
 			}
 			continue
 		}
-		for i := pc.lo; i < pc.hi; i++ {
+		for first := true; ; first = false {
+			i := pc.c.claimNext(pc.gen, pc.n)
+			if i < 0 {
+				break
+			}
+			if first && i+1 < pc.n {
+				p.help(pc, q)
+			}
 			one(pc.c, i)
 		}
+	}
+}
+
+// help posts pc to q for another worker, unless workers pieces of its
+// chunk were posted already or q is full (then workers are busy with
+// other chunks' pieces).
+func (p *workerPool[In, Out]) help(pc piece[In, Out], q chan<- piece[In, Out]) {
+	if pc.c.helpers.Add(1) > int32(p.workers) {
+		pc.c.helpers.Add(-1)
+		return
+	}
+	select {
+	case q <- pc:
+	default:
+		pc.c.helpers.Add(-1)
 	}
 }
 

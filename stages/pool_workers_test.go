@@ -1,0 +1,75 @@
+package stages_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// A Pool runs workers calls at once, never more, even when its values
+// arrive in one chunk: the worker that takes a chunk posts it again for
+// an idle worker while values are left, until every worker is busy.
+func TestPoolRunsWorkersCallsAtOnceFromOneChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 4, 40
+		var running, peak atomic.Int32
+		release := make(chan struct{})
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r pipeline.Record) (int64, error) {
+				cur := running.Add(1)
+				for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
+				}
+				<-release
+				running.Add(-1)
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(n)...) // one delivery: one chunk
+		synctest.Wait()
+		if got := running.Load(); got != workers {
+			t.Fatalf("%d calls run at once with every worker blocked, want %d", got, workers)
+		}
+		close(release)
+		h.WaitCommitted("t", 0, n)
+		if got := peak.Load(); got != workers {
+			t.Fatalf("at most %d calls ran at once, want %d", got, workers)
+		}
+	})
+}
+
+// A slow value does not hold up the values after it in its chunk: workers
+// claim a chunk's values one at a time, so while one call blocks, the
+// other workers take every other value (a chunk cut into one fixed range
+// per worker left the blocked value's range waiting behind it: 56 of 63).
+func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 8, 64
+		var calls atomic.Int64
+		gate := make(chan struct{})
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r pipeline.Record) (int64, error) {
+				if r.Offset == 0 {
+					<-gate // the first worker holds value 0 while a helper joins
+				}
+				calls.Add(1)
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(n)...)
+		synctest.Wait()
+		// The first worker is blocked on value 0; its helper (and the
+		// helpers it posted) claimed and finished every other value.
+		if got := calls.Load(); got != n-1 {
+			t.Fatalf("%d values done while value 0 blocks, want %d", got, n-1)
+		}
+		close(gate)
+		h.WaitCommitted("t", 0, n)
+	})
+}
