@@ -26,7 +26,12 @@ import (
 // Metrics cover the first to the last record: msg/s; cpu-ns/msg, the
 // process's user+system CPU time (the embedded broker's included, which
 // both pay alike) per record; allocs/msg, Go heap allocations per record
-// (confluent-kafka-go's own conversion included).
+// (confluent-kafka-go's own conversion included). The sluice case also
+// reports pauses/op (backpressure), partial-batches/op (batches Batch
+// emitted with fewer than 500 values: its 100 ms timer fired, so the
+// last batch of a partition waits for it too) and tail-ms, the time from
+// the last record's map call to the end of the window (the raw loop has
+// no such tail: it stops at the last record polled).
 func BenchmarkGraphB(b *testing.B) {
 	br := benchTopic(b)
 	b.Run("raw", func(b *testing.B) {
@@ -76,26 +81,36 @@ func BenchmarkGraphB(b *testing.B) {
 	b.Run("sluice", func(b *testing.B) {
 		var w window
 		var pauses pauseCount
+		var partial atomic.Int64
+		var tail time.Duration
 		for range b.N {
 			src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			var started atomic.Bool
-			var n atomic.Int64
+			var n, mapped atomic.Int64
+			var lastMap atomic.Int64 // UnixNano of the last record's map call
 			done := make(chan struct{})
 			build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 				vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
 					if started.CompareAndSwap(false, true) {
 						w.start()
 					}
+					if mapped.Add(1) == benchMsgs {
+						lastMap.Store(time.Now().UnixNano())
+					}
 					return graphBMap(r.Value), nil
 				})
 				pooled := stages.Pool(vals, 8, func(_ context.Context, v int) (int, error) { return v, nil })
 				return stages.Each(stages.Batch(pooled, 500, 100*time.Millisecond), func(_ context.Context, vs []int) error {
 					graphBEach(vs)
+					if len(vs) < 500 {
+						partial.Add(1)
+					}
 					if n.Add(int64(len(vs))) == benchMsgs {
 						w.stop()
+						tail += time.Duration(time.Now().UnixNano() - lastMap.Load())
 						close(done)
 					}
 					return nil
@@ -118,13 +133,29 @@ func BenchmarkGraphB(b *testing.B) {
 		}
 		w.report(b, b.N*benchMsgs)
 		b.ReportMetric(float64(pauses.n.Load())/float64(b.N), "pauses/op")
+		b.ReportMetric(float64(partial.Load())/float64(b.N), "partial-batches/op")
+		b.ReportMetric(tail.Seconds()*1000/float64(b.N), "tail-ms")
+		b.ReportMetric(float64(pauses.sum.Load())/float64(max(pauses.samples.Load(), 1)), "inflight-avg")
+		b.ReportMetric(float64(pauses.peak.Load()), "inflight-max")
 	})
 }
 
-// pauseCount counts the partitions the runtime paused (backpressure).
-type pauseCount struct{ n atomic.Int64 }
+// pauseCount counts the partitions the runtime paused (backpressure) and
+// samples the records in flight at each delivery.
+type pauseCount struct {
+	n                  atomic.Int64
+	samples, sum, peak atomic.Int64
+}
 
 func (p *pauseCount) OnPartitionPaused(pipeline.TopicPartition) { p.n.Add(1) }
+
+func (p *pauseCount) OnInFlight(records, _ int64) {
+	p.samples.Add(1)
+	p.sum.Add(records)
+	if records > p.peak.Load() {
+		p.peak.Store(records)
+	}
+}
 
 var graphBSink atomic.Int64
 
