@@ -39,6 +39,9 @@ type Producer struct {
 	// maxRecords and maxBytes are kgo.MaxBufferedRecords and
 	// kgo.MaxBufferedBytes (0: no limit).
 	maxRecords, maxBytes int64
+	// promise is reported's method value, made once: the promise of
+	// every record (producer_record.go).
+	promise func(*kgo.Record, error)
 	// txn is set for a transactional producer (NewTransactionalProducer,
 	// transaction.go): cl is then the source's, set when its Run starts.
 	txn *txnState
@@ -77,6 +80,7 @@ func newProducerFor(cfg ProducerConfig, logger *slog.Logger) *Producer {
 		delivery:     cfg.DeliveryTimeout,
 		tr:           produce.NewTracker(produce.Names{Package: "franz", ErrClosed: ErrClosed}),
 	}
+	p.promise = p.reported
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultProducerCloseTimeout
 	}
@@ -123,21 +127,9 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 	if err := c.p.usable(); err != nil {
 		return err
 	}
-	r := &kgo.Record{
-		Topic:     o.Topic,
-		Key:       o.Message.Key,
-		Value:     o.Message.Value,
-		Timestamp: o.Timestamp,
-	}
-	size := int64(len(r.Key) + len(r.Value))
-	if len(o.Message.Headers) > 0 {
-		r.Headers = make([]kgo.RecordHeader, len(o.Message.Headers))
-		for i, h := range o.Message.Headers {
-			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-			size += int64(len(h.Key) + len(h.Value))
-		}
-	}
+	or, size := newOutRecord(o, reports)
 	if c.p.full(size) {
+		or.release()
 		if c.p.tr.Closing() {
 			return c.p.tr.Names().ErrClosed
 		}
@@ -147,24 +139,14 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 	// if other receivers filled the buffer since full: Close must not
 	// wait for it.
 	if err := c.p.tr.Admit(); err != nil {
+		or.release()
 		return err
 	}
-	t, delivery := o.Ticket, c.p.delivery
 	now := time.Now()
-	if r.Timestamp.IsZero() {
-		r.Timestamp = now // as kgo would; a dead letter keeps its record's
-	}
-	ctx := c.p.deadlines.context(c.p.giveUp, delivery, now)
-	r.Context = ctx
-	c.p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("not delivered within the delivery timeout (%v): %w", delivery, err)
-		}
-		if err == nil {
-			c.p.acknowledged()
-		}
-		reports <- report{t, err}
-	})
+	stamp(&or.rec, now)
+	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
+	or.rec.Context = ctx
+	c.p.cl.Produce(ctx, &or.rec, c.p.promise)
 	return nil
 }
 

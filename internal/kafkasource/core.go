@@ -241,16 +241,24 @@ func (c *Core) LoseAll() {
 // Add appends rec, a record the client returned, to the batch being
 // built, delivering the batch first when rec is of another partition or
 // the batch is full. Records of partitions not owned, and every record
-// once closing, are dropped.
+// once closing, are dropped. The owned set is looked up once per batch,
+// at its first record: a partition given up while its batch is built
+// (nothing does that between two Adds of one poll) is still fenced by
+// Flush.
 func (c *Core) Add(rec pipeline.Record) {
-	tp := pipeline.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
-	if c.closing || !c.owned[tp] {
-		return // fenced: not ours (stale record around a rebalance)
+	if c.closing {
+		return // fenced: the shutdown drained
 	}
-	if len(c.batch) > 0 && (tp != c.batchTP || len(c.batch) == MaxBatch) {
+	tp := pipeline.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	if len(c.batch) == 0 || tp != c.batchTP {
+		if !c.owned[tp] {
+			return // fenced: not ours (stale record around a rebalance)
+		}
+		c.Flush()
+		c.batchTP = tp
+	} else if len(c.batch) == MaxBatch {
 		c.Flush()
 	}
-	c.batchTP = tp
 	c.batch = append(c.batch, rec)
 }
 
@@ -274,14 +282,15 @@ func (c *Core) Flush() {
 	if len(c.batch) == 0 {
 		return
 	}
-	tp := c.batchTP
-	recs := slices.Clone(c.batch)
-	clear(c.batch)
-	c.batch = c.batch[:0]
-	if !c.owned[tp] {
-		return
-	}
-	if c.g.Deliver(tp, recs) && !c.paused[tp] {
+	tp, recs := c.batchTP, c.batch
+	// The batch's array is handed to Deliver and reused for the next
+	// batch: every Group copies what it keeps (the runtime's tracker
+	// copies each record into its slots, and the groups that hold records
+	// back append them to arrays of their own: exactlyonce, follow).
+	pause := c.owned[tp] && c.g.Deliver(tp, recs)
+	clear(recs) // the client's buffers are not kept alive by the batch
+	c.batch = recs[:0]
+	if pause && !c.paused[tp] {
 		if err := c.b.Pause(tp); err != nil {
 			c.log.Warn("pause failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 			return

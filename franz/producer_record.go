@@ -1,0 +1,98 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline/stagekit"
+)
+
+// outRecord is one message handed to kgo: its kgo.Record and what the
+// promise needs to report it. The promise, shared by every record
+// (Producer.reported), finds the outRecord from the *kgo.Record it is
+// given (the address of rec), so a produce costs no closure, and no
+// allocation once outRecords are recycled. kgo reads nothing of a record
+// once its promise was called (kgo v1.22.3, producer.go,
+// finishRecordPromise: the sizes are read before the promise, nothing
+// after), so the promise recycles it; a kgo.WithHooks hook in
+// ProducerConfig.Opts must not keep a record past
+// OnProduceRecordUnbuffered either. The record's Context is its send
+// window's (deadlines.context), never the outRecord: kgo keeps a record's
+// context past its promise (waitUnknownTopic selects on it while the
+// topic's partitions load).
+type outRecord struct {
+	rec     kgo.Record
+	t       stagekit.Ticket
+	reports chan report
+}
+
+// outRecordOf returns the outRecord whose rec is r. r must be the record
+// of an outRecord (Send produces only those with Producer.promise).
+func outRecordOf(r *kgo.Record) *outRecord {
+	return (*outRecord)(unsafe.Add(unsafe.Pointer(r), -unsafe.Offsetof(outRecord{}.rec)))
+}
+
+// outRecords recycles outRecords between a promise and the next Send.
+var outRecords = sync.Pool{New: func() any { return new(outRecord) }}
+
+// newOutRecord returns the outRecord of o, reported to reports, and the
+// bytes kgo counts against kgo.MaxBufferedBytes. The record's Context
+// (the send window) and a zero timestamp are left to set before Produce;
+// a record not produced goes back with release.
+func newOutRecord(o *produce.Outgoing, reports chan report) (*outRecord, int64) {
+	or := outRecords.Get().(*outRecord)
+	or.t, or.reports = o.Ticket, reports
+	r := &or.rec
+	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
+	size := int64(len(r.Key) + len(r.Value))
+	r.Headers = r.Headers[:0]
+	for _, h := range o.Message.Headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		size += int64(len(h.Key) + len(h.Value))
+	}
+	return or, size
+}
+
+// release forgets what or refers to (the message's bytes, the channel,
+// the window) and recycles it; or's header array is kept for the next
+// record.
+func (or *outRecord) release() {
+	hdrs := or.rec.Headers
+	clear(hdrs)
+	*or = outRecord{}
+	or.rec.Headers = hdrs[:0]
+	outRecords.Put(or)
+}
+
+// reported is the promise of every record p's Send hands kgo (as
+// Producer.promise; called by kgo's promise goroutine, one at a time): it
+// sends the record's report to
+// its receiver's channel, which has room for it (the core's outstanding
+// bound), and recycles the record.
+func (p *Producer) reported(r *kgo.Record, err error) {
+	or := outRecordOf(r)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context.Err() != nil {
+		err = fmt.Errorf("not delivered within the delivery timeout (%v): %w", p.delivery, err)
+	}
+	if err == nil {
+		p.acknowledged()
+	}
+	reports, t := or.reports, or.t
+	or.release()
+	reports <- report{t, err}
+}
+
+// stamp sets a record's zero timestamp to now, as kgo would (a dead
+// letter keeps its record's).
+func stamp(r *kgo.Record, now time.Time) {
+	if r.Timestamp.IsZero() {
+		r.Timestamp = now
+	}
+}

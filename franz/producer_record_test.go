@@ -1,0 +1,98 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// newOutRecord carries every field of the message to kgo's record and
+// counts the bytes kgo counts; the promise finds it from its kgo.Record,
+// reports it on its receiver's channel and recycles it, keeping nothing of
+// the message.
+func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
+	p := newProducerFor(ProducerConfig{}, nil)
+	reports := make(chan report, 1)
+	ts := time.Unix(1700000000, 0)
+	o := &produce.Outgoing{Topic: "out", Timestamp: ts, Message: pipeline.Message{
+		Key: []byte("k"), Value: []byte("value"),
+		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
+	}}
+	or, size := newOutRecord(o, reports)
+	r := &or.rec
+	r.Context = context.Background()
+	if r.Topic != "out" || string(r.Key) != "k" || string(r.Value) != "value" || !r.Timestamp.Equal(ts) ||
+		len(r.Headers) != 2 || r.Headers[0].Key != "trace" || string(r.Headers[0].Value) != "t1" || r.Headers[1].Key != "s" {
+		t.Fatalf("record %+v", r)
+	}
+	if want := int64(len("k") + len("value") + len("trace") + len("t1") + len("s")); size != want {
+		t.Errorf("size %d, want %d", size, want)
+	}
+	if outRecordOf(r) != or {
+		t.Fatal("outRecordOf does not find the outRecord of its record")
+	}
+	p.reported(r, nil)
+	select {
+	case ev := <-reports:
+		if ev.err != nil {
+			t.Errorf("report error %v, want nil", ev.err)
+		}
+	default:
+		t.Fatal("no report on the receiver's channel")
+	}
+	if or.reports != nil || r.Key != nil || r.Value != nil || r.Topic != "" || r.Context != nil ||
+		len(r.Headers) != 0 || !r.Timestamp.IsZero() {
+		t.Errorf("released record keeps %+v (reports %v)", r, or.reports)
+	}
+	if cap(r.Headers) < 2 {
+		t.Errorf("released record's header array has capacity %d, want it kept (2)", cap(r.Headers))
+	}
+}
+
+// A record failing because its window's context ended reports the
+// delivery timeout; another record's DeadlineExceeded (its window still
+// open) is reported as kgo gave it.
+func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
+	p := newProducerFor(ProducerConfig{DeliveryTimeout: 3 * time.Second}, nil)
+	reports := make(chan report, 2)
+	ended, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	for _, window := range []context.Context{ended, context.Background()} {
+		or, _ := newOutRecord(&produce.Outgoing{Topic: "out"}, reports)
+		or.rec.Context = window
+		p.reported(&or.rec, context.DeadlineExceeded) // as kgo reports a record whose context ended
+	}
+	timedOut, other := <-reports, <-reports
+	if !errors.Is(timedOut.err, context.DeadlineExceeded) || !strings.Contains(timedOut.err.Error(), "not delivered within the delivery timeout (3s)") {
+		t.Errorf("report of the ended window: %v, want the delivery timeout named", timedOut.err)
+	}
+	if other.err != context.DeadlineExceeded {
+		t.Errorf("report of the open window: %v, want kgo's error unchanged", other.err)
+	}
+}
+
+// Once recycled, a record costs no allocation: a produce allocates
+// neither a kgo.Record nor a promise (sync.Pool drops some records
+// under the race detector: not counted then).
+func TestOutRecordsAreRecycled(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops records at random under the race detector")
+	}
+	p := newProducerFor(ProducerConfig{}, nil)
+	reports := make(chan report, 1)
+	o := &produce.Outgoing{Topic: "out", Message: pipeline.Message{Value: []byte("v"), Headers: []pipeline.Header{{Key: "h"}}}}
+	allocs := testing.AllocsPerRun(100, func() {
+		or, _ := newOutRecord(o, reports)
+		or.rec.Context = context.Background()
+		p.promise(&or.rec, nil)
+		<-reports
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per record, want 0", allocs)
+	}
+}
