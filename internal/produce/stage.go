@@ -66,6 +66,9 @@ type producing[E any] struct {
 	// out is the Outgoing handed to Client.Send, reused for every
 	// message (Send keeps nothing of it).
 	out Outgoing
+	// done are the tickets of delivered values not marked done yet
+	// (report).
+	done []stagekit.Ticket
 }
 
 // produceChunk converts and produces the values of chunk in order. It
@@ -142,19 +145,54 @@ func (st *producing[E]) await(ctx context.Context, timeout <-chan time.Time) (bo
 	}
 }
 
-// report completes (or fails) the value behind one delivery report.
+// maxReportBatch caps the delivery reports a stage handles in one go.
+const maxReportBatch = 256
+
+// report completes (or fails) the value behind the delivery report ev,
+// and so the values behind the reports already waiting on the channel,
+// up to maxReportBatch in all: the delivered ones with one Stage.Done
+// (one lock of the partition's tracker, one budget release), and without
+// a select per report. It stops at the first failed delivery, after
+// completing the values delivered before it.
 func (st *producing[E]) report(ev E) error {
+	err := st.take(ev)
+	for err == nil && len(st.done) < maxReportBatch {
+		select {
+		case ev := <-st.reports:
+			err = st.take(ev)
+			continue
+		default:
+		}
+		break
+	}
+	st.complete()
+	return err
+}
+
+// take handles one event of the report channel: a delivered value's
+// ticket joins st.done, a failed delivery fails the stage (after the
+// values of st.done completed).
+func (st *producing[E]) take(ev E) error {
 	t, err, ok := st.c.Report(ev)
 	if !ok {
 		return nil
 	}
 	st.outstanding--
 	if err != nil {
+		st.complete()
 		return st.failed(t, err)
 	}
 	st.tr.Received()
-	st.s.Done(t)
+	st.done = append(st.done, t)
 	return nil
+}
+
+// complete marks the values of st.done done.
+func (st *producing[E]) complete() {
+	if len(st.done) > 0 {
+		st.s.Done(st.done...)
+		st.done = st.done[:0]
+	}
 }
 
 // failed handles the failed delivery of the value holding t and returns
