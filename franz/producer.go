@@ -39,6 +39,10 @@ type Producer struct {
 	// maxRecords and maxBytes are kgo.MaxBufferedRecords and
 	// kgo.MaxBufferedBytes (0: no limit).
 	maxRecords, maxBytes int64
+	// buffered counts the records (and their bytes, as kgo counts them)
+	// Send handed kgo whose promise has not run yet: what kgo buffers,
+	// read without kgo's producer lock (full).
+	buffered bufferedCount
 	// promise is reported's method value, made once: the promise of
 	// every record (producer_record.go).
 	promise func(*kgo.Record, error)
@@ -144,6 +148,8 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 	}
 	now := time.Now()
 	stamp(&or.rec, now)
+	or.size = size
+	c.p.buffered.add(1, size)
 	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
 	or.rec.Context = ctx
 	c.p.cl.Produce(ctx, &or.rec, c.p.promise)
@@ -153,11 +159,19 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 // full reports whether a record of size bytes would make kgo's Produce
 // wait for room. A record larger than kgo.MaxBufferedBytes never fits:
 // kgo fails it at once (MESSAGE_TOO_LARGE), so it is not full's to wait.
+// It counts the records Send handed kgo and the promise did not report
+// yet (p.buffered): kgo's count of the same records (BufferedProduceRecords,
+// BufferedProduceBytes, each a lock of kgo's producer shared with its
+// promise goroutine) drops just after the promise returned, so Produce
+// may wait that moment for room. The producer's client produces nothing
+// but Send's records (a transactional producer's is the source's, which
+// produces nothing).
 func (p *Producer) full(size int64) bool {
-	if p.maxRecords > 0 && p.cl.BufferedProduceRecords() >= p.maxRecords {
+	records, bytes := p.buffered.load()
+	if p.maxRecords > 0 && records >= p.maxRecords {
 		return true
 	}
-	return p.maxBytes > 0 && size <= p.maxBytes && p.cl.BufferedProduceBytes()+size > p.maxBytes
+	return p.maxBytes > 0 && size <= p.maxBytes && bytes+size > p.maxBytes
 }
 
 // QueueFull: kgo's buffer is full (errBufferFull).

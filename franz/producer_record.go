@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -31,6 +32,7 @@ type outRecord struct {
 	rec     kgo.Record
 	t       stagekit.Ticket
 	reports chan report
+	size    int64 // the bytes counted in Producer.buffered
 }
 
 // outRecordOf returns the outRecord whose rec is r. r must be the record
@@ -85,6 +87,7 @@ func (p *Producer) reported(r *kgo.Record, err error) {
 		p.acknowledged()
 	}
 	reports, t := or.reports, or.t
+	p.buffered.add(-1, -or.size)
 	or.release()
 	reports <- report{t, err}
 }
@@ -96,3 +99,14 @@ func stamp(r *kgo.Record, now time.Time) {
 		r.Timestamp = now
 	}
 }
+
+// bufferedCount counts records and their bytes; it is safe for
+// concurrent use.
+type bufferedCount struct{ records, bytes atomic.Int64 }
+
+func (b *bufferedCount) add(records, bytes int64) {
+	b.records.Add(records)
+	b.bytes.Add(bytes)
+}
+
+func (b *bufferedCount) load() (records, bytes int64) { return b.records.Load(), b.bytes.Load() }

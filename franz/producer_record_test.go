@@ -96,3 +96,38 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 		t.Errorf("%v allocations per record, want 0", allocs)
 	}
 }
+
+// full counts what Send handed kgo until its promise reported it: a
+// record over kgo.MaxBufferedRecords or kgo.MaxBufferedBytes waits, one
+// reported makes room, and a record larger than the byte limit never
+// waits (kgo fails it at once).
+func TestFullCountsRecordsUntilReported(t *testing.T) {
+	p := newProducerFor(ProducerConfig{}, nil)
+	p.maxRecords, p.maxBytes = 2, 100
+	reports := make(chan report, 2)
+	var sent []*outRecord
+	for range 2 {
+		or, size := newOutRecord(&produce.Outgoing{Topic: "out", Message: pipeline.Message{Value: make([]byte, 40)}}, reports)
+		or.rec.Context = context.Background()
+		or.size = size
+		p.buffered.add(1, size) // as Send does before kgo.Produce
+		sent = append(sent, or)
+	}
+	if !p.full(1) {
+		t.Error("not full with 2 records buffered of kgo.MaxBufferedRecords 2")
+	}
+	p.reported(&sent[0].rec, nil)
+	if p.full(60) {
+		t.Error("full after a report: 1 record and 40 B buffered, 60 B more fit 100 B")
+	}
+	if !p.full(61) {
+		t.Error("61 B fit with 40 of kgo.MaxBufferedBytes 100 buffered")
+	}
+	if p.full(101) {
+		t.Error("a record larger than kgo.MaxBufferedBytes waits for room that never comes")
+	}
+	p.reported(&sent[1].rec, nil)
+	if r, b := p.buffered.load(); r != 0 || b != 0 {
+		t.Errorf("%d records, %d bytes counted once every record was reported, want 0, 0", r, b)
+	}
+}
