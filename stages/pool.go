@@ -72,7 +72,8 @@ type poolChunk[In, Out any] struct {
 	// claim is the chunk's generation (high 32 bits, bumped each time the
 	// chunk is reused) and the index of its next unclaimed value (low 32
 	// bits), for pools without a key: workers claim values one at a time
-	// (see claim), so a stale piece of an earlier use claims nothing.
+	// (see claimNext), so a piece left in a queue from an earlier use
+	// claims nothing (a piece cannot stay queued for 2^32 reuses).
 	claim atomic.Uint64
 	// helpers counts the pieces posted for the chunk (unkeyed pools).
 	helpers atomic.Int32
@@ -216,9 +217,8 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 
 // split cuts a chunk into pieces: one piece to claim its values from
 // without a key, one index list per worker (piece.lo is the worker) with
-// a key. A panic of the key
-// function is returned as the stage error of its value, with c cut down
-// to the values before it and pieces for those.
+// a key. A panic of the key function is returned as the stage error of
+// its value, with c cut down to the values before it and pieces for those.
 func (p *workerPool[In, Out]) split(c *poolChunk[In, Out], queues int) ([]piece[In, Out], error) {
 	if p.key == nil {
 		// One piece: the worker taking it posts more while values are
