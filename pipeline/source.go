@@ -76,7 +76,10 @@ type Group interface {
 	// its graph. It never blocks. It returns pause=true when the partition's
 	// input queue (or the global in-flight budget) is full: the source must
 	// pause the partition until Resumable lists it. Records for a partition
-	// that is not assigned are dropped.
+	// that is not assigned are dropped. Deliver copies what it keeps: the
+	// source may reuse recs (its array, not the key, value and header bytes
+	// the records point to) as soon as Deliver returns. A Group that wraps
+	// another (as package follow does) must do the same.
 	Deliver(tp TopicPartition, recs []Record) (pause bool)
 
 	// Resumable returns the partitions that Deliver asked to pause and that
