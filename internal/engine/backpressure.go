@@ -97,7 +97,21 @@ func (rt *Group) waitLocked(g *graph, recs []Record) {
 		rt.waiting = append(rt.waiting, g)
 		rt.nwaiting.Add(1)
 	}
+	// Admission takes records from the front (g.waiting = g.waiting[n:]),
+	// so append alone would regrow and copy the queue again and again while
+	// a source keeps delivering to a partition the budget holds back (the
+	// franz source does: kgo hands over what it fetched, paused or not).
+	// Move what waits back to the start of the array kept in waitBuf when
+	// that makes room; the array only grows to the most that ever waited.
+	if need := len(g.waiting) + len(recs); need > cap(g.waiting) && need <= cap(g.waitBuf) {
+		n := copy(g.waitBuf, g.waiting)
+		clear(g.waitBuf[n:])
+		g.waiting = g.waitBuf[:n]
+	}
 	g.waiting = append(g.waiting, recs...)
+	if cap(g.waiting) > cap(g.waitBuf) {
+		g.waitBuf = g.waiting[:cap(g.waiting)]
+	}
 }
 
 // admitWaitingLocked admits waiting records first come, first served, as
@@ -129,7 +143,8 @@ func (rt *Group) unwaitLocked(g *graph) {
 		rt.waiting = slices.Delete(rt.waiting, i, i+1)
 		rt.nwaiting.Add(-1)
 	}
-	g.waiting = nil
+	clear(g.waiting) // drop the records, keep the array
+	g.waiting = g.waitBuf[:0]
 }
 
 // pauseLocked marks g paused, last in the resume order. Callers hold rt.mu.

@@ -44,6 +44,7 @@ type graph struct {
 	pending  atomic.Int64 // admitted records not yet committable
 	paused   bool         // guarded by rt.mu
 	waiting  []Record     // delivered, waiting for admission to the budget; guarded by rt.mu
+	waitBuf  []Record     // the whole array waiting was cut from, reused (see waitLocked); guarded by rt.mu
 	reported int64        // last offset returned by Offsets; poll goroutine only
 }
 
