@@ -81,9 +81,7 @@ func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 	const parts, perPartition = 2, 300
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feoss-in", "feoss-out", "feoss-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	srcA, pA := newFranzShutdownTxnSource(t, b, group, in, "feoss-A")

@@ -86,9 +86,7 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feos-in", "feos-out", "feos-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feos-A")
 	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
@@ -132,9 +130,7 @@ func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
 	const parts, perPartition = 4, 6000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feosr-in", "feosr-out", "feosr-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, 100, 16)
+	eosTopics(t, b, in, out, parts, 100)
 
 	obsA := newGroupObserver()
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feosr-A")
@@ -188,9 +184,7 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feosz-in", "feosz-out", "feosz-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feosz-A")
 	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
@@ -223,9 +217,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	const parts, perPartition = 2, 500
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feosn-in", "feosn-out", "feosn-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	nothing := func(p *franz.Producer) pipeline.Builder {
 		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			none := stages.Filter(in, func(pipeline.Record) bool { return false })

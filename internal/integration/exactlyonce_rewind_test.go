@@ -32,9 +32,7 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "eosw-in", "eosw-out", "eosw-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	obs := newGroupObserver()
@@ -75,9 +73,7 @@ func TestExactlyOnceFencedMemberStops(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "eosf-in", "eosf-out", "eosf-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	srcA, pA := newTxnSource(t, b, group, in, "eosf-A")

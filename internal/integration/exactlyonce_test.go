@@ -89,6 +89,16 @@ func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[pipeline.M
 	}
 }
 
+// eosTopics creates the input and output topics of an exactly-once test,
+// parts partitions each, and fills every input partition with perPartition
+// 16-byte records.
+func eosTopics(t *testing.T, b *kafkatest.Broker, in, out string, parts int32, perPartition int) {
+	t.Helper()
+	b.CreateTopic(t, in, parts)
+	b.CreateTopic(t, out, parts)
+	b.Fill(t, in, perPartition, 16)
+}
+
 // checkExactlyOnce ends the output topic with a non-transactional
 // sentinel per partition, reads it with isolation.level=read_committed
 // up to the sentinels and checks that every input offset below hw has
@@ -169,9 +179,7 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "eos-in", "eos-out", "eos-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	srcA, pA := newTxnSourceWith(t, b, group, in, "eos-A", eosTimings{txn: 8 * time.Second, commit: 4 * time.Second})
@@ -212,9 +220,7 @@ func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
 	const parts, perPartition = 4, 6000
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "eosr-in", "eosr-out", "eosr-g"
-	b.CreateTopic(t, in, parts)
-	b.CreateTopic(t, out, parts)
-	b.Fill(t, in, perPartition, 16)
+	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	obsA := newGroupObserver()
