@@ -130,7 +130,7 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := kafkatest.NewBroker(t)
+			b := kafkatest.NewKfake(t)
 			b.CreateTopic(t, "in", 1)
 			b.CreateTopic(t, "dlq", 1)
 			recs := input(1, 0, n)

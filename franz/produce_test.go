@@ -64,7 +64,7 @@ func TestProduceWritesExactly(t *testing.T) {
 func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 	t.Parallel()
 	const n = 50
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(2, 0, n)...)
@@ -97,7 +97,7 @@ func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 	t.Parallel()
 	const k = 10
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(1, 0, k)...)

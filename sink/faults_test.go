@@ -80,7 +80,7 @@ func TestTransientProduceFaults(t *testing.T) {
 		for _, fc := range faultCases {
 			t.Run(fmt.Sprintf("%s/%s", fc.name, fault.Message), func(t *testing.T) {
 				t.Parallel()
-				b := kafkatest.NewBroker(t)
+				b := kafkatest.NewKfake(t)
 				b.CreateTopic(t, "in", parts)
 				b.CreateTopic(t, fc.topic, 1)
 				b.Produce(t, "in", input(parts, 0, n)...)
@@ -124,7 +124,7 @@ func TestPersistentProduceFaultStopsRun(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
 			const n = 20
-			b := kafkatest.NewBroker(t)
+			b := kafkatest.NewKfake(t)
 			b.CreateTopic(t, "in", 1)
 			b.CreateTopic(t, fc.topic, 1)
 			b.Produce(t, "in", input(1, 0, n)...)

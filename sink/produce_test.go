@@ -78,7 +78,7 @@ func TestProduceWritesExactly(t *testing.T) {
 func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 	t.Parallel()
 	const n = 50
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(2, 0, n)...)
@@ -113,7 +113,7 @@ func TestProduceCommitsOnlyAfterDelivery(t *testing.T) {
 func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 	t.Parallel()
 	const k = 10
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
 	b.Produce(t, "in", input(1, 0, k)...)
@@ -154,7 +154,7 @@ func TestProduceDeliveryFailureStopsRun(t *testing.T) {
 func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	t.Parallel()
 	const valid, invalid = 2000, 4000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
 	b.CreateTopic(t, "dlq", 1)

@@ -70,11 +70,9 @@ func ExampleNewTransactionalProducer() {
 }
 
 func committed(b *kafkatest.Broker, group, topic string) map[int32]int64 {
-	out := map[int32]int64{}
-	if gi := b.Cluster().GroupInfo(group); gi != nil {
-		for p, c := range gi.Commits[topic] {
-			out[p] = c.Offset
-		}
+	out, err := b.CommittedContext(context.Background(), group, topic)
+	if err != nil {
+		log.Fatal(err)
 	}
 	return out
 }

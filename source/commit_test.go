@@ -326,7 +326,7 @@ func TestRevokeCommitWaitsForCommitInFlight(t *testing.T) {
 // rebalance callback, before the poll loop goes on.
 func TestLossWaitsForCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)

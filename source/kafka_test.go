@@ -25,7 +25,7 @@ import (
 // because confluent-kafka-go v2.11.1's Close never returns then
 // (confluent-kafka-go#1588); TestFatalErrorLosesAll leaves that goroutine.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := kafkatest.Pooled(m).Run()
 	if benchBroker != nil {
 		benchBroker.Close()
 	}
@@ -383,7 +383,7 @@ func TestPausedStaysPausedUntilResumable(t *testing.T) {
 
 func TestLostAssignmentCommitsNothing(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 200)...)
 
@@ -529,7 +529,7 @@ func TestSecretsNotLogged(t *testing.T) {
 // it is assigned again the source must resume it, or it never delivers.
 func TestPartitionLostWhilePausedIsResumedOnReassign(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", records(1, 0, 300)...)
 

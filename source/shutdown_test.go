@@ -56,7 +56,7 @@ func runFor(t *testing.T, src *Kafka, n int) (*fakeGroup, *running) {
 // level and dropped, leaving the group's offsets a commit interval behind.
 func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 100)...)
 	src := newSource(t, b, "g", "in", nil)

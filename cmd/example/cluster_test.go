@@ -55,7 +55,7 @@ func clusterModeDrainsAndCommits(t *testing.T, client, protocol string) {
 	if got := protocolInUse(t, b, o.group); got != protocol {
 		t.Errorf("the group uses %q, want %q", got, protocol)
 	}
-	if gi := b.Cluster().GroupInfo(o.group); len(gi.Members) != 1 || gi.Members[0].ClientID != "example-test" {
+	if gi := b.Group(t, o.group); len(gi.Members) != 1 || gi.Members[0].ClientID != "example-test" {
 		t.Errorf("group members %+v, want one with client id example-test", gi.Members)
 	}
 	cancel() // SIGINT

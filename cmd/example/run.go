@@ -242,13 +242,13 @@ func progress(out io.Writer, t *telemetry, committed int64, start time.Time) {
 
 // sumCommitted adds up the group's committed offsets on topic.
 func sumCommitted(b *kafkatest.Broker, group, topic string) int64 {
-	gi := b.Cluster().GroupInfo(group)
-	if gi == nil {
-		return 0
+	committed, err := b.CommittedContext(context.Background(), group, topic)
+	if err != nil {
+		return 0 // read again on the next tick
 	}
 	var sum int64
-	for _, c := range gi.Commits[topic] {
-		sum += c.Offset
+	for _, c := range committed {
+		sum += c
 	}
 	return sum
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // TestMain lets the test binary be the benchmark's child processes: the
@@ -14,5 +16,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(childMain(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(kafkatest.Pooled(m))
 }

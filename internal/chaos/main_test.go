@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // The supervisor's spawn goroutine (newSupervisor) never ends by design:
 // the children's PR_SET_PDEATHSIG is tied to its locked OS thread.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
+	goleak.VerifyTestMain(kafkatest.Pooled(m), goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
 }
 
 func TestFlagsNameWhatIsWrong(t *testing.T) {

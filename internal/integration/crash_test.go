@@ -96,7 +96,7 @@ func (o *lossObserver) OnPartitionLost(tp pipeline.TopicPartition) {
 func TestCrashedMemberIsReplaced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 10_000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const topic, group = "crash", "crash-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

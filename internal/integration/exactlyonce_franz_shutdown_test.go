@@ -79,7 +79,7 @@ func TestFranzExactlyOnceShutdownCommitRefusedByTheGroup(t *testing.T) {
 
 func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 	const parts, perPartition = 2, 300
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const in, out, group = "feoss-in", "feoss-out", "feoss-g"
 	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)

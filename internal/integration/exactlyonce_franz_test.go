@@ -84,7 +84,7 @@ func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int
 func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const in, out, group = "feos-in", "feos-out", "feos-g"
 	eosTopics(t, b, in, out, parts, perPartition)
 

@@ -30,7 +30,7 @@ import (
 func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const in, out, group = "eosw-in", "eosw-out", "eosw-g"
 	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)

@@ -177,7 +177,7 @@ func checkExactlyOnce(t *testing.T, b *kafkatest.Broker, out string, outParts in
 func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const in, out, group = "eos-in", "eos-out", "eos-g"
 	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)

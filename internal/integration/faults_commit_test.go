@@ -75,7 +75,7 @@ func TestFaultBackgroundCommit(t *testing.T) {
 
 func backgroundCommitFault(t *testing.T, f commitFault) {
 	const parts, perPartition, hold = 4, 2000, 1000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	topic, group := "fbg-"+f.slug(), "fbg-"+f.slug()+"-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)
@@ -150,7 +150,7 @@ func TestFaultCommitAtRevoke(t *testing.T) {
 
 func revokeCommitFault(t *testing.T, f commitFault) {
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	topic, group := "frv-"+f.slug(), "frv-"+f.slug()+"-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)
@@ -257,7 +257,7 @@ func TestFaultCommitAtShutdown(t *testing.T) {
 
 func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	slug := fmt.Sprintf("fsd-%s-%d", f.slug(), count+1)
 	topic, group := slug, slug+"-g"
 	b.CreateTopic(t, topic, parts)
@@ -329,7 +329,7 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const topic, group = "fhang", "fhang-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

@@ -73,7 +73,7 @@ func TestFaultFetch(t *testing.T) {
 
 func fetchFaultRun(t *testing.T, f fetchFault) {
 	const parts, before, after = 4, 500, 500
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	slug := "ffe-" + strings.ToLower(strings.ReplaceAll(f.name(), "_", "-"))
 	topic, group := slug, slug+"-g"
 	b.CreateTopic(t, topic, parts)

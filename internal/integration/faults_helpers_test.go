@@ -391,11 +391,9 @@ func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID str
 // clientID, failing t if there is none.
 func memberID(t *testing.T, b *kafkatest.Broker, group, clientID string) string {
 	t.Helper()
-	if gi := b.Cluster().GroupInfo(group); gi != nil {
-		for _, m := range gi.Members {
-			if m.ClientID == clientID {
-				return m.MemberID
-			}
+	for _, m := range b.Group(t, group).Members {
+		if m.ClientID == clientID {
+			return m.MemberID
 		}
 	}
 	t.Fatalf("group %s has no member with client.id %q", group, clientID)

@@ -46,7 +46,7 @@ func TestFaultRetriedCommitDoesNotMoveBack(t *testing.T) {
 
 func retriedCommit(t *testing.T, ferr *kerr.Error) {
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	topic := "fretry-" + strings.ToLower(strings.ReplaceAll(ferr.Message, "_", "-"))
 	group := topic + "-g"
 	b.CreateTopic(t, topic, parts)

@@ -123,7 +123,7 @@ func franzChurn(t *testing.T, strategy string, opts ...kgo.Opt) {
 func TestFranzCrashedMemberIsReplaced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 10_000
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const topic, group = "fcrash", "fcrash-g"
 	b.CreateTopic(t, topic, parts)
 	total := b.Fill(t, topic, perPartition, 16)

@@ -21,7 +21,7 @@ import (
 // librdkafka's threads are C threads, invisible to goleak; the Go side of
 // every client stops on Close. No test here provokes a fatal client error
 // (the one path on which the Kafka source leaks a goroutine).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(kafkatest.Pooled(m)) }
 
 // wait bounds every wait in this package; it only fires when stuck.
 const wait = 60 * time.Second

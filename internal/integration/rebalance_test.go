@@ -50,10 +50,14 @@ type epochs struct {
 // offset it reads is where the partition's delivery starts.
 func (es *epochs) begin(member string, p int32) *epoch {
 	start := int64(0)
-	if gi := es.b.Cluster().GroupInfo(es.group); gi != nil {
-		if c, ok := gi.Commits[es.topic][p]; ok {
-			start = c.Offset
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	committed, err := es.b.CommittedContext(ctx, es.group, es.topic)
+	if err != nil {
+		panic(err) // the broker stopped answering: the test cannot go on
+	}
+	if c, ok := committed[p]; ok {
+		start = c
 	}
 	e := &epoch{member: member, p: p, start: start, first: -1, last: -1}
 	es.mu.Lock()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -39,11 +38,11 @@ func newShareBroker(t *testing.T, topic string) *kafkatest.Broker {
 // newShareBrokerLock is newShareBroker with an acquisition lock of lock.
 func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkatest.Broker {
 	t.Helper()
-	return kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+	return kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithBrokerConfig(map[string]string{
 		"group.share.record.lock.duration.ms": strconv.Itoa(int(lock / time.Millisecond)),
 		"share.record.lock.sweep.interval.ms": "100",
 		"group.share.heartbeat.interval.ms":   "100",
-	})))
+	}))
 }
 
 // shareFromEarliest sets the group config share.auto.offset.reset to

@@ -10,93 +10,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Broker is an in-process Kafka cluster (franz-go's kfake) listening on
-// loopback, with helpers to create topics, produce records and inspect
-// committed offsets. It is meant for tests and examples only: it keeps
-// everything in memory and implements only what kfake implements.
+// Broker is a Kafka cluster on loopback for tests, examples and tools:
+// franz-go's kfake in this process, or Apache Kafka in Java processes
+// ([Kind]). It has helpers to create topics, produce records, read them
+// back, and inspect committed offsets and groups, which work the same on
+// both.
 //
 // A Broker is safe for concurrent use.
 type Broker struct {
-	c *kfake.Cluster
+	be backend
+	kc *kfake.Cluster // kfake only
+	ac *apacheCluster // Apache Kafka only
 
 	mu   sync.Mutex
 	prod *kgo.Client // lazily created producer, closed by Close
+	adm  *kgo.Client // lazily created admin client, closed by Close
 	done bool
 }
 
-// BrokerOption configures [StartBroker] and [NewBroker].
-type BrokerOption func(*brokerConfig)
+// Kind is the broker this Broker runs on.
+func (b *Broker) Kind() Kind { return b.be.kind() }
 
-type brokerConfig struct {
-	nodes int
-	opts  []kfake.Opt
-}
-
-// WithNodes sets the number of broker nodes in the cluster (default 1).
-// Partition leadership is spread over the nodes.
-func WithNodes(n int) BrokerOption {
-	return func(c *brokerConfig) { c.nodes = n }
-}
-
-// WithTopic creates topic with the given number of partitions when the
-// broker starts.
-func WithTopic(topic string, partitions int32) BrokerOption {
-	return func(c *brokerConfig) { c.opts = append(c.opts, kfake.SeedTopics(partitions, topic)) }
-}
-
-// WithKfakeOptions passes raw kfake options through, for what the other
-// options do not cover (SASL, TLS, group session timeouts, ...).
-func WithKfakeOptions(opts ...kfake.Opt) BrokerOption {
-	return func(c *brokerConfig) { c.opts = append(c.opts, opts...) }
-}
-
-// StartBroker starts a cluster on 127.0.0.1 with random ports (kfake's
-// default listener). The caller
-// must Close it. Use [NewBroker] in tests.
-func StartBroker(opts ...BrokerOption) (*Broker, error) {
-	cfg := brokerConfig{nodes: 1}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.nodes < 1 {
-		return nil, fmt.Errorf("kafkatest: WithNodes(%d): need at least one node", cfg.nodes)
-	}
-	kopts := []kfake.Opt{
-		kfake.NumBrokers(cfg.nodes),
-		// librdkafka's default session timeout is 45s; tests lower it,
-		// so allow down to one second.
-		kfake.GroupMinSessionTimeout(time.Second),
-		// KIP-848 groups: members learn about assignment changes on
-		// their next heartbeat; Kafka's 5s default makes tests slow.
-		kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}),
-	}
-	kopts = append(kopts, cfg.opts...)
-	c, err := kfake.NewCluster(kopts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafkatest: start broker: %w", err)
-	}
-	return &Broker{c: c}, nil
-}
-
-// NewBroker starts a cluster like [StartBroker] and closes it at t.Cleanup.
-// It fails the test if the cluster cannot start.
-func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
-	t.Helper()
-	b, err := StartBroker(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b
-}
-
-// Close stops the producer client and the cluster. It is idempotent.
+// Close stops the helper clients and the cluster (a shared Apache Kafka
+// cluster is reset and kept for the next test). It is idempotent.
 func (b *Broker) Close() {
 	b.mu.Lock()
 	if b.done {
@@ -104,54 +47,92 @@ func (b *Broker) Close() {
 		return
 	}
 	b.done = true
-	prod := b.prod
-	b.prod = nil
+	prod, adm := b.prod, b.adm
+	b.prod, b.adm = nil, nil
 	b.mu.Unlock()
 	if prod != nil {
 		prod.Close()
 	}
-	b.c.Close()
+	if adm != nil {
+		adm.Close()
+	}
+	b.be.close()
 }
 
 // Addr returns the bootstrap address list, comma separated, suitable for
 // librdkafka's bootstrap.servers.
-func (b *Broker) Addr() string { return strings.Join(b.c.ListenAddrs(), ",") }
+func (b *Broker) Addr() string { return strings.Join(b.be.addrs(), ",") }
 
 // Addrs returns the address of every node.
-func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
+func (b *Broker) Addrs() []string { return b.be.addrs() }
 
 // Cluster returns the underlying kfake cluster, for fault injection
-// (Cluster.Fault) and group inspection.
-func (b *Broker) Cluster() *kfake.Cluster { return b.c }
+// (Cluster.Fault, ControlKey) and group inspection. It panics on Apache
+// Kafka: a test that injects faults this way starts its broker with
+// [NewKfake].
+func (b *Broker) Cluster() *kfake.Cluster {
+	if b.kc == nil {
+		panic("kafkatest: Cluster: this Broker is Apache Kafka, not kfake; a test that injects kfake faults starts its broker with NewKfake")
+	}
+	return b.kc
+}
+
+// LogTail returns the last lines of Apache Kafka's log on every node
+// (empty for kfake).
+func (b *Broker) LogTail(lines int) string { return b.be.logTail(lines) }
 
 // CreateTopic creates topic with the given number of partitions, failing
 // the test on error.
 func (b *Broker) CreateTopic(t testing.TB, topic string, partitions int32) {
 	t.Helper()
-	if err := b.c.CreateTopic(topic, partitions, nil); err != nil {
-		t.Fatalf("kafkatest: create topic %q: %v", topic, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.CreateTopicContext(ctx, topic, partitions, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func (b *Broker) producer() (*kgo.Client, error) {
+// CreateTopicContext creates topic with the given number of partitions and
+// topic configs (nil for the broker's defaults) and returns once every
+// partition has a leader.
+func (b *Broker) CreateTopicContext(ctx context.Context, topic string, partitions int32, configs map[string]string) error {
+	if err := b.be.createTopic(ctx, topic, partitions, configs); err != nil {
+		return fmt.Errorf("kafkatest: create topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+func (b *Broker) client(which *(*kgo.Client), opts ...kgo.Opt) (*kgo.Client, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
 		return nil, errors.New("kafkatest: broker closed")
 	}
-	if b.prod == nil {
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(b.c.ListenAddrs()...),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.MaxBufferedRecords(1<<16),
-			kgo.ProducerLinger(time.Millisecond),
-		)
+	if *which == nil {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.be.addrs()...)}, opts...)...)
 		if err != nil {
-			return nil, fmt.Errorf("kafkatest: producer: %w", err)
+			return nil, fmt.Errorf("kafkatest: client: %w", err)
 		}
-		b.prod = cl
+		*which = cl
 	}
-	return b.prod, nil
+	return *which, nil
+}
+
+func (b *Broker) producer() (*kgo.Client, error) {
+	return b.client(&b.prod,
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MaxBufferedRecords(1<<16),
+		kgo.ProducerLinger(time.Millisecond),
+	)
+}
+
+// Admin returns an admin client of the cluster, which the Broker closes.
+func (b *Broker) Admin() (*kadm.Client, error) {
+	cl, err := b.client(&b.adm)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
 }
 
 // ProduceContext writes recs to topic and waits until all are acknowledged.
@@ -222,88 +203,159 @@ func (b *Broker) Fill(t testing.TB, topic string, perPartition, valueSize int) i
 
 func (b *Broker) partitions(t testing.TB, topic string) []int32 {
 	t.Helper()
-	infos := b.c.PartitionInfos(topic)
-	if len(infos) == 0 {
-		t.Fatalf("kafkatest: topic %q does not exist", topic)
-	}
-	ps := make([]int32, 0, len(infos))
-	for _, pi := range infos {
-		ps = append(ps, pi.Partition)
-	}
+	ps := slicesKeys(b.HighWatermarks(t, topic))
 	slices.Sort(ps)
 	return ps
+}
+
+// OffsetsContext returns the log start offset and the high watermark
+// (next offset to be written) of every partition of topic.
+func (b *Broker) OffsetsContext(ctx context.Context, topic string) (start, end map[int32]int64, err error) {
+	start, end, err = b.be.offsets(ctx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafkatest: offsets of %q: %w", topic, err)
+	}
+	return start, end, nil
+}
+
+func (b *Broker) offsets(t testing.TB, topic string) (start, end map[int32]int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start, end, err := b.OffsetsContext(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start, end
 }
 
 // HighWatermarks returns the high watermark (next offset to be written) of
 // every partition of topic.
 func (b *Broker) HighWatermarks(t testing.TB, topic string) map[int32]int64 {
 	t.Helper()
-	infos := b.c.PartitionInfos(topic)
-	if len(infos) == 0 {
-		t.Fatalf("kafkatest: topic %q does not exist", topic)
-	}
-	out := make(map[int32]int64, len(infos))
-	for _, pi := range infos {
-		out[pi.Partition] = pi.HighWatermark
-	}
-	return out
+	_, end := b.offsets(t, topic)
+	return end
 }
 
-// Committed returns the offsets group has committed for topic, by
+// LogStartOffsets returns the log start offset of every partition of topic.
+func (b *Broker) LogStartOffsets(t testing.TB, topic string) map[int32]int64 {
+	t.Helper()
+	start, _ := b.offsets(t, topic)
+	return start
+}
+
+// CommittedContext returns the offsets group has committed for topic, by
 // partition. Partitions without a commit are absent; an unknown group
 // yields an empty map.
+func (b *Broker) CommittedContext(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	c, err := b.be.committed(ctx, group, topic)
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest: committed offsets of group %q on %q: %w", group, topic, err)
+	}
+	return c, nil
+}
+
+// Committed is CommittedContext for tests: it fails the test on error.
 func (b *Broker) Committed(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
-	out := make(map[int32]int64)
-	gi := b.c.GroupInfo(group)
-	if gi == nil {
-		return out
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := b.CommittedContext(ctx, group, topic)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for p, c := range gi.Commits[topic] {
-		out[p] = c.Offset
+	return c
+}
+
+// GroupContext describes group: its type, state, epoch and members with
+// their assignments. A group the broker does not know has an empty Type.
+func (b *Broker) GroupContext(ctx context.Context, group string) (Group, error) {
+	adm, err := b.Admin()
+	if err != nil {
+		return Group{}, err
 	}
-	return out
+	g, err := describeGroup(ctx, adm, group)
+	if err != nil {
+		return g, fmt.Errorf("kafkatest: describe group %q: %w", group, err)
+	}
+	return g, nil
+}
+
+// Group is GroupContext for tests: it fails the test on error.
+func (b *Broker) Group(t testing.TB, group string) Group {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := b.GroupContext(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // ReadAll reads every record of topic, from the log start to the high
-// watermark at the time of the call, ordered by partition then offset. It
-// fails the test if that takes longer than a minute.
+// watermark at the time of the call, ordered by partition then offset,
+// with read_uncommitted (records of aborted transactions too; transaction
+// markers are not records). It fails the test if that takes longer than a
+// minute.
 func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 	t.Helper()
-	hw := b.HighWatermarks(t, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := b.ReadAllContext(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ReadAllContext is ReadAll with a context instead of a test.
+func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]pipeline.Record, error) {
+	lso, hw, err := b.OffsetsContext(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
 	start := make(map[int32]kgo.Offset, len(hw))
-	remaining := 0
 	for p, h := range hw {
-		lso := b.c.PartitionInfo(topic, p).LogStartOffset
-		if h > lso {
-			start[p] = kgo.NewOffset().At(lso)
-			remaining++
+		if h > lso[p] {
+			start[p] = kgo.NewOffset().At(lso[p])
 		}
 	}
 	var out []pipeline.Record
-	if remaining == 0 {
-		return out
+	if len(start) == 0 {
+		return out, nil
 	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(b.c.ListenAddrs()...),
+		kgo.SeedBrokers(b.be.addrs()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
 		kgo.FetchMaxWait(100*time.Millisecond),
+		// Transaction markers come back as records, so a partition whose
+		// last offset is a marker is seen to end.
+		kgo.KeepControlRecords(),
 	)
 	if err != nil {
-		t.Fatalf("kafkatest: read %q: %v", topic, err)
+		return nil, fmt.Errorf("kafkatest: read %q: %w", topic, err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	done := make(map[int32]bool, len(start))
-	for len(done) < remaining {
+	for len(done) < len(start) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("kafkatest: read %q: %v (read %d records)", topic, ctx.Err(), len(out))
+			return nil, fmt.Errorf("kafkatest: read %q: %w (read %d records)", topic, ctx.Err(), len(out))
 		}
-		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("kafkatest: read %q[%d]: %v", topic, p, err) })
+		var ferr error
+		fs.EachError(func(_ string, p int32, err error) { ferr = fmt.Errorf("kafkatest: read %q[%d]: %w", topic, p, err) })
+		if ferr != nil {
+			return nil, ferr
+		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if done[r.Partition] || r.Offset >= hw[r.Partition] {
+				return
+			}
+			if r.Offset+1 >= hw[r.Partition] {
+				done[r.Partition] = true
+			}
+			if r.Attrs.IsControl() {
 				return
 			}
 			rec := pipeline.Record{
@@ -314,9 +366,6 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 				rec.Headers = append(rec.Headers, pipeline.Header{Key: h.Key, Value: h.Value})
 			}
 			out = append(out, rec)
-			if r.Offset+1 >= hw[r.Partition] {
-				done[r.Partition] = true
-			}
 		})
 	}
 	slices.SortStableFunc(out, func(x, y pipeline.Record) int {
@@ -325,5 +374,13 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 		}
 		return int(x.Offset - y.Offset)
 	})
+	return out, nil
+}
+
+func slicesKeys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
 	return out
 }

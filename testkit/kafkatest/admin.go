@@ -1,0 +1,100 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+var errUnknownTopic = errors.New("topic does not exist")
+
+// describeGroup asks the broker for group through the admin API, which
+// kfake and Apache Kafka both answer: its type from ListGroups, then the
+// describe request of that type.
+func describeGroup(ctx context.Context, adm *kadm.Client, group string) (Group, error) {
+	g := Group{Name: group}
+	for _, typ := range []string{"classic", "consumer", "share"} {
+		ls, err := adm.ListGroupsByType(ctx, []string{typ})
+		if err != nil {
+			return g, fmt.Errorf("list %s groups: %w", typ, err)
+		}
+		if _, ok := ls[group]; ok {
+			g.Type = typ
+			break
+		}
+	}
+	switch g.Type {
+	case "classic":
+		ds, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return g, err
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return g, d.Err
+		}
+		g.State = d.State
+		for _, m := range d.Members {
+			mm := Member{MemberID: m.MemberID, ClientID: m.ClientID, InstanceID: deref(m.InstanceID), Assignment: map[string][]int32{}}
+			if c, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range c.Topics {
+					mm.Assignment[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
+				}
+			}
+			g.Members = append(g.Members, mm)
+		}
+	case "consumer":
+		ds, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil {
+			return g, err
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return g, d.Err
+		}
+		g.State, g.Epoch = d.State, d.Epoch
+		for _, m := range d.Members {
+			g.Members = append(g.Members, Member{MemberID: m.MemberID, ClientID: m.ClientID, InstanceID: deref(m.InstanceID), Assignment: topicsSet(m.Assignment)})
+		}
+	case "share":
+		ds, err := adm.DescribeShareGroups(ctx, group)
+		if err != nil {
+			return g, err
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return g, d.Err
+		}
+		g.State, g.Epoch = d.GroupState, d.GroupEpoch
+		for _, m := range d.Members {
+			g.Members = append(g.Members, Member{MemberID: m.MemberID, ClientID: m.ClientID, Assignment: topicsSet(m.Assignment)})
+		}
+	}
+	slices.SortFunc(g.Members, func(a, b Member) int { return strings.Compare(a.MemberID, b.MemberID) })
+	return g, nil
+}
+
+func topicsSet(s kadm.TopicsSet) map[string][]int32 {
+	out := make(map[string][]int32, len(s))
+	for t, ps := range s {
+		out[t] = slices.Sorted(func(yield func(int32) bool) {
+			for p := range ps {
+				if !yield(p) {
+					return
+				}
+			}
+		})
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

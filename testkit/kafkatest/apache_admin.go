@@ -1,0 +1,127 @@
+//go:build linux
+
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// waitLeaders polls metadata until every partition of topic has a leader.
+func (c *apacheCluster) waitLeaders(ctx context.Context, topic string, partitions int32) error {
+	var last error
+	for {
+		last = c.leadersKnown(ctx, topic, partitions)
+		if last == nil {
+			return nil
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("topic %q: partitions without a leader: %w (last: %v)", topic, err, last)
+		}
+	}
+}
+
+func (c *apacheCluster) leadersKnown(ctx context.Context, topic string, partitions int32) error {
+	m, err := c.adm.Metadata(ctx, topic)
+	if err != nil {
+		return err
+	}
+	td, ok := m.Topics[topic]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("metadata: %v", td.Err)
+	}
+	if int32(len(td.Partitions)) != partitions {
+		return fmt.Errorf("%d of %d partitions", len(td.Partitions), partitions)
+	}
+	for _, p := range td.Partitions {
+		if p.Err != nil || p.Leader < 0 {
+			return fmt.Errorf("partition %d: leader %d: %v", p.Partition, p.Leader, p.Err)
+		}
+	}
+	return nil
+}
+
+// reset makes a used cluster look new to the next test: it deletes every
+// group and every topic the test created. It fails, and the pool then
+// closes the cluster instead of reusing it, when a group keeps members
+// (a client of the test still open), a transaction is still open, or a
+// deletion does not complete within the context.
+func (c *apacheCluster) reset(ctx context.Context) error {
+	if err := c.deleteGroups(ctx); err != nil {
+		return err
+	}
+	txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+	if err != nil {
+		return fmt.Errorf("list transactions: %w", err)
+	}
+	if len(txns) > 0 {
+		return fmt.Errorf("%d transactions still open", len(txns))
+	}
+	return c.deleteTopics(ctx)
+}
+
+func (c *apacheCluster) deleteGroups(ctx context.Context) error {
+	for {
+		ls, err := c.adm.ListGroups(ctx)
+		if err != nil {
+			return fmt.Errorf("list groups: %w", err)
+		}
+		names := ls.Groups()
+		names = slices.DeleteFunc(names, func(g string) bool { return g == "sluice-ready" })
+		if len(names) == 0 {
+			return nil
+		}
+		rs, err := c.adm.DeleteGroups(ctx, names...)
+		if err != nil {
+			return fmt.Errorf("delete groups: %w", err)
+		}
+		var busy []string
+		for g, r := range rs {
+			if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
+				busy = append(busy, fmt.Sprintf("%s: %v", g, r.Err))
+			}
+		}
+		if len(busy) == 0 {
+			continue // list again: nothing may be left
+		}
+		if err := pause(ctx, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("groups not deleted: %v", busy)
+		}
+	}
+}
+
+func (c *apacheCluster) deleteTopics(ctx context.Context) error {
+	for {
+		ts, err := c.adm.ListTopics(ctx)
+		if err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		names := ts.Names()
+		if len(names) == 0 {
+			return nil
+		}
+		if _, err := c.adm.DeleteTopics(ctx, names...); err != nil {
+			return fmt.Errorf("delete topics: %w", err)
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("topics not deleted: %v", names)
+		}
+	}
+}
+
+// pause waits d or until ctx ends (then its error).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
