@@ -76,12 +76,7 @@ func (o *lossObserver) checkNoCommitAfterLoss(t *testing.T, got map[int32]int64)
 func (o *lossObserver) OnPartitionLost(tp pipeline.TopicPartition) {
 	o.groupObserver.OnPartitionLost(tp)
 	o.once.Do(func() {
-		o.atLoss = map[int32]int64{}
-		if gi := o.b.Cluster().GroupInfo(o.group); gi != nil {
-			for p, c := range gi.Commits[o.topic] {
-				o.atLoss[p] = c.Offset
-			}
-		}
+		o.atLoss = committedNow(o.b, o.group, o.topic)
 		close(o.lost)
 	})
 }

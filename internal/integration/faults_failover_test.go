@@ -17,11 +17,13 @@ import (
 // librdkafka follows the metadata. Nothing is lost or revoked, every
 // record is processed exactly once, and the group commits the high
 // watermarks. (kfake keeps the group's state across the move, as Kafka's
-// new coordinator loads it from __consumer_offsets.)
+// new coordinator loads it from __consumer_offsets.) The same on Apache
+// Kafka, with nodes really stopped and killed, is
+// TestBrokerNodesStopAndCrash.
 func TestFaultBrokerFailover(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition, nodes = 4, 3000, 3
-	b := kafkatest.NewBroker(t, kafkatest.WithNodes(nodes))
+	b := kafkatest.NewKfake(t, kafkatest.WithNodes(nodes))
 	const topic, group = "ffo", "ffo-g"
 	b.CreateTopic(t, topic, parts)
 	b.Fill(t, topic, perPartition, 16)

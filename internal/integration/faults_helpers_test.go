@@ -295,12 +295,7 @@ func (l *commitLog) OnRecordsDelivered(tp pipeline.TopicPartition, n int) {
 func (l *commitLog) OnPartitionLost(tp pipeline.TopicPartition) {
 	l.groupObserver.OnPartitionLost(tp)
 	l.lostOnce.Do(func() {
-		snap := map[int32]int64{}
-		if gi := l.b.Cluster().GroupInfo(l.group); gi != nil {
-			for p, c := range gi.Commits[l.topic] {
-				snap[p] = c.Offset
-			}
-		}
+		snap := committedNow(l.b, l.group, l.topic)
 		l.mu.Lock()
 		l.atLoss = snap
 		l.mu.Unlock()
@@ -560,4 +555,16 @@ func (es *epochs) checkCounts(t *testing.T, seen *offsets) {
 		}
 		return n
 	})
+}
+
+// committedNow returns what group committed on topic, from a hook where no
+// test is at hand; it panics when the broker does not answer within wait.
+func committedNow(b *kafkatest.Broker, group, topic string) map[int32]int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	c, err := b.CommittedContext(ctx, group, topic)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
