@@ -30,7 +30,13 @@
 // commit for lost partitions (kgo's fatal group errors: ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, a session that expired). kgo.BlockRebalanceOnPoll is
 // not used: with it a poll blocks while a callback waits, which would
-// deadlock a callback waiting for the poll loop.
+// deadlock a callback waiting for the poll loop. A callback that comes
+// before the loop runs (kgo joins while a transactional producer's id
+// initializes) waits for it; once Run stops serving (it leaves the
+// group: the shutdown, a fatal error, a producer id that could not be
+// initialized) the callbacks waiting are answered without a Group call
+// and later ones return at once, so kgo's Close never waits for a loop
+// that has ended.
 //
 // The default balancer is kgo's (cooperative-sticky). Eager assignors are
 // chosen with kgo.Balancers in Config.Opts (kgo.RangeBalancer,

@@ -9,14 +9,22 @@ import (
 
 // slogAdapter is the kgo.Logger the source installs (kgo.WithLogger): it
 // forwards franz-go's logs to Config.Logger with kgo's levels mapped to
-// slog's (Error, Warn, Info, Debug), tagged source=franz-go.
-type slogAdapter struct{ log *slog.Logger }
+// slog's (Error, Warn, Info, Debug), tagged source=franz-go. The
+// source's adapter also shows kgo's lines to its transactional producer's
+// initWatch (nil without one).
+type slogAdapter struct {
+	log  *slog.Logger
+	init *initWatch
+}
 
 // Level reports the most verbose kgo level the slog handler enables, so
-// that kgo does not build log lines nobody keeps.
+// that kgo does not build log lines nobody keeps; debug while the
+// initWatch watches.
 func (a slogAdapter) Level() kgo.LogLevel {
 	ctx := context.Background()
 	switch {
+	case a.init.watching():
+		return kgo.LogLevelDebug
 	case a.log.Enabled(ctx, slog.LevelDebug):
 		return kgo.LogLevelDebug
 	case a.log.Enabled(ctx, slog.LevelInfo):
@@ -32,6 +40,7 @@ func (a slogAdapter) Level() kgo.LogLevel {
 // Log forwards one kgo log line; keyvals are kgo's alternating keys and
 // values.
 func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	a.init.saw(keyvals)
 	lvl := slogLevel(level)
 	ctx := context.Background()
 	if !a.log.Enabled(ctx, lvl) {

@@ -18,7 +18,12 @@ import (
 // the poll loop (queue, then cancels the poll in progress) and waits until
 // the loop has served them: Assign, Revoke plus the synchronous commit, or
 // Lose. The rebalance is thus blocked for exactly as long as the drain and
-// the commit take, as with librdkafka.
+// the commit take, as with librdkafka. A callback that comes before the
+// loop starts (a transactional producer's id initializing) waits for it.
+// Every way out of Run once the client exists leaves the group first
+// (Leave, endHandOff): the callbacks waiting are then served in closing
+// mode (no Group call) and later ones return at once, so kgo's Close,
+// which waits for them, never waits for a loop that has ended.
 //
 // kgo.BlockRebalanceOnPoll is not used: with it a poll blocks while a
 // callback waits (consumer.go, waitAndAddPoller), so a callback waiting for

@@ -107,7 +107,7 @@ func (s *ShareSource) Run(ctx context.Context, g pipeline.Group) error {
 		kgo.ShareGroup(s.cfg.Group),
 		kgo.ConsumeTopics(s.cfg.Topics...),
 		kgo.ShareAckCallback(r.ackResults),
-		kgo.WithLogger(slogAdapter{s.log}),
+		kgo.WithLogger(slogAdapter{log: s.log}),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -74,6 +74,17 @@ func NewSource(cfg Config) (*Source, error) {
 // Config.Opts set one too small for a revoke, without calling any other
 // Group method; so it does when kgo.NewClient fails.
 //
+// With a transactional producer bound (NewTransactionalProducer), Run
+// initializes its producer id before the poll loop, within
+// TransactionalConfig.CommitTimeout. kgo joins the group as soon as the
+// client exists, so the assignment may come first: it waits for the
+// loop. If the id cannot be had in time (kgo retries retriable answers
+// such as COORDINATOR_LOAD_IN_PROGRESS until then), Run answers kgo
+// without assigning anything, leaves the group, closes the client
+// (bounded as below) and returns an error naming the transactional id
+// and the broker's last answer. If ctx is done first, Run shuts down as
+// below, with nothing to commit.
+//
 // When ctx is done Run shuts down in this order, each step bounded (see
 // Config.CloseTimeout): Group.Shutdown (the drain); the final synchronous
 // commit, once the background commit in flight was answered; leaving the
@@ -112,17 +123,21 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbAssigned, m) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbRevoked, m) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbLost, m) }),
-		kgo.WithLogger(slogAdapter{s.log}),
+		kgo.WithLogger(slogAdapter{log: s.log, init: txns.initWatch()}),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("franz: create client: %w", err)
 	}
 	r.cl = cl
-	if err := txns.start(cl); err != nil {
-		cl.Close()
-		return err
+	if err := txns.start(ctx, cl); err != nil && ctx.Err() == nil {
+		// kgo may have joined the group already, its OnPartitionsAssigned
+		// waiting for the poll loop: Fail answers it (nothing is owned,
+		// no graph started) while it leaves and closes, bounded.
+		return r.Fail(err)
 	}
+	// Once ctx is done the loop shuts down at once, answering kgo's
+	// callbacks as it does.
 	return txns.joinErr(r.core.Run(ctx))
 }
 

@@ -47,8 +47,10 @@ type TransactionalConfig struct {
 	// the broker. ProducerConfig.DeliveryTimeout defaults to it (instead
 	// of DefaultDeliveryTimeout) when it is zero.
 	TransactionTimeout time.Duration
-	// CommitTimeout bounds initializing the producer id at Run's start,
-	// and committing and aborting each transaction (0: 10s).
+	// CommitTimeout bounds initializing the producer id at Run's start
+	// (past it, Run returns an error naming TransactionalID and the
+	// broker's last answer), and committing and aborting each
+	// transaction (0: 10s).
 	CommitTimeout time.Duration
 }
 

@@ -22,6 +22,9 @@ type transactions struct {
 	cfg exactlyonce.Config
 	txn *kgoTxn
 	eg  *exactlyonce.Group
+	// watch reads the shared client's log while start waits for the
+	// producer id (transaction_start.go).
+	watch *initWatch
 }
 
 // takeTransactions returns the transactions of s's Run, nil when no
@@ -36,7 +39,7 @@ func (s *Source) takeTransactions() (*transactions, error) {
 		return nil, fmt.Errorf("franz: the transactional producer bound to the source is a %T, not a franz transactional producer", b.Producer)
 	}
 	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: p.txn.cfg.TransactionalID,
-		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}}, nil
+		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}, watch: new(initWatch)}, nil
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
@@ -47,6 +50,15 @@ func (t *transactions) wrap(ctx context.Context, g pipeline.Group) pipeline.Grou
 	}
 	t.eg = exactlyonce.Wrap(ctx, g, t.txn, t.cfg)
 	return t.eg
+}
+
+// initWatch is the watch of start, for the client's logger; nil without
+// a transactional producer.
+func (t *transactions) initWatch() *initWatch {
+	if t == nil {
+		return nil
+	}
+	return t.watch
 }
 
 // defaultOpts go before the source's Config.Opts, opts after them.
@@ -62,34 +74,6 @@ func (t *transactions) opts() []kgo.Opt {
 		return nil
 	}
 	return t.p.txn.cfg.clientOpts()
-}
-
-// start gives the producer the shared client cl and initializes its
-// producer id (InitProducerID, within the commit timeout: it bumps the
-// epoch of the transactional id, fencing a predecessor still running
-// with it, and aborts what it left open), and reads whether the cluster
-// runs KIP-890 part 2. Run calls it before its poll loop.
-func (t *transactions) start(cl *kgo.Client) error {
-	if t == nil {
-		return nil
-	}
-	t.txn.cl = cl
-	t.p.attach(cl)
-	if vs := cl.OptValues(kgo.InstanceID); len(vs) == 2 && vs[1] == true {
-		id, _ := vs[0].(string)
-		t.txn.instanceID = &id // static membership: TxnOffsetCommit names it
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.p.txn.cfg.commitTimeout())
-	defer cancel()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return fmt.Errorf("franz: initializing the transactional producer (InitProducerID for %q): %w", t.txn.txnID, err)
-	}
-	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("franz: reading the cluster's transaction version (ApiVersions): %w", err)
-	}
-	t.txn.kip890p2 = kip890p2(resp)
-	return nil
 }
 
 // kip890p2 reports whether an ApiVersions response shows KIP-890 part 2

@@ -89,7 +89,7 @@ func NewTransactionalProducer(src *source.Kafka, cfg TransactionalConfig) (*Prod
 	if err != nil {
 		return nil, err
 	}
-	b := exactlyonce.Binding{Producer: p.p, Config: exactlyonce.Config{
+	b := exactlyonce.Binding{Producer: p.p, TransactionalID: cfg.TransactionalID, Config: exactlyonce.Config{
 		Logger: cfg.Logger, CommitTimeout: cfg.CommitTimeout}}
 	if err := exactlyonce.Bind(src, b); err != nil {
 		_ = p.Close()

@@ -25,7 +25,9 @@ type transactions struct {
 // its transactions (InitTransactions: fences and aborts what an earlier
 // producer with the same transactional.id left open), bounded by the
 // commit timeout of the exactly-once configuration. Run calls it before
-// creating the consumer.
+// creating the consumer, so no assignment waits for it; its error names
+// the transactional id and librdkafka's (the broker's last answer when
+// InitTransactions timed out retrying, COORDINATOR_LOAD_IN_PROGRESS say).
 func (k *Kafka) initTransactions() (*transactions, error) {
 	b, ok := exactlyonce.Take(k)
 	if !ok {
@@ -45,7 +47,8 @@ func (k *Kafka) initTransactions() (*transactions, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := p.InitTransactions(ctx); err != nil {
-		return nil, fmt.Errorf("source: initializing the transactional producer's transactions: %w", err)
+		return nil, fmt.Errorf("source: initializing the transactional producer's transactions (InitTransactions for %q, within CommitTimeout %v): %w",
+			b.TransactionalID, timeout, err)
 	}
 	return &transactions{p: p, cfg: b.Config}, nil
 }

@@ -7,11 +7,12 @@ import (
 
 // Binding is what a transactional producer constructor hands to the
 // source it is bound to: the backend's producer client (for librdkafka a
-// *kafka.Producer; the backend knows the type) and the Group's
-// configuration.
+// *kafka.Producer; the backend knows the type), its transactional id
+// (for the source's errors) and the Group's configuration.
 type Binding struct {
-	Producer any
-	Config   Config
+	Producer        any
+	TransactionalID string
+	Config          Config
 }
 
 // bindings maps a source (its pointer) to the transactional producer
