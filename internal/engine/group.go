@@ -48,6 +48,8 @@ type Group struct {
 	late         []error
 	shuttingDown atomic.Bool
 	share        *shareAcks // share mode (share.go); set before the first Assign
+	// unfinished: what Unfinished returns (drained.go); poll goroutine only.
+	unfinished []TopicPartition
 }
 
 func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
@@ -195,12 +197,17 @@ func (rt *Group) forget(gs []*graph) {
 	}
 }
 
-// finish returns the final offsets of stopped graphs and forgets them.
+// finish returns the final offsets of drained graphs, records which of
+// them left records unfinished (Unfinished) and forgets them.
 func (rt *Group) finish(gs []*graph) []Offset {
 	var out []Offset
+	rt.unfinished = nil
 	for _, g := range gs {
 		if next := g.tr.committable(); next >= 0 {
 			out = append(out, Offset{TopicPartition: g.tp, Next: next})
+		}
+		if g.tr.unfinishedFed() {
+			rt.unfinished = append(rt.unfinished, g.tp)
 		}
 	}
 	rt.forget(gs)

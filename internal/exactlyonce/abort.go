@@ -71,12 +71,15 @@ func (g *Group) abort(cause error, rewind bool) {
 	}
 }
 
-// abortMoved aborts the open transaction at shutdown after the group
-// refused its offsets (cause wraps ErrGroupMoved): the partitions' next
-// owner starts from the last committed transaction, as after a revoke
-// whose commit the group refused, so the Group does not stop unless the
-// abort itself fails.
-func (g *Group) abortMoved(cause error) {
+// abortShutdown aborts the open transaction at shutdown when that puts
+// nothing at risk: the group refused its offsets (cause wraps
+// ErrGroupMoved), or the drain left records unfinished (cause wraps
+// errDrainUnfinished). Nothing of the transaction becomes visible and the
+// partitions' next owner starts from the last committed transaction, as
+// after a revoke whose commit aborted, so the Group does not stop (Run
+// returns no error for it) unless the abort itself fails: then the
+// transaction's outcome is unknown. It logs warning with cause.
+func (g *Group) abortShutdown(cause error, warning string) {
 	g.open = false
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
 	err := g.txn.Abort(ctx)
@@ -85,8 +88,7 @@ func (g *Group) abortMoved(cause error) {
 		g.stop(cause, fmt.Errorf("sluice: aborting the transaction: %w", err))
 		return
 	}
-	g.log.Warn("exactly-once shutdown: the group refused the last transaction's offsets; aborted, the next owners start from the last committed transaction",
-		"cause", cause)
+	g.log.Warn(warning, "cause", cause)
 }
 
 // toRewind returns the owned partitions (not being revoked) with records

@@ -37,16 +37,20 @@ import (
 // are the wrapped group's.
 //
 // A transaction that aborts (a partition lost with records in it, a failed
-// commit, a revoke past the drain timeout) is followed by a rewind in
+// commit, a revoke whose drain left records unfinished (drained.go) or
+// whose barrier passed the drain timeout) is followed by a rewind in
 // place (abort.go): every partition still owned with records in it (or
 // held) has its graph cancelled, is rewound to the group's committed
 // offset (Txn.Rewind) and gets a new graph (after an abort inside
 // Deliver, at the next Polled, Offsets or Resumable: rewind_deferred.go);
-// the next records begin a new transaction. Only when that is impossible
-// (the producer is fenced or failed fatally, Abort or Rewind failed) or at
-// shutdown does the Group stop: [Group.Err] then returns the error, and
-// the source must stop as for a fatal client failure: lose every
-// partition without committing and return the error from Run.
+// the next records begin a new transaction. When that is impossible (the
+// producer is fenced or failed fatally, Abort or Rewind failed), or at a
+// shutdown after a stage error stopped Run or a failed commit, the Group
+// stops: [Group.Err] then returns the error, and the source must stop as
+// for a fatal client failure: lose every partition without committing and
+// return the error from Run. A shutdown that aborts because the group
+// refused its offsets or its drain left records unfinished does not stop
+// it: nothing is at risk (Shutdown).
 type Group struct {
 	pipeline.Group // the runtime's group
 	ctx            context.Context
@@ -216,10 +220,10 @@ func (g *Group) tryCommit() {
 // transaction commits with the offsets of every owned partition (after the
 // barrier) before Revoke returns, so before the source lets the
 // partitions go. The barrier shares the drain timeout with the drain. A
-// drain that timed out with records unfinished (they may have produced
-// part of their outputs), or a barrier past the drain timeout, aborts the
-// transaction instead (and the partitions kept are rewound; the revoked
-// ones' next owner starts at the last committed transaction). It returns
+// drain that left records unfinished (drained.go), or a barrier past the
+// drain timeout, aborts the transaction instead (and the partitions kept
+// are rewound, unless a stage error is stopping Run; the revoked ones'
+// next owner starts at the last committed transaction). It returns
 // nothing for the source to commit.
 func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 	start := time.Now()
@@ -231,8 +235,8 @@ func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 	}
 	g.absorb(g.Group.Revoke(tps))
 	if g.err == nil && g.open {
-		if stuck := g.unfinished(tps); len(stuck) > 0 && time.Since(start) >= g.DrainTimeout() {
-			g.abort(fmt.Errorf("revoked partitions drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), true)
+		if stuck := g.drainedUnfinished(tps); len(stuck) > 0 {
+			g.abort(fmt.Errorf("revoke: %w (%s)", errDrainUnfinished, strings.Join(stuck, ", ")), !g.stageFailed())
 		} else {
 			g.settle(tps)
 			switch err := g.barrier(deadline); {
@@ -253,9 +257,10 @@ func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 }
 
 // settle records that the drained partitions tps finished all they will:
-// a drain within its timeout finishes every record it fed to the graph
-// and drops those still queued, which produced nothing. Their final
-// offsets are what the transaction commits.
+// drainedUnfinished found none of them with a record fed to the graph
+// and left unfinished, so the records after their final offsets were
+// still queued when the drain began and were dropped: they produced
+// nothing. Their final offsets are what the transaction commits.
 func (g *Group) settle(tps []pipeline.TopicPartition) {
 	for _, tp := range tps {
 		if p := g.parts[tp]; p != nil && p.inTxn {
@@ -286,21 +291,26 @@ func (g *Group) Lose(tps []pipeline.TopicPartition) {
 
 // Shutdown implements pipeline.Group: every partition drains, then the
 // transaction commits with their final offsets. It aborts instead when
-// records are unfinished after a drain that timed out, or after a stage
-// error stopped Run (ctx's cause is a *pipeline.StageError): such records
-// may have produced part of their outputs. Held records are dropped (they
-// were never processed). It returns nothing for the source to commit.
+// the drain left records unfinished (drained.go): they may have produced
+// part of their outputs, and the records after them all of theirs, which
+// must not commit with offsets behind them. After a stage error stopped
+// Run (ctx's cause is a *pipeline.StageError) that stops the Group (Err
+// wraps ErrAborted); otherwise the Group only logs a warning, as nothing
+// is at risk: nothing of the transaction is visible, and the next owners
+// process the records again from the last committed transaction. Held
+// records are dropped (they were never processed). It returns nothing for
+// the source to commit.
 func (g *Group) Shutdown() []pipeline.Offset {
-	start := time.Now()
 	g.deferred, g.deferredCause = nil, nil // their graphs are cancelled: nothing of them commits
 	g.absorb(g.Group.Shutdown())
 	if g.err == nil && g.open {
-		stuck := g.unfinished(g.owned())
+		stuck := g.drainedUnfinished(g.owned())
 		switch {
-		case len(stuck) > 0 && time.Since(start) >= g.DrainTimeout():
-			g.abort(fmt.Errorf("shutdown drained past the drain timeout with records unfinished (%s)", strings.Join(stuck, ", ")), false)
 		case len(stuck) > 0 && g.stageFailed():
 			g.abort(fmt.Errorf("shutdown after a stage error with records unfinished (%s)", strings.Join(stuck, ", ")), false)
+		case len(stuck) > 0:
+			g.abortShutdown(fmt.Errorf("shutdown: %w (%s)", errDrainUnfinished, strings.Join(stuck, ", ")),
+				"exactly-once shutdown: records did not finish in the drain; the last transaction aborted (its outputs discarded, its offsets not committed): the next owners process the records again from the last committed transaction")
 		default:
 			g.settle(g.owned())
 			g.commit("shutdown")
@@ -398,7 +408,8 @@ func (g *Group) commit(why string) {
 	if err != nil {
 		cause := fmt.Errorf("%s: committing the transaction with offsets %v: %w", why, offs, err)
 		if why == "shutdown" && errors.Is(err, ErrGroupMoved) {
-			g.abortMoved(cause) // abort.go
+			g.abortShutdown(cause, // abort.go
+				"exactly-once shutdown: the group refused the last transaction's offsets; aborted, the next owners start from the last committed transaction")
 			return
 		}
 		g.abort(cause, why != "shutdown")

@@ -138,6 +138,8 @@ type driver struct {
 	cfg   Config
 	calls chan func(g *Group)
 	ready chan *Group
+	// wrap, if set, wraps the runtime's group before Wrap does.
+	wrap func(pipeline.Group) pipeline.Group
 }
 
 func newDriver(txn *stubTxn, cfg Config) *driver {
@@ -145,6 +147,9 @@ func newDriver(txn *stubTxn, cfg Config) *driver {
 }
 
 func (d *driver) Run(ctx context.Context, inner pipeline.Group) error {
+	if d.wrap != nil {
+		inner = d.wrap(inner)
+	}
 	g := Wrap(ctx, inner, d.txn, d.cfg)
 	d.ready <- g
 	for {

@@ -87,13 +87,16 @@ var ErrGroupMoved = errors.New("sluice: the group refused the transaction's offs
 // ErrAborted is wrapped by the error a [Group] reports ([Group.Err]) once
 // it stopped: a transaction aborted and could not be followed by a rewind
 // (the producer is fenced or failed fatally, see [ErrFatal]; Abort or
-// Rewind failed; Begin failed), or a shutdown aborted (its drain timed out
-// with records unfinished, or a stage error stopped Run). The consumer
-// must then stop without committing (the source returns the error from
-// Run): restarted, every partition starts again from the last committed
-// transaction. Any other abort (a partition lost with records in the
-// transaction, a failed commit, a revoke past the drain timeout) is
-// followed by a rewind and Run goes on.
+// Rewind failed; Begin failed), or a shutdown aborted after a stage error
+// stopped Run or after its commit failed (other than [ErrGroupMoved]).
+// The consumer must then stop without committing (the source returns the
+// error from Run): restarted, every partition starts again from the last
+// committed transaction. Any other abort (a partition lost with records in
+// the transaction, a failed commit, a revoke whose drain left records
+// unfinished or whose barrier passed the drain timeout) is followed by a
+// rewind and Run goes on; a shutdown whose drain left records unfinished
+// (a retry cut short, the drain timeout) aborts with a warning and no
+// error.
 var ErrAborted = errors.New("sluice: the exactly-once transaction was aborted")
 
 // DefaultCommitTimeout bounds Txn.Commit and Txn.Abort unless

@@ -1,0 +1,162 @@
+package exactlyonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// sideValue is a value of the sideCall graphs: an output to produce, or
+// the side call of the record at off.
+type sideValue struct {
+	out  string
+	side bool
+	part int32
+	off  int64
+}
+
+// sideCall builds graphs where every record has two outputs, "p-o-a" and
+// "p-o-b", produced into txn, and a side call on a branch of its own
+// (stages.Route). The side call of the record at failAt (on partition 0)
+// fails once with a transient error, and its retry waits an hour: only a
+// drain (revoke or shutdown) cuts it short, and the stage error that ends
+// the record is then only logged (the partition is being taken away).
+// Meanwhile the other branch produces the outputs of that record and of
+// every record after it.
+func sideCall(txn *stubTxn, failAt int64) pipeline.Builder {
+	var failed atomic.Bool
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		vals := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]sideValue, error) {
+			id := fmt.Sprintf("%d-%d", r.Partition, r.Offset)
+			return []sideValue{{out: id + "-a"}, {out: id + "-b"}, {side: true, part: r.Partition, off: r.Offset}}, nil
+		})
+		branches := stages.Route(vals, 2, func(v sideValue) int {
+			if v.side {
+				return 1
+			}
+			return 0
+		})
+		produced := stages.Each(branches[0], func(_ context.Context, v sideValue) error {
+			txn.produce(v.out)
+			return nil
+		})
+		calls := stages.Each(branches[1], func(_ context.Context, v sideValue) error {
+			if v.part == 0 && v.off == failAt && failed.CompareAndSwap(false, true) {
+				return errors.New("side service unavailable")
+			}
+			return nil
+		}, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Hour, Max: time.Hour}))
+		return pipeline.All(produced, calls)
+	}
+}
+
+// hiding is a Group wrapping the runtime's that does not pass its
+// Unfinished report on.
+type hiding struct{ pipeline.Group }
+
+// A shutdown whose drain cuts short the retry of a record (its side call
+// failed once) leaves that record unfinished while the outputs of the
+// records after it were produced: the final transaction aborts (committing
+// it would commit those outputs with the offset still at the failed
+// record, and the next owner would produce them again), the committed
+// offset stays where the last transaction put it, and Run returns nil:
+// the next owner processes the records from there. The same without the
+// runtime's report of unfinished records (a Group in between hiding it),
+// where the Group counts every record behind the final offset.
+func TestShutdownWithRecordUnfinishedInDrainAborts(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hidden report %v", hide), func(t *testing.T) { testShutdownWithRecordUnfinishedInDrain(t, hide) })
+	}
+}
+
+func testShutdownWithRecordUnfinishedInDrain(t *testing.T, hide bool) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		d := newDriver(txn, Config{})
+		if hide {
+			d.wrap = func(g pipeline.Group) pipeline.Group { return hiding{g} }
+		}
+		_, stop := run(t, d, sideCall(txn, 1))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			g.Deliver(tp(0), recs(0, 0, 1))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() }) // commits record 0
+		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 1, 5)) })
+		synctest.Wait() // records 1-4 produced; record 1's side call waits for its retry
+		if got, want := sorted(txn.pendingOutputs()), sortedOutputs(0, 1, 5); !slices.Equal(got, want) {
+			t.Fatalf("outputs in the open transaction %v, want %v", got, want)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil (the abort discarded the outputs; the next owner redoes the records)", err)
+		}
+		visible, commits, aborts, misplaced := txn.state()
+		if want := [][]pipeline.Offset{offs(0, 1)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v: record 1 never finished", commits, want)
+		}
+		if want := outputs(0, 0, 1); !slices.Equal(visible, want) {
+			t.Fatalf("committed outputs %v, want %v: the outputs of records 1-4 must not commit with the offset at 1", visible, want)
+		}
+		if aborts != 1 || len(misplaced) != 0 || len(txn.rewound()) != 0 {
+			t.Fatalf("aborts %d misplaced %v rewinds %v; want one abort, nothing else", aborts, misplaced, txn.rewound())
+		}
+	})
+}
+
+// The same at a revoke of p0: the transaction aborts instead of committing
+// p0's outputs past its offset, p1 (kept, with records in the transaction)
+// is rewound to its committed offset, Run goes on, and p1's records
+// delivered again commit exactly once.
+func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, sideCall(txn, 1))
+		d.do(func(g *Group) {
+			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
+			g.Deliver(tp(0), recs(0, 0, 1))
+			g.Deliver(tp(1), recs(1, 0, 1))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() }) // commits record 0 of each
+		d.do(func(g *Group) {
+			g.Deliver(tp(0), recs(0, 1, 5))
+			g.Deliver(tp(1), recs(1, 1, 3))
+		})
+		synctest.Wait() // p0's record 1 waits for its retry; everything else finished
+		d.do(func(g *Group) {
+			g.Revoke([]pipeline.TopicPartition{tp(0)})
+			if err := g.Err(); err != nil {
+				t.Errorf("Err after the revoke: %v, want nil (aborted, p1 rewound in place)", err)
+			}
+		})
+		if want := [][]pipeline.Offset{offs(1, 1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v (p1 to its committed offset)", txn.rewound(), want)
+		}
+		d.do(func(g *Group) { g.Deliver(tp(1), recs(1, 1, 3)) }) // p1 from its committed offset
+		synctest.Wait()
+		d.do(func(g *Group) { g.Offsets() })
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+		visible, commits, aborts, misplaced := txn.state()
+		if want := [][]pipeline.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+		if got, want := sorted(visible), sortedOutputs(0, 0, 1, 1, 0, 3); !slices.Equal(got, want) {
+			t.Fatalf("committed outputs %v, want %v", got, want)
+		}
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d misplaced %v; want one abort", aborts, misplaced)
+		}
+	})
+}
