@@ -77,7 +77,7 @@ func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 // is abandoned after Config.CloseTimeout and Run names it.
 func TestFinalCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 50)...)
 	// socket.timeout.ms: librdkafka gives up on the swallowed request after
@@ -113,7 +113,7 @@ func TestFinalCommitBounded(t *testing.T) {
 // final commit landed.
 func TestCloseBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.Produce(t, "in", records(2, 0, 50)...)
 	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
@@ -150,7 +150,7 @@ func TestCloseBounded(t *testing.T) {
 // CloseTimeout after the revoke, not after librdkafka's request timeout.
 func TestRevokeCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 4)
 	b.Produce(t, "in", records(4, 0, 50)...)
 	ov := map[string]any{"socket.timeout.ms": 5000}

@@ -26,7 +26,7 @@ func proxiedBroker(t *testing.T) (*kafkatest.Broker, *tcpproxy.Proxy) {
 		proxies = append(proxies, p)
 		mu.Unlock()
 	})
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.ListenFn(listen)))
+	b := kafkatest.NewKfake(t, kafkatest.WithKfakeOptions(kfake.ListenFn(listen)))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(proxies) != 1 {
