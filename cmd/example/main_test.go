@@ -32,7 +32,7 @@ func TestDemoEndToEnd(t *testing.T) {
 func demoEndToEnd(t *testing.T, client string) {
 	const n = 3000
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n, client: client}
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	b := kafkatest.NewKfake(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
 	software := clientSoftware(b)
 	var out bytes.Buffer
 	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
