@@ -123,8 +123,11 @@ func runProc(ctx context.Context, timeout time.Duration, logPath string, args []
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
 	if jerr := json.Unmarshal([]byte(last), &res); jerr != nil {
-		if ctx.Err() != nil {
-			runErr = fmt.Errorf("%w (timeout %v)", ctx.Err(), timeout)
+		switch err := ctx.Err(); {
+		case errors.Is(err, context.DeadlineExceeded):
+			runErr = fmt.Errorf("%w (timeout %v)", err, timeout)
+		case err != nil:
+			runErr = err
 		}
 		return res, fmt.Errorf("the run printed no result (%v); its log:\n%s", errors.Join(runErr, jerr), tail(logPath, 20))
 	}
