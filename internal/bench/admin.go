@@ -70,7 +70,11 @@ func (a *admin) endOffsets(ctx context.Context, topic string) (map[int32]int64, 
 	return out, errors.Join(errs...)
 }
 
-// createTopic creates topic with the given partitions.
+// createTopic creates topic with the given partitions and returns once
+// every partition has a leader: Apache Kafka answers CreateTopics when
+// the controller committed the topic, before the broker leads its
+// partitions, and a producer that starts at once would first meet
+// errors it has to retry.
 func (a *admin) createTopic(ctx context.Context, topic string, partitions int) error {
 	resp, err := a.adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
 	if err == nil {
@@ -79,7 +83,40 @@ func (a *admin) createTopic(ctx context.Context, topic string, partitions int) e
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		led, err := a.led(ctx, topic)
+		if err == nil && led == partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create topic %s: %d of %d partitions have a leader (%v): %w", topic, led, partitions, err, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// led returns how many partitions of topic have a leader.
+func (a *admin) led(ctx context.Context, topic string) (int, error) {
+	md, err := a.adm.Metadata(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		return 0, errors.Join(errors.New("not in the metadata yet"), td.Err)
+	}
+	n := 0
+	for _, p := range td.Partitions {
+		if p.Err == nil && p.Leader >= 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // deleteTopic deletes topic (the output of a consume → produce run, so

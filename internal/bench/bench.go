@@ -9,16 +9,21 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // run is one measured run and what its checks found.
 type run struct {
-	name   string
-	round  int
-	l      layout
-	budget int64
-	res    Result
-	err    error // the run failed, or a check did
+	name      string
+	section   string // speed, memory or slow
+	round     int
+	l         layout
+	budget    int64
+	res       Result
+	wall      time.Duration // the run child's whole life
+	brokerCPU time.Duration // the broker's CPU time during wall; 0 if unknown
+	err       error         // the run failed, or a check did
 }
 
 // bench runs the benchmark o describes and writes its report to w. It
@@ -26,6 +31,9 @@ type run struct {
 // report).
 func bench(ctx context.Context, o options, w io.Writer) error {
 	began := time.Now()
+	if o.broker == "" {
+		o.broker = kafkatest.Kfake // as -broker's default
+	}
 	dir, err := os.MkdirTemp("", "sluice-bench-")
 	if err != nil {
 		return err
@@ -38,25 +46,9 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 			return err
 		}
 	}
-	speed := topicSpec{name: inputTopic, l: layout{records: o.records, partitions: o.partitions, valueSize: o.value}}
-	var topics []topicSpec
-	if !o.memory {
-		topics = append(topics, speed)
-	}
-	memTopics := map[int]topicSpec{}
-	if o.memory || !o.noMemory {
-		for _, n := range memoryPartitions {
-			if n == o.partitions && !o.memory {
-				memTopics[n] = speed
-				continue
-			}
-			t := topicSpec{name: fmt.Sprintf("in-%d", n), l: layout{records: o.records, partitions: n, valueSize: o.value}}
-			memTopics[n] = t
-			topics = append(topics, t)
-		}
-	}
-	fmt.Fprintf(w, "bench: starting the broker and filling %d topic(s) with %d records of %d B; logs in %s\n", len(topics), o.records, o.value, dir)
-	b, err := startBroker(ctx, dir, o.records, o.value, topics)
+	byParts, topics := planTopics(o)
+	fmt.Fprintf(w, "bench: starting the broker (%s) and filling %d topic(s) with %d records of %d B; logs in %s\n", brokerText(o.broker), len(topics), o.records, o.value, dir)
+	b, err := startBroker(ctx, dir, o.broker, o.records, o.value, topics)
 	if err != nil {
 		return err
 	}
@@ -68,38 +60,52 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 	defer adm.close()
 	fmt.Fprintf(w, "bench: broker ready at %s after %v\n", b.addr, time.Since(began).Round(100*time.Millisecond))
 
-	r := &runner{o: o, dir: dir, adm: adm, addr: b.addr, w: w, hashes: map[string][]uint64{}}
-	var speedRuns, memRuns []run
-	if !o.memory {
+	r := &runner{o: o, dir: dir, adm: adm, addr: b.addr, brokerPID: b.cmd.Process.Pid, w: w, hashes: map[string][]uint64{}}
+	var speedRuns, memRuns, slowRuns []run
+	if o.runSpeed() {
 		for round := range o.runs {
 			order := slices.Clone(o.cases)
 			if round%2 == 1 {
 				slices.Reverse(order)
 			}
 			for _, name := range order {
-				speedRuns = append(speedRuns, r.measure(ctx, "speed", name, round, speed, o.budget))
+				if ctx.Err() == nil {
+					speedRuns = append(speedRuns, r.measure(ctx, "speed", name, round, byParts[o.partitions], o.budget))
+				}
 			}
 		}
 	}
-	if o.memory || !o.noMemory {
-		budget := o.budget
-		if budget == 0 {
-			budget = defaultMemoryBudget
-		}
+	budget := o.budget
+	if budget == 0 {
+		budget = defaultMemoryBudget
+	}
+	if o.runMemory() {
 		for _, n := range memoryPartitions {
 			for _, name := range []string{"sluice-confluent-graph", "sluice-franz-graph"} {
-				memRuns = append(memRuns, r.measure(ctx, "memory", name, 0, memTopics[n], budget))
+				if ctx.Err() == nil {
+					memRuns = append(memRuns, r.measure(ctx, "memory", name, 0, byParts[n], budget))
+				}
+			}
+		}
+	}
+	if o.runSlow() {
+		for _, name := range slowCases {
+			if ctx.Err() == nil {
+				slowRuns = append(slowRuns, r.measure(ctx, "slow", name, 0, byParts[slowPartitions], budget))
 			}
 		}
 	}
 	fmt.Fprintln(w)
-	report(w, o, speedRuns, memRuns)
+	report(w, o, speedRuns, memRuns, slowRuns)
 	fmt.Fprintf(w, "\nbench: took %v\n", time.Since(began).Round(time.Second))
 	var errs []error
-	for _, rn := range slices.Concat(speedRuns, memRuns) {
+	for _, rn := range slices.Concat(speedRuns, memRuns, slowRuns) {
 		if rn.err != nil {
 			errs = append(errs, fmt.Errorf("%s run %d (%d partitions): %w", rn.name, rn.round+1, rn.l.partitions, rn.err))
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("stopped: %w", err))
 	}
 	if len(errs) == 0 {
 		os.RemoveAll(dir)
@@ -107,21 +113,55 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 	return errors.Join(errs...)
 }
 
+// planTopics returns the input topics the sections of o read, by
+// partition count and in creation order: the speed runs' ("in"), and
+// "in-<n>" for the other sections' counts; a section whose count is the
+// speed runs' reads their topic (in groups of its own).
+func planTopics(o options) (map[int]topicSpec, []topicSpec) {
+	byParts := map[int]topicSpec{}
+	var topics []topicSpec
+	add := func(n int) {
+		if _, ok := byParts[n]; ok {
+			return
+		}
+		name := fmt.Sprintf("in-%d", n)
+		if len(topics) == 0 && o.runSpeed() {
+			name = inputTopic
+		}
+		t := topicSpec{name: name, l: layout{records: o.records, partitions: n, valueSize: o.value}}
+		byParts[n] = t
+		topics = append(topics, t)
+	}
+	if o.runSpeed() {
+		add(o.partitions)
+	}
+	if o.runMemory() {
+		for _, n := range memoryPartitions {
+			add(n)
+		}
+	}
+	if o.runSlow() {
+		add(slowPartitions)
+	}
+	return byParts, topics
+}
+
 // runner runs and checks single runs.
 type runner struct {
-	o      options
-	dir    string
-	adm    *admin
-	addr   string
-	w      io.Writer
-	hashes map[string][]uint64 // expected value hash sums, by topic
+	o         options
+	dir       string
+	adm       *admin
+	addr      string
+	brokerPID int // the broker child: its process tree's CPU is the broker's
+	w         io.Writer
+	hashes    map[string][]uint64 // expected value hash sums, by topic
 }
 
 // measure runs case name once on topic t and checks it. Its group and
 // output topic are named after section, name, partitions and round, so
 // that every run starts from a group of its own.
 func (r *runner) measure(ctx context.Context, section, name string, round int, t topicSpec, budget int64) run {
-	rn := run{name: name, round: round, l: t.l, budget: budget}
+	rn := run{name: name, section: section, round: round, l: t.l, budget: budget}
 	tag := fmt.Sprintf("%s-%s-p%d-%d", section, name, t.l.partitions, round+1)
 	group := "bench-" + tag
 	args := []string{"-case", name, "-brokers", r.addr, "-group", group, "-topic", t.name,
@@ -147,9 +187,18 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 	if r.o.memprofile != "" {
 		args = append(args, "-memprofile", filepath.Join(r.o.memprofile, tag+".heap"))
 	}
+	cpu0, cpuErr := procTreeCPU(r.brokerPID)
+	began := time.Now()
 	rn.res, rn.err = runProc(ctx, r.o.timeout, filepath.Join(r.dir, tag+".log"), args)
+	rn.wall = time.Since(began)
+	if cpu1, err := procTreeCPU(r.brokerPID); err == nil && cpuErr == nil {
+		rn.brokerCPU = cpu1 - cpu0
+	}
 	if rn.err == nil {
 		rn.err = r.check(ctx, rn, t, group, out)
+	}
+	if rn.err == nil && section == "slow" {
+		rn.err = checkSlow(rn)
 	}
 	return r.print(rn)
 }

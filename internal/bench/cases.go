@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // caseOrder lists every case, in the order of the report: the raw loop of
 // each client first, then Sluice on it, consuming only, then consume →
@@ -24,9 +27,14 @@ var cases = map[string]caseFunc{
 	"k2k-sluice-confluent":   k2kSluiceConfluent,
 	"k2k-raw-franz":          k2kRawFranz,
 	"k2k-sluice-franz":       k2kSluiceFranz,
+
+	"sluice-confluent-slow64": sluiceSlow(confluentSource),
+	"sluice-franz-slow64":     sluiceSlow(franzSource),
 }
 
-func caseNames() []string { return caseOrder }
+// caseNames lists every case a run child knows: the speed cases, then
+// the slow section's.
+func caseNames() []string { return append(slices.Clone(caseOrder), slowCases...) }
 
 // baseline returns the raw loop a case is compared with: the raw loop of
 // the same client, consuming only or consume → produce like the case.

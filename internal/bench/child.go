@@ -29,17 +29,20 @@ type runConfig struct {
 	budget     int64 // Sluice's in-flight byte budget; 0 keeps pipeline's default
 	cpuprofile string
 	memprofile string
+	gauges     *gauges // where the case notes its peaks (set by measure)
 }
 
 // Result is the JSON line a run child prints on stdout when it is done.
 type Result struct {
 	Case       string      `json:"case"`
-	Records    int64       `json:"records"`      // records consumed (duplicates included)
-	WindowSec  float64     `json:"window_s"`     // first record to the last one done
-	AssignSec  float64     `json:"assign_s"`     // first assignment to the last record done
-	CPUSec     float64     `json:"cpu_s"`        // user+sys CPU of the process within the window
-	CPUTotal   float64     `json:"cpu_total_s"`  // user+sys CPU of the whole process
-	PeakRSSKiB int64       `json:"peak_rss_kib"` // VmHWM
+	Records    int64       `json:"records"`                  // records consumed (duplicates included)
+	WindowSec  float64     `json:"window_s"`                 // first record to the last one done
+	AssignSec  float64     `json:"assign_s"`                 // first assignment to the last record done
+	CPUSec     float64     `json:"cpu_s"`                    // user+sys CPU of the process within the window
+	CPUTotal   float64     `json:"cpu_total_s"`              // user+sys CPU of the whole process
+	PeakRSSKiB int64       `json:"peak_rss_kib"`             // VmHWM
+	PeakCalls  int64       `json:"peak_calls,omitempty"`     // most calls of the slow function at once
+	PeakBytes  int64       `json:"peak_in_flight,omitempty"` // most in-flight bytes (Sluice cases that note them)
 	Parts      []PartStats `json:"parts"`
 	Err        string      `json:"err,omitempty"`
 }
@@ -118,6 +121,7 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	}
 	tr := newTracker(cfg.l)
 	w := newWindow()
+	cfg.gauges = &gauges{}
 	heapErr := make(chan error, 1)
 	ran := make(chan struct{})
 	go func() { heapErr <- writeHeapProfile(cfg.memprofile, w.done, ran) }()
@@ -128,6 +132,7 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 		err = errors.New("the case returned before its last record was done")
 	}
 	res.Records = tr.total()
+	res.PeakCalls, res.PeakBytes = cfg.gauges.calls.max(), cfg.gauges.inFlight.max()
 	res.Parts = tr.stats()
 	if sp, ok := w.span(); ok {
 		res.WindowSec = sp.wall.Seconds()

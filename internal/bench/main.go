@@ -1,15 +1,21 @@
 // Command bench measures Sluice against the raw client loops it is built
-// on, on an embedded broker (issue 9, "Speed"):
+// on, on kfake or on Apache Kafka:
 //
 //	go run ./internal/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
+//	go run ./internal/bench -broker apache  # the same on Apache Kafka (Java 17+ and Maven needed)
 //	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
 //	go run ./internal/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
+//	go run ./internal/bench -slow           # a 1 ms call per record through Pool(32), 64 partitions
 //	go run ./internal/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
 //	go run ./internal/bench -memory -memprofile /tmp/prof   # one heap profile per run
 //
-// The broker runs in a child process of this program ("bench broker"),
-// and so does every measured run ("bench run -case NAME ..."), so the CPU
-// time and peak RSS a run reports are its own. Cases: the raw
+// The broker runs in a child process of this program ("bench broker"):
+// kfake in that process (-broker kfake, the default), or Apache Kafka
+// in Java processes it starts and stops (-broker apache), which end with
+// it however it ends. Every measured run is a child process too ("bench
+// run -case NAME ..."), so the CPU time and peak RSS a run reports are
+// its own; the broker's CPU time during each run (its child process and
+// everything it started) is reported beside it. Cases: the raw
 // confluent-kafka-go poll loop, the raw franz-go loop, Sluice on each
 // backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
 // Each; and consume → produce: a raw loop on each client and Sluice's Map
@@ -18,8 +24,11 @@
 // end offsets, and for consume → produce every input record in the output
 // topic exactly once. The report gives the median msg/s (first record to
 // last done), its ratio to the raw loop of the same client, CPU per
-// record and peak RSS, then every run. Exit status: 0 when every run
-// passed its checks, 1 otherwise, 2 on bad flags.
+// record and peak RSS, then every run. The memory section runs graph (b)
+// with 8 and 256 partitions under a 16 MiB budget; the slow section runs
+// a 1 ms call per record through Pool(32) on 64 partitions on each
+// client (see slow.go). Exit status: 0 when every run passed its checks,
+// 1 otherwise, 2 on bad flags.
 package main
 
 import (
@@ -33,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // inputTopic is the topic of the speed runs.
@@ -55,8 +66,20 @@ type options struct {
 	cpuprofile, memprofile           string
 	budget                           int64
 	memory, noMemory                 bool
+	slow, noSlow                     bool
 	timeout                          time.Duration
+	broker                           kafkatest.Kind
 }
+
+// runSpeed reports whether the speed section runs: unless -memory or
+// -slow asked for only those.
+func (o options) runSpeed() bool { return !o.memory && !o.slow }
+
+// runMemory reports whether the memory section runs.
+func (o options) runMemory() bool { return o.memory || (!o.slow && !o.noMemory) }
+
+// runSlow reports whether the slow section runs.
+func (o options) runSlow() bool { return o.slow || (!o.memory && !o.noSlow) }
 
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "broker" || os.Args[1] == "run") {
@@ -99,9 +122,12 @@ func parseFlags(args []string) (options, error) {
 	list := fs.String("cases", "all", "comma-separated cases: all, or some of "+strings.Join(caseOrder, ", "))
 	fs.StringVar(&o.memprofile, "memprofile", "", "directory for one heap profile per run, taken when its last record is done (<section>-<case>-p<partitions>-<run>.heap)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per run (<section>-<case>-p<partitions>-<run>.pprof, section speed or memory)")
-	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory runs)", defaultMemoryBudget>>20))
+	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory and slow runs)", defaultMemoryBudget>>20))
 	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")
 	fs.BoolVar(&o.noMemory, "no-memory", false, "skip the memory section")
+	fs.BoolVar(&o.slow, "slow", false, fmt.Sprintf("run only the slow section (with -memory: those two): a %v call per record through Pool(%d) on %d partitions, on each backend", slowCall, slowWorkers, slowPartitions))
+	fs.BoolVar(&o.noSlow, "no-slow", false, "skip the slow section")
+	brokerName := fs.String("broker", string(kafkatest.Kfake), fmt.Sprintf("the broker: %s (franz-go's kfake) or %s (Apache Kafka %s in Java processes; needs Java 17+ and Maven)", kafkatest.Kfake, kafkatest.Apache, kafkatest.ApacheKafkaVersion))
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "longest one run may take")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -116,10 +142,19 @@ func parseFlags(args []string) (options, error) {
 	if o.partitions <= 0 || o.partitions > o.records {
 		errs = append(errs, fmt.Errorf("-partitions=%d: must be between 1 and -records", o.partitions))
 	}
-	if o.memory || !o.noMemory {
+	switch kafkatest.Kind(*brokerName) {
+	case kafkatest.Kfake, kafkatest.Apache:
+		o.broker = kafkatest.Kind(*brokerName)
+	default:
+		errs = append(errs, fmt.Errorf("-broker=%q: want %s or %s", *brokerName, kafkatest.Kfake, kafkatest.Apache))
+	}
+	if o.runMemory() {
 		if m := slices.Max(memoryPartitions); o.records < m {
 			errs = append(errs, fmt.Errorf("-records=%d: the memory section needs at least %d (or -no-memory)", o.records, m))
 		}
+	}
+	if o.runSlow() && o.records < slowPartitions {
+		errs = append(errs, fmt.Errorf("-records=%d: the slow section needs at least %d (or -no-slow)", o.records, slowPartitions))
 	}
 	if o.value < minValueSize {
 		errs = append(errs, fmt.Errorf("-value=%d: must be at least %d", o.value, minValueSize))
@@ -135,6 +170,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.memory && o.noMemory {
 		errs = append(errs, errors.New("-memory and -no-memory contradict each other"))
+	}
+	if o.slow && o.noSlow {
+		errs = append(errs, errors.New("-slow and -no-slow contradict each other"))
 	}
 	cs, err := parseCases(*list)
 	if err != nil {
@@ -153,7 +191,7 @@ func parseCases(list string) ([]string, error) {
 	want := map[string]bool{}
 	for _, c := range strings.Split(list, ",") {
 		c = strings.TrimSpace(c)
-		if _, ok := cases[c]; !ok {
+		if !slices.Contains(caseOrder, c) {
 			return nil, fmt.Errorf("-cases: unknown case %q (want all, or some of %s)", c, strings.Join(caseOrder, ", "))
 		}
 		want[c] = true

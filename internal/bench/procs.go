@@ -12,7 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // child starts this program (or the test binary) in a child mode, its
@@ -42,10 +45,12 @@ type brokerProc struct {
 	drained chan struct{} // closed once the child's stdout reached EOF
 }
 
-// startBroker starts the broker child with topics and waits until it has
-// filled them.
-func startBroker(ctx context.Context, dir string, records, value int, topics []topicSpec) (*brokerProc, error) {
-	args := []string{"broker", "-records", fmt.Sprint(records), "-value", fmt.Sprint(value)}
+// startBroker starts the broker child (a broker of the given kind) with
+// topics and waits until it has filled them. When ctx ends the child gets
+// SIGTERM, on which it stops its broker and exits (SIGKILL if it takes
+// longer than a minute).
+func startBroker(ctx context.Context, dir string, kind kafkatest.Kind, records, value int, topics []topicSpec) (*brokerProc, error) {
+	args := []string{"broker", "-kind", string(kind), "-records", fmt.Sprint(records), "-value", fmt.Sprint(value)}
 	for _, t := range topics {
 		args = append(args, "-topic", t.String())
 	}
@@ -54,6 +59,10 @@ func startBroker(ctx context.Context, dir string, records, value int, topics []t
 	if err != nil {
 		return nil, err
 	}
+	// SIGTERM lets the child stop Apache Kafka's processes and remove
+	// their data; SIGKILL would leave the data behind.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		logf.Close()
@@ -82,7 +91,10 @@ func startBroker(ctx context.Context, dir string, records, value int, topics []t
 	}
 	close(b.drained)
 	b.stop()
-	return nil, fmt.Errorf("the broker child exited before it was ready; its log:\n%s", tail(logPath, 20))
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("the broker was stopped before it was ready: %w", err)
+	}
+	return nil, fmt.Errorf("the broker child exited before it was ready; its log:\n%s", tail(logPath, 40))
 }
 
 // stop closes the broker's stdin (it exits) and waits for it.
@@ -111,8 +123,11 @@ func runProc(ctx context.Context, timeout time.Duration, logPath string, args []
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
 	if jerr := json.Unmarshal([]byte(last), &res); jerr != nil {
-		if ctx.Err() != nil {
-			runErr = fmt.Errorf("%w (timeout %v)", ctx.Err(), timeout)
+		switch err := ctx.Err(); {
+		case errors.Is(err, context.DeadlineExceeded):
+			runErr = fmt.Errorf("%w (timeout %v)", err, timeout)
+		case err != nil:
+			runErr = err
 		}
 		return res, fmt.Errorf("the run printed no result (%v); its log:\n%s", errors.Join(runErr, jerr), tail(logPath, 20))
 	}

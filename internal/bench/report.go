@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // msgPerSec is a run's rate: the records of its layout over its window.
@@ -40,14 +42,33 @@ func (rn run) windowCPUPerRecord() float64 {
 
 func (rn run) rssMiB() float64 { return float64(rn.res.PeakRSSKiB) / 1024 }
 
+// brokerCPUPerRecord is the broker's CPU time during the run (the run
+// child's whole life) per record, in microseconds.
+func (rn run) brokerCPUPerRecord() float64 {
+	return rn.brokerCPU.Seconds() * 1e6 / float64(rn.l.records)
+}
+
+// brokerCores is the broker's CPU time during the run over the run's
+// wall time: the cores it kept busy on average.
+func (rn run) brokerCores() float64 {
+	if rn.wall <= 0 {
+		return 0
+	}
+	return rn.brokerCPU.Seconds() / rn.wall.Seconds()
+}
+
 // runLine is one run, as the run-by-run list shows it.
 func runLine(rn run) string {
 	verdict := "verified"
 	if rn.err != nil {
 		verdict = "FAILED: " + rn.err.Error()
 	}
-	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s (%9.0f from assignment), window %6.3f s, CPU %5.2f µs/record (%5.2f in the window), peak RSS %6.1f MiB, %s",
-		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.msgPerSecFromAssign(), rn.res.WindowSec, rn.cpuPerRecord(), rn.windowCPUPerRecord(), rn.rssMiB(), verdict)
+	extra := ""
+	if rn.section == "slow" {
+		extra = fmt.Sprintf(", %d calls at once at most, in flight %.1f MiB at most", rn.res.PeakCalls, float64(rn.res.PeakBytes)/(1<<20))
+	}
+	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s (%9.0f from assignment), window %6.3f s, CPU %5.2f µs/record (%5.2f in the window), peak RSS %6.1f MiB, broker CPU %5.2f µs/record (%.2f cores)%s, %s",
+		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.msgPerSecFromAssign(), rn.res.WindowSec, rn.cpuPerRecord(), rn.windowCPUPerRecord(), rn.rssMiB(), rn.brokerCPUPerRecord(), rn.brokerCores(), extra, verdict)
 }
 
 // median returns the median of xs (the mean of the middle two for an
@@ -70,6 +91,8 @@ type summary struct {
 	name           string
 	runs, verified int
 	rate, cpu, rss float64
+	brokerCPU      float64 // median broker CPU µs/record
+	brokerCores    float64 // median broker cores
 	assignRate     float64 // median msg/s from the first assignment
 	ratio          float64 // rate over its baseline's rate; 0 if no baseline ran
 	assignRatio    float64 // the same, for the rates from assignment
@@ -91,7 +114,7 @@ func summarize(runs []run) []summary {
 			continue
 		}
 		s := summary{name: name, runs: len(rs), baseline: baseline(name)}
-		var rate, assign, cpu, rss []float64
+		var rate, assign, cpu, rss, bcpu, bcores []float64
 		for _, rn := range rs {
 			if rn.err != nil {
 				continue
@@ -101,8 +124,11 @@ func summarize(runs []run) []summary {
 			assign = append(assign, rn.msgPerSecFromAssign())
 			cpu = append(cpu, rn.cpuPerRecord())
 			rss = append(rss, rn.rssMiB())
+			bcpu = append(bcpu, rn.brokerCPUPerRecord())
+			bcores = append(bcores, rn.brokerCores())
 		}
 		s.rate, s.assignRate, s.cpu, s.rss = median(rate), median(assign), median(cpu), median(rss)
+		s.brokerCPU, s.brokerCores = median(bcpu), median(bcores)
 		rates[name], assignRates[name] = s.rate, s.assignRate
 		out = append(out, s)
 	}
@@ -125,9 +151,18 @@ func ratioText(r float64) string {
 	return fmt.Sprintf("%.2f", r)
 }
 
+// brokerText names the broker of a report.
+func brokerText(k kafkatest.Kind) string {
+	if k == kafkatest.Apache {
+		return fmt.Sprintf("Apache Kafka %s, one node in Java processes, JVM flags %s", kafkatest.ApacheKafkaVersion, strings.Join(apacheJVMFlags, " "))
+	}
+	return "kfake, franz-go's, in a child process"
+}
+
 // report writes the tables: the speed runs (medians, ratios), every run,
-// and the memory section.
-func report(w io.Writer, o options, speed, mem []run) {
+// the memory section and the slow section.
+func report(w io.Writer, o options, speed, mem, slow []run) {
+	fmt.Fprintf(w, "Broker: %s. Broker CPU is the broker process tree's user+sys CPU during each run child's life (start-up and shutdown included), per record and over that time (cores).\n\n", brokerText(o.broker))
 	if len(speed) > 0 {
 		fmt.Fprintf(w, "## Speed: %d records of %d B, %d partitions, %d run(s) per case, medians\n\n", o.records, o.value, o.partitions, o.runs)
 		budget := "pipeline's default in-flight byte budget"
@@ -135,11 +170,11 @@ func report(w io.Writer, o options, speed, mem []run) {
 			budget = fmt.Sprintf("in-flight byte budget %d MiB", o.budget>>20)
 		}
 		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); \"from assignment\" counts from the consumer's first assignment instead, so it includes the fetches a client made before handing over its first record; ratios are to the raw loop of the same client (for consume → produce, the raw consume → produce loop); CPU is user+sys of the run's whole process (start-up, prefetch and shutdown included) per record; peak RSS is its VmHWM; Sluice with %s.\n\n", budget)
-		fmt.Fprintln(w, "| case | msg/s | ratio | msg/s from assignment | ratio | CPU µs/record | peak RSS MiB | verified |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		fmt.Fprintln(w, "| case | msg/s | ratio | msg/s from assignment | ratio | CPU µs/record | peak RSS MiB | broker CPU µs/record | broker cores | verified |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		for _, s := range summarize(speed) {
-			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.1f | %d/%d |\n",
-				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.rss, s.verified, s.runs)
+			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.1f | %.2f | %.2f | %d/%d |\n",
+				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.rss, s.brokerCPU, s.brokerCores, s.verified, s.runs)
 		}
 		fmt.Fprintln(w, "\nRuns, in the order they ran:")
 		fmt.Fprintln(w)
@@ -155,13 +190,33 @@ func report(w io.Writer, o options, speed, mem []run) {
 		fmt.Fprintln(w, "| case | partitions | budget MiB | peak RSS MiB | RSS − budget MiB | msg/s | verified |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | --- |")
 		for _, rn := range mem {
-			verdict := "yes"
-			if rn.err != nil {
-				verdict = "NO: " + strings.SplitN(rn.err.Error(), "\n", 2)[0]
-			}
 			b := float64(rn.budget) / (1 << 20)
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %s |\n", rn.name, rn.l.partitions, b, rn.rssMiB(), rn.rssMiB()-b, rn.msgPerSec(), verdict)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %s |\n", rn.name, rn.l.partitions, b, rn.rssMiB(), rn.rssMiB()-b, rn.msgPerSec(), verdictText(rn))
 		}
 		fmt.Fprintln(w, "\nPeak RSS is the run's VmHWM. Prefetched data outside the budget counts in it: librdkafka's queue (queued.max.messages.kbytes, 64 MiB by default) and franz-go's buffered fetches.")
 	}
+	if len(slow) > 0 {
+		if len(speed)+len(mem) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "## Slow stage: Pool(%d) of a %v call per record, %d records of %d B, one run each\n\n", slowWorkers, slowCall, o.records, o.value)
+		fmt.Fprintln(w, "| case | partitions | calls at once: ideal | most seen | msg/s | ideal msg/s | of ideal | in flight MiB, most | budget MiB | peak RSS MiB | verified |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		for _, rn := range slow {
+			ideal := slowIdeal(rn.l.partitions)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %.0f | %.2f | %.1f | %.0f | %.1f | %s |\n",
+				rn.name, rn.l.partitions, rn.l.partitions*slowWorkers, rn.res.PeakCalls, rn.msgPerSec(), ideal, rn.msgPerSec()/ideal,
+				float64(rn.res.PeakBytes)/(1<<20), float64(rn.budget)/(1<<20), rn.rssMiB(), verdictText(rn))
+		}
+		fmt.Fprintf(w, "\nThe graph is built per partition, so every partition has its own Pool(%d): the ideal is every worker of every partition always calling, partitions × %d calls per %v (one partition's pool alone: %.0f msg/s). \"of ideal\" is the share of that the run reached; the most calls seen at once shows how many workers were busy together. A run fails its checks if more calls ran at once than the pools allow or the in-flight bytes (pipeline.HookInFlight) exceeded the budget.\n",
+			slowWorkers, slowWorkers, slowCall, slowIdeal(1))
+	}
+}
+
+// verdictText is a run's verdict in a section table.
+func verdictText(rn run) string {
+	if rn.err != nil {
+		return "NO: " + strings.SplitN(rn.err.Error(), "\n", 2)[0]
+	}
+	return "yes"
 }

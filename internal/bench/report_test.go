@@ -67,6 +67,9 @@ func TestParseFlagsNamesBadValues(t *testing.T) {
 		{[]string{"-cases", "raw-franz,nope"}, `unknown case "nope"`},
 		{[]string{"-budget", "-1"}, "-budget=-1"},
 		{[]string{"-memory", "-no-memory"}, "contradict"},
+		{[]string{"-slow", "-no-slow"}, "contradict"},
+		{[]string{"-records", "50", "-no-memory", "-partitions", "8"}, "the slow section needs at least 64"},
+		{[]string{"-broker", "nope"}, `-broker="nope": want kfake or apache`},
 	} {
 		_, err := parseFlags(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

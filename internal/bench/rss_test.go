@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // TestChildPeakRSSIsItsOwn runs one light case while this process holds
@@ -22,7 +24,7 @@ func TestChildPeakRSSIsItsOwn(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	l := layout{records: 2000, partitions: 2, valueSize: 100}
-	b, err := startBroker(ctx, dir, l.records, l.valueSize, []topicSpec{{name: inputTopic, l: l}})
+	b, err := startBroker(ctx, dir, kafkatest.Kfake, l.records, l.valueSize, []topicSpec{{name: inputTopic, l: l}})
 	if err != nil {
 		t.Fatal(err)
 	}
