@@ -67,10 +67,11 @@ func (d franzDriver) Committed(t *testing.T, group, topic string) map[int32]int6
 // come back until readmit. kfake answers the faulted requests with the
 // error as a real coordinator would for a member it expired.
 func (d franzDriver) Evict(t *testing.T, group, _ string) (readmit func()) {
-	if d.b.Kind() != kafkatest.Kfake {
+	cluster, ok := d.b.Kfake()
+	if !ok {
 		t.Skip("evicting a member takes kfake's fault injection (rejected heartbeats and joins); Apache Kafka has no such control")
 	}
-	faults := d.b.Cluster().Fault(
+	faults := cluster.Fault(
 		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
 	)

@@ -79,7 +79,7 @@ func initRefused(b *kafkatest.Broker, group string) (refused, synced *kfake.Faul
 func TestTransactionalRunReturnsWhenTheProducerIDCannotInit(t *testing.T) {
 	t.Parallel()
 	const commitTimeout = 3 * time.Second
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
 	refused, synced := initRefused(b, "g")
@@ -106,7 +106,7 @@ func TestTransactionalRunReturnsWhenTheProducerIDCannotInit(t *testing.T) {
 // the client.
 func TestTransactionalRunReturnsWhenCancelledDuringProducerIDInit(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
 	_, synced := initRefused(b, "g")

@@ -24,7 +24,7 @@ import (
 func TestExactlyOnceInitRefused(t *testing.T) {
 	t.Parallel()
 	const commit = 3 * time.Second
-	b := kafkatest.NewBroker(t)
+	b := kafkatest.NewKfake(t)
 	const in, out, group = "eosi-in", "eosi-out", "eosi-g"
 	eosTopics(t, b, in, out, 2, 10)
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.CoordinatorLoadInProgress, Count: -1})

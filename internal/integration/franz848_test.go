@@ -96,10 +96,11 @@ func (d franz848Driver) Committed(t *testing.T, group, topic string) map[int32]i
 // classic keys are faulted too, so that a fallback cannot dodge it (the
 // check in Committed would then fail).
 func (d franz848Driver) Evict(t *testing.T, group, _ string) (readmit func()) {
-	if d.b.Kind() != kafkatest.Kfake {
+	cluster, ok := d.b.Kfake()
+	if !ok {
 		t.Skip("evicting a member takes kfake's fault injection (rejected heartbeats and joins); Apache Kafka has no such control")
 	}
-	faults := d.b.Cluster().Fault(
+	faults := cluster.Fault(
 		kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},

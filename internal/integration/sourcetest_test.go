@@ -60,10 +60,11 @@ func (d kafkaDriver) Committed(t *testing.T, group, topic string) map[int32]int6
 // answered FENCED_MEMBER_EPOCH, on which librdkafka drops its assignment
 // as lost and rejoins.
 func (d kafkaDriver) Evict(t *testing.T, group, _ string) (readmit func()) {
-	if d.b.Kind() != kafkatest.Kfake {
+	cluster, ok := d.b.Kfake()
+	if !ok {
 		t.Skip("evicting a member takes kfake's fault injection (rejected heartbeats and joins); Apache Kafka has no such control")
 	}
-	faults := d.b.Cluster().Fault(
+	faults := cluster.Fault(
 		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
 		kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},

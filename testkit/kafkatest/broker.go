@@ -26,7 +26,7 @@ import (
 // A Broker is safe for concurrent use.
 type Broker struct {
 	be backend
-	kc *kfake.Cluster // kfake only
+	kc *kfake.Cluster // from NewKfake or StartBroker only; nil from NewBroker, which may be Apache Kafka
 	ac *apacheCluster // Apache Kafka only
 
 	mu   sync.Mutex
@@ -67,14 +67,29 @@ func (b *Broker) Addr() string { return strings.Join(b.be.addrs(), ",") }
 func (b *Broker) Addrs() []string { return b.be.addrs() }
 
 // Cluster returns the underlying kfake cluster, for fault injection
-// (Cluster.Fault, ControlKey) and group inspection. It panics on Apache
-// Kafka: a test that injects faults this way starts its broker with
-// [NewKfake].
+// (Cluster.Fault, ControlKey). It is there on a Broker from [NewKfake] or
+// [StartBroker] only, and panics on one from [NewBroker] even when that
+// is kfake: a test that reaches for kfake's controls must say so by
+// starting its broker with NewKfake, so that it does not break when the
+// tests run on Apache Kafka. For inspection, use the methods that work on
+// both (Committed, Group, HighWatermarks, ...).
 func (b *Broker) Cluster() *kfake.Cluster {
 	if b.kc == nil {
-		panic("kafkatest: Cluster: this Broker is Apache Kafka, not kfake; a test that injects kfake faults starts its broker with NewKfake")
+		panic("kafkatest: Cluster: this Broker came from NewBroker, which runs on Apache Kafka when " + EnvBroker +
+			"=apache; a test that injects kfake faults starts its broker with NewKfake")
 	}
 	return b.kc
+}
+
+// Kfake returns the kfake cluster when the Broker runs on kfake, whichever
+// constructor made it, and false on Apache Kafka. It is for tests that
+// use kfake's controls when they are there and do without (or skip, saying
+// why) on Apache Kafka.
+func (b *Broker) Kfake() (*kfake.Cluster, bool) {
+	if k, ok := b.be.(kfakeBackend); ok {
+		return k.c, true
+	}
+	return nil, false
 }
 
 // LogTail returns the last lines of Apache Kafka's log on every node

@@ -58,7 +58,9 @@ func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
 		t.Fatal(err)
 	}
 	if kind == Kfake {
-		return NewKfake(t, opts...)
+		b := NewKfake(t, opts...)
+		b.kc = nil // Cluster is for NewKfake's brokers only
+		return b
 	}
 	cfg := newBrokerConfig(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
