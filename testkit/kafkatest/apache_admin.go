@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // waitLeaders polls metadata until every partition of topic has a leader.
@@ -27,20 +28,27 @@ func (c *apacheCluster) waitLeaders(ctx context.Context, topic string, partition
 }
 
 func (c *apacheCluster) leadersKnown(ctx context.Context, topic string, partitions int32) error {
-	m, err := c.adm.Metadata(ctx, topic)
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	m, err := req.RequestWith(ctx, c.cl) // not kadm's Metadata, which may answer from a cache
 	if err != nil {
 		return err
 	}
-	td, ok := m.Topics[topic]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("metadata: %v", td.Err)
+	if len(m.Topics) != 1 {
+		return fmt.Errorf("metadata: %d topics in the answer", len(m.Topics))
+	}
+	td := m.Topics[0]
+	if err := kerr.ErrorForCode(td.ErrorCode); err != nil {
+		return fmt.Errorf("metadata: %w", err)
 	}
 	if int32(len(td.Partitions)) != partitions {
 		return fmt.Errorf("%d of %d partitions", len(td.Partitions), partitions)
 	}
 	for _, p := range td.Partitions {
-		if p.Err != nil || p.Leader < 0 {
-			return fmt.Errorf("partition %d: leader %d: %v", p.Partition, p.Leader, p.Err)
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil || p.Leader < 0 {
+			return fmt.Errorf("partition %d: leader %d: %v", p.Partition, p.Leader, err)
 		}
 	}
 	return nil

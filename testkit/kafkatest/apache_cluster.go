@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // apacheCluster is a running Apache Kafka cluster of combined
@@ -162,12 +163,20 @@ func (c *apacheCluster) waitReady(ctx context.Context, want int) error {
 func (c *apacheCluster) ready(ctx context.Context, want int) error {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := c.adm.BrokerMetadata(rctx)
+	// A metadata request of its own: kadm's BrokerMetadata answers from
+	// the client's cache, which an idle admin client never refreshes.
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	m, err := req.RequestWith(rctx, c.cl)
 	if err != nil {
 		return err
 	}
-	if len(m.Brokers) < want || m.Controller < 0 {
-		return fmt.Errorf("%d of %d brokers registered", len(m.Brokers), want)
+	if len(m.Brokers) < want || m.ControllerID < 0 {
+		ids := make([]int32, 0, len(m.Brokers))
+		for _, b := range m.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		return fmt.Errorf("%d of %d brokers registered (%v), controller %d", len(m.Brokers), want, ids, m.ControllerID)
 	}
 	for _, r := range c.adm.FindGroupCoordinators(rctx, "sluice-ready") {
 		if r.Err != nil {
