@@ -101,9 +101,10 @@ type groupState struct {
 	at    time.Time
 	state string // the broker's: Empty, PreparingRebalance, CompletingRebalance, Stable (classic); Empty, Assigning, Reconciling, Stable (KIP-848)
 	// members maps each member's client id to the input partitions
-	// assigned to it (sorted). A classic group's assignments are known
-	// only while it is Stable: in the other states the members own
-	// nothing here (DescribeGroups answers no assignment then).
+	// assigned to it (sorted). For a classic group, kfake's
+	// DescribeGroups answers assignments only while the group is
+	// Stable (the members own nothing here in the other states); Apache
+	// Kafka answers each member's last assignment in every state.
 	members map[string][]int32
 	commits map[int32]int64 // committed offset per input partition
 	err     error           // the broker did not answer; the rest is empty

@@ -114,8 +114,8 @@ func (r *joinRounds) observe(g groupState) {
 // JoinGroup of the rebalance's last round: id is a member, the group is
 // not preparing a rebalance, and id took part in the rebalance's rounds
 // or already owns partitions (which only the last round gives a joiner
-// of a group that owned them all, and which a classic group shows only
-// once Stable); and the group is not stable with id owning nothing.
+// of a group that owned them all: the leader's SyncGroup assigns them);
+// and the group is not stable with id owning nothing.
 // Killed before its JoinGroup reply, kfake keeps the joiner forever.
 // Killed before the last round of a cooperative rebalance, its session
 // timer and those of the live members were armed at about the same
