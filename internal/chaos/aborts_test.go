@@ -94,11 +94,7 @@ func TestRewoundLogIsTheGroupsMessage(t *testing.T) {
 // restartAborted replaces the aborted process by a new incarnation of
 // its slot and reports it, without a violation.
 func TestRestartAbortedStartsTheNextIncarnation(t *testing.T) {
-	c, err := startCluster(2, 4*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := testCluster(t, 2)
 	sup := shSupervisor()
 	defer sup.killAll()
 	s := &scenario{set: settings{exactlyOnce: true, workers: 1, drainTimeout: time.Second}, sup: sup, c: c, logDir: t.TempDir(),

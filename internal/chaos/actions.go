@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"syscall"
@@ -84,17 +85,30 @@ func (s *scenario) terminate(ps []*proc, why string) {
 
 // kill SIGKILLs p. Its uncommitted work may be redone by the next owner:
 // for every partition p owned lately, offsets from the committed offset
-// to the high watermark at this moment form a kill window. Lately: within
-// a drain timeout and a second, as a partition the broker already moved
-// may still be draining in p.
+// before the kill to the high watermark just after it form a kill window.
+// Lately: within a drain timeout and a second before the kill, as a
+// partition the broker already moved may still be draining in p, or
+// still after it, as the broker learns of the death only later. Each
+// look at the broker takes a few milliseconds on Apache Kafka, so what
+// bounds the window is read on the side of the kill that makes it wider:
+// commits before, the high watermark and the owners after.
 func (s *scenario) kill(p *proc, why string) {
-	held := s.mon.heldSince(p.name, time.Now().Add(-s.set.drainTimeout-time.Second))
-	g := s.c.group()
-	hw := s.c.highWatermarks(inputTopic)
+	since := time.Now().Add(-s.set.drainTimeout - time.Second)
+	g := s.mon.sample()
 	now := time.Now()
 	p.send(syscall.SIGKILL)
+	hw, hwErr := s.c.highWatermarks(context.Background(), inputTopic)
+	held := s.mon.heldSince(p.name, since)
+	if g.err != nil || hwErr != nil {
+		s.violate("the kill window of %s: the broker did not answer (commits: %v; high watermarks: %v); the window covers every offset",
+			p.name, g.err, hwErr)
+	}
 	for _, part := range held {
-		s.windows[part] = append(s.windows[part], window{from: g.commits[part], to: hw[part], at: now, cause: "SIGKILL " + p.name})
+		w := window{from: g.commits[part], to: math.MaxInt64, at: now, cause: "SIGKILL " + p.name}
+		if h, ok := hw[part]; ok {
+			w.to = h
+		}
+		s.windows[part] = append(s.windows[part], w)
 	}
 	select {
 	case <-p.done:
@@ -157,7 +171,12 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 		return errAbort
 	}
 	settledIn := time.Since(since)
-	base, hw := g.commits, s.c.highWatermarks(inputTopic)
+	base := g.commits
+	hw, err := s.c.highWatermarks(ctx, inputTopic)
+	if err != nil {
+		s.violate("%s: %v", what, err)
+		return errAbort
+	}
 	_, err = s.mon.waitUntil(ctx, deadline, what+": every partition consuming", func(g groupState) (bool, string) {
 		s.restartAborted()
 		var idle []string
@@ -226,9 +245,16 @@ func (s *scenario) unexpectedExits() error {
 		}
 		crashed = true
 		delete(s.live, p.slot)
-		hw := s.c.highWatermarks(inputTopic)
+		hw, err := s.c.highWatermarks(context.Background(), inputTopic)
+		if err != nil {
+			s.violate("the crash window of %s: %v; the window covers every offset", p.name, err)
+		}
 		for _, part := range s.mon.heldSince(p.name, p.started) {
-			s.windows[part] = append(s.windows[part], window{from: 0, to: hw[part], at: p.exitedAt(), cause: "crash of " + p.name})
+			w := window{from: 0, to: math.MaxInt64, at: p.exitedAt(), cause: "crash of " + p.name}
+			if h, ok := hw[part]; ok {
+				w.to = h
+			}
+			s.windows[part] = append(s.windows[part], w)
 		}
 		s.violate("%s (pid %d, %s) exited on its own (%s) %v after it started. Last log lines:\n%s",
 			p.name, p.pid, s.protocol, p.exit(), p.exitedAt().Sub(p.started).Round(time.Millisecond), p.logTail(15))
@@ -267,14 +293,15 @@ func (s *scenario) do(ctx context.Context, st step) error {
 			return err
 		}
 		joining := s.live[st.slot]
-		if _, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), joining.name+" joins the group",
-			func(g groupState) (bool, string) { _, ok := g.members[joining.name]; return ok, "not a member yet" }); err != nil {
+		g, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), joining.name+" joins the group",
+			func(g groupState) (bool, string) { _, ok := g.members[joining.name]; return ok, "not a member yet" })
+		if err != nil {
 			s.violate("%v", err)
 			return errAbort
 		}
 		victim := s.live[st.victim]
 		t = time.Now()
-		s.kill(victim, fmt.Sprintf("while %s joins, group %v", joining.name, s.c.group()))
+		s.kill(victim, fmt.Sprintf("while %s joins, group %v", joining.name, g))
 		if err := s.recovered(ctx, "SIGKILL of "+victim.name+" during the rebalance", t); err != nil {
 			return err
 		}
@@ -315,109 +342,4 @@ func (s *scenario) startAndRecover(ctx context.Context, slot int) error {
 		return err
 	}
 	return s.recovered(ctx, "restart as "+s.live[slot].name, t)
-}
-
-// killJoinerOnceJoined restarts slot and SIGKILLs the new incarnation as
-// soon as the broker has answered its JoinGroup in the rebalance's last
-// round (joinedPastPreparing): killed earlier, kfake mishandles it (see
-// docs/reliability.md). A KIP-848 group has no such state, so there it is
-// killed once it is a member. Then the group must recover without it
-// within the recovery timeout, and the slot is started again.
-func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
-	t := time.Now()
-	p := s.live[slot]
-	s.terminate([]*proc{p}, "restart before killing the joiner")
-	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
-		return err
-	}
-	if err := s.start(slot); err != nil {
-		return err
-	}
-	joining := s.live[slot]
-	g, err := s.pollFast(ctx, joining.name+" is a member", func(g groupState) (bool, string) {
-		_, ok := g.members[joining.name]
-		return ok, "not a member yet"
-	})
-	if err != nil {
-		s.violate("%v", err)
-		return errAbort
-	}
-	// The generation the joiner's rebalance produces (the group is in
-	// PreparingRebalance still at the old one), and the one of its last
-	// round: cooperative-sticky needs a second round to hand the joiner
-	// partitions.
-	last := g.epoch + 1
-	if g.state != "PreparingRebalance" {
-		last = g.epoch
-	}
-	if s.protocol == "cooperative-sticky" {
-		last++
-	}
-	if s.protocol == "consumer" {
-		last = 0
-	}
-	g, err = s.pollFast(ctx, joining.name+" got its JoinGroup reply in the last round",
-		func(g groupState) (bool, string) { return joinedPastPreparing(g, joining.name, last) })
-	if err != nil {
-		s.violate("%v", err)
-		return errAbort
-	}
-	t = time.Now()
-	s.kill(joining, fmt.Sprintf("once joined, generation %d, group %v", g.epoch, g))
-	if err := s.recovered(ctx, "SIGKILL of "+joining.name+" once joined", t); err != nil {
-		return err
-	}
-	return s.startAndRecover(ctx, slot)
-}
-
-// pollFast polls the group every millisecond, not every pollEvery, until
-// cond holds: the sync phase of a classic rebalance lasts a few
-// milliseconds, and a kill should land in it or right after, not a whole
-// poll later. The monitor samples on its own meanwhile.
-func (s *scenario) pollFast(ctx context.Context, what string, cond func(groupState) (bool, string)) (groupState, error) {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, s.set.recoveryTimeout)
-	defer cancel()
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		g := s.c.group()
-		ok, why := cond(g)
-		if ok {
-			return g, nil
-		}
-		select {
-		case <-ctx.Done():
-			return g, fmt.Errorf("%s: not reached after %v (%v): %s; group %v",
-				what, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
-		case <-t.C:
-		}
-	}
-}
-
-// joinedPastPreparing reports whether id is a member of a classic group
-// at generation minEpoch or later that is not preparing a rebalance (the
-// broker has sent id its JoinGroup reply of that generation), and not
-// stable with id owning nothing. Killed before its JoinGroup reply, kfake
-// keeps the joiner forever. Killed before the last round of a cooperative
-// rebalance, its session timer and those of the live members were armed
-// at about the same moment (kfake's handleSync answers a follower that
-// syncs after the leader without re-arming its timer), the live members
-// then wait in JoinGroup for the next round, and kfake expires whichever
-// timer fires first, often a live member's, which Kafka never does
-// (docs/reliability.md). Killed in the last round, the live members
-// heartbeat again before the joiner expires.
-func joinedPastPreparing(g groupState, id string, minEpoch int32) (bool, string) {
-	ps, ok := g.members[id]
-	switch {
-	case !ok:
-		return false, "not a member yet"
-	case g.state == "PreparingRebalance":
-		return false, "a member, waiting for its JoinGroup reply"
-	case g.epoch < minEpoch:
-		return false, fmt.Sprintf("at generation %d, waiting for the last round's %d", g.epoch, minEpoch)
-	case g.state == "Stable" && len(ps) == 0:
-		return false, "stable, owning nothing yet"
-	}
-	return true, ""
 }

@@ -1,6 +1,7 @@
 // Command chaos is Sluice's multi-process chaos suite: it runs several
-// real cmd/example processes in one consumer group against an embedded
-// broker, produces the demo workload while it stops, restarts and kills
+// real cmd/example processes in one consumer group against a broker of
+// its own per scenario (kfake in process, or Apache Kafka with -broker
+// apache), produces the demo workload while it stops, restarts and kills
 // them, and then checks, record by record, that nothing was lost, every
 // output derives from its input, duplicates happened only where a kill
 // allows them, every partition is committed up to its high watermark and
@@ -14,6 +15,7 @@
 //	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
 //	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
 //	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
+//	go run ./internal/chaos -short -broker apache   # the same on Apache Kafka (a cluster per scenario; Java 17+ and Maven)
 //
 // The plan (which process, which signal, the pauses between steps) is
 // deterministic given -seed; how the consumers interleave with it is not.
@@ -35,6 +37,7 @@ import (
 
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // protocols are cmd/example's --group-protocol values.
@@ -75,7 +78,7 @@ func main() {
 	if o.rss {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		os.Exit(runRSS(ctx, o.rssSet, o.timeout))
+		os.Exit(runRSS(ctx, o.set.broker, o.rssSet, o.timeout))
 	}
 	os.Exit(run(o))
 }
@@ -83,6 +86,15 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.Func("broker", "the broker every scenario starts, one each: kfake (in this process) or apache (Apache Kafka "+kafkatest.ApacheKafkaVersion+
+		", Java processes; needs Java 17+ and Maven) (default kfake)", func(v string) error {
+		switch k := kafkatest.Kind(v); k {
+		case kafkatest.Kfake, kafkatest.Apache:
+			o.set.broker = k
+			return nil
+		}
+		return fmt.Errorf("%q is not one of %s, %s", v, kafkatest.Kfake, kafkatest.Apache)
+	})
 	fs.BoolVar(&o.short, "short", false, "about 100 s: one step of each kind per protocol, a small workload (CI); with -exactly-once one scenario, about 30 s")
 	fs.BoolVar(&o.long, "long", false, "16 random steps, 3 seeds, 1000 events/s")
 	fs.StringVar(&o.plan, "plan", planRandom, "steps of each scenario: "+strings.Join(planNames, ", ")+
@@ -103,7 +115,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.set.closeBound, "close-bound", source.DefaultCloseTimeout+sink.DefaultCloseTimeout+3*time.Second,
 		"time a process may take after its drain to close and exit")
 	fs.DurationVar(&o.set.recoveryTimeout, "recovery-timeout", 45*time.Second, "longest wait for the group to own and consume every partition again")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long in all (default 5m with -short, 20m, 60m with -long)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long in all (default 5m with -short, 20m, 60m with -long; twice that with -broker apache)")
 	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
 	fs.BoolVar(&o.keep, "keep", false, "keep the process logs even when everything passed")
 	fs.BoolVar(&o.set.verbose, "v", false, "print every process start")
@@ -117,6 +129,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	fs.Visit(func(f *flag.Flag) { o.protocolsOn = o.protocolsOn || f.Name == "protocols" })
+	if o.set.broker == "" {
+		o.set.broker = kafkatest.Kfake
+	}
 	o.set.partitions = 8
 	if len(o.rssSet.partitions) == 0 {
 		o.rssSet.partitions = []int{8, 256}
@@ -143,6 +158,9 @@ func parseFlags(args []string) (options, error) {
 		}
 		if o.long {
 			o.timeout = 60 * time.Minute
+		}
+		if o.set.broker == kafkatest.Apache { // a Java broker per scenario, slower to start and to answer
+			o.timeout *= 2
 		}
 	}
 	return o, o.validate()
@@ -279,8 +297,8 @@ func run(o options) (status int) {
 	if o.set.exactlyOnce {
 		mode += ", exactly once (read_committed, no duplicate allowed)"
 	}
-	fmt.Printf("chaos: %d processes, %s, seeds %d..%d, clients/protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
-		o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(names, ","), o.set.rate,
+	fmt.Printf("chaos: broker %s, %d processes, %s, seeds %d..%d, clients/protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
+		o.set.broker, o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(names, ","), o.set.rate,
 		o.set.sessionTimeout, o.set.drainTimeout, dir)
 	began := time.Now()
 	var results []result

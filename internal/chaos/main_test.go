@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -28,6 +29,8 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 		{[]string{"-rss-partitions", "8,x"}, `"x" is not a positive partition count`},
 		{[]string{"-rss", "-rss-queue-kb", "-1"}, "-rss-queue-kb=-1: must not be negative"},
 		{[]string{"-client", "sarama"}, `-client: "sarama" is not one of librdkafka, franz, both`},
+		{[]string{"-broker", "confluent"}, `flag -broker: "confluent" is not one of kfake, apache`},
+		{[]string{"-broker", ""}, `flag -broker: "" is not one of kfake, apache`},
 	} {
 		_, err := parseFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -37,6 +40,13 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 	o, err := parseFlags([]string{"-plan", "stop-all", "-rounds", "20", "-rss-partitions", "8, 64"})
 	if err != nil || o.plan != planStopAll || o.rounds != 20 || fmt.Sprint(o.rssSet.partitions) != "[8 64]" {
 		t.Fatalf("parseFlags: %+v, %v", o, err)
+	}
+	if o.set.broker != kafkatest.Kfake {
+		t.Fatalf("the default broker is %q, want kfake", o.set.broker)
+	}
+	o, err = parseFlags([]string{"-short", "-broker", "apache"})
+	if err != nil || o.set.broker != kafkatest.Apache || o.timeout != 10*time.Minute {
+		t.Fatalf("parseFlags(-short -broker apache): broker %q, timeout %v, %v; want apache, 10m (a Java broker per scenario)", o.set.broker, o.timeout, err)
 	}
 }
 

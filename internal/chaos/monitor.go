@@ -10,10 +10,8 @@ import (
 	"time"
 )
 
-// pollEvery is how often the monitor and the waits look at the broker.
-const pollEvery = 20 * time.Millisecond
-
-// monitor samples the group every pollEvery for the whole scenario. It
+// monitor samples the group every cluster.pollEvery for the whole
+// scenario. It
 // remembers when each member (client id) was last seen owning each
 // partition (when a process is killed, its uncommitted work can only be on
 // partitions it owned lately), and every change of the group's state and
@@ -41,7 +39,7 @@ func startMonitor(c *cluster) *monitor {
 	m.sample()
 	go func() {
 		defer close(m.done)
-		t := time.NewTicker(pollEvery)
+		t := time.NewTicker(c.pollEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -116,7 +114,7 @@ func (m *monitor) waitUntil(ctx context.Context, deadline time.Time, what string
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	t := time.NewTicker(pollEvery)
+	t := time.NewTicker(m.c.pollEvery)
 	defer t.Stop()
 	for {
 		s := m.sample()

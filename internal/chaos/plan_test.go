@@ -62,39 +62,3 @@ func TestUniformPlansHaveOnlyTheirKind(t *testing.T) {
 		t.Fatalf("-plan random is not the random plan:\n%s\n%s", a, b)
 	}
 }
-
-func TestJoinedPastPreparingWaitsForTheJoinGroupReply(t *testing.T) {
-	// g is a group of p0.1 and p1.1 (owning partitions), and p2.2 owning
-	// joinerOwns, if joinerOwns is not nil.
-	g := func(state string, joinerOwns []int32) groupState {
-		s := groupState{state: state, epoch: 7, members: map[string][]int32{"p0.1": {0, 1, 2}, "p1.1": {4, 5, 6}}}
-		if joinerOwns != nil {
-			s.members["p2.2"] = joinerOwns
-		}
-		return s
-	}
-	none, some := []int32{}, []int32{3, 7}
-	for _, tc := range []struct {
-		g    groupState
-		want bool
-	}{
-		{g("PreparingRebalance", nil), false}, // not a member yet
-		{g("Stable", nil), false},
-		{g("PreparingRebalance", none), false},
-		{g("CompletingRebalance", none), true},
-		{g("Stable", none), false}, // between the cooperative rounds
-		{g("PreparingRebalance", some), false},
-		{g("Stable", some), true},
-		{g("Reconciling", none), true}, // KIP-848: a member is enough
-	} {
-		if got, why := joinedPastPreparing(tc.g, "p2.2", 7); got != tc.want || (!got && why == "") {
-			t.Errorf("joinedPastPreparing(%v, p2.2, 7) = %v %q, want %v", tc.g, got, why, tc.want)
-		}
-	}
-	// A cooperative joiner's last round is the generation after its first.
-	for _, st := range []string{"CompletingRebalance", "Stable"} {
-		if got, _ := joinedPastPreparing(g(st, some), "p2.2", 8); got {
-			t.Errorf("joinedPastPreparing(%s at generation 7, want 8) = true", st)
-		}
-	}
-}

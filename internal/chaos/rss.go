@@ -28,7 +28,7 @@ import (
 // process for several partition counts under one in-flight byte budget:
 // issue 7 bug #8 asked whether memory stays within the budget plus a
 // constant, whatever the number of partitions. For each partition count
-// the chaos process starts an embedded broker, fills a topic, and runs a
+// the chaos process starts a broker (-broker), fills a topic, and runs a
 // child process (this same program, "rss-child") that consumes it through
 // a pipeline whose only stage is slow, so the budget stays full; the child
 // reports its own VmHWM from /proc/self/status once Run returned.
@@ -99,7 +99,7 @@ type rssResult struct {
 
 // runRSS measures every partition count in turn and prints a table; it
 // returns the exit status.
-func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
+func runRSS(ctx context.Context, kind kafkatest.Kind, set rssSettings, timeout time.Duration) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	self, err := os.Executable()
@@ -122,7 +122,7 @@ func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
 		set.records, set.size, set.budget>>20, queue, set.consume, set.work, dir)
 	var results []rssResult
 	for i, parts := range set.partitions {
-		res, err := measureRSS(ctx, sup, dir, i, parts, set)
+		res, err := measureRSS(ctx, kind, sup, dir, i, parts, set)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "chaos: -rss with %d partitions: %v (logs in %s)\n", parts, err, dir)
 			return 1
@@ -139,10 +139,10 @@ func runRSS(ctx context.Context, set rssSettings, timeout time.Duration) int {
 	return 0
 }
 
-// measureRSS fills a topic of parts partitions on a broker of its own and
-// runs one child consumer over it.
-func measureRSS(ctx context.Context, sup *supervisor, dir string, slot, parts int, set rssSettings) (rssResult, error) {
-	b, err := kafkatest.StartBroker(kafkatest.WithTopic(rssTopic, int32(parts)))
+// measureRSS fills a topic of parts partitions on a broker of its own
+// (of the given kind) and runs one child consumer over it.
+func measureRSS(ctx context.Context, kind kafkatest.Kind, sup *supervisor, dir string, slot, parts int, set rssSettings) (rssResult, error) {
+	b, err := kafkatest.Start(ctx, kind, kafkatest.WithTopic(rssTopic, int32(parts)))
 	if err != nil {
 		return rssResult{}, err
 	}

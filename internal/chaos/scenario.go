@@ -13,15 +13,17 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/internal/demo"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // settings are the knobs every scenario shares.
 type settings struct {
-	procs      int   // consumer processes in the group
-	partitions int32 // of the input and output topics
-	rate       int   // events per second produced while the steps run
-	backlog    int   // events produced before the consumers start
-	workers    int   // cmd/example --workers
+	broker     kafkatest.Kind // the broker every scenario starts (one each)
+	procs      int            // consumer processes in the group
+	partitions int32          // of the input and output topics
+	rate       int            // events per second produced while the steps run
+	backlog    int            // events produced before the consumers start
+	workers    int            // cmd/example --workers
 
 	sessionTimeout time.Duration // classic session.timeout.ms; KIP-848 broker session timeout
 	drainTimeout   time.Duration // cmd/example --drain-timeout
@@ -143,13 +145,18 @@ func (s *scenario) run(ctx context.Context) result {
 		s.violate("log directory: %v", err)
 		return s.res
 	}
-	c, err := startCluster(s.set.partitions, s.set.sessionTimeout)
+	t := time.Now()
+	c, err := startCluster(ctx, s.set.broker, s.set.partitions, s.set.sessionTimeout)
 	if err != nil {
-		s.violate("starting the broker: %v", err)
+		s.violate("starting the broker (%s): %v", s.set.broker, err)
 		return s.res
 	}
 	s.c = c
 	defer c.close()
+	defer s.keepBrokerLog() // before the broker closes
+	if s.set.broker == kafkatest.Apache {
+		s.logf("Apache Kafka %s started in %v", kafkatest.ApacheKafkaVersion, time.Since(t).Round(100*time.Millisecond))
+	}
 	defer s.txns.wait(0) // before the broker closes
 	s.mon = startMonitor(c)
 	defer s.mon.close()
@@ -220,9 +227,11 @@ func (s *scenario) steps(ctx context.Context, prod *producer) (err error) {
 // process with SIGTERM, and checks the topics and the commits.
 func (s *scenario) finish(ctx context.Context) {
 	if len(s.live) > 0 {
-		hw := s.c.highWatermarks(inputTopic)
-		_, err := s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), "every partition committed up to its high watermark",
-			func(g groupState) (bool, string) { s.restartAborted(); return caughtUp(g, hw) })
+		hw, err := s.c.highWatermarks(ctx, inputTopic)
+		if err == nil {
+			_, err = s.mon.waitUntil(ctx, time.Now().Add(s.set.recoveryTimeout), "every partition committed up to its high watermark",
+				func(g groupState) (bool, string) { s.restartAborted(); return caughtUp(g, hw) })
+		}
 		if err != nil {
 			s.violate("%v", err)
 		} else {
@@ -304,6 +313,25 @@ func (s *scenario) finish(ctx context.Context) {
 		s.violate("a kill redid work %v old (bound %v: two commit intervals of %v plus 1s)", v.maxDupAge.Round(time.Millisecond),
 			dupAgeBound, demo.CommitInterval)
 	}
+}
+
+// brokerLogLines is how much of Apache Kafka's log a failed scenario
+// keeps: all of it, for a scenario's run.
+const brokerLogLines = 1_000_000
+
+// keepBrokerLog writes Apache Kafka's log (kafka.log, every node's
+// server.log and stdout) into the scenario's log directory when the
+// scenario failed, to be read with the processes' logs.
+func (s *scenario) keepBrokerLog() {
+	if s.res.ok() || s.set.broker != kafkatest.Apache {
+		return
+	}
+	path := filepath.Join(s.logDir, "kafka.log")
+	if err := os.WriteFile(path, []byte(s.c.b.LogTail(brokerLogLines)), 0o644); err != nil {
+		s.logf("keeping the broker's log: %v", err)
+		return
+	}
+	s.logf("Apache Kafka's log kept in %s", path)
 }
 
 // caughtUp reports whether every partition is committed up to hw.

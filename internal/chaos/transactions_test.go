@@ -59,11 +59,7 @@ func values(rs []pipeline.Record) string {
 // markers to the high watermark (kfake writes the markers and moves the
 // last stable offset itself at EndTxn, as Kafka's brokers do).
 func TestReadCommittedAfterTheTransactionsEnd(t *testing.T) {
-	c, err := startCluster(2, 4*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := testCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl := txnProducer(t, c, "t1")
@@ -73,7 +69,7 @@ func TestReadCommittedAfterTheTransactionsEnd(t *testing.T) {
 	endTxn(t, cl, kgo.TryAbort)
 	inTxn(t, cl, "c", 0) // open on partition 0 only
 
-	_, err = c.waitStable(ctx, 300*time.Millisecond, outputTopic, deadTopic)
+	_, err := c.waitStable(ctx, 300*time.Millisecond, outputTopic, deadTopic)
 	if err == nil || !strings.Contains(err.Error(), "events-enriched/0: last stable offset 4, high watermark 5") ||
 		strings.Contains(err.Error(), "events-enriched/1") {
 		t.Fatalf("waitStable with a transaction open on partition 0: %v, want an error naming events-enriched/0 only", err)
@@ -102,11 +98,7 @@ func TestReadCommittedAfterTheTransactionsEnd(t *testing.T) {
 // What a SIGKILL leaves is described (the open transaction and its
 // partitions), and killedTxns measures when the broker ended it.
 func TestKilledTransactionIsDescribedAndWatchedToItsEnd(t *testing.T) {
-	c, err := startCluster(2, 4*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := testCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.transaction(ctx, "nobody"); err == nil || !strings.Contains(err.Error(), `"nobody"`) {

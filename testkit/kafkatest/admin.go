@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var errUnknownTopic = errors.New("topic does not exist")
@@ -15,7 +17,7 @@ var errUnknownTopic = errors.New("topic does not exist")
 // describeGroup asks the broker for group through the admin API, which
 // kfake and Apache Kafka both answer: its type from ListGroups, then the
 // describe request of that type.
-func describeGroup(ctx context.Context, adm *kadm.Client, group string) (Group, error) {
+func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group string) (Group, error) {
 	g := Group{Name: group}
 	for _, typ := range []string{"classic", "consumer", "share"} {
 		ls, err := adm.ListGroupsByType(ctx, []string{typ})
@@ -60,6 +62,9 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string) (Group, 
 		for _, m := range d.Members {
 			g.Members = append(g.Members, Member{MemberID: m.MemberID, ClientID: m.ClientID, InstanceID: deref(m.InstanceID), Assignment: topicsSet(m.Assignment)})
 		}
+		if err := nameAssignedTopics(ctx, cl, adm, group, g.Members); err != nil {
+			return g, err
+		}
 	case "share":
 		ds, err := adm.DescribeShareGroups(ctx, group)
 		if err != nil {
@@ -76,6 +81,50 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string) (Group, 
 	}
 	slices.SortFunc(g.Members, func(a, b Member) int { return strings.Compare(a.MemberID, b.MemberID) })
 	return g, nil
+}
+
+// nameAssignedTopics fills in the topic names of KIP-848 assignments
+// described by topic id only: kfake's ConsumerGroupDescribe leaves the
+// names out (Kafka sends both), and kadm keeps the names only. It asks
+// again with the raw request, and resolves the ids with Metadata.
+func nameAssignedTopics(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group string, members []Member) error {
+	if !slices.ContainsFunc(members, func(m Member) bool { _, ok := m.Assignment[""]; return ok }) {
+		return nil
+	}
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return err
+	}
+	names := make(map[kadm.TopicID]string, len(md.Topics))
+	for _, td := range md.Topics {
+		names[td.ID] = td.Topic
+	}
+	byID := make(map[string]map[string][]int32)
+	for _, rg := range resp.Groups {
+		for _, rm := range rg.Members {
+			a := make(map[string][]int32)
+			for _, tp := range rm.Assignment.TopicPartitions {
+				name := tp.Topic
+				if name == "" {
+					name = names[kadm.TopicID(tp.TopicID)]
+				}
+				a[name] = slices.Sorted(slices.Values(tp.Partitions))
+			}
+			byID[rm.MemberID] = a
+		}
+	}
+	for i, m := range members {
+		if a, ok := byID[m.MemberID]; ok {
+			members[i].Assignment = a
+		}
+	}
+	return nil
 }
 
 func topicsSet(s kadm.TopicsSet) map[string][]int32 {

@@ -247,9 +247,15 @@ func freePorts(n int) ([]int, error) {
 }
 
 // newClusterID is a random KRaft cluster id: 16 bytes, URL-safe base64
-// without padding, as kafka-storage random-uuid prints.
+// without padding, as kafka-storage random-uuid prints. Like Kafka's
+// Uuid.randomUuid it never begins with '-', which kafka-storage format
+// would take for an option.
 func newClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); !strings.HasPrefix(id, "-") {
+			return id
+		}
+	}
 }

@@ -285,11 +285,11 @@ func (b *Broker) Committed(t testing.TB, group, topic string) map[int32]int64 {
 // GroupContext describes group: its type, state, epoch and members with
 // their assignments. A group the broker does not know has an empty Type.
 func (b *Broker) GroupContext(ctx context.Context, group string) (Group, error) {
-	adm, err := b.Admin()
+	cl, err := b.client(&b.adm)
 	if err != nil {
 		return Group{}, err
 	}
-	g, err := describeGroup(ctx, adm, group)
+	g, err := describeGroup(ctx, cl, kadm.NewClient(cl), group)
 	if err != nil {
 		return g, fmt.Errorf("kafkatest: describe group %q: %w", group, err)
 	}
