@@ -26,6 +26,7 @@ type graph struct {
 
 	building bool
 	nstages  int
+	stages   []*Stage // in the order they were added
 	edges    []edgeInfo
 	starts   []func()
 	wg       sync.WaitGroup
@@ -212,42 +213,53 @@ func (g *graph) stopInput() {
 	}
 }
 
-// Drain is a graceful revoke (stoppable).
+// Drain is a graceful revoke (stoppable). Past the drain timeout the
+// partition's context is cancelled; goroutines still running after the
+// exit grace are abandoned (abandon.go).
 func (g *graph) Drain() {
 	start := time.Now()
 	g.stopInput()
 	t := time.NewTimer(g.rt.cfg.DrainTimeout)
 	defer t.Stop()
-	timedOut := false
+	timedOut, exited := false, true
 	select {
 	case <-g.exited:
 		g.rt.cfg.Logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
 			"drain", time.Since(start))
 	case <-t.C:
 		timedOut = true
-		g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
-			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
+		g.drainTimedOut()
 		g.cancel(ErrDrainTimeout)
-		<-g.exited
+		if exited = g.awaitExit(); !exited {
+			g.abandon("the drain timeout cancelled its context")
+		}
 	}
-	g.close()
+	if exited {
+		g.close()
+	}
 	g.cancel(ErrRevoked)
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.hooks.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
-// Kill is a lost partition (stoppable).
+// Kill is a lost partition (stoppable). Goroutines still running after
+// the exit grace are abandoned (abandon.go).
 func (g *graph) Kill() {
 	g.stopInput()
 	g.cancel(ErrLost)
-	<-g.exited
-	g.close()
+	if g.awaitExit() {
+		g.close()
+	} else {
+		g.abandon("the partition was lost")
+	}
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.hooks.PartitionLost(g.tp)
 	g.rt.cfg.Logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }
 
-// close runs the OnClose hooks, newest first.
+// close runs the OnClose hooks, newest first. A hook still running when
+// its context expired plus the exit grace is abandoned, and the hooks
+// after it do not run.
 func (g *graph) close() {
 	hooks := g.part.hooks()
 	if len(hooks) == 0 {
@@ -256,7 +268,13 @@ func (g *graph) close() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.DrainTimeout)
 	defer cancel()
 	for i := len(hooks) - 1; i >= 0; i-- {
-		if err := runHook(hooks[i], ctx); err != nil {
+		err, returned := g.runHookBounded(hooks[i], ctx)
+		if !returned {
+			g.rt.abandoned(&StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1,
+				Err: fmt.Errorf("%w: still running %v after its context expired", ErrAbandoned, g.rt.exitGrace())})
+			return
+		}
+		if err != nil {
 			// nil graph: the partition is being taken away, and a hook
 			// failure must still stop Run.
 			g.rt.fail(nil, &StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1, Err: err})
@@ -271,4 +289,10 @@ const onCloseStage = "OnClose"
 func runHook(hook func(context.Context) error, ctx context.Context) (err error) {
 	defer CatchPanic(&err)
 	return hook(ctx)
+}
+
+// drainTimedOut logs a drain that did not finish within the drain timeout.
+func (g *graph) drainTimedOut() {
+	g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
+		"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
 }
