@@ -42,7 +42,8 @@ func stuckError(t *testing.T, err error, stage string, offset int64) {
 }
 
 // A shutdown whose stage function ignores its context returns at the drain
-// timeout plus the exit grace (a quarter of the drain timeout) with an
+// timeout plus the exit grace (a quarter of the drain timeout, at least
+// 1s) with an
 // error naming the stage, the partition and the offset still running, and
 // commits exactly up to that record.
 func TestShutdownAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {

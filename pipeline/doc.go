@@ -39,9 +39,9 @@
 //   - Lost partition: the context is cancelled at once; nothing more is
 //     committed.
 //   - Functions must return once their context is done: one still running
-//     a quarter of the drain timeout later (an OnClose hook: after its own
-//     context expired) is abandoned and Run stops with [ErrAbandoned], so
-//     that Run always returns.
+//     a quarter of the drain timeout (at least 1 s) later (an OnClose
+//     hook: after its own context expired) is abandoned and Run stops with
+//     [ErrAbandoned], so that Run always returns.
 //   - Shutdown (Run's context cancelled): every partition is revoked
 //     gracefully and Run returns nil. After a stage error, Run shuts down
 //     the same way and returns the error, naming the stage and the offset.

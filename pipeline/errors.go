@@ -65,8 +65,9 @@ type BuildError = engine.BuildError
 
 // ErrAbandoned is wrapped by the *StageError that stops [Run] when a user
 // function ignored its context: it was still running a quarter of the
-// drain timeout (the exit grace) after its partition's context was
-// cancelled (the drain timed out, the partition was lost) or, for an
+// drain timeout, at least 1 s (the exit grace), after its partition's
+// context was cancelled (the drain timed out, the partition was lost) or,
+// for an
 // OnClose hook, after its own context expired. The StageError names the
 // stage ("OnClose" for a hook), the partition and the offset of the
 // partition's first unfinished record (-1 for a hook), where its committed

@@ -43,7 +43,7 @@ type Offset = engine.Offset
 //     hook stops Run (the other hooks still run): Run returns a
 //     *StageError whose Stage is "OnClose", naming the partition (Offset
 //     -1), whose Err is the hook's error or a *PanicError. A hook still
-//     running a quarter of the drain timeout after ctx expired is
+//     running a quarter of the drain timeout (at least 1 s) after ctx expired is
 //     abandoned: Run stops with such an error wrapping [ErrAbandoned], and
 //     the hooks registered before it do not run; nor do the hooks of a
 //     graph whose stage goroutines were abandoned. OnClose may be

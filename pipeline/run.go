@@ -57,9 +57,10 @@ type Builder func(p *Partition, in Stream[Record]) End
 // shutdown drains each partition for at most the drain timeout
 // ([WithDrainTimeout]), then cancels its context; a lost partition's
 // context is cancelled at once. Functions must then return: a goroutine
-// still running a quarter of the drain timeout later (the exit grace) is
-// abandoned, nothing past the partition's first unfinished record is
-// committed, and Run stops with a *StageError wrapping [ErrAbandoned]. An
+// still running a quarter of the drain timeout (at least 1 s) later (the
+// exit grace) is abandoned, nothing past the partition's first unfinished
+// record is committed, and Run stops with a *StageError wrapping
+// [ErrAbandoned]. An
 // OnClose hook gets its own context, which expires after the drain
 // timeout, plus the exit grace. So a shutdown takes at most the drain
 // timeout plus the exit grace (plus the OnClose hooks of the partitions

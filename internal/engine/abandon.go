@@ -24,8 +24,10 @@ import (
 var ErrAbandoned = errors.New("the function did not return after its context was done; its goroutine is abandoned (a function must return when its context is done)")
 
 // exitGrace is how long goroutines may take to return once their context
-// is done before they are abandoned: a quarter of the drain timeout.
-func (rt *Group) exitGrace() time.Duration { return rt.cfg.DrainTimeout / 4 }
+// is done before they are abandoned: a quarter of the drain timeout, at
+// least a second (a stage may wait, once cancelled, for answers already
+// on their way, as a produce stage does for its delivery reports).
+func (rt *Group) exitGrace() time.Duration { return max(rt.cfg.DrainTimeout/4, time.Second) }
 
 // awaitExit waits up to the exit grace for every goroutine of g to exit,
 // and reports whether they did.
