@@ -42,6 +42,7 @@ type graph struct {
 	qsig    chan struct{}
 	stop    chan struct{}
 
+	pace     pacer        // the feeder's pacing (pace.go)
 	pending  atomic.Int64 // admitted records not yet committable
 	paused   bool         // guarded by rt.mu
 	waiting  []Record     // delivered, waiting for admission to the budget; guarded by rt.mu
@@ -63,8 +64,15 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, Partition: tp.Partition, ctx: ctx}
+	g.pace.init(rt.cfg.DrainTimeout, rt.cfg.Chunk)
 	g.tr = newTracker(&rt.segments, func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
+		if g.pace.waiting.Load() {
+			select {
+			case g.qsig <- struct{}{}:
+			default:
+			}
+		}
 		rt.hooks.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
@@ -162,29 +170,56 @@ func (g *graph) isClosing() bool {
 	return g.closing
 }
 
-// feed moves queued records into the graph, a chunk at a time.
+// feed moves queued records into the graph, a chunk at a time, paced to
+// what the graph can drain (pace.go).
 func (g *graph) feed(e *edge[Record]) {
 	defer g.wg.Done()
 	defer close(e.ch)
+	p := &g.pace
+	defer func() {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+	}()
 	out := &Outlet[Record]{e: e, ctx: g.ctx}
+	var wake <-chan time.Time // set while waiting for room
 	for {
 		select {
 		case <-g.qsig:
+		case <-wake:
+			_, _, base := g.tr.backlog()
+			p.stalled(base)
 		case <-g.stop:
 			return
 		case <-g.ctx.Done():
 			return
 		}
+		wake = nil
 		for {
 			select {
 			case <-g.stop:
 				return // what was not fed yet is dropped, never completed
 			default:
 			}
-			n := min(g.tr.queued(), g.rt.cfg.Chunk)
-			if n == 0 {
+			queued, held, base := g.tr.backlog()
+			p.observe(time.Now(), base, queued == 0)
+			n := min(queued, g.rt.cfg.Chunk)
+			if n > 0 && held >= p.limit {
+				// Completions signal qsig from now on; one that came
+				// before the flag was set shows in a second look.
+				p.waiting.Store(true)
+				if _, held, base = g.tr.backlog(); held >= p.limit {
+					wake = p.wait(base)
+					break
+				}
+			}
+			if p.waiting.Load() {
+				p.waiting.Store(false)
+			}
+			if n = min(n, p.limit-held); n <= 0 {
 				break
 			}
+			p.armed = false
 			buf := g.tr.feed(e.bufferFor(n), n)
 			if !out.Send(buf) {
 				return
@@ -289,10 +324,4 @@ const onCloseStage = "OnClose"
 func runHook(hook func(context.Context) error, ctx context.Context) (err error) {
 	defer CatchPanic(&err)
 	return hook(ctx)
-}
-
-// drainTimedOut logs a drain that did not finish within the drain timeout.
-func (g *graph) drainTimedOut() {
-	g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
-		"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
 }
