@@ -55,7 +55,11 @@
 // commit is retried at the next interval. On revoke and on shutdown the
 // source waits for the commit in flight, then commits synchronously, both
 // bounded by 40% of Config.CloseTimeout; the final commit is retried while
-// the coordinator answers REBALANCE_IN_PROGRESS. A commit in flight that
+// the coordinator answers REBALANCE_IN_PROGRESS; a final commit the group
+// refuses because its membership moved on (also a REBALANCE_IN_PROGRESS
+// still answered at the end of that bound) is a warning, no error: no
+// record is lost, the next owner processes the records after the previous
+// commit again. A commit in flight that
 // holds a lost partition is waited for (bounded the same) before the loss
 // is acknowledged to kgo. Offsets of partitions the source does not own are
 // never committed (an owned-set fence). Group.Committed receives every

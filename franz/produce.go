@@ -26,10 +26,13 @@ import (
 // out, it produces nothing more (not even the rest of the chunk at hand;
 // a produce waiting for buffer room returns) and still waits for
 // outstanding reports (bounded by ProducerConfig.DeliveryTimeout, or by
-// p.Close) so none is left behind. Once p is closed, the stage fails with
-// an error wrapping [ErrClosed]. A nil p, an empty topic or a nil toMsg
-// fails the build with a *pipeline.BuildError naming the stage. Options:
-// stages.Name, stages.Buffer, stages.Retry (for toMsg).
+// p.Close) so none is left behind; if that takes longer than the exit
+// grace (see pipeline.Run), the runtime abandons the stage, which goes on
+// reading the reports, and Run stops with pipeline.ErrAbandoned. Once p is
+// closed, the stage fails with an error wrapping [ErrClosed]. A nil p, an
+// empty topic or a nil toMsg fails the build with a *pipeline.BuildError
+// naming the stage. Options: stages.Name, stages.Buffer, stages.Retry (for
+// toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (pipeline.Message, error), opts ...stages.CallOption) pipeline.End {
 	var c produce.Client[report]
 	var tr *produce.Tracker

@@ -90,8 +90,10 @@ func NewSource(cfg Config) (*Source, error) {
 // commit, once the background commit in flight was answered; leaving the
 // group; closing the client. It returns nil when all of them finished,
 // else an error naming each step that did not. A commit the group rejects
-// because it moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ...) is no
-// error. A second call returns an error.
+// because it moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ..., also a
+// REBALANCE_IN_PROGRESS still answered when the final commit's time is up)
+// is no error, only a warning: no record is lost, the next owner processes
+// the records after the previous commit again. A second call returns an error.
 func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("franz: Source.Run called twice")

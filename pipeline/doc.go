@@ -38,11 +38,16 @@
 //     finished.
 //   - Lost partition: the context is cancelled at once; nothing more is
 //     committed.
+//   - Functions must return once their context is done: one still running
+//     a quarter of the drain timeout (at least 1 s) later (an OnClose
+//     hook: after its own context expired) is abandoned and Run stops with
+//     [ErrAbandoned], so that Run always returns.
 //   - Shutdown (Run's context cancelled): every partition is revoked
 //     gracefully and Run returns nil. After a stage error, Run shuts down
 //     the same way and returns the error, naming the stage and the offset.
 //
-// Run returns only after every goroutine it started has exited. Panics in
+// Run returns only after every goroutine it started has exited, except
+// those of functions it abandoned. Panics in
 // stage functions, builders, OnClose hooks and the dead-letter function
 // are recovered and reported as a [PanicError] with their stack (inside a
 // [StageError], or a [BuildError] for a builder; errors.As finds it); they

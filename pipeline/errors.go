@@ -62,3 +62,16 @@ type PanicError = engine.PanicError
 // Err, so errors.As finds the *PanicError of a builder panic. Use it as
 // *BuildError with errors.As.
 type BuildError = engine.BuildError
+
+// ErrAbandoned is wrapped by the *StageError that stops [Run] when a user
+// function ignored its context: it was still running a quarter of the
+// drain timeout, at least 1 s (the exit grace), after its partition's
+// context was cancelled (the drain timed out, the partition was lost) or,
+// for an
+// OnClose hook, after its own context expired. The StageError names the
+// stage ("OnClose" for a hook), the partition and the offset of the
+// partition's first unfinished record (-1 for a hook), where its committed
+// offset stops. Run does not wait for the function: Go cannot stop a
+// goroutine, so it is left running (abandoned), and Run returns so that a
+// process manager restarts the consumer.
+var ErrAbandoned = engine.ErrAbandoned

@@ -67,7 +67,18 @@ func (c *config) bad(format string, args ...any) {
 // finish its in-flight records (default 20 s). Keep it well below the
 // source's poll interval limit (Kafka's max.poll.interval.ms): the poll loop
 // waits for the drain. After the timeout the partition context is cancelled
-// and only what finished is committed.
+// and only what finished is committed; a function still running a quarter
+// of the drain timeout later is abandoned and Run stops ([ErrAbandoned]).
+//
+// A drain finishes only what the graph was fed (records still queued for
+// it are dropped, and fetched again by the next owner), and the runtime
+// feeds a graph only what it finishes in half the drain timeout at its
+// measured completion rate, so that a slow graph (a slow key in
+// stages.PoolByKey) still drains in time. A drain that times out all the
+// same logs that rate and what the graph held: the graph slowed down
+// during the drain, or one record takes about the drain timeout; raise the
+// drain timeout above the longest a record takes. See docs/lifecycle.md,
+// "Pacing what a graph holds".
 func WithDrainTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -120,7 +131,10 @@ func WithMaxInFlightBytes(n int64) Option {
 // admitted whole, so a partition holds at most records plus one delivery,
 // minus one. It resumes
 // when half of them completed (and the global budget has room, see
-// [WithMaxInFlight]).
+// [WithMaxInFlight]). Records queued for a graph are not drained at a
+// revoke (they are dropped, and fetched again by the next owner): what the
+// graph was fed is, and that is paced to the drain timeout (see
+// [WithDrainTimeout]), so this limit does not lengthen drains.
 func WithPartitionQueue(records int) Option {
 	return func(c *config) {
 		if records <= 0 {

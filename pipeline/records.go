@@ -42,7 +42,11 @@ type Offset = engine.Offset
 //     time; ctx expires after the drain timeout. An error or a panic in a
 //     hook stops Run (the other hooks still run): Run returns a
 //     *StageError whose Stage is "OnClose", naming the partition (Offset
-//     -1), whose Err is the hook's error or a *PanicError. OnClose may be
+//     -1), whose Err is the hook's error or a *PanicError. A hook still
+//     running a quarter of the drain timeout (at least 1 s) after ctx expired is
+//     abandoned: Run stops with such an error wrapping [ErrAbandoned], and
+//     the hooks registered before it do not run; nor do the hooks of a
+//     graph whose stage goroutines were abandoned. OnClose may be
 //     called from the builder or from a stage, from any goroutine.
 //
 // Only Run creates Partitions.

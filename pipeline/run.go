@@ -40,6 +40,10 @@ type Builder func(p *Partition, in Stream[Record]) End
 //     panicked, or was still failing when a shutdown drained its partition
 //     (wraps [ErrNotDeadLettered]; joined after the first error if there is
 //     one).
+//   - *StageError wrapping [ErrAbandoned], naming the stage, the partition
+//     and the offset where the partition's committed offset stopped: a
+//     function ignored its context and was abandoned (see "Bounded
+//     shutdown" below); joined after the first error if there is one.
 //   - An error wrapping [ErrDeadLetterLimit], naming the partition, the
 //     offset and the limit: a partition's invalid records tripped
 //     [WithDeadLetterLimit].
@@ -49,7 +53,22 @@ type Builder func(p *Partition, in Stream[Record]) End
 //     the Kafka source, the final commit or closing the client; see
 //     source.Kafka.Run), joined after the first error if there is one.
 //
-// Run returns only after every goroutine it started has exited.
+// Bounded shutdown: Run returns whatever user code does. A revoke or
+// shutdown drains each partition for at most the drain timeout
+// ([WithDrainTimeout]), then cancels its context; a lost partition's
+// context is cancelled at once. Functions must then return: a goroutine
+// still running a quarter of the drain timeout (at least 1 s) later (the
+// exit grace) is abandoned, nothing past the partition's first unfinished
+// record is committed, and Run stops with a *StageError wrapping
+// [ErrAbandoned]. An
+// OnClose hook gets its own context, which expires after the drain
+// timeout, plus the exit grace. So a shutdown takes at most the drain
+// timeout plus the exit grace (plus the OnClose hooks of the partitions
+// that drained, each bounded the same way), then what the source needs to
+// commit and close (for the Kafka source, at most its Config.CloseTimeout).
+//
+// Run returns only after every goroutine it started has exited, except
+// the goroutines of the functions it abandoned: Go cannot stop them.
 func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	if ctx == nil {
 		return errors.New("sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil")

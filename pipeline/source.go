@@ -53,14 +53,16 @@ type Group interface {
 	Assign(tps []TopicPartition) error
 
 	// Revoke drains the graphs of the given partitions gracefully (bounded
-	// by the drain timeout), waits for all their goroutines to exit and
-	// returns the final offsets to commit: one per revoked partition that
-	// completed at least one record since it was assigned. Unknown
-	// partitions are ignored.
+	// by the drain timeout), waits for all their goroutines to exit (those
+	// of a function that ignores its context are abandoned after the exit
+	// grace, see [Run]) and returns the final offsets to commit: one per
+	// revoked partition that completed at least one record since it was
+	// assigned. Unknown partitions are ignored.
 	Revoke(tps []TopicPartition) []Offset
 
 	// Lose cancels the graphs of the given partitions at once and waits for
-	// them to exit. Nothing of theirs may be committed afterwards.
+	// them to exit (at most the exit grace, see [Run]). Nothing of theirs
+	// may be committed afterwards.
 	Lose(tps []TopicPartition)
 
 	// Shutdown revokes every assigned partition gracefully, like Revoke.

@@ -28,10 +28,13 @@ type Message = pipeline.Message
 // everything it produced. When the partition is lost or its drain times
 // out, it produces nothing more (not even the rest of the chunk at hand)
 // and still waits for outstanding reports (bounded by message.timeout.ms,
-// or by p.Close) so none is left behind. Once p is closed, the stage fails
-// with an error wrapping [ErrClosed]. A nil p, an empty topic or a nil
-// toMsg fails the build with a *pipeline.BuildError naming the stage.
-// Options: stages.Name, stages.Buffer, stages.Retry (for toMsg).
+// or by p.Close) so none is left behind; if that takes longer than the
+// exit grace (see pipeline.Run), the runtime abandons the stage, which
+// goes on reading the reports, and Run stops with pipeline.ErrAbandoned.
+// Once p is closed, the stage fails with an error wrapping [ErrClosed]. A
+// nil p, an empty topic or a nil toMsg fails the build with a
+// *pipeline.BuildError naming the stage. Options: stages.Name,
+// stages.Buffer, stages.Retry (for toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.CallOption) pipeline.End {
 	var c produce.Client[kafka.Event]
 	var tr *produce.Tracker

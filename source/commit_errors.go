@@ -46,7 +46,7 @@ func expectedCommitError(err error) bool {
 	}
 	switch kerr.Code() {
 	case kafka.ErrRebalanceInProgress, kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID,
-		kafka.ErrStaleMemberEpoch, kafka.ErrAssignmentLost, kafka.ErrFencedInstanceID:
+		kafka.ErrStaleMemberEpoch, kafka.ErrFencedMemberEpoch, kafka.ErrAssignmentLost, kafka.ErrFencedInstanceID:
 		return true
 	}
 	return false

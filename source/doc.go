@@ -24,14 +24,19 @@
 // the source waits for the commit in flight and then commits
 // synchronously, both bounded by 40% of Config.CloseTimeout; the final
 // commit is retried while the coordinator answers REBALANCE_IN_PROGRESS.
+// A final commit the group refuses because its membership moved on (also
+// a REBALANCE_IN_PROGRESS still answered at the end of that bound) is
+// logged as a warning and is no error: no record is lost, the next owner
+// processes the records after the previous commit again.
 // A lost partition is not committed, and a commit in flight that holds
 // it is waited for (bounded the same) before the loss is acknowledged to
 // librdkafka. So commits reach the broker in order, and one is never
 // overtaken by an older one still being retried. Offsets of partitions
 // the source does not own are never committed (an owned-set fence).
 // Commit errors expected around rebalances (REBALANCE_IN_PROGRESS,
-// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) are logged at
-// debug level. Group.Committed receives every commit's duration, and a
+// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH,
+// FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID) are logged at debug level, but
+// the final commit's as a warning. Group.Committed receives every commit's duration, and a
 // *CommitError naming the commit (interval, revoke, shutdown) when it
 // failed.
 //

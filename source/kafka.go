@@ -86,8 +86,11 @@ func NewKafka(cfg Config) (*Kafka, error) {
 // for. It returns nil when all of them finished, else an error naming
 // each step that did not (the final commit, that failed or did not finish
 // in time; closing the client). A commit the group rejects because it
-// moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ...) is no error: the
-// next owner starts from the previous commit. A Close
+// moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ..., also a
+// REBALANCE_IN_PROGRESS still answered when the final commit's time is up)
+// is no error, only a warning: the next owner starts from the previous
+// commit, so records are processed again, none is lost. The exactly-once
+// mode treats a refused final transaction the same way. A Close
 // that did not finish in time is left running on its own goroutine
 // (librdkafka keeps the handle until it ends).
 //

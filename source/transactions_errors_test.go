@@ -22,6 +22,7 @@ func TestGroupMovedTxn(t *testing.T) {
 		{kafka.NewError(kafka.ErrUnknownMemberID, "x", false), true},
 		{kafka.NewError(kafka.ErrRebalanceInProgress, "x", false), true},
 		{kafka.NewError(kafka.ErrFencedInstanceID, "x", false), true},
+		{kafka.NewError(kafka.ErrFencedMemberEpoch, "x", false), true},
 		{kafka.NewError(kafka.ErrIllegalGeneration, "x", true), false}, // fatal: ErrFatal wins
 		{kafka.NewError(kafka.ErrCoordinatorNotAvailable, "x", false), false},
 		{errors.New("other"), false},

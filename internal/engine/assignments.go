@@ -12,16 +12,19 @@ import (
 // It is driven by one goroutine (the source's poll loop). Workers of
 // several partitions are stopped concurrently, and every call returns only
 // after the workers it stopped have fully exited, so once Revoke, Lose or
-// Shutdown returns, nothing of those partitions runs any more.
+// Shutdown returns, nothing of those partitions runs any more, except a
+// user function abandoned because it ignored its context (abandon.go),
+// which can no longer change what is committed.
 
 // stoppable runs one owned partition (a *graph).
 type stoppable interface {
 	// Drain stops input, lets in-flight work finish within the worker's
 	// drain deadline, and returns after every goroutine of the worker
-	// exited.
+	// exited or was abandoned.
 	Drain()
 	// Kill cancels the worker at once and returns after every goroutine of
-	// the worker exited. Nothing it did afterwards may be committed.
+	// the worker exited or was abandoned. Nothing it did afterwards may be
+	// committed.
 	Kill()
 }
 

@@ -111,13 +111,6 @@ func (tr *tracker) feed(buf []Item[Record], max int) []Item[Record] {
 	return buf
 }
 
-// queued returns how many records wait for the feeder.
-func (tr *tracker) queued() int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return int(tr.base + uint64(tr.size) - tr.fed)
-}
-
 // ticketAt returns the ticket of the record with sequence number seq.
 func ticketAt(seq uint64) Ticket { return Ticket{id: seq + 1} }
 

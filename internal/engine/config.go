@@ -12,6 +12,8 @@ import (
 // DeadLetterLimit disable their checks; every other field must be set.
 type Config struct {
 	// DrainTimeout bounds one graceful drain (a revoke or the shutdown).
+	// Half of it is what a graph may hold at its measured completion rate
+	// (pace.go); a quarter (at least 1 s), the exit grace (abandon.go).
 	DrainTimeout time.Duration
 	// MaxInFlight and MaxInFlightBytes cap the records (and their key and
 	// value bytes) admitted into graphs and not yet committable, across

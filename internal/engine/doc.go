@@ -11,8 +11,10 @@
 // channels of chunks with free lists (edges.go), the ticket tracker that
 // computes the committable offset (commits.go, tickets.go), the
 // partition's dead-letter queue and limit (deadletters.go,
-// deadletter_limit.go), retries with backoff (retries.go) and the stuck
-// watchdog (stuck.go). The data types users see (records.go, partition.go,
+// deadletter_limit.go), retries with backoff (retries.go), the stuck
+// watchdog (stuck.go), the feeder's pacing to the drain timeout (pace.go)
+// and the bounded waits for user code that ignores its context
+// (abandon.go). The data types users see (records.go, partition.go,
 // errors.go) are defined here and aliased by pipeline. The event hooks
 // (hooks.go) are the configured hooks sorted by event once per Run; their
 // interfaces are package pipeline's Hook*, matched by method set.

@@ -43,9 +43,9 @@ type drained struct {
 // A drain that finishes every record fed to the graph reports nothing
 // unfinished, although records still queued were dropped (the final offset
 // is behind the last record delivered): those produced nothing. Here
-// record 0 holds the graph's one stage while the feeder fills the input
-// edge (4 chunks of 256) and blocks sending a sixth chunk: 1536 records
-// are fed, the other 1464 of the 3000 delivered stay queued.
+// record 0 holds the graph's one stage: the feeder feeds its first limit,
+// one chunk of 256 records (pace.go), and nothing completes to raise it,
+// so the other 2744 of the 3000 delivered stay queued.
 func TestCleanDrainReportsNothingUnfinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
@@ -70,7 +70,7 @@ func TestCleanDrainReportsNothingUnfinished(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
-		if want := []pipeline.Offset{{TopicPartition: tp, Next: 6 * 256}}; !slices.Equal(got.offs, want) {
+		if want := []pipeline.Offset{{TopicPartition: tp, Next: 256}}; !slices.Equal(got.offs, want) {
 			t.Fatalf("Revoke returned %v, want %v (the fed records)", got.offs, want)
 		}
 		if len(got.unfinished) != 0 {

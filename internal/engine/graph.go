@@ -26,6 +26,7 @@ type graph struct {
 
 	building bool
 	nstages  int
+	stages   []*Stage // in the order they were added
 	edges    []edgeInfo
 	starts   []func()
 	wg       sync.WaitGroup
@@ -41,6 +42,7 @@ type graph struct {
 	qsig    chan struct{}
 	stop    chan struct{}
 
+	pace     pacer        // the feeder's pacing (pace.go)
 	pending  atomic.Int64 // admitted records not yet committable
 	paused   bool         // guarded by rt.mu
 	waiting  []Record     // delivered, waiting for admission to the budget; guarded by rt.mu
@@ -62,8 +64,15 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 		reported: -1,
 	}
 	g.part = &Partition{Topic: tp.Topic, Partition: tp.Partition, ctx: ctx}
+	g.pace.init(rt.cfg.DrainTimeout, rt.cfg.Chunk)
 	g.tr = newTracker(&rt.segments, func(n int, b int64, next int64) {
 		g.pending.Add(int64(-n))
+		if g.pace.waiting.Load() {
+			select {
+			case g.qsig <- struct{}{}:
+			default:
+			}
+		}
 		rt.hooks.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
@@ -161,29 +170,56 @@ func (g *graph) isClosing() bool {
 	return g.closing
 }
 
-// feed moves queued records into the graph, a chunk at a time.
+// feed moves queued records into the graph, a chunk at a time, paced to
+// what the graph can drain (pace.go).
 func (g *graph) feed(e *edge[Record]) {
 	defer g.wg.Done()
 	defer close(e.ch)
+	p := &g.pace
+	defer func() {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+	}()
 	out := &Outlet[Record]{e: e, ctx: g.ctx}
+	var wake <-chan time.Time // set while waiting for room
 	for {
 		select {
 		case <-g.qsig:
+		case <-wake:
+			_, _, base := g.tr.backlog()
+			p.stalled(base)
 		case <-g.stop:
 			return
 		case <-g.ctx.Done():
 			return
 		}
+		wake = nil
 		for {
 			select {
 			case <-g.stop:
 				return // what was not fed yet is dropped, never completed
 			default:
 			}
-			n := min(g.tr.queued(), g.rt.cfg.Chunk)
-			if n == 0 {
+			queued, held, base := g.tr.backlog()
+			p.observe(time.Now(), base, queued == 0)
+			n := min(queued, g.rt.cfg.Chunk)
+			if n > 0 && held >= p.limit {
+				// Completions signal qsig from now on; one that came
+				// before the flag was set shows in a second look.
+				p.waiting.Store(true)
+				if _, held, base = g.tr.backlog(); held >= p.limit {
+					wake = p.wait(base)
+					break
+				}
+			}
+			if p.waiting.Load() {
+				p.waiting.Store(false)
+			}
+			if n = min(n, p.limit-held); n <= 0 {
 				break
 			}
+			p.armed = false
 			buf := g.tr.feed(e.bufferFor(n), n)
 			if !out.Send(buf) {
 				return
@@ -212,42 +248,53 @@ func (g *graph) stopInput() {
 	}
 }
 
-// Drain is a graceful revoke (stoppable).
+// Drain is a graceful revoke (stoppable). Past the drain timeout the
+// partition's context is cancelled; goroutines still running after the
+// exit grace are abandoned (abandon.go).
 func (g *graph) Drain() {
 	start := time.Now()
 	g.stopInput()
 	t := time.NewTimer(g.rt.cfg.DrainTimeout)
 	defer t.Stop()
-	timedOut := false
+	timedOut, exited := false, true
 	select {
 	case <-g.exited:
 		g.rt.cfg.Logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
 			"drain", time.Since(start))
 	case <-t.C:
 		timedOut = true
-		g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
-			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
+		g.drainTimedOut()
 		g.cancel(ErrDrainTimeout)
-		<-g.exited
+		if exited = g.awaitExit(); !exited {
+			g.abandon("the drain timeout cancelled its context")
+		}
 	}
-	g.close()
+	if exited {
+		g.close()
+	}
 	g.cancel(ErrRevoked)
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.hooks.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
 
-// Kill is a lost partition (stoppable).
+// Kill is a lost partition (stoppable). Goroutines still running after
+// the exit grace are abandoned (abandon.go).
 func (g *graph) Kill() {
 	g.stopInput()
 	g.cancel(ErrLost)
-	<-g.exited
-	g.close()
+	if g.awaitExit() {
+		g.close()
+	} else {
+		g.abandon("the partition was lost")
+	}
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.hooks.PartitionLost(g.tp)
 	g.rt.cfg.Logger.Info("sluice: partition lost", "topic", g.tp.Topic, "partition", g.tp.Partition)
 }
 
-// close runs the OnClose hooks, newest first.
+// close runs the OnClose hooks, newest first. A hook still running when
+// its context expired plus the exit grace is abandoned, and the hooks
+// after it do not run.
 func (g *graph) close() {
 	hooks := g.part.hooks()
 	if len(hooks) == 0 {
@@ -256,7 +303,13 @@ func (g *graph) close() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.rt.parent), g.rt.cfg.DrainTimeout)
 	defer cancel()
 	for i := len(hooks) - 1; i >= 0; i-- {
-		if err := runHook(hooks[i], ctx); err != nil {
+		err, returned := g.runHookBounded(hooks[i], ctx)
+		if !returned {
+			g.rt.abandoned(&StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1,
+				Err: fmt.Errorf("%w: still running %v after its context expired", ErrAbandoned, g.rt.exitGrace())})
+			return
+		}
+		if err != nil {
 			// nil graph: the partition is being taken away, and a hook
 			// failure must still stop Run.
 			g.rt.fail(nil, &StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1, Err: err})

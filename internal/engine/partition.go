@@ -29,8 +29,11 @@ func (p *Partition) Context() context.Context { return p.ctx }
 // registration, one at a time; ctx expires after the drain timeout. An
 // error or a panic in a hook stops Run (the other hooks still run): Run
 // returns a *StageError whose Stage is "OnClose", naming the partition
-// (Offset -1), whose Err is the hook's error or a *PanicError. OnClose may
-// be called from the builder or from a stage.
+// (Offset -1), whose Err is the hook's error or a *PanicError. A hook
+// still running the exit grace after ctx expired is abandoned (abandon.go):
+// Run stops with ErrAbandoned and the hooks registered before it do not
+// run; nor do the hooks of a graph whose goroutines were abandoned.
+// OnClose may be called from the builder or from a stage.
 func (p *Partition) OnClose(fn func(ctx context.Context) error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

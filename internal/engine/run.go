@@ -11,8 +11,10 @@ import (
 // its methods from its poll goroutine until ctx is done or it fails), then
 // stops whatever partitions src left running, without committing, and
 // returns the first fatal error joined with those recorded during
-// shutdown and with src's error, else src's error, else nil. It returns only after every
-// goroutine it started has exited.
+// shutdown and with src's error, else src's error, else nil. It returns
+// only after every goroutine it started has exited, except those of user
+// functions that ignored their context, which it abandoned (abandon.go)
+// and reported in the error.
 func Run(ctx context.Context, cfg Config, build Builder, src func(ctx context.Context, g *Group) error) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,7 @@ type StageSpec struct {
 
 func (g *graph) newStage(spec StageSpec) *Stage {
 	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
+	g.stages = append(g.stages, s)
 	if spec.Buffer < 0 {
 		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
 	}
@@ -57,7 +59,8 @@ type Stage struct {
 	name     string
 	g        *graph
 	retry    RetryPolicy
-	retryLog retryLog // rate limit of its retry warnings (retry_log.go)
+	retryLog retryLog    // rate limit of its retry warnings (retry_log.go)
+	running  atomic.Bool // its goroutine has not exited (abandon.go)
 }
 
 // Name returns the stage's name.
@@ -292,8 +295,10 @@ type buildPanic struct{ problem string }
 
 // spawn registers a stage goroutine, started after the builder returns.
 func (g *graph) spawn(s *Stage, discard func(), run func() error, closeOut func()) {
+	s.running.Store(true)
 	g.starts = append(g.starts, func() {
 		defer g.wg.Done()
+		defer s.running.Store(false)
 		defer closeOut()
 		err := runStage(run)
 		if pe, ok := err.(*PanicError); ok {

@@ -30,12 +30,24 @@ func (c *Core) Stop() error {
 	return errors.Join(commitErr, c.LeaveAndClose(began))
 }
 
+// FinalCommitRefused is the warning logged when the group refuses the
+// final commit because its membership moved on (Backend.ExpectedCommitError,
+// REBALANCE_IN_PROGRESS included once the retries ran out of time). That
+// is no error: no record is lost, the partitions' next owners start from
+// the previous commit and process the records after it again. The
+// exactly-once Group treats a refused final transaction the same way.
+const FinalCommitRefused = "the group refused the final commit because its membership moved on; " +
+	"no record is lost: the partitions' next owners process the records after the previous commit again (duplicates)"
+
 // commitFinal commits offs synchronously, retrying while the coordinator
 // answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
 // SyncGroup) until deadline, and letting the backend serve the client
 // meanwhile so that the rebalance can complete. A partition revoked or
-// lost meanwhile is no longer owned and is dropped from the retry. Its
-// error wraps the last commit error.
+// lost meanwhile is no longer owned and is dropped from the retry. A
+// refusal because the group moved on, also a REBALANCE_IN_PROGRESS still
+// answered when the deadline nears, is logged as a warning
+// (FinalCommitRefused) and is no error. Any other error wraps the last
+// commit error.
 func (c *Core) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
 	p := c.o.Prefix
 	for {
@@ -50,13 +62,13 @@ func (c *Core) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
 		case !finished:
 			return fmt.Errorf("%s: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
 				p, OffsetsString(offs), c.closeTimeout(), err)
-		case err == nil, !retriable && c.b.ExpectedCommitError(err):
-			return nil // committed, or the group moved on (logged)
+		case err == nil:
+			return nil
+		case c.b.ExpectedCommitError(err) && (!retriable || time.Until(deadline) < 2*FinalCommitRetry):
+			c.log.Warn(FinalCommitRefused, "offsets", offs, "err", err)
+			return nil
 		case !retriable:
 			return fmt.Errorf("%s: shutdown: the final commit of %s failed: %w", p, OffsetsString(offs), err)
-		case time.Until(deadline) < 2*FinalCommitRetry:
-			return fmt.Errorf("%s: shutdown: the final commit of %s was still rejected at the end of its share of Config.CloseTimeout (%v): %w",
-				p, OffsetsString(offs), c.closeTimeout(), err)
 		}
 		c.b.WaitToRetryCommit(FinalCommitRetry)
 	}

@@ -1,0 +1,159 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// revokes records what the revoke hook saw.
+type revokes struct {
+	mu       sync.Mutex
+	timedOut []bool
+	took     []time.Duration
+}
+
+func (r *revokes) OnPartitionRevoked(_ pipeline.TopicPartition, took time.Duration, timedOut bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.timedOut = append(r.timedOut, timedOut)
+	r.took = append(r.took, took)
+}
+
+// A slow key (every record 50 ms, all of one key in a PoolByKey) with the
+// default options: the graph's edges and the Pool's queues alone hold
+// thousands of records, minutes of work, but the feeder paces what the
+// graph holds to what its measured rate (20 records/s) finishes in half
+// the drain timeout (10 s), so a revoke drains within the drain timeout
+// and every record is processed exactly once across the reassignment.
+func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 5000
+		var out sink
+		var hook revokes
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			slow := stages.PoolByKey(in, 8, func(pipeline.Record) string { return "hot" },
+				func(_ context.Context, r pipeline.Record) (int64, error) {
+					time.Sleep(50 * time.Millisecond)
+					return r.Offset, nil
+				})
+			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+		}, pipeline.WithHooks(&hook))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(n)...)
+		time.Sleep(time.Minute) // the rate is measured
+		h.Revoke("t", 0)
+		if len(hook.timedOut) != 1 || hook.timedOut[0] || hook.took[0] > pipeline.DefaultDrainTimeout/2+time.Second {
+			t.Fatalf("revoke: timed out %v after %v, want a drain of about half the drain timeout (%v) at most",
+				hook.timedOut, hook.took, pipeline.DefaultDrainTimeout/2)
+		}
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, n)
+		got := out.of(0)
+		for i, o := range got {
+			if o != int64(i) {
+				t.Fatalf("processed offset %d at position %d (of %d), want every record once, in order", o, i, len(got))
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("processed %d records, want %d", len(got), n)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A drain that still times out (here the rate fell: a record waits for
+// longer than the drain timeout) logs the measured rate, what the graph
+// held and the option to change.
+func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs lockedBuffer
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				d := 10 * time.Millisecond
+				if r.Offset >= 1000 {
+					d = time.Hour
+				}
+				select {
+				case <-time.After(d):
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			})
+		}, pipeline.WithDrainTimeout(4*time.Second), pipeline.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(2000)...)
+		time.Sleep(10*time.Second + time.Second/2) // 1000 records at 100/s, then offset 1000 waits
+		h.Revoke("t", 0)
+		if got := h.Committed("t", 0); got != 1000 {
+			t.Fatalf("committed %d, want 1000", got)
+		}
+		line := logs.String()
+		for _, want := range []string{"drain timed out", "pipeline.WithDrainTimeout", "rate=100", "measured completion rate of 100.0 records/s"} {
+			if !strings.Contains(line, want) {
+				t.Fatalf("log %q does not say %q", line, want)
+			}
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A stage that completes nothing until it got more input than the
+// feeder's first limit (a Batch of 1000 without maxWait) is not held back
+// by the pacing: the limit doubles whenever nothing completes at it.
+func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 1000, 0), func(_ context.Context, b []pipeline.Record) error {
+				out.add(p.Partition, int64(len(b)))
+				return nil
+			})
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3000)...)
+		start := time.Now()
+		h.WaitCommitted("t", 0, 3000)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("3 batches took %v, want at most 2s (two stalls of 625ms raise the limit from 256 to 1024)", took)
+		}
+		if got := out.of(0); len(got) != 3 || got[0] != 1000 || got[1] != 1000 || got[2] != 1000 {
+			t.Fatalf("batches %v, want [1000 1000 1000]", got)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
