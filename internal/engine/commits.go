@@ -52,6 +52,7 @@ type slot struct {
 	rec     Record
 	refs    int32
 	invalid bool       // dead-lettered
+	unfed   bool       // dead-lettered without running the graph: the feeder passes over it
 	fate    AckOutcome // share mode: set when not accepted (share.go)
 }
 
@@ -95,27 +96,49 @@ func (tr *tracker) add(recs []Record) uint64 {
 	return first
 }
 
-// feed appends to buf, with their tickets, up to max of the records added
-// and not fed yet, in order, and returns buf. A record cannot complete
-// before it is fed (its one reference is the fed value's), so the records
-// not fed yet are always live slots.
-func (tr *tracker) feed(buf []Item[Record], max int) []Item[Record] {
+// addUnfed appends one record that the feeder passes over (see
+// Group.DeadLetterRecord) and returns its sequence number. Its one
+// reference is the caller's.
+func (tr *tracker) addUnfed(rec Record) uint64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	seq := tr.base + uint64(tr.size)
+	tr.q.ensure(seq + 1)
+	s := tr.q.at(seq)
+	s.rec, s.refs, s.unfed = rec, 1, true
+	tr.size++
+	tr.bytes += recordBytes(&rec)
+	return seq
+}
+
+// feed appends to buf, with their tickets, up to n of the records added
+// and not fed yet, in order, and returns buf; it passes over unfed
+// records. A fed record cannot complete before it is fed (its one
+// reference is the fed value's), so the records not fed yet are live
+// slots, but for unfed ones, which may have completed and left: feeding
+// starts at the oldest live slot.
+func (tr *tracker) feed(buf []Item[Record], n int) []Item[Record] {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.fed = max(tr.fed, tr.base)
 	end := tr.base + uint64(tr.size)
-	for n := 0; n < max && tr.fed < end; n++ {
+	for ; n > 0 && tr.fed < end; tr.fed++ {
 		s := tr.q.at(tr.fed)
+		if s.unfed {
+			continue
+		}
 		buf = append(buf, Item[Record]{Value: s.rec, Ticket: ticketAt(tr.fed)})
-		tr.fed++
+		n--
 	}
 	return buf
 }
 
-// queued returns how many records wait for the feeder.
+// queued returns how many records wait for the feeder, counting the
+// unfed ones it has not passed over yet.
 func (tr *tracker) queued() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return int(tr.base + uint64(tr.size) - tr.fed)
+	return int(tr.base + uint64(tr.size) - max(tr.fed, tr.base))
 }
 
 // ticketAt returns the ticket of the record with sequence number seq.

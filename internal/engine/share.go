@@ -131,7 +131,7 @@ func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) b
 		g.qmu.Unlock()
 		return false
 	}
-	seq := g.tr.add([]Record{rec})
+	seq := g.tr.addUnfed(rec)
 	g.pending.Add(1)
 	g.qmu.Unlock()
 	records, bytes := rt.inflight.Add(1), rt.bytes.Add(recordBytes(&rec))
