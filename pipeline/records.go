@@ -31,8 +31,10 @@ type Offset = engine.Offset
 //
 //   - Context() context.Context returns the partition's context. It is
 //     done when the graph must stop: after a graceful revoke drained
-//     (cause [ErrRevoked]), when the drain timed out ([ErrDrainTimeout])
-//     or when the partition was lost ([ErrLost]). Values of the context
+//     (cause [ErrRevoked]), when the drain timed out ([ErrDrainTimeout]),
+//     when the partition was lost ([ErrLost]), or when a stage misused a
+//     ticket (the *StageError wrapping stagekit.ErrTicketCompleted that
+//     stops Run). Values of the context
 //     given to [Run] are visible through it; Run's own cancellation is not
 //     (shutdown drains gracefully first).
 //   - OnClose(fn func(ctx context.Context) error) registers fn to run when

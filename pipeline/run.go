@@ -39,7 +39,10 @@ type Builder func(p *Partition, in Stream[Record]) End
 //     "OnClose", Offset -1); the dead-letter function kept failing or
 //     panicked, or was still failing when a shutdown drained its partition
 //     (wraps [ErrNotDeadLettered]; joined after the first error if there is
-//     one).
+//     one); a stage used a ticket with no reference left: it completed a
+//     value and still passed it on, or completed one twice (wraps
+//     stagekit.ErrTicketCompleted; Offset -1 once the record left; nothing
+//     more of the partition is committed).
 //   - *StageError wrapping [ErrAbandoned], naming the stage, the partition
 //     and the offset where the partition's committed offset stopped: a
 //     function ignored its context and was abandoned (see "Bounded

@@ -84,7 +84,7 @@ func (g *graph) stillRunning() (string, []string) {
 func (tr *tracker) firstUnfinished() int64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.size == 0 || tr.fed == tr.base {
+	if tr.size == 0 || tr.fed <= tr.base {
 		return -1
 	}
 	return tr.q.at(tr.base).rec.Offset

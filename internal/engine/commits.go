@@ -13,6 +13,11 @@ import (
 // whose count dropped to zero. Joined tickets (batches) hold references to
 // their members and release them all when they complete.
 //
+// A ticket completed more often than it was referenced (a stage completed
+// a value and still passed it on, or completed it twice) is a fault of
+// the partition (see misuse.go): from the first one on, the committable
+// offset no longer advances.
+//
 // All methods are safe for concurrent use; stages call them once per chunk,
 // not once per record, so one lock per chunk is the cost.
 type tracker struct {
@@ -23,8 +28,13 @@ type tracker struct {
 	// fed is the sequence number of the first record not handed to the
 	// graph's feeder yet (see feed): the slots are also the input queue.
 	fed uint64
+	// early counts the live slots whose references all completed, behind
+	// one that has not: while it is zero, every live slot is held, which
+	// spares the check of a chunk passed on (misuse.go) a look at each
+	// slot.
+	early int
 
-	joins []join // indexed by ticket id without joinedBit, minus one
+	joins []join // indexed by Ticket.joinIndex
 	free  []int  // reusable indexes into joins
 
 	next   int64 // next offset to commit; -1 before anything completed
@@ -46,17 +56,27 @@ type tracker struct {
 	share *shareAcks
 	tp    TopicPartition
 	acks  []Ack
+
+	// fault is the partition's first ticket misuse (misuse.go); once set,
+	// nothing more is committed or acknowledged.
+	fault *ticketFault
+	// dropped: the graph is gone and drop forgot its slots; completions
+	// that still arrive (a batch shared by several partitions) are
+	// ignored.
+	dropped bool
 }
 
 type slot struct {
 	rec     Record
 	refs    int32
 	invalid bool       // dead-lettered
+	unfed   bool       // dead-lettered without running the graph: the feeder passes over it
 	fate    AckOutcome // share mode: set when not accepted (share.go)
 }
 
 type join struct {
 	refs    int32
+	gen     uint32 // bumped when the entry is freed (see Ticket)
 	members []Ticket
 }
 
@@ -95,18 +115,39 @@ func (tr *tracker) add(recs []Record) uint64 {
 	return first
 }
 
-// feed appends to buf, with their tickets, up to max of the records added
-// and not fed yet, in order, and returns buf. A record cannot complete
-// before it is fed (its one reference is the fed value's), so the records
-// not fed yet are always live slots.
-func (tr *tracker) feed(buf []Item[Record], max int) []Item[Record] {
+// addUnfed appends one record that the feeder passes over (see
+// Group.DeadLetterRecord) and returns its sequence number. Its one
+// reference is the caller's.
+func (tr *tracker) addUnfed(rec Record) uint64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	seq := tr.base + uint64(tr.size)
+	tr.q.ensure(seq + 1)
+	s := tr.q.at(seq)
+	s.rec, s.refs, s.unfed = rec, 1, true
+	tr.size++
+	tr.bytes += recordBytes(&rec)
+	return seq
+}
+
+// feed appends to buf, with their tickets, up to n of the records added
+// and not fed yet, in order, and returns buf; it passes over unfed
+// records. A fed record cannot complete before it is fed (its one
+// reference is the fed value's), so the records not fed yet are live
+// slots, but for unfed ones, which may have completed and left: feeding
+// starts at the oldest live slot.
+func (tr *tracker) feed(buf []Item[Record], n int) []Item[Record] {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.fed = max(tr.fed, tr.base)
 	end := tr.base + uint64(tr.size)
-	for n := 0; n < max && tr.fed < end; n++ {
+	for ; n > 0 && tr.fed < end; tr.fed++ {
 		s := tr.q.at(tr.fed)
+		if s.unfed {
+			continue
+		}
 		buf = append(buf, Item[Record]{Value: s.rec, Ticket: ticketAt(tr.fed)})
-		tr.fed++
+		n--
 	}
 	return buf
 }
@@ -123,11 +164,20 @@ func (tr *tracker) slotOf(t Ticket) *slot {
 	return tr.q.at(seq)
 }
 
-// done completes one reference of each ticket.
-func (tr *tracker) done(ts ...Ticket) {
+// done completes one reference of each ticket. It returns the
+// partition's first fault when one of ts had no reference left to
+// complete (see misuse.go), else nil.
+func (tr *tracker) done(ts ...Ticket) *ticketFault {
 	tr.mu.Lock()
+	if tr.dropped {
+		tr.mu.Unlock()
+		return nil
+	}
+	var fault *ticketFault
 	for _, t := range ts {
-		tr.release(t)
+		if !tr.release(t) && fault == nil {
+			fault = tr.faultLocked(t, faultCompleted)
+		}
 	}
 	n, b := tr.advance()
 	next := tr.next
@@ -155,48 +205,115 @@ func (tr *tracker) done(ts ...Ticket) {
 	if tripped != nil {
 		tr.onLimit(tripped)
 	}
+	return fault
 }
 
-func (tr *tracker) release(t Ticket) {
+// release completes one reference of t. It returns false, changing
+// nothing, when t has no reference left to complete: its record or join
+// already completed (the zero Ticket refers to nothing and is always
+// accepted). A joined ticket whose last reference completes releases its
+// members; it reports false as well when one of them had none left.
+func (tr *tracker) release(t Ticket) bool {
 	if t.joined() {
-		j := &tr.joins[t.id&^joinedBit-1]
+		j := tr.joinOf(t)
+		if j == nil {
+			return false
+		}
 		if j.refs--; j.refs > 0 {
-			return
+			return true
 		}
+		ok := true
 		for _, m := range j.members {
-			tr.release(m)
+			ok = tr.release(m) && ok
 		}
+		clear(j.members)
 		j.members = j.members[:0]
-		tr.free = append(tr.free, int(t.id&^joinedBit-1))
-		return
+		j.gen = (j.gen + 1) & joinGenMask
+		tr.free = append(tr.free, t.joinIndex())
+		return ok
 	}
-	if s := tr.slotOf(t); s != nil && s.refs > 0 {
-		if s.refs--; s.refs == 0 && tr.share != nil {
+	if t.id == 0 {
+		return true
+	}
+	s := tr.slotOf(t)
+	if s == nil || s.refs <= 0 {
+		return false
+	}
+	if s.refs--; s.refs == 0 {
+		tr.early++
+		if tr.share != nil && tr.fault == nil {
 			tr.finishedLocked(s)
 		}
 	}
+	return true
 }
 
-// retain adds n references to t.
-func (tr *tracker) retain(t Ticket, n int) {
+// joinOf returns the entry of a joined ticket that still holds a
+// reference, or nil: the ticket completed, and its entry may serve
+// another join already (under another generation).
+func (tr *tracker) joinOf(t Ticket) *join {
+	i := t.joinIndex()
+	if i < 0 || i >= len(tr.joins) {
+		return nil
+	}
+	j := &tr.joins[i]
+	if j.gen != t.joinGen() || j.refs <= 0 {
+		return nil
+	}
+	return j
+}
+
+// retain adds n references to t. It returns the partition's first fault
+// when t has no reference left (see misuse.go), else nil.
+func (tr *tracker) retain(t Ticket, n int) *ticketFault {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.retainLocked(t, n)
+	if tr.dropped {
+		return nil
+	}
+	if !tr.retainLocked(t, n) {
+		return tr.faultLocked(t, faultRetained)
+	}
+	return nil
 }
 
-func (tr *tracker) retainLocked(t Ticket, n int) {
+// retainLocked adds n references to t; false, changing nothing, when t
+// has none left (the zero Ticket is always accepted).
+func (tr *tracker) retainLocked(t Ticket, n int) bool {
 	if t.joined() {
-		tr.joins[t.id&^joinedBit-1].refs += int32(n)
-	} else if s := tr.slotOf(t); s != nil {
-		s.refs += int32(n)
+		j := tr.joinOf(t)
+		if j == nil {
+			return false
+		}
+		j.refs += int32(n)
+		return true
 	}
+	if t.id == 0 {
+		return true
+	}
+	s := tr.slotOf(t)
+	if s == nil || s.refs <= 0 {
+		return false
+	}
+	s.refs += int32(n)
+	return true
 }
 
 // join returns one ticket that holds the references of ts and releases
-// them when it completes.
-func (tr *tracker) join(ts []Ticket) Ticket {
+// them when it completes. It also returns the partition's first fault
+// when one of ts has no reference left (see misuse.go), else nil.
+func (tr *tracker) join(ts []Ticket) (Ticket, *ticketFault) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	var fault *ticketFault
+	if !tr.dropped {
+		for _, t := range ts {
+			if !tr.heldLocked(t) {
+				fault = tr.faultLocked(t, faultJoined)
+				break
+			}
+		}
+	}
 	var i int
 	if n := len(tr.free); n > 0 {
 		i, tr.free = tr.free[n-1], tr.free[:n-1]
@@ -207,28 +324,36 @@ func (tr *tracker) join(ts []Ticket) Ticket {
 	j := &tr.joins[i]
 	j.refs = 1
 	j.members = append(j.members, ts...)
-	return Ticket{id: joinedBit | uint64(i+1)}
+	return joinedTicket(i, j.gen), fault
 }
 
 // split returns the n tickets joined into t, in join order, each with one
 // more reference, and completes one reference of t. It returns nil and
-// changes nothing unless t is a joined ticket of n members.
-func (tr *tracker) split(t Ticket, n int) []Ticket {
+// changes nothing unless t is a joined ticket of n members that still
+// holds a reference; for one that holds none it also returns the
+// partition's first fault (see misuse.go).
+func (tr *tracker) split(t Ticket, n int) ([]Ticket, *ticketFault) {
 	if !t.joined() {
-		return nil
+		return nil, nil
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	j := &tr.joins[t.id&^joinedBit-1]
+	j := tr.joinOf(t)
+	if j == nil {
+		if tr.dropped {
+			return nil, nil
+		}
+		return nil, tr.faultLocked(t, faultSplit)
+	}
 	if len(j.members) != n {
-		return nil
+		return nil, nil
 	}
 	ts := append([]Ticket(nil), j.members...)
 	for _, m := range ts {
-		tr.retainLocked(m, 1)
+		tr.retainLocked(m, 1) // a member without a reference is reported when t completes
 	}
 	tr.release(t) // no member drops to zero: each just gained a reference
-	return ts
+	return ts, nil
 }
 
 // claimed is a record claimed for the dead-letter destination, with its
@@ -251,8 +376,10 @@ func (tr *tracker) claimInvalid(dst []claimed, t Ticket) []claimed {
 
 func (tr *tracker) claimInvalidLocked(dst []claimed, t Ticket) []claimed {
 	if t.joined() {
-		for _, m := range tr.joins[t.id&^joinedBit-1].members {
-			dst = tr.claimInvalidLocked(dst, m)
+		if j := tr.joinOf(t); j != nil {
+			for _, m := range j.members {
+				dst = tr.claimInvalidLocked(dst, m)
+			}
 		}
 		return dst
 	}
@@ -300,8 +427,10 @@ func (tr *tracker) records(dst []Record, t Ticket) []Record {
 
 func (tr *tracker) recordsLocked(dst []Record, t Ticket) []Record {
 	if t.joined() {
-		for _, m := range tr.joins[t.id&^joinedBit-1].members {
-			dst = tr.recordsLocked(dst, m)
+		if j := tr.joinOf(t); j != nil {
+			for _, m := range j.members {
+				dst = tr.recordsLocked(dst, m)
+			}
 		}
 		return dst
 	}
@@ -312,9 +441,13 @@ func (tr *tracker) recordsLocked(dst []Record, t Ticket) []Record {
 }
 
 // advance drops the completed prefix and moves next past it. It returns
-// how many records and bytes left the tracker.
+// how many records and bytes left the tracker. After a fault it does
+// nothing: a record that completed may still be in the graph.
 func (tr *tracker) advance() (int, int64) {
 	n, b := 0, int64(0)
+	if tr.fault != nil {
+		return 0, 0
+	}
 	for tr.size > 0 {
 		s := tr.q.at(tr.base)
 		if s.refs > 0 {
@@ -332,6 +465,7 @@ func (tr *tracker) advance() (int, int64) {
 	}
 	tr.q.trim(tr.base)
 	tr.bytes -= b
+	tr.early -= n
 	return n, b
 }
 
@@ -350,6 +484,7 @@ func (tr *tracker) drop() (int, int64) {
 	defer tr.mu.Unlock()
 	n, b := tr.size, tr.bytes
 	tr.q.release(tr.base, tr.size)
-	tr.size, tr.bytes = 0, 0
+	tr.size, tr.bytes, tr.early = 0, 0, 0
+	tr.dropped = true
 	return n, b
 }

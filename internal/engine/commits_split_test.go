@@ -12,16 +12,16 @@ func TestTrackerSplitHandsAJoinBackAsItsMembers(t *testing.T) {
 	tr := newTracker(&segmentPool{}, func(int, int64, int64) {})
 	first := tr.add([]Record{{Offset: 10}, {Offset: 11}, {Offset: 12}})
 	ts := []Ticket{ticketAt(first), ticketAt(first + 1), ticketAt(first + 2)}
-	j := tr.join(slices.Clone(ts))
+	j, _ := tr.join(slices.Clone(ts))
 	tr.retain(j, 1) // a second holder, as after a FlatMap
 
-	if got := tr.split(ticketAt(first), 1); got != nil {
+	if got, _ := tr.split(ticketAt(first), 1); got != nil {
 		t.Fatalf("split of a record ticket returned %v, want nil", got)
 	}
-	if got := tr.split(j, 2); got != nil {
+	if got, _ := tr.split(j, 2); got != nil {
 		t.Fatalf("split of a join of 3 as 2 returned %v, want nil", got)
 	}
-	got := tr.split(j, 3)
+	got, _ := tr.split(j, 3)
 	if !slices.Equal(got, ts) {
 		t.Fatalf("split returned %v, want the members %v in order", got, ts)
 	}

@@ -45,7 +45,9 @@ func TestTrackerMatchesAModel(t *testing.T) {
 			case op < 5 && len(live) > 0: // split a value into k+1
 				i := rng.IntN(len(live))
 				k := 1 + rng.IntN(3)
-				tr.retain(live[i], k)
+				if f := tr.retain(live[i], k); f != nil {
+					t.Fatalf("seed %d step %d: retain of a live ticket: fault %v", seed, step, f.kind)
+				}
 				for range k {
 					live = append(live, live[i])
 				}
@@ -54,7 +56,10 @@ func TestTrackerMatchesAModel(t *testing.T) {
 				rng.Shuffle(len(live), func(a, b int) { live[a], live[b] = live[b], live[a] })
 				parts := append([]Ticket(nil), live[:n]...)
 				live = live[n:]
-				j := tr.join(parts)
+				j, f := tr.join(parts)
+				if f != nil {
+					t.Fatalf("seed %d step %d: join of live tickets: fault %v", seed, step, f.kind)
+				}
 				var ms []uint64
 				for _, p := range parts {
 					ms = append(ms, seqsOf(p)...)
@@ -65,7 +70,9 @@ func TestTrackerMatchesAModel(t *testing.T) {
 				i := rng.IntN(len(live))
 				tk := live[i]
 				live = append(live[:i], live[i+1:]...)
-				tr.done(tk)
+				if f := tr.done(tk); f != nil {
+					t.Fatalf("seed %d step %d: completion of a live ticket: fault %v", seed, step, f.kind)
+				}
 			}
 			// The model: a record is done when no live value refers to
 			// it, directly or through a batch; the committable offset
@@ -85,6 +92,17 @@ func TestTrackerMatchesAModel(t *testing.T) {
 				want = off + 1
 				done++
 			}
+			tr.mu.Lock()
+			early := 0
+			for i := range tr.size {
+				if tr.q.at(tr.base+uint64(i)).refs == 0 {
+					early++
+				}
+			}
+			if early != tr.early {
+				t.Fatalf("seed %d step %d: %d live slots completed, tracker counts %d", seed, step, early, tr.early)
+			}
+			tr.mu.Unlock()
 			if got := tr.committable(); got != want {
 				t.Fatalf("seed %d step %d: committable %d, model %d", seed, step, got, want)
 			}

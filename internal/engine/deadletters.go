@@ -77,7 +77,7 @@ func (g *graph) deadLetter(s *Stage, t Ticket, err error) bool {
 		if !q.failed {
 			// Each record behind t is queued by an earlier value, whose
 			// ticket holds it until its dead letter was delivered.
-			g.tr.done(t)
+			s.misused(g.tr.done(t))
 		}
 		return true
 	}
@@ -152,7 +152,7 @@ func (g *graph) sendDeadLetters() {
 		}
 		g.rt.hooks.RecordDeadLettered(g.tp, it.job.stage.name)
 		if it.job.left--; it.job.left == 0 {
-			g.tr.done(it.job.t)
+			it.job.stage.misused(g.tr.done(it.job.t))
 		}
 	}
 }

@@ -162,7 +162,8 @@ func (p *pacer) stalled(base uint64) {
 func (tr *tracker) backlog() (queued, held int, base uint64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return int(tr.base + uint64(tr.size) - tr.fed), int(tr.fed - tr.base), tr.base
+	fed := max(tr.fed, tr.base) // unfed records may have left before the feeder passed them
+	return int(tr.base + uint64(tr.size) - fed), int(fed - tr.base), tr.base
 }
 
 // drainTimedOut logs a drain that did not finish within the drain timeout,

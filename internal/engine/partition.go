@@ -18,7 +18,9 @@ type Partition struct {
 
 // Context returns the partition's context. It is done when the graph must
 // stop: after a graceful revoke drained (cause [ErrRevoked]), when the drain
-// timed out ([ErrDrainTimeout]) or when the partition was lost ([ErrLost]).
+// timed out ([ErrDrainTimeout]), when the partition was lost ([ErrLost]),
+// or when a stage misused a ticket (the *StageError wrapping
+// [ErrTicketCompleted] that stops Run).
 // Values of the context given to [Run] are visible through it; Run's own
 // cancellation is not (shutdown drains gracefully first).
 func (p *Partition) Context() context.Context { return p.ctx }

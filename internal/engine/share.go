@@ -131,7 +131,7 @@ func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) b
 		g.qmu.Unlock()
 		return false
 	}
-	seq := g.tr.add([]Record{rec})
+	seq := g.tr.addUnfed(rec)
 	g.pending.Add(1)
 	g.qmu.Unlock()
 	records, bytes := rt.inflight.Add(1), rt.bytes.Add(recordBytes(&rec))
@@ -159,7 +159,8 @@ func (s *Stage) shareFail(t Ticket, err error) bool {
 	default:
 		return false
 	}
-	offs := s.g.tr.settle(t, fate)
+	offs, f := s.g.tr.settle(t, fate)
+	s.misused(f)
 	msg := "sluice: retries exhausted; share group records released for redelivery"
 	if fate == AckRejected {
 		msg = "sluice: invalid share group records rejected (no dead-letter destination)"
@@ -170,19 +171,21 @@ func (s *Stage) shareFail(t Ticket, err error) bool {
 }
 
 // settle sets the outcome of every record behind t that has none yet,
-// completes t, and returns the records' offsets.
-func (tr *tracker) settle(t Ticket, fate AckOutcome) []int64 {
+// completes t, and returns the records' offsets, and the partition's
+// first fault if t had no reference left (see misuse.go).
+func (tr *tracker) settle(t Ticket, fate AckOutcome) ([]int64, *ticketFault) {
 	tr.mu.Lock()
 	offs := tr.settleLocked(nil, t, fate)
 	tr.mu.Unlock()
-	tr.done(t)
-	return offs
+	return offs, tr.done(t)
 }
 
 func (tr *tracker) settleLocked(offs []int64, t Ticket, fate AckOutcome) []int64 {
 	if t.joined() {
-		for _, m := range tr.joins[t.id&^joinedBit-1].members {
-			offs = tr.settleLocked(offs, m, fate)
+		if j := tr.joinOf(t); j != nil {
+			for _, m := range j.members {
+				offs = tr.settleLocked(offs, m, fate)
+			}
 		}
 		return offs
 	}

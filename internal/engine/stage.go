@@ -74,8 +74,10 @@ func (s *Stage) Context() context.Context { return s.g.ctx }
 func (s *Stage) Partition() *Partition { return s.g.part }
 
 // Done completes one reference of each ticket: the value reached an End,
-// was filtered out, or otherwise needs no more work.
-func (s *Stage) Done(ts ...Ticket) { s.g.tr.done(ts...) }
+// was filtered out, or otherwise needs no more work. A ticket with no
+// reference left (completed already) stops Run with an error wrapping
+// [ErrTicketCompleted] and is not completed again.
+func (s *Stage) Done(ts ...Ticket) { s.misused(s.g.tr.done(ts...)) }
 
 // Abort stops Run with err, as if the stage had returned it. It is for
 // stages whose values complete on goroutines other than the stage's own
@@ -91,7 +93,7 @@ func (s *Stage) Stopping() bool { return s.g.stopping() }
 // counts them as filtered for hooks (pipeline.HookValuesFiltered).
 func (s *Stage) Drop(ts ...Ticket) {
 	s.g.rt.hooks.ValuesFiltered(s.g.tp, s.name, len(ts))
-	s.g.tr.done(ts...)
+	s.misused(s.g.tr.done(ts...))
 }
 
 // Observed reports whether some hook handles stage calls
@@ -105,15 +107,21 @@ func (s *Stage) Called(d time.Duration, err error) { s.g.rt.hooks.StageCall(s.na
 
 // Retain adds n references to t, for a value that became n+1 values (each
 // of which is completed with Done). Call it before passing any of them on.
+// A t with no reference left stops Run (see [ErrTicketCompleted]).
 func (s *Stage) Retain(t Ticket, n int) {
 	if n > 0 {
-		s.g.tr.retain(t, n)
+		s.misused(s.g.tr.retain(t, n))
 	}
 }
 
 // Join returns one ticket standing for all of ts (which it takes over):
-// completing it completes each of them. Batching stages use it.
-func (s *Stage) Join(ts []Ticket) Ticket { return s.g.tr.join(ts) }
+// completing it completes each of them. Batching stages use it. One of ts
+// with no reference left stops Run (see [ErrTicketCompleted]).
+func (s *Stage) Join(ts []Ticket) Ticket {
+	t, f := s.g.tr.join(ts)
+	s.misused(f)
+	return t
+}
 
 // Split turns a joined ticket back into the n tickets it was joined from,
 // in Join order, for a stage that hands a batch's values on one by one:
@@ -121,8 +129,13 @@ func (s *Stage) Join(ts []Ticket) Ticket { return s.g.tr.join(ts) }
 // ticket, which it completes instead of t (Done, Fail), so that a value
 // that fails concerns only its own records. Other references to t are
 // unaffected. Unless t is a joined ticket of exactly n tickets, Split
-// returns nil and changes nothing.
-func (s *Stage) Split(t Ticket, n int) []Ticket { return s.g.tr.split(t, n) }
+// returns nil and changes nothing; a joined t with no reference left
+// also stops Run (see [ErrTicketCompleted]).
+func (s *Stage) Split(t Ticket, n int) []Ticket {
+	ts, f := s.g.tr.split(t, n)
+	s.misused(f)
+	return ts
+}
 
 // Fail handles the error of a stage function for the value holding ticket
 // t. For an error marked with [Invalid], it queues every record behind t
@@ -201,6 +214,7 @@ func (in *Inlet[T]) Release(c []Item[T]) { in.e.release(c) }
 type Outlet[T any] struct {
 	e   *edge[T]
 	ctx context.Context
+	s   *Stage // the stage writing it; nil for the graph's input
 }
 
 // Buffer returns an empty chunk to fill and Send.
@@ -209,11 +223,21 @@ func (o *Outlet[T]) Buffer() []Item[T] { return o.e.buffer() }
 // Send passes a chunk downstream, blocking while the downstream channel is
 // full. It returns false when the partition context is done; the chunk's
 // values are then dropped without completing their tickets. Empty chunks
-// are recycled, not sent.
+// are recycled, not sent. A value whose ticket has no reference left (the
+// stage completed it already) is never sent: Run stops with an error
+// wrapping [ErrTicketCompleted], the partition's context is cancelled and
+// Send returns false.
 func (o *Outlet[T]) Send(c []Item[T]) bool {
 	if len(c) == 0 {
 		o.e.release(c)
 		return true
+	}
+	if o.s != nil {
+		if f := unheld(o.s.g.tr, c); f != nil {
+			o.s.misused(f)
+			o.e.release(c)
+			return false
+		}
 	}
 	select {
 	case o.e.ch <- c:
@@ -246,7 +270,7 @@ func AddFanOut[In, Out any](in Stream[In], spec StageSpec, n int, run func(s *St
 	for i := range streams {
 		oe := newEdge[Out](g, s.name, spec.Buffer)
 		streams[i] = Stream[Out]{e: oe}
-		outlets[i] = &Outlet[Out]{e: oe, ctx: g.ctx}
+		outlets[i] = &Outlet[Out]{e: oe, ctx: g.ctx, s: s}
 	}
 	inlet := &Inlet[In]{e: e, ctx: g.ctx}
 	g.spawn(s, inlet.discard, func() error { return run(s, inlet, outlets) }, func() {

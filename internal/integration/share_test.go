@@ -342,6 +342,88 @@ func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestShareDeadLetteredRecordNeverRunsTheGraph: with MaxDeliveries 1, a
+// record that failed its first run is dead-lettered when it comes back,
+// without running the graph, also when more records are delivered after
+// its dead letter was stored. The poison is the last of the records
+// produced first, so that its second delivery is the member's 64th or
+// 65th record: the last slot of the tracker's first 64-slot segment
+// (which is given back once it finished) or the first of the second.
+// Every other record runs, no zero Record runs in the poison's place,
+// and every record is acknowledged.
+func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
+	t.Parallel()
+	for _, first := range []int{63, 64} { // the poison is offset first-1
+		t.Run(fmt.Sprintf("poison at offset %d", first-1), func(t *testing.T) {
+			t.Parallel()
+			topic := fmt.Sprintf("share-dlr-%d", first)
+			dlq, group := topic+"-dlq", topic+"-g"
+			poison := int64(first - 1)
+			b := newShareBroker(t, topic)
+			b.CreateTopic(t, dlq, 1)
+			shareFromEarliest(t, b, group)
+			b.Fill(t, topic, first, 16)
+			var mu sync.Mutex
+			runs := map[int64]int{}
+			foreign := 0 // runs of records not of topic (a zero Record)
+			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if r.Topic != topic {
+						foreign++
+						return nil
+					}
+					if runs[r.Offset]++; r.Offset == poison {
+						return errors.New("downstream refuses it") // released; dead-lettered when it comes back
+					}
+					return nil
+				})
+			}
+			toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+				return b.ProduceContext(ctx, dlq, pipeline.Record{Key: dl.Record.Key, Value: dl.Record.Value,
+					Headers: []pipeline.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
+			})
+			m := startMember(t, "m", newShareSource(t, b, group, topic, 1), build, toDLQ,
+				pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+			waitUntil(t, "the first records acknowledged, the poison dead-lettered", func() bool {
+				return shareStart(t, b, group, topic) == int64(first)
+			}, m)
+			b.Fill(t, topic, 64, 16) // delivered after the poison's dead letter was stored
+			total := int64(first + 64)
+			waitUntil(t, "every record acknowledged", func() bool { return shareStart(t, b, group, topic) == total }, m)
+			m.stopClean(t)
+
+			mu.Lock()
+			defer mu.Unlock()
+			if runs[poison] != 1 || foreign != 0 {
+				t.Errorf("the poison ran through the graph %d times, and %d records not of the topic ran; want once (its first delivery) and none", runs[poison], foreign)
+			}
+			for off := range total {
+				if off != poison && runs[off] == 0 {
+					t.Errorf("offset %d never ran", off)
+				}
+			}
+			dead := b.ReadAll(t, dlq)
+			if len(dead) != 1 {
+				t.Fatalf("dead-letter topic holds %d records, want 1", len(dead))
+			}
+			var stage, off string
+			for _, h := range dead[0].Headers {
+				switch h.Key {
+				case "stage":
+					stage = string(h.Value)
+				case "offset":
+					off = string(h.Value)
+				}
+			}
+			if stage != pipeline.MaxDeliveriesStage || off != strconv.FormatInt(poison, 10) {
+				t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, pipeline.MaxDeliveriesStage, poison)
+			}
+		})
+	}
+}
+
 // TestShareRetriesExhaustedRelease: a record failing every attempt is
 // released and delivered again (the broker's delivery count grows), and
 // Run goes on instead of stopping; once it succeeds it is accepted.

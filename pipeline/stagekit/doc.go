@@ -40,6 +40,20 @@
 //     back value by value). A record commits once all references to its
 //     ticket completed; a forgotten ticket holds its partition's commit
 //     back forever.
+//   - Complete a value or pass it on, never both, and never complete one
+//     reference twice: a completed reference may let the record commit at
+//     once, while the value is still in the graph. The runtime refuses a
+//     ticket with no reference left: Outlet.Send does not send a chunk
+//     holding one, and a second completion (a Done, Drop or Fail, or the
+//     completion of a batch's joined ticket) frees nothing twice; Retain,
+//     Join and Split refuse one too. Each stops Run with a
+//     *pipeline.StageError wrapping [ErrTicketCompleted] that names the
+//     stage that used the ticket, the partition and, while its record is
+//     still held, the offset; the partition's context is cancelled, and
+//     from then on nothing more of the partition is committed. The check
+//     cannot undo a commit: a record completed too early, with no
+//     unfinished record before it, may be committed before the misuse is
+//     seen.
 //   - Call user functions through [Call] (panic capture, stuck detection,
 //     timing, retries), and the small pure functions a stage is configured
 //     with through [Protect].

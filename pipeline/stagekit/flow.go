@@ -36,5 +36,9 @@ type Inlet[T any] = engine.Inlet[T]
 //   - Send(c []Item[T]) bool passes a chunk downstream, blocking while the
 //     downstream channel is full. It returns false when the partition
 //     context is done; the chunk's values are then dropped without
-//     completing their tickets. Empty chunks are recycled, not sent.
+//     completing their tickets. Empty chunks are recycled, not sent. A
+//     chunk holding a value whose ticket has no reference left (the
+//     stage completed it) is not sent either: Run stops with an error
+//     wrapping [ErrTicketCompleted], the partition's context is
+//     cancelled and Send returns false.
 type Outlet[T any] = engine.Outlet[T]

@@ -13,7 +13,8 @@ import "github.com/sluice-go/sluice/internal/engine"
 //   - Partition() *pipeline.Partition: the partition the stage runs for.
 //   - Done(ts ...Ticket): completes one reference of each ticket: the
 //     value reached an End, was filtered out, or otherwise needs no more
-//     work.
+//     work. A ticket with no reference left is not completed again: Run
+//     stops with an error wrapping [ErrTicketCompleted].
 //   - Drop(ts ...Ticket): like Done, for values the stage filtered out;
 //     counted as filtered for hooks (pipeline.HookValuesFiltered).
 //   - Fail(t Ticket, err error) error: handles the error of a user function
@@ -36,7 +37,8 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     it itself passes final to Fail on false.
 //   - Retain(t Ticket, n int): adds n references to t, for a value that
 //     became n+1 values (each completed on its own). Call it before
-//     passing any of them on.
+//     passing any of them on. Retain, Join and Split of a ticket with no
+//     reference left stop Run ([ErrTicketCompleted]).
 //   - Join(ts []Ticket) Ticket: one ticket standing for all of ts (which
 //     it takes over); completing it completes each of them (batches).
 //   - Split(t Ticket, n int) []Ticket: turns the caller's reference to a
