@@ -38,10 +38,7 @@ func Invalid(err error) error {
 
 // IsInvalid reports whether err (or any error it wraps) was marked with
 // [Invalid].
-func IsInvalid(err error) bool {
-	var ie *invalidError
-	return errors.As(err, &ie)
-}
+func IsInvalid(err error) bool { return wraps[*invalidError](err) }
 
 type invalidError struct{ err error }
 
