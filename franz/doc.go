@@ -143,8 +143,11 @@
 // or dead letter waits for a report (or 5ms) and sends again: kgo's
 // blocking Produce is never entered deaf to the partition's end, and
 // nothing is dropped. A dead letter carries the record's key, value,
-// timestamp and headers, then the pipeline.DeadLetterHeader* headers, and
-// its call returns after the delivery report. Errors kgo does not retry
+// timestamp and headers, then the pipeline.DeadLetterHeader* headers;
+// within Run its call returns once kgo took it, and Run waits for the
+// delivery report before the record counts as done (up to 1024 of a
+// partition's dead letters in flight, one report channel each, so kgo's
+// promise goroutine never waits on them either). Errors kgo does not retry
 // (kerr with Retriable false, UNKNOWN_TOPIC_OR_PARTITION after
 // kgo.UnknownTopicRetries, a closed client) are pipeline.Permanent; a
 // delivery timeout is transient.

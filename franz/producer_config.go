@@ -62,10 +62,12 @@ type ProducerConfig struct {
 	// (kgo's acks=all and idempotent writes, kgo.ProducerLinger
 	// [DefaultProducerLinger], kgo.MaxBufferedBytes
 	// [DefaultProducerMaxBufferedBytes]): TLS, SASL, compression, batch and
-	// buffer sizes, acks and so on. A kgo.ProducerLinger also delays each
-	// dead letter (a partition's dead letters go one at a time). The options the producer relies on
-	// are refused by NewProducer with an error naming them (see the
-	// package documentation, "Producing").
+	// buffer sizes, acks and so on. kgo.DisableIdempotentWrite with more
+	// than one produce request in flight lets kgo's retries reorder a
+	// partition's records, dead letters included (up to 1024 of a
+	// partition's dead letters are in flight at once). The options the
+	// producer relies on are refused by NewProducer with an error naming
+	// them (see the package documentation, "Producing").
 	Opts []kgo.Opt
 }
 

@@ -55,6 +55,11 @@ func newOutRecord(o *produce.Outgoing, reports chan report) (*outRecord, int64) 
 	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
 	size := int64(len(r.Key) + len(r.Value))
 	r.Headers = r.Headers[:0]
+	if n := len(o.Message.Headers); cap(r.Headers) < n {
+		// One allocation, not one per doubling (a dead letter carries
+		// at least five headers).
+		r.Headers = make([]kgo.RecordHeader, 0, n)
+	}
 	for _, h := range o.Message.Headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		size += int64(len(h.Key) + len(h.Value))

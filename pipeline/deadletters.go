@@ -30,14 +30,27 @@ var ErrNotDeadLettered = engine.ErrNotDeadLettered
 // which could not be committed before it anyway). Calls for different
 // partitions may overlap. ctx is the partition's context.
 //
-// The record's offset counts as done only when fn returned nil. A failed
-// call is retried under the [WithRetry] policy (a [Permanent] error or a
-// panic is not); when it still fails, Run stops with a *StageError
-// wrapping [ErrNotDeadLettered] and naming the record. A revoke or a
-// shutdown interrupts the retries: the record and the dead letters queued
-// after it stay uncommitted (the partition's next owner handles them),
-// and at shutdown Run returns that error, naming them, so nothing is
-// dropped silently.
+// The record's offset counts as done only when fn returned nil. The
+// Kafka destinations (sink's and franz's Producer.DeadLetter) return as
+// soon as the producer took the dead letter, and Run counts the offset as
+// done when its delivery report arrives: a partition has up to 1024 dead
+// letters in flight, produced in offset order (which the producers'
+// default idempotent writes keep through their own retries), and a
+// record still commits only after its dead letter was stored and every
+// record before it finished.
+//
+// A failed call is retried under the [WithRetry] policy (a [Permanent]
+// error or a panic is not); when it still fails, Run stops with a
+// *StageError wrapping [ErrNotDeadLettered] and naming the record. A
+// failed delivery report is retried the same way once the reports of the
+// dead letters in flight with it arrived; those may already be stored, so
+// the retried dead letter lands after them (and if it fails for good,
+// they are produced again when the partition's next owner processes
+// their records, which are not committed). A revoke or a shutdown
+// interrupts the retries: the record and the dead letters queued after it
+// stay uncommitted (the partition's next owner handles them), and at
+// shutdown Run returns that error, naming them, so nothing is dropped
+// silently.
 func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
 	return func(c *config) {
 		if fn == nil {

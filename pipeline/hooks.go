@@ -89,7 +89,7 @@ type HookRecordsCompleted interface {
 	// OnRecordsCompleted: n records of tp became committable; next is
 	// the offset the source will commit for tp. Called from the goroutine
 	// that completed them (a stage, a pool worker, a shared batcher's
-	// writer, the dead-letter goroutine); for one partition the calls
+	// writer, a dead-letter goroutine); for one partition the calls
 	// come one at a time, with next increasing.
 	OnRecordsCompleted(tp TopicPartition, n int, next int64)
 }
@@ -106,7 +106,10 @@ type HookValuesFiltered interface {
 type HookRecordDeadLettered interface {
 	// OnRecordDeadLettered: a record of tp that stage found invalid was
 	// delivered to the dead-letter function (WithDeadLetter). Called from
-	// tp's dead-letter goroutine, in offset order.
+	// tp's dead-letter goroutine or, for the Kafka destinations, the
+	// goroutine that takes their delivery reports; for one partition the
+	// calls come one at a time, in offset order, except that a dead
+	// letter delivered on a retry comes after those delivered meanwhile.
 	OnRecordDeadLettered(tp TopicPartition, stage string)
 }
 

@@ -28,10 +28,11 @@ type ProducerConfig struct {
 	// Overrides are librdkafka producer properties applied on top of the
 	// defaults (acks=all, enable.idempotence=true, linger.ms=5,
 	// message.timeout.ms=30000): TLS, SASL, compression and so on.
-	// linger.ms also delays each dead letter (a partition's dead letters
-	// go one at a time): set it to 0 for bursts of invalid input.
-	// bootstrap.servers (use Brokers) and the go.* properties of
-	// confluent-kafka-go (the sink depends on their values) cannot be set.
+	// Turning enable.idempotence off lets librdkafka's retries reorder a
+	// partition's messages, dead letters included (up to 1024 of a
+	// partition's dead letters are in flight at once). bootstrap.servers
+	// (use Brokers) and the go.* properties of confluent-kafka-go (the
+	// sink depends on their values) cannot be set.
 	Overrides map[string]any
 }
 

@@ -168,7 +168,7 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 		"-records", fmt.Sprint(t.l.records), "-partitions", fmt.Sprint(t.l.partitions), "-value", fmt.Sprint(t.l.valueSize),
 		"-budget", fmt.Sprint(budget)}
 	var out string
-	if isK2K(name) {
+	if hasOutput(name) {
 		out = "out-" + tag
 		if err := r.adm.createTopic(ctx, out, t.l.partitions); err != nil {
 			rn.err = err
@@ -204,7 +204,8 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 }
 
 // check verifies a finished run: what it consumed, the group's commits
-// and, for consume → produce, the output topic.
+// and its output topic: for consume → produce and the -dlq cases every
+// input record exactly once, for the -valid cases nothing.
 func (r *runner) check(ctx context.Context, rn run, t topicSpec, group, out string) error {
 	want, ok := r.hashes[t.name]
 	if !ok {
@@ -226,6 +227,18 @@ func (r *runner) check(ctx context.Context, rn run, t topicSpec, group, out stri
 		return fmt.Errorf("commits: %w", err)
 	}
 	if out == "" {
+		return nil
+	}
+	if !outputHoldsInput(rn.name) {
+		ends, err := r.adm.endOffsets(ctx, out)
+		if err != nil {
+			return err
+		}
+		for p, e := range ends {
+			if e != 0 {
+				return fmt.Errorf("output topic %s: partition %d holds %d records, want none", out, p, e)
+			}
+		}
 		return nil
 	}
 	got, err := r.adm.readOutput(ctx, out, t.l)

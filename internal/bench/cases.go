@@ -6,11 +6,13 @@ import (
 )
 
 // caseOrder lists every case, in the order of the report: the raw loop of
-// each client first, then Sluice on it, consuming only, then consume →
-// produce (k2k).
+// each client first, then Sluice on it, consuming only (the dead-letter
+// pair last), then consume → produce (k2k).
 var caseOrder = []string{
 	"raw-confluent", "sluice-confluent-each", "sluice-confluent-graph",
+	"sluice-confluent-valid", "sluice-confluent-dlq",
 	"raw-franz", "sluice-franz-each", "sluice-franz-graph",
+	"sluice-franz-valid", "sluice-franz-dlq",
 	"k2k-raw-confluent", "k2k-sluice-confluent",
 	"k2k-raw-franz", "k2k-sluice-franz",
 }
@@ -20,9 +22,13 @@ var cases = map[string]caseFunc{
 	"raw-confluent":          rawConfluent,
 	"sluice-confluent-each":  sluiceEach(confluentSource),
 	"sluice-confluent-graph": sluiceGraph(confluentSource),
+	"sluice-confluent-valid": sluiceDeadLetters(confluentSource, confluentDLQProducer, false),
+	"sluice-confluent-dlq":   sluiceDeadLetters(confluentSource, confluentDLQProducer, true),
 	"raw-franz":              rawFranz,
 	"sluice-franz-each":      sluiceEach(franzSource),
 	"sluice-franz-graph":     sluiceGraph(franzSource),
+	"sluice-franz-valid":     sluiceDeadLetters(franzSource, franzDLQProducer, false),
+	"sluice-franz-dlq":       sluiceDeadLetters(franzSource, franzDLQProducer, true),
 	"k2k-raw-confluent":      k2kRawConfluent,
 	"k2k-sluice-confluent":   k2kSluiceConfluent,
 	"k2k-raw-franz":          k2kRawFranz,
@@ -36,9 +42,14 @@ var cases = map[string]caseFunc{
 // the slow section's.
 func caseNames() []string { return append(slices.Clone(caseOrder), slowCases...) }
 
-// baseline returns the raw loop a case is compared with: the raw loop of
-// the same client, consuming only or consume → produce like the case.
+// baseline returns the case a case is compared with: for a dead-letter
+// case (every record invalid) the same graph with every record valid;
+// otherwise the raw loop of the same client, consuming only or consume →
+// produce like the case.
 func baseline(name string) string {
+	if base, ok := strings.CutSuffix(name, "-dlq"); ok {
+		return base + "-valid"
+	}
 	client := "confluent"
 	if strings.Contains(name, "franz") {
 		client = "franz"
@@ -49,5 +60,19 @@ func baseline(name string) string {
 	return "raw-" + client
 }
 
-// isK2K reports whether a case produces to an output topic.
+// isK2K reports whether a case is consume → produce.
 func isK2K(name string) bool { return strings.HasPrefix(name, "k2k-") }
+
+// isDeadLetter reports whether a case runs with the dead-letter
+// destination (on its output topic).
+func isDeadLetter(name string) bool {
+	return strings.HasSuffix(name, "-dlq") || strings.HasSuffix(name, "-valid")
+}
+
+// hasOutput reports whether a case writes to an output topic, which must
+// then hold every input record exactly once (none for the -valid cases).
+func hasOutput(name string) bool { return isK2K(name) || isDeadLetter(name) }
+
+// outputHoldsInput reports whether a case's output topic must hold every
+// input record exactly once.
+func outputHoldsInput(name string) bool { return isK2K(name) || strings.HasSuffix(name, "-dlq") }

@@ -82,7 +82,7 @@ func runChild(args []string) int {
 	case *brokers == "" || cfg.group == "" || cfg.l.records <= 0 || cfg.l.partitions <= 0:
 		fmt.Fprintln(os.Stderr, "bench run: -brokers, -group, -records and -partitions are required")
 		return 2
-	case strings.HasPrefix(cfg.name, "k2k-") && cfg.out == "":
+	case hasOutput(cfg.name) && cfg.out == "":
 		fmt.Fprintf(os.Stderr, "bench run: -case %s needs -out\n", cfg.name)
 		return 2
 	}

@@ -18,17 +18,20 @@
 // everything it started) is reported beside it. Cases: the raw
 // confluent-kafka-go poll loop, the raw franz-go loop, Sluice on each
 // backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
-// Each; and consume → produce: a raw loop on each client and Sluice's Map
-// → Pool(8) → Produce. Every run is verified: each input record consumed
-// exactly once with its value intact, the group's commits equal to the
-// end offsets, and for consume → produce every input record in the output
-// topic exactly once. The report gives the median msg/s (first record to
-// last done), its ratio to the raw loop of the same client, CPU per
-// record and peak RSS, then every run. The memory section runs graph (b)
-// with 8 and 256 partitions under a 16 MiB budget; the slow section runs
-// a 1 ms call per record through Pool(32) on 64 partitions on each
-// client (see slow.go). Exit status: 0 when every run passed its checks,
-// 1 otherwise, 2 on bad flags.
+// Each; consume → produce: a raw loop on each client and Sluice's Map
+// → Pool(8) → Produce; and the dead-letter pair on each backend: Map →
+// Discard with the producer's dead-letter destination, every record valid
+// (-valid) or every record invalid (-dlq). Every run is verified: each
+// input record consumed exactly once with its value intact, the group's
+// commits equal to the end offsets, and for consume → produce and -dlq
+// every input record in the output topic exactly once. The report gives
+// the median msg/s (first record to last done), its ratio to the raw loop
+// of the same client (for -dlq, to the -valid case), CPU per record and
+// peak RSS, then every run. The memory section runs graph (b) with 8 and
+// 256 partitions under a 16 MiB budget; the slow section runs a 1 ms call
+// per record through Pool(32) on 64 partitions on each client (see
+// slow.go). Exit status: 0 when every run passed its checks, 1 otherwise,
+// 2 on bad flags.
 package main
 
 import (

@@ -169,7 +169,7 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 		if o.budget > 0 {
 			budget = fmt.Sprintf("in-flight byte budget %d MiB", o.budget>>20)
 		}
-		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); \"from assignment\" counts from the consumer's first assignment instead, so it includes the fetches a client made before handing over its first record; ratios are to the raw loop of the same client (for consume → produce, the raw consume → produce loop); CPU is user+sys of the run's whole process (start-up, prefetch and shutdown included) per record; peak RSS is its VmHWM; Sluice with %s.\n\n", budget)
+		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); \"from assignment\" counts from the consumer's first assignment instead, so it includes the fetches a client made before handing over its first record; ratios are to the raw loop of the same client (for consume → produce, the raw consume → produce loop; for a -dlq case, every record invalid, the -valid case of its client, every record valid); CPU is user+sys of the run's whole process (start-up, prefetch and shutdown included) per record; peak RSS is its VmHWM; Sluice with %s.\n\n", budget)
 		fmt.Fprintln(w, "| case | msg/s | ratio | msg/s from assignment | ratio | CPU µs/record | peak RSS MiB | broker CPU µs/record | broker cores | verified |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		for _, s := range summarize(speed) {

@@ -28,6 +28,7 @@ func TestSummarizeComparesWithTheSameClientsRawLoop(t *testing.T) {
 		mk("sluice-franz-graph", 0.004, nil), mk("sluice-franz-graph", 0.0001, errors.New("gap")), // failed run left out
 		mk("k2k-raw-confluent", 0.01, nil), mk("k2k-sluice-confluent", 0.0125, nil),
 		mk("sluice-confluent-each", 0.001, nil), // no raw-confluent run: no ratio
+		mk("sluice-confluent-valid", 0.002, nil), mk("sluice-confluent-dlq", 0.008, nil),
 	}
 	got := map[string]summary{}
 	for _, s := range summarize(runs) {
@@ -48,6 +49,9 @@ func TestSummarizeComparesWithTheSameClientsRawLoop(t *testing.T) {
 	}
 	if s := got["sluice-confluent-each"]; s.ratio != 0 {
 		t.Errorf("sluice-confluent-each ratio %v without its raw loop, want 0 (n/a)", s.ratio)
+	}
+	if s := got["sluice-confluent-dlq"]; !near(s.ratio, 0.25) || s.baseline != "sluice-confluent-valid" {
+		t.Errorf("sluice-confluent-dlq %+v, want ratio 0.25 against sluice-confluent-valid", s)
 	}
 	if s := got["raw-franz"]; !near(s.cpu, 2) || !near(s.rss, 2) {
 		t.Errorf("raw-franz CPU %v µs/record and RSS %v MiB, want 2 and 2", s.cpu, s.rss)

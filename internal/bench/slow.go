@@ -48,7 +48,7 @@ func sluiceSlow(src newSource) caseFunc {
 				return struct{}{}, recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value))
 			})
 			return stages.Discard(called)
-		}, inFlightPeak{g})
+		}, pipeline.WithHooks(inFlightPeak{g}))
 	}
 }
 

@@ -126,17 +126,16 @@ func recordOrFail(tr *tracker, p int32, o int64, h uint64) error {
 	return nil
 }
 
-// runSluice runs build over a fresh source, with hooks besides its own,
-// until every record is committable, then stops Run and returns its
-// error.
-func runSluice(ctx context.Context, cfg runConfig, newSrc newSource, w *window, build pipeline.Builder, hooks ...pipeline.Hook) error {
+// runSluice runs build over a fresh source, with the options extra, until
+// every record is committable, then stops Run and returns its error.
+func runSluice(ctx context.Context, cfg runConfig, newSrc newSource, w *window, build pipeline.Builder, extra ...pipeline.Option) error {
 	src, err := newSrc(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := []pipeline.Option{pipeline.WithHooks(append([]pipeline.Hook{newProgress(cfg.l, w)}, hooks...)...)}
+	opts := append([]pipeline.Option{pipeline.WithHooks(newProgress(cfg.l, w))}, extra...)
 	if cfg.budget > 0 {
 		opts = append(opts, pipeline.WithMaxInFlightBytes(cfg.budget))
 	}

@@ -16,7 +16,7 @@ import (
 func TestSmoke(t *testing.T) {
 	o := options{
 		records: 20_000, partitions: 8, value: 100, runs: 1, timeout: time.Minute,
-		cases: []string{"raw-franz", "sluice-confluent-graph", "k2k-sluice-confluent"},
+		cases: []string{"raw-franz", "sluice-confluent-graph", "k2k-sluice-confluent", "sluice-franz-valid", "sluice-franz-dlq"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -29,6 +29,8 @@ func TestSmoke(t *testing.T) {
 		"| raw-franz | ",
 		"| sluice-confluent-graph | ",
 		"| k2k-sluice-confluent | ",
+		"| sluice-franz-valid | ",
+		"| sluice-franz-dlq | ",
 	} {
 		i := strings.Index(report, want)
 		if i < 0 {

@@ -50,6 +50,9 @@ type tracker struct {
 	// them), every completion signals settled (capacity one).
 	watched atomic.Bool
 	settled chan struct{}
+	// settledTo is a sequence number before which every record finished
+	// or was flagged dead-lettered (see settledBefore).
+	settledTo uint64
 
 	// Share mode (share.go): nil otherwise. acks collects, under mu,
 	// the outcomes of slots that finished, for share.
@@ -406,12 +409,17 @@ func (tr *tracker) withFirstRecord(t Ticket, fn func(*Record)) bool {
 
 // settledBefore reports whether every record before sequence number seq
 // is finished or flagged dead-lettered: none of them can still be found
-// invalid, so a dead letter for seq keeps offset order.
+// invalid, so a dead letter for seq keeps offset order. A record that
+// settled stays settled, so the scan resumes where the last one stopped
+// (settledTo): the records before the queued dead letters (many of them
+// dead letters still in flight) are looked at once, not once per dead
+// letter.
 func (tr *tracker) settledBefore(seq uint64) bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	for i := 0; i < tr.size && tr.base+uint64(i) < seq; i++ {
-		if s := tr.q.at(tr.base + uint64(i)); s.refs > 0 && !s.invalid {
+	tr.settledTo = max(tr.settledTo, tr.base)
+	for end := tr.base + uint64(tr.size); tr.settledTo < seq && tr.settledTo < end; tr.settledTo++ {
+		if s := tr.q.at(tr.settledTo); s.refs > 0 && !s.invalid {
 			return false
 		}
 	}

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"cmp"
-	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 )
@@ -31,7 +29,7 @@ type deadLetterJob struct {
 	stage *Stage
 	t     Ticket
 	err   error
-	left  int // records not delivered yet; dead-letter goroutine only
+	left  int // records not delivered yet; guarded by deadLetters.mu
 }
 
 // deadLetterItem is one record waiting for the dead-letter destination.
@@ -41,15 +39,28 @@ type deadLetterItem struct {
 }
 
 // deadLetters is a partition's queue of records for the dead-letter
-// destination, in offset order. It is unbounded, so the stage that found
-// a record invalid never waits; every entry is a record in flight, so the
-// in-flight budget bounds it.
+// destination, in offset order, and the state of its dead-letter
+// goroutine (deadletter_send.go) and of the dead letters the destination
+// took without waiting for their outcome (deadletter_defer.go). The queue
+// is unbounded, so the stage that found a record invalid never waits;
+// every entry is a record in flight, so the in-flight budget bounds it.
 type deadLetters struct {
 	mu      sync.Mutex
-	pending []deadLetterItem // by sequence number
+	pending []deadLetterItem // by sequence number, from head on
+	head    int              // pending[:head] were taken
 	closed  bool             // every stage exited: nothing more is queued
-	failed  bool             // a delivery failed: nothing more is delivered
-	wake    chan struct{}    // capacity one: pending, closed or the tracker changed
+	failed  bool             // a delivery failed for good: nothing more is delivered
+	wake    chan struct{}    // capacity one: pending, closed, an outcome or the tracker changed
+	claims  []claimed        // scratch space of deadLetter
+
+	// Dead letters handed over whose outcome comes later, in the order
+	// they were handed over (deadletter_defer.go).
+	outstanding int                // handed over, outcome not known yet
+	waits       fifo[deferredWait] // their outcomes, for the waiter goroutine
+	waiting     bool               // a waiter goroutine runs
+	waiters     sync.WaitGroup     // the waiter goroutine
+	failures    []failedDeadLetter // failed outcomes not retried yet
+	call        deadLetterCall     // the context of each call, reused
 }
 
 func (q *deadLetters) signal() {
@@ -57,6 +68,40 @@ func (q *deadLetters) signal() {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// queued returns the records queued and not taken yet.
+func (q *deadLetters) queued() []deadLetterItem { return q.pending[q.head:] }
+
+// insert queues it at its place by sequence number (usually the end).
+func (q *deadLetters) insert(it deadLetterItem) {
+	i, _ := slices.BinarySearchFunc(q.queued(), it.seq, func(it deadLetterItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
+	q.pending = slices.Insert(q.pending, q.head+i, it)
+}
+
+// take removes and returns the first queued record, which must exist.
+// The taken prefix is dropped once it is at least half of the queue, so
+// that taking is O(1) amortized.
+func (q *deadLetters) take() deadLetterItem {
+	it := q.pending[q.head]
+	q.pending[q.head] = deadLetterItem{}
+	q.head++
+	switch {
+	case q.head == len(q.pending):
+		q.pending, q.head = q.pending[:0], 0
+	case q.head >= 64 && q.head >= len(q.pending)/2:
+		n := copy(q.pending, q.pending[q.head:])
+		clear(q.pending[n:])
+		q.pending, q.head = q.pending[:n], 0
+	}
+	return it
+}
+
+// dropQueued removes and returns every queued record.
+func (q *deadLetters) dropQueued() []deadLetterItem {
+	left := slices.Clone(q.queued())
+	q.pending, q.head = nil, 0
+	return left
 }
 
 // deadLetter queues the records behind t that are not queued yet for the
@@ -71,7 +116,8 @@ func (g *graph) deadLetter(s *Stage, t Ticket, err error) bool {
 		q.mu.Unlock()
 		return false
 	}
-	recs := g.tr.claimInvalid(nil, t)
+	recs := g.tr.claimInvalid(q.claims[:0], t)
+	q.claims = recs
 	if q.failed || len(recs) == 0 {
 		q.mu.Unlock()
 		if !q.failed {
@@ -83,9 +129,9 @@ func (g *graph) deadLetter(s *Stage, t Ticket, err error) bool {
 	}
 	job := &deadLetterJob{stage: s, t: t, err: err, left: len(recs)}
 	for _, c := range recs {
-		i, _ := slices.BinarySearchFunc(q.pending, c.seq, func(it deadLetterItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
-		q.pending = slices.Insert(q.pending, i, deadLetterItem{claimed: c, job: job})
+		q.insert(deadLetterItem{claimed: c, job: job})
 	}
+	clear(recs)
 	g.tr.watched.Store(true)
 	q.mu.Unlock()
 	q.signal()
@@ -101,122 +147,67 @@ func (g *graph) closeDeadLetters() {
 	g.dl.signal()
 }
 
-// nextDeadLetter waits for the first queued record to be deliverable:
-// every record before it finished or was queued itself, so that none can
-// still be found invalid and dead letters leave in offset order. It
-// returns false once the queue is closed and its first record can never
-// become deliverable (a record before it will never finish); what is left
-// then stays uncommitted, as the record blocking it does.
-func (g *graph) nextDeadLetter() (deadLetterItem, bool) {
+// MaxOutstandingDeadLetters is the most dead letters of one partition
+// that a destination may hold without their outcome (DeferDeadLetter):
+// the next one is handed over once the outcome of one of them is known.
+// It bounds what a partition's dead letters hold in the client's buffer
+// (and in the waiter's queue) while still letting the client batch them.
+const MaxOutstandingDeadLetters = 1024
+
+// nextDeadLetter waits for what the dead-letter goroutine does next and
+// returns it:
+//
+//   - retry: failed dead letters, once no outcome is outstanding any more
+//     and the waiter recorded every delivered one (nothing new is handed
+//     over while there are failures);
+//   - it: the first queued record, once it is deliverable (every record
+//     before it finished or was queued itself, so that none can still be
+//     found invalid and dead letters leave in offset order) and fewer
+//     than MaxOutstandingDeadLetters outcomes are outstanding.
+//
+// It returns false once the queue is closed, no outcome is outstanding
+// and its first record (if any) can never become deliverable (a record
+// before it will never finish); what is left then stays uncommitted, as
+// the record blocking it does.
+func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, ok bool) {
 	q := &g.dl
 	for {
 		q.mu.Lock()
-		if len(q.pending) > 0 && g.tr.settledBefore(q.pending[0].seq) {
-			it := q.pending[0]
-			q.pending = slices.Delete(q.pending, 0, 1)
-			if len(q.pending) == 0 {
+		deliverable := len(q.failures) == 0 && len(q.queued()) > 0 && q.outstanding < MaxOutstandingDeadLetters &&
+			g.tr.settledBefore(q.queued()[0].seq)
+		switch {
+		case len(q.failures) > 0:
+			if q.outstanding == 0 && !q.waiting {
+				retry, q.failures = q.failures, nil
+				q.mu.Unlock()
+				return deadLetterItem{}, retry, true
+			}
+		case deliverable:
+			it := q.take()
+			if len(q.queued()) == 0 {
 				g.tr.watched.Store(false)
 			}
 			q.mu.Unlock()
-			return it, true
-		}
-		if q.closed {
-			left := q.pending
-			q.pending = nil
+			return it, nil, true
+		case q.closed && q.outstanding == 0:
+			left := q.dropQueued()
 			q.mu.Unlock()
 			if len(left) > 0 {
 				g.rt.cfg.Logger.Warn("sluice: dead letters left undelivered because a record before them never finished; they stay uncommitted",
 					"topic", g.tp.Topic, "partition", g.tp.Partition, "offsets", offsetsOf(left))
 			}
-			return deadLetterItem{}, false
+			return deadLetterItem{}, nil, false
 		}
 		q.mu.Unlock()
 		<-q.wake
 	}
 }
 
-// sendDeadLetters delivers queued dead letters one at a time, in offset
-// order, until the queue is closed (after every stage exited) and
-// drained. After a delivery failure, nothing more is delivered or
-// completed.
-func (g *graph) sendDeadLetters() {
-	fn := g.rt.cfg.DeadLetter
-	for {
-		it, ok := g.nextDeadLetter()
-		if !ok {
-			return
-		}
-		if err := g.deliverDeadLetter(fn, DeadLetter{Record: it.rec, Stage: it.job.stage.name, Err: it.job.err}); err != nil {
-			g.deadLetterFailed(it, err)
-			return
-		}
-		g.rt.hooks.RecordDeadLettered(g.tp, it.job.stage.name)
-		if it.job.left--; it.job.left == 0 {
-			it.job.stage.misused(g.tr.done(it.job.t))
-		}
-	}
-}
-
-// deadLetterFailed reports that it could not be delivered, naming it and
-// every record still queued after it. Out of a revoke or shutdown, that
-// stops Run. During a shutdown, Run returns it as well (the drain
-// interrupted the retries). During a revoke or a loss, it is only logged:
-// the records stay uncommitted and the partition's next owner handles
-// them.
-func (g *graph) deadLetterFailed(it deadLetterItem, err error) {
-	q := &g.dl
-	q.mu.Lock()
-	q.failed = true
-	left := q.pending
-	q.pending = nil
-	q.mu.Unlock()
-	g.tr.watched.Store(false)
-
-	cause := fmt.Errorf("%w: dead-letter delivery failed: %w (record was invalid: %v)", ErrNotDeadLettered, err, it.job.err)
-	if len(left) > 0 {
-		cause = fmt.Errorf("%w; also not dead-lettered, left uncommitted: offsets %v", cause, offsetsOf(left))
-	}
-	se := it.job.stage.stageError([]Record{it.rec}, cause)
-	switch {
-	case !g.stopping():
-		g.rt.fail(g, se)
-	case g.rt.shuttingDown.Load() && !errors.Is(context.Cause(g.ctx), ErrLost):
-		g.rt.failLate(se)
-	default:
-		g.rt.cfg.Logger.Warn("sluice: dead letters not delivered before the partition was taken away; they stay uncommitted",
-			"topic", g.tp.Topic, "partition", g.tp.Partition, "err", se)
-	}
-}
-
-// offsetsOf returns the offsets of queued dead letters, for messages.
+// offsetsOf returns the offsets of dead letters, for messages.
 func offsetsOf(items []deadLetterItem) []int64 {
 	out := make([]int64, len(items))
 	for i, it := range items {
 		out[i] = it.rec.Offset
 	}
 	return out
-}
-
-// deliverDeadLetter calls fn, retrying transient failures under Run's
-// retry policy through the engine's one retry loop (never past the start
-// of a revoke).
-func (g *graph) deliverDeadLetter(fn func(context.Context, DeadLetter) error, dl DeadLetter) error {
-	r := retrier{g: g, policy: g.rt.cfg.Retry, stage: dl.Stage + " (dead letter)", log: &g.dlLog}
-	for attempt := 1; ; attempt++ {
-		err := callDeadLetter(fn, g.ctx, dl)
-		if err == nil {
-			return nil
-		}
-		again, err := r.after(dl.Record.Offset, err, attempt)
-		if !again {
-			return err
-		}
-	}
-}
-
-// callDeadLetter calls fn once, turning a panic into a *PanicError (which
-// is never retried).
-func callDeadLetter(fn func(context.Context, DeadLetter) error, ctx context.Context, dl DeadLetter) (err error) {
-	defer CatchPanic(&err)
-	return fn(ctx, dl)
 }

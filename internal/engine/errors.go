@@ -38,9 +38,17 @@ func Invalid(err error) error {
 
 // IsInvalid reports whether err (or any error it wraps) was marked with
 // [Invalid].
-func IsInvalid(err error) bool {
-	var ie *invalidError
-	return errors.As(err, &ie)
+func IsInvalid(err error) bool { return wraps[*invalidError](err) }
+
+// InvalidCause returns the error that err wraps and true when err itself
+// (not an error wrapping it) is a mark of [Invalid]; nil and false
+// otherwise. It lets the dead-letter message take the common case's
+// text without searching err's tree.
+func InvalidCause(err error) (error, bool) {
+	if ie, ok := err.(*invalidError); ok {
+		return ie.err, true
+	}
+	return nil, false
 }
 
 type invalidError struct{ err error }

@@ -77,6 +77,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 		rt.release(n, b)
 	})
 	g.tr.settled = g.dl.wake
+	g.dl.call.Context = ctx
 	g.tr.limit = newDLLimiter(rt.cfg.DeadLetterLimit)
 	g.tr.onLimit = func(err error) { rt.fail(g, err) }
 	return g

@@ -117,10 +117,7 @@ func Permanent(err error) error {
 
 // IsPermanent reports whether err (or any error it wraps) was marked with
 // [Permanent].
-func IsPermanent(err error) bool {
-	var pe *permanentError
-	return errors.As(err, &pe)
-}
+func IsPermanent(err error) bool { return wraps[*permanentError](err) }
 
 type permanentError struct{ err error }
 
@@ -128,8 +125,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 func retryable(err error) bool {
-	var pe *PanicError
-	return err != nil && !IsInvalid(err) && !IsPermanent(err) && !errors.As(err, &pe)
+	return err != nil && !IsInvalid(err) && !IsPermanent(err) && !wraps[*PanicError](err)
 }
 
 // exhaustedError is a transient error that failed every attempt of its

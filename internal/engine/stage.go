@@ -155,15 +155,14 @@ func (s *Stage) Fail(t Ticket, err error) error {
 	if s.g.tr.share != nil && s.shareFail(t, err) {
 		return nil
 	}
-	recs := s.g.tr.records(nil, t)
 	if IsInvalid(err) {
 		if s.g.rt.cfg.DeadLetter == nil {
-			return s.stageError(recs, fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
+			return s.stageError(s.g.tr.records(nil, t), fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
 		}
 		s.g.deadLetter(s, t, err)
 		return nil
 	}
-	return s.stageError(recs, err)
+	return s.stageError(s.g.tr.records(nil, t), err)
 }
 
 func (s *Stage) stageError(recs []Record, err error) *StageError {

@@ -34,10 +34,10 @@ type Client[E any] interface {
 	// producer fails it with Names.ErrClosed. o is the caller's and only
 	// valid during the call (a stage reuses it for its next message):
 	// Send copies what it keeps. It may block while the
-	// library's buffer is full, until ctx ends (then the report carries
-	// the failure); or it returns an error for which QueueFull is true,
-	// and the core waits for a report or a few milliseconds and sends
-	// again.
+	// library's buffer is full, until ctx ends or Close starts (then the
+	// report carries the failure); or it returns an error for which
+	// QueueFull is true, and the core waits for a report or a few
+	// milliseconds and sends again.
 	Send(ctx context.Context, o *Outgoing, reports chan E) error
 	// QueueFull reports whether err, returned by Send, means the
 	// library's buffer is full for now.

@@ -52,6 +52,22 @@ func TestDeadLetterMessageHeaders(t *testing.T) {
 	}
 }
 
+// The sluice.dlq.* header values share one array, each capped at its
+// own end: appending to one leaves the others as they were.
+func TestDeadLetterHeaderValuesAreIndependent(t *testing.T) {
+	m := produce.DeadLetterMessage(invalidRecord())
+	for i := 1; i < len(m.Headers); i++ {
+		h := m.Headers[i]
+		if cap(h.Value) != len(h.Value) {
+			t.Errorf("header %s has room to grow in place (len %d, cap %d)", h.Key, len(h.Value), cap(h.Value))
+		}
+		_ = append(h.Value, "XXXXXXXXXXXXXXXX"...)
+	}
+	if got := headerText(m.Headers[1:]); got != headerText(produce.DeadLetterMessage(invalidRecord()).Headers[1:]) {
+		t.Errorf("headers after appending to each: %s", got)
+	}
+}
+
 func headerEqual(a, b pipeline.Header) bool {
 	return a.Key == b.Key && string(a.Value) == string(b.Value)
 }
@@ -78,6 +94,7 @@ func TestErrTextStripsTheInvalidPrefix(t *testing.T) {
 		{fmt.Errorf("order 7: %w", pipeline.Invalid(errors.New("bad json"))), "order 7: bad json"},
 		{pipeline.Permanent(pipeline.Invalid(errors.New("bad json"))), "bad json"},
 		{errors.Join(errors.New("two problems"), pipeline.Invalid(errMissing)), "two problems\nmissing"},
+		{pipeline.Invalid(pipeline.Invalid(errors.New("bad json"))), "invalid input: bad json"}, // the innermost mark's prefix only
 		{errors.New("plain"), "plain"},
 		{fmt.Errorf("invalid input: %w", errMissing), "invalid input: missing"}, // not marked: left alone
 	} {

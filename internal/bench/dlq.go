@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// The dead-letter cases run Map (record the input) → Discard with the
+// producer's Kafka dead-letter destination on the output topic:
+// sluice-<client>-valid finds every record valid (nothing is
+// dead-lettered), sluice-<client>-dlq finds every record invalid, so each
+// record commits only after its dead letter was delivered. The -dlq case
+// is compared with the -valid one, and its output topic must hold every
+// input record exactly once.
+
+// errBenchInvalid is the error every record of a -dlq case is invalid with.
+var errBenchInvalid = errors.New("bench: every record is invalid")
+
+// deadLetterProducer is a backend's producer as the dead-letter cases use
+// it.
+type deadLetterProducer interface {
+	io.Closer
+	deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error
+}
+
+type sinkDLQ struct{ *sink.Producer }
+
+func (p sinkDLQ) deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+	return p.DeadLetter(topic)
+}
+
+type franzDLQ struct{ *franz.Producer }
+
+func (p franzDLQ) deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+	return p.DeadLetter(topic)
+}
+
+func confluentDLQProducer(cfg runConfig) (deadLetterProducer, error) {
+	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: cfg.brokers})
+	if err != nil {
+		return nil, err
+	}
+	return sinkDLQ{p}, nil
+}
+
+func franzDLQProducer(cfg runConfig) (deadLetterProducer, error) {
+	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: cfg.brokers})
+	if err != nil {
+		return nil, err
+	}
+	return franzDLQ{p}, nil
+}
+
+// sluiceDeadLetters is a dead-letter case on one backend: every record
+// invalid when invalid is set, every record valid otherwise.
+func sluiceDeadLetters(src newSource, newProd func(runConfig) (deadLetterProducer, error), invalid bool) caseFunc {
+	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+		prod, err := newProd(cfg)
+		if err != nil {
+			return err
+		}
+		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+				if err := recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value)); err != nil {
+					return r, err
+				}
+				if invalid {
+					return r, pipeline.Invalid(errBenchInvalid)
+				}
+				return r, nil
+			}, stages.Name("decode")))
+		}
+		err = runSluice(ctx, cfg, src, w, build, pipeline.WithDeadLetter(prod.deadLetter(cfg.out)))
+		return errors.Join(err, prod.Close())
+	}
+}

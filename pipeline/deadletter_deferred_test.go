@@ -1,0 +1,170 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// outcome is a deferred dead letter whose outcome the test sets.
+type outcome struct{ res chan error }
+
+func (o *outcome) Ready() bool { return len(o.res) > 0 }
+func (o *outcome) Wait() error { return <-o.res }
+
+// deferring is a dead-letter destination that defers every outcome it
+// can (engine.DeferDeadLetter, as the Kafka destinations do) and
+// succeeds at once when Run wants the outcome from the call. It records
+// its calls in order: the offset, followed by "s" for a call that could
+// not defer.
+type deferring struct {
+	mu       sync.Mutex
+	calls    []string
+	outcomes map[int64]*outcome
+}
+
+func newDeferring() *deferring { return &deferring{outcomes: map[int64]*outcome{}} }
+
+func (d *deferring) fn(ctx context.Context, dl pipeline.DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o := &outcome{res: make(chan error, 1)}
+	if !engine.DeferDeadLetter(ctx, o) {
+		d.calls = append(d.calls, fmt.Sprintf("%ds", dl.Record.Offset))
+		return nil
+	}
+	d.calls = append(d.calls, fmt.Sprint(dl.Record.Offset))
+	d.outcomes[dl.Record.Offset] = o
+	return nil
+}
+
+// settle sets the outcome of the dead letters of offsets: err, nil for
+// delivered.
+func (d *deferring) settle(err error, offsets ...int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, off := range offsets {
+		d.outcomes[off].res <- err
+	}
+}
+
+func (d *deferring) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.calls, " ")
+}
+
+// invalidEverything finds every record invalid.
+func invalidEverything(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+		return r, pipeline.Invalid(errors.New("bad"))
+	}, stages.Name("parse")))
+}
+
+// expect checks, once everything settled, the destination's calls and
+// t/0's committed offset.
+func expect(t *testing.T, h *testkit.Harness, d *deferring, calls string, committed int64) {
+	t.Helper()
+	synctest.Wait()
+	if got := d.String(); got != calls {
+		t.Fatalf("dead-letter calls %q, want %q", got, calls)
+	}
+	if got := h.Committed("t", 0); got != committed {
+		t.Fatalf("committed %d, want %d (calls %q)", got, committed, calls)
+	}
+}
+
+// A deferred dead letter that failed holds the commit at its record; no
+// new dead letter is handed over until the outcome of every outstanding
+// one is known; then the failed one is retried under the retry policy
+// with a call that cannot defer, and the queued ones follow.
+func TestDeferredDeadLetterFailureIsRetriedOnceTheOthersSettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDeferring()
+		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(6)...)
+		expect(t, h, d, "0 1 2 3 4 5", -1)
+		d.settle(nil, 0, 1)
+		d.settle(errFlaky, 2)
+		expect(t, h, d, "0 1 2 3 4 5", 2)
+		h.Send("t", 0, values(2)...) // offsets 6 and 7: queued behind the failure
+		d.settle(nil, 3, 4)
+		expect(t, h, d, "0 1 2 3 4 5", 2)
+		d.settle(nil, 5) // every outcome known: 2 is retried after its backoff, then 6 and 7 go
+		h.WaitCommitted("t", 0, 6)
+		expect(t, h, d, "0 1 2 3 4 5 2s 6 7", 6)
+		d.settle(nil, 7)
+		expect(t, h, d, "0 1 2 3 4 5 2s 6 7", 6)
+		d.settle(nil, 6)
+		expect(t, h, d, "0 1 2 3 4 5 2s 6 7", 8)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Stop returned %v", err)
+		}
+	})
+}
+
+// Deferred dead letters that fail for good stop Run with a StageError at
+// the first of them, naming the others; the commit stays at its record,
+// although dead letters after it were delivered.
+func TestDeferredDeadLetterPermanentFailureStopsRunAtTheFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDeferring()
+		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(6)...)
+		expect(t, h, d, "0 1 2 3 4 5", -1)
+		errRefused := pipeline.Permanent(errors.New("record refused"))
+		d.settle(errRefused, 4)
+		d.settle(nil, 0, 1, 3, 5)
+		d.settle(errRefused, 2)
+		err := h.Wait()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || !errors.Is(err, pipeline.ErrNotDeadLettered) || se.Offset != 2 || se.Stage != "parse" ||
+			!strings.Contains(err.Error(), "offsets [4]") {
+			t.Fatalf("Run returned %v; want a StageError of parse at offset 2 wrapping ErrNotDeadLettered, naming offset 4", err)
+		}
+		if got := h.Committed("t", 0); got != 2 {
+			t.Fatalf("committed %d, want 2", got)
+		}
+		if got := d.String(); got != "0 1 2 3 4 5" {
+			t.Fatalf("dead-letter calls %q, want no retry of a permanent failure", got)
+		}
+	})
+}
+
+// A shutdown waits for the outcomes of the dead letters handed over
+// before the partition is let go, and commits them.
+func TestShutdownWaitsForDeferredDeadLetters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDeferring()
+		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
+		h.Assign("t", 0)
+		h.Send("t", 0, values(3)...)
+		expect(t, h, d, "0 1 2", -1)
+		stopped := make(chan error, 1)
+		go func() { stopped <- h.Stop() }()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop returned %v before the dead letters' outcomes", err)
+		default:
+		}
+		d.settle(nil, 2, 1, 0)
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop returned %v", err)
+		}
+		if got := h.Committed("t", 0); got != 3 {
+			t.Fatalf("committed %d, want 3", got)
+		}
+	})
+}
