@@ -52,8 +52,8 @@ func TestFetchSizes(t *testing.T) {
 }
 
 func TestBudgetOf(t *testing.T) {
-	if got := budgetOf(refusingGroup{}); got != pipeline.DefaultMaxInFlightBytes {
-		t.Errorf("a Group without MaxInFlightBytes: %d, want the default %d", got, pipeline.DefaultMaxInFlightBytes)
+	if got := budgetOf(budgetGroup{refusingGroup{}, 0}); got != pipeline.DefaultMaxInFlightBytes {
+		t.Errorf("a Group with MaxInFlightBytes 0: %d, want the default %d", got, pipeline.DefaultMaxInFlightBytes)
 	}
 	if got := budgetOf(budgetGroup{refusingGroup{}, 3 << 20}); got != 3<<20 {
 		t.Errorf("a Group with MaxInFlightBytes 3 MiB: %d", got)

@@ -168,6 +168,8 @@ func (g *fakeGroup) Shutdown() []pipeline.Offset {
 	return g.shutdown
 }
 func (g *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+func (g *fakeGroup) MaxInFlight() int            { return pipeline.DefaultMaxInFlight }
+func (g *fakeGroup) MaxInFlightBytes() int64     { return pipeline.DefaultMaxInFlightBytes }
 func (g *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
