@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -47,6 +48,13 @@ func (t *transactions) wrap(ctx context.Context, g pipeline.Group) pipeline.Grou
 	}
 	t.eg = exactlyonce.Wrap(ctx, g, t.txn, t.cfg)
 	return t.eg
+}
+
+// setCore tells the transactions the poll loop's core (see kgoTxn.core).
+func (t *transactions) setCore(c *kafkasource.Core) {
+	if t != nil {
+		t.txn.core = c
+	}
 }
 
 // defaultOpts go before the source's Config.Opts, opts after them.

@@ -17,8 +17,10 @@ import (
 //   - Assign before Deliver for a partition; Deliver records of one partition
 //     in offset order.
 //   - When Deliver returns pause=true, stop delivering that partition (pause
-//     it) until it is listed by Group.Resumable. Records already polled for a
-//     paused partition may still be delivered; the group accepts them.
+//     it) until it is listed by Group.Resumable. Records of it the source
+//     already polled are kept by the source and delivered once it is listed
+//     (the Kafka sources do); a Group accepts them earlier too, but they
+//     then wait outside the in-flight limits.
 //   - Commit what Group.Offsets returns, on the source's own interval.
 //   - Before giving a partition up gracefully, call Group.Revoke and commit
 //     what it returns synchronously; when the partition was lost, call
