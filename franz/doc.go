@@ -10,11 +10,19 @@
 // One goroutine polls the client (PollRecords) with a short timeout (100ms,
 // 10ms while a partition is paused) and never blocks on the graphs: the
 // records of one partition in a fetch are handed to Group.Deliver in calls
-// of at most 128; when Deliver asks for a pause the partition is paused
-// in kgo (PauseFetchPartitions), and what Group.Resumable lists (checked
-// whenever Group.Wake fires) is resumed (ResumeFetchPartitions). A
-// partition revoked or lost while paused is resumed in kgo, which keeps
-// pauses across assignments. The high watermark of every fetched
+// of at most 128 (and at most an eighth of pipeline.WithMaxInFlightBytes;
+// a heavier record goes alone); when Deliver asks for a pause the
+// partition is paused in kgo (PauseFetchPartitions). The rest of what the
+// poll returned for it is kept by the source, not delivered: when
+// Group.Resumable lists the partition (checked whenever Group.Wake fires)
+// the source delivers it, and resumes the partition in kgo
+// (ResumeFetchPartitions) once nothing of it is left. The source keeps at
+// most an eighth of each in-flight limit (at least 128 records): a poll
+// takes at most as many records as that leaves room for, and none while
+// the source holds an eighth of the byte budget (see docs/lifecycle.md,
+// "Backpressure"). A partition revoked or lost while paused is resumed in
+// kgo, which keeps pauses across assignments, and what the source kept of
+// it is dropped. The high watermark of every fetched
 // partition is reported to Group.HighWatermark when it moves; Polled after
 // every poll, Joined at the first assignment (possibly empty).
 //
@@ -74,14 +82,19 @@
 // kgo.ConsumeResetOffset to the start of the partition (as
 // auto.offset.reset=earliest; kgo already starts a partition without a
 // commit at its start), and sizes kgo's prefetch from the runtime's
-// in-flight byte budget (pipeline.WithMaxInFlightBytes), so that memory
-// stays within the budget plus a constant at any partition count:
-// kgo.MaxConcurrentFetches(4), kgo.FetchMaxBytes of a 32nd of the budget
-// (at least 64 KiB, at most kgo's 50 MiB) and kgo.FetchMaxPartitionBytes
-// of kgo's 1 MiB or less; those are bytes on the wire, which compressed
-// batches exceed once decompressed. kgo's defaults (50 MiB a fetch, one
-// fetch buffered per broker) held 600 MiB with a 16 MiB budget on the
-// embedded broker. Config.Opts may change all of them, and everything else
+// in-flight limits (pipeline.WithMaxInFlightBytes, WithMaxInFlight), so
+// that memory stays within the budget plus a constant at any partition
+// count: kgo.MaxConcurrentFetches(4), kgo.FetchMaxBytes of a 32nd of the
+// byte budget (at least 64 KiB, at most kgo's 50 MiB) and
+// kgo.FetchMaxPartitionBytes of kgo's 1 MiB or less. Those are bytes on
+// the wire, which compressed batches exceed once decompressed, so from
+// the first batch read on the source lowers them (Client.UpdateFetchMaxBytes)
+// to what decompresses to a 32nd of the byte budget and holds a 32nd of
+// the record limit, at the compression ratio and record size of the
+// batches read lately; its first fetch asks for one batch. kgo's defaults
+// (50 MiB a fetch, one fetch buffered per broker) held 600 MiB with a
+// 16 MiB budget on the embedded broker. Config.Opts may change all of
+// them (the source then leaves the fetch sizes alone), and everything else
 // (TLS, SASL, fetch sizes, balancers, the group timeouts, InstanceID),
 // except the options the source sets itself and relies on: kgo.SeedBrokers,
 // kgo.ConsumerGroup, kgo.ConsumeTopics, kgo.ConsumeRegex,

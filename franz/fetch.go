@@ -1,73 +1,153 @@
 package franz
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// The source sizes kgo's prefetch from the runtime's in-flight byte
-// budget, so that what kgo fetched and the runtime has not admitted yet
-// is a fraction of the budget (in bytes on the wire) plus a constant,
-// however many partitions the source owns. kgo issues at most one fetch
-// per broker at a time and keeps its answer buffered until a poll took
-// it; a poll hands every record it got to the runtime (Group.Deliver
-// accepts the records polled for a partition it asked to pause), so one
-// poll overshoots the budget by at most the fetches it took. Taking fewer
-// records per poll (PollRecords with a limit) bounds that too, but kgo
-// then drops the buffered rest of a partition paused meanwhile and
-// fetches and decompresses it again: on the embedded broker (graph (b),
-// 8 partitions, 16 MiB budget) that cost 4x the throughput for nothing
-// the fetch sizes do not already bound.
+// The source sizes kgo's prefetch from the runtime's in-flight limits, so
+// that what kgo fetched and the source has not taken yet is a fraction of
+// them, however many partitions the source owns. kgo issues at most one
+// fetch per broker at a time, at most maxConcurrentFetches in all, and
+// keeps each answer buffered, decompressed, until polls took all of it.
+//
+// Fetch sizes are bytes on the wire; compressed batches take more once
+// decompressed (zstd on repetitive values: 60 times more). So the source
+// watches the batches kgo reads (fetchSizer, a kgo.HookFetchBatchRead)
+// and sizes each fetch so that it decompresses to about its share of the
+// byte limit, and holds about its share of the record limit, at the
+// compression ratio and record size of the batches read lately. Until
+// the first batch is read a fetch asks for one byte: a broker answers
+// with one batch (always at least one, whatever the limits).
 const (
-	// fetchShare is the share of the budget kgo's buffered and in-flight
-	// fetches may hold, in bytes on the wire (compressed batches take more
-	// once decompressed): budget/fetchShare, between minFetchTotal and
-	// the most maxConcurrentFetches fetches of kgo's default size hold.
+	// fetchShare is the share of each in-flight limit kgo's buffered and
+	// in-flight fetches may hold: budget/fetchShare bytes (decompressed;
+	// between minFetchTotal and the most maxConcurrentFetches fetches of
+	// kgo's default size hold on the wire) and records/fetchShare records.
 	fetchShare = 8
 	// maxConcurrentFetches caps the fetches in flight or buffered across
 	// all brokers (kgo.MaxConcurrentFetches; kgo's default is one per
 	// broker, unbounded); each gets an equal part of the total.
 	maxConcurrentFetches = 4
-	// minFetchTotal keeps tiny budgets fetching: brokers still return a
-	// batch larger than the request's limit, so progress never stalls.
+	// minFetchTotal keeps tiny budgets fetching more than a batch at a
+	// time.
 	minFetchTotal = 256 << 10
 	// kgoFetchMaxBytes and kgoFetchMaxPartitionBytes are kgo's defaults
 	// (kgo.FetchMaxBytes, kgo.FetchMaxPartitionBytes): the sizes never
 	// grow past them.
 	kgoFetchMaxBytes          = 50 << 20
 	kgoFetchMaxPartitionBytes = 1 << 20
+	// batchDecay weighs the batches read in fetchSizer's averages: each
+	// new batch counts 1/batchDecay.
+	batchDecay = 16
 )
 
-// budgeted is implemented by the pipeline.Group pipeline.Run hands to a
-// source (see pipeline.Group): the in-flight byte budget.
-type budgeted interface{ MaxInFlightBytes() int64 }
-
-// budgetOf returns g's in-flight byte budget, or
-// pipeline.DefaultMaxInFlightBytes for a Group that does not tell.
+// budgetOf returns g's in-flight byte budget (Group.MaxInFlightBytes), or
+// pipeline.DefaultMaxInFlightBytes for a Group that tells none.
 func budgetOf(g pipeline.Group) int64 {
-	if b, ok := g.(budgeted); ok && b.MaxInFlightBytes() > 0 {
-		return b.MaxInFlightBytes()
+	if b := g.MaxInFlightBytes(); b > 0 {
+		return b
 	}
 	return pipeline.DefaultMaxInFlightBytes
+}
+
+// recordsOf returns g's in-flight record limit (Group.MaxInFlight), or
+// pipeline.DefaultMaxInFlight for a Group that tells none.
+func recordsOf(g pipeline.Group) int {
+	if n := g.MaxInFlight(); n > 0 {
+		return n
+	}
+	return pipeline.DefaultMaxInFlight
 }
 
 // fetchSizes returns kgo.FetchMaxBytes, kgo.FetchMaxPartitionBytes and
 // kgo.MaxConcurrentFetches for an in-flight byte budget: at most
 // maxConcurrentFetches fetches of at most budget/fetchShare bytes in all.
+// They are the most a fetch asks for (fetchSizer asks for less).
 func fetchSizes(budget int64) (maxBytes, maxPartBytes int32, concurrent int) {
 	total := min(max(budget/fetchShare, minFetchTotal), maxConcurrentFetches*kgoFetchMaxBytes)
 	maxBytes = int32(total / maxConcurrentFetches)
 	return maxBytes, min(maxBytes, kgoFetchMaxPartitionBytes), maxConcurrentFetches
 }
 
-// fetchOpts returns the kgo options of fetchSizes(budget); they come
+// fetchSizer is the kgo hook that sizes the fetches of one Run from what
+// the batches read decompress to. Its sizes never exceed fetchSizes';
+// it changes nothing when Config.Opts set kgo.FetchMaxBytes or
+// kgo.FetchMaxPartitionBytes (start sees them).
+type fetchSizer struct {
+	maxBytes, maxPartBytes int32   // fetchSizes(budget): the ceiling
+	perFetchRecords        float64 // records/fetchShare/maxConcurrentFetches, at least 1
+
+	cl atomic.Pointer[kgo.Client] // set by start when the sizes are the source's
+
+	mu sync.Mutex
+	// Decaying sums over the batches read (each new one counts
+	// 1/batchDecay): bytes decompressed, bytes on the wire, records.
+	uncompressed, compressed, records float64
+	cur                               int32 // FetchMaxBytes asked for now
+}
+
+var _ kgo.HookFetchBatchRead = (*fetchSizer)(nil)
+
+func newFetchSizer(budget int64, records int) *fetchSizer {
+	maxBytes, maxPartBytes, _ := fetchSizes(budget)
+	return &fetchSizer{maxBytes: maxBytes, maxPartBytes: maxPartBytes,
+		perFetchRecords: max(1, float64(records)/fetchShare/maxConcurrentFetches)}
+}
+
+// opts returns the kgo options of fetchSizes and the hook; they come
 // before Config.Opts, which may change them.
-func fetchOpts(budget int64) []kgo.Opt {
-	maxBytes, maxPartBytes, concurrent := fetchSizes(budget)
+func (f *fetchSizer) opts() []kgo.Opt {
 	return []kgo.Opt{
-		kgo.FetchMaxBytes(maxBytes),
-		kgo.FetchMaxPartitionBytes(maxPartBytes),
-		kgo.MaxConcurrentFetches(concurrent),
+		kgo.FetchMaxBytes(f.maxBytes),
+		kgo.FetchMaxPartitionBytes(f.maxPartBytes),
+		kgo.MaxConcurrentFetches(maxConcurrentFetches),
+		kgo.WithHooks(f),
 	}
+}
+
+// start makes f size cl's fetches, starting at one byte (one batch),
+// unless Config.Opts set the fetch sizes. Call it before the client
+// fetches (it fetches once it joined the group).
+func (f *fetchSizer) start(cl *kgo.Client) {
+	if cl.OptValue(kgo.FetchMaxBytes) != f.maxBytes || cl.OptValue(kgo.FetchMaxPartitionBytes) != f.maxPartBytes {
+		return // the user's
+	}
+	f.cur = 1
+	cl.UpdateFetchMaxBytes(1, 1)
+	f.cl.Store(cl)
+}
+
+// OnFetchBatchRead implements kgo.HookFetchBatchRead: it adds the batch
+// to the averages and resizes the fetches to come. kgo calls it while it
+// processes a fetch answer, before it buffers the answer, so the next
+// fetch (issued once this one was taken) has the new sizes.
+func (f *fetchSizer) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	cl := f.cl.Load()
+	if cl == nil || m.NumRecords == 0 || m.CompressedBytes == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	const keep = 1 - 1.0/batchDecay
+	f.uncompressed = f.uncompressed*keep + float64(m.UncompressedBytes)
+	f.compressed = f.compressed*keep + float64(m.CompressedBytes)
+	f.records = f.records*keep + float64(m.NumRecords)
+	if n := f.size(); n != f.cur {
+		f.cur = n
+		cl.UpdateFetchMaxBytes(n, min(n, f.maxPartBytes))
+	}
+}
+
+// size is FetchMaxBytes for the averages: what decompresses to maxBytes
+// and holds perFetchRecords records, at most maxBytes, at least one.
+// Callers hold mu.
+func (f *fetchSizer) size() int32 {
+	byBytes := float64(f.maxBytes) * f.compressed / f.uncompressed
+	byRecords := f.perFetchRecords * f.compressed / f.records
+	return int32(max(1, min(float64(f.maxBytes), byBytes, byRecords)))
 }

@@ -39,6 +39,18 @@ type Source struct {
 	// those Run stopped waiting for (past their bound) end when kgo
 	// answers or gives up. Tests wait for them.
 	background sync.WaitGroup
+	// polled, when set (tests), is called on the poll goroutine after
+	// every poll with the records the core holds and those kgo buffered.
+	polled func(h held)
+}
+
+// held is what the source holds outside the runtime after a poll: the
+// records its core keeps for paused partitions and those kgo buffered,
+// with their weight (kafkasource.Weight; kgo's bytes are its keys, values
+// and headers, without the overhead).
+type held struct {
+	core, kgo           int
+	coreBytes, kgoBytes int64
 }
 
 var _ pipeline.Source = (*Source)(nil)
@@ -108,11 +120,13 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	}
 	r := newRunner(s, txns.wrap(ctx, g))
 	r.txns = txns
+	txns.setCore(r.core)
 	opts := []kgo.Opt{
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}
-	opts = append(opts, fetchOpts(budgetOf(g))...) // fetch.go
+	sizer := newFetchSizer(budgetOf(g), recordsOf(g)) // fetch.go
+	opts = append(opts, sizer.opts()...)
 	opts = append(opts, txns.defaultOpts()...)
 	opts = append(opts, timeouts...)
 	opts = append(opts, s.cfg.Opts...)
@@ -132,6 +146,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		return fmt.Errorf("franz: create client: %w", err)
 	}
 	r.cl = cl
+	sizer.start(cl)
 	if err := txns.start(ctx, cl); err != nil && ctx.Err() == nil {
 		// kgo may have joined the group already, its OnPartitionsAssigned
 		// waiting for the poll loop: Fail answers it (nothing is owned,
@@ -198,6 +213,10 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	fetches := r.poll(ctx, timeout)
 	r.g.Polled()
 	r.handle(fetches)
+	if r.s.polled != nil {
+		n, b := r.core.Held()
+		r.s.polled(held{core: n, coreBytes: b, kgo: int(r.cl.BufferedFetchRecords()), kgoBytes: r.cl.BufferedFetchBytes()})
+	}
 	r.serveCallbacks()
 	if r.fatal == nil {
 		return r.txns.err() // an aborted transaction stops Run like a fatal error
@@ -206,18 +225,27 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 }
 
 // poll polls the client for up to timeout, or until ctx is done or a
-// rebalance callback hands work to the loop.
+// rebalance callback hands work to the loop, taking at most the records
+// the core has room for (Core.Room). While the core has none it takes
+// nothing and only waits as long: kgo keeps what it fetched (it fetches
+// no more from a broker until its buffered fetch was taken), and the
+// held records are delivered as the runtime resumes their partitions.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r.txns.polled()
 	r.mu.Lock()
 	r.cancelPoll = cancel
 	if len(r.queue) > 0 {
 		cancel()
 	}
 	r.mu.Unlock()
-	fetches := r.cl.PollRecords(pctx, 0)
+	var fetches kgo.Fetches
+	if room := r.core.Room(); room > 0 {
+		r.txns.polled()
+		fetches = r.cl.PollRecords(pctx, room)
+	} else {
+		<-pctx.Done()
+	}
 	r.mu.Lock()
 	r.cancelPoll = nil
 	r.mu.Unlock()

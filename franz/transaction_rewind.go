@@ -20,8 +20,9 @@ import (
 // moves kgo's positions there (SetOffsets). SetOffsets restarts kgo's
 // fetch session, which discards every fetch buffered or in flight; the
 // records of tps still in the fetches the poll loop is handling are
-// dropped by the runner (rewound), so the next record of each partition
-// the Group gets is the first one at or after the offset sought.
+// dropped by the runner (rewound), and so are those the runner's core
+// held for them, so the next record of each partition the Group gets is
+// the first one at or after the offset sought.
 func (t *kgoTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
 	return fatalTxn(t.rewind(ctx, tps))
 }
@@ -58,6 +59,7 @@ func (t *kgoTxn) rewind(ctx context.Context, tps []pipeline.TopicPartition) erro
 		t.rewound[tp] = true
 	}
 	t.cl.SetOffsets(set)
+	t.core.DropHeld(tps)
 	return nil
 }
 

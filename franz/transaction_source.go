@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -59,6 +60,13 @@ func (t *transactions) initWatch() *initWatch {
 		return nil
 	}
 	return t.watch
+}
+
+// setCore tells the transactions the poll loop's core (see kgoTxn.core).
+func (t *transactions) setCore(c *kafkasource.Core) {
+	if t != nil {
+		t.txn.core = c
+	}
 }
 
 // defaultOpts go before the source's Config.Opts, opts after them.

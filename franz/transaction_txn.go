@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -49,6 +50,9 @@ type kgoTxn struct {
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
 	rewound map[pipeline.TopicPartition]bool
+	// core is the poll loop's, set before it runs: Rewind drops what it
+	// holds of the partitions rewound (fetched before the seek).
+	core *kafkasource.Core
 }
 
 var _ exactlyonce.Txn = (*kgoTxn)(nil)

@@ -94,11 +94,16 @@ func WithDrainTimeout(d time.Duration) Option {
 // delivery that does not fit is admitted only in part; the rest waits,
 // first come first served across partitions, and is admitted as records
 // complete, while its partition is paused. Besides the records in flight,
-// what waits is at most what each partition delivered before its pause
-// took effect (one Deliver call: at most 128 records from the Kafka
-// source). Paused partitions resume in turn: only as many at once as the
-// free budget has room for one delivery each. See docs/lifecycle.md,
-// "Backpressure".
+// what waits is at most the delivery that paused each partition: the
+// Kafka sources (package source, package franz) deliver at most 128
+// records at a time and nothing more of a paused partition until it
+// resumes, so the runtime holds at most records + 128 per partition. What
+// their client returned for a partition after its pause the Kafka sources
+// keep themselves until it resumes: franz.Source at most an eighth of
+// records (at least 128), source.Kafka at most one record per paused
+// partition. Their clients' prefetch is sized from the limits too; see
+// docs/lifecycle.md, "Backpressure". Paused partitions resume in turn:
+// only as many at once as the free budget has room for one delivery each.
 func WithMaxInFlight(records int) Option {
 	return func(c *config) {
 		if records <= 0 {
@@ -114,8 +119,17 @@ func WithMaxInFlight(records int) Option {
 // are in flight. A record weighs its key and value plus [RecordOverhead]
 // (272 bytes: what the runtime holds for it), so that n bounds the
 // runtime's own memory too: with 100-byte values, a 16 MiB budget admits
-// about 45,000 records. What stages build from records (decoded values,
-// batches) and the client's prefetch buffers are not counted.
+// about 45,000 records. Besides, what waits for admission is at most the
+// delivery that paused each partition, which the Kafka sources keep
+// within n/8 bytes (or one record heavier than that); franz.Source holds
+// about n/8 more for paused partitions (it takes nothing from its client
+// while it holds that much), source.Kafka one record per paused
+// partition. What stages build from records (decoded values, batches) is
+// not counted, nor the clients' prefetch, which the Kafka sources size
+// from n: franz-go's fetches decompress to about n/8 in all (at the
+// compression ratio of the batches read lately, and at least one batch
+// per fetch), librdkafka's queue holds n/8 of keys and values plus a
+// fetch response per broker. See docs/lifecycle.md, "Backpressure".
 func WithMaxInFlightBytes(n int64) Option {
 	return func(c *config) {
 		if n <= 0 {

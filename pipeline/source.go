@@ -17,8 +17,10 @@ import (
 //   - Assign before Deliver for a partition; Deliver records of one partition
 //     in offset order.
 //   - When Deliver returns pause=true, stop delivering that partition (pause
-//     it) until it is listed by Group.Resumable. Records already polled for a
-//     paused partition may still be delivered; the group accepts them.
+//     it) until it is listed by Group.Resumable. Records of it the source
+//     already polled are kept by the source and delivered once it is listed
+//     (the Kafka sources do); a Group accepts them earlier too, but they
+//     then wait outside the in-flight limits.
 //   - Commit what Group.Offsets returns, on the source's own interval.
 //   - Before giving a partition up gracefully, call Group.Revoke and commit
 //     what it returns synchronously; when the partition was lost, call
@@ -38,11 +40,6 @@ type Source interface {
 // Group is the runtime side of a [Source]: the set of partition graphs that
 // [Run] manages. It is implemented by Run and handed to Source.Run; all of
 // its methods must be called from the source's poll goroutine only.
-//
-// The Group Run hands to Source.Run also has MaxInFlightBytes() int64, the
-// in-flight byte budget ([WithMaxInFlightBytes]), for a source that sizes
-// its client's prefetch from it (through a type assertion: it is not part
-// of this interface, so other Groups, such as test doubles, need not have it).
 type Group interface {
 	// Assign builds and starts a graph for each partition. Partitions
 	// already assigned are ignored. It returns once every graph runs. An
@@ -73,6 +70,15 @@ type Group interface {
 	// poll loop may spend inside a rebalance (for Kafka, the group's
 	// rebalance timeout, max.poll.interval.ms). It is constant for a Run.
 	DrainTimeout() time.Duration
+
+	// MaxInFlight and MaxInFlightBytes are the in-flight limits (the
+	// values of WithMaxInFlight and WithMaxInFlightBytes), constant for a
+	// Run and safe to call from any goroutine. A source sizes from them
+	// what its client prefetches and what it holds for paused partitions.
+	// A Group that wraps another (as package follow does) returns the
+	// wrapped one's.
+	MaxInFlight() int
+	MaxInFlightBytes() int64
 
 	// Deliver hands records of one assigned partition, in offset order, to
 	// its graph. It never blocks. It returns pause=true when the partition's

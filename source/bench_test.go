@@ -163,6 +163,8 @@ func (g *countGroup) Shutdown() []pipeline.Offset                       { return
 func (g *countGroup) Resumable() []pipeline.TopicPartition              { return nil }
 func (g *countGroup) Wake() <-chan struct{}                             { return g.wake }
 func (g *countGroup) DrainTimeout() time.Duration                       { return 20 * time.Second }
+func (g *countGroup) MaxInFlight() int                                  { return pipeline.DefaultMaxInFlight }
+func (g *countGroup) MaxInFlightBytes() int64                           { return pipeline.DefaultMaxInFlightBytes }
 func (g *countGroup) Polled()                                           {}
 func (g *countGroup) Joined()                                           {}
 func (g *countGroup) HighWatermark(pipeline.TopicPartition, int64)      {}

@@ -51,15 +51,11 @@ const (
 	maxQueueMessages = 100000
 )
 
-// budgeted is implemented by the pipeline.Group that pipeline.Run hands to
-// a source (see pipeline.Group): the in-flight byte budget.
-type budgeted interface{ MaxInFlightBytes() int64 }
-
-// budgetOf returns g's in-flight byte budget, or
-// pipeline.DefaultMaxInFlightBytes for a Group that does not tell.
+// budgetOf returns g's in-flight byte budget (Group.MaxInFlightBytes), or
+// pipeline.DefaultMaxInFlightBytes for a Group that tells none.
 func budgetOf(g pipeline.Group) int64 {
-	if b, ok := g.(budgeted); ok && b.MaxInFlightBytes() > 0 {
-		return b.MaxInFlightBytes()
+	if b := g.MaxInFlightBytes(); b > 0 {
+		return b
 	}
 	return pipeline.DefaultMaxInFlightBytes
 }

@@ -84,8 +84,7 @@ func TestPrefetchKeepsOverrides(t *testing.T) {
 }
 
 // Run sizes librdkafka's prefetch from the budget of the Group it is given
-// (pipeline.Run's tells it), and from pipeline's default for one that does
-// not tell.
+// (Group.MaxInFlightBytes).
 func TestRunSizesPrefetchFromBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -93,7 +92,7 @@ func TestRunSizesPrefetchFromBudget(t *testing.T) {
 		queueKiB string
 	}{
 		{"budget 16 MiB", func() pipeline.Group { return budgetGroup{newFakeGroup(), 16 << 20} }, "2048"},
-		{"no budget: default 256 MiB", func() pipeline.Group { return newFakeGroup() }, "32768"},
+		{"the default budget, 256 MiB", func() pipeline.Group { return newFakeGroup() }, "32768"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -5,10 +5,14 @@
 //
 // One goroutine polls the client with a short timeout (100ms, 10ms while a
 // partition is paused) and never blocks on the graphs: consecutive records
-// of one partition are handed to Group.Deliver in one call (up to 128);
-// when Deliver asks for a pause the partition is paused in librdkafka, and
-// what Group.Resumable lists (checked whenever Group.Wake fires) is resumed.
-// Rebalance callbacks run inside Poll, on the same goroutine.
+// of one partition are handed to Group.Deliver in one call (up to 128, and
+// up to an eighth of pipeline.WithMaxInFlightBytes; a heavier record goes
+// alone); when Deliver asks for a pause the partition is paused in
+// librdkafka, and what Group.Resumable lists (checked whenever Group.Wake
+// fires) is resumed. librdkafka returns nothing of a paused partition; the
+// record polled after the delivery that paused it, if any, is kept by the
+// source and delivered before the partition is resumed. Rebalance
+// callbacks run inside Poll, on the same goroutine.
 //
 // # Offsets
 //

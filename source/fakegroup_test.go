@@ -114,6 +114,9 @@ func (f *fakeGroup) HighWatermark(tp TP, high int64) {
 	f.highs[tp] = high
 }
 
+func (f *fakeGroup) MaxInFlight() int        { return pipeline.DefaultMaxInFlight }
+func (f *fakeGroup) MaxInFlightBytes() int64 { return pipeline.DefaultMaxInFlightBytes }
+
 func (f *fakeGroup) DrainTimeout() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -36,6 +36,10 @@ type Kafka struct {
 	// Close. The shutdown sequence leaves the group first, so it stays
 	// zero unless leaving did not finish in time.
 	closeCallbacks atomic.Int64
+	// polled, when set (tests), is called on the poll goroutine after
+	// every poll with the records the core holds for paused partitions
+	// and their weight.
+	polled func(records int, bytes int64)
 }
 
 var _ pipeline.Source = (*Kafka)(nil)
@@ -137,6 +141,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 			return &CommitError{Reason: reason, Offsets: offs, Err: err}
 		},
 	})
+	txns.core = r.core
 	err = r.run(ctx)
 	switch {
 	case r.fatalClose:
@@ -214,6 +219,9 @@ func (r *runner) run(ctx context.Context) error {
 func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 	r.pollBatch(int(timeout.Milliseconds()))
 	r.g.Polled()
+	if r.k.polled != nil {
+		r.k.polled(r.core.Held())
+	}
 	if r.fatal == nil {
 		return r.txns.err() // exactly-once stopped (fenced, or an abort it could not rewind after): ends Run like a fatal error
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -19,6 +20,9 @@ type transactions struct {
 	p   *kafka.Producer
 	cfg exactlyonce.Config
 	eg  *exactlyonce.Group
+	// core is the poll loop's, set once created: a rewind drops what it
+	// holds of the partitions rewound.
+	core *kafkasource.Core
 }
 
 // initTransactions takes the producer bound to k, if any, and initializes
@@ -60,7 +64,7 @@ func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g pipeline.G
 		return g
 	}
 	cfg := t.cfg
-	t.eg = exactlyonce.Wrap(ctx, g, confluentTxn{p: t.p, c: c}, cfg)
+	t.eg = exactlyonce.Wrap(ctx, g, confluentTxn{p: t.p, c: c, t: t}, cfg)
 	return t.eg
 }
 
@@ -85,6 +89,7 @@ func (t *transactions) joinErr(err error) error {
 type confluentTxn struct {
 	p *kafka.Producer
 	c *kafka.Consumer
+	t *transactions
 }
 
 func (t confluentTxn) Begin() error { return fatalTxn(t.p.BeginTransaction()) }

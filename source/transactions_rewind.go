@@ -18,7 +18,8 @@ import (
 // is seeked to OffsetInvalid, which librdkafka resolves with
 // auto.offset.reset, as for a new assignment. librdkafka's seek bumps the
 // partition's version barrier before it returns: messages it prefetched
-// from the old position are dropped by Poll, never returned.
+// from the old position are dropped by Poll, never returned, and what the
+// poll loop's core held of tps (fetched before) is dropped too.
 func (t confluentTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -42,6 +43,7 @@ func (t confluentTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition)
 		}
 	}
 	sought, err := t.c.SeekPartitions(seek)
+	t.t.core.DropHeld(tps)
 	if err != nil {
 		return fatalTxn(fmt.Errorf("seeking %v to their committed offsets: %w", tps, err))
 	}

@@ -100,7 +100,7 @@ func (rt *Group) waitLocked(g *graph, recs []Record) {
 	// Admission takes records from the front (g.waiting = g.waiting[n:]),
 	// so append alone would regrow and copy the queue again and again while
 	// a source keeps delivering to a partition the budget holds back (the
-	// franz source does: kgo hands over what it fetched, paused or not).
+	// contract lets it; the Kafka sources keep such records themselves).
 	// Move what waits back to the start of the array kept in waitBuf when
 	// that makes room; the array only grows to the most that ever waited.
 	if need := len(g.waiting) + len(recs); need > cap(g.waiting) && need <= cap(g.waitBuf) {

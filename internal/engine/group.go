@@ -308,11 +308,10 @@ func (rt *Group) Committed(offs []Offset, took time.Duration, err error) {
 // DrainTimeout implements pipeline.Group.
 func (rt *Group) DrainTimeout() time.Duration { return rt.cfg.DrainTimeout }
 
-// MaxInFlightBytes is the Run's in-flight byte budget (the value of
-// pipeline.WithMaxInFlightBytes), constant for a Run and safe to call
-// from any goroutine. It is not a pipeline.Group method: a source that
-// sizes its client's prefetch buffers from the budget (franz.Source) asks
-// for it with a type assertion and falls back to the default without it.
+// MaxInFlight implements pipeline.Group: Config.MaxInFlight.
+func (rt *Group) MaxInFlight() int { return rt.cfg.MaxInFlight }
+
+// MaxInFlightBytes implements pipeline.Group: Config.MaxInFlightBytes.
 func (rt *Group) MaxInFlightBytes() int64 { return rt.cfg.MaxInFlightBytes }
 
 // HighWatermark implements pipeline.Group.

@@ -17,9 +17,10 @@ const (
 	// PollPaused is the poll timeout while some partition is paused: it
 	// bounds how late a partition listed by Group.Resumable is resumed.
 	PollPaused = 10 * time.Millisecond
-	// MaxBatch caps the records handed to one Deliver call. It also bounds
-	// how far the runtime's in-flight budget can be overshot: by one
-	// batch per partition that is not paused yet.
+	// MaxBatch caps the records handed to one Deliver call (an eighth of
+	// the byte limit caps its bytes, see hold.go). It also bounds how far
+	// the runtime's in-flight budget can be overshot: by one delivery per
+	// partition, the one that paused it.
 	MaxBatch = 128
 )
 
@@ -58,11 +59,19 @@ type Core struct {
 	ownership map[pipeline.TopicPartition]uint64
 	assigns   uint64
 	paused    map[pipeline.TopicPartition]bool // paused on Deliver's request
+	// held: records of paused partitions the client returned after the
+	// pause, delivered when Resumable lists them (hold.go).
+	held        map[pipeline.TopicPartition]*heldRecs
+	heldRecords int
+	heldBytes   int64
+	lim         limits
+	avgWeight   int64 // of the records added, a moving average (Room)
 	// unresumed: partitions whose Resume failed, retried every loop.
 	unresumed []pipeline.TopicPartition
 
-	batchTP pipeline.TopicPartition
-	batch   []pipeline.Record // pending records of batchTP, not yet delivered
+	batchTP    pipeline.TopicPartition
+	batch      []pipeline.Record // pending records of batchTP, not yet delivered
+	batchBytes int64             // their weight
 
 	collectAt time.Time // next time to collect Group.Offsets
 	// pending: the newest offsets of owned partitions not sent yet, or
@@ -98,6 +107,8 @@ func New(b Backend, g pipeline.Group, o Options) *Core {
 		owned:     make(map[pipeline.TopicPartition]bool),
 		ownership: make(map[pipeline.TopicPartition]uint64),
 		paused:    make(map[pipeline.TopicPartition]bool),
+		held:      make(map[pipeline.TopicPartition]*heldRecs),
+		lim:       limitsOf(g),
 		pending:   make(map[pipeline.TopicPartition]int64),
 		batch:     make([]pipeline.Record, 0, MaxBatch),
 		collectAt: time.Now().Add(CommitIntervalOrDefault(o.CommitInterval)),
@@ -168,19 +179,21 @@ func (c *Core) Assign(tps []pipeline.TopicPartition) {
 		c.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
 	}
 	for _, tp := range tps {
-		if !c.owned[tp] {
-			c.assigns++
-			c.ownership[tp] = c.assigns
+		if c.owned[tp] {
+			continue // owned already: its pause and held records stay
 		}
+		c.assigns++
+		c.ownership[tp] = c.assigns
 		c.owned[tp] = true
 		delete(c.paused, tp)
 	}
 }
 
-// GiveUp removes tps from the owned set. It returns those that were
-// owned (mine), their pending offsets, and the partitions of tps the core
-// had paused or failed to resume (stillPaused: the backend decides
-// whether the client keeps them paused).
+// GiveUp removes tps from the owned set and drops what the core held of
+// them. It returns those that were owned (mine), their pending offsets,
+// and the partitions of tps the core had paused or failed to resume
+// (stillPaused: the backend decides whether the client keeps them
+// paused).
 func (c *Core) GiveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset, stillPaused []pipeline.TopicPartition) {
 	for _, tp := range tps {
 		if c.owned[tp] {
@@ -192,6 +205,7 @@ func (c *Core) GiveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicParti
 			delete(c.paused, tp)
 		}
 	}
+	c.DropHeld(tps)
 	return mine, c.takePending(mine), stillPaused
 }
 
@@ -201,6 +215,7 @@ func (c *Core) Drop(tps []pipeline.TopicPartition) {
 	for _, tp := range tps {
 		delete(c.owned, tp)
 	}
+	c.DropHeld(tps)
 }
 
 // Revoke drains the graphs of mine (Group.Revoke; the caller gave them up
@@ -227,7 +242,9 @@ func (c *Core) Lose(mine []pipeline.TopicPartition) {
 // LoseAll gives every owned partition up without committing (after a
 // fatal error) and starts closing.
 func (c *Core) LoseAll() {
-	c.batch = c.batch[:0]
+	clear(c.batch)
+	c.batch, c.batchBytes = c.batch[:0], 0
+	c.dropAllHeld()
 	tps := c.OwnedList()
 	clear(c.owned)
 	clear(c.paused)
@@ -240,30 +257,34 @@ func (c *Core) LoseAll() {
 
 // Add appends rec, a record the client returned, to the batch being
 // built, delivering the batch first when rec is of another partition or
-// the batch is full. Records of partitions not owned, and every record
-// once closing, are dropped. The owned set is looked up once per batch,
-// at its first record: a partition given up while its batch is built
-// (nothing does that between two Adds of one poll) is still fenced by
-// Flush.
+// the batch is full (MaxBatch records, or rec would take it past an
+// eighth of the byte limit). Records of partitions not owned, and every
+// record once closing, are dropped. The owned set is looked up once per
+// batch, at its first record: a partition given up while its batch is
+// built (nothing does that between two Adds of one poll) is still fenced
+// by Flush.
 func (c *Core) Add(rec pipeline.Record) {
 	if c.closing {
 		return // fenced: the shutdown drained
 	}
 	tp := pipeline.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	w := Weight(&rec)
 	if len(c.batch) == 0 || tp != c.batchTP {
 		if !c.owned[tp] {
 			return // fenced: not ours (stale record around a rebalance)
 		}
 		c.Flush()
 		c.batchTP = tp
-	} else if len(c.batch) == MaxBatch {
+	} else if len(c.batch) == MaxBatch || c.batchBytes+w > c.lim.batchBytes {
 		c.Flush()
 	}
 	c.batch = append(c.batch, rec)
+	c.batchBytes += w
 }
 
 // Flush delivers the batch being built and pauses its partition if
-// Deliver asks to. Backends call it when the records polled so far are
+// Deliver asks to; the batch of a partition the core paused is held
+// instead (hold.go). Backends call it when the records polled so far are
 // done with, and before anything that must see them delivered (a revoke).
 //
 // A pause is not free on librdkafka (v2.11.1, src/rdkafka_partition.c,
@@ -283,13 +304,21 @@ func (c *Core) Flush() {
 		return
 	}
 	tp, recs := c.batchTP, c.batch
+	c.weighed(len(recs), c.batchBytes)
 	// The batch's array is handed to Deliver and reused for the next
 	// batch: every Group copies what it keeps (the runtime's tracker
 	// copies each record into its slots, and the groups that hold records
 	// back append them to arrays of their own: exactlyonce, follow).
-	pause := c.owned[tp] && c.g.Deliver(tp, recs)
+	pause := false
+	switch {
+	case !c.owned[tp]:
+	case c.paused[tp]:
+		c.hold(tp, recs) // the rest of the poll that paused tp
+	default:
+		pause = c.g.Deliver(tp, recs)
+	}
 	clear(recs) // the client's buffers are not kept alive by the batch
-	c.batch = recs[:0]
+	c.batch, c.batchBytes = recs[:0], 0
 	if pause && !c.paused[tp] {
 		if err := c.b.Pause(tp); err != nil {
 			c.log.Warn("pause failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -299,8 +328,9 @@ func (c *Core) Flush() {
 	}
 }
 
-// resume resumes the paused partitions the group has room for again, and
-// retries resumes that failed before.
+// resume resumes the paused partitions the group has room for again,
+// once what the core held of them is delivered, and retries resumes that
+// failed before.
 func (c *Core) resume() {
 	var tps []pipeline.TopicPartition
 	for _, tp := range c.unresumed {
@@ -313,7 +343,9 @@ func (c *Core) resume() {
 		select {
 		case <-c.g.Wake():
 			for _, tp := range c.g.Resumable() {
-				if c.paused[tp] && c.owned[tp] {
+				// deliverHeld may pause tp again: the runtime lists it
+				// once it has room, and the rest is delivered then.
+				if c.paused[tp] && c.owned[tp] && c.deliverHeld(tp) {
 					tps = append(tps, tp)
 					delete(c.paused, tp)
 				}

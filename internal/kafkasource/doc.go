@@ -2,7 +2,8 @@
 // sources: source.Kafka (confluent-kafka-go) and franz.Source (franz-go)
 // each implement [Backend] for their client and hand the rest to a [Core]:
 // the poll loop, the owned-set fence, batching and backpressure
-// (pause/resume), the one-at-a-time committer and the bounded shutdown
+// (pause/resume, and the records of paused partitions it keeps until they
+// resume: hold.go), the one-at-a-time committer and the bounded shutdown
 // sequence. Validation of the settings both share is in [Settings].
 //
 // # Offsets flow

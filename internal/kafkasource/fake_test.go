@@ -127,6 +127,17 @@ type fakeGroup struct {
 	lost      [][]TP
 	delivered map[TP]int
 	pauseNext bool // Deliver asks for a pause
+	// pauseAt: Deliver asks for a pause once this many records of a
+	// partition were delivered (0: never).
+	pauseAt int
+	// maxRecords, maxBytes: the in-flight limits (0: the defaults).
+	maxRecords int
+	maxBytes   int64
+	// offsets of the records delivered, per partition, and the sizes of
+	// the deliveries, when logging (Deliver allocates then).
+	logging   bool
+	got       map[TP][]int64
+	sizes     []int
 	wake      chan struct{}
 	resumable []TP
 }
@@ -169,11 +180,33 @@ func (g *fakeGroup) Shutdown() []pipeline.Offset {
 	return g.shutdown
 }
 func (g *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+func (g *fakeGroup) MaxInFlight() int {
+	if g.maxRecords > 0 {
+		return g.maxRecords
+	}
+	return pipeline.DefaultMaxInFlight
+}
+func (g *fakeGroup) MaxInFlightBytes() int64 {
+	if g.maxBytes > 0 {
+		return g.maxBytes
+	}
+	return pipeline.DefaultMaxInFlightBytes
+}
 func (g *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	before := g.delivered[tp]
 	g.delivered[tp] += len(recs)
-	p := g.pauseNext
+	if g.logging {
+		if g.got == nil {
+			g.got = map[TP][]int64{}
+		}
+		for _, r := range recs {
+			g.got[tp] = append(g.got[tp], r.Offset)
+		}
+		g.sizes = append(g.sizes, len(recs))
+	}
+	p := g.pauseNext || (g.pauseAt > 0 && before < g.pauseAt && g.delivered[tp] >= g.pauseAt)
 	g.pauseNext = false
 	return p
 }

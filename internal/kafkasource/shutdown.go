@@ -22,6 +22,7 @@ func (c *Core) Stop() error {
 	offs := c.g.Shutdown()
 	c.closing = true
 	clear(c.paused)
+	c.dropAllHeld() // never delivered, so never committed
 	owned := c.OwnedList()
 	final := mergeOffsets(filterTPs(offs, owned), c.takePending(owned))
 	clear(c.pending)

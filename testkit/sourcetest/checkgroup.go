@@ -300,6 +300,14 @@ func (c *CheckingGroup) DrainTimeout() time.Duration {
 	return c.g.DrainTimeout()
 }
 
+// MaxInFlight implements pipeline.Group: the wrapped Group's. It may be
+// called from any goroutine, so it is not checked.
+func (c *CheckingGroup) MaxInFlight() int { return c.g.MaxInFlight() }
+
+// MaxInFlightBytes implements pipeline.Group: the wrapped Group's. It may
+// be called from any goroutine, so it is not checked.
+func (c *CheckingGroup) MaxInFlightBytes() int64 { return c.g.MaxInFlightBytes() }
+
 // Deliver implements pipeline.Group.
 func (c *CheckingGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
 	c.enter("Deliver", true)

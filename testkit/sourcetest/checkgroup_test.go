@@ -28,6 +28,8 @@ func (s *stubGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset { return
 func (s *stubGroup) Lose([]pipeline.TopicPartition)                     {}
 func (s *stubGroup) Shutdown() []pipeline.Offset                        { return s.final }
 func (s *stubGroup) DrainTimeout() time.Duration                        { return time.Second }
+func (s *stubGroup) MaxInFlight() int                                   { return pipeline.DefaultMaxInFlight }
+func (s *stubGroup) MaxInFlightBytes() int64                            { return pipeline.DefaultMaxInFlightBytes }
 func (s *stubGroup) Resumable() []pipeline.TopicPartition               { return s.resumable }
 func (s *stubGroup) Wake() <-chan struct{}                              { return s.wake }
 func (s *stubGroup) Offsets() []pipeline.Offset                         { return s.offsets }

@@ -1,0 +1,164 @@
+package kafkasource
+
+import "github.com/sluice-go/sluice/pipeline"
+
+// This file is what the core keeps of partitions it paused: the records
+// the client returned for a partition after Deliver asked to pause it
+// (the rest of the poll that paused it) are not handed over but held here,
+// outside the runtime's admission queue, and delivered when Group.Resumable
+// lists the partition; only once none is left is the client resumed. So
+// the runtime gets at most one delivery per partition beyond its budget,
+// whatever the client returns for a partition it was told to pause.
+//
+// What the core holds is bounded too, from the Group's in-flight limits:
+// at most holdRecords records (Room caps what a backend takes from its
+// client per poll), and a backend takes nothing while the core holds
+// holdBytes bytes or more.
+
+// holdShare: the core holds at most an eighth of the in-flight limits
+// (records, bytes), and a delivery weighs at most an eighth of the byte
+// limit (one record alone may weigh more).
+const holdShare = 8
+
+// Weight is what a record counts in the runtime's byte budget: its key
+// and value plus pipeline.RecordOverhead.
+func Weight(r *pipeline.Record) int64 {
+	return int64(len(r.Key)+len(r.Value)) + pipeline.RecordOverhead
+}
+
+// limits are what the core derives from the Group's in-flight limits.
+type limits struct {
+	holdRecords int   // records held at most
+	holdBytes   int64 // bytes held before backends stop taking records
+	batchBytes  int64 // bytes of one delivery at most (one record alone may weigh more)
+}
+
+func limitsOf(g pipeline.Group) limits {
+	records, bytes := g.MaxInFlight(), g.MaxInFlightBytes()
+	if records <= 0 {
+		records = pipeline.DefaultMaxInFlight
+	}
+	if bytes <= 0 {
+		bytes = pipeline.DefaultMaxInFlightBytes
+	}
+	share := max(bytes/holdShare, 1)
+	return limits{holdRecords: max(MaxBatch, records/holdShare), holdBytes: share, batchBytes: share}
+}
+
+// Room returns how many records the backend may take from its client in
+// its next poll, so that what the core holds stays within its share of
+// both limits: the records it may still hold, and as many records of the
+// average weight of those delivered so far as its share of bytes has room
+// for (at least one while it has any). A backend whose client can be left
+// alone (kgo) takes nothing at 0; the held records are delivered as the
+// runtime resumes their partitions.
+func (c *Core) Room() int {
+	if c.heldRecords >= c.lim.holdRecords || c.heldBytes >= c.lim.holdBytes {
+		return 0
+	}
+	n := c.lim.holdRecords - c.heldRecords
+	if c.avgWeight > 0 {
+		n = min(n, max(1, int((c.lim.holdBytes-c.heldBytes)/c.avgWeight)))
+	}
+	return n
+}
+
+// weighed updates the average weight of a record with a batch of n
+// records weighing bytes (a moving average over batches).
+func (c *Core) weighed(n int, bytes int64) {
+	if n == 0 {
+		return
+	}
+	w := bytes / int64(n)
+	if c.avgWeight == 0 {
+		c.avgWeight = w
+		return
+	}
+	c.avgWeight += (w - c.avgWeight) / 8
+}
+
+// Held returns the records the core holds for paused partitions and
+// their weight (see Weight).
+func (c *Core) Held() (records int, bytes int64) { return c.heldRecords, c.heldBytes }
+
+// hold keeps recs (of tp, which the core paused) behind what it holds of
+// tp, in an array of its own.
+func (c *Core) hold(tp pipeline.TopicPartition, recs []pipeline.Record) {
+	h := c.held[tp]
+	if h == nil {
+		h = &heldRecs{}
+		c.held[tp] = h
+	}
+	h.recs = append(h.recs, recs...)
+	for i := range recs {
+		c.heldBytes += Weight(&recs[i])
+	}
+	c.heldRecords += len(recs)
+}
+
+// heldRecs is what the core holds of one partition, oldest first.
+type heldRecs struct{ recs []pipeline.Record }
+
+// DropHeld drops what the core holds of tps: a backend calls it when it
+// moved the client's position of tps (an exactly-once rewind), so that
+// records fetched before are never delivered. The partitions stay paused
+// until Resumable lists them.
+func (c *Core) DropHeld(tps []pipeline.TopicPartition) {
+	for _, tp := range tps {
+		h := c.held[tp]
+		if h == nil {
+			continue
+		}
+		for i := range h.recs {
+			c.heldBytes -= Weight(&h.recs[i])
+		}
+		c.heldRecords -= len(h.recs)
+		delete(c.held, tp)
+	}
+}
+
+// dropAllHeld drops everything held.
+func (c *Core) dropAllHeld() {
+	clear(c.held)
+	c.heldRecords, c.heldBytes = 0, 0
+}
+
+// deliverHeld delivers what the core holds of tp (listed by Resumable),
+// one delivery at a time, until none is left or Deliver asks to pause it
+// again. It reports whether tp may resume: nothing is held and the last
+// Deliver did not ask to pause.
+func (c *Core) deliverHeld(tp pipeline.TopicPartition) bool {
+	for {
+		h := c.held[tp]
+		if h == nil {
+			return true
+		}
+		n, bytes := c.nextDelivery(h.recs)
+		batch := h.recs[:n:n]
+		h.recs = h.recs[n:]
+		if len(h.recs) == 0 {
+			delete(c.held, tp)
+		}
+		c.heldRecords -= n
+		c.heldBytes -= bytes
+		pause := c.g.Deliver(tp, batch)
+		clear(batch) // the records are the runtime's now (it copied them)
+		if pause {
+			return false
+		}
+	}
+}
+
+// nextDelivery returns how many records at the head of recs (not empty)
+// make one delivery, and their weight: at most MaxBatch records and
+// batchBytes bytes, at least one record.
+func (c *Core) nextDelivery(recs []pipeline.Record) (n int, bytes int64) {
+	for n < len(recs) && n < MaxBatch {
+		w := Weight(&recs[n])
+		if n > 0 && bytes+w > c.lim.batchBytes {
+			break
+		}
+		n, bytes = n+1, bytes+w
+	}
+	return n, bytes
+}

@@ -1,0 +1,194 @@
+package kafkasource
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+)
+
+// events returns the backend calls of b so far.
+func (b *fakeBackend) calls() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.events, " ")
+}
+
+// resumable makes g list tps at its next Resumable and wakes the loop.
+func (g *fakeGroup) listResumable(tps ...TP) {
+	g.mu.Lock()
+	g.resumable = append(g.resumable, tps...)
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Records the client returns for a partition after Deliver asked to
+// pause it are held by the core, not delivered; when Resumable lists the
+// partition they are delivered in order, and only then is the client
+// resumed.
+func TestPausedPartitionsRecordsAreHeldUntilResumable(t *testing.T) {
+	g := newFakeGroup()
+	g.logging, g.pauseAt = true, 100
+	b := &fakeBackend{}
+	c := New(b, g, Options{Prefix: "test"})
+	c.Assign([]TP{tp0, tp1})
+	for i := range 300 {
+		c.Add(rec(tp0, int64(i)))
+	}
+	c.Add(rec(tp1, 0))
+	c.Flush()
+	if got := g.got[tp0]; !slices.Equal(got, span(0, MaxBatch)) {
+		t.Fatalf("delivered %v of in/0 before the resume, want 0..%d (the delivery that paused it)", got, MaxBatch-1)
+	}
+	if n, _ := c.Held(); n != 300-MaxBatch {
+		t.Fatalf("holds %d records, want %d", n, 300-MaxBatch)
+	}
+	if got := b.calls(); got != "pause" {
+		t.Fatalf("backend calls %q, want one pause", got)
+	}
+	c.resume() // nothing listed: nothing moves
+	g.listResumable(tp0)
+	c.resume()
+	if got := g.got[tp0]; !slices.Equal(got, span(0, 300)) {
+		t.Errorf("delivered %v of in/0, want 0..299 in order", got)
+	}
+	if n, bytes := c.Held(); n != 0 || bytes != 0 {
+		t.Errorf("holds %d records (%d bytes) after the resume, want none", n, bytes)
+	}
+	if got := b.calls(); got != "pause resume" {
+		t.Errorf("backend calls %q, want pause, then resume once all was delivered", got)
+	}
+	if got := g.got[tp1]; !slices.Equal(got, []int64{0}) {
+		t.Errorf("delivered %v of in/1, want [0]", got)
+	}
+}
+
+// A held partition whose delivery asks to pause again stays paused in
+// the client, keeps the rest, and gets it at its next turn.
+func TestHeldDeliveryPausedAgain(t *testing.T) {
+	g := newFakeGroup()
+	g.logging = true
+	b := &fakeBackend{}
+	c := New(b, g, Options{Prefix: "test"})
+	c.Assign([]TP{tp0})
+	g.pauseNext = true
+	for i := range 3 * MaxBatch {
+		c.Add(rec(tp0, int64(i)))
+	}
+	c.Flush()
+	g.pauseNext = true // the first held delivery pauses it again
+	g.listResumable(tp0)
+	c.resume()
+	if n, _ := c.Held(); n != MaxBatch {
+		t.Fatalf("holds %d records, want %d", n, MaxBatch)
+	}
+	if got := b.calls(); got != "pause" {
+		t.Fatalf("backend calls %q, want only the first pause (the client stays paused)", got)
+	}
+	g.listResumable(tp0)
+	c.resume()
+	if got := g.got[tp0]; !slices.Equal(got, span(0, 3*MaxBatch)) {
+		t.Errorf("delivered %v, want 0..%d in order", got, 3*MaxBatch-1)
+	}
+	if got := b.calls(); got != "pause resume" {
+		t.Errorf("backend calls %q, want pause resume", got)
+	}
+}
+
+// Giving a partition up, closing, and a rewind (DropHeld) drop what the
+// core held of it: never delivered, never committed.
+func TestHeldRecordsDropped(t *testing.T) {
+	for name, drop := range map[string]func(c *Core){
+		"GiveUp":   func(c *Core) { c.GiveUp([]TP{tp0}) },
+		"DropHeld": func(c *Core) { c.DropHeld([]TP{tp0}) },
+		"LoseAll":  func(c *Core) { c.LoseAll() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newFakeGroup()
+			c := New(&fakeBackend{}, g, Options{Prefix: "test"})
+			c.Assign([]TP{tp0, tp1})
+			g.pauseNext = true
+			for i := range 2 * MaxBatch {
+				c.Add(rec(tp0, int64(i)))
+			}
+			c.Flush()
+			g.pauseNext = true
+			for i := range 2 * MaxBatch {
+				c.Add(rec(tp1, int64(i)))
+			}
+			c.Flush()
+			drop(c)
+			want := MaxBatch
+			if name == "LoseAll" {
+				want = 0
+			}
+			if n, _ := c.Held(); n != want {
+				t.Errorf("holds %d records, want %d (in/1's)", n, want)
+			}
+			g.listResumable(tp0)
+			c.resume()
+			if got := g.delivered[tp0]; got != MaxBatch {
+				t.Errorf("delivered %d of in/0, want %d (none held)", got, MaxBatch)
+			}
+		})
+	}
+}
+
+// What the core holds stays within an eighth of each in-flight limit
+// (at least MaxBatch records): Room caps what a backend takes from its
+// client, 0 once the records or the bytes held reach it; and a delivery
+// weighs at most an eighth of the byte limit (one record may weigh more).
+func TestRoomAndDeliverySize(t *testing.T) {
+	g := newFakeGroup()
+	g.logging = true
+	g.maxRecords, g.maxBytes = 8000, 80<<10 // share: 1000 records, 10 KiB
+	c := New(&fakeBackend{}, g, Options{Prefix: "test"})
+	c.Assign([]TP{tp0})
+	if got := c.Room(); got != 1000 {
+		t.Fatalf("Room = %d with nothing held, want 1000", got)
+	}
+	value := make([]byte, 1024-pipeline.RecordOverhead) // weighs 1 KiB
+	r := func(o int64) pipeline.Record { x := rec(tp0, o); x.Value = value; return x }
+	g.pauseNext = true
+	for i := range 25 {
+		c.Add(r(int64(i)))
+	}
+	c.Flush()
+	if !slices.Equal(g.sizes, []int{10}) {
+		t.Fatalf("deliveries of %v records, want one of 10 (10 KiB)", g.sizes)
+	}
+	if n, bytes := c.Held(); n != 15 || bytes != 15<<10 {
+		t.Fatalf("holds %d records, %d bytes; want 15, 15 KiB", n, bytes)
+	}
+	if got := c.Room(); got != 0 {
+		t.Errorf("Room = %d holding 15 KiB (share 10 KiB), want 0", got)
+	}
+	g.listResumable(tp0)
+	c.resume()
+	if !slices.Equal(g.sizes, []int{10, 10, 5}) {
+		t.Errorf("deliveries of %v records, want 10, 10, 5", g.sizes)
+	}
+	if got := c.Room(); got != 10 {
+		t.Errorf("Room = %d after records of 1 KiB, want 10 (the byte share)", got)
+	}
+	big := rec(tp0, 25)
+	big.Value = make([]byte, 20<<10)
+	c.Add(big)
+	c.Add(r(26))
+	c.Flush()
+	if !slices.Equal(g.sizes[3:], []int{1, 1}) {
+		t.Errorf("deliveries of %v records for a 20 KiB record then a 1 KiB one, want 1, 1", g.sizes[3:])
+	}
+}
