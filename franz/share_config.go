@@ -54,10 +54,13 @@ type ShareConfig struct {
 	Logger *slog.Logger
 
 	// Opts are passed to kgo.NewClient after the source's defaults (TLS,
-	// SASL, kgo.ShareMaxRecords to size one poll, ...). The options the
-	// source sets itself are refused by NewShareSource with an error naming
-	// them; so are the options kgo refuses for a share group (consumer
-	// group, auto-commit and partition callback options).
+	// SASL, kgo.ShareMaxRecords to size one poll, ...). Kafka takes
+	// kgo.ShareMaxRecords as a hint and acquires whole producer batches
+	// for a fetch; add kgo.ShareMaxRecordsStrict to bound what one fetch
+	// acquires to kgo.ShareMaxRecords records (see docs/share.md). The
+	// options the source sets itself are refused by NewShareSource with an
+	// error naming them; so are the options kgo refuses for a share group
+	// (consumer group, auto-commit and partition callback options).
 	Opts []kgo.Opt
 }
 
