@@ -36,8 +36,8 @@ import (
 // build fails naming the stage when another partition's graph of the same
 // Run and topic has a different Limiter at the same place. A Limiter
 // given to a stage that does not take it (sink.Produce, SharedBatcher)
-// fails the build too, and does not compile on Filter, Route, Batch,
-// Unbatch and Discard, which call no function of yours.
+// fails the build too, and does not compile on Filter, Route, Tee,
+// Batch, Unbatch and Discard, which call no function of yours.
 type Limiter struct {
 	n     int
 	slots chan struct{}
