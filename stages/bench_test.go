@@ -85,3 +85,31 @@ func BenchmarkSharedBatcher100(b *testing.B) {
 	sb := stages.NewSharedBatcher(func(context.Context, []int64) error { return nil }, 100, time.Second)
 	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End { return sb.Feed(in) })
 }
+
+// BenchmarkTee2 is every value down two branches (each discarded): the
+// extra ticket reference and the second send per value.
+func BenchmarkTee2(b *testing.B) {
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		br := stages.Tee(in, 2)
+		return pipeline.All(stages.Discard(br[0]), stages.Discard(br[1]))
+	})
+}
+
+// BenchmarkPool4Limiter is Pool4 under a consumer-wide Limiter of 4: the
+// slot taken and given back per call (compare with Pool4).
+func BenchmarkPool4Limiter(b *testing.B) {
+	lim := stages.NewLimiter(4)
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.Pool(in, 4, inc, lim))
+	})
+}
+
+// BenchmarkPoolByKey4KeyLock is PoolByKey4 under a consumer-wide KeyLock
+// (compare with PoolByKey4).
+func BenchmarkPoolByKey4KeyLock(b *testing.B) {
+	key := func(v int64) string { return "k" }
+	keys := stages.NewKeyLock()
+	benchGraph(b, func(in pipeline.Stream[int64]) pipeline.End {
+		return stages.Discard(stages.PoolByKey(in, 4, key, inc, keys))
+	})
+}

@@ -128,3 +128,30 @@ func ExampleNewSharedBatcher() {
 	// Output:
 	// INSERT 4 rows: a,b,c,d
 }
+
+// Tee sends every order down two branches: one saves it, the other
+// alerts on large ones. An order's offset commits once both branches are
+// done with it; the alert branch filtering an order out counts as done.
+func ExampleTee() {
+	saved := 0
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		branches := stages.Tee(in, 2)
+		large := stages.Filter(branches[1], func(r pipeline.Record) bool { return len(r.Value) > 3 })
+		return pipeline.All(
+			stages.Each(branches[0], func(_ context.Context, r pipeline.Record) error {
+				saved++ // only this branch's goroutine touches it
+				return nil
+			}),
+			stages.Each(large, func(_ context.Context, r pipeline.Record) error {
+				fmt.Println("alert: large order", string(r.Value), "at offset", r.Offset)
+				return nil
+			}),
+		)
+	}, "12", "90000", "7", "4500")
+	fmt.Println("saved:", saved)
+	// Output:
+	// alert: large order 90000 at offset 1
+	// alert: large order 4500 at offset 3
+	// committed: 4
+	// saved: 4
+}

@@ -9,12 +9,18 @@ import (
 
 // Map applies fn to every value, one at a time, in order. An error from fn
 // is handled as the package doc says. A nil fn fails the build.
+//
+// One at a time is per partition: each partition's graph has its own Map,
+// so a consumer with n partitions makes up to n calls at once. For a
+// limit across the consumer give a [Limiter] (calls at once) or
+// [LockKey] (one call at a time per key) as an option.
 func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
-	sp := Spec("Map", opts...)
+	cs := specOf("Map", opts)
 	if fn == nil {
-		problem(&sp, "stages.Map: fn is nil")
+		problem(&cs.StageSpec, "stages.Map: fn is nil")
 	}
-	return stagekit.Transform(in, sp, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
+	fn = wrap(limitsOf[In](cs, "Map", nil), fn)
+	return stagekit.Transform(in, cs.StageSpec, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
 		out, err := fn(ctx, v)
 		if err == nil {
 			emit.Emit(out)
@@ -42,13 +48,16 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 // FlatMap replaces every value with the values fn returns for it, in
 // order. The input record commits only when all of its outputs completed;
 // an empty result completes it at once (counted as filtered). A nil fn
-// fails the build.
+// fails the build. Calls are one at a time per partition, as in [Map],
+// which says how to limit them across the consumer. To send every value
+// down several branches, use [Tee].
 func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) ([]Out, error), opts ...CallOption) pipeline.Stream[Out] {
-	sp := Spec("FlatMap", opts...)
+	cs := specOf("FlatMap", opts)
 	if fn == nil {
-		problem(&sp, "stages.FlatMap: fn is nil")
+		problem(&cs.StageSpec, "stages.FlatMap: fn is nil")
 	}
-	return stagekit.Transform(in, sp, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
+	fn = wrap(limitsOf[In](cs, "FlatMap", nil), fn)
+	return stagekit.Transform(in, cs.StageSpec, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
 		outs, err := fn(ctx, v)
 		if err != nil {
 			return err

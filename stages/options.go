@@ -15,25 +15,36 @@ type Option interface {
 
 // CallOption configures a stage that calls a function of yours that can
 // fail (Map, FlatMap, Pool, PoolByKey, Each, SharedBatcher, sink.Produce):
-// [Name], [Buffer] and [Retry].
+// [Name], [Buffer] and [Retry]; and, for Map, FlatMap, Pool, PoolByKey and
+// Each only, the consumer-wide limits [Limiter], [KeyLock] and [LockKey]
+// (any other stage given one fails the build).
 type CallOption interface {
-	applyToCall(*stagekit.StageSpec)
+	applyToCall(*callSpec)
+}
+
+// callSpec is what CallOptions describe: the stagekit.StageSpec, and the
+// consumer-wide limits on the calls of the stage's function (limits.go).
+type callSpec struct {
+	stagekit.StageSpec
+	lim  *Limiter
+	keys *KeyLock
+	key  any // LockKey's key function, a func(T) string; nil: the stage's own key
 }
 
 // Common is an option for every stage, returned by [Name] and [Buffer]: it
 // is both an [Option] and a [CallOption].
 type Common struct{ set func(*stagekit.StageSpec) }
 
-func (c Common) applyTo(sp *stagekit.StageSpec)     { c.set(sp) }
-func (c Common) applyToCall(sp *stagekit.StageSpec) { c.set(sp) }
+func (c Common) applyTo(sp *stagekit.StageSpec) { c.set(sp) }
+func (c Common) applyToCall(cs *callSpec)       { c.set(&cs.StageSpec) }
 
 // RetryOption is the option [Retry] returns, a [CallOption] only: a stage
 // with no fallible function has nothing to retry.
 type RetryOption struct{ p pipeline.RetryPolicy }
 
-func (r RetryOption) applyToCall(sp *stagekit.StageSpec) {
+func (r RetryOption) applyToCall(cs *callSpec) {
 	p := r.p
-	sp.Retry = &p
+	cs.Retry = &p
 }
 
 // Name names the stage in errors, logs and dead letters (default: its kind
@@ -60,13 +71,25 @@ func Retry(p pipeline.RetryPolicy) RetryOption { return RetryOption{p} }
 // Spec returns the stagekit.StageSpec that opts describe for a stage of
 // the given kind calling a function of its user. Stages written outside
 // this package (such as the Kafka producer stage in package sink) use it
-// to accept the same options as the stages here.
+// to accept the same options as the stages here. The limits ([Limiter],
+// [KeyLock], [LockKey]) apply to the stages of this package that take
+// them: given to Spec, they make the stage fail the build saying so.
 func Spec(kind string, opts ...CallOption) stagekit.StageSpec {
-	sp := stagekit.StageSpec{Kind: kind}
-	for _, o := range opts {
-		o.applyToCall(&sp)
+	cs := specOf(kind, opts)
+	if cs.lim != nil || cs.keys != nil {
+		problem(&cs.StageSpec, "stages.Limiter and stages.KeyLock limit the calls of Map, FlatMap, Pool, PoolByKey and Each; %s does not take them", kind)
 	}
-	return sp
+	return cs.StageSpec
+}
+
+// specOf returns the callSpec that opts describe for a stage of the given
+// kind.
+func specOf(kind string, opts []CallOption) *callSpec {
+	cs := &callSpec{StageSpec: stagekit.StageSpec{Kind: kind}}
+	for _, o := range opts {
+		o.applyToCall(cs)
+	}
+	return cs
 }
 
 // spec is the stagekit.StageSpec of a stage with no fallible function.

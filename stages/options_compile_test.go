@@ -25,6 +25,8 @@ var misuses = map[string]struct{ code, want string }{
 		"PoolByKey"},
 	"a key on Each": {`stages.Each(in, func(context.Context, pipeline.Record) error { return nil }, stages.ByKey(func(r pipeline.Record) string { return "" }))`,
 		"undefined: stages.ByKey"},
+	"a Limiter on Filter": {`stages.Discard(stages.Filter(in, func(pipeline.Record) bool { return true }, stages.NewLimiter(2)))`,
+		"Limiter does not implement stages.Option"},
 	"a weight on Map": {`stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil }, stages.Weight(func(int) int { return 1 })))`,
 		"undefined: stages.Weight"},
 }

@@ -16,30 +16,44 @@ import (
 // On revoke the pool finishes the values it holds; when the partition
 // context is cancelled, fn must return promptly. workers < 1 or a nil fn
 // fails the build.
+//
+// workers is a limit per partition: each partition's graph has its own
+// pool, so a consumer owning n partitions makes up to n*workers calls at
+// once. For a limit across the consumer give a [Limiter] as an option
+// (and [LockKey] for one call at a time per key across the consumer).
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
-	return pool(in, Spec("Pool", opts...), "Pool", workers, nil, fn)
+	cs := specOf("Pool", opts)
+	return pool(in, cs, "Pool", workers, nil, fn)
 }
 
 // PoolByKey is [Pool] keeping values with the same key in order: calls for
 // one key never overlap and run in offset order, while different keys run
 // in parallel. A panic of key stops Run naming the value; the values
 // before it are still emitted. A nil key fails the build.
+//
+// Both limits are per partition: workers calls at once in each
+// partition's graph, and one at a time per key within each partition. A
+// key whose records land on two partitions (the topic is keyed by
+// something else) is called from both at once. For limits across the
+// consumer give a [Limiter] (calls at once) and a [KeyLock] (one call at
+// a time per key, this key) as options.
 func PoolByKey[In, Out any](in pipeline.Stream[In], workers int, key func(In) string, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
-	sp := Spec("Pool", opts...)
+	cs := specOf("Pool", opts)
 	if key == nil {
-		problem(&sp, "stages.PoolByKey: key is nil")
+		problem(&cs.StageSpec, "stages.PoolByKey: key is nil")
 	}
-	return pool(in, sp, "PoolByKey", workers, key, fn)
+	return pool(in, cs, "PoolByKey", workers, key, fn)
 }
 
-func pool[In, Out any](in pipeline.Stream[In], sp stagekit.StageSpec, fname string, workers int, key func(In) string, fn func(context.Context, In) (Out, error)) pipeline.Stream[Out] {
+func pool[In, Out any](in pipeline.Stream[In], cs *callSpec, fname string, workers int, key func(In) string, fn func(context.Context, In) (Out, error)) pipeline.Stream[Out] {
 	if workers < 1 {
-		problem(&sp, "stages.%s: workers is %d; want at least 1", fname, workers)
+		problem(&cs.StageSpec, "stages.%s: workers is %d; want at least 1", fname, workers)
 	}
 	if fn == nil {
-		problem(&sp, "stages.%s: fn is nil", fname)
+		problem(&cs.StageSpec, "stages.%s: fn is nil", fname)
 	}
-	return stagekit.AddStage(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
+	fn = wrap(limitsOf(cs, fname, key), fn)
+	return stagekit.AddStage(in, cs.StageSpec, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed(),
 			free: poolChunksOf[In, Out]()}
 		return p.run(s, inl, out)

@@ -13,7 +13,7 @@ import (
 // branches' ends with pipeline.All. A record commits when its value
 // completed in its branch. A pick outside the range, or a panic of pick,
 // stops Run with an error naming the value's position. n < 1 or a nil
-// pick fails the build.
+// pick fails the build. To send every value down every branch, use [Tee].
 func Route[T any](in pipeline.Stream[T], n int, pick func(T) int, opts ...Option) []pipeline.Stream[T] {
 	sp := spec("Route", opts)
 	if n < 1 {

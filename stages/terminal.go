@@ -10,13 +10,19 @@ import (
 // Each calls fn for every value, in order, and ends the graph: a value's
 // records complete when fn returns nil for it. Write side effects here
 // (and make them idempotent: delivery is at-least-once). A nil fn fails
-// the build.
+// the build. Calls are one at a time per partition, as in [Map], which
+// says how to limit them across the consumer.
 func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts ...CallOption) pipeline.End {
-	sp := Spec("Each", opts...)
+	cs := specOf("Each", opts)
 	if fn == nil {
-		problem(&sp, "stages.Each: fn is nil")
+		problem(&cs.StageSpec, "stages.Each: fn is nil")
 	}
-	return stagekit.Sink(in, sp, fn)
+	if l := limitsOf[T](cs, "Each", nil); fn != nil && (l.lim != nil || l.keys != nil) {
+		user := fn
+		call := wrap(l, func(ctx context.Context, v T) (struct{}, error) { return struct{}{}, user(ctx, v) })
+		fn = func(ctx context.Context, v T) error { _, err := call(ctx, v); return err }
+	}
+	return stagekit.Sink(in, cs.StageSpec, fn)
 }
 
 // Discard ends the graph, completing every value it receives.

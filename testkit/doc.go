@@ -4,20 +4,32 @@
 // Three levels, from the fastest to the most realistic:
 //
 //   - [Harness] runs pipeline.Run over an in-memory source for one test:
-//     Send records, Assign, Revoke or Lose partitions, then WaitCommitted
-//     and check the exact committed offsets. It needs no broker and works
-//     inside testing/synctest bubbles, where timers (a Batch's maxWait,
-//     retries' backoff, the drain timeout) fire instantly and every wait
-//     is deterministic. Stop returns Run's error; a test that never looks
+//     Send records (SendMessages with keys and headers, SendRecords with
+//     every field, numbering the offsets left 0), Assign, Revoke or Lose
+//     partitions, then WaitCommitted and check the exact committed
+//     offsets. It needs no broker and works inside testing/synctest
+//     bubbles, where timers (a Batch's maxWait, retries' backoff, the
+//     drain timeout) fire instantly and every wait is deterministic. Stop returns Run's error; a test that never looks
 //     at it (Stop or Wait) is failed at cleanup when Run failed.
 //   - [Fake] is that in-memory source on its own, a pipeline.Source whose
 //     consumer-group assignment the test drives, for tests that call
 //     pipeline.Run themselves (or through [Start]).
-//   - Package testkit/kafkatest has an in-process Kafka-protocol broker
-//     (franz-go's kfake), for tests of source.NewKafka and the sink package
-//     against the real protocol. It is slower (seconds) and differs from
-//     Kafka in places. It is a package of its own so that tests using only
-//     testkit link no Kafka client.
+//   - Package testkit/kafkatest starts a broker, for tests of either
+//     client's source and producer (source.NewKafka and package sink,
+//     franz.NewSource and franz.NewProducer) against the real protocol:
+//     franz-go's in-process kfake by default, Apache Kafka with
+//     SLUICE_TEST_BROKER=apache. It is slower (seconds per test); it is a
+//     package of its own so that tests using only testkit link no Kafka
+//     client.
+//
+// # Graphs that produce to Kafka
+//
+// sink.Produce and franz.Produce take their package's producer, which
+// needs a broker. [Produce] is the same stage sending to a [Producer], a
+// fake that records the messages (and can be told to fail deliveries
+// with [Producer.FailWith]): pass the produce step to your builder as a
+// function, sink.Produce in the program and testkit.Produce in its tests,
+// and the rest of the graph is tested as it runs (see ExampleProduce).
 //
 // [DeadLetters] is a dead-letter destination that records what it gets
 // (and can be told to fail), to assert which records a pipeline rejected,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -24,10 +25,12 @@ var ErrStopped = errors.New("testkit: the fake source is not running")
 //
 // Control methods (Assign, Send, Revoke, ...) may be called from any
 // goroutine; they run on the Fake's poll goroutine, so they block until Run
-// is running and return ErrStopped once it returned. A Fake runs once.
+// is running and return ErrStopped once it returned. A Fake runs once: a
+// second Run returns an error at once (create a Fake per pipeline.Run).
 type Fake struct {
 	cmds    chan func(pipeline.Group)
 	stopped chan struct{}
+	started atomic.Bool
 
 	// owned by the poll goroutine
 	parts  map[pipeline.TopicPartition]*fakePartition
@@ -62,8 +65,11 @@ func NewFake() *Fake {
 	}
 }
 
-// Run implements pipeline.Source.
+// Run implements pipeline.Source. A second call returns an error at once.
 func (f *Fake) Run(ctx context.Context, g pipeline.Group) error {
+	if !f.started.CompareAndSwap(false, true) {
+		return errors.New("testkit: Fake.Run called twice: a Fake runs once; create one with NewFake for each pipeline.Run")
+	}
 	defer close(f.stopped)
 	f.group = g
 	for {
@@ -216,35 +222,62 @@ func (f *Fake) unassign(list []pipeline.TopicPartition) {
 }
 
 // Send appends values to a partition's log with consecutive offsets after
-// its last record (starting at 0).
+// its last record (starting at 0), with no key and no headers (see
+// [Fake.SendMessages]).
 func (f *Fake) Send(topic string, partition int32, values ...[]byte) error {
+	msgs := make([]pipeline.Message, len(values))
+	for i, v := range values {
+		msgs[i].Value = v
+	}
+	return f.SendMessages(topic, partition, msgs...)
+}
+
+// SendMessages appends records with the key, value and headers of msgs to
+// a partition's log, with consecutive offsets after its last record
+// (starting at 0).
+func (f *Fake) SendMessages(topic string, partition int32, msgs ...pipeline.Message) error {
 	return f.do(func(pipeline.Group) {
 		p := f.part(pipeline.TopicPartition{Topic: topic, Partition: partition})
-		next := int64(0)
-		if n := len(p.log); n > 0 {
-			next = p.log[n-1].Offset + 1
-		}
-		for i, v := range values {
-			p.log = append(p.log, pipeline.Record{Topic: topic, Partition: partition, Offset: next + int64(i), Value: v})
+		next := p.next()
+		for i, m := range msgs {
+			p.log = append(p.log, pipeline.Record{Topic: topic, Partition: partition, Offset: next + int64(i),
+				Key: m.Key, Value: m.Value, Headers: m.Headers})
 		}
 	})
 }
 
-// SendRecords appends records to their partitions' logs as given. Offsets
-// must increase within a partition (gaps are allowed, as after compaction);
+// next returns the offset after the partition's last record (0 when its
+// log is empty).
+func (p *fakePartition) next() int64 {
+	if n := len(p.log); n > 0 {
+		return p.log[n-1].Offset + 1
+	}
+	return 0
+}
+
+// SendRecords appends records to their partitions' logs, with every field
+// as given except a zero Offset: a record whose Offset is 0 gets the
+// offset after the last record of its partition (counting those before it
+// in recs), so records built without offsets are numbered 0, 1, 2, ... and
+// an explicit 0 on an empty partition means 0 as well. Other offsets must
+// increase within a partition (gaps are allowed, as after compaction);
 // otherwise nothing is appended and an error names the record.
 func (f *Fake) SendRecords(recs ...pipeline.Record) error {
 	var err error
 	if serr := f.do(func(pipeline.Group) {
 		last := map[pipeline.TopicPartition]int64{}
-		for _, r := range recs {
+		numbered := make([]pipeline.Record, len(recs))
+		for i, r := range recs {
 			tp := pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 			prev, ok := last[tp]
 			if !ok {
 				prev = -1
-				if p := f.parts[tp]; p != nil && len(p.log) > 0 {
-					prev = p.log[len(p.log)-1].Offset
+				if p := f.parts[tp]; p != nil {
+					prev = p.next() - 1
 				}
+			}
+			if r.Offset == 0 {
+				r.Offset = prev + 1
 			}
 			if r.Offset <= prev {
 				err = fmt.Errorf("testkit: record %s/%d at offset %d does not follow offset %d; offsets must increase",
@@ -252,8 +285,9 @@ func (f *Fake) SendRecords(recs ...pipeline.Record) error {
 				return
 			}
 			last[tp] = r.Offset
+			numbered[i] = r
 		}
-		for _, r := range recs {
+		for _, r := range numbered {
 			p := f.part(pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition})
 			p.log = append(p.log, r)
 		}

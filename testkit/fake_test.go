@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,6 +159,94 @@ func TestSetCommittedStartsTheNextAssignmentThere(t *testing.T) {
 		}
 		if fmt.Sprint(seen) != "[4 5]" {
 			t.Fatalf("processed %v, want [4 5]: delivery starts at the offset set", seen)
+		}
+	})
+}
+
+// A Fake runs once: a second Run returns an error at once instead of
+// running without anything reaching it.
+func TestFakeRunTwiceReturnsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := testkit.NewFake()
+		first := testkit.Start(t, fake, discard)
+		if err := fake.Assign("t", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- pipeline.Run(ctx, fake, discard) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "a Fake runs once") {
+				t.Fatalf("the second Run returned %v, want an error saying a Fake runs once", err)
+			}
+		default:
+			cancel()
+			<-done
+			t.Fatal("the second Run kept running on a used Fake")
+		}
+	})
+}
+
+// SendRecords numbers records whose Offset is 0 after their partition's
+// last record; given offsets are kept (gaps allowed).
+func TestSendRecordsNumbersZeroOffsets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				got = append(got, fmt.Sprintf("%d:%s@%d", r.Partition, r.Value, r.Offset))
+				return nil
+			})
+		})
+		h.SendRecords(
+			pipeline.Record{Topic: "t", Value: []byte("a")},
+			pipeline.Record{Topic: "t", Value: []byte("b")},
+			pipeline.Record{Topic: "t", Partition: 1, Value: []byte("x")},
+			pipeline.Record{Topic: "t", Value: []byte("c"), Offset: 10},
+			pipeline.Record{Topic: "t", Value: []byte("d")},
+		)
+		h.Send("t", 0, []byte("e"))
+		h.SendRecords(pipeline.Record{Topic: "t", Value: []byte("f")})
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 14)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0:a@0", "0:b@1", "0:c@10", "0:d@11", "0:e@12", "0:f@13"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("processed %v, want %v", got, want)
+		}
+	})
+}
+
+// SendMessages appends records with their keys and headers.
+func TestSendMessagesKeepsKeysAndHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []pipeline.Record
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				got = append(got, r)
+				return nil
+			})
+		})
+		h.Send("t", 0, []byte("first"))
+		h.SendMessages("t", 0, pipeline.Message{Key: []byte("k"), Value: []byte("v"),
+			Headers: []pipeline.Header{{Key: "trace-id", Value: []byte("abc")}}})
+		h.Assign("t", 0)
+		h.WaitCommitted("t", 0, 2)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		r := got[1]
+		if len(got) != 2 || r.Offset != 1 || string(r.Key) != "k" || string(r.Value) != "v" ||
+			len(r.Headers) != 1 || r.Headers[0].Key != "trace-id" || string(r.Headers[0].Value) != "abc" {
+			t.Fatalf("got %+v, want the second record at offset 1 with its key and header", got)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -37,14 +38,31 @@ func New(t testing.TB, build pipeline.Builder, opts ...pipeline.Option) *Harness
 // Fake returns the harness's source.
 func (h *Harness) Fake() *Fake { return h.fake }
 
+// check fails the test when a control call failed. When the failure comes
+// from Run having returned (ErrStopped) or stops it (an Assign whose graph
+// failed to build), the message names Run's error once Run returned, when
+// it says more than err.
 func (h *Harness) check(what string, err error) {
 	h.t.Helper()
-	if err != nil {
-		h.t.Fatalf("testkit: %s: %v (Run returned: %v)", what, err, h.runErr())
+	if err == nil {
+		return
 	}
+	if what != "Assign" && !errors.Is(err, ErrStopped) {
+		h.t.Fatalf("testkit: %s: %v", what, err) // the call's own arguments
+	}
+	timer := time.NewTimer(h.timeout)
+	defer timer.Stop()
+	select {
+	case <-h.run.Done():
+	case <-timer.C:
+		h.t.Fatalf("testkit: %s: %v (Run still running after %v)", what, err, h.timeout)
+	}
+	runErr := h.run.Err() // reported here: the cleanup need not report it again
+	if runErr == nil || errors.Is(runErr, err) || runErr.Error() == err.Error() {
+		h.t.Fatalf("testkit: %s: %v", what, err)
+	}
+	h.t.Fatalf("testkit: %s: %v (Run returned: %v)", what, err, runErr)
 }
-
-func (h *Harness) runErr() error { return h.run.Err() }
 
 // Assign assigns partitions of topic; it returns once their graphs run.
 func (h *Harness) Assign(topic string, partitions ...int32) {
@@ -52,13 +70,23 @@ func (h *Harness) Assign(topic string, partitions ...int32) {
 	h.check("Assign", h.fake.Assign(topic, partitions...))
 }
 
-// Send appends values to a partition with consecutive offsets.
+// Send appends values to a partition with consecutive offsets, with no
+// key and no headers (see [Harness.SendMessages]).
 func (h *Harness) Send(topic string, partition int32, values ...[]byte) {
 	h.t.Helper()
 	h.check("Send", h.fake.Send(topic, partition, values...))
 }
 
-// SendRecords appends records (with their own offsets) to their partitions.
+// SendMessages appends records with the key, value and headers of msgs to
+// a partition, with consecutive offsets.
+func (h *Harness) SendMessages(topic string, partition int32, msgs ...pipeline.Message) {
+	h.t.Helper()
+	h.check("SendMessages", h.fake.SendMessages(topic, partition, msgs...))
+}
+
+// SendRecords appends records to their partitions as given, numbering
+// those whose Offset is 0 after their partition's last record (see
+// [Fake.SendRecords]).
 func (h *Harness) SendRecords(recs ...pipeline.Record) {
 	h.t.Helper()
 	h.check("SendRecords", h.fake.SendRecords(recs...))

@@ -115,3 +115,52 @@ func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
 		})
 	}
 }
+
+// An Assign whose graph fails to build fails the test with the build
+// error once: not followed by "Run returned: <nil>" (Run still stopping)
+// nor by the same error again.
+func TestHarnessAssignReportsTheBuildError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msg, cleanupErrs := failingHarness(t, func(tb testing.TB) {
+			h := testkit.New(tb, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return stages.Discard(stages.Pool(in, 0, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil }))
+			})
+			h.Assign("t", 0)
+		})
+		if len(cleanupErrs) != 0 {
+			t.Fatalf("the cleanup reported %q again", cleanupErrs)
+		}
+		if !strings.Contains(msg, "testkit: Assign:") || !strings.Contains(msg, "workers is 0") ||
+			strings.Count(msg, "workers is 0") != 1 || strings.Contains(msg, "Run returned") {
+			t.Fatalf("Assign failed the test with %q, want the build error, once", msg)
+		}
+	})
+}
+
+// An argument error of a control call (SendRecords with decreasing
+// offsets) fails the test at once with that error: Run goes on.
+func TestHarnessArgumentErrorFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msg, _ := failingHarness(t, func(tb testing.TB) {
+			h := testkit.New(tb, discard)
+			h.SendRecords(pipeline.Record{Topic: "t", Offset: 5}, pipeline.Record{Topic: "t", Offset: 3})
+		})
+		if !strings.Contains(msg, "testkit: SendRecords: testkit: record t/0 at offset 3 does not follow offset 5") || strings.Contains(msg, "Run") {
+			t.Fatalf("SendRecords failed the test with %q", msg)
+		}
+	})
+}
+
+// failingHarness calls fn with a recordingTB on its own goroutine, then
+// runs the cleanups fn registered (stopping its Run); it returns the
+// failure message and what the cleanups reported.
+func failingHarness(t *testing.T, fn func(testing.TB)) (string, []string) {
+	tb := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(tb)
+	}()
+	<-done
+	return tb.message(), tb.cleanup()
+}

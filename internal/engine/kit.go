@@ -13,11 +13,12 @@ import (
 
 // CheckStage fails the build with a *BuildError naming the stage that
 // spec is about to add to in's graph when problem is not nil (the stage's
-// constructor found a bad argument), or when sh, a consumer-wide object the
-// stage uses, may not be used there (see [Shared.claim]). Call it from the
-// builder, right before adding the stage. A zero in is left to the
-// stage's own Add call, which reports it.
-func CheckStage[T any](in Stream[T], spec StageSpec, problem error, sh *Shared) {
+// constructor found a bad argument), when sh, a consumer-wide object the
+// stage uses, may not be used there (see [Shared.claim]), or when one of
+// uses may not (see [Use]). Call it from the builder, right before adding
+// the stage. A zero in is left to the stage's own Add call, which reports
+// it.
+func CheckStage[T any](in Stream[T], spec StageSpec, problem error, sh *Shared, uses []Use) {
 	if in.e == nil {
 		return
 	}
@@ -38,6 +39,25 @@ func CheckStage[T any](in Stream[T], spec StageSpec, problem error, sh *Shared) 
 			panic(buildPanic{fmt.Sprintf("stage %q: %v", name, err)})
 		}
 	}
+	for _, u := range uses {
+		if err := claimSlot(g, sharedSlot{kind: u.Kind, topic: g.tp.Topic, pos: g.nstages + 1, use: true}, u.Object); err != nil {
+			panic(buildPanic{fmt.Sprintf("stage %q: %v", name, err)})
+		}
+	}
+}
+
+// Use is a consumer-wide object a stage uses that, unlike a [Shared] one,
+// may serve several stages of a graph and several Runs: a limit on calls
+// (stages.Limiter, stages.KeyLock). Only one rule applies, a build error:
+// within one Run, every graph of one topic that uses an object of this
+// Kind at a given stage position uses the same one. A different one there
+// means the builder creates it, once per partition, instead of once
+// before Run.
+type Use struct {
+	// Kind names the object in errors ("Limiter").
+	Kind string
+	// Object is the object, compared by identity: a pointer.
+	Object any
 }
 
 // Shared is the declaration of a consumer-wide object: one that serves
@@ -65,13 +85,14 @@ type sharedSlot struct {
 	kind  string
 	topic string
 	pos   int
+	use   bool // a Use (its Kind names the object), not a Shared (the stage's kind)
 }
 
 // sharedSlots records, per Run, which consumer-wide object each slot holds.
 // Entries go away with their Run (a cleanup on the Group).
 var sharedSlots struct {
 	mu   sync.Mutex
-	runs map[weak.Pointer[Group]]map[sharedSlot]*Shared
+	runs map[weak.Pointer[Group]]map[sharedSlot]any
 }
 
 func (sh *Shared) claim(g *graph, kind string, pos int) error {
@@ -90,22 +111,28 @@ func (sh *Shared) claim(g *graph, kind string, pos int) error {
 	sh.last = g
 	sh.mu.Unlock()
 
-	slot := sharedSlot{kind: kind, topic: g.tp.Topic, pos: pos}
+	return claimSlot(g, sharedSlot{kind: kind, topic: g.tp.Topic, pos: pos}, sh)
+}
+
+// claimSlot records that g's Run holds obj at slot, or returns an error
+// when another graph of the Run holds a different object there.
+func claimSlot(g *graph, slot sharedSlot, obj any) error {
+	run := weak.Make(g.rt)
 	sharedSlots.mu.Lock()
 	defer sharedSlots.mu.Unlock()
 	if sharedSlots.runs == nil {
-		sharedSlots.runs = make(map[weak.Pointer[Group]]map[sharedSlot]*Shared)
+		sharedSlots.runs = make(map[weak.Pointer[Group]]map[sharedSlot]any)
 	}
 	slots, ok := sharedSlots.runs[run]
 	if !ok {
-		slots = make(map[sharedSlot]*Shared)
+		slots = make(map[sharedSlot]any)
 		sharedSlots.runs[run] = slots
 		runtime.AddCleanup(g.rt, forgetRun, run)
 	}
-	if other, ok := slots[slot]; ok && other != sh {
-		return fmt.Errorf("another partition's graph has a different %s at this place: the builder creates one per partition; create it once, before pipeline.Run, and use it in every graph", kind)
+	if other, ok := slots[slot]; ok && other != obj {
+		return fmt.Errorf("another partition's graph has a different %s at this place: the builder creates one per partition; create it once, before pipeline.Run, and use it in every graph", slot.kind)
 	}
-	slots[slot] = sh
+	slots[slot] = obj
 	return nil
 }
 

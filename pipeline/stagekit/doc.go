@@ -15,7 +15,9 @@
 // chunks; the stage gives callbacks for a chunk, the drain, a [Timer], a
 // channel of events and a wake-up signal. A constructor reports a bad
 // argument in [StageSpec].Problem (a build error naming the stage); a
-// consumer-wide object declares itself with [Shared].
+// consumer-wide object declares itself with [Shared] (one batch for the
+// partitions of one Run), or with a [Use] (a limit that may serve several
+// stages and Runs).
 //
 // A stage is added to a partition's graph from inside the builder with
 // [AddStage] (one input, one output), [AddFanOut] (one input, n outputs)

@@ -32,6 +32,26 @@ type StageSpec struct {
 	// partition of a Run) the stage uses, or nil. See [Shared] for the
 	// rules the Add call enforces.
 	Shared *Shared
+	// Uses lists the consumer-wide objects the stage uses that may serve
+	// several stages of a graph and several Runs, such as a limit on
+	// calls (stages.Limiter, stages.KeyLock). See [Use] for the one rule
+	// the Add call enforces.
+	Uses []Use
+}
+
+// Use is a consumer-wide object a stage uses (see StageSpec.Uses), such
+// as stages.Limiter: unlike a [Shared] one, it may serve several stages
+// of a graph and several pipeline.Runs. Adding the stage fails the build,
+// with a *pipeline.BuildError naming the stage and Kind, when another
+// partition's graph of the same Run and topic uses a different object of
+// the same Kind at the same stage position: the builder creates one per
+// partition instead of once before Run, so what was meant to hold for the
+// whole consumer holds for each partition alone.
+type Use struct {
+	// Kind names the object in errors ("Limiter").
+	Kind string
+	// Object is the object, compared by identity: a pointer.
+	Object any
 }
 
 // Shared declares a consumer-wide object: one that serves every partition
@@ -54,10 +74,14 @@ func (sp StageSpec) engine() engine.StageSpec {
 	return engine.StageSpec{Name: sp.Name, Kind: sp.Kind, Buffer: sp.Buffer, Retry: sp.Retry}
 }
 
-// check fails the build when sp carries a problem or its Shared may not be
-// used here; see StageSpec.Problem and Shared.
+// check fails the build when sp carries a problem or its Shared or Uses
+// may not be used here; see StageSpec.Problem, Shared and Use.
 func check[T any](in pipeline.Stream[T], sp StageSpec) {
-	if sp.Problem != nil || sp.Shared != nil {
-		engine.CheckStage(in, sp.engine(), sp.Problem, sp.Shared)
+	if sp.Problem != nil || sp.Shared != nil || len(sp.Uses) > 0 {
+		var uses []engine.Use
+		for _, u := range sp.Uses {
+			uses = append(uses, engine.Use{Kind: u.Kind, Object: u.Object})
+		}
+		engine.CheckStage(in, sp.engine(), sp.Problem, sp.Shared, uses)
 	}
 }

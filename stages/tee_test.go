@@ -1,0 +1,307 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// seen records the offsets a branch processed.
+type seen struct {
+	mu   sync.Mutex
+	offs []int64
+}
+
+func (s *seen) add(_ context.Context, r pipeline.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offs = append(s.offs, r.Offset)
+	return nil
+}
+
+func (s *seen) list() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.offs)
+}
+
+// gate blocks a branch at one offset until opened (or the partition's
+// context ends).
+type gate struct {
+	at     int64
+	closed chan struct{}
+	open   chan struct{}
+}
+
+func newGate(at int64) *gate {
+	return &gate{at: at, closed: make(chan struct{}, 1), open: make(chan struct{})}
+}
+
+func (g *gate) wait(ctx context.Context, r pipeline.Record) error {
+	if r.Offset == g.at {
+		g.closed <- struct{}{}
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// A record commits only once every branch completed it: the committed
+// offset waits at the slow branch's value while the fast one went on.
+func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fast, slow seen
+		g := newGate(2)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			b := stages.Tee(in, 2)
+			return pipeline.All(
+				stages.Each(b[0], fast.add),
+				stages.Each(b[1], func(ctx context.Context, r pipeline.Record) error {
+					if err := g.wait(ctx, r); err != nil {
+						return err
+					}
+					return slow.add(ctx, r)
+				}),
+			)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(5)...)
+		<-g.closed
+		synctest.Wait()
+		if got := fast.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+			t.Fatalf("the fast branch processed %v, want 0..4", got)
+		}
+		if got := h.Committed("t", 0); got != 2 {
+			t.Fatalf("committed %d while the slow branch holds offset 2, want 2", got)
+		}
+		close(g.open)
+		h.WaitCommitted("t", 0, 5)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := slow.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+			t.Fatalf("the slow branch processed %v, want 0..4", got)
+		}
+		if got := h.Committed("t", 0); got != 5 {
+			t.Fatalf("committed %d, want 5", got)
+		}
+	})
+}
+
+// A branch that filters a value out completes it: the record commits once
+// the other branch completed it too.
+func TestTeeBranchThatFiltersCountsAsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var evens, all seen
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			b := stages.Tee(in, 2)
+			even := stages.Filter(b[0], func(r pipeline.Record) bool { return r.Offset%2 == 0 })
+			return pipeline.All(stages.Each(even, evens.add), stages.Each(b[1], all.add))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(5)...)
+		h.WaitCommitted("t", 0, 5)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := evens.list(); !slices.Equal(got, []int64{0, 2, 4}) {
+			t.Fatalf("the filtering branch processed %v, want [0 2 4]", got)
+		}
+		if got := all.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+			t.Fatalf("the other branch processed %v, want 0..4", got)
+		}
+		if got := h.Committed("t", 0); got != 5 {
+			t.Fatalf("committed %d, want 5", got)
+		}
+	})
+}
+
+// invalidAt is a branch's function rejecting the record at one offset as
+// invalid.
+func invalidAt(off int64, s *seen) func(context.Context, pipeline.Record) error {
+	return func(ctx context.Context, r pipeline.Record) error {
+		if r.Offset == off {
+			return pipeline.Invalid(errors.New("bad for this branch"))
+		}
+		return s.add(ctx, r)
+	}
+}
+
+// An invalid value in one branch, or in both, dead-letters its record
+// once; the other branch still processes it, and everything commits.
+func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
+	for name, bothInvalid := range map[string]bool{"one branch": false, "both branches": true} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var first, second seen
+				dead := testkit.NewDeadLetters()
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+					b := stages.Tee(in, 2)
+					other := second.add
+					if bothInvalid {
+						other = invalidAt(1, &second)
+					}
+					return pipeline.All(
+						stages.Each(b[0], invalidAt(1, &first), stages.Name("alert")),
+						stages.Each(b[1], other, stages.Name("save")),
+					)
+				}, dead.Option())
+				h.Assign("t", 0)
+				h.Send("t", 0, nValues(3)...)
+				h.WaitCommitted("t", 0, 3)
+				if err := h.Stop(); err != nil {
+					t.Fatal(err)
+				}
+				if got := dead.Offsets("t", 0); !slices.Equal(got, []int64{1}) || dead.Len() != 1 {
+					t.Fatalf("dead-lettered offsets %v (%d letters), want [1] once", got, dead.Len())
+				}
+				if got := first.list(); !slices.Equal(got, []int64{0, 2}) {
+					t.Fatalf("the rejecting branch processed %v, want [0 2]", got)
+				}
+				want := []int64{0, 1, 2}
+				if bothInvalid {
+					want = []int64{0, 2}
+				}
+				if got := second.list(); !slices.Equal(got, want) {
+					t.Fatalf("the other branch processed %v, want %v", got, want)
+				}
+				if got := h.Committed("t", 0); got != 3 {
+					t.Fatalf("committed %d, want 3", got)
+				}
+			})
+		})
+	}
+}
+
+// Any other error in one branch stops Run naming that branch's stage and
+// the record; nothing from that record on is committed.
+func TestTeeErrorInABranchStopsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			b := stages.Tee(in, 2)
+			return pipeline.All(
+				stages.Discard(b[0]),
+				stages.Each(b[1], func(_ context.Context, r pipeline.Record) error {
+					if r.Offset == 2 {
+						return pipeline.Permanent(errors.New("disk full"))
+					}
+					return nil
+				}, stages.Name("save")),
+			)
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(4)...)
+		err := h.Wait()
+		var se *pipeline.StageError
+		if !errors.As(err, &se) || se.Stage != "save" || se.Offset != 2 || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("Run returned %v, want a StageError of save at offset 2", err)
+		}
+		if got := h.Committed("t", 0); got != 2 {
+			t.Fatalf("committed %d, want 2", got)
+		}
+	})
+}
+
+// A slow branch holds the others back: with one-chunk buffers, the fast
+// branch gets exactly three values ahead of the stuck one (the chunk the
+// stuck branch holds, the one in its buffer, the one Tee waits to give
+// it), and nothing commits. Losing the partition stops every branch.
+func TestTeeSlowBranchIsBackpressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fast seen
+		g := newGate(0)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			b := stages.Tee(in, 2, stages.Buffer(1))
+			return pipeline.All(stages.Each(b[0], fast.add), stages.Each(b[1], g.wait))
+		})
+		h.Assign("t", 0)
+		for i := range 10 {
+			h.Send("t", 0, []byte{byte(i)}) // one record per chunk
+			synctest.Wait()
+		}
+		<-g.closed
+		if got := fast.list(); !slices.Equal(got, []int64{0, 1, 2}) {
+			t.Fatalf("the fast branch processed %v while the other is stuck at 0, want [0 1 2]", got)
+		}
+		if got := h.Committed("t", 0); got != -1 {
+			t.Fatalf("committed %d, want nothing (-1)", got)
+		}
+		h.Lose("t", 0) // returns once both branches exited
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Committed("t", 0); got != -1 {
+			t.Fatalf("committed %d after the loss, want nothing (-1)", got)
+		}
+	})
+}
+
+// On a graceful revoke both branches drain: what is in flight when the
+// revoke starts (one branch held up at offset 50) completes in both and
+// is committed.
+func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a, b seen
+		g := newGate(50)
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			br := stages.Tee(in, 3)
+			held := func(ctx context.Context, r pipeline.Record) error {
+				if err := g.wait(ctx, r); err != nil {
+					return err
+				}
+				return a.add(ctx, r)
+			}
+			return pipeline.All(stages.Each(br[0], held), stages.Each(br[1], b.add), stages.Discard(br[2]))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, nValues(100)...)
+		<-g.closed
+		synctest.Wait()
+		if got := h.Committed("t", 0); got != 50 {
+			t.Fatalf("committed %d before the revoke, want 50", got)
+		}
+		go func() {
+			time.Sleep(time.Second) // during the revoke's drain
+			close(g.open)
+		}()
+		h.Revoke("t", 0)
+		if got := h.Committed("t", 0); got != 100 {
+			t.Fatalf("committed %d after the revoke, want 100", got)
+		}
+		if len(a.list()) != 100 || len(b.list()) != 100 {
+			t.Fatalf("branches processed %d and %d values, want 100 each", len(a.list()), len(b.list()))
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Tee with no branch fails the build naming the stage.
+func TestTeeWithoutBranchesFailsTheBuild(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Discard(stages.Tee(in, 0, stages.Name("copies"))[0])
+		})
+		if err := h.Fake().Assign("t", 0); err == nil {
+			t.Fatal("the build succeeded")
+		}
+		err := h.Wait()
+		var be *pipeline.BuildError
+		if !errors.As(err, &be) || !strings.Contains(err.Error(), `stage "copies": stages.Tee: n is 0; want at least 1 branch`) {
+			t.Fatalf("Run returned %v, want a BuildError naming the stage", err)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+package testkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// newBuild is a program's builder with its produce step passed in: the
+// program passes
+//
+//	func(s pipeline.Stream[string]) pipeline.End { return sink.Produce(s, producer, "alerts", alertMessage) }
+//
+// (or franz.Produce), its tests pass testkit.Produce with a
+// testkit.Producer. The rest of the graph is the same in both.
+func newBuild(produceAlerts func(pipeline.Stream[string]) pipeline.End) pipeline.Builder {
+	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		amounts := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+		large := stages.Filter(amounts, func(a string) bool { return len(a) > 3 })
+		return produceAlerts(large)
+	}
+}
+
+func alertMessage(amount string) (pipeline.Message, error) {
+	return pipeline.Message{Value: []byte("large order: " + amount)}, nil
+}
+
+// A graph ending in a Kafka producer, tested without a broker: Produce
+// sends to a Producer that records every message, and each record commits
+// once its message was delivered.
+func ExampleProduce() {
+	runTest("ExampleProduce", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			alerts := testkit.NewProducer()
+			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
+				return testkit.Produce(s, alerts, "alerts", alertMessage)
+			}))
+			h.Assign("orders", 0)
+			h.Send("orders", 0, []byte("12"), []byte("90000"), []byte("7"), []byte("4500"))
+			h.WaitCommitted("orders", 0, 4)
+			if err := h.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Println(strings.Join(alerts.Values("alerts"), "\n"))
+		})
+	})
+	// Output:
+	// large order: 90000
+	// large order: 4500
+}
+
+// FailWith makes deliveries fail, as a broker that stays unreachable
+// does: Run stops at the record whose message failed, which is not
+// committed. As with a real producer, which keeps many messages in
+// flight, the messages after it may have been produced already.
+func ExampleProducer_FailWith() {
+	runTest("ExampleProducer_FailWith", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			alerts := testkit.NewProducer()
+			alerts.FailWith(func(m testkit.Produced) error {
+				if strings.HasSuffix(string(m.Message.Value), "4500") {
+					return errors.New("broker unreachable")
+				}
+				return nil
+			})
+			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
+				return testkit.Produce(s, alerts, "alerts", alertMessage, stages.Name("alert"))
+			}))
+			h.Assign("orders", 0)
+			h.Send("orders", 0, []byte("90000"), []byte("4500"), []byte("80000"))
+			fmt.Println("Run:", h.Wait())
+			fmt.Println("committed:", h.Committed("orders", 0), "produced:", alerts.Len(), "sent:", alerts.Calls())
+		})
+	})
+	// Output:
+	// Run: sluice: stage "alert" on orders/0 at offset 1: delivery to alerts failed: broker unreachable
+	// committed: 1 produced: 2 sent: 3
+}
+
+// SendMessages gives the test's records keys and headers.
+func ExampleHarness_SendMessages() {
+	runTest("ExampleHarness_SendMessages", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+					fmt.Printf("%s=%s at %d, headers %d\n", r.Key, r.Value, r.Offset, len(r.Headers))
+					return nil
+				})
+			})
+			h.Assign("orders", 0)
+			h.SendMessages("orders", 0,
+				pipeline.Message{Key: []byte("alice"), Value: []byte("12"), Headers: []pipeline.Header{{Key: "trace-id", Value: []byte("t1")}}},
+				pipeline.Message{Key: []byte("bob"), Value: []byte("7")})
+			h.WaitCommitted("orders", 0, 2)
+			if err := h.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	// Output:
+	// alice=12 at 0, headers 1
+	// bob=7 at 1, headers 0
+}
