@@ -78,3 +78,11 @@ func closePool() {
 	}
 	wg.Wait()
 }
+
+// discard closes c, a borrowed cluster, instead of giving it back.
+func discard(c *apacheCluster) {
+	pool.mu.Lock()
+	delete(pool.all, c)
+	pool.mu.Unlock()
+	c.close()
+}
