@@ -55,12 +55,15 @@ func (c *apacheCluster) leadersKnown(ctx context.Context, topic string, partitio
 }
 
 // reset makes a used cluster look new to the next test: it deletes every
-// group and every topic the test created. It fails, and the pool then
+// group, group config and topic the test created. It fails, and the pool then
 // closes the cluster instead of reusing it, when a group keeps members
 // (a client of the test still open), a transaction is still open, or a
 // deletion does not complete within the context.
 func (c *apacheCluster) reset(ctx context.Context) error {
 	if err := c.deleteGroups(ctx); err != nil {
+		return err
+	}
+	if err := c.deleteGroupConfigs(ctx); err != nil {
 		return err
 	}
 	txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
