@@ -48,11 +48,12 @@ func Start(ctx context.Context, kind Kind, opts ...BrokerOption) (*Broker, error
 // NewBroker starts a broker for a test and closes it at t.Cleanup. It is a
 // kfake cluster unless the environment variable [EnvBroker] says
 // "apache"; then it is Apache Kafka: a single-node cluster shared by the
-// package's tests one at a time (reset to no topics, groups or group configs between
-// them; the package's TestMain wraps m in [Pooled]), or one of the test's
-// own with [WithNodes] above 1 or [WithBrokerConfig]. A test that closes
-// the Broker itself ends its cluster, shared or not, as it does kfake's.
-// When the test fails, the tail of Apache Kafka's log is in its output.
+// package's tests one at a time (reset to no topics, groups or group
+// configs between them; the package's TestMain wraps m in [Pooled]), or
+// one of the test's own with [WithNodes] above 1 or [WithBrokerConfig].
+// A test that closes the Broker itself ends its cluster, shared or not,
+// as it does kfake's. When the test fails, the tail of Apache Kafka's log
+// is in its output.
 func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	t.Helper()
 	kind, err := KindFromEnv()
