@@ -220,3 +220,22 @@ func TestClosedBrokerIsGone(t *testing.T) {
 		}
 	}
 }
+
+// The reset between two tests takes milliseconds on a single node: it
+// must not wait for a client's cached metadata to age before it sees that
+// the topics it deleted are gone (kgo keeps metadata for 5 s).
+func TestPoolResetIsQuick(t *testing.T) {
+	needApache(t)
+	b := NewBroker(t, WithTopic("a", 3), WithTopic("b", 1))
+	b.Produce(t, "a", pipeline.Record{Partition: 2, Value: []byte("x")})
+	b.HighWatermarks(t, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := b.ac.reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("reset took %v, want well under the 5 s that cached metadata lives", took)
+	}
+}

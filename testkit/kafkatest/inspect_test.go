@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -48,6 +49,29 @@ func TestReadAllOnATransactionalTopic(t *testing.T) {
 	}
 	if got := b.ReadAll(t, "tx"); len(got) != 1 || got[0].Offset != 3 {
 		t.Errorf("ReadAll after DeleteRecords = %+v, want the record at offset 3", got)
+	}
+	// A transaction still open: its record is below the high watermark
+	// and ReadAll returns it.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.TransactionalID("open"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "tx", Partition: 1, Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if hw := b.HighWatermarks(t, "tx"); fmt.Sprint(hw) != "map[0:5 1:1]" {
+		t.Errorf("HighWatermarks with a transaction open = %v, want map[0:5 1:1]", hw)
+	}
+	if got := b.ReadAll(t, "tx"); len(got) != 2 || got[1].Partition != 1 || got[1].Offset != 0 {
+		t.Errorf("ReadAll with a transaction open = %+v, want offset 3 of partition 0 and offset 0 of partition 1", got)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
 	}
 }
 
