@@ -108,11 +108,10 @@ func (c *apacheCluster) deleteGroups(ctx context.Context) error {
 
 func (c *apacheCluster) deleteTopics(ctx context.Context) error {
 	for {
-		ts, err := c.adm.ListTopics(ctx)
+		names, err := c.topicNames(ctx)
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
-		names := ts.Names()
 		if len(names) == 0 {
 			return nil
 		}
@@ -123,6 +122,23 @@ func (c *apacheCluster) deleteTopics(ctx context.Context) error {
 			return fmt.Errorf("topics not deleted: %v", names)
 		}
 	}
+}
+
+// topicNames lists the topics that are not internal with a metadata
+// request of its own: kadm's ListTopics answers from the client's metadata
+// cache, which shows deleted topics for seconds.
+func (c *apacheCluster) topicNames(ctx context.Context) ([]string, error) {
+	m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl) // no Topics: all of them
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range m.Topics {
+		if !t.IsInternal && t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	return names, nil
 }
 
 // pause waits d or until ctx ends (then its error).
