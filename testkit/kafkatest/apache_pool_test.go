@@ -239,3 +239,21 @@ func TestPoolResetIsQuick(t *testing.T) {
 		t.Errorf("reset took %v, want well under the 5 s that cached metadata lives", took)
 	}
 }
+
+// A transaction ended just before the test ends still has its markers
+// being written (PrepareCommit, PrepareAbort) for a few milliseconds: the
+// reset waits for them rather than closing the cluster, which would cost
+// the next test a new broker.
+func TestPoolResetWaitsForTransactionMarkers(t *testing.T) {
+	needApache(t)
+	b := NewBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 10 {
+		b.CreateTopic(t, "t", 1)
+		txnProduce(ctx, t, b, "tx", "t", i%2 == 0)
+		if err := b.ac.reset(ctx); err != nil {
+			t.Fatalf("reset after transaction %d ended: %v", i, err)
+		}
+	}
+}
