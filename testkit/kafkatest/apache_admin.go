@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -66,14 +67,38 @@ func (c *apacheCluster) reset(ctx context.Context) error {
 	if err := c.deleteGroupConfigs(ctx); err != nil {
 		return err
 	}
-	txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
-	if err != nil {
-		return fmt.Errorf("list transactions: %w", err)
-	}
-	if len(txns) > 0 {
-		return fmt.Errorf("%d transactions still open", len(txns))
+	if err := c.waitTransactions(ctx); err != nil {
+		return err
 	}
 	return c.deleteTopics(ctx)
+}
+
+// waitTransactions fails if a transaction is open, after waiting for those
+// that ended to have their markers written: EndTxn answers once the
+// transaction is PrepareCommit or PrepareAbort, and the coordinator writes
+// the markers after (PrepareEpochFence, too, ends in an abort).
+func (c *apacheCluster) waitTransactions(ctx context.Context) error {
+	for {
+		txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+		if err != nil {
+			return fmt.Errorf("list transactions: %w", err)
+		}
+		if len(txns) == 0 {
+			return nil
+		}
+		var open []string
+		txns.Each(func(t kadm.ListedTransaction) {
+			if t.State == "Ongoing" {
+				open = append(open, t.TxnID)
+			}
+		})
+		if len(open) > 0 {
+			return fmt.Errorf("transactions still open: %v", open)
+		}
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("transactions still writing their markers: %d", len(txns))
+		}
+	}
 }
 
 func (c *apacheCluster) deleteGroups(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,5 +256,24 @@ func TestPoolResetWaitsForTransactionMarkers(t *testing.T) {
 		if err := b.ac.reset(ctx); err != nil {
 			t.Fatalf("reset after transaction %d ended: %v", i, err)
 		}
+	}
+	// One still open fails the reset (the pool then closes the cluster).
+	b.CreateTopic(t, "t", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.TransactionalID("open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ac.reset(ctx); err == nil || !strings.Contains(err.Error(), "transactions still open: [open]") {
+		t.Errorf("reset with a transaction open: %v, want transactions still open: [open]", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
 	}
 }
