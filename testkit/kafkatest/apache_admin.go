@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -55,7 +56,7 @@ func (c *apacheCluster) leadersKnown(ctx context.Context, topic string, partitio
 }
 
 // reset makes a used cluster look new to the next test: it deletes every
-// group and every topic the test created. It fails, and the pool then
+// group, group config and topic the test created. It fails, and the pool then
 // closes the cluster instead of reusing it, when a group keeps members
 // (a client of the test still open), a transaction is still open, or a
 // deletion does not complete within the context.
@@ -63,14 +64,41 @@ func (c *apacheCluster) reset(ctx context.Context) error {
 	if err := c.deleteGroups(ctx); err != nil {
 		return err
 	}
-	txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
-	if err != nil {
-		return fmt.Errorf("list transactions: %w", err)
+	if err := c.deleteGroupConfigs(ctx); err != nil {
+		return err
 	}
-	if len(txns) > 0 {
-		return fmt.Errorf("%d transactions still open", len(txns))
+	if err := c.waitTransactions(ctx); err != nil {
+		return err
 	}
 	return c.deleteTopics(ctx)
+}
+
+// waitTransactions fails if a transaction is open, after waiting for those
+// that ended to have their markers written: EndTxn answers once the
+// transaction is PrepareCommit or PrepareAbort, and the coordinator writes
+// the markers after (PrepareEpochFence, too, ends in an abort).
+func (c *apacheCluster) waitTransactions(ctx context.Context) error {
+	for {
+		txns, err := c.adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+		if err != nil {
+			return fmt.Errorf("list transactions: %w", err)
+		}
+		if len(txns) == 0 {
+			return nil
+		}
+		var open []string
+		txns.Each(func(t kadm.ListedTransaction) {
+			if t.State == "Ongoing" {
+				open = append(open, t.TxnID)
+			}
+		})
+		if len(open) > 0 {
+			return fmt.Errorf("transactions still open: %v", open)
+		}
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("transactions still writing their markers: %d", len(txns))
+		}
+	}
 }
 
 func (c *apacheCluster) deleteGroups(ctx context.Context) error {
@@ -105,11 +133,10 @@ func (c *apacheCluster) deleteGroups(ctx context.Context) error {
 
 func (c *apacheCluster) deleteTopics(ctx context.Context) error {
 	for {
-		ts, err := c.adm.ListTopics(ctx)
+		names, err := c.topicNames(ctx)
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
-		names := ts.Names()
 		if len(names) == 0 {
 			return nil
 		}
@@ -120,6 +147,23 @@ func (c *apacheCluster) deleteTopics(ctx context.Context) error {
 			return fmt.Errorf("topics not deleted: %v", names)
 		}
 	}
+}
+
+// topicNames lists the topics that are not internal with a metadata
+// request of its own: kadm's ListTopics answers from the client's metadata
+// cache, which shows deleted topics for seconds.
+func (c *apacheCluster) topicNames(ctx context.Context) ([]string, error) {
+	m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl) // no Topics: all of them
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range m.Topics {
+		if !t.IsInternal && t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	return names, nil
 }
 
 // pause waits d or until ctx ends (then its error).

@@ -81,7 +81,8 @@ func apacheClasspath(ctx context.Context) (string, error) {
 		"dependency:build-classpath", "-Dmdep.outputFile="+tmp)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	// Maven is a Java process: tied to this one like the broker's.
+	if err := runTied(cmd); err != nil {
 		return "", fmt.Errorf("kafkatest: mvn dependency:build-classpath for org.apache.kafka:kafka_2.13:%s: %w\n%s",
 			ApacheKafkaVersion, err, tail(out.String(), 40))
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -138,8 +137,7 @@ func (n *apacheNode) prepare(ctx context.Context, clusterID string) error {
 	cmd := exec.CommandContext(ctx, javaPath(), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Run(); err != nil {
+	if err := runTied(cmd); err != nil {
 		return fmt.Errorf("kafkatest: format storage of node %d: %w\n%s", n.id, err, tail(out.String(), 20))
 	}
 	return nil
@@ -162,11 +160,8 @@ func javaPath() string {
 	return "java"
 }
 
-// start runs kafka.Kafka. The process gets SIGKILL when the thread that
-// started it ends (Pdeathsig): the start runs on a thread of its own that
-// is handed back to the runtime unlocked, and the Go runtime never ends a
-// thread that no goroutine locked, so the broker lives exactly as long as
-// the process that started it, however that process ends.
+// start runs kafka.Kafka, tied to this process (startTied): the broker
+// ends when the process that started it ends, however that ends.
 func (n *apacheNode) start() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -180,22 +175,12 @@ func (n *apacheNode) start() error {
 	defer stdout.Close()
 	cmd := exec.Command(javaPath(), n.javaArgs("kafka.Kafka", filepath.Join(n.dir, "server.properties"))...)
 	cmd.Stdout, cmd.Stderr = stdout, stdout
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		errc <- cmd.Start()
-	}()
-	if err := <-errc; err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p, err := startTied(cmd)
+	if err != nil {
 		return fmt.Errorf("kafkatest: start node %d: %w", n.id, err)
 	}
-	done := make(chan struct{})
-	n.cmd, n.done = cmd, done
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
+	n.cmd, n.done = cmd, p.done
 	return nil
 }
 

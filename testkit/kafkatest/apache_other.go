@@ -26,6 +26,7 @@ func newApacheBroker(context.Context, *apacheCluster, func(), brokerConfig) (*Br
 }
 
 func giveBack(*apacheCluster) {}
+func discard(*apacheCluster)  {}
 
 // StopNode is for Apache Kafka, which these helpers run on Linux only.
 func (b *Broker) StopNode(int) error { return errApacheLinux }

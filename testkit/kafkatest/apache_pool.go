@@ -12,7 +12,7 @@ import (
 
 // The pool holds the single-node Apache Kafka clusters of this process.
 // Starting one costs seconds, so a test borrows an idle one, and gives it
-// back reset (no topics, no groups) when it ends; tests that run in
+// back reset (no topics, groups or group configs) when it ends; tests that run in
 // parallel borrow different clusters. [Pooled] closes them all when the
 // tests are over.
 var pool struct {
@@ -77,4 +77,12 @@ func closePool() {
 		wg.Go(c.close)
 	}
 	wg.Wait()
+}
+
+// discard closes c, a borrowed cluster, instead of giving it back.
+func discard(c *apacheCluster) {
+	pool.mu.Lock()
+	delete(pool.all, c)
+	pool.mu.Unlock()
+	c.close()
 }

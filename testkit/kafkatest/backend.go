@@ -27,7 +27,8 @@ type Group struct {
 	// State is the broker's name for the group's state (Empty, Stable,
 	// PreparingRebalance, ...).
 	State string
-	// Epoch is the group epoch, or the generation of a classic group.
+	// Epoch is the group epoch of a consumer or share group; 0 for a
+	// classic group, whose generation DescribeGroups does not report.
 	Epoch int32
 	// Members are the group's current members, sorted by MemberID.
 	Members []Member

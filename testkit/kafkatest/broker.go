@@ -38,8 +38,10 @@ type Broker struct {
 // Kind is the broker this Broker runs on.
 func (b *Broker) Kind() Kind { return b.be.kind() }
 
-// Close stops the helper clients and the cluster (a shared Apache Kafka
-// cluster is reset and kept for the next test). It is idempotent.
+// Close stops the helper clients and the cluster. The shared Apache Kafka
+// cluster of [NewBroker] is reset and kept for the next test when the
+// test's cleanup closes it, and ended like any other when the test closes
+// it before. It is idempotent.
 func (b *Broker) Close() {
 	b.mu.Lock()
 	if b.done {

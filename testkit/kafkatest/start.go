@@ -3,6 +3,7 @@ package kafkatest
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,10 +48,12 @@ func Start(ctx context.Context, kind Kind, opts ...BrokerOption) (*Broker, error
 // NewBroker starts a broker for a test and closes it at t.Cleanup. It is a
 // kfake cluster unless the environment variable [EnvBroker] says
 // "apache"; then it is Apache Kafka: a single-node cluster shared by the
-// package's tests one at a time (reset to no topics and no groups between
-// them; the package's TestMain wraps m in [Pooled]), or one of the test's
-// own with [WithNodes] above 1 or [WithBrokerConfig]. When the test fails,
-// the tail of Apache Kafka's log is in its output.
+// package's tests one at a time (reset to no topics, groups or group
+// configs between them; the package's TestMain wraps m in [Pooled]), or
+// one of the test's own with [WithNodes] above 1 or [WithBrokerConfig].
+// A test that closes the Broker itself ends its cluster, shared or not,
+// as it does kfake's. When the test fails, the tail of Apache Kafka's log
+// is in its output.
 func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	t.Helper()
 	kind, err := KindFromEnv()
@@ -66,12 +69,22 @@ func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var b *Broker
+	var ended atomic.Bool // the test is over: its pooled cluster goes back
 	if cfg.nodes == 1 && len(cfg.configs) == 0 && cfg.jvm == nil {
 		c, err := borrowApache(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err = newApacheBroker(ctx, c, func() { giveBack(c) }, cfg)
+		b, err = newApacheBroker(ctx, c, func() {
+			// A test that closes its broker wants it gone, as a
+			// closed kfake is: nothing at its addresses, which no
+			// other test may get while this one still knows them.
+			if ended.Load() {
+				giveBack(c)
+			} else {
+				discard(c)
+			}
+		}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +95,7 @@ func NewBroker(t testing.TB, opts ...BrokerOption) *Broker {
 		}
 	}
 	t.Cleanup(func() {
+		ended.Store(true)
 		if t.Failed() {
 			t.Logf("kafkatest: Apache Kafka's log:\n%s", b.LogTail(80))
 		}
