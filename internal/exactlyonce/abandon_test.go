@@ -22,7 +22,7 @@ import (
 // record's next owner produces it again. Here the transaction aborted by
 // the loss rewinds p1, whose records delivered again open a new
 // transaction; the abandoned function produces "0-1" into it; the
-// shutdown must not commit it.
+// shutdown aborts it instead of committing, and Run's error says so.
 func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
@@ -59,8 +59,8 @@ func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 			synctest.Wait()
 		})
 		err := stop()
-		if !errors.Is(err, pipeline.ErrAbandoned) {
-			t.Errorf("Run returned %v, want ErrAbandoned", err)
+		if !errors.Is(err, pipeline.ErrAbandoned) || !errors.Is(err, ErrAborted) {
+			t.Errorf("Run returned %v, want ErrAbandoned and ErrAborted (the last transaction aborted)", err)
 		}
 		visible, commits, _, _ := txn.state()
 		if slices.Contains(visible, "0-1") {
