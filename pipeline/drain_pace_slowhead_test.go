@@ -19,7 +19,6 @@ import (
 // graph, and a revoke after three minutes (the first measurements long
 // past) drains within the drain timeout.
 func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
-	t.Skip("finding: the stall rule takes every 2 s head for a graph waiting for input and doubles the limit and its floor (264 -> 7024 in a minute): the revoke times out")
 	synctest.Test(t, func(t *testing.T) {
 		const n = 20000
 		var hook revokes
