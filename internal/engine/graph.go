@@ -211,6 +211,7 @@ func (g *graph) feed(e *edge[Record]) {
 				p.waiting.Store(true)
 				if _, held, base = g.tr.backlog(); held >= p.limit {
 					wake = p.wait(base)
+					p.idle = false
 					break
 				}
 			}
@@ -218,9 +219,10 @@ func (g *graph) feed(e *edge[Record]) {
 				p.waiting.Store(false)
 			}
 			if n = min(n, p.limit-held); n <= 0 {
+				p.idle = true // nothing queued: the next observe comes with the next delivery
 				break
 			}
-			p.armed = false
+			p.armed, p.idle = false, false
 			buf := g.tr.feed(e.bufferFor(n), n)
 			if !out.Send(buf) {
 				return

@@ -26,9 +26,14 @@ import (
 //     timeout (the horizon), averaged with the previous measurement;
 //   - doubled when the graph completed nothing for a sixteenth of the
 //     horizon (or, if longer, the time the measured rate takes for four
-//     completions) while held at the limit: a stage that waits for more input
-//     (a Batch without maxWait) must get it; once a rate is measured, the
-//     limit never goes back below the one that unblocked it.
+//     completions, or twice the longest the committable offset recently
+//     stood still while the feeder had input for the graph) while held at
+//     the limit: a stage that waits for more input (a Batch without
+//     maxWait) must get it; once a rate is measured, the limit never goes
+//     back below the one that unblocked it. The last term keeps a graph
+//     whose records complete in bursts (one record in fifty takes seconds,
+//     the others finish behind it) from looking stalled at every slow
+//     record: its limit would double each time and never come back down.
 //
 // A fast graph's limit is far above what its edges hold, so it binds only
 // in the first round trips; the cost is one clock read per chunk fed and
@@ -51,10 +56,13 @@ type pacer struct {
 	slowStart bool   // no rate measured yet
 	last      uint64 // tracker base at the last observe
 	t0        time.Time
-	b0        uint64 // tracker base at t0: records completed before it
-	starved   bool   // the input was empty at some point since t0
-	waitBase  uint64 // tracker base when the feeder began waiting for room
-	armed     bool   // timer runs for the wait that began at waitBase
+	b0        uint64        // tracker base at t0: records completed before it
+	starved   bool          // the input was empty at some point since t0
+	waitBase  uint64        // tracker base when the feeder began waiting for room
+	moved     time.Time     // when an observe last saw the base change
+	still     time.Duration // longest recent time the base stood still while the feeder was busy (decays by an eighth per rate sample)
+	idle      bool          // the feeder last stopped for lack of input
+	armed     bool          // timer runs for the wait that began at waitBase
 	timer     *time.Timer
 }
 
@@ -76,9 +84,19 @@ func (p *pacer) observe(now time.Time, base uint64, starved bool) {
 	if p.slowStart {
 		p.raise(p.limit + int(min(base-p.last, math.MaxInt32)))
 	}
+	if base != p.last {
+		// Unless the feeder was idle for lack of input (then it observes
+		// only at the next delivery), it observes a move of the base as it
+		// happens: waiting for room, every completion wakes it, and a send
+		// into a full graph returns as the graph moves on.
+		if !p.idle && !p.moved.IsZero() {
+			p.still = max(p.still, now.Sub(p.moved))
+		}
+		p.moved = now
+	}
 	p.last = base
 	if p.t0.IsZero() {
-		p.t0, p.b0, p.starved = now, base, starved
+		p.t0, p.b0, p.starved, p.moved = now, base, starved, now
 		return
 	}
 	p.starved = p.starved || starved
@@ -108,6 +126,7 @@ func (p *pacer) observe(now time.Time, base uint64, starved bool) {
 		p.limit = max(p.ofRate(r), p.floor)
 	}
 	p.t0, p.b0, p.starved = now, base, starved
+	p.still -= p.still / 8
 }
 
 // ofRate is what rate (records per second) completes in a horizon, at
@@ -121,17 +140,19 @@ func (p *pacer) raise(n int) { p.limit = min(n, math.MaxInt32) }
 
 // wait returns a channel that fires after the stall time, for a feeder
 // that waits for room from now on (base: the tracker's base now). The
-// stall time is a window, or the time the measured rate takes for four
-// completions if longer, at most a horizon.
+// stall time is a window, or if longer the time the measured rate takes
+// for four completions or twice the longest the base recently stood still
+// while the feeder had input (still), at most a horizon.
 func (p *pacer) wait(base uint64) <-chan time.Time {
 	if p.armed && base == p.waitBase {
 		return p.timer.C // still waiting since then: new input does not restart it
 	}
 	p.waitBase, p.armed = base, true
-	d := p.window
+	d := max(p.window, 2*p.still)
 	if r := p.measured(); r > 0 {
-		d = min(max(d, time.Duration(4/r*float64(time.Second))), p.horizon)
+		d = max(d, time.Duration(4/r*float64(time.Second)))
 	}
+	d = min(d, p.horizon)
 	if p.timer == nil {
 		p.timer = time.NewTimer(d)
 	} else {

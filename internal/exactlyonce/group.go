@@ -48,7 +48,10 @@ import (
 // shutdown after a stage error stopped Run or a failed commit, the Group
 // stops: [Group.Err] then returns the error, and the source must stop as
 // for a fatal client failure: lose every partition without committing and
-// return the error from Run. A shutdown that aborts because the group
+// return the error from Run. It stops as well at the first commit after Run
+// abandoned a function that ignored its context (pipeline.ErrAbandoned),
+// which aborts instead: that function may still produce into the open
+// transaction. A shutdown that aborts because the group
 // refused its offsets or its drain left records unfinished does not stop
 // it: nothing is at risk (Shutdown).
 type Group struct {
@@ -375,6 +378,19 @@ func (g *Group) barrier(deadline time.Time) error {
 	}
 }
 
+// errAbandoned is the cause of the abort that replaces any commit once
+// Run abandoned a user function.
+var errAbandoned = errors.New("a user function that ignored its context was abandoned and may still produce into the open transaction")
+
+// abandoned reports whether Run stopped because it abandoned a user
+// function that ignored its context (pipeline.ErrAbandoned). Such a
+// function still runs: what it produces once it returns lands in
+// whatever transaction is open then, outputs of a record whose offset no
+// transaction commits. So no transaction commits after it.
+func (g *Group) abandoned() bool {
+	return errors.Is(context.Cause(g.ctx), pipeline.ErrAbandoned)
+}
+
 // stageFailed reports whether Run's context ended because of a stage
 // error (its cause is a *pipeline.StageError).
 func (g *Group) stageFailed() bool {
@@ -392,8 +408,13 @@ func (g *Group) owned() []pipeline.TopicPartition {
 
 // commit commits the open transaction with the offsets every partition
 // finished since the last commit; the barrier must be reached. A failed
-// commit aborts.
+// commit aborts. After a function was abandoned it aborts instead and
+// stops the Group (see abandoned).
 func (g *Group) commit(why string) {
+	if g.abandoned() {
+		g.abort(fmt.Errorf("%s: %w", why, errAbandoned), false)
+		return
+	}
 	var offs []pipeline.Offset
 	for tp, p := range g.parts {
 		if p.done >= 0 && p.done != p.committed {
