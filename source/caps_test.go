@@ -22,16 +22,15 @@ import (
 // runtime holds of what the source delivered (in flight or waiting for
 // admission), and those the source's core holds for paused partitions.
 type heldMeter struct {
-	mu                    sync.Mutex
-	sizes                 map[pipeline.TopicPartition][]int64 // delivered, not completed, in offset order
-	records, bytes        int64
-	maxRecords, maxBytes  int64
-	coreRecords           int
-	coreBytes             int64
-	settled               int64
-	paused, polls         atomic.Int64
-	sumRecords, sumBytes  int64 // runtime + core, at polls
-	lastHeld, lastHeldWgt int64
+	mu                   sync.Mutex
+	sizes                map[pipeline.TopicPartition][]int64 // delivered, not completed, in offset order
+	records, bytes       int64
+	maxRecords, maxBytes int64
+	coreRecords          int
+	coreBytes            int64
+	settled              int64
+	paused, polls        atomic.Int64
+	sumRecords, sumBytes int64 // runtime + core, at polls
 }
 
 func newHeldMeter() *heldMeter { return &heldMeter{sizes: map[pipeline.TopicPartition][]int64{}} }

@@ -10,8 +10,6 @@ type fifo[T any] struct {
 	head  int
 }
 
-func (f *fifo[T]) len() int { return len(f.items) - f.head }
-
 func (f *fifo[T]) push(v T) { f.items = append(f.items, v) }
 
 // pop removes and returns the oldest item; false when empty.
