@@ -25,6 +25,7 @@ type graph struct {
 	tr     *tracker
 
 	building bool
+	buildSeq uint64 // this build's number in buildsStarted (clients.go)
 	nstages  int
 	edges    []edgeInfo
 	starts   []func()
@@ -76,6 +77,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 // build runs the builder and checks the wiring, then starts every stage.
 func (g *graph) build(b Builder) error {
 	in := newEdge[Record](g, "input", 0)
+	g.buildSeq = buildsStarted.Add(1)
 	g.building = true
 	err := g.buildError(g.wire(b, in))
 	g.building = false
