@@ -37,6 +37,8 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		sp.Problem = fmt.Errorf("%s: its producer was created inside the builder, which runs for every partition assigned: "+
 			"each partition (and each reassignment) would get a Kafka client of its own, never closed; "+
 			"create the producer once, before pipeline.Run, use it in every graph and Close it after Run returned", name)
+	default:
+		sp.Problem = checkOutput(c, name, topic)
 	}
 	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		st := &producing[E]{c: c, tr: tr, s: s, topic: topic, reports: make(chan E, ReportBuffer)}
