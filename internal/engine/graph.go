@@ -224,11 +224,11 @@ func (g *graph) Drain() {
 	select {
 	case <-g.exited:
 		g.rt.cfg.Logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
-			"drain", time.Since(start))
+			"drain", time.Since(start).String())
 	case <-t.C:
 		timedOut = true
 		g.rt.cfg.Logger.Warn("sluice: partition drain timed out; committing only what finished",
-			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout)
+			"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout.String())
 		g.cancel(ErrDrainTimeout)
 		<-g.exited
 	}
