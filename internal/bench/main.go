@@ -1,5 +1,5 @@
 // Command bench measures Sluice against the raw client loops it is built
-// on, on an embedded broker (issue 9, "Speed"):
+// on, on an embedded broker (see docs/performance.md):
 //
 //	go run ./internal/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
 //	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph

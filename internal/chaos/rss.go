@@ -26,8 +26,8 @@ import (
 
 // The -rss mode measures the peak resident memory (VmHWM) of one consumer
 // process for several partition counts under one in-flight byte budget:
-// issue 7 bug #8 asked whether memory stays within the budget plus a
-// constant, whatever the number of partitions. For each partition count
+// memory must stay within the budget plus a constant, whatever the number
+// of partitions. For each partition count
 // the chaos process starts an embedded broker, fills a topic, and runs a
 // child process (this same program, "rss-child") that consumes it through
 // a pipeline whose only stage is slow, so the budget stays full; the child
