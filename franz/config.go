@@ -48,9 +48,9 @@ type Config struct {
 	// value must be at least 100ms.
 	CloseTimeout time.Duration
 
-	// Logger receives franz-go's logs (kgo.WithLogger, at Info level and
-	// above unless the handler enables Debug) and the source's own
-	// events. Nil discards them.
+	// Logger receives franz-go's logs (kgo.WithLogger: kgo's errors and
+	// warnings at those levels, its info and debug lines at Debug) and
+	// the source's own events. Nil discards them.
 	Logger *slog.Logger
 
 	// Opts are passed to kgo.NewClient after the source's defaults: TLS
@@ -59,6 +59,15 @@ type Config struct {
 	// source sets itself and relies on are refused by NewSource with an
 	// error naming them (see the package documentation, "Defaults and options").
 	Opts []kgo.Opt
+
+	// SkipTopicCheck turns off the check Run makes before it joins the
+	// group: that every topic of Topics exists. A missing topic is
+	// otherwise an error naming it (wrapping pipeline.ErrMissingTopic),
+	// instead of a consumer that waits without a word for a topic nobody
+	// writes to. Set it when the topics are created after the consumer
+	// starts. A cluster that does not answer the check within 10s is no
+	// error: the check is logged and skipped.
+	SkipTopicCheck bool
 }
 
 func (c Config) validate() error {

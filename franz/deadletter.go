@@ -29,6 +29,27 @@ import (
 // retry policy, once the acknowledgements of the dead letters in flight
 // with it arrived. An empty topic fails every call with a permanent
 // error.
-func (p *Producer) DeadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
-	return produce.DeadLetter(client{p}, p.tr, "franz: Producer.DeadLetter", topic)
+//
+// The destination is a [DeadLetterFunc]: pipeline.Run calls its
+// CheckStart before the source starts, so an empty topic, or one that
+// does not exist (unless ProducerConfig.SkipTopicCheck), makes Run return
+// an error naming it at once. Called without that check (wrapped in a
+// function of the user's), an empty topic fails every call with a
+// permanent error.
+func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
+	const name = "franz: Producer.DeadLetter"
+	c := client{p}
+	return produce.CheckedDeadLetter(c, produce.DeadLetter(c, p.tr, name, topic), name, topic)
 }
+
+// DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]
+// returns, for pipeline.WithDeadLetter. Call it as the function it is;
+// its CheckStart method is its pipeline.StartChecker.
+type DeadLetterFunc func(context.Context, pipeline.DeadLetter) error
+
+// CheckStart returns an error when the destination's topic is empty or
+// does not exist (wrapping pipeline.ErrMissingTopic and naming the topic;
+// nil when ProducerConfig.SkipTopicCheck is set). A cluster that does not
+// answer within 10s is no error: the failed check is logged on
+// ProducerConfig.Logger. pipeline.Run calls it before the source starts.
+func (f DeadLetterFunc) CheckStart(ctx context.Context) error { return produce.CheckStart(ctx, f) }

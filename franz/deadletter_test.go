@@ -108,8 +108,10 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 		opts  []kgo.Opt
 		value int // size of the invalid record's value
 		topic string
-		setup func(*testing.T, *kafkatest.Broker, *franz.Producer)
-		want  string
+		// skipTopicCheck: the topic is missing on purpose
+		skipTopicCheck bool
+		setup          func(*testing.T, *kafkatest.Broker, *franz.Producer)
+		want           string
 	}{
 		{name: "closed producer", topic: "dlq", want: "franz: the producer is closed",
 			setup: func(t *testing.T, _ *kafkatest.Broker, p *franz.Producer) {
@@ -121,13 +123,14 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 			want: "MESSAGE_TOO_LARGE"},
 		// kfake, like Kafka with auto.create.topics.enable=false, never
 		// creates the topic; kgo gives up after kgo.UnknownTopicRetries.
-		{name: "unknown topic", topic: "no-such-topic", opts: []kgo.Opt{kgo.UnknownTopicRetries(1)},
+		// (Without SkipTopicCheck, Run would refuse to start:
+		// TestMissingDeadLetterTopicFailsRunAtStart.)
+		{name: "unknown topic", topic: "no-such-topic", opts: []kgo.Opt{kgo.UnknownTopicRetries(1)}, skipTopicCheck: true,
 			want: "UNKNOWN_TOPIC_OR_PARTITION"},
 		{name: "invalid record", topic: "dlq", want: "INVALID_RECORD",
 			setup: func(_ *testing.T, b *kafkatest.Broker, _ *franz.Producer) {
 				b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 			}},
-		{name: "empty topic", topic: "", want: "franz: Producer.DeadLetter: the topic is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -137,7 +140,7 @@ func TestDeadLetterPermanentFailureStopsRun(t *testing.T) {
 			recs := input(1, 0, n)
 			recs[3].Value = make([]byte, max(tc.value, len(recs[3].Value)))
 			b.Produce(t, "in", recs...)
-			p := newProducer(t, b, tc.opts...)
+			p := newProducerWith(t, franz.ProducerConfig{Brokers: b.Addrs(), Opts: tc.opts, SkipTopicCheck: tc.skipTopicCheck})
 			if tc.setup != nil {
 				tc.setup(t, b, p)
 			}

@@ -198,7 +198,9 @@
 // # Logs
 //
 // franz-go's logs go to Config.Logger through an adapter (kgo.WithLogger):
-// kgo's Error, Warn, Info and Debug levels map to slog's, and kgo only
-// formats the levels the handler enables. The source's own events
+// kgo's Error and Warn levels map to slog's, its Info and Debug to slog's
+// Debug (kgo logs a couple of dozen info lines when a client starts and
+// more on every rebalance), and kgo only formats the levels the handler
+// enables. The source's own events
 // (assignments, revokes, losses, commit failures) are logged there too.
 package franz

@@ -8,8 +8,11 @@ import (
 )
 
 // slogAdapter is the kgo.Logger the source installs (kgo.WithLogger): it
-// forwards franz-go's logs to Config.Logger with kgo's levels mapped to
-// slog's (Error, Warn, Info, Debug), tagged source=franz-go. The
+// forwards franz-go's logs to Config.Logger, tagged source=franz-go, with
+// kgo's Error and Warn as slog's and kgo's Info as Debug: kgo logs a
+// couple of dozen info lines when a client starts (connections,
+// metadata, the group join) and more on every rebalance, which would
+// drown the consumer's own info lines. The
 // source's adapter also shows kgo's lines to its transactional producer's
 // initWatch (nil without one).
 type slogAdapter struct {
@@ -27,8 +30,6 @@ func (a slogAdapter) Level() kgo.LogLevel {
 		return kgo.LogLevelDebug
 	case a.log.Enabled(ctx, slog.LevelDebug):
 		return kgo.LogLevelDebug
-	case a.log.Enabled(ctx, slog.LevelInfo):
-		return kgo.LogLevelInfo
 	case a.log.Enabled(ctx, slog.LevelWarn):
 		return kgo.LogLevelWarn
 	case a.log.Enabled(ctx, slog.LevelError):
@@ -55,8 +56,6 @@ func slogLevel(l kgo.LogLevel) slog.Level {
 		return slog.LevelError
 	case kgo.LogLevelWarn:
 		return slog.LevelWarn
-	case kgo.LogLevelInfo:
-		return slog.LevelInfo
 	}
-	return slog.LevelDebug
+	return slog.LevelDebug // kgo's Info and Debug
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,6 +32,12 @@ type Producer struct {
 	// share: pending reports, the messages given up on; its Gone is
 	// closed once kgo's Close returned (no promise runs after).
 	tr *produce.Tracker
+	// topics checks the topics written to (the dead-letter topic at Run's
+	// start, a Produce stage's at its first build); see topicsClient.
+	topics *produce.Topics
+	// probe are the options of a client for those checks when cl is not
+	// there yet (a transactional producer before its source's Run).
+	probe []kgo.Opt
 	// giveUp is the context of every kgo.Produce call; Close cancels it
 	// when it gives up on what is left (kgo fails a buffered record whose
 	// produce context ended, and a Produce waiting for buffer room).
@@ -85,6 +92,8 @@ func newProducerFor(cfg ProducerConfig, logger *slog.Logger) *Producer {
 		tr:           produce.NewTracker(produce.Names{Package: "franz", ErrClosed: ErrClosed}),
 	}
 	p.promise = p.reported
+	p.probe = append(slices.Clone(cfg.Opts), kgo.SeedBrokers(cfg.Brokers...))
+	p.topics = produce.NewTopics(p.tr.Names(), cfg.SkipTopicCheck, "ProducerConfig.SkipTopicCheck", p.describeTopics, logger)
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultProducerCloseTimeout
 	}
@@ -190,3 +199,21 @@ func (c client) GaveUp(err error) bool {
 }
 
 func (client) Classify(err error) error { return classify(err) }
+
+// Topics returns the producer's topic checks (produce.TopicChecker).
+func (c client) Topics() *produce.Topics { return c.p.topics }
+
+// describeTopics looks names up for the topic checks with the producer's
+// client, or, while a transactional producer has none yet, with a client
+// of its own made for it.
+func (p *Producer) describeTopics(ctx context.Context, names []string) (map[string]error, error) {
+	if p.txn == nil || p.txn.attached.Load() {
+		return describeWith(p.cl)(ctx, names)
+	}
+	cl, err := kgo.NewClient(p.probe...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return describeWith(cl)(ctx, names)
+}

@@ -69,6 +69,17 @@ type ProducerConfig struct {
 	// producer relies on are refused by NewProducer with an error naming
 	// them (see the package documentation, "Producing").
 	Opts []kgo.Opt
+	// SkipTopicCheck turns off the checks that the topics the producer
+	// writes to exist: the dead-letter topic (Producer.DeadLetter), which
+	// pipeline.Run checks before the source starts, and each Produce
+	// stage's topic, checked when the first graph using it is built. A
+	// missing topic is otherwise an error naming it and its role (wrapping
+	// pipeline.ErrMissingTopic) at start, instead of a failure at the
+	// first record produced to it. Set it when topics are created after
+	// the consumer starts, or by the brokers on first use
+	// (auto.create.topics.enable). A cluster that does not answer the
+	// check within 10s is no error: the check is logged and skipped.
+	SkipTopicCheck bool
 }
 
 func (c ProducerConfig) validate() error {

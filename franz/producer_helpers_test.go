@@ -22,7 +22,14 @@ func newProducer(t *testing.T, b *kafkatest.Broker, opts ...kgo.Opt) *franz.Prod
 	// by default) before it retries a partition's failed produce: fast
 	// retries for the fault tests.
 	base := []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}
-	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs(), Opts: append(base, opts...)})
+	return newProducerWith(t, franz.ProducerConfig{Brokers: b.Addrs(), Opts: append(base, opts...)})
+}
+
+// newProducerWith returns a producer of cfg, closed when the test ends
+// (Close must return nil).
+func newProducerWith(t *testing.T, cfg franz.ProducerConfig) *franz.Producer {
+	t.Helper()
+	p, err := franz.NewProducer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,14 @@ type ShareConfig struct {
 	// error naming them; so are the options kgo refuses for a share group
 	// (consumer group, auto-commit and partition callback options).
 	Opts []kgo.Opt
+
+	// SkipTopicCheck turns off the check Run makes before it joins the
+	// share group: that every topic of Topics exists. A missing topic is
+	// otherwise an error naming it (wrapping pipeline.ErrMissingTopic).
+	// Set it when the topics are created after the consumer starts. A
+	// cluster that does not answer the check within 10s is no error: the
+	// check is logged and skipped.
+	SkipTopicCheck bool
 }
 
 // validate checks the fields; the errors name them.

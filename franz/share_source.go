@@ -73,7 +73,10 @@ func NewShareSource(cfg ShareConfig) (*ShareSource, error) {
 // Run joins the share group, consumes ShareConfig.Topics and feeds the
 // records to g until ctx is done; see [pipeline.AckGroup] for the
 // contract. g must be the Group of [pipeline.Run] (a pipeline.AckGroup):
-// anything else is an error, returned before any other call.
+// anything else is an error, returned before any other call. So is a
+// topic of ShareConfig.Topics that does not exist (checked before
+// joining, unless ShareConfig.SkipTopicCheck; the error wraps
+// pipeline.ErrMissingTopic).
 //
 // Run polls a batch of records, delivers it and polls again only once
 // every record of the batch has an outcome (kgo accepts, on each poll,
@@ -98,6 +101,12 @@ func (s *ShareSource) Run(ctx context.Context, g pipeline.Group) error {
 	}
 	if err := ag.TrackAcks(); err != nil {
 		return fmt.Errorf("franz: ShareSource.Run: %w", err)
+	}
+	if !s.cfg.SkipTopicCheck {
+		opts := probeOpts(s.cfg.Opts, s.cfg.Brokers, kgo.ShareGroup(s.cfg.Group))
+		if err := checkInputTopics(ctx, s.log, "ShareConfig.Topics", "ShareConfig.SkipTopicCheck", s.cfg.Topics, opts); err != nil {
+			return err
+		}
 	}
 	r := newShareRunner(s, ag)
 	opts := []kgo.Opt{kgo.FetchMaxWait(defaultFetchMaxWait)}

@@ -84,7 +84,9 @@ func NewSource(cfg Config) (*Source, error) {
 // Before anything else Run derives the group timeouts from
 // g.DrainTimeout() and returns an error naming kgo.RebalanceTimeout if
 // Config.Opts set one too small for a revoke, without calling any other
-// Group method; so it does when kgo.NewClient fails.
+// Group method; so it does when kgo.NewClient fails, and for a topic of
+// Config.Topics that does not exist (checked before joining, unless
+// Config.SkipTopicCheck; the error wraps pipeline.ErrMissingTopic).
 //
 // With a transactional producer bound (NewTransactionalProducer), Run
 // initializes its producer id before the poll loop, within
@@ -117,6 +119,12 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	txns, err := s.takeTransactions() // exactly-once (transaction_source.go); nil without a transactional producer
 	if err != nil {
 		return err
+	}
+	if !s.cfg.SkipTopicCheck {
+		opts := probeOpts(s.cfg.Opts, s.cfg.Brokers, kgo.ConsumerGroup(s.cfg.Group))
+		if err := checkInputTopics(ctx, s.log, "Config.Topics", "Config.SkipTopicCheck", s.cfg.Topics, opts); err != nil {
+			return err
+		}
 	}
 	r := newRunner(s, txns.wrap(ctx, g))
 	r.txns = txns

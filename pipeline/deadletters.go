@@ -51,13 +51,37 @@ var ErrNotDeadLettered = engine.ErrNotDeadLettered
 // stay uncommitted (the partition's next owner handles them), and at
 // shutdown Run returns that error, naming them, so nothing is dropped
 // silently.
-func WithDeadLetter(fn func(ctx context.Context, dl DeadLetter) error) Option {
+//
+// fn is any function of that signature (a func literal, a method value),
+// or a value of a named function type. When its type implements
+// [StartChecker], as the destinations of the Kafka producers do
+// (sink.Producer.DeadLetter, franz.Producer.DeadLetter: the topic must
+// exist), Run calls its CheckStart before the source starts and returns
+// its error: a misspelt dead-letter topic fails at start, not at the first
+// invalid record. A nil fn is an option error.
+func WithDeadLetter[F ~func(ctx context.Context, dl DeadLetter) error](fn F) Option {
 	return func(c *config) {
 		if fn == nil {
 			c.bad("WithDeadLetter(nil): pass a function")
 		}
 		c.DeadLetter = fn
+		c.deadLetterCheck = nil
+		if sc, ok := any(fn).(StartChecker); ok && fn != nil {
+			c.deadLetterCheck = sc.CheckStart
+		}
 	}
+}
+
+// StartChecker is implemented by a dead-letter destination that can tell,
+// before Run consumes anything, that it would fail: the Kafka producers'
+// DeadLetter checks that its topic exists. Run calls CheckStart once, with
+// its own context, before the source starts; a non-nil error is returned
+// by Run as it is (nothing else started). An error that only means the
+// check could not be made (the cluster did not answer in time) should be
+// logged and nil returned, so that a consumer starting while its cluster
+// is briefly unreachable is not refused.
+type StartChecker interface {
+	CheckStart(ctx context.Context) error
 }
 
 // DeadLetterLimit stops Run when a partition produces too much bad input,

@@ -26,10 +26,12 @@
 //   - Backpressure: when a partition holds too many records
 //     ([WithPartitionQueue]) or the whole consumer does ([WithMaxInFlight],
 //     [WithMaxInFlightBytes]), the source pauses the partition and keeps
-//     polling; it resumes when half of the partition's records (and a
-//     quarter of the global budget) completed. The global limits are caps:
-//     what does not fit waits for admission, first come first served, and
-//     paused partitions resume in turn.
+//     polling; it resumes once it holds at most half of its queue and the
+//     whole consumer holds at most three quarters of each global limit,
+//     with nothing waiting for admission. The global limits are caps: what
+//     does not fit waits for admission, first come first served, and
+//     paused partitions resume in turn, only as many at once as the free
+//     budget has room for one delivery each.
 //   - Graceful revoke: input stops, the graph drains (Batch flushes,
 //     retries are interrupted) within [WithDrainTimeout], then the
 //     [Partition.OnClose] hooks run, the partition's context is cancelled
@@ -55,9 +57,10 @@
 //
 // # Sources and hooks
 //
-// A [Source] (the Kafka source in package source, the fake in package
-// testkit) drives Run through the [Group] interface from one poll
-// goroutine. [Hook]s ([WithHooks]) see the events they handle, for metrics
+// A [Source] drives Run through the [Group] interface from one poll
+// goroutine: source.NewKafka (librdkafka), franz.NewSource and
+// franz.NewShareSource (franz-go), follow.New (a follower wrapping one of
+// them) or, in tests, testkit.NewFake. [Hook]s ([WithHooks]) see the events they handle, for metrics
 // and health checks; package metrics provides Prometheus and health hooks.
 //
 // # Writing stages

@@ -1,6 +1,20 @@
 package pipeline
 
-import "github.com/sluice-go/sluice/internal/engine"
+import (
+	"errors"
+
+	"github.com/sluice-go/sluice/internal/engine"
+)
+
+// ErrMissingTopic is wrapped by the errors of the start checks of the
+// Kafka clients (packages source, sink and franz) when a topic the
+// consumer needs does not exist: an input topic (the source's Run returns
+// it before joining the group) or the dead-letter topic (Run returns it
+// before the source starts, see [StartChecker]). The error names the
+// topic, its role and the option that turns the check off. A Produce
+// stage's missing output topic fails the first graph using it with a
+// *BuildError whose Problem says the same.
+var ErrMissingTopic = errors.New("topic does not exist")
 
 // ErrNoDeadLetter is wrapped by the error that stops [Run] when a stage
 // reports invalid input (see [Invalid]) and no dead-letter destination was

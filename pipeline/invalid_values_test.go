@@ -16,6 +16,9 @@ import (
 // Every option's invalid value is an error naming the option and the
 // value; none is replaced silently.
 func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
+	// A literal nil does not compile (WithDeadLetter is generic); a nil
+	// function value is still an error.
+	var noDeadLetter func(context.Context, pipeline.DeadLetter) error
 	cases := []struct {
 		opt  pipeline.Option
 		want string
@@ -25,7 +28,7 @@ func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
 		{pipeline.WithMaxInFlightBytes(-1), "sluice: WithMaxInFlightBytes(-1): the limit must be positive"},
 		{pipeline.WithPartitionQueue(-5), "sluice: WithPartitionQueue(-5): the limit must be positive"},
 		{pipeline.WithLogger(nil), "sluice: WithLogger(nil): pass a logger"},
-		{pipeline.WithDeadLetter(nil), "sluice: WithDeadLetter(nil): pass a function"},
+		{pipeline.WithDeadLetter(noDeadLetter), "sluice: WithDeadLetter(nil): pass a function"},
 		{pipeline.WithStuckThreshold(0), "sluice: WithStuckThreshold(0s): the threshold must be at least 1ms"},
 		{pipeline.WithDeadLetterLimit(pipeline.DeadLetterLimit{Window: 500}),
 			"sluice: WithDeadLetterLimit: Window 500 is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0"},
@@ -74,7 +77,7 @@ func TestRunRejectsNilArgumentsNamingThem(t *testing.T) {
 		{"ctx", func() error { return pipeline.Run(noContext, testkit.NewFake(), build) },
 			"sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil"},
 		{"src", func() error { return pipeline.Run(context.Background(), nil, build) },
-			"sluice: Run needs a Source (source.NewKafka or a testkit fake); got nil"},
+			"sluice: Run needs a Source (source.NewKafka, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil"},
 		{"build", func() error { return pipeline.Run(context.Background(), testkit.NewFake(), nil) },
 			"sluice: Run needs a Builder; got nil"},
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,6 +18,9 @@ type Option func(*config)
 type config struct {
 	engine.Config
 	errs []error
+	// deadLetterCheck is the CheckStart of the dead-letter destination
+	// when it implements StartChecker (see WithDeadLetter), or nil.
+	deadLetterCheck func(context.Context) error
 }
 
 const (
@@ -55,7 +59,7 @@ func defaultConfig() config {
 		Chunk:            chunkSize,
 		Retry:            engine.DefaultRetry(),
 		DefaultRetry:     engine.DefaultRetry(),
-		Logger:           slog.New(slog.DiscardHandler),
+		Logger:           slog.Default(),
 	}}
 }
 
@@ -158,8 +162,12 @@ func WithPartitionQueue(records int) Option {
 	}
 }
 
-// WithLogger sets the logger for assignment, revocation, drain and errors
-// (default: discard).
+// WithLogger sets the logger for assignment, revocation, drain, retries,
+// stuck values and errors. The default is slog.Default() as it is when
+// Run starts: the warnings that show a misuse (every retry of a failing
+// call, a stuck value) are meant to be seen. Pass
+// slog.New(slog.DiscardHandler) for none. The Kafka clients have their
+// own Logger fields (source.Config.Logger, ...), which discard when nil.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {

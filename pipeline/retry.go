@@ -36,7 +36,9 @@ func DefaultRetry() RetryPolicy { return engine.DefaultRetry() }
 
 // WithRetry sets the retry policy of every stage that does not set its
 // own, and of dead-letter deliveries (default [DefaultRetry]); its zero
-// fields take DefaultRetry's values.
+// fields take DefaultRetry's values. A policy whose MaxBackoff is longer
+// than the drain timeout ([WithDrainTimeout]) is accepted, with a warning
+// at Run's start naming both (retry_backoff, drain_timeout).
 func WithRetry(p RetryPolicy) Option {
 	return func(c *config) {
 		rp, err := engine.ResolveRetry(p, engine.DefaultRetry())

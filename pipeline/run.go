@@ -27,6 +27,9 @@ type Builder func(p *Partition, in Stream[Record]) End
 //   - An option error, before anything starts: "sluice: WithX(value): ..."
 //     naming the option and the value (several joined), or a nil ctx,
 //     src or build.
+//   - The error of the dead-letter destination's start check, before the
+//     source starts (see [StartChecker]; for the Kafka producers, a
+//     missing dead-letter topic, wrapping [ErrMissingTopic]).
 //   - *BuildError: the builder wired the graph wrong (a stream consumed
 //     twice or never, no End, a stage's invalid argument) or panicked (Err
 //     is then the *PanicError).
@@ -77,7 +80,7 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 		return errors.New("sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil")
 	}
 	if src == nil {
-		return errors.New("sluice: Run needs a Source (source.NewKafka or a testkit fake); got nil")
+		return errors.New("sluice: Run needs a Source (source.NewKafka, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil")
 	}
 	if build == nil {
 		return errors.New("sluice: Run needs a Builder; got nil")
@@ -89,6 +92,12 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	if err := errors.Join(cfg.errs...); err != nil {
 		return err
 	}
+	warnLongRetries(cfg)
+	if cfg.deadLetterCheck != nil {
+		if err := cfg.deadLetterCheck(ctx); err != nil {
+			return err
+		}
+	}
 	return engine.Run(ctx, cfg.Config, engine.Builder(build), func(ctx context.Context, g *engine.Group) error {
 		return src.Run(ctx, g)
 	})
@@ -96,3 +105,16 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 
 // The engine's group is what Run hands to Source.Run.
 var _ Group = (*engine.Group)(nil)
+
+// warnLongRetries logs a warning when the retry policy of Run can wait
+// longer than the drain timeout for one value: that value holds its
+// partition's commits that long before Run stops, and a revoke that waits
+// for a shared batch's write being retried times out.
+func warnLongRetries(cfg config) {
+	if b := cfg.Retry.MaxBackoff(); b > cfg.DrainTimeout {
+		cfg.Logger.Warn("sluice: the retry policy waits longer in all than the drain timeout: a value that keeps failing holds "+
+			"its partition's commits that long before Run stops, and a revoke waiting for a shared batch's write under retry "+
+			"outlasts the drain; lower RetryPolicy.Attempts or Max (WithRetry), or raise WithDrainTimeout",
+			"retry_backoff", b.String(), "drain_timeout", cfg.DrainTimeout.String())
+	}
+}

@@ -6,8 +6,13 @@ import (
 )
 
 // Source is what feeds records into [Run] and commits the offsets that Run
-// reports. Sluice ships two: the Kafka source in package source and the fake
-// source in package testkit. Users pick one; they do not implement one.
+// reports. Sluice ships five: source.NewKafka (a consumer group on
+// librdkafka), franz.NewSource (a consumer group on franz-go),
+// franz.NewShareSource (a share group, KIP-932, through [AckGroup]),
+// follow.New (wraps another source so that it never processes past what
+// leader groups committed) and testkit.NewFake (in memory, for tests).
+// Users pick one; they do not implement one (package testkit/sourcetest
+// checks a source against this contract).
 //
 // Run calls Source.Run exactly once, with a [Group] that owns the
 // per-partition graphs. The source calls the Group's methods only from the

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/sluice-go/sluice/internal/librdkafka"
 )
 
 // DefaultCloseTimeout is how long [Producer.Close] waits for outstanding
@@ -28,12 +30,31 @@ type ProducerConfig struct {
 	// Overrides are librdkafka producer properties applied on top of the
 	// defaults (acks=all, enable.idempotence=true, linger.ms=5,
 	// message.timeout.ms=30000): TLS, SASL, compression and so on.
+	// Values are strings, bools or numbers of any Go integer or float type
+	// (JSON and YAML decoders produce float64), converted as for
+	// source.Config.Overrides: a number becomes an int, a non-integral one
+	// is an error naming the key, except for librdkafka's float properties
+	// (linger.ms), which get it as text. The producer logs its
+	// configuration at debug level, with the values of secret properties
+	// (passwords, keys, tokens, every sasl.* and ssl.* property but names,
+	// algorithms and public locations) redacted.
 	// Turning enable.idempotence off lets librdkafka's retries reorder a
 	// partition's messages, dead letters included (up to 1024 of a
 	// partition's dead letters are in flight at once). bootstrap.servers
 	// (use Brokers) and the go.* properties of confluent-kafka-go (the
 	// sink depends on their values) cannot be set.
 	Overrides map[string]any
+	// SkipTopicCheck turns off the checks that the topics the producer
+	// writes to exist: the dead-letter topic (Producer.DeadLetter), which
+	// pipeline.Run checks before the source starts, and each Produce
+	// stage's topic, checked when the first graph using it is built. A
+	// missing topic is otherwise an error naming it and its role (wrapping
+	// pipeline.ErrMissingTopic) at start, instead of a failure at the
+	// first record produced to it. Set it when topics are created after
+	// the consumer starts, or by the brokers on first use
+	// (auto.create.topics.enable). A cluster that does not answer the check
+	// within 10s is no error: the check is logged and skipped.
+	SkipTopicCheck bool
 }
 
 // defaultProducerProperties are the librdkafka properties NewProducer
@@ -74,10 +95,16 @@ func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
 		return nil, fmt.Errorf("sink: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultCloseTimeout)
 	}
 	m := defaultProducerProperties()
-	for k, v := range cfg.Overrides {
+	for k := range cfg.Overrides {
 		if k == "bootstrap.servers" || strings.HasPrefix(k, "go.") {
 			return nil, fmt.Errorf("sink: ProducerConfig.Overrides[%q] cannot be overridden", k)
 		}
+	}
+	ov, err := librdkafka.NormalizeOverrides("sink: ProducerConfig.Overrides", cfg.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range ov {
 		m[k] = v
 	}
 	m["bootstrap.servers"] = strings.Join(cfg.Brokers, ",")

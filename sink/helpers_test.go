@@ -17,7 +17,13 @@ const wait = 60 * time.Second
 
 func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *sink.Producer {
 	t.Helper()
-	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
+	return newProducerWith(t, sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
+}
+
+// newProducerWith returns a producer of cfg, closed when the test ends.
+func newProducerWith(t *testing.T, cfg sink.ProducerConfig) *sink.Producer {
+	t.Helper()
+	p, err := sink.NewProducer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

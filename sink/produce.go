@@ -33,8 +33,12 @@ type Message = pipeline.Message
 // goes on reading the reports, and Run stops with pipeline.ErrAbandoned.
 // Once p is closed, the stage fails with an error wrapping [ErrClosed]. A
 // nil p, an empty topic or a nil toMsg fails the build with a
-// *pipeline.BuildError naming the stage. Options: stages.Name,
-// stages.Buffer, stages.Retry (for toMsg).
+// *pipeline.BuildError naming the stage; so does a p created while this
+// graph was being built (NewProducer called inside the builder: one client
+// per partition, never closed), and a topic that does not exist (looked up
+// when the first graph using it is built, unless
+// ProducerConfig.SkipTopicCheck). Options: stages.Name, stages.Buffer,
+// stages.Retry (for toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.CallOption) pipeline.End {
 	var c produce.Client[kafka.Event]
 	var tr *produce.Tracker

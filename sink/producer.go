@@ -10,6 +10,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
@@ -30,6 +31,9 @@ type Producer struct {
 	// closed once the client delivers no more reports (its poller
 	// stopped).
 	tr *produce.Tracker
+	// topics checks the topics written to (the dead-letter topic at Run's
+	// start, a Produce stage's at its first build).
+	topics *produce.Topics
 
 	wg sync.WaitGroup // events and logs goroutines
 }
@@ -45,13 +49,14 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 
 // newProducer connects a producer with the librdkafka configuration m.
 func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
-	kp, err := kafka.NewProducer(&m)
-	if err != nil {
-		return nil, fmt.Errorf("sink: creating the producer: %w", err)
-	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	logger.Debug("sink: creating producer", librdkafka.Redacted(m)...)
+	kp, err := kafka.NewProducer(&m)
+	if err != nil {
+		return nil, fmt.Errorf("sink: creating the producer: %w", err)
 	}
 	p := &Producer{
 		p:            kp,
@@ -62,6 +67,7 @@ func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultCloseTimeout
 	}
+	p.topics = produce.NewTopics(p.tr.Names(), cfg.SkipTopicCheck, "ProducerConfig.SkipTopicCheck", p.describeTopics, logger)
 	p.wg.Go(p.events)
 	p.wg.Go(p.logs)
 	return p, nil
@@ -109,6 +115,20 @@ func (client) GaveUp(err error) bool {
 }
 
 func (c client) Classify(err error) error { return c.p.classify(err) }
+
+// Topics returns the producer's topic checks (produce.TopicChecker).
+func (c client) Topics() *produce.Topics { return c.p.topics }
+
+// describeTopics looks names up for the topic checks on the producer's
+// handle, unless Close started: librdkafka's handle is freed by Close,
+// which waits for the lookup (at most topiccheck.Timeout).
+func (p *Producer) describeTopics(ctx context.Context, names []string) (out map[string]error, err error) {
+	describe := librdkafka.Describe(func() (*kafka.AdminClient, error) { return kafka.NewAdminClientFromProducer(p.p) })
+	if !p.tr.WhileOpen(func() { out, err = describe(ctx, names) }) {
+		return nil, ErrClosed
+	}
+	return out, err
+}
 
 // codeOf returns the librdkafka error code of err, ErrNoError if it has
 // none.

@@ -18,7 +18,7 @@ import (
 // input offsets commit in one transaction per commit interval, and a
 // read_committed reader of "receipts" sees each order's receipt once.
 func ExampleNewTransactionalProducer() {
-	b, err := kafkatest.StartBroker(kafkatest.WithTopic("orders", 2), kafkatest.WithTopic("receipts", 2))
+	b, err := kafkatest.StartBroker(kafkatest.WithTopic("orders", 2), kafkatest.WithTopic("receipts", 2), kafkatest.WithTopic("orders-dlq", 1))
 	if err != nil {
 		log.Fatal(err)
 	}

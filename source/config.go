@@ -3,14 +3,13 @@ package source
 import (
 	"fmt"
 	"log/slog"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/librdkafka"
 )
 
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
@@ -68,8 +67,11 @@ type Config struct {
 	// relies on (bootstrap.servers, group.id, enable.auto.commit,
 	// enable.auto.offset.store, auto.commit.interval.ms and the go.*
 	// properties of confluent-kafka-go) cannot be overridden; use the
-	// dedicated fields. Values of secret-looking properties (passwords,
-	// keys, secrets, tokens, JAAS configs) are never logged.
+	// dedicated fields. The source logs its configuration at debug level,
+	// with the values of secret properties (passwords, keys, tokens, every
+	// sasl.* and ssl.* property but names, algorithms and public locations,
+	// so sasl.oauthbearer.config too) redacted; package sink converts and
+	// logs its Overrides the same way.
 	//
 	// Unless overridden, librdkafka's prefetch follows the runtime's
 	// in-flight byte budget (pipeline.WithMaxInFlightBytes), whatever the
@@ -78,6 +80,15 @@ type Config struct {
 	// lowers fetch.max.bytes to it), queued.min.messages that size over
 	// 128 bytes (1000 to librdkafka's default 100000).
 	Overrides map[string]any
+
+	// SkipTopicCheck turns off the check Run makes before it joins the
+	// group: that every topic of Topics (regular expressions aside)
+	// exists. A missing topic is otherwise an error naming it (wrapping
+	// pipeline.ErrMissingTopic), instead of a consumer that waits without
+	// a word for a topic nobody writes to. Set it when the topics are
+	// created after the consumer starts. A cluster that does not answer
+	// the check within 10s is no error: the check is logged and skipped.
+	SkipTopicCheck bool
 }
 
 // reserved are the properties the source sets itself and depends on.
@@ -130,17 +141,9 @@ func (c Config) validate() error {
 }
 
 // normalizedOverrides returns a copy of Overrides with every value
-// converted by normalizeOverride.
+// converted as librdkafka.NormalizeOverride says (shared with package sink).
 func (c Config) normalizedOverrides() (map[string]any, error) {
-	out := make(map[string]any, len(c.Overrides))
-	for k, v := range c.Overrides {
-		nv, err := normalizeOverride(k, v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = nv
-	}
-	return out, nil
+	return librdkafka.NormalizeOverrides("source: Config.Overrides", c.Overrides)
 }
 
 // configMap builds the librdkafka configuration for a group whose drain
@@ -168,40 +171,4 @@ func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	m["enable.auto.offset.store"] = false
 	m["go.logs.channel.enable"] = true
 	return m, nil
-}
-
-// secretish reports whether the value of property k must never be logged.
-func secretish(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"password", "secret", "key", "token", "jaas", "sasl.username", "credential", "pem", "certificate"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// redacted renders m for logging with secret values replaced.
-func redacted(m kafka.ConfigMap) []any {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	attrs := make([]any, 0, len(keys))
-	for _, k := range keys {
-		v := "[redacted]"
-		if !secretish(k) {
-			switch x := m[k].(type) {
-			case string:
-				v = x
-			case int:
-				v = strconv.Itoa(x)
-			default:
-				v = fmt.Sprint(x)
-			}
-		}
-		attrs = append(attrs, slog.String(k, v))
-	}
-	return attrs
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/sluice-go/sluice/stages"
 )
 
-// BenchmarkGraphB is issue 9's graph (b), Map → Pool(8) → Batch(500) →
-// Each, on the embedded broker (benchMsgs records in benchParts
+// BenchmarkGraphB is the reference graph of the benchmarks, Map → Pool(8)
+// → Batch(500) → Each (graph b of docs/performance.md), on the embedded broker (benchMsgs records in benchParts
 // partitions), next to its raw twin: a bare confluent-kafka-go poll loop
 // doing the same user work in one goroutine (the map function per message,
 // the each function per 500 messages of a partition). Run the two in one

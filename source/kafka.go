@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -78,7 +79,9 @@ func NewKafka(cfg Config) (*Kafka, error) {
 // g.DrainTimeout() (see the package documentation, "Timeouts") and returns
 // an error naming the property if an override contradicts them, without
 // calling any other Group method; so it does for a property librdkafka
-// rejects.
+// rejects, and for a topic of Config.Topics that does not exist (checked
+// before joining, unless Config.SkipTopicCheck; the error wraps
+// pipeline.ErrMissingTopic).
 //
 // When ctx is done Run shuts down in this order, each step bounded (see
 // Config.CloseTimeout): Group.Shutdown (the drain, bounded by the
@@ -113,7 +116,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return err
 	}
-	k.log.Debug("creating consumer", redacted(cm)...)
+	k.log.Debug("creating consumer", librdkafka.Redacted(cm)...)
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
 		return fmt.Errorf("source: create consumer: %w", err)
@@ -207,6 +210,9 @@ type runner struct {
 var _ kafkasource.Backend = (*runner)(nil)
 
 func (r *runner) run(ctx context.Context) error {
+	if err := r.checkTopics(ctx); err != nil {
+		return err
+	}
 	if err := r.c.SubscribeTopics(r.k.cfg.Topics, r.rebalance); err != nil {
 		return fmt.Errorf("source: subscribe: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -58,9 +59,9 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 		if k == "bootstrap.servers" || k == "metadata.broker.list" || strings.HasPrefix(k, "go.") {
 			return nil, fmt.Errorf("source: LeadersConfig.Overrides[%q] cannot be set (use LeadersConfig.Brokers; go.* properties are not supported)", k)
 		}
-		nv, err := normalizeOverride(k, v)
+		nv, err := librdkafka.NormalizeOverride("source: LeadersConfig.Overrides", k, v)
 		if err != nil {
-			return nil, fmt.Errorf("%w (in LeadersConfig.Overrides)", err)
+			return nil, err
 		}
 		cm[k] = nv
 	}

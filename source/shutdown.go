@@ -70,7 +70,7 @@ func (r *runner) leave(deadline time.Time) {
 		}
 		parts, err := r.c.Assignment()
 		if err == nil && len(parts) == 0 && quiet {
-			r.log.Debug("left the group", "took", time.Since(began))
+			r.log.Debug("left the group", "took", time.Since(began).String())
 			return
 		}
 		if !time.Now().Before(deadline) {

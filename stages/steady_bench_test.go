@@ -21,7 +21,8 @@ import (
 //
 //	go test -run '^$' -bench Steady -benchtime 1000000x ./stages/
 //
-// GraphB is issue 9's graph (b): Map, Pool(8), Batch(500), Each.
+// GraphB is the benchmarks' reference graph (b): Map, Pool(8), Batch(500),
+// Each.
 func BenchmarkSteady(b *testing.B) {
 	graphs := []struct {
 		name string

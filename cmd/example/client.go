@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,9 +31,11 @@ type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func
 // producer. close closes the producer; consume calls it once, after
 // pipeline.Run returned.
 type backend struct {
-	src        pipeline.Source
-	produce    produceFunc
-	deadLetter func(ctx context.Context, dl pipeline.DeadLetter) error
+	src     pipeline.Source
+	produce produceFunc
+	// deadLetter is pipeline.WithDeadLetter of the producer's destination,
+	// which keeps its start check (the topic must exist).
+	deadLetter pipeline.Option
 	close      func() error
 }
 
@@ -66,7 +67,7 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*ba
 		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
 			return sink.Produce(in, prod, topic, toMsg, opts...)
 		},
-		deadLetter: prod.DeadLetter(o.dlq),
+		deadLetter: pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)),
 		close:      prod.Close,
 	}, nil
 }
@@ -87,7 +88,7 @@ func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend
 		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
 			return franz.Produce(in, prod, topic, toMsg, opts...)
 		},
-		deadLetter: prod.DeadLetter(o.dlq),
+		deadLetter: pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)),
 		close:      prod.Close,
 	}, nil
 }

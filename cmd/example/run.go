@@ -147,7 +147,7 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(b.deadLetter)}
+	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), b.deadLetter}
 	return pipeline.Run(ctx, b.src, build, append(opts, o.runOptions()...)...)
 }
 

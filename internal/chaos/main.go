@@ -11,7 +11,7 @@
 //	go run ./internal/chaos          # 6 random steps per client and protocol
 //	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events, both clients under every protocol
 //	go run ./internal/chaos -client franz   # only cmd/example --client franz, every protocol
-//	go run ./internal/chaos -plan stop-all -rounds 20   # issue 7: 20 stops of every process at once
+//	go run ./internal/chaos -plan stop-all -rounds 20   # 20 stops of every process at once
 //	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
 //	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
 //	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s

@@ -143,8 +143,8 @@ func planFor(name string, seed int64, procs, n int) []step {
 }
 
 // uniformPlan is n steps of kind k, the process and the pauses drawn from
-// the seed: "-plan stop-all -rounds 20" is issue 7's 20 consecutive stops
-// of every process at once.
+// the seed: "-plan stop-all -rounds 20" is 20 consecutive stops of every
+// process at once.
 func uniformPlan(seed int64, k stepKind, procs, n int) []step {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	steps := make([]step, n)

@@ -26,9 +26,9 @@ import (
 
 // The -rss mode measures the peak resident memory (VmHWM) of one consumer
 // process for several partition counts under one in-flight byte budget:
-// issue 7 bug #8 asked whether memory stays within the budget plus a
-// constant, whatever the number of partitions. For each partition count
-// the chaos process starts a broker (-broker), fills a topic, and runs a
+// memory must stay within the budget plus a constant, whatever the number
+// of partitions. For each partition count the chaos process starts a
+// broker (-broker), fills a topic, and runs a
 // child process (this same program, "rss-child") that consumes it through
 // a pipeline whose only stage is slow, so the budget stays full; the child
 // reports its own VmHWM from /proc/self/status once Run returned.

@@ -25,6 +25,7 @@ type graph struct {
 	tr     *tracker
 
 	building bool
+	buildSeq uint64 // this build's number in buildsStarted (clients.go)
 	nstages  int
 	stages   []*Stage // in the order they were added
 	edges    []edgeInfo
@@ -86,6 +87,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 // build runs the builder and checks the wiring, then starts every stage.
 func (g *graph) build(b Builder) error {
 	in := newEdge[Record](g, "input", 0)
+	g.buildSeq = buildsStarted.Add(1)
 	g.building = true
 	err := g.buildError(g.wire(b, in))
 	g.building = false
@@ -263,7 +265,7 @@ func (g *graph) Drain() {
 	select {
 	case <-g.exited:
 		g.rt.cfg.Logger.Info("sluice: partition drained", "topic", g.tp.Topic, "partition", g.tp.Partition,
-			"drain", time.Since(start))
+			"drain", time.Since(start).String())
 	case <-t.C:
 		timedOut = true
 		g.drainTimedOut()

@@ -205,6 +205,6 @@ func (g *graph) drainTimedOut() {
 		"raise pipeline.WithDrainTimeout above the longest a record takes, or make the slow stage faster "+
 		"(more workers: stages.Pool). pipeline.WithPartitionQueue and the in-flight budget (WithMaxInFlight, "+
 		"WithMaxInFlightBytes) do not change it: records still queued are dropped at a revoke, not drained", held, pace),
-		"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout,
+		"topic", g.tp.Topic, "partition", g.tp.Partition, "timeout", g.rt.cfg.DrainTimeout.String(),
 		"held", held, "rate", rate)
 }

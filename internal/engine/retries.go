@@ -184,7 +184,7 @@ func (r retrier) after(off int64, err error, attempt int) (bool, error) {
 	g := r.g
 	if ok, dropped := r.log.allow(time.Now()); ok {
 		attrs := []any{"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
-			"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d, "err", err}
+			"attempt", fmt.Sprintf("%d/%d", attempt, r.policy.Attempts), "delay", d.String(), "err", err}
 		if dropped > 0 {
 			attrs = append(attrs, "unlogged_retries", dropped)
 		}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -53,7 +55,7 @@ func (s *Stage) Probe() *Probe {
 
 // watchdog finds values stuck in a stage: every tick it samples each
 // probe, and a probe that shows the same value for a whole threshold is
-// reported once, with every goroutine's stack in the log.
+// reported once: a warning naming it, every goroutine's stack at debug level.
 type watchdog struct {
 	rt        *Group
 	threshold time.Duration
@@ -103,8 +105,8 @@ type stuckValue struct {
 }
 
 // sample reports the values stuck for a threshold to observers, under
-// w.mu, then logs them (with every goroutine's stack, which is slow)
-// without it. Holding w.mu while reporting orders every report of a
+// w.mu, then logs them (and, at debug level, every goroutine's stack,
+// which is slow) without it. Holding w.mu while reporting orders every report of a
 // partition before forget returns, which the runtime calls before it
 // reports the partition revoked or lost.
 func (w *watchdog) sample(now time.Time) {
@@ -130,12 +132,18 @@ func (w *watchdog) sample(now time.Time) {
 	if len(stuck) == 0 {
 		return
 	}
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+	log := w.rt.cfg.Logger
 	for _, s := range stuck {
-		w.rt.cfg.Logger.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", s.stage, s.since),
+		log.Warn(fmt.Sprintf("sluice: value stuck in stage %q for %v", s.stage, s.since),
 			"topic", s.g.tp.Topic, "partition", s.g.tp.Partition, "offset", s.offset, "stage", s.stage,
-			"goroutines", string(buf))
+			"stuck_for", s.since.String())
+	}
+	// Every goroutine's stack is kilobytes per goroutine: a line of its
+	// own, at debug level, taken only when the logger keeps it.
+	if ctx := context.Background(); log.Enabled(ctx, slog.LevelDebug) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		log.Debug("sluice: goroutines when a value was found stuck", "goroutines", string(buf))
 	}
 }
 

@@ -129,7 +129,7 @@ func (c *Core) finish(req *commitRequest, out commitOutcome) error {
 	c.inflight = nil
 	failed, err := commitFailures(req.offs, out)
 	if req.abandoned {
-		c.log.Info("an abandoned commit finished", "why", req.why, "offsets", req.offs, "took", out.took, "err", err)
+		c.log.Info("an abandoned commit finished", "why", req.why, "offsets", req.offs, "took", out.took.String(), "err", err)
 		return err
 	}
 	c.report(req.why, req.offs, out.took, err)
@@ -167,7 +167,7 @@ func commitFailures(offs []pipeline.Offset, out commitOutcome) ([]pipeline.Offse
 func (c *Core) report(why string, offs []pipeline.Offset, took time.Duration, err error) {
 	if err == nil {
 		c.g.Committed(offs, took, nil)
-		c.log.Debug("offsets committed", "why", why, "offsets", offs, "took", took)
+		c.log.Debug("offsets committed", "why", why, "offsets", offs, "took", took.String())
 		return
 	}
 	c.g.Committed(offs, took, c.o.CommitError(why, offs, err))
@@ -225,6 +225,6 @@ func (c *Core) awaitLost(tps []pipeline.TopicPartition) {
 	prev := c.inflight
 	if !c.await(time.Now().Add(c.commitTimeout())) {
 		c.log.Warn("the commit in flight of lost partitions did not finish in time; it may still land after the next owner's",
-			"why", prev.why, "offsets", prev.offs, "lost", tps, "timeout", c.commitTimeout())
+			"why", prev.why, "offsets", prev.offs, "lost", tps, "timeout", c.commitTimeout().String())
 	}
 }

@@ -261,14 +261,14 @@ type harness struct {
 
 func start(t *testing.T) *harness { return startLogged(t, nil) }
 
-// startLogged is start with the core logging to log.
+// startLogged is start with the core logging to log (nil: discarded).
 func startLogged(t *testing.T, log *slog.Logger) *harness {
 	t.Helper()
 	h := &harness{t: t, g: newFakeGroup(), done: make(chan error, 1)}
 	h.b = &fakeBackend{actions: make(chan func()), commits: make(chan *commitCall, 16)}
 	h.core = New(h.b, h.g, Options{
-		Prefix:         "test",
 		Log:            log,
+		Prefix:         "test",
 		CommitInterval: time.Second,
 		CloseTimeout:   10 * time.Second,
 		Background:     &h.bg,

@@ -114,11 +114,11 @@ func (c *Core) CloseClient(deadline time.Time, closeFn func() error) (finished b
 		if err != nil {
 			c.log.Warn("close failed", "err", err)
 		}
-		c.log.Debug("client closed", "took", time.Since(began))
+		c.log.Debug("client closed", "took", time.Since(began).String())
 		return true, nil
 	case <-t.C:
 		c.log.Error("closing the client did not finish in time; it goes on in the background",
-			"timeout", c.closeTimeout())
+			"timeout", c.closeTimeout().String())
 		return false, fmt.Errorf("%s: shutdown: closing the client did not finish within Config.CloseTimeout (%v); it goes on in the background",
 			c.o.Prefix, c.closeTimeout())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -32,6 +33,12 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		sp.Problem = fmt.Errorf("%s: the topic is empty", name)
 	case toMsg == nil:
 		sp.Problem = fmt.Errorf("%s: toMsg is nil", name)
+	case tr != nil && engine.CreatedDuringBuild(in, tr.made):
+		sp.Problem = fmt.Errorf("%s: its producer was created inside the builder, which runs for every partition assigned: "+
+			"each partition (and each reassignment) would get a Kafka client of its own, never closed; "+
+			"create the producer once, before pipeline.Run, use it in every graph and Close it after Run returned", name)
+	default:
+		sp.Problem = checkOutput(c, name, topic)
 	}
 	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
 		st := &producing[E]{c: c, tr: tr, s: s, topic: topic, reports: make(chan E, ReportBuffer)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sluice-go/sluice/internal/engine"
 )
 
 // Tracker is the state one producer shares between its receivers (Produce
@@ -13,6 +15,9 @@ import (
 // concurrent use; the zero value is not usable (see [NewTracker]).
 type Tracker struct {
 	names Names
+	// made is when the producer was created, relative to graph builds
+	// (see Stage: a producer made inside the builder is refused).
+	made engine.ClientStamp
 
 	// mu is held for reading around every call that hands a message to
 	// the library; Close takes it to set closing, so no such call runs
@@ -45,6 +50,7 @@ func NewTracker(names Names) *Tracker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Tracker{
 		names:      names,
+		made:       engine.StampClient(),
 		closingCtx: ctx,
 		cancel:     cancel,
 		idle:       make(chan struct{}),
