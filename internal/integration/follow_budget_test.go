@@ -97,7 +97,7 @@ func TestFollowedSourceSizesFetchesFromTheBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			run := func(followed bool) int32 {
-				b := kafkatest.NewBroker(t, kafkatest.WithTopic("in", 2))
+				b := kafkatest.NewKfake(t, kafkatest.WithTopic("in", 2)) // watchFetches observes kfake's requests
 				n := fillUncompressed(t, b, "in", 2, 50)
 				f := &fetchMaxBytes{}
 				watchFetches(b, f)
