@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
@@ -130,6 +131,10 @@ func TestLossAtTheBoundStopsProducing(t *testing.T) {
 		c := newStub(tr, true)
 		f, r := run(t, produceTo(c, tr, recordMessage))
 		must(t, f.Send("in", 0, values(0, bound+3)...))
+		// Pacing feeds a new graph one chunk, and twice as much each time
+		// nothing completes for a while: wait in the bubble's time until
+		// only the bound holds the messages back.
+		time.Sleep(time.Minute)
 		synctest.Wait()
 		lost := inBackground(func() error { return f.Lose("in", 0) })
 		synctest.Wait()

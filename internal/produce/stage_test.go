@@ -56,6 +56,10 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		f, r := run(t, produceTo(c, tr, recordMessage))
 		n := bound + 6
 		must(t, f.Send("in", 0, values(0, n)...))
+		// Pacing feeds a new graph one chunk, and twice as much each time
+		// nothing completes for a while: wait in the bubble's time until
+		// only the bound holds the messages back.
+		time.Sleep(time.Minute)
 		synctest.Wait()
 		if got := len(c.sentValues()); got != bound {
 			t.Fatalf("produced %d messages with every report held, want %d", got, bound)

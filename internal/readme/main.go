@@ -53,7 +53,9 @@ func run(logger *slog.Logger) error {
 // build wires the graph of one partition; Run calls it for every partition it gets.
 func build(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 	orders := stages.Map(in, decode)
-	charged := stages.PoolByKey(orders, 16, // 16 calls at once, one at a time per customer
+	// Per partition: 16 calls at once, one at a time per customer (for limits
+	// across all partitions: stages.NewLimiter, stages.NewKeyLock).
+	charged := stages.PoolByKey(orders, 16,
 		func(o Order) string { return o.Customer }, charge)
 	return stages.Each(charged, save) // side effects: make them idempotent
 }
