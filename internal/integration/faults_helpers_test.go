@@ -510,7 +510,11 @@ func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want ma
 	t.Helper()
 	var got map[int32]int64
 	waitUntil(t, fmt.Sprintf("group %s committing %v", group, want), func() bool {
-		got = b.Committed(t, group, topic)
+		c, err := b.CommittedContext(t.Context(), group, topic)
+		if err != nil { // a node of the cluster may be down: ask again
+			return false
+		}
+		got = c
 		return maps.Equal(got, want)
 	}, ms...)
 }
@@ -558,13 +562,21 @@ func (es *epochs) checkCounts(t *testing.T, seen *offsets) {
 }
 
 // committedNow returns what group committed on topic, from a hook where no
-// test is at hand; it panics when the broker does not answer within wait.
+// test is at hand. It asks again while the broker cannot answer (a node of
+// the cluster may be down for the test's outage, the group's coordinator
+// with it), and panics when it still cannot after wait.
 func committedNow(b *kafkatest.Broker, group, topic string) map[int32]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	c, err := b.CommittedContext(ctx, group, topic)
-	if err != nil {
-		panic(err)
+	for {
+		c, err := b.CommittedContext(ctx, group, topic)
+		if err == nil {
+			return c
+		}
+		select {
+		case <-ctx.Done():
+			panic(err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return c
 }

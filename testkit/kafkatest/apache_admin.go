@@ -29,11 +29,33 @@ func (c *apacheCluster) waitLeaders(ctx context.Context, topic string, partition
 }
 
 func (c *apacheCluster) leadersKnown(ctx context.Context, topic string, partitions int32) error {
+	// Every node is asked: each broker learns of a new topic from the
+	// metadata log on its own time, and a client asking one that has not
+	// yet would be told the topic does not exist.
+	for _, n := range c.nodes {
+		if err := c.nodeKnowsLeaders(ctx, n, topic, partitions); err != nil {
+			return fmt.Errorf("node %d: %w", n.id, err)
+		}
+	}
+	return nil
+}
+
+func (c *apacheCluster) nodeKnowsLeaders(ctx context.Context, n *apacheNode, topic string, partitions int32) error {
+	done := n.exited()
+	if done == nil {
+		return nil // a stopped node learns everything when it starts again
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	m, err := req.RequestWith(ctx, c.cl) // not kadm's Metadata, which may answer from a cache
+	// Its own request to this node: kadm's Metadata may answer from a cache.
+	m, err := req.RequestWith(ctx, c.cl.Broker(n.id))
 	if err != nil {
 		return err
 	}

@@ -259,3 +259,31 @@ func newClusterID() string {
 		}
 	}
 }
+
+// waitNodeAnswers polls until node n answers a Metadata request sent to it
+// and lists every node, or n's process ended.
+func (c *apacheCluster) waitNodeAnswers(ctx context.Context, n *apacheNode) error {
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		m, err := req.RequestWith(rctx, c.cl.Broker(n.id))
+		cancel()
+		switch {
+		case err != nil:
+			last = err
+		case len(m.Brokers) < len(c.nodes):
+			last = fmt.Errorf("it knows %d of %d brokers", len(m.Brokers), len(c.nodes))
+		default:
+			return nil
+		}
+		select {
+		case <-n.exited():
+			return fmt.Errorf("kafkatest: node %d: %w", n.id, errNodeExited)
+		case <-ctx.Done():
+			return fmt.Errorf("kafkatest: node %d does not answer: %w (last: %v)", n.id, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

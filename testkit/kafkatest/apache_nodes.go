@@ -29,6 +29,12 @@ func (b *Broker) StartNode(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	// A killed node stays registered until its broker session runs out,
+	// so the cluster's readiness says nothing of this node: wait until it
+	// answers a request itself.
+	if err := b.ac.waitNodeAnswers(ctx, b.ac.nodes[i-1]); err != nil {
+		return err
+	}
 	return b.ac.waitReady(ctx, len(b.ac.nodes))
 }
 
