@@ -112,7 +112,10 @@ func startApache(ctx context.Context, cfg apacheConfig) (_ *apacheCluster, err e
 			return nil, err
 		}
 	}
-	c.cl, err = kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.RetryTimeout(5*time.Second))
+	// Metadata min age at its floor: the admin client outlives tests that
+	// delete and re-create topics of the same names, and kgo would answer
+	// from metadata cached before that for up to the default 5 s.
+	c.cl, err = kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.RetryTimeout(5*time.Second), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: admin client: %w", err)
 	}
