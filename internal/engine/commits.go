@@ -359,11 +359,14 @@ func (tr *tracker) split(t Ticket, n int) ([]Ticket, *ticketFault) {
 	return ts, nil
 }
 
-// claimed is a record claimed for the dead-letter destination, with its
-// sequence number (its position among the partition's records).
+// claimed is a record claimed for the dead-letter destination: its
+// sequence number (its position among the partition's records) and its
+// offset. The record itself stays in its slot, which the value's ticket
+// holds until the dead letter is delivered; settledRecord reads it when
+// the dead letter is handed over.
 type claimed struct {
-	seq uint64
-	rec Record
+	seq    uint64
+	offset int64
 }
 
 // claimInvalid flags the records behind t as dead-lettered (for the
@@ -388,7 +391,7 @@ func (tr *tracker) claimInvalidLocked(dst []claimed, t Ticket) []claimed {
 	}
 	if s := tr.slotOf(t); s != nil && !s.invalid {
 		s.invalid = true
-		dst = append(dst, claimed{seq: t.id - 1, rec: s.rec})
+		dst = append(dst, claimed{seq: t.id - 1, offset: s.rec.Offset})
 	}
 	return dst
 }
@@ -407,23 +410,29 @@ func (tr *tracker) withFirstRecord(t Ticket, fn func(*Record)) bool {
 	return true
 }
 
-// settledBefore reports whether every record before sequence number seq
-// is finished or flagged dead-lettered: none of them can still be found
-// invalid, so a dead letter for seq keeps offset order. A record that
-// settled stays settled, so the scan resumes where the last one stopped
-// (settledTo): the records before the queued dead letters (many of them
-// dead letters still in flight) are looked at once, not once per dead
-// letter.
-func (tr *tracker) settledBefore(seq uint64) bool {
+// settledRecord copies the record at sequence number seq into rec once
+// every record before it is finished or flagged dead-lettered: none of
+// them can still be found invalid, so a dead letter for seq keeps offset
+// order. It reports whether they are (settled) and whether the record
+// was still held (found: false once the tracker dropped its slots, when
+// the partition is gone). A record that settled stays settled, so the
+// scan resumes where the last one stopped (settledTo): the records before
+// the queued dead letters (many of them dead letters still in flight)
+// are looked at once, not once per dead letter.
+func (tr *tracker) settledRecord(seq uint64, rec *Record) (settled, found bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.settledTo = max(tr.settledTo, tr.base)
 	for end := tr.base + uint64(tr.size); tr.settledTo < seq && tr.settledTo < end; tr.settledTo++ {
 		if s := tr.q.at(tr.settledTo); s.refs > 0 && !s.invalid {
-			return false
+			return false, false
 		}
 	}
-	return true
+	if seq < tr.base || seq >= tr.base+uint64(tr.size) {
+		return true, false
+	}
+	*rec = tr.q.at(seq).rec
+	return true, true
 }
 
 // records appends the records a ticket refers to.

@@ -32,9 +32,19 @@ type deadLetterJob struct {
 	left  int // records not delivered yet; guarded by deadLetters.mu
 }
 
-// deadLetterItem is one record waiting for the dead-letter destination.
-type deadLetterItem struct {
+// queuedDeadLetter is one record queued for the dead-letter destination:
+// its position and offset only, as its slot in the tracker holds the
+// record until the dead letter is delivered.
+type queuedDeadLetter struct {
 	claimed
+	job *deadLetterJob
+}
+
+// deadLetterItem is a record taken from the queue to be handed to the
+// dead-letter destination, with a copy of the record.
+type deadLetterItem struct {
+	seq uint64
+	rec Record
 	job *deadLetterJob
 }
 
@@ -46,12 +56,12 @@ type deadLetterItem struct {
 // every entry is a record in flight, so the in-flight budget bounds it.
 type deadLetters struct {
 	mu      sync.Mutex
-	pending []deadLetterItem // by sequence number, from head on
-	head    int              // pending[:head] were taken
-	closed  bool             // every stage exited: nothing more is queued
-	failed  bool             // a delivery failed for good: nothing more is delivered
-	wake    chan struct{}    // capacity one: pending, closed, an outcome or the tracker changed
-	claims  []claimed        // scratch space of deadLetter
+	pending []queuedDeadLetter // by sequence number, from head on
+	head    int                // pending[:head] were taken
+	closed  bool               // every stage exited: nothing more is queued
+	failed  bool               // a delivery failed for good: nothing more is delivered
+	wake    chan struct{}      // capacity one: pending, closed, an outcome or the tracker changed
+	claims  []claimed          // scratch space of deadLetter
 
 	// Dead letters handed over whose outcome comes later, in the order
 	// they were handed over (deadletter_defer.go).
@@ -71,20 +81,26 @@ func (q *deadLetters) signal() {
 }
 
 // queued returns the records queued and not taken yet.
-func (q *deadLetters) queued() []deadLetterItem { return q.pending[q.head:] }
+func (q *deadLetters) queued() []queuedDeadLetter { return q.pending[q.head:] }
 
-// insert queues it at its place by sequence number (usually the end).
-func (q *deadLetters) insert(it deadLetterItem) {
-	i, _ := slices.BinarySearchFunc(q.queued(), it.seq, func(it deadLetterItem, seq uint64) int { return cmp.Compare(it.seq, seq) })
+// insert queues it at its place by sequence number: usually the end, as
+// records are mostly found invalid in offset order.
+func (q *deadLetters) insert(it queuedDeadLetter) {
+	queued := q.queued()
+	if n := len(queued); n == 0 || queued[n-1].seq < it.seq {
+		q.pending = append(q.pending, it)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(queued, it.seq, func(it queuedDeadLetter, seq uint64) int { return cmp.Compare(it.seq, seq) })
 	q.pending = slices.Insert(q.pending, q.head+i, it)
 }
 
 // take removes and returns the first queued record, which must exist.
 // The taken prefix is dropped once it is at least half of the queue, so
 // that taking is O(1) amortized.
-func (q *deadLetters) take() deadLetterItem {
+func (q *deadLetters) take() queuedDeadLetter {
 	it := q.pending[q.head]
-	q.pending[q.head] = deadLetterItem{}
+	q.pending[q.head] = queuedDeadLetter{}
 	q.head++
 	switch {
 	case q.head == len(q.pending):
@@ -98,7 +114,7 @@ func (q *deadLetters) take() deadLetterItem {
 }
 
 // dropQueued removes and returns every queued record.
-func (q *deadLetters) dropQueued() []deadLetterItem {
+func (q *deadLetters) dropQueued() []queuedDeadLetter {
 	left := slices.Clone(q.queued())
 	q.pending, q.head = nil, 0
 	return left
@@ -129,7 +145,7 @@ func (g *graph) deadLetter(s *Stage, t Ticket, err error) bool {
 	}
 	job := &deadLetterJob{stage: s, t: t, err: err, left: len(recs)}
 	for _, c := range recs {
-		q.insert(deadLetterItem{claimed: c, job: job})
+		q.insert(queuedDeadLetter{claimed: c, job: job})
 	}
 	clear(recs)
 	g.tr.watched.Store(true)
@@ -168,13 +184,17 @@ const MaxOutstandingDeadLetters = 1024
 // It returns false once the queue is closed, no outcome is outstanding
 // and its first record (if any) can never become deliverable (a record
 // before it will never finish); what is left then stays uncommitted, as
-// the record blocking it does.
+// the record blocking it does. It also returns false once the tracker let
+// the partition's records go (the partition is gone and its dead-letter
+// goroutine outlived it): nothing it delivered could be committed.
 func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, ok bool) {
 	q := &g.dl
 	for {
 		q.mu.Lock()
-		deliverable := len(q.failures) == 0 && len(q.queued()) > 0 && q.outstanding < MaxOutstandingDeadLetters &&
-			g.tr.settledBefore(q.queued()[0].seq)
+		settled, found := false, false
+		if len(q.failures) == 0 && len(q.queued()) > 0 && q.outstanding < MaxOutstandingDeadLetters {
+			settled, found = g.tr.settledRecord(q.queued()[0].seq, &it.rec)
+		}
 		switch {
 		case len(q.failures) > 0:
 			if q.outstanding == 0 && !q.waiting {
@@ -182,8 +202,15 @@ func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, o
 				q.mu.Unlock()
 				return deadLetterItem{}, retry, true
 			}
-		case deliverable:
-			it := q.take()
+		case settled && !found:
+			q.failed = true
+			q.dropQueued()
+			q.mu.Unlock()
+			g.tr.watched.Store(false)
+			return deadLetterItem{}, nil, false
+		case settled:
+			head := q.take()
+			it.seq, it.job = head.seq, head.job
 			if len(q.queued()) == 0 {
 				g.tr.watched.Store(false)
 			}
@@ -203,11 +230,11 @@ func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, o
 	}
 }
 
-// offsetsOf returns the offsets of dead letters, for messages.
-func offsetsOf(items []deadLetterItem) []int64 {
+// offsetsOf returns the offsets of queued dead letters, for messages.
+func offsetsOf(items []queuedDeadLetter) []int64 {
 	out := make([]int64, len(items))
 	for i, it := range items {
-		out[i] = it.rec.Offset
+		out[i] = it.offset
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-go/sluice/internal/engine"
@@ -119,15 +120,19 @@ func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(contex
 			return pipeline.Permanent(fmt.Errorf("%s: the topic is empty", name))
 		}
 	}
+	pool := &sync.Pool{New: func() any { return &deadLetterReport[E]{c: c, tr: tr, report: make(chan E, 1)} }}
 	return func(ctx context.Context, dl pipeline.DeadLetter) error {
 		r := dl.Record
-		o := &Outgoing{Topic: topic, Message: DeadLetterMessage(dl), Timestamp: r.Timestamp}
-		report := make(chan E, 1)
-		if err := sendDeadLetter(ctx, c, tr, o, report); err != nil {
+		d := pool.Get().(*deadLetterReport[E])
+		d.ctx, d.pool = ctx, pool
+		d.u = UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
+		d.o = Outgoing{Topic: topic, Message: DeadLetterMessage(dl), Timestamp: r.Timestamp}
+		err := sendDeadLetter(ctx, c, tr, &d.o, d.report)
+		d.o = Outgoing{} // Send copied what it keeps
+		if err != nil {
+			d.recycle()
 			return err
 		}
-		d := &deadLetterReport[E]{ctx: ctx, c: c, tr: tr, report: report,
-			u: UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}}
 		if engine.DeferDeadLetter(ctx, d) {
 			return nil
 		}
@@ -136,13 +141,26 @@ func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(contex
 }
 
 // deadLetterReport is the outcome of the dead letter u, handed to the
-// client with report as its report channel.
+// client with report as its report channel. Its Wait is called once;
+// once Wait read the report, it goes back to the destination's pool
+// with its channel (empty again) for a later dead letter, so a dead
+// letter allocates neither.
 type deadLetterReport[E any] struct {
 	ctx    context.Context
 	c      Client[E]
 	tr     *Tracker
 	u      UndeliveredMessage
+	o      Outgoing // the message, during Send only
 	report chan E
+	pool   *sync.Pool
+}
+
+// recycle clears what d refers to and puts it back in its pool. Only
+// for a d whose channel is empty and will not be written to again.
+func (d *deadLetterReport[E]) recycle() {
+	pool := d.pool
+	d.ctx, d.u, d.pool = nil, UndeliveredMessage{}, nil
+	pool.Put(d)
 }
 
 // Ready reports whether the delivery report arrived (or the client
@@ -164,22 +182,31 @@ func (d *deadLetterReport[E]) Ready() bool {
 // delivery timeout (or when Close gives up on it), and leaving would
 // drop it.
 func (d *deadLetterReport[E]) Wait() error {
-	ctx, c, tr, u, report := d.ctx, d.c, d.tr, d.u, d.report
 	var ev E
 	select {
-	case ev = <-report:
-	case <-tr.Gone():
+	case ev = <-d.report:
+	case <-d.tr.Gone():
 		select {
-		case ev = <-report:
+		case ev = <-d.report:
 		default:
-			return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", u.Topic, tr.names.ErrClosed))
+			// The report may still come: d is not recycled.
+			return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", d.u.Topic, d.tr.names.ErrClosed))
 		}
 	}
-	_, err, ok := c.Report(ev)
+	_, err, ok := d.c.Report(ev)
 	if !ok {
-		tr.Received()
-		return fmt.Errorf("dead letter to %s: no delivery report", u.Topic)
+		// Not the report, which may still come: d is not recycled.
+		d.tr.Received()
+		return fmt.Errorf("dead letter to %s: no delivery report", d.u.Topic)
 	}
+	err = d.outcome(err)
+	d.recycle()
+	return err
+}
+
+// outcome is the outcome of a delivery whose report carried err.
+func (d *deadLetterReport[E]) outcome(err error) error {
+	ctx, c, tr, u := d.ctx, d.c, d.tr, d.u
 	if err != nil {
 		if tr.Failed(c.GaveUp(err), u) {
 			return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", u.Topic, tr.names.ErrClosed, err))
