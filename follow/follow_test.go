@@ -20,12 +20,7 @@ func TestHoldsUntilLeadersCommit(t *testing.T) {
 		leaders := newStubLeaders()
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		if err := fake.Send("orders", 0, values(10)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 10, 0)
 		settle()
 		if got := rec.offsets(tp("orders", 0)); len(got) != 0 {
 			t.Fatalf("processed %v before the leaders committed anything", got)
@@ -57,14 +52,7 @@ func TestPartitionsAreIndependent(t *testing.T) {
 		leaders.set("orders", 0, 100)
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		for p := int32(0); p < 2; p++ {
-			if err := fake.Send("orders", p, values(5)...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := fake.Assign("orders", 0, 1); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 5, 0, 1)
 		settle()
 		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 5)) {
 			t.Fatalf("partition 0 processed %v, want [0 1 2 3 4]", got)
@@ -91,12 +79,7 @@ func TestLateRecordsQueueBehindHeld(t *testing.T) {
 		leaders.set("orders", 0, 2)
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		if err := fake.Send("orders", 0, values(4)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 4, 0)
 		settle()
 		if err := fake.Send("orders", 0, values(4)...); err != nil { // offsets 4..7
 			t.Fatal(err)
@@ -128,12 +111,7 @@ func TestRevokeDropsHeld(t *testing.T) {
 		hooks := &statuses{}
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
-		if err := fake.Send("orders", 0, values(10)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 10, 0)
 		settle()
 		if got := hooks.last()[tp("orders", 0)]; got.Held == 0 {
 			t.Fatalf("status %+v: want held records before the revoke", got)
@@ -176,14 +154,7 @@ func TestLoseAndShutdownDropHeld(t *testing.T) {
 		hooks := &statuses{}
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
-		for p := int32(0); p < 2; p++ {
-			if err := fake.Send("orders", p, values(10)...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := fake.Assign("orders", 0, 1); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 10, 0, 1)
 		settle()
 		if err := fake.Lose("orders", 0); err != nil {
 			t.Fatal(err)
@@ -219,12 +190,7 @@ func TestBackpressureAndLeadersCombine(t *testing.T) {
 		rec := newRecorder(leaders)
 		rec.gate = make(chan struct{})
 		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build, pipeline.WithPartitionQueue(2))
-		if err := fake.Send("orders", 0, values(200)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 200, 0)
 		for next := int64(0); next < 200; next += 25 {
 			leaders.set("orders", 0, next+25)
 			settle()
@@ -260,12 +226,7 @@ func TestFailedReadKeepsPreviousOffsets(t *testing.T) {
 		leaders.set("orders", 0, 2)
 		rec := newRecorder(leaders)
 		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		if err := fake.Send("orders", 0, values(6)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 6, 0)
 		settle()
 		leaders.fail(errors.New("coordinator not available"))
 		leaders.set("orders", 0, 6) // not readable yet

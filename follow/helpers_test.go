@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 const interval = 100 * time.Millisecond
@@ -187,6 +188,20 @@ func newFollower(t *testing.T, fake pipeline.Source, l follow.Leaders, opts ...f
 func settle() {
 	time.Sleep(interval)
 	synctest.Wait()
+}
+
+// sendAndAssign sends the n values of values(n) to each of partitions of
+// "orders", then assigns them.
+func sendAndAssign(t *testing.T, fake *testkit.Fake, n int, partitions ...int32) {
+	t.Helper()
+	for _, p := range partitions {
+		if err := fake.Send("orders", p, values(n)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fake.Assign("orders", partitions...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // logRecorder is a slog.Handler keeping the level of each record.

@@ -35,48 +35,38 @@ func runTest(name string, fn func(t *testing.T)) {
 		[]testing.InternalTest{{Name: name, F: fn}})
 }
 
-// waitCommitted waits until the fake's committed offset of the partition
-// reaches next.
-func waitCommitted(f *testkit.Fake, topic string, partition int32, next int64) {
-	for {
-		changed := f.Changed()
-		if f.Committed(topic, partition) >= next {
-			return
-		}
-		<-changed
-	}
-}
-
 // The Fake is a pipeline.Source whose group assignment the test drives:
 // a revoked partition is drained and committed, and a partition assigned
 // again is delivered from its committed offset.
 func ExampleFake() {
-	fake := testkit.NewFake()
-	var mu sync.Mutex
-	var seen []string
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, fmt.Sprintf("%s@%d", r.Value, r.Offset))
-			return nil
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, fake, build) }()
+	runTest("ExampleFake", func(t *testing.T) {
+		fake := testkit.NewFake()
+		var mu sync.Mutex
+		var seen []string
+		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, fmt.Sprintf("%s@%d", r.Value, r.Offset))
+				return nil
+			})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- pipeline.Run(ctx, fake, build) }()
 
-	_ = fake.Send("clicks", 0, []byte("a"), []byte("b"))
-	_ = fake.Assign("clicks", 0)
-	waitCommitted(fake, "clicks", 0, 2)
-	_ = fake.Revoke("clicks", 0) // drained; its final offset is committed
-	_ = fake.Send("clicks", 0, []byte("c"))
-	_ = fake.Assign("clicks", 0) // delivered from the committed offset, 2
-	waitCommitted(fake, "clicks", 0, 3)
-	cancel() // graceful shutdown
-	fmt.Println("Run:", <-done)
-	fmt.Println("processed:", seen)
-	fmt.Println("committed:", fake.Committed("clicks", 0))
+		_ = fake.Send("clicks", 0, []byte("a"), []byte("b"))
+		_ = fake.Assign("clicks", 0)
+		fake.WaitCommitted(t, "clicks", 0, 2)
+		_ = fake.Revoke("clicks", 0) // drained; its final offset is committed
+		_ = fake.Send("clicks", 0, []byte("c"))
+		_ = fake.Assign("clicks", 0) // delivered from the committed offset, 2
+		fake.WaitCommitted(t, "clicks", 0, 3)
+		cancel() // graceful shutdown
+		fmt.Println("Run:", <-done)
+		fmt.Println("processed:", seen)
+		fmt.Println("committed:", fake.Committed("clicks", 0))
+	})
 	// Output:
 	// Run: <nil>
 	// processed: [a@0 b@1 c@2]

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,25 +116,9 @@ func (h *Harness) Committed(topic string, partition int32) int64 {
 // WaitTimeout (a deadlock, inside a synctest bubble).
 func (h *Harness) WaitCommitted(topic string, partition int32, offset int64) {
 	h.t.Helper()
-	timer := time.NewTimer(h.timeout)
-	defer timer.Stop()
-	for {
-		changed := h.fake.Changed()
-		c := h.fake.Committed(topic, partition)
-		if c >= offset {
-			return
-		}
-		select {
-		case <-changed:
-		case <-h.run.Done():
-			if c = h.fake.Committed(topic, partition); c >= offset {
-				return
-			}
-			h.t.Fatalf("testkit: Run stopped with %v while %s/%d was committed at %d, waiting for %d", h.run.Err(), topic, partition, c, offset)
-		case <-timer.C:
-			h.t.Fatalf("testkit: %s/%d committed at %d after %v, waiting for %d: is the graph stuck?", topic, partition, c, h.timeout, offset)
-		}
-	}
+	h.fake.waitCommitted(h.t, topic, partition, offset, h.timeout, h.run.Done(), func() string {
+		return fmt.Sprintf("Run stopped with %v", h.run.Err())
+	})
 }
 
 // Wait blocks until Run returns by itself (a stage failed) and returns its

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // stubTxn is a transactional producer in memory: produce adds an output to
@@ -209,26 +210,12 @@ func (g *gates) wait(ctx context.Context, out string) error {
 
 func (g *gates) open(out string) { close(g.m[out]) }
 
-// run starts pipeline.Run on d and returns the wrapped group and a
-// function that stops Run and returns its error.
+// run starts pipeline.Run on d (testkit.Start) and returns the wrapped
+// group and a function that stops Run and returns its error.
 func run(t *testing.T, d *driver, build pipeline.Builder, opts ...pipeline.Option) (*Group, func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- pipeline.Run(ctx, d, build, opts...) }()
-	g := <-d.ready
-	stopped := false
-	var err error
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			err = <-errc
-		}
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
-	return g, stop
+	r := testkit.Start(t, d, build, opts...)
+	return <-d.ready, func() error { return r.Stop(t) }
 }
 
 func tp(p int32) pipeline.TopicPartition { return pipeline.TopicPartition{Topic: "in", Partition: p} }

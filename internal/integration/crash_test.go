@@ -154,7 +154,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	bc := startConsumer(t, "B", newSource(t, b, group, topic, ov), builder("B", byB), pipeline.WithHooks(bObs))
 	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, bc)
 	t.Logf("B joined in %v", time.Since(bStart))
-	waitCommittedHW(t, b, group, topic, bc)
+	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 	t.Logf("B done in %v", time.Since(bStart))
 	bc.stop(t)
 

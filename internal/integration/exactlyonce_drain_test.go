@@ -100,7 +100,7 @@ func eosDrainUnfinished(t *testing.T, b *kafkatest.Broker, in, out, group string
 	bc := start("B", func(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder {
 		return eosFanOut(produce, 0)
 	})
-	waitCommittedHW(t, b, group, in, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
 }

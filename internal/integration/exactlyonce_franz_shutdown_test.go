@@ -112,7 +112,7 @@ func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 
 	srcB, pB := newFranzTxnSource(t, b, group, in, "feoss-B")
 	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, out), 0), eosQueue)
-	waitCommittedHW(t, b, group, in, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
 }

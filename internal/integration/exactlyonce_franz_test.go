@@ -90,7 +90,7 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feos-A")
 	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
-	waitCommittedHW(t, b, group, in, a)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	b.Fill(t, in, perPartition, 16) // mid-stream: A commits these in transactions
 	hw := b.HighWatermarks(t, in)
 	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "feos-A", Err: kerr.UnknownServerError,
@@ -113,7 +113,7 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 		// A rewound in place and goes on
 	}
-	waitCommittedHW(t, b, group, in, finish...)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	for _, c := range finish {
 		c.stop(t)
 	}
@@ -135,7 +135,7 @@ func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
 	obsA := newGroupObserver()
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feosr-A")
 	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 1), pipeline.WithHooks(obsA), eosQueue)
-	waitCommittedHW(t, b, group, in, a)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	b.Fill(t, in, perPartition, 16) // A is mid-stream in these when B joins
 	hw := b.HighWatermarks(t, in)
 	srcB, pB := newFranzTxnSource(t, b, group, in, "feosr-B")
@@ -144,7 +144,7 @@ func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
 	if done, _ := committedSum(t, b, group, in); done >= parts*(perPartition+100) {
 		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
 	}
-	waitCommittedHW(t, b, group, in, a, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	a.stop(t)
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
@@ -188,7 +188,7 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feosz-A")
 	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
-	waitCommittedHW(t, b, group, in, a)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	srcA2, pA2 := newFranzTxnSource(t, b, group, in, "feosz-A")
 	a2 := startConsumer(t, "A2", srcA2, eosFanOut(franzProduce(pA2, out), 2), eosQueue)
 	b.Fill(t, in, perPartition, 16) // A's next transaction is refused
@@ -201,7 +201,7 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) || !errors.Is(err, exactlyonce.ErrFatal) {
 		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted and ErrFatal", err)
 	}
-	waitCommittedHW(t, b, group, in, a2)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	a2.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
 }
@@ -229,7 +229,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	}
 	srcA, pA := newFranzTxnSource(t, b, group, in, "feosn-A")
 	a := startConsumer(t, "A", srcA, nothing(pA))
-	waitCommittedHW(t, b, group, in, a)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	a.stop(t)
 
 	b.Fill(t, in, 1, 16) // one more record per partition: B gets exactly these
@@ -238,7 +238,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r pipeline.Record) error { seen.add(r.Partition, r.Offset); return nil })
 	})
-	waitCommittedHW(t, b, group, in, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	bc.stop(t)
 	if n := seen.total.Load(); n != parts {
 		t.Fatalf("B processed %d records, want the %d added after A's commits", n, parts)

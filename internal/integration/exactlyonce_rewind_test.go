@@ -54,7 +54,7 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 		t.Fatalf("A's EndTxn(commit) was not faulted: %v", err)
 	}
 	waitFor(t, "A rewinding partitions (lost, then assigned again)", func() bool { return obs.lost.Load() > 0 }, a)
-	waitCommittedHW(t, b, group, in, a)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	a.stop(t) // Run returns nil: the abort did not stop it
 	if got := obs.assigned.Load(); got <= parts {
 		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)
@@ -94,7 +94,7 @@ func TestExactlyOnceFencedMemberStops(t *testing.T) {
 
 	srcB, pB := newTxnSource(t, b, group, in, "eosf-B")
 	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
-	waitCommittedHW(t, b, group, in, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
 }

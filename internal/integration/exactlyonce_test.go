@@ -207,7 +207,7 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 
 	srcB, pB := newTxnSource(t, b, group, in, "eos-B")
 	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
-	waitCommittedHW(t, b, group, in, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)
 }
@@ -237,7 +237,7 @@ func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
 	if done >= parts*perPartition {
 		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
 	}
-	waitCommittedHW(t, b, group, in, a, bc)
+	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
 	a.stop(t)
 	bc.stop(t)
 	checkExactlyOnce(t, b, out, parts, hw)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -38,6 +39,69 @@ func proxiedBroker(t *testing.T) (*kafkatest.Broker, *tcpproxy.Proxy) {
 	return b, proxies[0]
 }
 
+// proxiedRun is one consumer, A, on a proxied broker (proxiedBroker),
+// reading a filled topic: every processing is counted in seen and es, and
+// every commit is watched.
+type proxiedRun struct {
+	b            *kafkatest.Broker
+	px           *tcpproxy.Proxy
+	topic, group string
+	hw           map[int32]int64
+	seen         *offsets
+	es           *epochs
+	watch        *commitWatch
+	obs          *commitLog
+	ov           map[string]any // the source's overrides: the session timeout
+	a            *member
+}
+
+// startProxied fills the topic name-mode with perPartition records in each
+// of parts partitions and starts A with the session timeout session, its
+// graph waiting at gs. It returns once the group committed held on every
+// partition and A was delivered the first delivered records of each.
+func startProxied(t *testing.T, name string, mode tcpproxy.Mode, parts, perPartition int, session time.Duration, held, delivered int64, gs gates) *proxiedRun {
+	t.Helper()
+	r := &proxiedRun{topic: name + "-" + mode.String(), group: name + "-" + mode.String() + "-g"}
+	r.b, r.px = proxiedBroker(t)
+	r.b.CreateTopic(t, r.topic, int32(parts))
+	r.b.Fill(t, r.topic, perPartition, 16)
+	r.hw = r.b.HighWatermarks(t, r.topic)
+	r.seen = newOffsets(r.hw)
+	r.es = &epochs{b: r.b, group: r.group, topic: r.topic}
+	r.watch = watchCommits(t, r.b, r.group, r.topic, r.seen)
+	r.obs = newCommitLog(r.b, r.group, r.topic)
+	r.ov = map[string]any{"session.timeout.ms": int(session.Milliseconds())}
+	r.a = startMember(t, "A", newSourceWith(t, r.b, r.group, r.topic, "A", 50*time.Millisecond, r.ov),
+		countingBuilder("A", r.es, r.seen, gs),
+		pipeline.WithHooks(r.obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, r.b, r.group, r.topic, uniform(parts, held), r.a)
+	waitUntil(t, fmt.Sprintf("the first %d records of every partition delivered", delivered), func() bool {
+		return r.obs.deliveredAtLeast(parts, delivered)
+	}, r.a)
+	return r
+}
+
+// fail cuts or stalls the network, as mode says.
+func (r *proxiedRun) fail(mode tcpproxy.Mode) {
+	if mode == tcpproxy.Cut {
+		r.px.Cut()
+	} else {
+		r.px.Stall()
+	}
+}
+
+// check checks, once every consumer stopped, that no commit ran ahead of
+// the processing, that each ownership started at the group's commit, that
+// each offset was processed times(partition, offset) times, and that the
+// group committed the high watermarks.
+func (r *proxiedRun) check(t *testing.T, times func(int32, int64) int32) {
+	t.Helper()
+	r.watch.check(t)
+	r.es.check(t)
+	r.seen.checkTimes(t, times)
+	checkCommittedEquals(t, r.b, r.group, r.topic, r.hw)
+}
+
 // TestFaultNetworkPartition: the network between the consumer and the
 // broker fails for longer than the session timeout, either cut
 // (connections reset, new ones refused) or stalled (nothing gets through
@@ -67,33 +131,14 @@ func TestFaultNetworkPartition(t *testing.T) {
 func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	const parts, perPartition, held, cutAt = 4, 3000, 1000, 2000
 	const session = 3 * time.Second
-	b, px := proxiedBroker(t)
-	topic, group := "fnp-"+mode.String(), "fnp-"+mode.String()+"-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
-
 	beforeCut, afterHeal := newGate(), newGate()
-	obs := newCommitLog(b, group, topic)
-	src := newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, map[string]any{
-		"session.timeout.ms": int(session.Milliseconds()),
-	})
-	a := startMember(t, "A", src, countingBuilder("A", es, seen, gates{held: beforeCut, cutAt: afterHeal}),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
-	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
-	waitUntil(t, "the records up to the cut delivered", func() bool { return obs.deliveredAtLeast(parts, cutAt) }, a)
+	r := startProxied(t, "fnp", mode, parts, perPartition, session, held, cutAt, gates{held: beforeCut, cutAt: afterHeal})
+	b, group, obs, a := r.b, r.group, r.obs, r.a
 
 	began := time.Now()
-	if mode == tcpproxy.Cut {
-		px.Cut()
-	} else {
-		px.Stall()
-	}
+	r.fail(mode)
 	beforeCut.open()
-	waitUntil(t, "the records up to the cut processed", func() bool { return seen.processedThrough(cutAt - 1) }, a)
+	waitUntil(t, "the records up to the cut processed", func() bool { return r.seen.processedThrough(cutAt - 1) }, a)
 	waitUntil(t, "A losing every partition", func() bool { return obs.groupObserver.lost.Load() == parts }, a)
 	waitUntil(t, "the broker expiring A's session", func() bool {
 		gi := b.Cluster().GroupInfo(group)
@@ -104,11 +149,11 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	if got, want := obs.committedAtLoss(), uniform(parts, held); !maps.Equal(got, want) {
 		t.Errorf("the group's commits at the loss: %v, want %v", got, want)
 	}
-	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
+	if got, want := b.Committed(t, group, r.topic), uniform(parts, held); !maps.Equal(got, want) {
 		t.Errorf("the group's commits after the session expired: %v, want %v", got, want)
 	}
 
-	px.Restore()
+	r.px.Restore()
 	healed := time.Now()
 	waitUntil(t, "A getting every partition back", func() bool {
 		return obs.assigned.Load() == 2*parts && obs.owns() == parts
@@ -116,14 +161,13 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	t.Logf("%s: down for %v (session timeout %v); every partition back %v after the network healed",
 		mode, down.Round(time.Millisecond), session, time.Since(healed).Round(time.Millisecond))
 	afterHeal.open()
-	waitGroupAt(t, b, group, topic, hw, a)
+	waitGroupAt(t, b, group, r.topic, r.hw, a)
 	a.stillRunning(t, "the recovery")
 	lost, revoked, assigned := obs.groupObserver.lost.Load(), obs.revoked.Load(), obs.assigned.Load()
 	a.stopClean(t)
 
-	watch.check(t)
-	es.check(t) // the second ownership of each partition starts at the group's commit
-	seen.checkTimes(t, func(_ int32, off int64) int32 {
+	// The second ownership of each partition starts at the group's commit.
+	r.check(t, func(_ int32, off int64) int32 {
 		if off >= held && off < cutAt {
 			return 2
 		}
@@ -132,7 +176,6 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	if lost != parts || revoked != 0 || assigned != 2*parts {
 		t.Errorf("%d partitions lost, %d revoked, %d assigned; want %d, 0, %d", lost, revoked, assigned, parts, 2*parts)
 	}
-	checkCommittedEquals(t, b, group, topic, hw)
 }
 
 // TestFaultShutdownWhileCutOff: the consumer is stopped while the network
@@ -156,55 +199,34 @@ func TestFaultShutdownWhileCutOff(t *testing.T) {
 func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 	const parts, perPartition, held = 4, 2000, 1000
 	const session = 3 * time.Second
-	b, px := proxiedBroker(t)
-	topic, group := "fsc-"+mode.String(), "fsc-"+mode.String()+"-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
-
 	beforeCut := newGate()
-	obs := newCommitLog(b, group, topic)
-	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
-		countingBuilder("A", es, seen, gates{held: beforeCut}),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
-	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
-	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
+	r := startProxied(t, "fsc", mode, parts, perPartition, session, held, perPartition, gates{held: beforeCut})
+	b, group, topic := r.b, r.group, r.topic
 
-	if mode == tcpproxy.Cut {
-		px.Cut()
-	} else {
-		px.Stall()
-	}
+	r.fail(mode)
 	beforeCut.open()
-	waitUntil(t, "every record processed", func() bool { return seen.processedThrough(perPartition - 1) }, a)
-	took, err := a.stop(t)
-	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, obs.syncErrors())
+	waitUntil(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, r.a)
+	took, err := r.a.stop(t)
+	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, r.obs.syncErrors())
 	if err != nil && !strings.Contains(err.Error(), "final commit") {
 		t.Errorf("A: Run = %v, want nil or an error naming the failed final commit", err)
 	}
 	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
 		t.Errorf("the group's commits after A stopped cut off: %v, want %v", got, want)
 	}
-	px.Restore()
+	r.px.Restore()
 
-	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, ov),
-		countingBuilder("B", es, seen, nil))
-	waitGroupAt(t, b, group, topic, hw, bc)
+	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, r.ov),
+		countingBuilder("B", r.es, r.seen, nil))
+	waitGroupAt(t, b, group, topic, r.hw, bc)
 	bc.stopClean(t)
 
-	watch.check(t)
-	es.check(t)
-	seen.checkTimes(t, func(_ int32, off int64) int32 {
+	r.check(t, func(_ int32, off int64) int32 {
 		if off >= held {
 			return 2
 		}
 		return 1
 	})
-	checkCommittedEquals(t, b, group, topic, hw)
 }
 
 // TestFaultNetworkBlip: the network fails for less than the session
@@ -227,33 +249,15 @@ func TestFaultNetworkBlip(t *testing.T) {
 func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	const parts, perPartition, held = 4, 2000, 1000
 	const session = 10 * time.Second
-	b, px := proxiedBroker(t)
-	topic, group := "fnb-"+mode.String(), "fnb-"+mode.String()+"-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
-
 	g := newGate()
-	obs := newCommitLog(b, group, topic)
-	ov := map[string]any{"session.timeout.ms": int(session.Milliseconds())}
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
-		countingBuilder("A", es, seen, gates{held: g}),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
-	waitGroupAt(t, b, group, topic, uniform(parts, held), a)
-	waitUntil(t, "every record delivered", func() bool { return obs.deliveredAtLeast(parts, perPartition) }, a)
+	r := startProxied(t, "fnb", mode, parts, perPartition, session, held, perPartition, gates{held: g})
+	px, obs, a := r.px, r.obs, r.a
 
 	began := time.Now()
 	accepted := px.Accepted()
-	if mode == tcpproxy.Cut {
-		px.Cut()
-	} else {
-		px.Stall()
-	}
+	r.fail(mode)
 	g.open()
-	waitUntil(t, "every record processed", func() bool { return seen.processedThrough(perPartition - 1) }, a)
+	waitUntil(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, a)
 	if mode == tcpproxy.Cut {
 		// librdkafka reconnects with a backoff doubling from 100ms,
 		// over its bootstrap, broker and coordinator connections.
@@ -261,12 +265,12 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	} else {
 		waitUntil(t, "requests held by the stall", func() bool { return px.Held() >= 2 }, a)
 	}
-	if got, want := b.Committed(t, group, topic), uniform(parts, held); !maps.Equal(got, want) {
+	if got, want := r.b.Committed(t, r.group, r.topic), uniform(parts, held); !maps.Equal(got, want) {
 		t.Errorf("the group's commits while cut off: %v, want %v", got, want)
 	}
 	px.Restore()
 	down := time.Since(began)
-	waitGroupAt(t, b, group, topic, hw, a)
+	waitGroupAt(t, r.b, r.group, r.topic, r.hw, a)
 	t.Logf("%s: down for %v (session timeout %v); the high watermarks committed %v after the network healed",
 		mode, down.Round(time.Millisecond), session, (time.Since(began) - down).Round(time.Millisecond))
 	if down >= session {
@@ -276,11 +280,8 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
 	a.stopClean(t)
 
-	watch.check(t)
-	es.check(t)
-	seen.checkTimes(t, func(int32, int64) int32 { return 1 })
+	r.check(t, func(int32, int64) int32 { return 1 })
 	if lost != 0 || revoked != 0 {
 		t.Errorf("%d partitions lost and %d revoked, want none", lost, revoked)
 	}
-	checkCommittedEquals(t, b, group, topic, hw)
 }

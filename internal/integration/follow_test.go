@@ -245,7 +245,7 @@ func TestFollower(t *testing.T) {
 			// The leaders finish: the follower catches up exactly.
 			lead.commit("lead-a", map[int32]int64{0: perPartition, 1: perPartition})
 			lead.commit("lead-b", map[int32]int64{0: perPartition, 1: perPartition})
-			waitCommittedHW(t, b, group, topic, c)
+			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 			for p := int32(0); p < 2; p++ {
 				if ps := processed(p); !slices.Equal(ps, followSpan(0, perPartition)) {
 					t.Fatalf("partition %d processed %v, want [0, %d) once each", p, ps, perPartition)

@@ -95,7 +95,7 @@ func franzChurn(t *testing.T, strategy string, opts ...kgo.Opt) {
 	waitFor(t, "C getting partitions", func() bool { return cObs.owns() > 0 }, a, bc, cc)
 	waitFor(t, "60% processed", progress(0.60), a, bc, cc)
 	bc.stop(t)
-	waitCommittedHW(t, b, group, topic, a, cc)
+	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 	t.Logf("all committed after %v", time.Since(began))
 	a.stop(t)
 	cc.stop(t)
@@ -168,7 +168,7 @@ func TestFranzCrashedMemberIsReplaced(t *testing.T) {
 	}
 	bObs := newGroupObserver()
 	bc := startConsumer(t, "B", newFranzSource(t, b, group, topic, session), builder("B", byB), pipeline.WithHooks(bObs))
-	waitCommittedHW(t, b, group, topic, bc)
+	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 	bc.stop(t)
 	for p, h := range hw {
 		from := final[p]

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -98,18 +97,6 @@ func waitFor(t testing.TB, what string, cond func() bool, cs ...*consumer) {
 			t.Fatalf("waiting for %s: not within %v", what, wait)
 		}
 	}
-}
-
-// waitCommittedHW waits until the group's commits equal the topic's high
-// watermarks.
-func waitCommittedHW(t testing.TB, b *kafkatest.Broker, group, topic string, cs ...*consumer) {
-	t.Helper()
-	hw := b.HighWatermarks(t, topic)
-	var got map[int32]int64
-	waitFor(t, fmt.Sprintf("group %s committing the high watermarks %v", group, hw), func() bool {
-		got = b.Committed(t, group, topic)
-		return maps.Equal(got, hw)
-	}, cs...)
 }
 
 // offsets counts how often each offset of each partition was processed,

@@ -155,7 +155,7 @@ func churn(t *testing.T, strategy string) {
 	waitFor(t, "60% processed", progress(0.60), a, bc, cc)
 	bc.stop(t)
 	t.Logf("B left at %d processed (%v)", seen.total.Load(), time.Since(began))
-	waitCommittedHW(t, b, group, topic, a, cc)
+	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 	t.Logf("all committed after %v", time.Since(began))
 	a.stop(t)
 	cc.stop(t)

@@ -172,6 +172,59 @@ func (c *tally) times(member string, off int64) int {
 	return c.done[member][off]
 }
 
+// builder returns member's graph: one Each stage that runs work on the
+// record (when work is not nil) and, unless work failed, counts it as
+// completed by member.
+func (c *tally) builder(member string, work func(context.Context, pipeline.Record) error) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			if work != nil {
+				if err := work(ctx, r); err != nil {
+					return err
+				}
+			}
+			c.add(member, r.Offset)
+			return nil
+		})
+	}
+}
+
+// checkOnce fails t unless members A and B together completed each offset
+// below n exactly once; why ends the message.
+func (c *tally) checkOnce(t *testing.T, n int64, why string) {
+	t.Helper()
+	for off := int64(0); off < n; off++ {
+		if got := c.times("A", off) + c.times("B", off); got != 1 {
+			t.Errorf("offset %d processed %d times (A %d, B %d), want exactly once%s", off, got, c.times("A", off), c.times("B", off), why)
+		}
+	}
+}
+
+// hangFrom is work that, from offset hang on, sets hanging and waits
+// until its context ends (its drain times out): a member stuck there.
+func hangFrom(hang int64, hanging *atomic.Bool) func(context.Context, pipeline.Record) error {
+	return func(ctx context.Context, r pipeline.Record) error {
+		if r.Offset < hang {
+			return nil
+		}
+		hanging.Store(true)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+}
+
+// longOffset0 is work that takes d on offset 0 (the work, not
+// synchronisation), having set started.
+func longOffset0(started *atomic.Bool, d time.Duration) func(context.Context, pipeline.Record) error {
+	return func(_ context.Context, r pipeline.Record) error {
+		if r.Offset == 0 {
+			started.Store(true)
+			time.Sleep(d)
+		}
+		return nil
+	}
+}
+
 // TestShareTwoMembersSplitOnePartition: two members of one share group
 // consume one partition together; both process some of its records, and
 // together every record exactly once (nothing crashed, no lock expired).
@@ -189,19 +242,14 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 	b := newShareBroker(t, topic)
 	shareFromEarliest(t, b, group)
 	done := newTally()
-	build := func(name string) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-				if r.Offset%4 == 0 {
-					time.Sleep(time.Millisecond) // the work, not synchronisation
-				}
-				done.add(name, r.Offset)
-				return nil
-			})
+	work := func(_ context.Context, r pipeline.Record) error {
+		if r.Offset%4 == 0 {
+			time.Sleep(time.Millisecond) // the work, not synchronisation
 		}
+		return nil
 	}
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), build("A"))
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), build("B"))
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("A", work))
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("B", work))
 	// Both members are in the group before the records exist, so that
 	// neither can take them all before the other joined.
 	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
@@ -209,11 +257,7 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
 	a.stopClean(t)
 	bm.stopClean(t)
-	for off := int64(0); off < n; off++ {
-		if got := done.times("A", off) + done.times("B", off); got != 1 {
-			t.Fatalf("offset %d processed %d times (A %d, B %d), want exactly once", off, got, done.times("A", off), done.times("B", off))
-		}
-	}
+	done.checkOnce(t, n, "")
 	if done.count("A") == 0 || done.count("B") == 0 {
 		t.Fatalf("processed by A %d, by B %d: want both to share the partition", done.count("A"), done.count("B"))
 	}
@@ -307,23 +351,7 @@ func TestShareCrashReleasesToOtherMember(t *testing.T) {
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
-	aBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
-			if r.Offset >= hang {
-				hanging.Store(true)
-				<-ctx.Done() // hangs until its drain times out
-				return ctx.Err()
-			}
-			done.add("A", r.Offset)
-			return nil
-		})
-	}
-	bBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			done.add("B", r.Offset)
-			return nil
-		})
-	}
+	aBuild, bBuild := done.builder("A", hangFrom(hang, &hanging)), done.builder("B", nil)
 	nw := &killableDialer{}
 	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.Dialer(nw.dial)), aBuild,
 		pipeline.WithDrainTimeout(200*time.Millisecond))
@@ -545,23 +573,7 @@ func TestShareShutdownReleasesUnfinished(t *testing.T) {
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
-	aBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
-			if r.Offset >= hang {
-				hanging.Store(true)
-				<-ctx.Done() // hangs until its drain times out
-				return ctx.Err()
-			}
-			done.add("A", r.Offset)
-			return nil
-		})
-	}
-	bBuild := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			done.add("B", r.Offset)
-			return nil
-		})
-	}
+	aBuild, bBuild := done.builder("A", hangFrom(hang, &hanging)), done.builder("B", nil)
 	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), aBuild, pipeline.WithDrainTimeout(200*time.Millisecond))
 	waitUntil(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
 	a.stopClean(t)
@@ -595,29 +607,13 @@ func TestShareLongProcessingRenewsLock(t *testing.T) {
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var started atomic.Bool
-	build := func(name string) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-				if r.Offset == 0 {
-					started.Store(true)
-					time.Sleep(3 * lock) // the long work, not synchronisation
-				}
-				done.add(name, r.Offset)
-				return nil
-			})
-		}
-	}
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), build("A"))
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)))
 	waitUntil(t, "A processing offset 0", started.Load, a)
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), build("B"))
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", longOffset0(&started, 3*lock)))
 	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
 	a.stopClean(t)
 	bm.stopClean(t)
-	for off := int64(0); off < n; off++ {
-		if got := done.times("A", off) + done.times("B", off); got != 1 {
-			t.Errorf("offset %d processed %d times (A %d, B %d), want once", off, got, done.times("A", off), done.times("B", off))
-		}
-	}
+	done.checkOnce(t, n, "")
 }
 
 // TestShareDrainRenewsLock: A is stopped while offset 0 still needs three
@@ -632,22 +628,10 @@ func TestShareDrainRenewsLock(t *testing.T) {
 	shareFromEarliest(t, b, group)
 	done := newTally()
 	var started atomic.Bool
-	build := func(name string) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-				if r.Offset == 0 && name == "A" {
-					started.Store(true)
-					time.Sleep(3 * lock) // the long work, not synchronisation
-				}
-				done.add(name, r.Offset)
-				return nil
-			})
-		}
-	}
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), build("A"), pipeline.WithDrainTimeout(time.Minute))
+	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)), pipeline.WithDrainTimeout(time.Minute))
 	b.Fill(t, topic, n, 16)
 	waitUntil(t, "A processing offset 0", started.Load, a)
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), build("B"))
+	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", nil))
 	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
 	a.stopClean(t) // drains: returns once offset 0 (and what follows it on A) is done
 	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
@@ -655,11 +639,7 @@ func TestShareDrainRenewsLock(t *testing.T) {
 	if got := done.times("A", 0); got != 1 {
 		t.Errorf("offset 0 completed on A %d times, want 1", got)
 	}
-	for off := int64(0); off < n; off++ {
-		if got := done.times("A", off) + done.times("B", off); got != 1 {
-			t.Errorf("offset %d processed %d times (A %d, B %d), want once: its lock expired while A drained", off, got, done.times("A", off), done.times("B", off))
-		}
-	}
+	done.checkOnce(t, n, ": its lock expired while A drained")
 }
 
 // shareHooks counts what the runtime reports of a share source's records.

@@ -102,7 +102,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 	waitFor(t, "B writing", func() bool { return es.check(t)["B"] >= 1000 }, a, bc)
 	bc.stop(t)
 	t.Logf("B left at %d written", written.total.Load())
-	waitCommittedHW(t, b, group, topic, a)
+	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
 	a.stop(t)
 
 	dups := written.check(t)

@@ -88,7 +88,7 @@ func TestDeadLettersOutstandingAreBounded(t *testing.T) {
 			t.Fatalf("in/0 committed at %d after the first 3 reports, want 3", got)
 		}
 		c.deliverAll()
-		waitCommitted(t, f, limit+10)
+		f.WaitCommitted(t, "in", 0, limit+10)
 		must(t, r.Stop(t))
 		if got := c.sentValues(); !slices.Equal(got, valueNames(0, limit+10)) {
 			t.Errorf("handed over %d dead letters, want %d in offset order", len(got), limit+10)
@@ -124,7 +124,7 @@ func TestDeadLetterFailingMidwayIsRetriedAfterTheOthers(t *testing.T) {
 		c.mu.Lock()
 		delete(c.fail, "v2")
 		c.mu.Unlock()
-		waitCommitted(t, f, 6)
+		f.WaitCommitted(t, "in", 0, 6)
 		must(t, r.Stop(t))
 		if got, want := c.sentValues(), append(valueNames(0, 6), "v2"); !slices.Equal(got, want) {
 			t.Errorf("handed over %v, want %v (v2 again after the others)", got, want)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
@@ -63,24 +62,6 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitCommitted waits until in/0 is committed at least at offset; inside
-// a bubble the timeout only fires on a deadlock.
-func waitCommitted(t *testing.T, f *testkit.Fake, offset int64) {
-	t.Helper()
-	timeout := time.After(time.Minute)
-	for {
-		changed := f.Changed()
-		if c := f.Committed("in", 0); c >= offset {
-			return
-		}
-		select {
-		case <-changed:
-		case <-timeout:
-			t.Fatalf("in/0 committed at %d, waiting for %d", f.Committed("in", 0), offset)
-		}
 	}
 }
 

@@ -56,7 +56,7 @@ func TestWaitingReportsCompleteTogether(t *testing.T) {
 		close(gate)
 		synctest.Wait()
 		c.release("v5")
-		waitCommitted(t, f, 6)
+		f.WaitCommitted(t, "in", 0, 6)
 		must(t, r.Stop(t))
 		if got := done.seen(); !slices.Equal(got, []int{5, 1}) {
 			t.Errorf("completions %v, want [5 1]", got)

@@ -33,7 +33,7 @@ func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 			t.Fatalf("committed %d with v0's report outstanding, want nothing (-1)", got)
 		}
 		c.release("v0")
-		waitCommitted(t, f, 3)
+		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
 		if got := f.Committed("in", 0); got != 3 {
 			t.Errorf("committed %d after Stop, want 3", got)
@@ -75,7 +75,7 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		}
 
 		c.deliverAll()
-		waitCommitted(t, f, int64(n))
+		f.WaitCommitted(t, "in", 0, int64(n))
 		must(t, r.Stop(t))
 		if got := c.sentValues(); !slices.Equal(got, valueNames(0, n)) {
 			t.Errorf("produced %d messages %v..., want %d in order", len(got), got[:3], n)
@@ -112,7 +112,7 @@ func TestQueueFullIsRetriedNeverDropped(t *testing.T) {
 			t.Errorf("produced %v, want %v", got, valueNames(0, 3))
 		}
 		c.deliverAll()
-		waitCommitted(t, f, 3)
+		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
 		if got := len(c.triesOf("v2")); got != 1 {
 			t.Errorf("v2 sent %d times, want 1", got)
@@ -233,7 +233,7 @@ func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 		})
 		f, r := run(t, produceTo(c, tr, toMsg), dl)
 		must(t, f.Send("in", 0, values(0, 3)...))
-		waitCommitted(t, f, 3)
+		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
 		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v2"}) {
 			t.Errorf("produced %v, want [v0 v2]", got)

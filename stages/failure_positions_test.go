@@ -25,7 +25,7 @@ func nValues(n int) [][]byte {
 
 // A FlatMap failure must still complete the records before it that
 // produced no output, so the partition commits up to the failing offset.
-func TestReviewFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
+func TestFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			out := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]int64, error) {
@@ -53,7 +53,7 @@ func TestReviewFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 // position and leave no goroutine of the pool behind (synctest fails on a
 // leaked, blocked goroutine); the records before it, in the same chunk,
 // still complete.
-func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
+func TestPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			out := stages.PoolByKey(in, 3, func(r pipeline.Record) string {
@@ -80,7 +80,7 @@ func TestReviewPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 
 // A Batch Weight function that panics reports the value's position, and
 // the partial batch before it is still emitted and completes.
-func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
+func TestBatchWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got [][]int64
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
@@ -115,7 +115,7 @@ func TestReviewBatchWeightPanicReportsPosition(t *testing.T) {
 
 // A SharedBatcher Weight function that panics reports the value's
 // position, and the values before it are still written and complete.
-func TestReviewSharedBatcherWeightPanicReportsPosition(t *testing.T) {
+func TestSharedBatcherWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w writes
 		b := stages.NewSharedBatcherByWeight(w.write, 10, time.Minute, func(v string) int {
@@ -142,7 +142,7 @@ func TestReviewSharedBatcherWeightPanicReportsPosition(t *testing.T) {
 // When Pool's emitter fails, the workers must not go on calling (and
 // retrying) fn for every value still queued: Run must stop about when the
 // failing value exhausted its retries, not after the whole backlog did.
-func TestReviewPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
+func TestPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			out := stages.Pool(in, 2, func(ctx context.Context, r pipeline.Record) (int64, error) {
@@ -174,7 +174,7 @@ func TestReviewPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
 // A shared batch that fails as Invalid dead-letters the values of every
 // partition in it, including partitions lost meanwhile: that must not
 // send on the lost graph's closed dead-letter queue.
-func TestReviewSharedBatchInvalidWithLostPartitions(t *testing.T) {
+func TestSharedBatchInvalidWithLostPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lost = 16
 		var dead atomic.Int32
