@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -135,7 +135,7 @@ func gatedRun(t *testing.T, src pipeline.Source, m *heldMeter, n int64, opts ...
 }
 
 // With WithMaxInFlight(100) the runtime holds at most 100 records in
-// flight plus, waiting for admission, one delivery (kafkasource.MaxBatch
+// flight plus, waiting for admission, one delivery (rebalance.MaxBatch
 // records) per partition, the one that paused it: the records kgo
 // returned for a paused partition stay with the source, which holds at
 // most an eighth of the limit (at least MaxBatch) and takes no more from
@@ -154,11 +154,11 @@ func TestMaxInFlightIsACapOnFranz(t *testing.T) {
 	gatedRun(t, src, m, int64(n), pipeline.WithMaxInFlight(limit))
 	records, _ := m.peaks()
 	t.Logf("runtime %d records, source %+v", records, m.src)
-	if bound := int64(limit + partitions*kafkasource.MaxBatch); records > bound {
-		t.Errorf("the runtime held up to %d records; want at most %d (%d in flight + %d partitions x %d)", records, bound, limit, partitions, kafkasource.MaxBatch)
+	if bound := int64(limit + partitions*rebalance.MaxBatch); records > bound {
+		t.Errorf("the runtime held up to %d records; want at most %d (%d in flight + %d partitions x %d)", records, bound, limit, partitions, rebalance.MaxBatch)
 	}
-	if m.src.core > kafkasource.MaxBatch {
-		t.Errorf("the source held up to %d records; want at most %d", m.src.core, kafkasource.MaxBatch)
+	if m.src.core > rebalance.MaxBatch {
+		t.Errorf("the source held up to %d records; want at most %d", m.src.core, rebalance.MaxBatch)
 	}
 }
 
@@ -281,8 +281,8 @@ func TestHeldRecordsDeliveredInOrderOnFranz(t *testing.T) {
 			t.Errorf("partition %d: processed %d records, not 0..%d in order", p, len(offs), perPart-1)
 		}
 	}
-	if records, _ := m.peaks(); records > partitions*(queue+kafkasource.MaxBatch) {
-		t.Errorf("the runtime held up to %d records; want at most %d partitions x (%d + %d)", records, partitions, queue, kafkasource.MaxBatch)
+	if records, _ := m.peaks(); records > partitions*(queue+rebalance.MaxBatch) {
+		t.Errorf("the runtime held up to %d records; want at most %d partitions x (%d + %d)", records, partitions, queue, rebalance.MaxBatch)
 	}
 	if m.src.core == 0 {
 		t.Error("the source never held a record: the test did not pause a partition mid-poll")

@@ -9,11 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Offsets flow: see internal/kafkasource, which sends every commit, one at
+// Offsets flow: see internal/rebalance, which sends every commit, one at
 // a time, through Commit. kgo's auto-commit is off (kgo.DisableAutoCommit),
 // and every commit runs under a context bounded by CloseTimeout, so kgo
 // gives up on it (it retries retriable errors itself) within that bound.
@@ -35,7 +35,7 @@ type CommitError struct {
 
 // Error names the commit, its offsets and the cause.
 func (e *CommitError) Error() string {
-	return fmt.Sprintf("franz: %s commit of %s: %v", e.Reason, kafkasource.OffsetsString(e.Offsets), e.Err)
+	return fmt.Sprintf("franz: %s commit of %s: %v", e.Reason, rebalance.OffsetsString(e.Offsets), e.Err)
 }
 
 // Unwrap returns the cause.
@@ -44,7 +44,7 @@ func (e *CommitError) Unwrap() error { return e.Err }
 // Commit commits offs with CommitOffsetsSync, on the core's commit
 // goroutine, bounded by CloseTimeout, and returns the partitions the
 // broker rejected.
-func (r *runner) Commit(offs []pipeline.Offset) (rejected []kafkasource.Rejected, err error) {
+func (r *runner) Commit(offs []pipeline.Offset) (rejected []rebalance.Rejected, err error) {
 	m := make(map[string]map[int32]kgo.EpochOffset)
 	for _, o := range offs {
 		if m[o.Topic] == nil {
@@ -62,11 +62,11 @@ func (r *runner) Commit(offs []pipeline.Offset) (rejected []kafkasource.Rejected
 
 // rejections returns the offsets of offs the response rejected, or the
 // request's error.
-func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err error) ([]kafkasource.Rejected, error) {
+func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err error) ([]rebalance.Rejected, error) {
 	if err != nil || resp == nil {
 		return nil, err
 	}
-	var out []kafkasource.Rejected
+	var out []rebalance.Rejected
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			perr := kerr.ErrorForCode(p.ErrorCode)
@@ -76,7 +76,7 @@ func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err err
 			tp := pipeline.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			for _, o := range offs {
 				if o.TopicPartition == tp {
-					out = append(out, kafkasource.Rejected{Offset: o, Err: perr})
+					out = append(out, rebalance.Rejected{Offset: o, Err: perr})
 				}
 			}
 		}

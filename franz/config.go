@@ -7,14 +7,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 const (
 	// DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
-	DefaultCommitInterval = kafkasource.DefaultCommitInterval
+	DefaultCommitInterval = rebalance.DefaultCommitInterval
 	// DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-	DefaultCloseTimeout = kafkasource.DefaultCloseTimeout
+	DefaultCloseTimeout = rebalance.DefaultCloseTimeout
 )
 
 // Config configures a [Source]. Brokers, Group and Topics are required;
@@ -71,7 +71,7 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	err := kafkasource.Settings{
+	err := rebalance.Settings{
 		Prefix:         "franz",
 		Brokers:        c.Brokers,
 		Group:          c.Group,
@@ -91,9 +91,9 @@ func (c Config) validate() error {
 }
 
 func (c Config) closeTimeout() time.Duration {
-	return kafkasource.CloseTimeoutOrDefault(c.CloseTimeout)
+	return rebalance.CloseTimeoutOrDefault(c.CloseTimeout)
 }
 
 // commitTimeout bounds each synchronous commit (revoke, shutdown): 40% of
 // CloseTimeout.
-func (c Config) commitTimeout() time.Duration { return kafkasource.CommitTimeout(c.CloseTimeout) }
+func (c Config) commitTimeout() time.Duration { return rebalance.CommitTimeout(c.CloseTimeout) }

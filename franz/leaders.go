@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -62,10 +62,10 @@ var _ follow.Leaders = (*Leaders)(nil)
 // Brokers or Groups, an empty or repeated group name, a refused kgo
 // option, or what kgo rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if err := kafkasource.CheckBrokers("franz", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
+	if err := rebalance.CheckBrokers("franz", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
 		return nil, err
 	}
-	if err := kafkasource.CheckLeaderGroups("franz", "LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := rebalance.CheckLeaderGroups("franz", "LeadersConfig.Groups", cfg.Groups); err != nil {
 		return nil, err
 	}
 	for i, o := range cfg.Opts {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 const (
@@ -83,7 +83,7 @@ type ProducerConfig struct {
 }
 
 func (c ProducerConfig) validate() error {
-	if err := kafkasource.CheckBrokers("franz", "ProducerConfig.Brokers", c.Brokers); err != nil {
+	if err := rebalance.CheckBrokers("franz", "ProducerConfig.Brokers", c.Brokers); err != nil {
 		return err
 	}
 	if c.CloseTimeout < 0 {

@@ -16,10 +16,11 @@ import (
 // before fetching the new partitions starts). pipeline.Group must only be
 // called from the poll goroutine, so each callback hands its partitions to
 // the poll loop (queue, then cancels the poll in progress) and waits until
-// the loop has served them: Assign, Revoke plus the synchronous commit, or
-// Lose. The rebalance is thus blocked for exactly as long as the drain and
-// the commit take, as with librdkafka. A callback that comes before the
-// loop starts (a transactional producer's id initializing) waits for it.
+// the loop has served them (rebalance.Core.Assigned, Core.Revoked with its
+// drain and synchronous commit, or Core.Lost). The rebalance is thus
+// blocked for exactly as long as the drain and the commit take, as with
+// librdkafka. A callback that comes before the loop starts (a
+// transactional producer's id initializing) waits for it.
 // Every way out of Run once the client exists leaves the group first
 // (Leave, endHandOff): the callbacks waiting are then served in closing
 // mode (no Group call) and later ones return at once, so kgo's Close,
@@ -94,72 +95,26 @@ func (r *runner) endHandOff() {
 	r.serveCallbacks()
 }
 
+// serve hands one callback to the core. A callback that comes after a
+// fatal error assigns nothing: Run is about to fail.
 func (r *runner) serve(cb *callback) {
 	switch cb.kind {
 	case cbAssigned:
-		r.assigned(cb.tps)
-	case cbRevoked:
-		r.revoked(cb.tps)
-	case cbLost:
-		r.lost(cb.tps)
-	}
-}
-
-func (r *runner) assigned(tps []pipeline.TopicPartition) {
-	if r.core.Closing() || r.fatal != nil {
-		return
-	}
-	r.core.Joined()
-	var fresh []pipeline.TopicPartition
-	for _, tp := range tps {
-		if !r.core.Owns(tp) {
-			fresh = append(fresh, tp)
+		if r.fatal == nil {
+			r.core.Assigned(cb.tps)
 		}
+	case cbRevoked:
+		// Still the owner in the group's eyes: kgo waits for this
+		// callback before it lets the rebalance go on.
+		r.core.Revoked(cb.tps)
+	case cbLost:
+		r.core.Lost(cb.tps)
 	}
-	if len(fresh) == 0 {
-		return
-	}
-	r.log.Info("partitions assigned", "partitions", fresh)
-	r.core.Assign(fresh)
 }
 
-// giveUp removes tps from the owned set and returns those that were
-// owned, with their pending offsets. kgo keeps a partition paused across
-// revoke and re-assign, and a new graph has not asked for a pause: what
-// we paused is resumed.
-func (r *runner) giveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset) {
-	mine, pending, paused := r.core.GiveUp(tps)
-	if len(paused) > 0 {
-		_ = r.Resume(paused)
-	}
-	return mine, pending
-}
-
-func (r *runner) revoked(tps []pipeline.TopicPartition) {
-	if r.core.Closing() {
-		r.core.Drop(tps) // drops out of the final commit
-		return
-	}
-	mine, pending := r.giveUp(tps)
-	if len(mine) == 0 {
-		return
-	}
-	// Still the owner in the group's eyes: kgo waits for this callback
-	// before it lets the rebalance go on.
-	r.core.Revoke(mine, pending)
-}
-
-func (r *runner) lost(tps []pipeline.TopicPartition) {
-	if r.core.Closing() {
-		r.core.Drop(tps)
-		return
-	}
-	mine, _ := r.giveUp(tps)
-	if len(mine) == 0 {
-		return
-	}
-	r.core.Lose(mine)
-}
+// GaveUpPaused resumes tps: kgo keeps a partition paused across revoke
+// and re-assign, and a new graph has not asked for a pause.
+func (r *runner) GaveUpPaused(tps []pipeline.TopicPartition) { _ = r.Resume(tps) }
 
 func tpsOf(m map[string][]int32) []pipeline.TopicPartition {
 	var out []pipeline.TopicPartition

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The shutdown sequence is kafkasource.Core.Stop: drain, final commit,
+// The shutdown sequence is rebalance.Core.Stop: drain, final commit,
 // then Leave and Close below, each bounded by Config.CloseTimeout.
 
 // BeforeFinalCommit serves the callbacks that came during the drain or a

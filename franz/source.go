@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/internal/headers"
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -21,8 +21,8 @@ const (
 	// pollIdle and maxBatch are the core's poll timeout while nothing is
 	// paused and its cap on the records of one Deliver call; the share
 	// source uses them too.
-	pollIdle = kafkasource.PollIdle
-	maxBatch = kafkasource.MaxBatch
+	pollIdle = rebalance.PollIdle
+	maxBatch = rebalance.MaxBatch
 	// defaultFetchMaxWait replaces kgo's 5s: a resumed partition otherwise
 	// waits behind a long-poll fetch of caught-up partitions.
 	defaultFetchMaxWait = 100 * time.Millisecond
@@ -46,7 +46,7 @@ type Source struct {
 
 // held is what the source holds outside the runtime after a poll: the
 // records its core keeps for paused partitions and those kgo buffered,
-// with their weight (kafkasource.Weight; kgo's bytes are its keys, values
+// with their weight (rebalance.Weight; kgo's bytes are its keys, values
 // and headers, without the overhead).
 type held struct {
 	core, kgo           int
@@ -166,7 +166,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	return txns.joinErr(r.core.Run(ctx))
 }
 
-// runner is the state of one Run and the [kafkasource.Backend] of its
+// runner is the state of one Run and the [rebalance.Backend] of its
 // core. Apart from mu and what it guards, it is only touched by the poll
 // goroutine (Commit reads only fields set before the loop started).
 type runner struct {
@@ -174,9 +174,9 @@ type runner struct {
 	cl   *kgo.Client
 	g    pipeline.Group
 	log  *slog.Logger
-	core *kafkasource.Core // owned set, batch, pause/resume, commits
-	txns *transactions     // exactly-once; nil without a transactional producer
-	hdrs headers.Slab      // header slices of converted records (toRecord)
+	core *rebalance.Core // owned set, batch, pause/resume, commits
+	txns *transactions   // exactly-once; nil without a transactional producer
+	hdrs headers.Slab    // header slices of converted records (toRecord)
 
 	highs map[pipeline.TopicPartition]int64 // last high watermark reported
 	fatal error                             // ends the loop
@@ -188,7 +188,7 @@ type runner struct {
 	handOffEnd bool // no more hand-offs: callbacks return at once
 }
 
-var _ kafkasource.Backend = (*runner)(nil)
+var _ rebalance.Backend = (*runner)(nil)
 
 func newRunner(s *Source, g pipeline.Group) *runner {
 	r := &runner{
@@ -197,7 +197,7 @@ func newRunner(s *Source, g pipeline.Group) *runner {
 		log:   s.log,
 		highs: make(map[pipeline.TopicPartition]int64),
 	}
-	r.core = kafkasource.New(r, g, kafkasource.Options{
+	r.core = rebalance.New(r, g, rebalance.Options{
 		Prefix:         "franz",
 		CommitInterval: s.cfg.CommitInterval,
 		CloseTimeout:   s.cfg.CloseTimeout,
@@ -260,7 +260,7 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	return fetches
 }
 
-// handle delivers the records of fetches, up to kafkasource.MaxBatch per
+// handle delivers the records of fetches, up to rebalance.MaxBatch per
 // Deliver, partition by partition, reports high watermarks and logs fetch
 // errors.
 func (r *runner) handle(fetches kgo.Fetches) {

@@ -6,19 +6,19 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 const (
 	// pollMargin, defaultSessionTimeout and defaultHeartbeat are shared
-	// with the Kafka source (see kafkasource.PollMargin): with the
+	// with the Kafka source (see rebalance.PollMargin): with the
 	// defaults, the rebalance timeout is 20s + 4s + 6s = 30s, a dead
 	// member's partitions move after 10s (kgo's default is 45s), and the
 	// heartbeat interval is kgo's 3s, lowered to a third of a shorter
 	// session timeout.
-	pollMargin            = kafkasource.PollMargin
-	defaultSessionTimeout = kafkasource.DefaultSessionTimeout
-	defaultHeartbeat      = kafkasource.DefaultHeartbeat
+	pollMargin            = rebalance.PollMargin
+	defaultSessionTimeout = rebalance.DefaultSessionTimeout
+	defaultHeartbeat      = rebalance.DefaultHeartbeat
 )
 
 // groupTimeouts returns the kgo options for the group timeouts, derived

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -63,7 +63,7 @@ func (t *transactions) initWatch() *initWatch {
 }
 
 // setCore tells the transactions the poll loop's core (see kgoTxn.core).
-func (t *transactions) setCore(c *kafkasource.Core) {
+func (t *transactions) setCore(c *rebalance.Core) {
 	if t != nil {
 		t.txn.core = c
 	}

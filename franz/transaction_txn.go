@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -52,7 +52,7 @@ type kgoTxn struct {
 	rewound map[pipeline.TopicPartition]bool
 	// core is the poll loop's, set before it runs: Rewind drops what it
 	// holds of the partitions rewound (fetched before the seek).
-	core *kafkasource.Core
+	core *rebalance.Core
 }
 
 var _ exactlyonce.Txn = (*kgoTxn)(nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -52,7 +52,7 @@ func (m *heldMeter) delivered(tp pipeline.TopicPartition, recs []pipeline.Record
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range recs {
-		b := kafkasource.Weight(&recs[i])
+		b := rebalance.Weight(&recs[i])
 		m.sizes[tp] = append(m.sizes[tp], b)
 		m.bytes += b
 	}
@@ -136,8 +136,8 @@ func TestMaxInFlightIsACap(t *testing.T) {
 	m := newHeldMeter()
 	gatedRun(t, newSource(t, b, "g-caps", "caps", nil), m, int64(n), pipeline.WithMaxInFlight(limit))
 	t.Logf("runtime %d records, core %d records, both %d", m.maxRecords, m.coreRecords, m.sumRecords)
-	if bound := int64(limit + partitions*kafkasource.MaxBatch); m.maxRecords > bound {
-		t.Errorf("the runtime held up to %d records; want at most %d (%d + %d partitions x %d)", m.maxRecords, bound, limit, partitions, kafkasource.MaxBatch)
+	if bound := int64(limit + partitions*rebalance.MaxBatch); m.maxRecords > bound {
+		t.Errorf("the runtime held up to %d records; want at most %d (%d + %d partitions x %d)", m.maxRecords, bound, limit, partitions, rebalance.MaxBatch)
 	}
 	if m.coreRecords > partitions {
 		t.Errorf("the core held up to %d records; want at most one per partition", m.coreRecords)

@@ -3,11 +3,11 @@ package source
 import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Offsets flow: see internal/kafkasource, which sends every commit, one at
+// Offsets flow: see internal/rebalance, which sends every commit, one at
 // a time, through Commit. What is particular to librdkafka:
 //
 //   - Its auto-committer is off (enable.auto.commit=false) and nothing is
@@ -31,17 +31,17 @@ import (
 // Commit commits offs with Kafka.commitOffsets (CommitOffsets), on the
 // core's commit goroutine, and returns the partitions librdkafka reported
 // an error for, with the offset it returned.
-func (r *runner) Commit(offs []pipeline.Offset) ([]kafkasource.Rejected, error) {
+func (r *runner) Commit(offs []pipeline.Offset) ([]rebalance.Rejected, error) {
 	res, err := r.k.commitOffsets(r.c, toKafka(offs))
 	if err != nil {
 		return nil, err
 	}
-	var rejected []kafkasource.Rejected
+	var rejected []rebalance.Rejected
 	for _, ko := range res {
 		if ko.Error == nil {
 			continue
 		}
-		rejected = append(rejected, kafkasource.Rejected{
+		rejected = append(rejected, rebalance.Rejected{
 			Offset: pipeline.Offset{
 				TopicPartition: pipeline.TopicPartition{Topic: topicOf(ko), Partition: ko.Partition},
 				Next:           int64(ko.Offset),

@@ -6,7 +6,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -30,7 +30,7 @@ type CommitError struct {
 
 // Error names the commit, its offsets and the cause.
 func (e *CommitError) Error() string {
-	return fmt.Sprintf("source: %s commit of %s: %v", e.Reason, kafkasource.OffsetsString(e.Offsets), e.Err)
+	return fmt.Sprintf("source: %s commit of %s: %v", e.Reason, rebalance.OffsetsString(e.Offsets), e.Err)
 }
 
 // Unwrap returns the cause.

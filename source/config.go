@@ -8,12 +8,12 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/internal/librdkafka"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
-const DefaultCommitInterval = kafkasource.DefaultCommitInterval
+const DefaultCommitInterval = rebalance.DefaultCommitInterval
 
 // Config configures a [Kafka] source. Brokers, Group and Topics are
 // required; everything else has a default.
@@ -118,7 +118,7 @@ func defaults() kafka.ConfigMap {
 }
 
 func (c Config) validate() error {
-	err := kafkasource.Settings{
+	err := rebalance.Settings{
 		Prefix:         "source",
 		Brokers:        c.Brokers,
 		Group:          c.Group,
@@ -164,7 +164,7 @@ func (c Config) configMap(drain time.Duration) (kafka.ConfigMap, error) {
 	}
 	m["bootstrap.servers"] = strings.Join(c.Brokers, ",")
 	m["group.id"] = c.Group
-	// The source sends every commit itself (internal/kafkasource): librdkafka's
+	// The source sends every commit itself (internal/rebalance): librdkafka's
 	// auto-committer would send stored offsets behind its back and retry
 	// them out of order, and commit on unassign and close.
 	m["enable.auto.commit"] = false

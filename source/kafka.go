@@ -12,8 +12,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/internal/headers"
-	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/internal/librdkafka"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -134,7 +134,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 		leftPaused: make(map[pipeline.TopicPartition]bool),
 		highs:      make(map[pipeline.TopicPartition]int64),
 	}
-	r.core = kafkasource.New(r, g, kafkasource.Options{
+	r.core = rebalance.New(r, g, rebalance.Options{
 		Prefix:         "source",
 		CommitInterval: k.cfg.CommitInterval,
 		CloseTimeout:   k.cfg.CloseTimeout,
@@ -170,7 +170,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 	return txns.joinErr(err)
 }
 
-// runner is the state of one Run and the [kafkasource.Backend] of its
+// runner is the state of one Run and the [rebalance.Backend] of its
 // core: it is only touched by the poll goroutine (rebalance callbacks run
 // inside Poll on that goroutine), except by the callbacks librdkafka runs
 // inside Close, on the close goroutine, which only read fields set before
@@ -181,9 +181,9 @@ type runner struct {
 	c    *kafka.Consumer
 	g    pipeline.Group
 	log  *slog.Logger
-	core *kafkasource.Core // owned set, batch, pause/resume, commits
-	txns *transactions     // exactly-once (transactions.go); wraps nothing without a transactional producer
-	hdrs headers.Slab      // header slices of converted records (toRecord)
+	core *rebalance.Core // owned set, batch, pause/resume, commits
+	txns *transactions   // exactly-once (transactions.go); wraps nothing without a transactional producer
+	hdrs headers.Slab    // header slices of converted records (toRecord)
 
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
@@ -207,7 +207,7 @@ type runner struct {
 	fatal      error                             // set by callbacks; ends the loop
 }
 
-var _ kafkasource.Backend = (*runner)(nil)
+var _ rebalance.Backend = (*runner)(nil)
 
 func (r *runner) run(ctx context.Context) error {
 	if err := r.checkTopics(ctx); err != nil {
@@ -221,7 +221,7 @@ func (r *runner) run(ctx context.Context) error {
 
 // Poll polls one event (waiting up to timeout), then keeps polling
 // without waiting while events are messages, batching consecutive records
-// of one partition into one Deliver call (kafkasource.Core.Add).
+// of one partition into one Deliver call (rebalance.Core.Add).
 func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 	r.pollBatch(int(timeout.Milliseconds()))
 	r.g.Polled()
@@ -236,7 +236,7 @@ func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 
 func (r *runner) pollBatch(timeoutMs int) {
 	defer r.core.Flush()
-	for n := 0; n < 4*kafkasource.MaxBatch; n++ {
+	for n := 0; n < 4*rebalance.MaxBatch; n++ {
 		ev := r.c.Poll(timeoutMs)
 		timeoutMs = 0
 		if ev == nil {

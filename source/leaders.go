@@ -9,8 +9,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/internal/kafkasource"
 	"github.com/sluice-go/sluice/internal/librdkafka"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -48,10 +48,10 @@ var _ follow.Leaders = (*Leaders)(nil)
 // offending field: an empty Brokers or Groups, an empty or repeated group
 // name, a refused or invalid override, or what librdkafka rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if err := kafkasource.CheckBrokers("source", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
+	if err := rebalance.CheckBrokers("source", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
 		return nil, err
 	}
-	if err := kafkasource.CheckLeaderGroups("source", "LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := rebalance.CheckLeaderGroups("source", "LeadersConfig.Groups", cfg.Groups); err != nil {
 		return nil, err
 	}
 	cm := kafka.ConfigMap{}

@@ -77,12 +77,12 @@ func (r *runner) answerInClose(ev kafka.Event) {
 	r.log.Warn("rebalance callback served inside Close", "event", ev.String(), "err", err)
 }
 
+// assigned serves an assignment (rebalance.Core.Assigned), then gives
+// librdkafka the partitions.
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
-	r.log.Info("partitions assigned", "partitions", tps, "cooperative", cooperative)
-	r.core.Joined()
-	if !r.core.Closing() && r.fatal == nil && len(tps) > 0 {
-		r.core.Assign(tps)
+	if r.fatal == nil {
+		r.core.Assigned(tps, "cooperative", cooperative)
 	}
 	var err error
 	if cooperative {
@@ -112,36 +112,25 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	}
 }
 
+// revoked serves a revoke or, when librdkafka reports the assignment
+// lost, a loss (rebalance.Core.Revoked, Core.Lost) while librdkafka still
+// holds the partitions, then unassigns them.
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
-	if r.core.Closing() {
-		// Shutdown (or Lose-all) already handed everything back; a
-		// revoked partition drops out of the final commit.
-		r.core.Drop(tps)
-		r.unassign(parts, cooperative)
-		return
-	}
-	// Records polled before the revoke still belong to an owned partition:
-	// hand them over first so the graph sees them before draining.
-	r.core.Flush()
-	mine, pending, stillPaused := r.core.GiveUp(tps)
-	for _, tp := range stillPaused {
-		r.leftPaused[tp] = true // still paused in librdkafka
-	}
-	switch {
-	case len(mine) == 0:
-	case lost:
-		// Nothing of theirs is sent any more; a commit already in
-		// flight is waited for before librdkafka hears we let go.
-		r.core.Lose(mine)
-	default:
-		// Commit what the graphs finished (and what was still pending
-		// for them) while we still are the owner in the group's eyes
-		// (before unassigning), after the commit in flight, bounded so
-		// that an unresponsive coordinator cannot hold the poll loop.
-		r.core.Revoke(mine, pending, "cooperative", cooperative)
+	if lost {
+		r.core.Lost(tps)
+	} else {
+		r.core.Revoked(tps, "cooperative", cooperative)
 	}
 	r.unassign(parts, cooperative)
+}
+
+// GaveUpPaused remembers tps: librdkafka keeps them paused, so a later
+// assignment resumes them (see assigned).
+func (r *runner) GaveUpPaused(tps []pipeline.TopicPartition) {
+	for _, tp := range tps {
+		r.leftPaused[tp] = true
+	}
 }
 
 func (r *runner) unassign(parts []kafka.TopicPartition, cooperative bool) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 // Why the source leaves the group before closing the client.
@@ -64,7 +64,7 @@ func (r *runner) leave(deadline time.Time) {
 	}
 	began := time.Now()
 	for {
-		quiet := r.pollClosing(kafkasource.PollIdle)
+		quiet := r.pollClosing(rebalance.PollIdle)
 		if r.fatal != nil {
 			return
 		}
@@ -89,7 +89,7 @@ func (r *runner) pollClosing(timeout time.Duration) (quiet bool) {
 	before := r.callbacks
 	ms := int(timeout.Milliseconds())
 	quiet = true
-	for range 4 * kafkasource.MaxBatch {
+	for range 4 * rebalance.MaxBatch {
 		ev := r.c.Poll(ms)
 		ms = 0
 		if ev == nil {

@@ -8,22 +8,22 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 // DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-const DefaultCloseTimeout = kafkasource.DefaultCloseTimeout
+const DefaultCloseTimeout = rebalance.DefaultCloseTimeout
 
 const (
 	// pollMargin, defaultSessionTimeout and defaultHeartbeat are shared
-	// with the franz backend (see kafkasource.PollMargin): with the
+	// with the franz backend (see rebalance.PollMargin): with the
 	// defaults, max.poll.interval.ms is 20s + 4s + 6s = 30s, a dead
 	// member's partitions move after 10s (librdkafka's default is 45s),
 	// and heartbeat.interval.ms is librdkafka's 3s, lowered to a third of
 	// a shorter session timeout.
-	pollMargin            = kafkasource.PollMargin
-	defaultSessionTimeout = kafkasource.DefaultSessionTimeout
-	defaultHeartbeat      = kafkasource.DefaultHeartbeat
+	pollMargin            = rebalance.PollMargin
+	defaultSessionTimeout = rebalance.DefaultSessionTimeout
+	defaultHeartbeat      = rebalance.DefaultHeartbeat
 	// maxPollIntervalLimit is the largest max.poll.interval.ms librdkafka
 	// accepts (rdkafka_conf.c).
 	maxPollIntervalLimit = 24 * time.Hour
@@ -110,8 +110,8 @@ func (c Config) consumerProtocol() bool {
 // (rd_kafka_LeaveGroupRequest, a fixed timeout; a LeaveGroup queued
 // behind a JoinGroup the coordinator holds waits that long), which the
 // default 10s leave room for.
-func (c Config) commitTimeout() time.Duration { return kafkasource.CommitTimeout(c.CloseTimeout) }
+func (c Config) commitTimeout() time.Duration { return rebalance.CommitTimeout(c.CloseTimeout) }
 
 func (c Config) closeTimeout() time.Duration {
-	return kafkasource.CloseTimeoutOrDefault(c.CloseTimeout)
+	return rebalance.CloseTimeoutOrDefault(c.CloseTimeout)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
-	"github.com/sluice-go/sluice/internal/kafkasource"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -22,7 +22,7 @@ type transactions struct {
 	eg  *exactlyonce.Group
 	// core is the poll loop's, set once created: a rewind drops what it
 	// holds of the partitions rewound.
-	core *kafkasource.Core
+	core *rebalance.Core
 }
 
 // initTransactions takes the producer bound to k, if any, and initializes

@@ -12,7 +12,7 @@ import (
 // Deliver.
 //
 // A source calls Deliver while it may hold records it fetched and has not
-// delivered yet: kafkasource.Core.Add flushes the batch of one partition
+// delivered yet: rebalance.Core.Add flushes the batch of one partition
 // (Deliver) before it appends the record it was given, which may be of a
 // partition the abort rewinds (or the next record of the same partition,
 // when the batch was full); franz's runner goes on with the records of the

@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// failInDeliver sets up the sequence of kafkasource.Core.Add that lost or
+// failInDeliver sets up the sequence of rebalance.Core.Add that lost or
 // duplicated records after a rewind on librdkafka: p0 and p1 committed up
 // to 2, delivered 2..3 each, an interval commit is due and waits for
 // output 1-3-b; once it finished the commit will fail (txn.failNext).

@@ -55,7 +55,7 @@ type Txn interface {
 	// delivers is the first one at or after the committed offset
 	// (librdkafka's seek bumps the partition's version barrier, which
 	// drops what was prefetched; a backend that holds fetched records
-	// itself drops those of tps; a kafkasource.Core holds none while a
+	// itself drops those of tps; a rebalance.Core holds none while a
 	// Group method other than Deliver runs). A paused partition stays
 	// paused (the Group lists it in Resumable afterwards). ctx bounds the
 	// call (the Group's CommitTimeout). An error stops the Group as a

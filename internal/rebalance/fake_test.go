@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"context"
@@ -47,6 +47,10 @@ type fakeBackend struct {
 	actions chan func()
 	commits chan *commitCall
 	fatal   error
+	// beforeFinal and gaveUpPaused, when set, run inside
+	// BeforeFinalCommit and GaveUpPaused.
+	beforeFinal  func()
+	gaveUpPaused func([]TP)
 
 	mu     sync.Mutex
 	events []string // Pause, Resume, Leave, Close, WaitToRetryCommit, in order
@@ -93,7 +97,11 @@ func (b *fakeBackend) ExpectedCommitError(err error) bool {
 
 func (b *fakeBackend) RetriableCommitError(err error) bool { return errors.Is(err, errRebalancing) }
 
-func (b *fakeBackend) BeforeFinalCommit() {}
+func (b *fakeBackend) BeforeFinalCommit() {
+	if b.beforeFinal != nil {
+		b.beforeFinal()
+	}
+}
 
 func (b *fakeBackend) WaitToRetryCommit(d time.Duration) {
 	b.event("retry")
@@ -103,6 +111,12 @@ func (b *fakeBackend) WaitToRetryCommit(d time.Duration) {
 func (b *fakeBackend) Pause(TP) error        { b.event("pause"); return nil }
 func (b *fakeBackend) Resume([]TP) error     { b.event("resume"); return nil }
 func (b *fakeBackend) Leave(time.Time) error { b.event("leave"); return nil }
+func (b *fakeBackend) GaveUpPaused(tps []TP) {
+	b.event("gaveUpPaused")
+	if b.gaveUpPaused != nil {
+		b.gaveUpPaused(tps)
+	}
+}
 
 func (b *fakeBackend) Close(deadline time.Time) error {
 	b.event("close")
@@ -124,6 +138,8 @@ type fakeGroup struct {
 	revoke    []pipeline.Offset // what Revoke returns
 	shutdown  []pipeline.Offset // what Shutdown returns
 	committed []committed
+	assigned  [][]TP // the partitions of each Assign call
+	revoked   [][]TP // the partitions of each Revoke call
 	lost      [][]TP
 	delivered map[TP]int
 	pauseNext bool // Deliver asks for a pause
@@ -163,10 +179,16 @@ func (g *fakeGroup) commitsSeen() []committed {
 	return append([]committed(nil), g.committed...)
 }
 
-func (g *fakeGroup) Assign([]TP) error { return nil }
-func (g *fakeGroup) Revoke([]TP) []pipeline.Offset {
+func (g *fakeGroup) Assign(tps []TP) error {
+	g.mu.Lock()
+	g.assigned = append(g.assigned, tps)
+	g.mu.Unlock()
+	return nil
+}
+func (g *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.revoked = append(g.revoked, tps)
 	return g.revoke
 }
 func (g *fakeGroup) Lose(tps []TP) {
@@ -298,7 +320,7 @@ func (h *harness) doAsync(f func()) <-chan struct{} {
 	return ran
 }
 
-func (h *harness) assign(tps ...TP) { h.do(func() { h.core.Assign(tps) }) }
+func (h *harness) assign(tps ...TP) { h.do(func() { h.core.assign(tps) }) }
 
 // nextCommit waits (fake time) for the core's next Commit call.
 func (h *harness) nextCommit() *commitCall {

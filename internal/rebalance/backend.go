@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 type Backend interface {
 	// Poll polls the client once, waiting up to timeout (or until ctx is
 	// done) for the first event, serves what it got (records through
-	// Core.Add and Core.Flush, rebalances through the Core's ownership
-	// methods), reports the poll with Group.Polled and returns a fatal
+	// Core.Add and Core.Flush, rebalances through Core.Assigned,
+	// Core.Revoked and Core.Lost), reports the poll with Group.Polled and returns a fatal
 	// error that ends Run, or nil.
 	Poll(ctx context.Context, timeout time.Duration) error
 	// Fail handles the fatal error Poll returned and returns Run's error:
@@ -53,6 +53,12 @@ type Backend interface {
 	// Resume resumes fetching tps. On error the core retries them on
 	// every round of the poll loop while they are owned.
 	Resume(tps []pipeline.TopicPartition) error
+	// GaveUpPaused is told the partitions a revoke or a loss gave up
+	// while the core had them paused (or their resume had failed): the
+	// client may keep them paused across a later assignment, so the
+	// backend resumes them now or when they are assigned again. It runs
+	// inside Core.Revoked and Core.Lost, before the drain or the cancel.
+	GaveUpPaused(tps []pipeline.TopicPartition)
 
 	// Leave leaves the group, until deadline at the latest, on shutdown
 	// (and after a fatal error Fail handles). Nothing is owned any more

@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"errors"

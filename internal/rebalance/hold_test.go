@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"slices"
@@ -43,7 +43,7 @@ func TestPausedPartitionsRecordsAreHeldUntilResumable(t *testing.T) {
 	g.logging, g.pauseAt = true, 100
 	b := &fakeBackend{}
 	c := New(b, g, Options{Prefix: "test"})
-	c.Assign([]TP{tp0, tp1})
+	c.assign([]TP{tp0, tp1})
 	for i := range 300 {
 		c.Add(rec(tp0, int64(i)))
 	}
@@ -82,7 +82,7 @@ func TestHeldDeliveryPausedAgain(t *testing.T) {
 	g.logging = true
 	b := &fakeBackend{}
 	c := New(b, g, Options{Prefix: "test"})
-	c.Assign([]TP{tp0})
+	c.assign([]TP{tp0})
 	g.pauseNext = true
 	for i := range 3 * MaxBatch {
 		c.Add(rec(tp0, int64(i)))
@@ -111,14 +111,14 @@ func TestHeldDeliveryPausedAgain(t *testing.T) {
 // core held of it: never delivered, never committed.
 func TestHeldRecordsDropped(t *testing.T) {
 	for name, drop := range map[string]func(c *Core){
-		"GiveUp":   func(c *Core) { c.GiveUp([]TP{tp0}) },
+		"giveUp":   func(c *Core) { c.giveUp([]TP{tp0}) },
 		"DropHeld": func(c *Core) { c.DropHeld([]TP{tp0}) },
 		"LoseAll":  func(c *Core) { c.LoseAll() },
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newFakeGroup()
 			c := New(&fakeBackend{}, g, Options{Prefix: "test"})
-			c.Assign([]TP{tp0, tp1})
+			c.assign([]TP{tp0, tp1})
 			g.pauseNext = true
 			for i := range 2 * MaxBatch {
 				c.Add(rec(tp0, int64(i)))
@@ -155,7 +155,7 @@ func TestRoomAndDeliverySize(t *testing.T) {
 	g.logging = true
 	g.maxRecords, g.maxBytes = 8000, 80<<10 // share: 1000 records, 10 KiB
 	c := New(&fakeBackend{}, g, Options{Prefix: "test"})
-	c.Assign([]TP{tp0})
+	c.assign([]TP{tp0})
 	if got := c.Room(); got != 1000 {
 		t.Fatalf("Room = %d with nothing held, want 1000", got)
 	}

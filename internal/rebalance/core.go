@@ -1,9 +1,8 @@
-package kafkasource
+package rebalance
 
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -159,101 +158,6 @@ func (c *Core) OwnedList() []pipeline.TopicPartition {
 // Closing reports whether the shutdown drained (or LoseAll ran): records
 // are dropped and rebalances only answer the client.
 func (c *Core) Closing() bool { return c.closing }
-
-// Joined reports Group.Joined once, at the first assignment, unless the
-// core is closing.
-func (c *Core) Joined() {
-	if !c.joined && !c.closing {
-		c.joined = true
-		c.g.Joined()
-	}
-}
-
-// Assign starts graphs for tps (Group.Assign) and owns them. A graph that
-// fails to build is logged: Run has recorded the error and cancels ctx,
-// so the source carries on and shuts down gracefully.
-func (c *Core) Assign(tps []pipeline.TopicPartition) {
-	if err := c.g.Assign(tps); err != nil {
-		// Partitions without a graph drop their records and report no
-		// offsets.
-		c.log.Error("assign failed; waiting for the runtime to stop", "partitions", tps, "err", err)
-	}
-	for _, tp := range tps {
-		if c.owned[tp] {
-			continue // owned already: its pause and held records stay
-		}
-		c.assigns++
-		c.ownership[tp] = c.assigns
-		c.owned[tp] = true
-		delete(c.paused, tp)
-	}
-}
-
-// GiveUp removes tps from the owned set and drops what the core held of
-// them. It returns those that were owned (mine), their pending offsets,
-// and the partitions of tps the core had paused or failed to resume
-// (stillPaused: the backend decides whether the client keeps them
-// paused).
-func (c *Core) GiveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset, stillPaused []pipeline.TopicPartition) {
-	for _, tp := range tps {
-		if c.owned[tp] {
-			mine = append(mine, tp)
-		}
-		delete(c.owned, tp)
-		if c.paused[tp] || slices.Contains(c.unresumed, tp) {
-			stillPaused = append(stillPaused, tp)
-			delete(c.paused, tp)
-		}
-	}
-	c.DropHeld(tps)
-	return mine, c.takePending(mine), stillPaused
-}
-
-// Drop removes tps from the owned set while closing: they drop out of
-// the final commit.
-func (c *Core) Drop(tps []pipeline.TopicPartition) {
-	for _, tp := range tps {
-		delete(c.owned, tp)
-	}
-	c.DropHeld(tps)
-}
-
-// Revoke drains the graphs of mine (Group.Revoke; the caller gave them up
-// with GiveUp, which returned pending) and commits what they finished,
-// merged with pending, synchronously within the commit timeout, after the
-// commit in flight. Call it while the client still owns the partitions
-// in the group's eyes. attrs are added to the log line.
-func (c *Core) Revoke(mine []pipeline.TopicPartition, pending []pipeline.Offset, attrs ...any) {
-	c.log.Info("partitions revoked", append([]any{"partitions", mine}, attrs...)...)
-	offs := c.g.Revoke(mine)
-	c.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(c.commitTimeout()))
-}
-
-// Lose cancels the graphs of mine (Group.Lose; the caller gave them up
-// with GiveUp) and waits, bounded by the commit timeout, for a commit in
-// flight that holds one of them, so that it cannot land after the next
-// owner's commits.
-func (c *Core) Lose(mine []pipeline.TopicPartition) {
-	c.log.Warn("partitions lost", "partitions", mine)
-	c.g.Lose(mine)
-	c.awaitLost(mine)
-}
-
-// LoseAll gives every owned partition up without committing (after a
-// fatal error) and starts closing.
-func (c *Core) LoseAll() {
-	clear(c.batch)
-	c.batch, c.batchBytes = c.batch[:0], 0
-	c.dropAllHeld()
-	tps := c.OwnedList()
-	clear(c.owned)
-	clear(c.paused)
-	clear(c.pending)
-	if len(tps) > 0 {
-		c.g.Lose(tps)
-	}
-	c.closing = true
-}
 
 // Add appends rec, a record the client returned, to the batch being
 // built, delivering the batch first when rec is of another partition or

@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"errors"
@@ -88,9 +88,8 @@ func TestFailedIntervalCommitNotRetriedOverNewer(t *testing.T) {
 		// the loss waits for the commit (bounded by the 4s commit
 		// timeout), which stays unanswered.
 		h.do(func() {
-			mine, _, _ := h.core.GiveUp([]TP{tp1})
-			h.core.Lose(mine)
-			h.core.Assign([]TP{tp1})
+			h.core.Lost([]TP{tp1})
+			h.core.Assigned([]TP{tp1})
 		})
 		c.answer <- commitAnswer{err: errRebalancing}
 		retry := h.nextCommit()
@@ -188,8 +187,7 @@ func TestRevokeCommitAbandoned(t *testing.T) {
 		h.g.revoke = []pipeline.Offset{off(tp0, 3)}
 		h.g.mu.Unlock()
 		revoked := h.doAsync(func() {
-			mine, pending, _ := h.core.GiveUp([]TP{tp0})
-			h.core.Revoke(mine, pending)
+			h.core.Revoked([]TP{tp0})
 		})
 		c := h.nextCommit()
 		wantOffsets(t, "revoke commit", c.offs, off(tp0, 3))
@@ -230,8 +228,7 @@ func TestLossWaitsForCommitInFlight(t *testing.T) {
 		h.g.report(off(tp0, 5))
 		c := h.nextCommit()
 		lost := h.doAsync(func() {
-			mine, _, _ := h.core.GiveUp([]TP{tp0})
-			h.core.Lose(mine)
+			h.core.Lost([]TP{tp0})
 		})
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -260,8 +257,7 @@ func TestLossOfOtherPartitionDoesNotWait(t *testing.T) {
 		c := h.nextCommit()
 		began := time.Now()
 		h.do(func() {
-			mine, _, _ := h.core.GiveUp([]TP{tp1})
-			h.core.Lose(mine)
+			h.core.Lost([]TP{tp1})
 		})
 		if took := time.Since(began); took != 0 {
 			t.Errorf("the loss of in/1 took %v behind a commit of in/0, want no wait", took)

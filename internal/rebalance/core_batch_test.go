@@ -1,4 +1,4 @@
-package kafkasource
+package rebalance
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func newIdleCore(g *fakeGroup) *Core {
 func TestAddAndFlushAllocateNothing(t *testing.T) {
 	g := newFakeGroup()
 	c := newIdleCore(g)
-	c.Assign([]TP{tp0, tp1})
+	c.assign([]TP{tp0, tp1})
 	recs := make([]pipeline.Record, 3*MaxBatch)
 	for i := range recs {
 		recs[i] = rec(tp0, int64(i))
@@ -45,12 +45,12 @@ func TestAddAndFlushAllocateNothing(t *testing.T) {
 func TestFlushFencesAPartitionGivenUpMidBatch(t *testing.T) {
 	g := newFakeGroup()
 	c := newIdleCore(g)
-	c.Assign([]TP{tp0})
+	c.assign([]TP{tp0})
 	c.Add(rec(tp0, 0))
-	c.GiveUp([]TP{tp0})
+	c.giveUp([]TP{tp0})
 	c.Add(rec(tp0, 1))
 	c.Flush()
-	c.Assign([]TP{tp0})
+	c.assign([]TP{tp0})
 	c.Add(rec(tp0, 2))
 	c.Flush()
 	if got := g.delivered[tp0]; got != 1 {
