@@ -76,7 +76,7 @@ func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int
 //
 // The commit fails inside a Deliver (the Group commits once a due
 // barrier is reached there). This test found that the rewind used to run
-// right there: the record the poll loop held in hand (kafkasource.Core.Add
+// right there: the record the poll loop held in hand (rebalance.Core.Add
 // appends it after flushing the batch whose Deliver aborted) reached the
 // partition's new graph, and was processed again after the seek, one
 // input committed twice (about 1 run in 4 with -race). The core now defers
