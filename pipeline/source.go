@@ -70,6 +70,20 @@ type Group interface {
 	// Shutdown revokes every assigned partition gracefully, like Revoke.
 	Shutdown() []Offset
 
+	// Unfinished returns the partitions that the last Revoke or Shutdown
+	// call drained whose graph exited with records it had been fed (handed
+	// to its first stage) not finished: a stage error during the drain
+	// (only logged, the partition being taken away), a retry the drain cut
+	// short, a value a stopping stage let go, the drain timeout. Such a
+	// record may have produced part of its outputs, and the records after
+	// it all of theirs, while the final offset the call returned stays at
+	// it: a source that commits outputs with offsets (exactly-once) must
+	// not commit them. Records still queued when the drain began were never
+	// fed and do not count. The result is valid until the next Revoke or
+	// Shutdown call; empty when every drained graph finished what it was
+	// fed. A Group that wraps another returns the wrapped one's.
+	Unfinished() []TopicPartition
+
 	// DrainTimeout is the longest one Revoke or Shutdown call drains (the
 	// value of WithDrainTimeout). A source uses it to size the time its
 	// poll loop may spend inside a rebalance (for Kafka, the group's

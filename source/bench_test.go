@@ -160,6 +160,7 @@ func (g *countGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset {
 }
 func (g *countGroup) Lose([]pipeline.TopicPartition)                    {}
 func (g *countGroup) Shutdown() []pipeline.Offset                       { return nil }
+func (g *countGroup) Unfinished() []pipeline.TopicPartition             { return nil }
 func (g *countGroup) Resumable() []pipeline.TopicPartition              { return nil }
 func (g *countGroup) Wake() <-chan struct{}                             { return g.wake }
 func (g *countGroup) DrainTimeout() time.Duration                       { return 20 * time.Second }

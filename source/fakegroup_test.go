@@ -214,6 +214,8 @@ func (f *fakeGroup) Shutdown() []pipeline.Offset {
 	return f.revokeLocked(all)
 }
 
+func (f *fakeGroup) Unfinished() []pipeline.TopicPartition { return nil }
+
 func (f *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -12,11 +12,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 )
 
-// unfinishedReporter is the Group method the exactly-once Group asks for.
-type unfinishedReporter interface {
-	Unfinished() []pipeline.TopicPartition
-}
-
 // revokeOnce runs a poll loop that assigns tp, delivers n records, and
 // revokes tp once revoke is closed; it sends what Revoke returned and
 // what Unfinished reported then.
@@ -28,7 +23,7 @@ func revokeOnce(tp pipeline.TopicPartition, n int, revoke <-chan struct{}, out c
 		g.Deliver(tp, recordsOf(tp, n))
 		<-revoke
 		offs := g.Revoke([]pipeline.TopicPartition{tp})
-		out <- drained{offs: offs, unfinished: slices.Clone(g.(unfinishedReporter).Unfinished())}
+		out <- drained{offs: offs, unfinished: slices.Clone(g.Unfinished())}
 		<-ctx.Done()
 		g.Shutdown()
 		return nil

@@ -58,9 +58,10 @@ func sideCall(txn *stubTxn, failAt int64) pipeline.Builder {
 	}
 }
 
-// hiding is a Group wrapping the runtime's that does not pass its
-// Unfinished report on.
-type hiding struct{ pipeline.Group }
+// wrapping is a Group wrapping the runtime's, as package follow's does:
+// the methods it does not override, Unfinished among them, are the
+// runtime's.
+type wrapping struct{ pipeline.Group }
 
 // A shutdown whose drain cuts short the retry of a record (its side call
 // failed once) leaves that record unfinished while the outputs of the
@@ -68,21 +69,21 @@ type hiding struct{ pipeline.Group }
 // it would commit those outputs with the offset still at the failed
 // record, and the next owner would produce them again), the committed
 // offset stays where the last transaction put it, and Run returns nil:
-// the next owner processes the records from there. The same without the
-// runtime's report of unfinished records (a Group in between hiding it),
-// where the Group counts every record behind the final offset.
+// the next owner processes the records from there. The same with a Group
+// in between (as under a follower), which passes the runtime's report of
+// unfinished records on.
 func TestShutdownWithRecordUnfinishedInDrainAborts(t *testing.T) {
-	for _, hide := range []bool{false, true} {
-		t.Run(fmt.Sprintf("hidden report %v", hide), func(t *testing.T) { testShutdownWithRecordUnfinishedInDrain(t, hide) })
+	for _, wrapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrapped %v", wrapped), func(t *testing.T) { testShutdownWithRecordUnfinishedInDrain(t, wrapped) })
 	}
 }
 
-func testShutdownWithRecordUnfinishedInDrain(t *testing.T, hide bool) {
+func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
-		if hide {
-			d.wrap = func(g pipeline.Group) pipeline.Group { return hiding{g} }
+		if wrapped {
+			d.wrap = func(g pipeline.Group) pipeline.Group { return wrapping{g} }
 		}
 		_, stop := run(t, d, sideCall(txn, 1))
 		d.do(func(g *Group) {

@@ -31,32 +31,18 @@ import (
 // records unfinished.
 var errDrainUnfinished = errors.New("records fed to a drained partition's graph did not finish (a stage error, a retry cut short, the drain timeout); their outputs and those of the records after them must not commit with the offsets behind them")
 
-// unfinishedReporter is the runtime's report of the partitions its last
-// Revoke or Shutdown drained with records unfinished (engine.Group's
-// Unfinished). It is not a pipeline.Group method.
-type unfinishedReporter interface {
-	Unfinished() []pipeline.TopicPartition
-}
-
 // drainedUnfinished names the partitions of tps, just drained, with
-// records in the open transaction that the drain left unfinished. Without
-// the runtime's report (a Group wrapping the runtime's and hiding it) it
-// counts every partition whose final offset is behind its last record
-// delivered, records dropped from the queue included: an abort more than
-// needed, never a commit it must not make.
+// records in the open transaction that the drain left unfinished (the
+// wrapped Group's Unfinished).
 func (g *Group) drainedUnfinished(tps []pipeline.TopicPartition) []string {
-	r, reports := g.Group.(unfinishedReporter)
-	var flagged []pipeline.TopicPartition
-	if reports {
-		flagged = r.Unfinished()
-	}
+	flagged := g.Group.Unfinished()
 	var out []string
 	for _, tp := range tps {
 		p := g.parts[tp]
 		if p == nil || !p.inTxn || p.done == p.delivered {
 			continue
 		}
-		if reports && !slices.Contains(flagged, tp) {
+		if !slices.Contains(flagged, tp) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s/%d at %d of %d", tp.Topic, tp.Partition, p.done, p.delivered))

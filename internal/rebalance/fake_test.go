@@ -201,7 +201,9 @@ func (g *fakeGroup) Shutdown() []pipeline.Offset {
 	defer g.mu.Unlock()
 	return g.shutdown
 }
-func (g *fakeGroup) DrainTimeout() time.Duration { return 20 * time.Second }
+
+func (g *fakeGroup) Unfinished() []pipeline.TopicPartition { return nil }
+func (g *fakeGroup) DrainTimeout() time.Duration           { return 20 * time.Second }
 func (g *fakeGroup) MaxInFlight() int {
 	if g.maxRecords > 0 {
 		return g.maxRecords

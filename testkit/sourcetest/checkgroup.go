@@ -292,6 +292,9 @@ func (c *CheckingGroup) Shutdown() []pipeline.Offset {
 	return offs
 }
 
+// Unfinished passes the wrapped Group's report through.
+func (c *CheckingGroup) Unfinished() []pipeline.TopicPartition { return c.g.Unfinished() }
+
 // DrainTimeout implements pipeline.Group.
 func (c *CheckingGroup) DrainTimeout() time.Duration {
 	c.enter("DrainTimeout", false)

@@ -27,6 +27,7 @@ func (s *stubGroup) Assign([]pipeline.TopicPartition) error             { return
 func (s *stubGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset { return s.final }
 func (s *stubGroup) Lose([]pipeline.TopicPartition)                     {}
 func (s *stubGroup) Shutdown() []pipeline.Offset                        { return s.final }
+func (s *stubGroup) Unfinished() []pipeline.TopicPartition              { return nil }
 func (s *stubGroup) DrainTimeout() time.Duration                        { return time.Second }
 func (s *stubGroup) MaxInFlight() int                                   { return pipeline.DefaultMaxInFlight }
 func (s *stubGroup) MaxInFlightBytes() int64                            { return pipeline.DefaultMaxInFlightBytes }
