@@ -14,32 +14,7 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// newProducer returns a producer on b, closed when the test ends; after
-// Run returned every delivery was reported, so Close must return nil.
-func newProducer(t *testing.T, b *kafkatest.Broker, opts ...kgo.Opt) *franz.Producer {
-	t.Helper()
-	// kgo waits for a metadata refresh (at most every MetadataMinAge, 5s
-	// by default) before it retries a partition's failed produce: fast
-	// retries for the fault tests.
-	base := []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}
-	return newProducerWith(t, franz.ProducerConfig{Brokers: b.Addrs(), Opts: append(base, opts...)})
-}
-
-// newProducerWith returns a producer of cfg, closed when the test ends
-// (Close must return nil).
-func newProducerWith(t *testing.T, cfg franz.ProducerConfig) *franz.Producer {
-	t.Helper()
-	p, err := franz.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close after Run returned = %v, want nil", err)
-		}
-	})
-	return p
-}
+const wait = 60 * time.Second
 
 // newSource returns a franz source of group on topic with fast commits
 // and heartbeats.
@@ -95,14 +70,6 @@ func input(partitions int32, first, n int) []pipeline.Record {
 		}
 	}
 	return out
-}
-
-func headersString(hs []pipeline.Header) string {
-	s := ""
-	for _, h := range hs {
-		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
-	}
-	return s
 }
 
 // toMsg maps an input record to the output message: same key, value

@@ -15,20 +15,15 @@ import (
 
 const wait = 60 * time.Second
 
+// newProducer returns a producer on b with overrides, closed when the test
+// ends: after Run returned (cleanups run last in first out) every delivery
+// was reported, so Close has nothing to give up on and must return nil.
 func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *sink.Producer {
 	t.Helper()
-	return newProducerWith(t, sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
-}
-
-// newProducerWith returns a producer of cfg, closed when the test ends.
-func newProducerWith(t *testing.T, cfg sink.ProducerConfig) *sink.Producer {
-	t.Helper()
-	p, err := sink.NewProducer(cfg)
+	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// After Run returned (cleanups run last in first out) every delivery
-	// was reported: Close has nothing to give up on.
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			t.Errorf("Close after Run returned = %v, want nil", err)
@@ -37,10 +32,12 @@ func newProducerWith(t *testing.T, cfg sink.ProducerConfig) *sink.Producer {
 	return p
 }
 
-func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *source.Kafka {
+// newSource returns a librdkafka source of group on topic with fast
+// commits and heartbeats.
+func newSource(t testing.TB, brokers []string, group, topic string) *source.Kafka {
 	t.Helper()
 	src, err := source.NewKafka(source.Config{
-		Brokers:        b.Addrs(),
+		Brokers:        brokers,
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
@@ -75,7 +72,7 @@ func waitCommitted(t *testing.T, b *kafkatest.Broker, r *testkit.Running, group,
 }
 
 // input makes n records for each partition with a key, a value, a
-// timestamp and two headers (one repeated key, to check order).
+// timestamp and three headers (one key repeated).
 func input(partitions int32, first, n int) []pipeline.Record {
 	ts := time.UnixMilli(1_700_000_000_000)
 	var out []pipeline.Record
@@ -97,28 +94,11 @@ func input(partitions int32, first, n int) []pipeline.Record {
 	return out
 }
 
-func headersString(hs []pipeline.Header) string {
-	s := ""
-	for _, h := range hs {
-		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
-	}
-	return s
-}
-
-// pollUntil checks cond every 10 ms until it holds, failing the test after
-// wait; it is for the state of a real client or broker, outside Run (use
-// testkit.Running.WaitUntil with a Run).
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("%s: not reached after %v", what, wait)
-		}
-	}
+// toMsg maps an input record to the output message: same key, value
+// prefixed, the input's headers plus one naming its origin.
+func toMsg(r pipeline.Record) (sink.Message, error) {
+	hs := make([]pipeline.Header, 0, len(r.Headers)+1)
+	hs = append(hs, r.Headers...)
+	hs = append(hs, pipeline.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
+	return sink.Message{Key: r.Key, Value: append([]byte("out:"), r.Value...), Headers: hs}, nil
 }
