@@ -68,10 +68,10 @@ func (s *suite[P, D]) badArguments(t *T) {
 		want  string
 	}{
 		{"nil producer", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return s.h.Produce(in, nilP, "out", toMsg)
+			return s.h.Produce(in, nilP, "out", ToMessage)
 		}, s.h.Name + ".Produce: the producer is nil"},
 		{"empty topic", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return s.h.Produce(in, p, "", toMsg)
+			return s.h.Produce(in, p, "", ToMessage)
 		}, s.h.Name + ".Produce: the topic is empty"},
 		{"nil toMsg", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return s.h.Produce(in, p, "out", nil)

@@ -67,7 +67,7 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 	const k, timeout = 5, 500 * time.Millisecond
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", input(1, 0, k)...)
+	b.Produce(t, "in", Input(1, 0, k)...)
 	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
 	r.WaitUntil(t, fmt.Sprintf("%d messages pending", k), func() bool { return s.h.Pending(p) == k })
@@ -134,7 +134,7 @@ func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
 func (s *suite[P, D]) closedProducer(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", input(1, 0, 3)...)
+	b.Produce(t, "in", Input(1, 0, 3)...)
 	p := s.unclosedProducer(t, Config{Brokers: b.Addrs()})
 	if err := s.h.Close(p); err != nil {
 		t.Fatalf("Close of an idle producer = %v, want nil", err)

@@ -28,20 +28,20 @@ func commitChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() 
 }
 
 // writesExactly: every input record is produced exactly once, with the
-// key, value and headers toMsg made; the input commits exactly to its
+// key, value and headers ToMessage made; the input commits exactly to its
 // end.
 func (s *suite[P, D]) writesExactly(t *T) {
 	const parts, n = 3, 200
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, "out", 2)
-	b.Produce(t, "in", input(parts, 0, n)...)
+	b.Produce(t, "in", Input(parts, 0, n)...)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n, 2: n})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n, 2: n})
+	Stop(t, r)
 
 	out := b.ReadAll(t, "out")
 	if len(out) != len(in) {
@@ -56,7 +56,7 @@ func (s *suite[P, D]) writesExactly(t *T) {
 	}
 	for _, i := range in {
 		o, ok := byKey[string(i.Key)]
-		want, _ := toMsg(i)
+		want, _ := ToMessage(i)
 		switch {
 		case !ok:
 			t.Errorf("input %d@%d (key %s) not produced", i.Partition, i.Offset, i.Key)
@@ -77,7 +77,7 @@ func (s *suite[P, D]) commitsOnlyAfterDelivery(t *T) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 2)
 	b.CreateTopic(t, "out", 1)
-	b.Produce(t, "in", input(2, 0, n)...)
+	b.Produce(t, "in", Input(2, 0, n)...)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
 
@@ -93,8 +93,8 @@ func (s *suite[P, D]) commitsOnlyAfterDelivery(t *T) {
 		t.Errorf("committed %v while no delivery had succeeded, want nothing", c)
 	}
 	refused.Remove()
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
 	if out := b.ReadAll(t, "out"); len(out) != 2*n {
 		t.Errorf("produced %d records, want %d", len(out), 2*n)
 	}

@@ -38,13 +38,13 @@ func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", input(parts, 0, n)...)
+	b.Produce(t, "in", Input(parts, 0, n)...)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
 
 	var want []pipeline.Record
 	for _, rec := range in {
@@ -135,12 +135,12 @@ func (s *suite[P, D]) deadLettersInOrder(t *T) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", input(parts, 0, n)...)
+	b.Produce(t, "in", Input(parts, 0, n)...)
 	sizes := observeProduceSizes(b, "dlq")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
 
 	got := deadLetterOffsets(t, b.ReadAll(t, "dlq"))
 	for part := range int32(parts) {
@@ -162,12 +162,12 @@ func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", input(1, 0, n)...)
+	b.Produce(t, "in", Input(1, 0, n)...)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
-	b.Produce(t, "in", input(1, n, n)...)
+	b.Produce(t, "in", Input(1, n, n)...)
 
 	err := r.Wait(t)
 	var se *pipeline.StageError

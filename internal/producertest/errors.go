@@ -40,13 +40,13 @@ func (s *suite[P, D]) deliveryFailure(t *T) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
-	b.Produce(t, "in", input(1, 0, k)...)
+	b.Produce(t, "in", Input(1, 0, k)...)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out", stages.Name("to-out")))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: k})
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: k})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.InvalidRecord, Count: -1})
-	b.Produce(t, "in", input(1, k, 5)...)
+	b.Produce(t, "in", Input(1, k, 5)...)
 
 	err := r.Wait(t)
 	var se *pipeline.StageError
@@ -118,7 +118,7 @@ func (s *suite[P, D]) deadLetterPermanent(t *T, tc permanentCase[P, D]) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "dlq", 1)
-	recs := input(1, 0, n)
+	recs := Input(1, 0, n)
 	recs[3].Value = make([]byte, max(tc.value, len(recs[3].Value)))
 	b.Produce(t, "in", recs...)
 	cfg := tc.cfg

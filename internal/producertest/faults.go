@@ -75,7 +75,7 @@ func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Erro
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", parts)
 	b.CreateTopic(t, fc.topic, 1)
-	b.Produce(t, "in", input(parts, 0, n)...)
+	b.Produce(t, "in", Input(parts, 0, n)...)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: fault, Count: faults})
@@ -88,8 +88,8 @@ func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Erro
 		t.Fatalf("waiting for %d faulted produce requests: %v", faults, err)
 	}
 	checkCommittedStored(t, b, in, fc.topic, fc.wants)
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
 	checkCommittedStored(t, b, in, fc.topic, fc.wants) // everything, exactly once
 	want := 0
 	for _, rec := range in {
@@ -113,7 +113,7 @@ func (s *suite[P, D]) persistentFault(t *T, fc faultCase[P, D]) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, fc.topic, 1)
-	b.Produce(t, "in", input(1, 0, n)...)
+	b.Produce(t, "in", Input(1, 0, n)...)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), DeliveryTimeout: timeout, FastRetries: true})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: kerr.NotLeaderForPartition, Count: -1})
 	build, opts := fc.build(s, p)

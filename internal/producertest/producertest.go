@@ -188,6 +188,6 @@ func (s *suite[P, D]) newProducer(t *T, cfg Config) P {
 // produceTo is a builder producing every record to topic with p.
 func (s *suite[P, D]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return s.h.Produce(in, p, topic, toMsg, opts...)
+		return s.h.Produce(in, p, topic, ToMessage, opts...)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// input makes n records for each partition with a key, a value, a
-// timestamp and three headers (one key repeated, to check order).
-func input(partitions int32, first, n int) []pipeline.Record {
+// Input makes n records for each partition, numbered from first, with a
+// key ("k<partition>-<i>"), a value ("v<partition>-<i>"), a timestamp and
+// three headers (one key repeated, to check order). The backends' own
+// tests use it too.
+func Input(partitions int32, first, n int) []pipeline.Record {
 	ts := time.UnixMilli(1_700_000_000_000)
 	var out []pipeline.Record
 	for i := first; i < first+n; i++ {
@@ -47,9 +49,10 @@ func headersString(hs []pipeline.Header) string {
 	return s
 }
 
-// toMsg maps an input record to the output message: same key, value
-// prefixed, the input's headers plus one naming its origin.
-func toMsg(r pipeline.Record) (pipeline.Message, error) {
+// ToMessage maps an input record to the output message: same key, value
+// prefixed with "out:", the input's headers plus "from" naming its origin
+// ("<partition>@<offset>").
+func ToMessage(r pipeline.Record) (pipeline.Message, error) {
 	hs := make([]pipeline.Header, 0, len(r.Headers)+1)
 	hs = append(hs, r.Headers...)
 	hs = append(hs, pipeline.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
@@ -83,16 +86,17 @@ func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Durati
 	r.n.Add(1)
 }
 
-// stop shuts Run down and fails the test unless it returns nil.
-func stop(t *T, r *testkit.Running) {
+// Stop shuts Run down and fails the test unless it returns nil.
+func Stop(t testing.TB, r *testkit.Running) {
 	t.Helper()
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 }
 
-// waitCommitted waits until the group's commits equal want.
-func waitCommitted(t *T, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
+// WaitCommitted waits until the group's commits of topic on b equal want,
+// failing the test when Run returns first or after testkit.WaitTimeout.
+func WaitCommitted(t testing.TB, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
 	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
 		return maps.Equal(b.Committed(t, group, topic), want)

@@ -29,7 +29,7 @@ func (s *suite[P, D]) missingDeadLetterTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "orders-dlq", 1)
-	b.Produce(t, "in", input(1, 0, 10)...)
+	b.Produce(t, "in", Input(1, 0, 10)...)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -58,11 +58,11 @@ func (s *suite[P, D]) emptyDeadLetterTopic(t *T) {
 func (s *suite[P, D]) skipTopicCheck(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", input(1, 0, 3)...) // offsets 0-2: no invalid record
+	b.Produce(t, "in", Input(1, 0, 3)...) // offsets 0-2: no invalid record
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), SkipTopicCheck: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "not-created-yet")))
-	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: 3})
-	stop(t, r)
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: 3})
+	Stop(t, r)
 }
 
 // missingOutputTopic: a Produce stage whose topic does not exist fails
