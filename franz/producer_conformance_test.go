@@ -29,17 +29,7 @@ func TestProducerConformance(t *testing.T) {
 		ErrClosed:   franz.ErrClosed,
 		NewSource: func(t testing.TB, brokers []string, group, topic string) pipeline.Source {
 			t.Helper()
-			src, err := franz.NewSource(franz.Config{
-				Brokers:        brokers,
-				Group:          group,
-				Topics:         []string{topic},
-				CommitInterval: 50 * time.Millisecond,
-				Opts:           []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return src
+			return newSource(t, brokers, group, topic)
 		},
 		SourceName: "franz",
 		Errors: producertest.Errors{

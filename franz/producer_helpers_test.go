@@ -9,17 +9,16 @@ import (
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 const wait = 60 * time.Second
 
 // newSource returns a franz source of group on topic with fast commits
 // and heartbeats.
-func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *franz.Source {
+func newSource(t testing.TB, brokers []string, group, topic string) *franz.Source {
 	t.Helper()
 	src, err := franz.NewSource(franz.Config{
-		Brokers:        b.Addrs(),
+		Brokers:        brokers,
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
