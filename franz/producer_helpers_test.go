@@ -1,52 +1,24 @@
 package franz_test
 
 import (
-	"fmt"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
-	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// newProducer returns a producer on b, closed when the test ends; after
-// Run returned every delivery was reported, so Close must return nil.
-func newProducer(t *testing.T, b *kafkatest.Broker, opts ...kgo.Opt) *franz.Producer {
-	t.Helper()
-	// kgo waits for a metadata refresh (at most every MetadataMinAge, 5s
-	// by default) before it retries a partition's failed produce: fast
-	// retries for the fault tests.
-	base := []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}
-	return newProducerWith(t, franz.ProducerConfig{Brokers: b.Addrs(), Opts: append(base, opts...)})
-}
-
-// newProducerWith returns a producer of cfg, closed when the test ends
-// (Close must return nil).
-func newProducerWith(t *testing.T, cfg franz.ProducerConfig) *franz.Producer {
-	t.Helper()
-	p, err := franz.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close after Run returned = %v, want nil", err)
-		}
-	})
-	return p
-}
+const wait = 60 * time.Second
 
 // newSource returns a franz source of group on topic with fast commits
 // and heartbeats.
-func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *franz.Source {
+func newSource(t testing.TB, brokers []string, group, topic string) *franz.Source {
 	t.Helper()
 	src, err := franz.NewSource(franz.Config{
-		Brokers:        b.Addrs(),
+		Brokers:        brokers,
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
@@ -58,61 +30,13 @@ func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *franz.So
 	return src
 }
 
-// stop shuts Run down and fails the test unless it returns nil.
-func stop(t *testing.T, r *testkit.Running) {
-	t.Helper()
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-}
-
-// waitCommitted waits until the group's commits equal want.
-func waitCommitted(t *testing.T, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
-	t.Helper()
-	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
-		return maps.Equal(b.Committed(t, group, topic), want)
-	})
-}
-
-// input makes n records for each partition with a key, a value, a
-// timestamp and three headers (one key repeated, to check order).
-func input(partitions int32, first, n int) []pipeline.Record {
-	ts := time.UnixMilli(1_700_000_000_000)
-	var out []pipeline.Record
-	for i := first; i < first+n; i++ {
-		for p := range partitions {
-			out = append(out, pipeline.Record{
-				Partition: p,
-				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
-				Value:     fmt.Appendf(nil, "v%d-%d", p, i),
-				Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
-				Headers: []pipeline.Header{
-					{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
-					{Key: "h", Value: []byte("second")},
-					{Key: "empty", Value: nil},
-				},
-			})
-		}
-	}
-	return out
-}
-
-func headersString(hs []pipeline.Header) string {
-	s := ""
-	for _, h := range hs {
-		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
-	}
-	return s
-}
-
-// toMsg maps an input record to the output message: same key, value
-// prefixed, the input's headers plus one naming its origin.
-func toMsg(r pipeline.Record) (pipeline.Message, error) {
-	hs := make([]pipeline.Header, 0, len(r.Headers)+1)
-	hs = append(hs, r.Headers...)
-	hs = append(hs, pipeline.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
-	return pipeline.Message{Key: r.Key, Value: append([]byte("out:"), r.Value...), Headers: hs}, nil
-}
+// The records, messages and waits of the producer conformance suite.
+var (
+	input         = producertest.Input
+	toMsg         = producertest.ToMessage
+	stop          = producertest.Stop
+	waitCommitted = producertest.WaitCommitted
+)
 
 // produceTo is a builder producing every record to topic with p.
 func produceTo(p *franz.Producer, topic string) pipeline.Builder {

@@ -49,7 +49,7 @@ func (r *running) returned(t *testing.T, within time.Duration) error {
 // transactional producer bound to it, initialized within commitTimeout.
 func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, commitTimeout time.Duration) (*franz.Source, *franz.Producer) {
 	t.Helper()
-	src := newSource(t, b, group, topic)
+	src := newSource(t, b.Addrs(), group, topic)
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
 		TransactionalID: txnID,
 		CommitTimeout:   commitTimeout,

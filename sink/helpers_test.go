@@ -1,11 +1,10 @@
 package sink_test
 
 import (
-	"fmt"
-	"maps"
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -15,20 +14,15 @@ import (
 
 const wait = 60 * time.Second
 
+// newProducer returns a producer on b with overrides, closed when the test
+// ends: after Run returned (cleanups run last in first out) every delivery
+// was reported, so Close has nothing to give up on and must return nil.
 func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *sink.Producer {
 	t.Helper()
-	return newProducerWith(t, sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
-}
-
-// newProducerWith returns a producer of cfg, closed when the test ends.
-func newProducerWith(t *testing.T, cfg sink.ProducerConfig) *sink.Producer {
-	t.Helper()
-	p, err := sink.NewProducer(cfg)
+	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// After Run returned (cleanups run last in first out) every delivery
-	// was reported: Close has nothing to give up on.
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			t.Errorf("Close after Run returned = %v, want nil", err)
@@ -37,10 +31,12 @@ func newProducerWith(t *testing.T, cfg sink.ProducerConfig) *sink.Producer {
 	return p
 }
 
-func newSource(t *testing.T, b *kafkatest.Broker, group, topic string) *source.Kafka {
+// newSource returns a librdkafka source of group on topic with fast
+// commits and heartbeats.
+func newSource(t testing.TB, brokers []string, group, topic string) *source.Kafka {
 	t.Helper()
 	src, err := source.NewKafka(source.Config{
-		Brokers:        b.Addrs(),
+		Brokers:        brokers,
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
@@ -58,67 +54,10 @@ func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pi
 	return testkit.Start(t, src, build, opts...)
 }
 
-// stop shuts Run down and fails the test unless it returns nil.
-func stop(t *testing.T, r *testkit.Running) {
-	t.Helper()
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-}
-
-// waitCommitted waits until the group's commits equal want.
-func waitCommitted(t *testing.T, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
-	t.Helper()
-	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
-		return maps.Equal(b.Committed(t, group, topic), want)
-	})
-}
-
-// input makes n records for each partition with a key, a value, a
-// timestamp and two headers (one repeated key, to check order).
-func input(partitions int32, first, n int) []pipeline.Record {
-	ts := time.UnixMilli(1_700_000_000_000)
-	var out []pipeline.Record
-	for i := first; i < first+n; i++ {
-		for p := range partitions {
-			out = append(out, pipeline.Record{
-				Partition: p,
-				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
-				Value:     fmt.Appendf(nil, "v%d-%d", p, i),
-				Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
-				Headers: []pipeline.Header{
-					{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
-					{Key: "h", Value: []byte("second")},
-					{Key: "empty", Value: nil},
-				},
-			})
-		}
-	}
-	return out
-}
-
-func headersString(hs []pipeline.Header) string {
-	s := ""
-	for _, h := range hs {
-		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
-	}
-	return s
-}
-
-// pollUntil checks cond every 10 ms until it holds, failing the test after
-// wait; it is for the state of a real client or broker, outside Run (use
-// testkit.Running.WaitUntil with a Run).
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("%s: not reached after %v", what, wait)
-		}
-	}
-}
+// The records, messages and waits of the producer conformance suite.
+var (
+	input         = producertest.Input
+	toMsg         = producertest.ToMessage
+	stop          = producertest.Stop
+	waitCommitted = producertest.WaitCommitted
+)

@@ -1,0 +1,169 @@
+package producertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+func closeChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+	return []check[P, D]{
+		{"gives up on undelivered messages", true, (*suite[P, D]).closeGivesUp},
+		{"fails a waiting dead letter", true, (*suite[P, D]).closeFailsWaitingDeadLetter},
+		{"closed producer refuses work", true, (*suite[P, D]).closedProducer},
+	}
+}
+
+// closeSlack is what Close may take beyond its close timeout: two
+// one-second bounds (giving up on the reports, closing the client) and
+// scheduling.
+const closeSlack = 2*time.Second + 500*time.Millisecond
+
+// goneCluster returns the addresses of a cluster that is no longer there.
+func goneCluster(t *T) []string {
+	t.Helper()
+	b := kafkatest.NewBroker(t)
+	addrs := b.Addrs()
+	b.Close()
+	return addrs
+}
+
+// unclosedProducer makes a producer of cfg that the check closes itself.
+func (s *suite[P, D]) unclosedProducer(t *T, cfg Config) P {
+	t.Helper()
+	p, err := s.h.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// closeWithin closes p and fails the test unless Close waited for the
+// close timeout and returned within its bound.
+func (s *suite[P, D]) closeWithin(t *T, p P, timeout time.Duration) error {
+	t.Helper()
+	start := time.Now()
+	err := s.h.Close(p)
+	if took := time.Since(start); took < timeout || took > timeout+closeSlack {
+		t.Errorf("Close took %v, want between the close timeout %v and %v", took, timeout, timeout+closeSlack)
+	}
+	return err
+}
+
+// closeGivesUp: the output cluster is gone: Close waits for its timeout,
+// gives up on the messages the client still holds and names each by the
+// input record it came from; the Produce stage fails with ErrClosed at the
+// first record and nothing is committed. A second Close returns the same
+// error.
+func (s *suite[P, D]) closeGivesUp(t *T) {
+	const k, timeout = 5, 500 * time.Millisecond
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "in", 1)
+	b.Produce(t, "in", Input(1, 0, k)...)
+	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
+	r.WaitUntil(t, fmt.Sprintf("%d messages pending", k), func() bool { return s.h.Pending(p) == k })
+
+	err := s.closeWithin(t, p, timeout)
+	var ce *produce.CloseError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Close = %v, want a *CloseError", err)
+	}
+	var want []produce.UndeliveredMessage
+	for i := range int64(k) {
+		want = append(want, produce.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in", Partition: 0}, Offset: i})
+	}
+	got := slices.SortedFunc(slices.Values(ce.Undelivered), func(a, b produce.UndeliveredMessage) int { return int(a.Offset - b.Offset) })
+	if ce.Count() != k || ce.Unreported != 0 || ce.Client != nil || !slices.Equal(got, want) {
+		t.Errorf("Close = %+v, want the %d messages %v", *ce, k, want)
+	}
+	prefix := s.h.Name + ": closing the producer: 5 messages undelivered after 500ms (to out from in/0@"
+	if msg := err.Error(); !strings.HasPrefix(msg, prefix) {
+		t.Errorf("Close = %q, want it to count and name the messages (%q...)", msg, prefix)
+	}
+	if again := s.h.Close(p); again != err {
+		t.Errorf("second Close = %v, want the first one's %v", again, err)
+	}
+
+	runErr := r.Wait(t)
+	var se *pipeline.StageError
+	if !errors.As(runErr, &se) || se.Offset != 0 || !errors.Is(runErr, s.h.ErrClosed) {
+		t.Errorf("Run = %v, want a StageError at offset 0 wrapping %v", runErr, s.h.ErrClosed)
+	}
+	if c := b.Committed(t, "g", "in"); len(c) != 0 {
+		t.Errorf("committed %v, want nothing (no delivery succeeded)", c)
+	}
+}
+
+// closeFailsWaitingDeadLetter: a dead-letter call waiting for its report
+// when Close gives up returns an error wrapping ErrClosed, and Close names
+// the invalid record.
+func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
+	const timeout = 200 * time.Millisecond
+	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
+	dlErr := make(chan error, 1)
+	rec := pipeline.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: time.UnixMilli(1_700_000_000_000)}
+	go func() {
+		dlErr <- s.h.DeadLetter(p, "dlq")(context.Background(), pipeline.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
+	}()
+	pollUntil(t, "the dead letter pending", func() bool { return s.h.Pending(p) == 1 })
+
+	err := s.closeWithin(t, p, timeout)
+	want := []produce.UndeliveredMessage{{Topic: "dlq", Source: pipeline.TopicPartition{Topic: "in", Partition: 2}, Offset: 7}}
+	var ce *produce.CloseError
+	if !errors.As(err, &ce) || !slices.Equal(ce.Undelivered, want) || ce.Count() != 1 {
+		t.Errorf("Close = %v, want a CloseError naming %v", err, want)
+	}
+	if err := <-dlErr; !errors.Is(err, s.h.ErrClosed) || !strings.Contains(err.Error(), "dead letter to dlq") {
+		t.Errorf("DeadLetter = %v, want an error naming dlq and wrapping %v", err, s.h.ErrClosed)
+	}
+}
+
+// closedProducer: after Close, a dead letter fails at once with ErrClosed
+// (permanent), and a Produce stage stops Run with a StageError wrapping
+// ErrClosed (with no offset: the stage sees the closed producer before
+// its first record).
+func (s *suite[P, D]) closedProducer(t *T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "in", 1)
+	b.Produce(t, "in", Input(1, 0, 3)...)
+	p := s.unclosedProducer(t, Config{Brokers: b.Addrs()})
+	if err := s.h.Close(p); err != nil {
+		t.Fatalf("Close of an idle producer = %v, want nil", err)
+	}
+	err := s.h.DeadLetter(p, "dlq")(context.Background(), pipeline.DeadLetter{Record: pipeline.Record{Topic: "in"}, Err: errors.New("bad")})
+	if !errors.Is(err, s.h.ErrClosed) || !pipeline.IsPermanent(err) {
+		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v", err, s.h.ErrClosed)
+	}
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
+	runErr := r.Wait(t)
+	var se *pipeline.StageError
+	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !strings.Contains(runErr.Error(), "producing to out") {
+		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v", runErr, s.h.ErrClosed)
+	}
+}
+
+// pollUntil checks cond every millisecond until it holds, failing the
+// test after wait; it is for the state of a client outside any Run.
+func pollUntil(t *T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not reached after %v", what, wait)
+		}
+	}
+}

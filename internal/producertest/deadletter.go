@@ -1,0 +1,183 @@
+package producertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+func deadLetterBytesChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+	return []check[P, D]{
+		{"record and origin", true, (*suite[P, D]).deadLetterCarriesRecord},
+	}
+}
+
+func deadLetterOrderChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+	return []check[P, D]{
+		{"handed over together, stored in order", true, (*suite[P, D]).deadLettersInOrder},
+		{"failing midway stops Run at the first", true, (*suite[P, D]).deadLettersFailingMidway},
+	}
+}
+
+// deadLetterCarriesRecord: dead letters carry the original key, value,
+// timestamp and headers untouched, followed by the sluice.dlq.* headers
+// with exact values; one per invalid record, and the input commits
+// exactly to its end.
+func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
+	const parts, n = 2, 50
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "in", parts)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", Input(parts, 0, n)...)
+	in := b.ReadAll(t, "in")
+	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
+
+	var want []pipeline.Record
+	for _, rec := range in {
+		if rec.Offset%7 == 3 {
+			want = append(want, rec)
+		}
+	}
+	got := b.ReadAll(t, "dlq")
+	if len(got) != len(want) {
+		t.Fatalf("%d dead letters, want %d", len(got), len(want))
+	}
+	// One dlq partition; partitions' dead letters may interleave.
+	byKey := map[string]pipeline.Record{}
+	for _, d := range got {
+		byKey[string(d.Key)] = d
+	}
+	for _, w := range want {
+		d, ok := byKey[string(w.Key)]
+		if !ok {
+			t.Errorf("no dead letter for %d@%d", w.Partition, w.Offset)
+			continue
+		}
+		wantHeaders := append(append([]pipeline.Header(nil), w.Headers...),
+			pipeline.Header{Key: pipeline.DeadLetterHeaderTopic, Value: []byte("in")},
+			pipeline.Header{Key: pipeline.DeadLetterHeaderPartition, Value: fmt.Appendf(nil, "%d", w.Partition)},
+			pipeline.Header{Key: pipeline.DeadLetterHeaderOffset, Value: fmt.Appendf(nil, "%d", w.Offset)},
+			pipeline.Header{Key: pipeline.DeadLetterHeaderError, Value: fmt.Appendf(nil, "cannot decode offset %d", w.Offset)},
+			pipeline.Header{Key: pipeline.DeadLetterHeaderStage, Value: []byte("decode")},
+		)
+		if string(d.Value) != string(w.Value) || !d.Timestamp.Equal(w.Timestamp) ||
+			headersString(d.Headers) != headersString(wantHeaders) {
+			t.Errorf("dead letter of %d@%d: value %q ts %v headers %s\nwant value %q ts %v headers %s",
+				w.Partition, w.Offset, d.Value, d.Timestamp, headersString(d.Headers),
+				w.Value, w.Timestamp, headersString(wantHeaders))
+		}
+	}
+}
+
+// produceSizes observes the produce requests to a topic of a kfake
+// cluster and keeps the most records one request carried.
+type produceSizes struct{ most atomic.Int64 }
+
+func observeProduceSizes(b *kafkatest.Broker, topic string) *produceSizes {
+	ps := &produceSizes{}
+	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Observe: true, Count: -1,
+		When: func(req kmsg.Request) bool {
+			var n int64
+			for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+				for _, p := range tp.Partitions {
+					n += recordsIn(p.Records)
+				}
+			}
+			for {
+				m := ps.most.Load()
+				if n <= m || ps.most.CompareAndSwap(m, n) {
+					return true
+				}
+			}
+		}})
+	return ps
+}
+
+// recordsIn counts the records of the record batches in b.
+func recordsIn(b []byte) int64 {
+	var n int64
+	for len(b) > 0 {
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(b); err != nil {
+			return n
+		}
+		n += int64(rb.NumRecords)
+		size := 12 + int(rb.Length) // FirstOffset and Length precede what Length counts
+		if size > len(b) {
+			return n
+		}
+		b = b[size:]
+	}
+	return n
+}
+
+// deadLettersInOrder: a partition's dead letters are produced without
+// waiting for each other's delivery reports (some produce request carries
+// more of them than there are source partitions, which one dead letter at
+// a time per partition cannot do), and the dead-letter topic holds them in
+// offset order, each once; the input commits exactly to its end.
+func (s *suite[P, D]) deadLettersInOrder(t *T) {
+	const parts, n = 2, 300
+	b := kafkatest.NewKfake(t)
+	b.CreateTopic(t, "in", parts)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", Input(parts, 0, n)...)
+	sizes := observeProduceSizes(b, "dlq")
+	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
+	Stop(t, r)
+
+	got := deadLetterOffsets(t, b.ReadAll(t, "dlq"))
+	for part := range int32(parts) {
+		if !slices.Equal(got[part], sequence(0, n)) {
+			t.Errorf("dead letters of in/%d name offsets %v, want 0 to %d in order, each once", part, got[part], n-1)
+		}
+	}
+	if most := sizes.most.Load(); most <= parts {
+		t.Errorf("the largest produce request to dlq carried %d dead letters, want more than %d (one outstanding per partition)", most, parts)
+	}
+}
+
+// deadLettersFailingMidway: when dead letters start failing mid-way, with
+// many handed over, Run stops with a StageError at the first record whose
+// dead letter failed; the input commits exactly up to it, and the
+// dead-letter topic holds the dead letters before it, in order.
+func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
+	const n = 100
+	b := kafkatest.NewKfake(t)
+	b.CreateTopic(t, "in", 1)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", Input(1, 0, n)...)
+	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
+	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
+	b.Produce(t, "in", Input(1, n, n)...)
+
+	err := r.Wait(t)
+	var se *pipeline.StageError
+	if !errors.As(err, &se) || se.Stage != "decode" || se.Offset != n || !errors.Is(err, pipeline.ErrNotDeadLettered) {
+		t.Fatalf("Run = %v, want a StageError of decode at in/0@%d wrapping ErrNotDeadLettered", err, n)
+	}
+	if c := b.Committed(t, "g", "in"); c[0] != n || len(c) != 1 {
+		t.Errorf("committed %v, want {0: %d}", c, n)
+	}
+	if got := deadLetterOffsets(t, b.ReadAll(t, "dlq")); !slices.Equal(got[0], sequence(0, n)) || len(got) != 1 {
+		t.Errorf("dead letters name %v, want in/0 offsets 0 to %d in order", got, n-1)
+	}
+}

@@ -1,0 +1,193 @@
+// Package producertest checks that a Kafka producer backend (package sink
+// on librdkafka, package franz on franz-go) keeps the producer contract the
+// runtime relies on, in the spirit of testing/slogtest and of
+// testkit/sourcetest. A backend's test is one call:
+//
+//	func TestProducerConformance(t *testing.T) { producertest.Run(t, harness) }
+//
+// where the [Harness] gives what differs between backends: how a producer
+// is made on a broker's addresses and closed, its Produce stage, its
+// dead-letter destination, the source consuming the input, and how its
+// errors name their causes.
+//
+// Every check is a subtest of t named for the clause of the contract it
+// checks (the Clause constants), and every failure message begins with
+// that clause ("dead letters: byte for byte with provenance headers: ...").
+// Offsets are exact. The checks that inject broker faults run on kfake
+// (kafkatest.NewKfake); the others on kafkatest.NewBroker, so on Apache
+// Kafka when SLUICE_TEST_BROKER=apache.
+package producertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// Harness is what the suite needs of a producer backend. P is its producer
+// type (*sink.Producer, *franz.Producer) and D the type of its dead-letter
+// destination (sink.DeadLetterFunc, franz.DeadLetterFunc), kept so that
+// pipeline.WithDeadLetter sees its CheckStart. Every field is required but
+// InjectFatal and Errors.IsInvalidRecord.
+type Harness[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+	// Name is the package name that begins the producer's errors and
+	// names its Produce stage ("sink": "sink: the producer is closed",
+	// "sink.Produce").
+	Name string
+
+	// NewProducer makes a producer of cfg. The suite closes it.
+	NewProducer func(cfg Config) (P, error)
+
+	// Unstarted returns a producer value that was never started (such as
+	// &sink.Producer{}), for builds that fail before using it.
+	Unstarted func() P
+
+	// Close is the producer's Close.
+	Close func(P) error
+
+	// Produce is the producer's Produce stage for records.
+	Produce func(in pipeline.Stream[pipeline.Record], p P, topic string,
+		toMsg func(pipeline.Record) (pipeline.Message, error), opts ...stages.CallOption) pipeline.End
+
+	// DeadLetter is the producer's dead-letter destination for topic.
+	DeadLetter func(p P, topic string) D
+
+	// Pending returns how many messages p handed to its client whose
+	// delivery report nobody has read yet.
+	Pending func(P) int64
+
+	// ErrClosed is the error the producer's calls wrap once it is closed.
+	ErrClosed error
+
+	// NewSource returns a source consuming topic as a member of group on
+	// the cluster at brokers, committing every 50 ms, with heartbeats fast
+	// enough for tests.
+	NewSource func(t testing.TB, brokers []string, group, topic string) pipeline.Source
+
+	// SourceName is the package name that begins the source's errors
+	// ("source" for source.Kafka, "franz" for franz.Source).
+	SourceName string
+
+	// Errors says how the client's errors name their causes.
+	Errors Errors
+
+	// InjectFatal, when set, makes p's client fail fatally (as librdkafka
+	// does when an idempotent producer's sequence breaks); Errors.Fatal
+	// names that error.
+	InjectFatal func(p P)
+}
+
+// Config is a producer the suite asks for, in terms every backend maps to
+// its own settings. Zero fields keep the backend's defaults.
+type Config struct {
+	Brokers []string
+	// CloseTimeout bounds Close (ProducerConfig.CloseTimeout).
+	CloseTimeout time.Duration
+	// DeliveryTimeout is how long a message may go undelivered before its
+	// delivery fails (franz: ProducerConfig.DeliveryTimeout; librdkafka:
+	// message.timeout.ms).
+	DeliveryTimeout time.Duration
+	// SkipTopicCheck is ProducerConfig.SkipTopicCheck.
+	SkipTopicCheck bool
+	// MaxMessageBytes is the largest message the client sends (franz:
+	// kgo.ProducerBatchMaxBytes; librdkafka: message.max.bytes).
+	MaxMessageBytes int
+	// UnknownTopicFailsFast makes a delivery to a topic that does not
+	// exist fail after one metadata refresh instead of the client's
+	// default patience (kgo.UnknownTopicRetries(1);
+	// topic.metadata.propagation.max.ms 100).
+	UnknownTopicFailsFast bool
+	// FastRetries makes the client retry a failed produce request after
+	// about 20 ms instead of its default backoff.
+	FastRetries bool
+}
+
+// Errors are the texts by which the client's errors name their causes,
+// each a substring of the error Run returns.
+type Errors struct {
+	// TooLarge: a message larger than the client sends.
+	TooLarge string
+	// UnknownTopic: the topic does not exist.
+	UnknownTopic string
+	// InvalidRecord: the broker answered INVALID_RECORD.
+	InvalidRecord string
+	// TimedOut: a message not delivered within the delivery timeout d.
+	TimedOut func(d time.Duration) string
+	// Fatal: the fatal error of InjectFatal.
+	Fatal string
+	// IsInvalidRecord, when set, reports whether err wraps the client's
+	// INVALID_RECORD error value.
+	IsInvalidRecord func(err error) bool
+}
+
+// wait bounds every wait on a broker or a Run.
+const wait = 60 * time.Second
+
+// Run runs every check of the producer contract against h, each as a
+// subtest of t named for its clause.
+func Run[P any, D ~func(context.Context, pipeline.DeadLetter) error](t *testing.T, h Harness[P, D]) {
+	s := &suite[P, D]{h: h}
+	for _, group := range []struct {
+		clause string
+		checks []check[P, D]
+	}{
+		{ClauseBuild, buildChecks[P, D]()},
+		{ClauseCommitAfterDelivery, commitChecks[P, D]()},
+		{ClauseDeadLetterBytes, deadLetterBytesChecks[P, D]()},
+		{ClauseDeadLetterOrder, deadLetterOrderChecks[P, D]()},
+		{ClauseErrorKinds, errorChecks[P, D]()},
+		{ClauseCloseBounds, closeChecks[P, D]()},
+		{ClauseTopicCheck, topicChecks[P, D]()},
+	} {
+		t.Run(group.clause, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range group.checks {
+				t.Run(c.name, func(t *testing.T) {
+					if c.parallel {
+						t.Parallel()
+					}
+					c.fn(s, clauseT(t, group.clause))
+				})
+			}
+		})
+	}
+}
+
+// check is one subtest of a clause.
+type check[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+	name     string
+	parallel bool
+	fn       func(s *suite[P, D], t *T)
+}
+
+// suite holds the harness for the checks.
+type suite[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+	h Harness[P, D]
+}
+
+// newProducer makes a producer of cfg, closed when the test ends: after Run
+// returned (cleanups run last in first out) every delivery was reported,
+// so Close must return nil.
+func (s *suite[P, D]) newProducer(t *T, cfg Config) P {
+	t.Helper()
+	p, err := s.h.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.h.Close(p); err != nil {
+			t.Errorf("Close after Run returned = %v, want nil", err)
+		}
+	})
+	return p
+}
+
+// produceTo is a builder producing every record to topic with p.
+func (s *suite[P, D]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return s.h.Produce(in, p, topic, ToMessage, opts...)
+	}
+}

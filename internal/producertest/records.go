@@ -1,0 +1,138 @@
+package producertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// Input makes n records for each partition, numbered from first, with a
+// key ("k<partition>-<i>"), a value ("v<partition>-<i>"), a timestamp and
+// three headers (one key repeated, to check order). The backends' own
+// tests use it too.
+func Input(partitions int32, first, n int) []pipeline.Record {
+	ts := time.UnixMilli(1_700_000_000_000)
+	var out []pipeline.Record
+	for i := first; i < first+n; i++ {
+		for p := range partitions {
+			out = append(out, pipeline.Record{
+				Partition: p,
+				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
+				Value:     fmt.Appendf(nil, "v%d-%d", p, i),
+				Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
+				Headers: []pipeline.Header{
+					{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
+					{Key: "h", Value: []byte("second")},
+					{Key: "empty", Value: nil},
+				},
+			})
+		}
+	}
+	return out
+}
+
+func headersString(hs []pipeline.Header) string {
+	s := ""
+	for _, h := range hs {
+		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
+	}
+	return s
+}
+
+// ToMessage maps an input record to the output message: same key, value
+// prefixed with "out:", the input's headers plus "from" naming its origin
+// ("<partition>@<offset>").
+func ToMessage(r pipeline.Record) (pipeline.Message, error) {
+	hs := make([]pipeline.Header, 0, len(r.Headers)+1)
+	hs = append(hs, r.Headers...)
+	hs = append(hs, pipeline.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
+	return pipeline.Message{Key: r.Key, Value: append([]byte("out:"), r.Value...), Headers: hs}, nil
+}
+
+// decode marks every record whose offset is 3 mod 7 invalid.
+func decode(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+	if r.Offset%7 == 3 {
+		return r, pipeline.Invalid(fmt.Errorf("cannot decode offset %d", r.Offset))
+	}
+	return r, nil
+}
+
+// dlqBuilder dead-letters the records decode finds invalid.
+func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, decode, stages.Name("decode")))
+}
+
+// allInvalid is a builder whose one stage finds every record invalid.
+func allInvalid(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+		return r, pipeline.Invalid(errors.New("bad record"))
+	}, stages.Name("decode")))
+}
+
+// retries counts the retries Run reports.
+type retries struct{ n atomic.Int64 }
+
+func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) {
+	r.n.Add(1)
+}
+
+// Stop shuts Run down and fails the test unless it returns nil.
+func Stop(t testing.TB, r *testkit.Running) {
+	t.Helper()
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+}
+
+// WaitCommitted waits until the group's commits of topic on b equal want,
+// failing the test when Run returns first or after testkit.WaitTimeout.
+func WaitCommitted(t testing.TB, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
+	t.Helper()
+	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
+		return maps.Equal(b.Committed(t, group, topic), want)
+	})
+}
+
+// deadLetterOffsets returns, for each source partition, the offsets named
+// by the dead letters in recs, in their order.
+func deadLetterOffsets(t testing.TB, recs []pipeline.Record) map[int32][]int64 {
+	t.Helper()
+	out := map[int32][]int64{}
+	for _, r := range recs {
+		var part, off string
+		for _, h := range r.Headers {
+			switch h.Key {
+			case pipeline.DeadLetterHeaderPartition:
+				part = string(h.Value)
+			case pipeline.DeadLetterHeaderOffset:
+				off = string(h.Value)
+			}
+		}
+		p, err1 := strconv.Atoi(part)
+		o, err2 := strconv.ParseInt(off, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("dead letter %d without its origin: %v", r.Offset, err)
+		}
+		out[int32(p)] = append(out[int32(p)], o)
+	}
+	return out
+}
+
+// sequence returns from, from+1, ..., to-1.
+func sequence(from, to int64) []int64 {
+	var s []int64
+	for o := from; o < to; o++ {
+		s = append(s, o)
+	}
+	return s
+}
