@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -27,13 +28,32 @@ func closeChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() [
 // scheduling.
 const closeSlack = 2*time.Second + 500*time.Millisecond
 
-// goneCluster returns the addresses of a cluster that is no longer there.
+// goneCluster returns the address of a cluster that is no longer there:
+// a port that stays reserved for the test (so that no broker started
+// meanwhile can take it) and closes every connection at once, as a host
+// whose broker is down does.
 func goneCluster(t *T) []string {
 	t.Helper()
-	b := kafkatest.NewBroker(t)
-	addrs := b.Addrs()
-	b.Close()
-	return addrs
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return []string{ln.Addr().String()}
 }
 
 // unclosedProducer makes a producer of cfg that the check closes itself.
