@@ -28,7 +28,11 @@ type DeferredDeadLetter interface {
 // during a call of the destination with the call's ctx, after the dead
 // letter was handed over, it takes d and returns true: the destination
 // then returns at once, and Run takes the outcome from d later, on
-// another goroutine, as the call's (the call's own result is ignored).
+// another goroutine, as the call's. A call that deferred d and then
+// returns an error (a function that wraps a Kafka destination and then
+// writes elsewhere) fails with that error once d succeeded: the dead
+// letter counts as delivered only when d succeeded and the call returned
+// nil.
 // Run waits for the outcomes of one partition one at a time, in the
 // order the dead letters were handed over, and hands over up to
 // [MaxOutstandingDeadLetters] of them before their outcome, so the
@@ -139,6 +143,22 @@ func (g *graph) awaitDeadLetters() {
 			delivered = append(delivered, w.it)
 		}
 	}
+}
+
+// deferredThenFailed is the outcome of a call that deferred d and then
+// returned err: d's error if d failed, else err.
+type deferredThenFailed struct {
+	d   DeferredDeadLetter
+	err error
+}
+
+func (f deferredThenFailed) Ready() bool { return f.d.Ready() }
+
+func (f deferredThenFailed) Wait() error {
+	if err := callWait(f.d); err != nil {
+		return err
+	}
+	return f.err
 }
 
 // deliveredInCall is the outcome of a dead letter the destination

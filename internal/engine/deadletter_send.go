@@ -54,8 +54,13 @@ func (g *graph) handOver(fn func(context.Context, DeadLetter) error, it deadLett
 	call.deferred = nil
 	err := callDeadLetter(fn, call, DeadLetter{Record: it.rec, Stage: it.job.stage.name, Err: it.job.err})
 	if d := call.deferred; d != nil {
-		// The outcome is d's, whatever the call returned.
 		call.deferred = nil
+		if err != nil {
+			// The destination deferred a delivery and then failed (a
+			// function wrapping a Kafka destination and another store):
+			// the dead letter is delivered only if both succeeded.
+			d = deferredThenFailed{d: d, err: err}
+		}
 		g.deferDeadLetter(it, d)
 		return
 	}

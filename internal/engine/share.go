@@ -199,10 +199,13 @@ func (tr *tracker) settleLocked(offs []int64, t Ticket, fate AckOutcome) []int64
 }
 
 // finishedLocked records the outcome of a slot whose last reference was
-// just completed. Callers hold tr.mu; tr.share is set.
+// just completed. Callers hold tr.mu; tr.share is set. A record claimed
+// for the dead-letter destination finishes only once its dead letter was
+// delivered, and is then ACCEPTed whatever another branch made of it:
+// released, it would come back and be dead-lettered again.
 func (tr *tracker) finishedLocked(s *slot) {
 	fate := s.fate
-	if fate == 0 {
+	if fate == 0 || s.invalid {
 		fate = AckAccepted
 	}
 	tr.acks = append(tr.acks, Ack{TopicPartition: tr.tp, Offset: s.rec.Offset, Outcome: fate})
