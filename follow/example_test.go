@@ -28,7 +28,7 @@ func ExampleNew() {
 		}
 		return out, nil
 	})
-	fake := testkit.NewFake() // in production: source.NewKafka or franz.NewSource, the follower's own group
+	fake := testkit.NewFake() // in production: source.NewSource or franz.NewSource, the follower's own group
 	src, err := follow.New(fake, leaders, follow.WithInterval(10*time.Millisecond))
 	if err != nil {
 		fmt.Println(err)

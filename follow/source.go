@@ -24,7 +24,7 @@ type Source struct {
 var _ pipeline.Source = (*Source)(nil)
 
 // New returns a follower running inner, gated by leaders. inner is any
-// source (source.NewKafka, franz.NewSource, testkit.NewFake): its group
+// source (source.NewSource, franz.NewSource, testkit.NewFake): its group
 // is the follower's own consumer group, which must not be one of the
 // leader groups (it would wait for itself forever). New returns an error
 // naming a nil argument or an invalid option.

@@ -13,7 +13,7 @@ import (
 const (
 	// DefaultProducerCloseTimeout is how long [Producer.Close] waits for
 	// outstanding deliveries unless [ProducerConfig.CloseTimeout] says
-	// otherwise (as sink.DefaultCloseTimeout).
+	// otherwise (as sink.DefaultProducerCloseTimeout).
 	DefaultProducerCloseTimeout = 5 * time.Second
 	// DefaultProducerLinger is the kgo.ProducerLinger NewProducer sets
 	// before ProducerConfig.Opts: none. kgo still batches what is

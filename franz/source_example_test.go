@@ -14,7 +14,7 @@ import (
 )
 
 // A consumer group source in pure Go: the same pipeline as on
-// source.NewKafka, with kgo underneath. Each record's offset commits once
+// source.NewSource, with kgo underneath. Each record's offset commits once
 // its stage returned. (It takes a second or two: a consumer group forms on
 // the embedded broker.)
 func ExampleNewSource() {

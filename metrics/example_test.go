@@ -34,7 +34,7 @@ func Example() {
 	}
 	// In production: go http.ListenAndServe(":9464", mux)
 
-	fake := testkit.NewFake() // in production: source.NewKafka(...)
+	fake := testkit.NewFake() // in production: source.NewSource(...)
 	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		return stages.Discard(stages.Filter(in, func(r pipeline.Record) bool { return len(r.Value) > 0 }, stages.Name("non-empty")))
 	}

@@ -58,7 +58,7 @@
 // # Sources and hooks
 //
 // A [Source] drives Run through the [Group] interface from one poll
-// goroutine: source.NewKafka (librdkafka), franz.NewSource and
+// goroutine: source.NewSource (librdkafka), franz.NewSource and
 // franz.NewShareSource (franz-go), follow.New (a follower wrapping one of
 // them) or, in tests, testkit.NewFake. [Hook]s ([WithHooks]) see the events they handle, for metrics
 // and health checks; package metrics provides Prometheus and health hooks.

@@ -27,7 +27,7 @@ func decode(_ context.Context, r pipeline.Record) (order, error) {
 }
 
 // Run consumes a source (here the fake one from testkit; in production
-// source.NewKafka) with one graph per assigned partition. The builder only
+// source.NewSource) with one graph per assigned partition. The builder only
 // wires stages; Sluice assigns, commits and drains.
 func ExampleRun() {
 	fake := testkit.NewFake()

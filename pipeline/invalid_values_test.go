@@ -77,7 +77,7 @@ func TestRunRejectsNilArgumentsNamingThem(t *testing.T) {
 		{"ctx", func() error { return pipeline.Run(noContext, testkit.NewFake(), build) },
 			"sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil"},
 		{"src", func() error { return pipeline.Run(context.Background(), nil, build) },
-			"sluice: Run needs a Source (source.NewKafka, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil"},
+			"sluice: Run needs a Source (source.NewSource, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil"},
 		{"build", func() error { return pipeline.Run(context.Background(), testkit.NewFake(), nil) },
 			"sluice: Run needs a Builder; got nil"},
 	}

@@ -104,7 +104,7 @@ func WithDrainTimeout(d time.Duration) Option {
 // resumes, so the runtime holds at most records + 128 per partition. What
 // their client returned for a partition after its pause the Kafka sources
 // keep themselves until it resumes: franz.Source at most an eighth of
-// records (at least 128), source.Kafka at most one record per paused
+// records (at least 128), source.Source at most one record per paused
 // partition. Their clients' prefetch is sized from the limits too; see
 // docs/lifecycle.md, "Backpressure". Paused partitions resume in turn:
 // only as many at once as the free budget has room for one delivery each.
@@ -127,7 +127,7 @@ func WithMaxInFlight(records int) Option {
 // delivery that paused each partition, which the Kafka sources keep
 // within n/8 bytes (or one record heavier than that); franz.Source holds
 // about n/8 more for paused partitions (it takes nothing from its client
-// while it holds that much), source.Kafka one record per paused
+// while it holds that much), source.Source one record per paused
 // partition. What stages build from records (decoded values, batches) is
 // not counted, nor the clients' prefetch, which the Kafka sources size
 // from n: franz-go's fetches decompress to about n/8 in all (at the

@@ -57,7 +57,7 @@ type Builder func(p *Partition, in Stream[Record]) End
 //     client failure (Run then stops every graph without committing), or a
 //     failure of the source's own shutdown after the graphs drained (for
 //     the Kafka source, the final commit or closing the client; see
-//     source.Kafka.Run), joined after the first error if there is one.
+//     source.Source.Run), joined after the first error if there is one.
 //
 // Bounded shutdown: Run returns whatever user code does. A revoke or
 // shutdown drains each partition for at most the drain timeout
@@ -80,7 +80,7 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 		return errors.New("sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil")
 	}
 	if src == nil {
-		return errors.New("sluice: Run needs a Source (source.NewKafka, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil")
+		return errors.New("sluice: Run needs a Source (source.NewSource, franz.NewSource, franz.NewShareSource, follow.New around one of them, or testkit.NewFake in tests); got nil")
 	}
 	if build == nil {
 		return errors.New("sluice: Run needs a Builder; got nil")

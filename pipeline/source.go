@@ -6,7 +6,7 @@ import (
 )
 
 // Source is what feeds records into [Run] and commits the offsets that Run
-// reports. Sluice ships five: source.NewKafka (a consumer group on
+// reports. Sluice ships five: source.NewSource (a consumer group on
 // librdkafka), franz.NewSource (a consumer group on franz-go),
 // franz.NewShareSource (a share group, KIP-932, through [AckGroup]),
 // follow.New (wraps another source so that it never processes past what

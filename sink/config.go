@@ -12,9 +12,9 @@ import (
 	"github.com/sluice-go/sluice/internal/librdkafka"
 )
 
-// DefaultCloseTimeout is how long [Producer.Close] waits for outstanding
+// DefaultProducerCloseTimeout is how long [Producer.Close] waits for outstanding
 // deliveries unless [ProducerConfig.CloseTimeout] says otherwise.
-const DefaultCloseTimeout = 5 * time.Second
+const DefaultProducerCloseTimeout = 5 * time.Second
 
 // ProducerConfig configures a [Producer].
 type ProducerConfig struct {
@@ -92,7 +92,7 @@ func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
 		}
 	}
 	if cfg.CloseTimeout < 0 {
-		return nil, fmt.Errorf("sink: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultCloseTimeout)
+		return nil, fmt.Errorf("sink: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultProducerCloseTimeout)
 	}
 	m := defaultProducerProperties()
 	for k := range cfg.Overrides {

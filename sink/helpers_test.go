@@ -33,9 +33,9 @@ func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *s
 
 // newSource returns a librdkafka source of group on topic with fast
 // commits and heartbeats.
-func newSource(t testing.TB, brokers []string, group, topic string) *source.Kafka {
+func newSource(t testing.TB, brokers []string, group, topic string) *source.Source {
 	t.Helper()
-	src, err := source.NewKafka(source.Config{
+	src, err := source.NewSource(source.Config{
 		Brokers:        brokers,
 		Group:          group,
 		Topics:         []string{topic},

@@ -65,7 +65,7 @@ func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 		tr:           produce.NewTracker(produce.Names{Package: "sink", ErrClosed: ErrClosed}),
 	}
 	if p.closeTimeout == 0 {
-		p.closeTimeout = DefaultCloseTimeout
+		p.closeTimeout = DefaultProducerCloseTimeout
 	}
 	p.topics = produce.NewTopics(p.tr.Names(), cfg.SkipTopicCheck, "ProducerConfig.SkipTopicCheck", p.describeTopics, logger)
 	p.wg.Go(p.events)

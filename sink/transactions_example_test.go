@@ -31,7 +31,7 @@ func ExampleNewTransactionalProducer() {
 		}
 	}
 
-	src, err := source.NewKafka(source.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
+	src, err := source.NewSource(source.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
 		CommitInterval: 100 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)

@@ -12,14 +12,14 @@ import (
 // Bad transactional configurations are errors naming the field or the
 // override; a second producer for one source is refused.
 func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
-	src, err := source.NewKafka(source.Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}})
+	src, err := source.NewSource(source.Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ok := sink.TransactionalConfig{ProducerConfig: sink.ProducerConfig{Brokers: []string{"127.0.0.1:1"}}, TransactionalID: "id"}
 	with := func(f func(*sink.TransactionalConfig)) sink.TransactionalConfig { c := ok; f(&c); return c }
 	for name, tc := range map[string]struct {
-		src  *source.Kafka
+		src  *source.Source
 		cfg  sink.TransactionalConfig
 		want string
 	}{

@@ -120,7 +120,7 @@ func BenchmarkKafkaSource(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var window time.Duration
 			for range b.N {
-				src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
+				src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -200,7 +200,7 @@ func BenchmarkPipeline(b *testing.B) {
 	br := benchTopic(b)
 	var window time.Duration
 	for range b.N {
-		src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+		src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 		if err != nil {
 			b.Fatal(err)
 		}

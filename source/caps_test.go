@@ -98,7 +98,7 @@ func (g meteredGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record
 
 // gatedRun runs src into a graph stuck until a partition paused and 50
 // more polls passed, then lets it finish all n records.
-func gatedRun(t *testing.T, src *Kafka, m *heldMeter, n int64, opts ...pipeline.Option) {
+func gatedRun(t *testing.T, src *Source, m *heldMeter, n int64, opts ...pipeline.Option) {
 	t.Helper()
 	src.polled = m.polled
 	release := make(chan struct{})

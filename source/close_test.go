@@ -84,7 +84,7 @@ func TestThreeMembersStopTogether(t *testing.T) {
 			defer cancel()
 			var (
 				gs   []*fakeGroup
-				srcs []*Kafka
+				srcs []*Source
 				done = make(chan error, 3)
 			)
 			for range 3 {

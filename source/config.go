@@ -15,7 +15,7 @@ import (
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
 const DefaultCommitInterval = rebalance.DefaultCommitInterval
 
-// Config configures a [Kafka] source. Brokers, Group and Topics are
+// Config configures a [Source] source. Brokers, Group and Topics are
 // required; everything else has a default.
 type Config struct {
 	// Brokers is the bootstrap list, host:port each (bootstrap.servers).
@@ -44,7 +44,7 @@ type Config struct {
 	// to be answered: below about 9s a slow coordinator makes Run report a
 	// Close that librdkafka would have ended). Each synchronous commit on
 	// a revoke is bounded by the same 40%. Past the bound Run returns an
-	// error naming what did not finish (see Kafka.Run). Zero means
+	// error naming what did not finish (see Source.Run). Zero means
 	// DefaultCloseTimeout (10s); it must not be negative, and a non-zero
 	// value must be at least 100ms. Its 40% are part of the default
 	// max.poll.interval.ms (see the package documentation, "Timeouts").
@@ -58,7 +58,7 @@ type Config struct {
 	// of the source's defaults: TLS, SASL, fetch tuning, group.protocol,
 	// partition.assignment.strategy, the group timeouts and so on. Values
 	// are strings, bools or numbers of any Go integer or float type (JSON
-	// and YAML decoders produce float64): NewKafka converts numbers to
+	// and YAML decoders produce float64): NewSource converts numbers to
 	// int, and rejects a non-integral one (except for librdkafka's float
 	// properties, which get it as text) with an error naming the key. An
 	// override of max.poll.interval.ms must leave room for a revoke (drain

@@ -56,7 +56,7 @@ func TestPrefetchKeepsOverrides(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Overrides = tc.overrides
-			k, err := NewKafka(cfg)
+			k, err := NewSource(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestRunSizesPrefetchFromBudget(t *testing.T) {
 			cfg.Brokers = []string{"127.0.0.1:1"}
 			cfg.CloseTimeout = 200 * time.Millisecond
 			cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			k, err := NewKafka(cfg)
+			k, err := NewSource(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,9 +28,9 @@ func TestOverrideNumbersConverted(t *testing.T) {
 	} {
 		cfg := baseConfig()
 		cfg.Overrides = map[string]any{"fetch.wait.max.ms": tc.in}
-		k, err := NewKafka(cfg)
+		k, err := NewSource(cfg)
 		if err != nil {
-			t.Errorf("%T(%v): NewKafka = %v", tc.in, tc.in, err)
+			t.Errorf("%T(%v): NewSource = %v", tc.in, tc.in, err)
 			continue
 		}
 		if got := k.cfg.Overrides["fetch.wait.max.ms"]; got != tc.want {
@@ -40,7 +40,7 @@ func TestOverrideNumbersConverted(t *testing.T) {
 	// librdkafka's float properties keep their fraction, as text.
 	cfg := baseConfig()
 	cfg.Overrides = map[string]any{"linger.ms": 0.5, "queue.buffering.max.ms": float32(2.25)}
-	k, err := NewKafka(cfg)
+	k, err := NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,15 +67,15 @@ func TestOverrideBadNumbersRejected(t *testing.T) {
 	} {
 		cfg := baseConfig()
 		cfg.Overrides = map[string]any{"session.timeout.ms": tc.in}
-		_, err := NewKafka(cfg)
+		_, err := NewSource(cfg)
 		if err == nil || !strings.Contains(err.Error(), `Config.Overrides["session.timeout.ms"]`) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%T(%v): NewKafka = %v, want an error naming the key and %q", tc.in, tc.in, err, tc.want)
+			t.Errorf("%T(%v): NewSource = %v, want an error naming the key and %q", tc.in, tc.in, err, tc.want)
 		}
 	}
 }
 
 // The converted values are accepted by librdkafka itself (the review bug:
-// NewKafka accepted float64, Run failed creating the client).
+// NewSource accepted float64, Run failed creating the client).
 func TestOverrideNumbersAcceptedByClient(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Overrides = map[string]any{
@@ -85,7 +85,7 @@ func TestOverrideNumbersAcceptedByClient(t *testing.T) {
 		"fetch.wait.max.ms":          uint16(50),
 		"linger.ms":                  0.5, // a producer property: ignored, with a warning
 	}
-	k, err := NewKafka(cfg)
+	k, err := NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestGroupTimeouts(t *testing.T) {
 			cfg := baseConfig()
 			cfg.CloseTimeout = tc.close
 			cfg.Overrides = tc.ov
-			k, err := NewKafka(cfg)
+			k, err := NewSource(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestGroupTimeoutsContradictingDrain(t *testing.T) {
 	} {
 		cfg := baseConfig()
 		cfg.Overrides = tc.ov
-		k, err := NewKafka(cfg)
+		k, err := NewSource(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestGroupTimeoutsContradictingDrain(t *testing.T) {
 func TestRunRejectsPollIntervalBelowDrain(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Overrides = map[string]any{"max.poll.interval.ms": 10000}
-	src, err := NewKafka(cfg)
+	src, err := NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

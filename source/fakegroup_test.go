@@ -382,7 +382,7 @@ func (r *running) tolerateClause(clause int) {
 
 // start runs src with g wrapped in a sourcetest.CheckingGroup; the
 // cleanup stops it and reports every breach of the Source contract.
-func start(t testing.TB, src *Kafka, g *fakeGroup) *running {
+func start(t testing.TB, src *Source, g *fakeGroup) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1), tolerate: map[int]bool{}}

@@ -84,7 +84,7 @@ func BenchmarkGraphB(b *testing.B) {
 		var partial atomic.Int64
 		var tail time.Duration
 		for range b.N {
-			src, err := NewKafka(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+			src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 			if err != nil {
 				b.Fatal(err)
 			}

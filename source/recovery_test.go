@@ -81,7 +81,7 @@ func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 	b.CreateTopic(t, "in", parts)
 	b.Produce(t, "in", records(parts, 0, 50)...)
 
-	src, err := NewKafka(Config{ // the source's own group timeouts: no overrides
+	src, err := NewSource(Config{ // the source's own group timeouts: no overrides
 		Brokers:        b.Addrs(),
 		Group:          "g",
 		Topics:         []string{"in"},

@@ -30,7 +30,7 @@ func swallow(b *kafkatest.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.In
 
 // waitBackground waits for the client calls Run left running to end, so
 // that goleak sees no goroutine of this test.
-func waitBackground(t *testing.T, src *Kafka, within time.Duration) {
+func waitBackground(t *testing.T, src *Source, within time.Duration) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { src.background.Wait(); close(done) }()
@@ -42,7 +42,7 @@ func waitBackground(t *testing.T, src *Kafka, within time.Duration) {
 }
 
 // runFor starts src and waits until it delivered n records.
-func runFor(t *testing.T, src *Kafka, n int) (*fakeGroup, *running) {
+func runFor(t *testing.T, src *Source, n int) (*fakeGroup, *running) {
 	t.Helper()
 	g := newFakeGroup()
 	r := start(t, src, g)

@@ -32,7 +32,7 @@ type transactions struct {
 // creating the consumer, so no assignment waits for it; its error names
 // the transactional id and librdkafka's (the broker's last answer when
 // InitTransactions timed out retrying, COORDINATOR_LOAD_IN_PROGRESS say).
-func (k *Kafka) initTransactions() (*transactions, error) {
+func (k *Source) initTransactions() (*transactions, error) {
 	b, ok := exactlyonce.Take(k)
 	if !ok {
 		return &transactions{}, nil

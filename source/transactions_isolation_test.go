@@ -23,7 +23,7 @@ func TestExactlyOnceRefusesReadUncommitted(t *testing.T) {
 		refused bool
 	}{{"read_uncommitted", true}, {"read_committed", false}} {
 		t.Run(tc.level, func(t *testing.T) {
-			src, err := NewKafka(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"in"},
+			src, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"in"},
 				Overrides: map[string]any{"isolation.level": tc.level}})
 			if err != nil {
 				t.Fatal(err)

@@ -15,7 +15,7 @@
 //     consumer-group assignment the test drives, for tests that call
 //     pipeline.Run themselves (or through [Start]).
 //   - Package testkit/kafkatest starts a broker, for tests of either
-//     client's source and producer (source.NewKafka and package sink,
+//     client's source and producer (source.NewSource and package sink,
 //     franz.NewSource and franz.NewProducer) against the real protocol:
 //     franz-go's in-process kfake by default, Apache Kafka with
 //     SLUICE_TEST_BROKER=apache. It is slower (seconds per test); it is a

@@ -52,7 +52,7 @@ func newBackend(o options, brokers []string, logger *slog.Logger) (*backend, err
 }
 
 func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
-	src, err := source.NewKafka(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
+	src, err := source.NewSource(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
 		Overrides:      o.consumerOverrides()})
 	if err != nil {

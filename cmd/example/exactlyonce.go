@@ -13,7 +13,7 @@ import (
 // --exactly-once a transactional one bound to src (outputs and input
 // offsets commit in one transaction per commit interval), else a plain
 // one.
-func newLibrdkafkaProducer(o options, src *source.Kafka, cfg sink.ProducerConfig) (*sink.Producer, error) {
+func newLibrdkafkaProducer(o options, src *source.Source, cfg sink.ProducerConfig) (*sink.Producer, error) {
 	if !o.exactlyOnce {
 		return sink.NewProducer(cfg)
 	}

@@ -31,7 +31,7 @@ const (
 type newSource func(cfg runConfig) (pipeline.Source, error)
 
 func confluentSource(cfg runConfig) (pipeline.Source, error) {
-	return source.NewKafka(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}})
+	return source.NewSource(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}})
 }
 
 func franzSource(cfg runConfig) (pipeline.Source, error) {

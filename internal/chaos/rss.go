@@ -228,7 +228,7 @@ func rssChild(args []string) int {
 	if *queueKiB > 0 {
 		cfg.Overrides = map[string]any{"queued.max.messages.kbytes": *queueKiB}
 	}
-	src, err := source.NewKafka(cfg)
+	src, err := source.NewSource(cfg)
 	if err != nil {
 		fmt.Println("rss-child:", err)
 		return 1

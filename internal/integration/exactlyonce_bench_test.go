@@ -21,7 +21,7 @@ import (
 // one output per record (a Map then a Produce stage), through a plain
 // producer (at-least-once) or a transactional one bound to the source,
 // at the default commit interval and at 100ms, on each backend
-// (librdkafka: source.NewKafka with sink's producers; franz:
+// (librdkafka: source.NewSource with sink's producers; franz:
 // franz.NewSource with franz's). The backend is the innermost
 // sub-benchmark, so the two alternate configuration by configuration
 // (-count repeats each sub-benchmark in a row: for more rounds, repeat
@@ -139,8 +139,8 @@ func identity(m pipeline.Message) (pipeline.Message, error) { return m, nil }
 
 // eosLibrdkafka returns a librdkafka source and a producer, transactional
 // and bound to it when eos.
-func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*source.Kafka, *sink.Producer) {
-	src, err := source.NewKafka(source.Config{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval})
+func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*source.Source, *sink.Producer) {
+	src, err := source.NewSource(source.Config{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval})
 	if err != nil {
 		b.Fatal(err)
 	}

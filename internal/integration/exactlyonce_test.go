@@ -56,13 +56,13 @@ var eosGenerous = eosTimings{txn: 15 * time.Second, commit: 10 * time.Second}
 // newTxnSource returns a librdkafka source for group/topic and a
 // transactional producer bound to it with id txnID and eosGenerous
 // timings.
-func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Kafka, *sink.Producer) {
+func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Source, *sink.Producer) {
 	t.Helper()
 	return newTxnSourceWith(t, b, group, topic, txnID, eosGenerous)
 }
 
 // newTxnSourceWith is newTxnSource with the timings tm.
-func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, tm eosTimings) (*source.Kafka, *sink.Producer) {
+func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, tm eosTimings) (*source.Source, *sink.Producer) {
 	t.Helper()
 	src := newSource(t, b, group, topic, nil)
 	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{

@@ -357,7 +357,7 @@ func anyHasCode(errs []error, want *kerr.Error) bool {
 
 // newSourceWith is newSource with a chosen commit interval and client.id
 // (the name kfake shows in GroupInfo.Members).
-func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID string, every time.Duration, overrides map[string]any) *source.Kafka {
+func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID string, every time.Duration, overrides map[string]any) *source.Source {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
@@ -368,7 +368,7 @@ func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID str
 		"reconnect.backoff.max.ms": 500,
 	}
 	maps.Copy(ov, overrides)
-	src, err := source.NewKafka(source.Config{
+	src, err := source.NewSource(source.Config{
 		Brokers:        b.Addrs(),
 		Group:          group,
 		Topics:         []string{topic},

@@ -34,14 +34,14 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // newSource returns a Kafka source for group/topic with test timings
 // (fast heartbeats and commits); overrides are applied last.
-func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *source.Kafka {
+func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *source.Source {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
 		"session.timeout.ms":    6000,
 	}
 	maps.Copy(ov, overrides)
-	src, err := source.NewKafka(source.Config{
+	src, err := source.NewSource(source.Config{
 		Brokers:        b.Addrs(),
 		Group:          group,
 		Topics:         []string{topic},

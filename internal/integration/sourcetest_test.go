@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
-// kafkaDriver runs the source conformance suite against source.Kafka on
+// kafkaDriver runs the source conformance suite against source.Source on
 // the embedded broker; consumer selects KIP-848's consumer group protocol
 // (the broker assigns) instead of the classic one.
 type kafkaDriver struct {
@@ -35,7 +35,7 @@ func (d kafkaDriver) NewSource(t *testing.T, group, topic string) pipeline.Sourc
 		return newSource(t, d.b, group, topic, nil)
 	}
 	// newSource's heartbeat and session properties are classic-only.
-	src, err := source.NewKafka(source.Config{
+	src, err := source.NewSource(source.Config{
 		Brokers:        d.b.Addrs(),
 		Group:          group,
 		Topics:         []string{topic},

@@ -68,7 +68,7 @@ type Harness[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct 
 	NewSource func(t testing.TB, brokers []string, group, topic string) pipeline.Source
 
 	// SourceName is the package name that begins the source's errors
-	// ("source" for source.Kafka, "franz" for franz.Source).
+	// ("source" for source.Source, "franz" for franz.Source).
 	SourceName string
 
 	// Errors says how the client's errors name their causes.

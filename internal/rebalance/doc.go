@@ -1,5 +1,5 @@
 // Package rebalance is the client-independent rebalance handling of
-// Sluice's Kafka sources, and the poll loop it runs in. source.Kafka
+// Sluice's Kafka sources, and the poll loop it runs in. source.Source
 // (confluent-kafka-go) and franz.Source (franz-go) each implement
 // [Backend] for their client and hand the rest to a [Core]:
 //

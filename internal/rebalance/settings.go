@@ -40,7 +40,7 @@ type Settings struct {
 }
 
 // Validate checks the fields and returns an error naming the first bad
-// one (as Config.<Field>), or nil. Backends call it from NewKafka /
+// one (as Config.<Field>), or nil. Backends call it from NewSource /
 // NewSource before their own checks.
 func (s Settings) Validate() error {
 	p := s.Prefix

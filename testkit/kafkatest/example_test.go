@@ -28,7 +28,7 @@ func ExampleNewBroker() {
 			pipeline.Record{Value: []byte("garbage")},
 			pipeline.Record{Value: []byte("order 3")})
 
-		src, err := source.NewKafka(source.Config{
+		src, err := source.NewSource(source.Config{
 			Brokers:        b.Addrs(),
 			Group:          "billing",
 			Topics:         []string{"orders"},

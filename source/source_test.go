@@ -49,7 +49,7 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // newSource builds a source for the broker with test-friendly timings.
-func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *Kafka {
+func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *Source {
 	t.Helper()
 	ov := map[string]any{
 		"heartbeat.interval.ms": 100,
@@ -62,7 +62,7 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 		ov["debug"] = d
 	}
 	maps.Copy(ov, overrides)
-	src, err := NewKafka(Config{
+	src, err := NewSource(Config{
 		Brokers:        b.Addrs(),
 		Group:          group,
 		Topics:         []string{topic},
@@ -460,7 +460,7 @@ func TestFatalErrorLosesAll(t *testing.T) {
 	}
 }
 
-func TestNewKafkaValidates(t *testing.T) {
+func TestNewSourceValidates(t *testing.T) {
 	ok := Config{Brokers: []string{"localhost:9092"}, Group: "g", Topics: []string{"t"}}
 	for _, tc := range []struct {
 		mut  func(*Config)
@@ -481,18 +481,18 @@ func TestNewKafkaValidates(t *testing.T) {
 	} {
 		c := ok
 		tc.mut(&c)
-		_, err := NewKafka(c)
+		_, err := NewSource(c)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewKafka(%+v) = %v, want error naming %s", c, err, tc.want)
+			t.Errorf("NewSource(%+v) = %v, want error naming %s", c, err, tc.want)
 		}
 	}
-	if _, err := NewKafka(ok); err != nil {
-		t.Errorf("NewKafka(valid) = %v", err)
+	if _, err := NewSource(ok); err != nil {
+		t.Errorf("NewSource(valid) = %v", err)
 	}
 }
 
 func TestBadLibrdkafkaPropertyFailsRun(t *testing.T) {
-	src, err := NewKafka(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"},
+	src, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"},
 		Overrides: map[string]any{"no.such.property": 1}})
 	if err != nil {
 		t.Fatal(err)

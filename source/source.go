@@ -17,10 +17,10 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Kafka is a [pipeline.Source] consuming a Kafka consumer group through
-// librdkafka (confluent-kafka-go). Create it with [NewKafka]; its Run may be
+// Source is a [pipeline.Source] consuming a Source consumer group through
+// librdkafka (confluent-kafka-go). Create it with [NewSource]; its Run may be
 // called once.
-type Kafka struct {
+type Source struct {
 	cfg     Config
 	log     *slog.Logger
 	started atomic.Bool
@@ -43,13 +43,13 @@ type Kafka struct {
 	polled func(records int, bytes int64)
 }
 
-var _ pipeline.Source = (*Kafka)(nil)
+var _ pipeline.Source = (*Source)(nil)
 
-// NewKafka validates cfg and returns a source. Errors name the offending
+// NewSource validates cfg and returns a source. Errors name the offending
 // Config field. librdkafka itself validates property names and values in
 // Overrides when Run creates the client; Run returns that error before
 // calling any Group method.
-func NewKafka(cfg Config) (*Kafka, error) {
+func NewSource(cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func NewKafka(cfg Config) (*Kafka, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Kafka{
+	return &Source{
 		cfg:           cfg,
 		log:           log.With("component", "sluice/source", "group", cfg.Group),
 		commitOffsets: (*kafka.Consumer).CommitOffsets,
@@ -103,9 +103,9 @@ func NewKafka(cfg Config) (*Kafka, error) {
 //
 // On a fatal librdkafka error Run loses every owned partition and returns
 // the error. A second call returns an error.
-func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
+func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if !k.started.CompareAndSwap(false, true) {
-		return errors.New("source: Kafka.Run called twice")
+		return errors.New("source: Source.Run called twice")
 	}
 	cm, err := k.cfg.configMap(g.DrainTimeout())
 	if err != nil {
@@ -177,7 +177,7 @@ func (k *Kafka) Run(ctx context.Context, g pipeline.Group) error {
 // Close started (see answerInClose), and by Commit, which reads only
 // fields set before Run started.
 type runner struct {
-	k    *Kafka
+	k    *Source
 	c    *kafka.Consumer
 	g    pipeline.Group
 	log  *slog.Logger
