@@ -3,7 +3,6 @@ package franz
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,29 +16,6 @@ import (
 // a time, through Commit. kgo's auto-commit is off (kgo.DisableAutoCommit),
 // and every commit runs under a context bounded by CloseTimeout, so kgo
 // gives up on it (it retries retriable errors itself) within that bound.
-
-// CommitError is the error the source reports to Group.Committed (and so
-// to the commit hooks given to pipeline.Run) for a commit that failed, was
-// not answered in time or could not be sent. Unwrap returns the cause, a
-// kerr.Error when the broker rejected the commit. The source reports it on
-// its poll goroutine, once per commit.
-type CommitError struct {
-	// Reason is what the commit was for: "interval", "revoke" or
-	// "shutdown".
-	Reason string
-	// Offsets are the offsets the commit was sent (or meant to be sent) for.
-	Offsets []pipeline.Offset
-	// Err is the cause.
-	Err error
-}
-
-// Error names the commit, its offsets and the cause.
-func (e *CommitError) Error() string {
-	return fmt.Sprintf("franz: %s commit of %s: %v", e.Reason, rebalance.OffsetsString(e.Offsets), e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *CommitError) Unwrap() error { return e.Err }
 
 // Commit commits offs with CommitOffsetsSync, on the core's commit
 // goroutine, bounded by CloseTimeout, and returns the partitions the

@@ -7,35 +7,24 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-// DeadLetter returns the destination to pass to pipeline.WithDeadLetter: it
-// produces each invalid record to topic with its key, value, timestamp and
-// headers untouched, plus the pipeline.DeadLetterHeader* (sluice.dlq.*)
-// headers naming the original topic, partition, offset, the error text
-// and the stage. Run calls it from each partition's dead-letter goroutine,
-// so calls for different partitions overlap. Within Run a call returns as
-// soon as kgo took the record, and Run counts the record's offset as done
-// only once the delivery was acknowledged (or fails it as below if it was
-// not): a partition's dead letters go out in offset order without waiting
-// for each other's acknowledgements, up to 1024 in flight, and the offset
-// commits only after the dead letter is stored. Called outside Run, or
-// when Run retries a failed dead letter, a call returns only once the
-// delivery was acknowledged (or Close gave up on the message). A delivery
-// failure is returned (and stops Run: a bad record is never dropped
-// silently). A full kgo buffer is waited out, until the call's context
-// ends. Failures that cannot heal are marked pipeline.Permanent, so Run
-// stops at once: the producer closed ([ErrClosed]), a message too large,
-// an unknown topic, an authorization failure, any broker error kgo does
-// not retry. Others (a delivery that timed out) are retried under Run's
-// retry policy, once the acknowledgements of the dead letters in flight
-// with it arrived. An empty topic fails every call with a permanent
-// error.
-//
-// The destination is a [DeadLetterFunc]: pipeline.Run calls its
-// CheckStart before the source starts, so an empty topic, or one that
-// does not exist (unless ProducerConfig.SkipTopicCheck), makes Run return
-// an error naming it at once. Called without that check (wrapped in a
-// function of the user's), an empty topic fails every call with a
-// permanent error.
+// DeadLetter returns the destination to pass to pipeline.WithDeadLetter,
+// with the contract of sink.Producer.DeadLetter (docs/production.md,
+// "Dead letters"): each invalid record goes to topic with its key, value,
+// timestamp and headers untouched, plus the pipeline.DeadLetterHeader*
+// (sluice.dlq.*) headers; within Run a call returns once kgo took the
+// record, up to 1024 of a partition in flight in offset order, and the
+// offset commits only after the delivery was acknowledged; outside Run, or
+// when Run retries one, a call waits for the acknowledgement (or for Close
+// to give up on it). A delivery failure is returned and stops Run. What is
+// particular to kgo: a full buffer is waited out until the call's context
+// ends, and the failures marked pipeline.Permanent (Run stops at once) are
+// a closed producer ([ErrClosed]), a message too large, an unknown topic,
+// an authorization failure and any broker error kgo does not retry; others
+// (a delivery that timed out) are retried under Run's retry policy. The
+// result is a [DeadLetterFunc], whose CheckStart pipeline.Run calls before
+// the source starts: an empty topic, or one that does not exist (unless
+// ProducerConfig.SkipTopicCheck), is then an error naming it; without that
+// check an empty topic fails every call with a permanent error.
 func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
 	const name = "franz: Producer.DeadLetter"
 	c := client{p}

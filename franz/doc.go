@@ -71,7 +71,7 @@
 // holds a lost partition is waited for (bounded the same) before the loss
 // is acknowledged to kgo. Offsets of partitions the source does not own are
 // never committed (an owned-set fence). Group.Committed receives every
-// commit's duration, and a *CommitError naming the commit when it failed;
+// commit's duration, and a *pipeline.CommitError naming the commit when it failed;
 // failures expected around rebalances are logged at debug level. Every
 // commit runs under a context bounded by Config.CloseTimeout.
 //

@@ -19,22 +19,17 @@ type UndeliveredMessage = produce.UndeliveredMessage
 // Client, Count), its Error prefixed "franz: closing the producer:".
 type CloseError = produce.CloseError
 
-// Close flushes what kgo still buffers, for up to
-// ProducerConfig.CloseTimeout, and closes the producer. Messages still
-// undelivered then are given up on (kgo.AbortBufferedRecords, which waits
-// for the answers to requests in flight, bounded by a second): their
-// deliveries fail with an error wrapping [ErrClosed], so the records they
-// came from are never committed, and Close returns a *CloseError that
-// counts and names them. Close returns within the close timeout plus at
-// most two seconds, also when kgo's own close would hang.
-//
-// Call it after pipeline.Run returned: every Produce stage and dead letter
-// has then been reported and Close has nothing to wait for. Calling it
-// while Run is still running is safe: later produce calls fail with
-// ErrClosed (a produce waiting for buffer room returns), outstanding ones
-// as above, and Run stops with that error unless the partition was
-// already being taken away. Close is idempotent: later calls wait for the
-// first and return its result.
+// Close has the contract of sink.Producer.Close: it flushes for up to
+// ProducerConfig.CloseTimeout, gives up on what is still undelivered (its
+// deliveries fail with an error wrapping [ErrClosed], their records are
+// never committed, and Close returns a *CloseError naming them), and
+// returns within the timeout plus at most two seconds. Call it after
+// pipeline.Run returned; called while Run runs, later produce calls fail
+// with ErrClosed and Run stops with that error unless the partition was
+// already being taken away. Later calls wait for the first and return its
+// result. With kgo, giving up is kgo.AbortBufferedRecords (which waits for
+// the answers to requests in flight, bounded by a second), and a produce
+// waiting for buffer room returns at Close.
 func (p *Producer) Close() error {
 	if p.txn != nil {
 		return p.closeTransactional()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
@@ -42,6 +43,9 @@ type Source struct {
 	// polled, when set (tests), is called on the poll goroutine after
 	// every poll with the records the core holds and those kgo buffered.
 	polled func(h held)
+	// txn holds the transactional producer NewTransactionalProducer bound
+	// to the source; Run takes it.
+	txn exactlyonce.Slot[*Producer]
 }
 
 // held is what the source holds outside the runtime after a poll: the
@@ -116,10 +120,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if err != nil {
 		return err
 	}
-	txns, err := s.takeTransactions() // exactly-once (transaction_source.go); nil without a transactional producer
-	if err != nil {
-		return err
-	}
+	txns := s.takeTransactions() // exactly-once (transaction_source.go); nil without a transactional producer
 	if !s.cfg.SkipTopicCheck {
 		opts := probeOpts(s.cfg.Opts, s.cfg.Brokers, kgo.ConsumerGroup(s.cfg.Group))
 		if err := checkInputTopics(ctx, s.log, "Config.Topics", "Config.SkipTopicCheck", s.cfg.Topics, opts); err != nil {
@@ -163,7 +164,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	}
 	// Once ctx is done the loop shuts down at once, answering kgo's
 	// callbacks as it does.
-	return txns.joinErr(r.core.Run(ctx))
+	return txns.group().JoinErr(r.core.Run(ctx))
 }
 
 // runner is the state of one Run and the [rebalance.Backend] of its
@@ -198,14 +199,9 @@ func newRunner(s *Source, g pipeline.Group) *runner {
 		highs: make(map[pipeline.TopicPartition]int64),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
-		Prefix:         "franz",
-		CommitInterval: s.cfg.CommitInterval,
-		CloseTimeout:   s.cfg.CloseTimeout,
-		Log:            s.log,
-		Background:     &s.background,
-		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
-			return &CommitError{Reason: reason, Offsets: offs, Err: err}
-		},
+		Settings:   s.cfg.settings(),
+		Log:        s.log,
+		Background: &s.background,
 	})
 	return r
 }
@@ -227,7 +223,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	}
 	r.serveCallbacks()
 	if r.fatal == nil {
-		return r.txns.err() // an aborted transaction stops Run like a fatal error
+		return r.txns.group().Err() // an aborted transaction stops Run like a fatal error
 	}
 	return r.fatal
 }
@@ -301,21 +297,15 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 // toRecord converts a record kgo returned into a record, its headers
 // carved out of hdrs (no allocation per record).
 func toRecord(kr *kgo.Record, hdrs *headers.Slab) pipeline.Record {
-	rec := pipeline.Record{
+	return pipeline.Record{
 		Topic:     kr.Topic,
 		Partition: kr.Partition,
 		Offset:    kr.Offset,
 		Key:       kr.Key,
 		Value:     kr.Value,
 		Timestamp: kr.Timestamp,
+		Headers:   headers.Convert(hdrs, kr.Headers),
 	}
-	if len(kr.Headers) > 0 {
-		rec.Headers = hdrs.Take(len(kr.Headers))
-		for i, h := range kr.Headers {
-			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return rec
 }
 
 // fetchError logs a fetch error; a closed client is fatal.

@@ -53,8 +53,9 @@ func NewTransactionalProducer(src *Source, cfg TransactionalConfig) (*Producer, 
 	if eosLog == nil {
 		eosLog = src.cfg.Logger // the aborts are the consumer's business too
 	}
-	b := exactlyonce.Binding{Producer: p, Config: exactlyonce.Config{Logger: eosLog, CommitTimeout: cfg.CommitTimeout}}
-	if err := exactlyonce.Bind(src, b); err != nil {
+	b := exactlyonce.Binding[*Producer]{Producer: p, TransactionalID: cfg.TransactionalID,
+		Config: exactlyonce.Config{Logger: eosLog, CommitTimeout: cfg.CommitTimeout}}
+	if err := src.txn.Bind(b); err != nil {
 		return nil, fmt.Errorf("franz: NewTransactionalProducer: %w", err)
 	}
 	return p, nil

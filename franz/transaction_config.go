@@ -1,10 +1,8 @@
 package franz
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,10 +12,9 @@ import (
 
 // DefaultTransactionTimeout is the kgo.TransactionTimeout of a
 // transactional producer unless [TransactionalConfig.TransactionTimeout]
-// says otherwise (as sink.DefaultTransactionTimeout): how long the broker
-// keeps a crashed consumer's transaction open (delaying read_committed
-// readers of its outputs) before it aborts it.
-const DefaultTransactionTimeout = 10 * time.Second
+// says otherwise: sink.DefaultTransactionTimeout, how long the broker
+// keeps a crashed consumer's transaction open before it aborts it.
+const DefaultTransactionTimeout = exactlyonce.DefaultTransactionTimeout
 
 // TransactionalConfig configures [NewTransactionalProducer].
 type TransactionalConfig struct {
@@ -65,16 +62,8 @@ var reservedTxnOpts = []reservedOpt{
 // validate checks cfg for the source src and returns it with Brokers and
 // the timeouts filled in.
 func (cfg TransactionalConfig) validate(src *Source) (TransactionalConfig, error) {
-	if strings.TrimSpace(cfg.TransactionalID) == "" {
-		return cfg, errors.New("franz: TransactionalConfig.TransactionalID is empty")
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"TransactionTimeout", cfg.TransactionTimeout}, {"CommitTimeout", cfg.CommitTimeout}} {
-		if d.v < 0 {
-			return cfg, fmt.Errorf("franz: TransactionalConfig.%s = %v: want 0 (the default) or more", d.name, d.v)
-		}
+	if err := exactlyonce.CheckConfig("franz", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
+		return cfg, err
 	}
 	if cfg.TransactionTimeout == 0 {
 		cfg.TransactionTimeout = DefaultTransactionTimeout
@@ -144,13 +133,6 @@ func (cfg TransactionalConfig) defaultClientOpts() []kgo.Opt {
 func (cfg TransactionalConfig) clientOpts() []kgo.Opt {
 	opts := slices.Clone(cfg.Opts)
 	return append(opts, kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(cfg.TransactionTimeout))
-}
-
-func (cfg TransactionalConfig) commitTimeout() time.Duration {
-	if cfg.CommitTimeout > 0 {
-		return cfg.CommitTimeout
-	}
-	return exactlyonce.DefaultCommitTimeout
 }
 
 // sameBrokers reports whether a and b list the same brokers, in any order.

@@ -2,8 +2,6 @@ package franz
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,17 +28,14 @@ type transactions struct {
 
 // takeTransactions returns the transactions of s's Run, nil when no
 // producer is bound to s.
-func (s *Source) takeTransactions() (*transactions, error) {
-	b, ok := exactlyonce.Take(s)
+func (s *Source) takeTransactions() *transactions {
+	b, ok := s.txn.Take()
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	p, ok := b.Producer.(*Producer)
-	if !ok || p.txn == nil {
-		return nil, fmt.Errorf("franz: the transactional producer bound to the source is a %T, not a franz transactional producer", b.Producer)
-	}
-	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: p.txn.cfg.TransactionalID,
-		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}, watch: new(initWatch)}, nil
+	p := b.Producer
+	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: b.TransactionalID,
+		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}, watch: new(initWatch)}
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
@@ -111,18 +106,11 @@ func (t *transactions) sawTopic(topic string, id [16]byte) {
 	}
 }
 
-// err is the failure that ended the transactions, or nil.
-func (t *transactions) err() error {
-	if t == nil || t.eg == nil {
+// group is the Group wrapping the runtime's, nil without a transactional
+// producer (its Err and JoinErr are safe on nil).
+func (t *transactions) group() *exactlyonce.Group {
+	if t == nil {
 		return nil
 	}
-	return t.eg.Err()
-}
-
-// joinErr adds the transactions' failure to Run's error unless it holds it.
-func (t *transactions) joinErr(err error) error {
-	if terr := t.err(); terr != nil && !errors.Is(err, terr) {
-		return errors.Join(err, terr)
-	}
-	return err
+	return t.eg
 }

@@ -35,7 +35,7 @@ func (t *transactions) start(ctx context.Context, cl *kgo.Client) error {
 		id, _ := vs[0].(string)
 		t.txn.instanceID = &id // static membership: TxnOffsetCommit names it
 	}
-	timeout := t.p.txn.cfg.commitTimeout()
+	timeout := t.cfg.CommitTimeoutOrDefault()
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t.watch.begin()

@@ -17,34 +17,30 @@ const (
 	HeaderStage     = pipeline.DeadLetterHeaderStage
 )
 
-// DeadLetter returns the destination to pass to pipeline.WithDeadLetter: it
-// produces each invalid record to topic with its key, value and headers
-// untouched, plus the sluice.dlq.* headers naming the original topic,
-// partition, offset, the error text and the stage. Run calls it from each
-// partition's dead-letter goroutine, so calls for different partitions
-// overlap. Within Run a call returns as soon as librdkafka took the
-// message, and Run counts the record's offset as done only once the
-// delivery report succeeded (or fails it as below if it did not): a
-// partition's dead letters go out in offset order without waiting for
-// each other's reports, up to 1024 in flight, and the offset commits only
-// after the dead letter is stored. Called outside Run, or when Run
-// retries a failed dead letter, a call returns only once the delivery
-// report arrived (or Close gave up on the message). A delivery failure is
-// returned (and stops Run: a bad record is never dropped silently). A
-// full producer queue is waited out. Failures that cannot heal are
-// marked pipeline.Permanent, so Run stops at once: the producer closed
-// ([ErrClosed]) or failed fatally, a message too large, an unknown topic,
-// bad configuration or credentials. Others (a delivery that timed out)
-// are retried under Run's retry policy, once the reports of the dead
-// letters in flight with it arrived. An empty topic fails every call with
-// a permanent error.
+// DeadLetter returns the destination to pass to pipeline.WithDeadLetter.
+// It produces each invalid record to topic with its key, value and
+// headers untouched, plus the sluice.dlq.* headers naming the original
+// topic, partition, offset, the error text and the stage. Run calls it
+// from each partition's dead-letter goroutine, so calls for different
+// partitions overlap. Within Run a call returns as soon as librdkafka took
+// the message: a partition's dead letters go out in offset order, up to
+// 1024 in flight, and the record's offset commits only after its delivery
+// report succeeded. Called outside Run, or when Run retries a failed dead
+// letter, a call returns once the report arrived (or Close gave up on the
+// message). A delivery failure is returned and stops Run: a bad record is
+// never dropped silently. A full producer queue is waited out. Failures
+// that cannot heal are marked pipeline.Permanent, so Run stops at once:
+// the producer closed ([ErrClosed]) or failed fatally, a message too
+// large, an unknown topic, bad configuration or credentials; others (a
+// delivery that timed out) are retried under Run's retry policy once the
+// reports of the dead letters in flight with it arrived. The whole
+// policy: docs/production.md, "Dead letters".
 //
-// The destination is a [DeadLetterFunc]: pipeline.Run calls its
-// CheckStart before the source starts, so an empty topic, or one that
-// does not exist (unless ProducerConfig.SkipTopicCheck), makes Run return
-// an error naming it at once. Called without that check (wrapped in a
-// function of the user's), an empty topic fails every call with a
-// permanent error.
+// The result is a [DeadLetterFunc], whose CheckStart pipeline.Run calls
+// before the source starts: an empty topic, or one that does not exist
+// (unless ProducerConfig.SkipTopicCheck), is then an error naming it;
+// without that check an empty topic fails every call with a permanent
+// error.
 func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
 	const name = "sink: Producer.DeadLetter"
 	c := client{p}

@@ -3,10 +3,11 @@ package sink
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/source"
 )
 
@@ -14,8 +15,8 @@ import (
 // transactional producer unless [TransactionalConfig.TransactionTimeout]
 // says otherwise: how long the broker keeps a crashed consumer's
 // transaction open (delaying read_committed readers of its outputs)
-// before it aborts it.
-const DefaultTransactionTimeout = 10 * time.Second
+// before it aborts it. franz.DefaultTransactionTimeout is the same.
+const DefaultTransactionTimeout = exactlyonce.DefaultTransactionTimeout
 
 // TransactionalConfig configures [NewTransactionalProducer].
 type TransactionalConfig struct {
@@ -58,13 +59,8 @@ func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Pro
 	if src == nil {
 		return nil, errors.New("sink: NewTransactionalProducer: the source is nil")
 	}
-	if strings.TrimSpace(cfg.TransactionalID) == "" {
-		return nil, errors.New("sink: TransactionalConfig.TransactionalID is empty")
-	}
-	for name, d := range map[string]time.Duration{"TransactionTimeout": cfg.TransactionTimeout, "CommitTimeout": cfg.CommitTimeout} {
-		if d < 0 {
-			return nil, fmt.Errorf("sink: TransactionalConfig.%s is %v, want 0 (the default) or more", name, d)
-		}
+	if err := exactlyonce.CheckConfig("sink", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
+		return nil, err
 	}
 	for _, k := range []string{"transactional.id", "transaction.timeout.ms"} {
 		if _, ok := cfg.Overrides[k]; ok {
@@ -89,9 +85,9 @@ func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Pro
 	if err != nil {
 		return nil, err
 	}
-	b := exactlyonce.Binding{Producer: p.p, TransactionalID: cfg.TransactionalID, Config: exactlyonce.Config{
+	b := exactlyonce.Binding[*kafka.Producer]{Producer: p.p, TransactionalID: cfg.TransactionalID, Config: exactlyonce.Config{
 		Logger: cfg.Logger, CommitTimeout: cfg.CommitTimeout}}
-	if err := exactlyonce.Bind(src, b); err != nil {
+	if err := librdkafka.SourceSlot(src).Bind(b); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("sink: NewTransactionalProducer: %w", err)
 	}

@@ -25,8 +25,8 @@ func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
 	}{
 		"nil source":       {nil, ok, "the source is nil"},
 		"empty id":         {src, with(func(c *sink.TransactionalConfig) { c.TransactionalID = " " }), "TransactionalConfig.TransactionalID is empty"},
-		"negative timeout": {src, with(func(c *sink.TransactionalConfig) { c.TransactionTimeout = -time.Second }), "TransactionalConfig.TransactionTimeout is -1s"},
-		"negative commit":  {src, with(func(c *sink.TransactionalConfig) { c.CommitTimeout = -time.Second }), "TransactionalConfig.CommitTimeout is -1s"},
+		"negative timeout": {src, with(func(c *sink.TransactionalConfig) { c.TransactionTimeout = -time.Second }), "TransactionalConfig.TransactionTimeout = -1s"},
+		"negative commit":  {src, with(func(c *sink.TransactionalConfig) { c.CommitTimeout = -time.Second }), "TransactionalConfig.CommitTimeout = -1s"},
 		"id override": {src, with(func(c *sink.TransactionalConfig) {
 			c.Overrides = map[string]any{"transactional.id": "x"}
 		}), `Overrides["transactional.id"] cannot be set`},

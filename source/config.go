@@ -117,16 +117,14 @@ func defaults() kafka.ConfigMap {
 	}
 }
 
+// settings are the fields the client-independent core validates and uses.
+func (c Config) settings() rebalance.Settings {
+	return rebalance.Settings{Prefix: "source", Brokers: c.Brokers, Group: c.Group, Topics: c.Topics,
+		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout}
+}
+
 func (c Config) validate() error {
-	err := rebalance.Settings{
-		Prefix:         "source",
-		Brokers:        c.Brokers,
-		Group:          c.Group,
-		Topics:         c.Topics,
-		CommitInterval: c.CommitInterval,
-		CloseTimeout:   c.CloseTimeout,
-	}.Validate()
-	if err != nil {
+	if err := c.settings().Validate(); err != nil {
 		return err
 	}
 	for k := range c.Overrides {

@@ -41,7 +41,7 @@
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH,
 // FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID) are logged at debug level, but
 // the final commit's as a warning. Group.Committed receives every commit's duration, and a
-// *CommitError naming the commit (interval, revoke, shutdown) when it
+// *pipeline.CommitError naming the commit (interval, revoke, shutdown) when it
 // failed.
 //
 // # Rebalances

@@ -11,6 +11,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/rebalance"
@@ -41,6 +42,15 @@ type Source struct {
 	// every poll with the records the core holds for paused partitions
 	// and their weight.
 	polled func(records int, bytes int64)
+	// txn holds the transactional producer sink.NewTransactionalProducer
+	// bound to the source (through librdkafka.SourceSlot); Run takes it.
+	txn exactlyonce.Slot[*kafka.Producer]
+}
+
+// init lets package sink reach a source's exactly-once slot without an
+// exported method (see librdkafka.SourceSlot).
+func init() {
+	librdkafka.SourceSlot = func(src any) *exactlyonce.Slot[*kafka.Producer] { return &src.(*Source).txn }
 }
 
 var _ pipeline.Source = (*Source)(nil)
@@ -135,14 +145,9 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 		highs:      make(map[pipeline.TopicPartition]int64),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
-		Prefix:         "source",
-		CommitInterval: k.cfg.CommitInterval,
-		CloseTimeout:   k.cfg.CloseTimeout,
-		Log:            k.log,
-		Background:     &k.background,
-		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
-			return &CommitError{Reason: reason, Offsets: offs, Err: err}
-		},
+		Settings:   k.cfg.settings(),
+		Log:        k.log,
+		Background: &k.background,
 	})
 	txns.core = r.core
 	err = r.run(ctx)
@@ -167,7 +172,7 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 		close(logsStop)
 		<-logsDone
 	}
-	return txns.joinErr(err)
+	return txns.eg.JoinErr(err)
 }
 
 // runner is the state of one Run and the [rebalance.Backend] of its
@@ -229,7 +234,7 @@ func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 		r.k.polled(r.core.Held())
 	}
 	if r.fatal == nil {
-		return r.txns.err() // exactly-once stopped (fenced, or an abort it could not rewind after): ends Run like a fatal error
+		return r.txns.eg.Err() // exactly-once stopped (fenced, or an abort it could not rewind after): ends Run like a fatal error
 	}
 	return r.fatal
 }
@@ -270,21 +275,15 @@ func (r *runner) message(m *kafka.Message) {
 // toRecord converts a message librdkafka returned into a record, its
 // headers carved out of hdrs (no allocation per record).
 func toRecord(m *kafka.Message, hdrs *headers.Slab) pipeline.Record {
-	rec := pipeline.Record{
+	return pipeline.Record{
 		Topic:     topicOf(m.TopicPartition),
 		Partition: m.TopicPartition.Partition,
 		Offset:    int64(m.TopicPartition.Offset),
 		Key:       m.Key,
 		Value:     m.Value,
 		Timestamp: m.Timestamp,
+		Headers:   headers.Convert(hdrs, m.Headers),
 	}
-	if len(m.Headers) > 0 {
-		rec.Headers = hdrs.Take(len(m.Headers))
-		for i, h := range m.Headers {
-			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return rec
 }
 
 // Pause pauses tp in librdkafka.

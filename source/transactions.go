@@ -33,28 +33,21 @@ type transactions struct {
 // the transactional id and librdkafka's (the broker's last answer when
 // InitTransactions timed out retrying, COORDINATOR_LOAD_IN_PROGRESS say).
 func (k *Source) initTransactions() (*transactions, error) {
-	b, ok := exactlyonce.Take(k)
+	b, ok := k.txn.Take()
 	if !ok {
 		return &transactions{}, nil
-	}
-	p, ok := b.Producer.(*kafka.Producer)
-	if !ok {
-		return nil, fmt.Errorf("source: the transactional producer bound to the source is a %T, not a librdkafka producer", b.Producer)
 	}
 	if err := k.cfg.exactlyOnceIsolation(); err != nil { // transactions_isolation.go
 		return nil, err
 	}
-	timeout := b.Config.CommitTimeout
-	if timeout <= 0 {
-		timeout = exactlyonce.DefaultCommitTimeout
-	}
+	timeout := b.Config.CommitTimeoutOrDefault()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := p.InitTransactions(ctx); err != nil {
+	if err := b.Producer.InitTransactions(ctx); err != nil {
 		return nil, fmt.Errorf("source: initializing the transactional producer's transactions (InitTransactions for %q, within CommitTimeout %v): %w",
 			b.TransactionalID, timeout, err)
 	}
-	return &transactions{p: p, cfg: b.Config}, nil
+	return &transactions{p: b.Producer, cfg: b.Config}, nil
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
@@ -66,22 +59,6 @@ func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g pipeline.G
 	cfg := t.cfg
 	t.eg = exactlyonce.Wrap(ctx, g, confluentTxn{p: t.p, c: c, t: t}, cfg)
 	return t.eg
-}
-
-// err is the failure that ended the transactions, or nil.
-func (t *transactions) err() error {
-	if t.eg == nil {
-		return nil
-	}
-	return t.eg.Err()
-}
-
-// joinErr adds the transactions' failure to Run's error unless it holds it.
-func (t *transactions) joinErr(err error) error {
-	if terr := t.err(); terr != nil && !errors.Is(err, terr) {
-		return errors.Join(err, terr)
-	}
-	return err
 }
 
 // confluentTxn is exactlyonce.Txn on a librdkafka transactional producer

@@ -33,7 +33,7 @@ func TestExactlyOnceRefusesReadUncommitted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			if err := exactlyonce.Bind(src, exactlyonce.Binding{Producer: p, Config: exactlyonce.Config{CommitTimeout: 100 * time.Millisecond}}); err != nil {
+			if err := src.txn.Bind(exactlyonce.Binding[*kafka.Producer]{Producer: p, Config: exactlyonce.Config{CommitTimeout: 100 * time.Millisecond}}); err != nil {
 				t.Fatal(err)
 			}
 			err = src.Run(context.Background(), newFakeGroup())

@@ -51,7 +51,7 @@ func (g *Group) abort(cause error, rewind bool) {
 			g.Group.Lose(tps)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	err := g.txn.Abort(ctx)
 	cancel()
 	switch {
@@ -81,7 +81,7 @@ func (g *Group) abort(cause error, rewind bool) {
 // transaction's outcome is unknown. It logs warning with cause.
 func (g *Group) abortShutdown(cause error, warning string) {
 	g.open = false
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	err := g.txn.Abort(ctx)
 	cancel()
 	if err != nil {
@@ -115,7 +115,7 @@ func (g *Group) rewind(tps []pipeline.TopicPartition) error {
 	for _, tp := range tps {
 		g.parts[tp] = newPartition() // what was held is dropped: it is fetched again
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	defer cancel()
 	if err := g.txn.Rewind(ctx, tps); err != nil {
 		return fmt.Errorf("sluice: rewinding %s to their committed offsets: %w", names(tps), err)

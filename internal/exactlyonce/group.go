@@ -109,8 +109,23 @@ func Wrap(ctx context.Context, inner pipeline.Group, txn Txn, cfg Config) *Group
 }
 
 // Err returns the failure that ended the Group's transactions (wrapping
-// [ErrAborted] when a transaction was aborted), or nil.
-func (g *Group) Err() error { return g.err }
+// [ErrAborted] when a transaction was aborted), or nil; nil on a nil
+// Group (a Run without transactions).
+func (g *Group) Err() error {
+	if g == nil {
+		return nil
+	}
+	return g.err
+}
+
+// JoinErr returns a source Run's error err with the Group's failure
+// joined after it, unless err holds it already.
+func (g *Group) JoinErr(err error) error {
+	if gerr := g.Err(); gerr != nil && !errors.Is(err, gerr) {
+		return errors.Join(err, gerr)
+	}
+	return err
+}
 
 // Assign implements pipeline.Group.
 func (g *Group) Assign(tps []pipeline.TopicPartition) error {
@@ -421,7 +436,7 @@ func (g *Group) commit(why string) {
 			offs = append(offs, pipeline.Offset{TopicPartition: tp, Next: p.done})
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.commitTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	start := time.Now()
 	err := g.txn.Commit(ctx, offs)
 	cancel()

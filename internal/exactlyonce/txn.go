@@ -125,7 +125,9 @@ type Config struct {
 	CommitTimeout time.Duration
 }
 
-func (c Config) commitTimeout() time.Duration {
+// CommitTimeoutOrDefault is CommitTimeout, or DefaultCommitTimeout when
+// it is 0.
+func (c Config) CommitTimeoutOrDefault() time.Duration {
 	if c.CommitTimeout > 0 {
 		return c.CommitTimeout
 	}

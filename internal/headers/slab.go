@@ -36,3 +36,17 @@ func (s *Slab) Take(n int) []pipeline.Header {
 	s.free = s.free[n:]
 	return h
 }
+
+// Convert returns a client's record headers hs (kgo.RecordHeader and
+// kafka.Header are both a struct of Key and Value) as pipeline headers
+// carved out of s; nil when hs is empty.
+func Convert[H ~struct {
+	Key   string
+	Value []byte
+}](s *Slab, hs []H) []pipeline.Header {
+	out := s.Take(len(hs))
+	for i, h := range hs {
+		out[i] = pipeline.Header(h)
+	}
+	return out
+}

@@ -244,7 +244,7 @@ func (o *offsets) checkTimes(t *testing.T, want func(p int32, off int64) int32) 
 }
 
 // commitLog is an observer recording the outcome of every commit the
-// source reports (a failed one carries a *source.CommitError naming it:
+// source reports (a failed one carries a *pipeline.CommitError naming it:
 // "interval" for the background commits, "revoke" and "shutdown" for the
 // synchronous ones), the records delivered per partition, and the group's
 // commits at the first loss.
@@ -274,7 +274,7 @@ func newCommitLog(b *kafkatest.Broker, group, topic string) *commitLog {
 func (l *commitLog) OnCommitted(_ []pipeline.Offset, _ time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ce *source.CommitError
+	var ce *pipeline.CommitError
 	switch {
 	case err == nil:
 		l.ok++

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -158,7 +159,7 @@ func commitFailures(offs []pipeline.Offset, out commitOutcome) ([]pipeline.Offse
 	for i, r := range out.rejected {
 		failed[i] = r.Offset
 	}
-	return failed, fmt.Errorf("partitions %s not committed: %w", OffsetsString(failed), out.rejected[0].Err)
+	return failed, fmt.Errorf("partitions %s not committed: %w", engine.OffsetsString(failed), out.rejected[0].Err)
 }
 
 // report tells the group the outcome of a commit and logs it: a failure
@@ -170,7 +171,7 @@ func (c *Core) report(why string, offs []pipeline.Offset, took time.Duration, er
 		c.log.Debug("offsets committed", "why", why, "offsets", offs, "took", took.String())
 		return
 	}
-	c.g.Committed(offs, took, c.o.CommitError(why, offs, err))
+	c.g.Committed(offs, took, &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
 	if c.b.ExpectedCommitError(err) {
 		// Another member owns the partition now or will commit after
 		// the rebalance.
@@ -195,9 +196,9 @@ func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time
 	if !c.await(deadline) {
 		prev := c.inflight
 		err = fmt.Errorf("not sent: the earlier %s commit of %s was still unanswered after %v",
-			prev.why, OffsetsString(prev.offs), time.Since(prev.began).Round(time.Millisecond))
+			prev.why, engine.OffsetsString(prev.offs), time.Since(prev.began).Round(time.Millisecond))
 		c.log.Warn("commit not sent in time", "why", why, "offsets", offs, "err", err)
-		c.g.Committed(offs, time.Since(began), c.o.CommitError(why, offs, err))
+		c.g.Committed(offs, time.Since(began), &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
 		return false, err
 	}
 	req := c.send(offs, why)
@@ -210,7 +211,7 @@ func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time
 		req.abandoned = true
 		err = fmt.Errorf("commit did not finish after %v", time.Since(req.began).Round(time.Millisecond))
 		c.log.Warn("commit did not finish in time; it goes on in the background", "why", why, "offsets", offs, "err", err)
-		c.g.Committed(offs, time.Since(began), c.o.CommitError(why, offs, err))
+		c.g.Committed(offs, time.Since(began), &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
 		return false, err
 	}
 }

@@ -7,21 +7,22 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
 func wantOffsets(t *testing.T, what string, got []pipeline.Offset, want ...pipeline.Offset) {
 	t.Helper()
-	if g, w := OffsetsString(got), OffsetsString(want); g != w {
+	if g, w := engine.OffsetsString(got), engine.OffsetsString(want); g != w {
 		t.Fatalf("%s: %s, want %s", what, g, w)
 	}
 }
 
-func commitError(t *testing.T, c committed) *testCommitError {
+func commitError(t *testing.T, c committed) *pipeline.CommitError {
 	t.Helper()
-	var ce *testCommitError
+	var ce *pipeline.CommitError
 	if !errors.As(c.err, &ce) {
-		t.Fatalf("Committed(%v) error %v (%T), want the CommitError the backend builds", c.offs, c.err, c.err)
+		t.Fatalf("Committed(%v) error %v (%T), want a *pipeline.CommitError", c.offs, c.err, c.err)
 	}
 	return ce
 }
@@ -37,9 +38,9 @@ func TestFailedIntervalCommitRetried(t *testing.T) {
 		errText string
 	}{
 		{"request", commitAnswer{err: errRebalancing}, []pipeline.Offset{off(tp0, 5), off(tp1, 7)},
-			"test: interval commit of [in/0@5 in/1@7]: REBALANCE_IN_PROGRESS"},
+			"interval commit of [in/0@5 in/1@7]: REBALANCE_IN_PROGRESS"},
 		{"partition", commitAnswer{rejected: []Rejected{{Offset: off(tp0, 5), Err: errRebalancing}}}, []pipeline.Offset{off(tp0, 5)},
-			"test: interval commit of [in/0@5 in/1@7]: partitions [in/0@5] not committed: REBALANCE_IN_PROGRESS"},
+			"interval commit of [in/0@5 in/1@7]: partitions [in/0@5] not committed: REBALANCE_IN_PROGRESS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -63,8 +64,8 @@ func TestFailedIntervalCommitRetried(t *testing.T) {
 					t.Fatalf("Committed calls %v, want the failure then the retry's success", seen)
 				}
 				ce := commitError(t, seen[0])
-				if ce.reason != "interval" || ce.Error() != tc.errText || !errors.Is(ce, errRebalancing) {
-					t.Errorf("commit error %q (reason %q), want %q wrapping the cause", ce, ce.reason, tc.errText)
+				if ce.Reason != "interval" || ce.Error() != tc.errText || !errors.Is(ce, errRebalancing) {
+					t.Errorf("commit error %q (reason %q), want %q wrapping the cause", ce, ce.Reason, tc.errText)
 				}
 			})
 		})
@@ -168,7 +169,7 @@ func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 		}
 		h.noCommit("behind the unanswered commit")
 		seen := h.g.commitsSeen()
-		if len(seen) != 1 || commitError(t, seen[0]).reason != "shutdown" {
+		if len(seen) != 1 || commitError(t, seen[0]).Reason != "shutdown" {
 			t.Errorf("Committed calls %v, want the shutdown's failure", seen)
 		}
 		c.ok()
@@ -196,7 +197,7 @@ func TestRevokeCommitAbandoned(t *testing.T) {
 		if len(seen) != 1 {
 			t.Fatalf("Committed calls %v, want the revoke's", seen)
 		}
-		if ce := commitError(t, seen[0]); ce.reason != "revoke" || ce.err.Error() != "commit did not finish after 4s" {
+		if ce := commitError(t, seen[0]); ce.Reason != "revoke" || ce.Err.Error() != "commit did not finish after 4s" {
 			t.Errorf("revoke commit error %q, want the revoke's commit not finished after 4s", ce)
 		}
 		h.g.report(off(tp1, 4))

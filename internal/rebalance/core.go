@@ -25,21 +25,16 @@ const (
 
 // Options configure a [Core].
 type Options struct {
-	// Prefix ("source", "franz") starts the core's error messages.
-	Prefix string
-	// CommitInterval and CloseTimeout are the backend's Config values
-	// (zero: the defaults).
-	CommitInterval, CloseTimeout time.Duration
+	// Settings are the backend's validated Config values: Prefix
+	// ("source", "franz") starts the core's error messages; CommitInterval
+	// and CloseTimeout are used (zero: the defaults).
+	Settings
 	// Log receives the core's events. Nil discards them.
 	Log *slog.Logger
 	// Background counts the goroutines of client calls the core starts
 	// (commits, Close); those Run stopped waiting for end when the client
 	// answers. Nil: not counted.
 	Background *sync.WaitGroup
-	// CommitError builds the error reported to Group.Committed for a
-	// commit of offs for reason ("interval", "revoke", "shutdown") that
-	// failed with err: the backend's exported CommitError type.
-	CommitError func(reason string, offs []pipeline.Offset, err error) error
 }
 
 // Core is the state of one Run of a Kafka source: the owned set,

@@ -258,18 +258,6 @@ func (g *fakeGroup) Committed(offs []pipeline.Offset, _ time.Duration, err error
 }
 func (g *fakeGroup) HighWatermark(TP, int64) {}
 
-// testCommitError is the CommitError the tests' core reports.
-type testCommitError struct {
-	reason string
-	offs   []pipeline.Offset
-	err    error
-}
-
-func (e *testCommitError) Error() string {
-	return "test: " + e.reason + " commit of " + OffsetsString(e.offs) + ": " + e.err.Error()
-}
-func (e *testCommitError) Unwrap() error { return e.err }
-
 // harness runs a Core over a fakeBackend and a fakeGroup, inside the
 // caller's synctest bubble. CommitInterval is 1s, CloseTimeout 10s (so
 // the commit timeout is 4s).
@@ -291,14 +279,9 @@ func startLogged(t *testing.T, log *slog.Logger) *harness {
 	h := &harness{t: t, g: newFakeGroup(), done: make(chan error, 1)}
 	h.b = &fakeBackend{actions: make(chan func()), commits: make(chan *commitCall, 16)}
 	h.core = New(h.b, h.g, Options{
-		Log:            log,
-		Prefix:         "test",
-		CommitInterval: time.Second,
-		CloseTimeout:   10 * time.Second,
-		Background:     &h.bg,
-		CommitError: func(reason string, offs []pipeline.Offset, err error) error {
-			return &testCommitError{reason: reason, offs: offs, err: err}
-		},
+		Log:        log,
+		Settings:   Settings{Prefix: "test", CommitInterval: time.Second, CloseTimeout: 10 * time.Second},
+		Background: &h.bg,
 	})
 	h.b.core = h.core
 	ctx, cancel := context.WithCancel(context.Background())

@@ -42,7 +42,7 @@ func TestPausedPartitionsRecordsAreHeldUntilResumable(t *testing.T) {
 	g := newFakeGroup()
 	g.logging, g.pauseAt = true, 100
 	b := &fakeBackend{}
-	c := New(b, g, Options{Prefix: "test"})
+	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
 	c.assign([]TP{tp0, tp1})
 	for i := range 300 {
 		c.Add(rec(tp0, int64(i)))
@@ -81,7 +81,7 @@ func TestHeldDeliveryPausedAgain(t *testing.T) {
 	g := newFakeGroup()
 	g.logging = true
 	b := &fakeBackend{}
-	c := New(b, g, Options{Prefix: "test"})
+	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
 	c.assign([]TP{tp0})
 	g.pauseNext = true
 	for i := range 3 * MaxBatch {
@@ -117,7 +117,7 @@ func TestHeldRecordsDropped(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newFakeGroup()
-			c := New(&fakeBackend{}, g, Options{Prefix: "test"})
+			c := New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test"}})
 			c.assign([]TP{tp0, tp1})
 			g.pauseNext = true
 			for i := range 2 * MaxBatch {
@@ -154,7 +154,7 @@ func TestRoomAndDeliverySize(t *testing.T) {
 	g := newFakeGroup()
 	g.logging = true
 	g.maxRecords, g.maxBytes = 8000, 80<<10 // share: 1000 records, 10 KiB
-	c := New(&fakeBackend{}, g, Options{Prefix: "test"})
+	c := New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test"}})
 	c.assign([]TP{tp0})
 	if got := c.Room(); got != 1000 {
 		t.Fatalf("Room = %d with nothing held, want 1000", got)

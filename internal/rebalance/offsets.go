@@ -1,23 +1,10 @@
 package rebalance
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/sluice-go/sluice/pipeline"
 )
-
-// OffsetsString renders offsets as [topic/partition@next ...], sorted,
-// for errors.
-func OffsetsString(offs []pipeline.Offset) string {
-	parts := make([]string, len(offs))
-	for i, o := range offs {
-		parts[i] = fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Next)
-	}
-	slices.Sort(parts)
-	return "[" + strings.Join(parts, " ") + "]"
-}
 
 // mergeOffsets returns the union of a and b, keeping the highest offset
 // of a partition in both.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -62,14 +63,14 @@ func (c *Core) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
 		switch {
 		case !finished:
 			return fmt.Errorf("%s: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
-				p, OffsetsString(offs), c.closeTimeout(), err)
+				p, engine.OffsetsString(offs), c.closeTimeout(), err)
 		case err == nil:
 			return nil
 		case c.b.ExpectedCommitError(err) && (!retriable || time.Until(deadline) < 2*FinalCommitRetry):
 			c.log.Warn(FinalCommitRefused, "offsets", offs, "err", err)
 			return nil
 		case !retriable:
-			return fmt.Errorf("%s: shutdown: the final commit of %s failed: %w", p, OffsetsString(offs), err)
+			return fmt.Errorf("%s: shutdown: the final commit of %s failed: %w", p, engine.OffsetsString(offs), err)
 		}
 		c.b.WaitToRetryCommit(FinalCommitRetry)
 	}
