@@ -341,6 +341,19 @@ func TestLossWaitsForCommitInFlight(t *testing.T) {
 		}
 	})
 	g.waitUntil(t, wait, "re-assignment", func(f *fakeGroup) bool { return len(f.assigned) == 2 })
+	// The loss kept what it had committed; the rest is delivered again
+	// from there. Stop once each partition is committed to its end or
+	// delivered to it since the re-assignment (the final commit then
+	// takes it there).
+	g.waitUntil(t, wait, "every partition committed or delivered again to its end", func(f *fakeGroup) bool {
+		committed := b.Committed(t, "g", "in")
+		for p := range int32(2) {
+			if committed[p] != 100 && f.next[TP{Topic: "in", Partition: p}] != 100 {
+				return false
+			}
+		}
+		return true
+	})
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
