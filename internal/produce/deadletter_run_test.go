@@ -55,9 +55,7 @@ func TestDeadLettersGoOutBeforeTheirReports(t *testing.T) {
 		c.release("v4")
 		checkCommitted(t, committed, 6, "every report")
 		must(t, r.Stop(t))
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
