@@ -82,8 +82,7 @@ func TestRevokeAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, ignoringCtx(5, release), stages.Name("enrich"))
 		}, pipeline.WithDrainTimeout(8*time.Second))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(10)...)
+		assignAndSend(h, 10)
 		synctest.Wait()
 		start := time.Now()
 		h.Revoke("t", 0)
@@ -107,8 +106,7 @@ func TestLossAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, ignoringCtx(0, release), stages.Name("write"))
 		}, pipeline.WithDrainTimeout(4*time.Second))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		synctest.Wait()
 		start := time.Now()
 		h.Lose("t", 0)

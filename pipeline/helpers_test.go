@@ -1,0 +1,35 @@
+package pipeline_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// values returns n payloads "0".."n-1".
+func values(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(strconv.Itoa(i))
+	}
+	return out
+}
+
+// assignAndSend assigns t/0 to h and sends it n records, values(n).
+func assignAndSend(h *testkit.Harness, n int) {
+	h.Assign("t", 0)
+	h.Send("t", 0, values(n)...)
+}
+
+// checkCommitted checks t/0's committed offset; when says when, or why
+// want is right.
+func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
+	t.Helper()
+	if got := h.Committed("t", 0); got != want {
+		if when != "" {
+			when = " " + when
+		}
+		t.Fatalf("committed %d%s, want %d", got, when, want)
+	}
+}
