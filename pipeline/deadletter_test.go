@@ -3,9 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,25 +12,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// deadLog records the offsets handed to the dead-letter destination.
-type deadLog struct {
-	mu   sync.Mutex
-	offs []int64
-}
-
-func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offs = append(d.offs, dl.Record.Offset)
-	return nil
-}
-
-func (d *deadLog) String() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fmt.Sprint(d.offs)
-}
 
 // A later stage finds offset 3 invalid after an earlier stage found
 // offset 5 invalid: 3 still reaches the destination first.

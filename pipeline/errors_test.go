@@ -60,7 +60,7 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 
 func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead []int64
+		var dead deadLog
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []pipeline.Record) error {
 				if b[0].Offset == 3 {
@@ -68,14 +68,11 @@ func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
-			dead = append(dead, dl.Record.Offset)
-			return nil
-		}))
+		}, pipeline.WithDeadLetter(dead.fn))
 		assignAndSend(h, 9)
 		h.WaitCommitted("t", 0, 9)
-		if fmt.Sprint(dead) != "[3 4 5]" {
-			t.Fatalf("dead-lettered %v, want [3 4 5]", dead)
+		if got := dead.String(); got != "[3 4 5]" {
+			t.Fatalf("dead-lettered %s, want [3 4 5]", got)
 		}
 	})
 }
@@ -274,7 +271,7 @@ func TestDeadLetterLimits(t *testing.T) {
 
 func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead []int64
+		var dead deadLog
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			pairs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Record, error) {
 				return []pipeline.Record{r, r}, nil // two values per record
@@ -285,14 +282,11 @@ func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T)
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
-			dead = append(dead, dl.Record.Offset)
-			return nil
-		}))
+		}, pipeline.WithDeadLetter(dead.fn))
 		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
-		if fmt.Sprint(dead) != "[1]" {
-			t.Fatalf("dead-lettered %v, want offset 1 once", dead)
+		if got := dead.String(); got != "[1]" {
+			t.Fatalf("dead-lettered %s, want offset 1 once", got)
 		}
 	})
 }

@@ -1,9 +1,13 @@
 package pipeline_test
 
 import (
+	"context"
+	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 
+	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -32,4 +36,23 @@ func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
 		}
 		t.Fatalf("committed %d%s, want %d", got, when, want)
 	}
+}
+
+// deadLog records the offsets handed to the dead-letter destination.
+type deadLog struct {
+	mu   sync.Mutex
+	offs []int64
+}
+
+func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.offs = append(d.offs, dl.Record.Offset)
+	return nil
+}
+
+func (d *deadLog) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprint(d.offs)
 }
