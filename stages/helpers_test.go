@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -103,6 +105,17 @@ func failsAt(t *testing.T, h *testkit.Harness, n int, offset int64, panicked boo
 func checkCommitted(t *testing.T, h *testkit.Harness, want int64, why string) {
 	t.Helper()
 	if got := h.Committed("t", 0); got != want {
-		t.Fatalf("committed %d, want %d (%s)", got, want, why)
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		t.Fatalf("committed %d, want %d%s", got, want, why)
 	}
+}
+
+// sharedWrites returns the writes of a new SharedBatcher of size and
+// maxWait and a Harness whose graphs feed it (sharedHarness).
+func sharedWrites(t *testing.T, size int, maxWait time.Duration) (*writes, *testkit.Harness) {
+	t.Helper()
+	w := &writes{}
+	return w, sharedHarness(t, stages.NewSharedBatcher(w.write, size, maxWait))
 }

@@ -177,16 +177,10 @@ func TestTeeErrorInABranchStopsRun(t *testing.T) {
 				}, stages.Name("save")),
 			)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(4)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || se.Stage != "save" || se.Offset != 2 || !strings.Contains(err.Error(), "disk full") {
-			t.Fatalf("Run returned %v, want a StageError of save at offset 2", err)
+		if se := failsAt(t, h, 4, 2, false); se.Stage != "save" || !strings.Contains(se.Error(), "disk full") {
+			t.Fatalf("Run returned %v, want a StageError of save at offset 2", se)
 		}
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d, want 2", got)
-		}
+		checkCommitted(t, h, 2, "")
 	})
 }
 
