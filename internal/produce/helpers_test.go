@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
@@ -161,4 +163,13 @@ func checkClosedError(t *testing.T, err error, offset int64) {
 	if !errors.Is(err, errClosed) {
 		t.Errorf("Run's error %v does not wrap ErrClosed", err)
 	}
+}
+
+// waitOutPacing waits, in the bubble's time, until a new graph was fed
+// every record sent: it is fed one chunk until it completes something,
+// and twice as much each time nothing completes for a while (pacing,
+// docs/lifecycle.md).
+func waitOutPacing() {
+	time.Sleep(time.Minute)
+	synctest.Wait()
 }

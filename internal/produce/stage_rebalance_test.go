@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
@@ -97,11 +96,7 @@ func TestLossAtTheBoundStopsProducing(t *testing.T) {
 		const bound = produce.ReportBuffer
 		c := newStage(true)
 		f, r := c.start(t, bound+3, recordMessage)
-		// Pacing feeds a new graph one chunk, and twice as much each time
-		// nothing completes for a while: wait in the bubble's time until
-		// only the bound holds the messages back.
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		waitOutPacing() // only the bound holds the rest back
 		lost := inBackground(func() error { return f.Lose("in", 0) })
 		synctest.Wait()
 		if returned(t, lost) {

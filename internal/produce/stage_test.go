@@ -46,11 +46,7 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		const n = bound + 6
 		c := newStage(true)
 		f, r := c.start(t, n, recordMessage)
-		// Pacing feeds a new graph one chunk, and twice as much each time
-		// nothing completes for a while: wait in the bubble's time until
-		// only the bound holds the messages back.
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		waitOutPacing() // only the bound holds the rest back
 		if got := len(c.sentValues()); got != bound {
 			t.Fatalf("produced %d messages with every report held, want %d", got, bound)
 		}
