@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,36 +11,15 @@ import (
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // A follower's held records and its leaders' offset are gauges per
 // partition, deleted when the partition goes.
 func TestFollowerGauges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var lead atomic.Int64
 		lead.Store(3)
-		leaders := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-			out := map[pipeline.TopicPartition]int64{}
-			for _, tp := range tps {
-				out[tp] = lead.Load()
-			}
-			return out, nil
-		})
-		fake := testkit.NewFake()
-		src, err := follow.New(fake, leaders, follow.WithInterval(100*time.Millisecond), follow.WithHook(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(in)
-		}, pipeline.WithHooks(m))
+		reg, fake, run := startFollower(t, &lead)
 		if err := fake.Send("orders", 0, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e")); err != nil {
 			t.Fatal(err)
 		}
@@ -75,28 +53,9 @@ func TestFollowerGauges(t *testing.T) {
 // and deleted when the partition goes.
 func TestFollowerLagGauge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var lead atomic.Int64
 		lead.Store(8)
-		leaders := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-			out := map[pipeline.TopicPartition]int64{}
-			for _, tp := range tps {
-				out[tp] = lead.Load() // -1: a leader group has committed nothing
-			}
-			return out, nil
-		})
-		fake := testkit.NewFake()
-		src, err := follow.New(fake, leaders, follow.WithInterval(100*time.Millisecond), follow.WithHook(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(in)
-		}, pipeline.WithHooks(m))
+		reg, fake, run := startFollower(t, &lead)
 		labels := []string{"topic", "orders", "partition", "0"}
 		if err := fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)

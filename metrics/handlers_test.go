@@ -23,11 +23,7 @@ func serveGet(t *testing.T, h http.Handler, path string) (int, string) {
 // Handler serves the registry on /metrics and the probes on /healthz and
 // /readyz, and nothing else.
 func TestHandlerServesMetricsAndProbes(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m := newMetrics(t)
 	health := newHealth(t)
 	h, err := metrics.Handler(reg, health)
 	if err != nil {

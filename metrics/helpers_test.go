@@ -1,12 +1,19 @@
 package metrics_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/metrics"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // sample returns the value of the series name{labels} in reg: a counter's
@@ -74,4 +81,39 @@ func newHealth(t testing.TB, opts ...metrics.HealthOption) *metrics.Health {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// newMetrics returns a new registry and the metrics registered in it.
+func newMetrics(t *testing.T) (*prometheus.Registry, *metrics.Metrics) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, m
+}
+
+// startFollower runs a follow source over a new Fake whose leader groups
+// committed up to lead for every partition (-1: nothing), polled every
+// 100ms, with a new registry's metrics as both its and Run's hook.
+func startFollower(t *testing.T, lead *atomic.Int64) (*prometheus.Registry, *testkit.Fake, *testkit.Running) {
+	t.Helper()
+	reg, m := newMetrics(t)
+	leaders := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+		out := map[pipeline.TopicPartition]int64{}
+		for _, tp := range tps {
+			out[tp] = lead.Load()
+		}
+		return out, nil
+	})
+	fake := testkit.NewFake()
+	src, err := follow.New(fake, leaders, follow.WithInterval(100*time.Millisecond), follow.WithHook(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(in)
+	}, pipeline.WithHooks(m))
+	return reg, fake, run
 }

@@ -41,11 +41,7 @@ func values(vs ...string) [][]byte {
 // (retried once), then a revoke.
 func TestScenario(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		var mu sync.Mutex
 		var stored []int
 		failed := false
@@ -147,11 +143,7 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 // and checks the paused gauge and the seconds accumulated on resume.
 func TestBackpressurePauseIsTimed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		release := make(chan struct{})
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
@@ -182,11 +174,7 @@ func TestBackpressurePauseIsTimed(t *testing.T) {
 // stage counts once, and Health fails liveness until it completes.
 func TestStuckValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		health := newHealth(t, metrics.WithPollTimeout(time.Hour))
 		release := make(chan struct{})
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
@@ -201,7 +189,7 @@ func TestStuckValue(t *testing.T) {
 		h.Send("t", 0, values("a", "b", "c")...)
 		time.Sleep(5 * time.Second)
 		want(t, reg, 1, "sluice_stuck_values_total", "stage", "slow")
-		err = health.Live()
+		err := health.Live()
 		if err == nil || !strings.Contains(err.Error(), `stage "slow" stuck on t/0 at offset 1`) {
 			t.Fatalf("Live() = %v, want the stuck value", err)
 		}
@@ -219,11 +207,7 @@ func TestStuckValue(t *testing.T) {
 // TestLostPartition deletes the lag series and counts the loss.
 func TestLostPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Discard(in)
 		}, pipeline.WithHooks(m))
@@ -243,11 +227,7 @@ func TestLostPartition(t *testing.T) {
 // TestStageFailure counts a fatal stage error.
 func TestStageFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		health := newHealth(t)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
@@ -269,11 +249,7 @@ func TestStageFailure(t *testing.T) {
 }
 
 func TestCommitFailure(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m := newMetrics(t)
 	tp := pipeline.TopicPartition{Topic: "t", Partition: 3}
 	m.OnPartitionAssigned(tp)
 	m.OnHighWatermark(tp, 100)
@@ -316,11 +292,7 @@ func TestPauseEndsOnRevoke(t *testing.T) {
 }
 
 func TestLastPoll(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m := newMetrics(t)
 	want(t, reg, 0, "sluice_last_poll_timestamp_seconds")
 	m.OnPolled(time.Unix(1700000000, 500_000_000))
 	want(t, reg, 1700000000.5, "sluice_last_poll_timestamp_seconds")
@@ -328,11 +300,7 @@ func TestLastPoll(t *testing.T) {
 }
 
 func TestErrorKinds(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m := newMetrics(t)
 	tp := pipeline.TopicPartition{Topic: "t"}
 	m.OnStageCall("s", tp, time.Millisecond, nil)
 	m.OnStageCall("s", tp, time.Millisecond, pipeline.Invalid(errors.New("x")))
@@ -388,11 +356,7 @@ func TestRegistration(t *testing.T) {
 // TestLint checks the metric names and help against Prometheus
 // conventions.
 func TestLint(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m := newMetrics(t)
 	tp := pipeline.TopicPartition{Topic: "t"}
 	m.OnPartitionAssigned(tp)
 	m.OnRecordsDelivered(tp, 1)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -21,11 +20,7 @@ import (
 // sluice_stage_retries_total.
 func TestSharedBatcherWritesAppearInTheStageMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, m := newMetrics(t)
 		failed := false // the write runs on one goroutine at a time
 		write := func(_ context.Context, batch []string) error {
 			time.Sleep(2 * time.Second) // a slow warehouse insert

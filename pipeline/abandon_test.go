@@ -73,54 +73,47 @@ func TestShutdownAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 	})
 }
 
-// A revoke whose stage function ignores its context returns at the drain
-// timeout plus the exit grace, commits up to the stuck record and stops
-// Run with the error naming it.
-func TestRevokeAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, ignoringCtx(5, release), stages.Name("enrich"))
-		}, pipeline.WithDrainTimeout(8*time.Second))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(10)...)
-		synctest.Wait()
-		start := time.Now()
-		h.Revoke("t", 0)
-		if took := time.Since(start); took != 10*time.Second {
-			t.Errorf("Revoke returned after %v, want 10s (drain timeout 8s + exit grace 2s)", took)
-		}
-		if got := h.Committed("t", 0); got != 5 {
-			t.Errorf("committed %d, want 5 (the stuck record)", got)
-		}
-		stuckError(t, h.Wait(), "enrich", 5)
-		close(release)
-	})
-}
-
-// A lost partition whose stage function ignores its context is abandoned
-// after the exit grace; nothing is committed for it and Run stops with the
-// error naming it.
-func TestLossAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, ignoringCtx(0, release), stages.Name("write"))
-		}, pipeline.WithDrainTimeout(4*time.Second))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
-		synctest.Wait()
-		start := time.Now()
-		h.Lose("t", 0)
-		if took := time.Since(start); took != time.Second {
-			t.Errorf("Lose returned after %v, want 1s (the exit grace)", took)
-		}
-		stuckError(t, h.Wait(), "write", 0)
-		if got := h.Committed("t", 0); got != -1 {
-			t.Errorf("committed %d for a lost partition, want nothing", got)
-		}
-		close(release)
-	})
+// A revoke or a loss whose stage function ignores its context returns
+// once the function is abandoned and stops Run with the error naming the
+// stuck record: a revoke at the drain timeout plus the exit grace,
+// committing up to that record; a loss after the exit grace, committing
+// nothing for the partition.
+func TestRevokeOrLossAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n         int   // records sent
+		stuck     int64 // the offset whose function ignores its context
+		drain     time.Duration
+		end       func(h *testkit.Harness)
+		took      time.Duration // drain timeout + exit grace, or the exit grace alone
+		committed int64
+	}{
+		{"revoke commits up to the stuck record", 10, 5, 8 * time.Second,
+			func(h *testkit.Harness) { h.Revoke("t", 0) }, 10 * time.Second, 5},
+		{"loss commits nothing", 3, 0, 4 * time.Second,
+			func(h *testkit.Harness) { h.Lose("t", 0) }, time.Second, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+					return stages.Each(in, ignoringCtx(tc.stuck, release), stages.Name("write"))
+				}, pipeline.WithDrainTimeout(tc.drain))
+				assignAndSend(h, tc.n)
+				synctest.Wait()
+				start := time.Now()
+				tc.end(h)
+				if took := time.Since(start); took != tc.took {
+					t.Errorf("returned after %v, want %v", took, tc.took)
+				}
+				if got := h.Committed("t", 0); got != tc.committed {
+					t.Errorf("committed %d, want %d", got, tc.committed)
+				}
+				stuckError(t, h.Wait(), "write", tc.stuck)
+				close(release)
+			})
+		})
+	}
 }
 
 // An OnClose hook that ignores its context is abandoned once its context

@@ -30,8 +30,7 @@ func TestHugeInFlightLimitsStillResumePausedPartitions(t *testing.T) {
 				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 					return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
 				}, opt, pipeline.WithPartitionQueue(100))
-				h.Assign("t", 0)
-				h.Send("t", 0, values(1000)...)
+				assignAndSend(h, 1000)
 				synctest.Wait()
 				if got := h.Fake().Delivered("t", 0); got != 128 {
 					t.Fatalf("delivered %d records while offset 0 was blocked, want 128 (paused at the partition queue)", got)

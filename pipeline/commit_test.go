@@ -55,8 +55,7 @@ func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 			})
 			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(n)...)
+		assignAndSend(h, n)
 		time.Sleep(time.Minute) // every unblocked delay has passed
 		synctest.Wait()
 		if got := h.Committed("t", 0); got != 137 {
@@ -133,13 +132,10 @@ func TestFilteredTailIsCommitted(t *testing.T) {
 			kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < 4 })
 			return stages.Each(kept, func(_ context.Context, r pipeline.Record) error { out.add(p.Partition, r.Offset); return nil })
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(10)...)
+		assignAndSend(h, 10)
 		h.WaitCommitted("t", 0, 10)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 10 {
-			t.Fatalf("committed %d, want 10", got)
-		}
+		checkCommitted(t, h, 10, "")
 		if got := out.of(0); len(got) != 4 {
 			t.Fatalf("kept %v, want offsets 0..3", got)
 		}
@@ -159,9 +155,7 @@ func TestOffsetGapsCommitPastTheLastRecord(t *testing.T) {
 		)
 		h.WaitCommitted("t", 0, 9)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 9 {
-			t.Fatalf("committed %d, want 9", got)
-		}
+		checkCommitted(t, h, 9, "")
 	})
 }
 
@@ -187,13 +181,10 @@ func TestFlatMapCommitsWhenAllOutputsFinished(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 2)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d with an output of offset 2 pending, want 2", got)
-		}
+		checkCommitted(t, h, 2, "with an output of offset 2 pending")
 		close(release)
 		h.WaitCommitted("t", 0, 3)
 	})
@@ -216,12 +207,9 @@ func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
 				}),
 			)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(10)...)
+		assignAndSend(h, 10)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 5 {
-			t.Fatalf("committed %d while odd offset 5 is in its branch, want 5", got)
-		}
+		checkCommitted(t, h, 5, "while odd offset 5 is in its branch")
 		close(slow)
 		h.WaitCommitted("t", 0, 10)
 		if e, o := evens.of(0), odds.of(0); len(e) != 5 || len(o) != 5 {
@@ -248,14 +236,11 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(9)...)
+		assignAndSend(h, 9)
 		synctest.Wait()
 		// Batches [0 1 2], [3 4 5] (emptied) and [6 7 8], whose element 7
 		// is held: the third batch's records all wait.
-		if got := h.Committed("t", 0); got != 6 {
-			t.Fatalf("committed %d, want 6", got)
-		}
+		checkCommitted(t, h, 6, "")
 		close(hold)
 		h.WaitCommitted("t", 0, 9)
 	})

@@ -83,17 +83,29 @@ func expect(t *testing.T, h *testkit.Harness, d *deferring, calls string, commit
 	}
 }
 
+// startDeferring runs invalidEverything with a deferring destination
+// over a Harness, assigns t/0 and sends it n records, and checks that
+// all n were handed over, in order, and nothing committed.
+func startDeferring(t *testing.T, n int) (*testkit.Harness, *deferring) {
+	t.Helper()
+	d := newDeferring()
+	h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
+	assignAndSend(h, n)
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = fmt.Sprint(i)
+	}
+	expect(t, h, d, strings.Join(calls, " "), -1)
+	return h, d
+}
+
 // A deferred dead letter that failed holds the commit at its record; no
 // new dead letter is handed over until the outcome of every outstanding
 // one is known; then the failed one is retried under the retry policy
 // with a call that cannot defer, and the queued ones follow.
 func TestDeferredDeadLetterFailureIsRetriedOnceTheOthersSettled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDeferring()
-		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(6)...)
-		expect(t, h, d, "0 1 2 3 4 5", -1)
+		h, d := startDeferring(t, 6)
 		d.settle(nil, 0, 1)
 		d.settle(errFlaky, 2)
 		expect(t, h, d, "0 1 2 3 4 5", 2)
@@ -118,11 +130,7 @@ func TestDeferredDeadLetterFailureIsRetriedOnceTheOthersSettled(t *testing.T) {
 // although dead letters after it were delivered.
 func TestDeferredDeadLetterPermanentFailureStopsRunAtTheFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDeferring()
-		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(6)...)
-		expect(t, h, d, "0 1 2 3 4 5", -1)
+		h, d := startDeferring(t, 6)
 		errRefused := pipeline.Permanent(errors.New("record refused"))
 		d.settle(errRefused, 4)
 		d.settle(nil, 0, 1, 3, 5)
@@ -133,9 +141,7 @@ func TestDeferredDeadLetterPermanentFailureStopsRunAtTheFirst(t *testing.T) {
 			!strings.Contains(err.Error(), "offsets [4]") {
 			t.Fatalf("Run returned %v; want a StageError of parse at offset 2 wrapping ErrNotDeadLettered, naming offset 4", err)
 		}
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d, want 2", got)
-		}
+		checkCommitted(t, h, 2, "")
 		if got := d.String(); got != "0 1 2 3 4 5" {
 			t.Fatalf("dead-letter calls %q, want no retry of a permanent failure", got)
 		}
@@ -146,11 +152,7 @@ func TestDeferredDeadLetterPermanentFailureStopsRunAtTheFirst(t *testing.T) {
 // before the partition is let go, and commits them.
 func TestShutdownWaitsForDeferredDeadLetters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDeferring()
-		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
-		expect(t, h, d, "0 1 2", -1)
+		h, d := startDeferring(t, 3)
 		stopped := make(chan error, 1)
 		go func() { stopped <- h.Stop() }()
 		synctest.Wait()
@@ -163,8 +165,6 @@ func TestShutdownWaitsForDeferredDeadLetters(t *testing.T) {
 		if err := <-stopped; err != nil {
 			t.Fatalf("Stop returned %v", err)
 		}
-		if got := h.Committed("t", 0); got != 3 {
-			t.Fatalf("committed %d, want 3", got)
-		}
+		checkCommitted(t, h, 3, "")
 	})
 }

@@ -3,9 +3,6 @@ package pipeline_test
 import (
 	"testing"
 	"testing/synctest"
-
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // A partition lost while its dead letters' outcomes are outstanding (one
@@ -14,11 +11,7 @@ import (
 // on.
 func TestDeadLettersOutstandingAtLossThenReassigned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDeferring()
-		h := testkit.New(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
-		expect(t, h, d, "0 1 2", -1)
+		h, d := startDeferring(t, 3)
 		lost := make(chan struct{})
 		go func() {
 			defer close(lost)

@@ -3,9 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,25 +12,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// deadLog records the offsets handed to the dead-letter destination.
-type deadLog struct {
-	mu   sync.Mutex
-	offs []int64
-}
-
-func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offs = append(d.offs, dl.Record.Offset)
-	return nil
-}
-
-func (d *deadLog) String() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fmt.Sprint(d.offs)
-}
 
 // A later stage finds offset 3 invalid after an earlier stage found
 // offset 5 invalid: 3 still reaches the destination first.
@@ -56,8 +35,7 @@ func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 				return nil
 			}, stages.Name("write"))
 		}, pipeline.WithDeadLetter(dead.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(8)...)
+		assignAndSend(h, 8)
 		h.WaitCommitted("t", 0, 8)
 		if got := dead.String(); got != "[3 5]" {
 			t.Fatalf("dead letters %s, want [3 5] (offset order)", got)
@@ -80,8 +58,7 @@ func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
 			}
 			return pipeline.All(ends...)
 		}, pipeline.WithDeadLetter(dead.fn))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(4)...)
+		assignAndSend(h, 4)
 		h.WaitCommitted("t", 0, 4)
 		if got := dead.String(); got != "[0 1 2 3]" {
 			t.Fatalf("dead letters %s, want [0 1 2 3]", got)
@@ -141,9 +118,7 @@ func TestShutdownWhileDeadLettersFailReturnsAnError(t *testing.T) {
 		if se.Stage != "parse" || se.Offset != 1 || !strings.Contains(err.Error(), "offsets [3]") {
 			t.Fatalf("error names %q at %d: %v; want parse at offset 1, and offset 3 also not dead-lettered", se.Stage, se.Offset, err)
 		}
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d, want 1 (nothing from the record not dead-lettered on)", got)
-		}
+		checkCommitted(t, h, 1, "(nothing from the record not dead-lettered on)")
 	})
 }
 
@@ -172,9 +147,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"))
 		<-called
 		h.Revoke("t", 0)
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d after the revoke, want 1", got)
-		}
+		checkCommitted(t, h, 1, "after the revoke")
 		broken.Store(false)
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 3)

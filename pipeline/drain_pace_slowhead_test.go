@@ -43,8 +43,7 @@ func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
 			})
 			return stages.Discard(done)
 		}, pipeline.WithHooks(&hook))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(n)...)
+		assignAndSend(h, n)
 		time.Sleep(3 * time.Minute)
 		h.Revoke("t", 0)
 		if len(hook.timedOut) != 1 || hook.timedOut[0] {

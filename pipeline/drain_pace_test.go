@@ -48,8 +48,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 				})
 			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		}, pipeline.WithHooks(&hook))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(n)...)
+		assignAndSend(h, n)
 		time.Sleep(time.Minute) // the rate is measured
 		h.Revoke("t", 0)
 		if len(hook.timedOut) != 1 || hook.timedOut[0] || hook.took[0] > pipeline.DefaultDrainTimeout/2+time.Second {
@@ -93,13 +92,10 @@ func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 				}
 			})
 		}, pipeline.WithDrainTimeout(4*time.Second), pipeline.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(2000)...)
+		assignAndSend(h, 2000)
 		time.Sleep(10*time.Second + time.Second/2) // 1000 records at 100/s, then offset 1000 waits
 		h.Revoke("t", 0)
-		if got := h.Committed("t", 0); got != 1000 {
-			t.Fatalf("committed %d, want 1000", got)
-		}
+		checkCommitted(t, h, 1000, "")
 		line := logs.String()
 		for _, want := range []string{"drain timed out", "pipeline.WithDrainTimeout", "rate=100", "measured completion rate of 100.0 records/s"} {
 			if !strings.Contains(line, want) {
@@ -142,8 +138,7 @@ func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3000)...)
+		assignAndSend(h, 3000)
 		start := time.Now()
 		h.WaitCommitted("t", 0, 3000)
 		if took := time.Since(start); took > 2*time.Second {

@@ -60,7 +60,7 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 
 func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead []int64
+		var dead deadLog
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []pipeline.Record) error {
 				if b[0].Offset == 3 {
@@ -68,15 +68,11 @@ func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
-			dead = append(dead, dl.Record.Offset)
-			return nil
-		}))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(9)...)
+		}, pipeline.WithDeadLetter(dead.fn))
+		assignAndSend(h, 9)
 		h.WaitCommitted("t", 0, 9)
-		if fmt.Sprint(dead) != "[3 4 5]" {
-			t.Fatalf("dead-lettered %v, want [3 4 5]", dead)
+		if got := dead.String(); got != "[3 4 5]" {
+			t.Fatalf("dead-lettered %s, want [3 4 5]", got)
 		}
 	})
 }
@@ -130,9 +126,7 @@ func TestStageErrorStopsRunAndCommitsWhatFinished(t *testing.T) {
 		if !strings.Contains(err.Error(), `stage "write" on t/0 at offset 5`) {
 			t.Fatalf("error %q does not name the stage and position", err)
 		}
-		if got := h.Committed("t", 0); got != 5 {
-			t.Fatalf("committed %d, want 5", got)
-		}
+		checkCommitted(t, h, 5, "")
 		if got := h.Committed("u", 0); got != 3 {
 			t.Fatalf("the healthy partition committed %d, want 3", got)
 		}
@@ -150,8 +144,7 @@ func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
 			}, stages.Name("enrich"))
 			return stages.Discard(vals)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(20)...)
+		assignAndSend(h, 20)
 		err := h.Wait()
 		var pe *pipeline.PanicError
 		var se *pipeline.StageError
@@ -164,9 +157,7 @@ func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
 		if !strings.Contains(string(pe.Stack), "lifecycle") && !strings.Contains(string(pe.Stack), "errors_test.go") {
 			t.Fatalf("stack does not show the panicking function:\n%s", pe.Stack)
 		}
-		if got := h.Committed("t", 0); got != 7 {
-			t.Fatalf("committed %d, want 7", got)
-		}
+		checkCommitted(t, h, 7, "")
 	})
 }
 
@@ -181,9 +172,7 @@ func TestDeadLetterFailureStopsRunWithoutCommitting(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "dlq unreachable") || !strings.Contains(err.Error(), "offset 1") {
 			t.Fatalf("Run returned %v", err)
 		}
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d, want 1", got)
-		}
+		checkCommitted(t, h, 1, "")
 	})
 }
 
@@ -282,7 +271,7 @@ func TestDeadLetterLimits(t *testing.T) {
 
 func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead []int64
+		var dead deadLog
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			pairs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Record, error) {
 				return []pipeline.Record{r, r}, nil // two values per record
@@ -293,15 +282,11 @@ func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T)
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
-			dead = append(dead, dl.Record.Offset)
-			return nil
-		}))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		}, pipeline.WithDeadLetter(dead.fn))
+		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
-		if fmt.Sprint(dead) != "[1]" {
-			t.Fatalf("dead-lettered %v, want offset 1 once", dead)
+		if got := dead.String(); got != "[1]" {
+			t.Fatalf("dead-lettered %s, want offset 1 once", got)
 		}
 	})
 }

@@ -24,13 +24,10 @@ func TestRevokeDrainsInFlightWork(t *testing.T) {
 			})
 			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		synctest.Wait() // the first record is in the Map
 		h.Revoke("t", 0)
-		if got := h.Committed("t", 0); got != 3 {
-			t.Fatalf("committed %d after a graceful revoke, want 3", got)
-		}
+		checkCommitted(t, h, 3, "after a graceful revoke")
 		if got := out.of(0); !slices.Equal(got, []int64{0, 1, 2}) {
 			t.Fatalf("processed %v, want [0 1 2]", got)
 		}
@@ -50,17 +47,14 @@ func TestRevokeAfterDrainTimeoutCommitsOnlyWhatFinished(t *testing.T) {
 				return err
 			})
 		}, pipeline.WithDrainTimeout(3*time.Second))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(10)...)
+		assignAndSend(h, 10)
 		synctest.Wait()
 		start := time.Now()
 		h.Revoke("t", 0)
 		if waited := time.Since(start); waited != 3*time.Second {
 			t.Fatalf("revoke returned after %v, want the 3s drain timeout", waited)
 		}
-		if got := h.Committed("t", 0); got != 4 {
-			t.Fatalf("committed %d, want 4 (offset 4 never finished)", got)
-		}
+		checkCommitted(t, h, 4, "(offset 4 never finished)")
 		if !errors.Is(cause, pipeline.ErrDrainTimeout) {
 			t.Fatalf("stage saw cause %v, want ErrDrainTimeout", cause)
 		}
@@ -93,13 +87,10 @@ func TestLostPartitionCommitsNothing(t *testing.T) {
 			})
 			return stages.Discard(slow)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(20)...)
+		assignAndSend(h, 20)
 		synctest.Wait()
 		h.Lose("t", 0)
-		if got := h.Committed("t", 0); got != -1 {
-			t.Fatalf("committed %d for a lost partition, want -1", got)
-		}
+		checkCommitted(t, h, -1, "for a lost partition")
 		if len(causes) != 1 || !errors.Is(causes[0], pipeline.ErrLost) {
 			t.Fatalf("blocked call saw %v, want ErrLost", causes)
 		}
@@ -132,18 +123,13 @@ func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(7)...)
+		assignAndSend(h, 7)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != -1 {
-			t.Fatalf("committed %d before the batch flushed, want -1", got)
-		}
+		checkCommitted(t, h, -1, "before the batch flushed")
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		if got := h.Committed("t", 0); got != 7 {
-			t.Fatalf("committed %d after shutdown, want 7", got)
-		}
+		checkCommitted(t, h, 7, "after shutdown")
 		want := []string{"batch", "close-second-registered", "close-first-registered"}
 		if !slices.Equal(order, want) {
 			t.Fatalf("order %v, want %v", order, want)
@@ -164,22 +150,15 @@ func TestBatchFlushesOnTimeoutAndSize(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(6)...)
+		assignAndSend(h, 6)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 4 {
-			t.Fatalf("committed %d after a full batch, want 4", got)
-		}
+		checkCommitted(t, h, 4, "after a full batch")
 		time.Sleep(2*time.Second - time.Nanosecond)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 4 {
-			t.Fatalf("committed %d before maxWait, want 4", got)
-		}
+		checkCommitted(t, h, 4, "before maxWait")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if got := h.Committed("t", 0); got != 6 {
-			t.Fatalf("committed %d after maxWait, want 6", got)
-		}
+		checkCommitted(t, h, 6, "after maxWait")
 		if !slices.Equal(sizes, []int{4, 2}) {
 			t.Fatalf("batch sizes %v, want [4 2]", sizes)
 		}
@@ -214,8 +193,7 @@ func TestBackpressurePausesAFullPartition(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
 		}, pipeline.WithPartitionQueue(100))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(1000)...)
+		assignAndSend(h, 1000)
 		synctest.Wait()
 		// The fake delivers 64 records at a time; the partition pauses once
 		// 100 are held, so it took two deliveries.

@@ -68,8 +68,7 @@ func TestStagePanicWithAnErrorUnwrapsToIt(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(context.Context, pipeline.Record) error { panic(errDriver) }, stages.Name("insert"))
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(1)...)
+		assignAndSend(h, 1)
 		err := h.Wait()
 		var pe *pipeline.PanicError
 		if !errors.As(err, &pe) || !errors.Is(err, errDriver) {

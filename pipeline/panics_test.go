@@ -39,8 +39,7 @@ func TestPanicInAnOnCloseHookStopsRun(t *testing.T) {
 			p.OnClose(func(context.Context) error { panic("flush exploded") })
 			return stages.Discard(in)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
 		h.Revoke("t", 0)
 		expectPanicError(t, h.Wait(), "OnClose", -1, "flush exploded")
@@ -83,9 +82,7 @@ func TestPanicInTheDeadLetterFunctionStopsRun(t *testing.T) {
 		if calls != 1 {
 			t.Fatalf("the dead-letter function was called %d times, want once (a panic is not retried)", calls)
 		}
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d, want 1 (the record that was not dead-lettered stays uncommitted)", got)
-		}
+		checkCommitted(t, h, 1, "(the record that was not dead-lettered stays uncommitted)")
 	})
 }
 

@@ -111,8 +111,7 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 			}, stages.Name("decode"))
 			return stages.Discard(decoded)
 		}, pipeline.WithLogger(slog.New(logs)))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		err := h.Wait()
 		want := `sluice: stage "decode" on t/0 at offset 1: bad json (failed after 8 attempts; ` +
 			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
@@ -161,8 +160,7 @@ func TestRetriesDisabledSayOneAttempt(t *testing.T) {
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			return stages.Each(in, func(context.Context, pipeline.Record) error { return errFlaky }, stages.Name("write"))
 		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(1)...)
+		assignAndSend(h, 1)
 		want := `sluice: stage "write" on t/0 at offset 0: connection refused (failed after 1 attempt (retries disabled); ` +
 			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
 			`or pipeline.Permanent(err) to stop without retrying)`
@@ -181,8 +179,7 @@ func TestPermanentErrorTextIsUnchanged(t *testing.T) {
 				return pipeline.Permanent(errors.New("schema mismatch"))
 			}, stages.Name("write"))
 		}, pipeline.WithLogger(slog.New(logs)))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(1)...)
+		assignAndSend(h, 1)
 		want := `sluice: stage "write" on t/0 at offset 0: schema mismatch`
 		if err := h.Wait(); err == nil || err.Error() != want {
 			t.Fatalf("Run returned %v, want %s", err, want)

@@ -49,8 +49,7 @@ func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 				return nil
 			})
 		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(3)...)
+		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
 		calls := a.of(1)
 		if len(calls) != 4 {
@@ -78,17 +77,14 @@ func TestExhaustedRetriesStopRun(t *testing.T) {
 				return nil
 			}, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Millisecond}))
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, values(5)...)
+		assignAndSend(h, 5)
 		if err := h.Wait(); !errors.Is(err, errFlaky) {
 			t.Fatalf("Run returned %v, want %v", err, errFlaky)
 		}
 		if n := len(a.of(2)); n != 3 {
 			t.Fatalf("offset 2 called %d times, want 3 (the stage's own policy)", n)
 		}
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d, want 2", got)
-		}
+		checkCommitted(t, h, 2, "")
 	})
 }
 
@@ -107,8 +103,7 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 						return failure
 					})
 				})
-				h.Assign("t", 0)
-				h.Send("t", 0, values(1)...)
+				assignAndSend(h, 1)
 				if err := h.Wait(); err == nil {
 					t.Fatal("Run did not stop")
 				}
@@ -142,9 +137,7 @@ func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 		if waited := time.Since(start); waited != 0 {
 			t.Fatalf("revoke waited %v for a backoff; it must interrupt it", waited)
 		}
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d, want 1 (offset 1 never succeeded)", got)
-		}
+		checkCommitted(t, h, 1, "(offset 1 never succeeded)")
 		if err := h.Stop(); err != nil {
 			t.Fatalf("Stop: %v (an interrupted retry must not stop Run)", err)
 		}
@@ -199,8 +192,7 @@ func TestStuckDetectorReportsAValueOnceWithItsPosition(t *testing.T) {
 			}, stages.Name("enrich"))
 			return stages.Discard(slow)
 		}, pipeline.WithStuckThreshold(10*time.Second), pipeline.WithHooks(obs))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(6)...)
+		assignAndSend(h, 6)
 		time.Sleep(9 * time.Second)
 		synctest.Wait()
 		if ev := obs.list(); len(ev) != 0 {

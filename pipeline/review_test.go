@@ -104,12 +104,9 @@ func TestReviewInvalidAfterTheGraphExited(t *testing.T) {
 				}
 			})
 		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
-		h.Assign("t", 0)
-		h.Send("t", 0, values(1)...)
+		assignAndSend(h, 1)
 		synctest.Wait()
 		h.Revoke("t", 0)
-		if got := h.Committed("t", 0); got != -1 {
-			t.Fatalf("committed %d, want nothing", got)
-		}
+		checkCommitted(t, h, -1, "")
 	})
 }

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,15 +10,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// values returns n payloads "0".."n-1".
-func values(n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = []byte(strconv.Itoa(i))
-	}
-	return out
-}
 
 // sink collects what reaches an End, per partition, in order.
 type sink struct {

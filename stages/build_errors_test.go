@@ -2,43 +2,16 @@ package stages_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 type builder = func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End
 
 func recordOffset(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil }
-
-// expectBuildError runs build for partition t/3 and checks that Run fails
-// with a *pipeline.BuildError for that partition whose text holds every
-// string of want.
-func expectBuildError(t *testing.T, build builder, want ...string) {
-	t.Helper()
-	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, build)
-		if err := h.Fake().Assign("t", 3); err == nil {
-			t.Fatal("Assign succeeded; want the build to fail")
-		}
-		err := h.Wait()
-		var be *pipeline.BuildError
-		if !errors.As(err, &be) || be.Topic != "t" || be.Partition != 3 {
-			t.Fatalf("Run returned %v, want a *pipeline.BuildError for t/3", err)
-		}
-		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Fatalf("Run returned %q, want it to mention %q", err, w)
-			}
-		}
-	})
-}
 
 // A bad argument to a stage constructor is a *pipeline.BuildError naming
 // the stage and the argument, never a panic in the user's builder.

@@ -3,7 +3,6 @@ package stages_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -14,14 +13,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-func nValues(n int) [][]byte {
-	vs := make([][]byte, n)
-	for i := range vs {
-		vs[i] = fmt.Appendf(nil, "%d", i)
-	}
-	return vs
-}
 
 // A FlatMap failure must still complete the records before it that
 // produced no output, so the partition commits up to the failing offset.
@@ -36,16 +27,8 @@ func TestFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 			})
 			return stages.Discard(out)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(3)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || se.Offset != 2 {
-			t.Fatalf("Run returned %v, want a StageError at offset 2", err)
-		}
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d, want 2 (offsets 0 and 1 finished before the failure)", got)
-		}
+		failsAt(t, h, 3, 2, false)
+		checkCommitted(t, h, 2, "offsets 0 and 1 finished before the failure")
 	})
 }
 
@@ -64,17 +47,8 @@ func TestPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 			}, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
 			return stages.Discard(out)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(5)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		var pe *pipeline.PanicError
-		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
-			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
-		}
-		if got := h.Committed("t", 0); got != 3 {
-			t.Fatalf("committed %d, want 3 (offsets 0 to 2 finished before the panic)", got)
-		}
+		failsAt(t, h, 5, 3, true)
+		checkCommitted(t, h, 3, "offsets 0 to 2 finished before the panic")
 	})
 }
 
@@ -99,14 +73,7 @@ func TestBatchWeightPanicReportsPosition(t *testing.T) {
 				return nil
 			})
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(5)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		var pe *pipeline.PanicError
-		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
-			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
-		}
+		failsAt(t, h, 5, 3, true)
 		if c := h.Committed("t", 0); c != 3 || len(got) != 1 || !slices.Equal(got[0], []int64{0, 1, 2}) {
 			t.Fatalf("committed %d after batches %v, want 3 after [[0 1 2]]", c, got)
 		}
@@ -125,14 +92,7 @@ func TestSharedBatcherWeightPanicReportsPosition(t *testing.T) {
 			return 1
 		})
 		h := sharedHarness(t, b)
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(5)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		var pe *pipeline.PanicError
-		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Offset != 3 {
-			t.Fatalf("Run returned %v, want a StageError with a PanicError at offset 3", err)
-		}
+		failsAt(t, h, 5, 3, true)
 		if c, got := h.Committed("t", 0), w.list(); c != 3 || !slices.EqualFunc(got, [][]string{{"0:0", "0:1", "0:2"}}, slices.Equal) {
 			t.Fatalf("committed %d after batches %v, want 3 after [[0:0 0:1 0:2]]", c, got)
 		}

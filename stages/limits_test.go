@@ -247,49 +247,26 @@ func TestLimiterSlotIsFreeDuringBackoff(t *testing.T) {
 	})
 }
 
-// blocker is a stage function that blocks until released or its context
-// ends, for values "hold"; it reports when it started holding.
-type blocker struct {
-	holding chan struct{}
-	release chan struct{}
-}
-
-func newBlocker() *blocker {
-	return &blocker{holding: make(chan struct{}, 16), release: make(chan struct{})}
-}
-
-func (b *blocker) call(ctx context.Context, r pipeline.Record) error {
-	if string(r.Value) == "hold" {
-		b.holding <- struct{}{}
-		select {
-		case <-b.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
 // Waiting for a slot ends with the partition's context: a lost partition
 // whose value waits for a slot another partition holds exits at once, its
 // value uncommitted; the holder goes on.
 func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := stages.NewLimiter(1)
-		b := newBlocker()
+		b := holdValue("hold")
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, b.call, lim)
+			return stages.Each(in, b.wait, lim)
 		})
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("hold"))
-		<-b.holding
+		<-b.closed
 		h.Send("t", 1, []byte("x"), []byte("y"))
 		synctest.Wait() // t/1's first value waits for the slot
 		h.Lose("t", 1)
 		if got := h.Committed("t", 1); got != -1 {
 			t.Fatalf("lost t/1 committed %d, want nothing (-1)", got)
 		}
-		close(b.release)
+		close(b.open)
 		h.WaitCommitted("t", 0, 1)
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)
@@ -303,15 +280,15 @@ func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := stages.NewLimiter(1)
-		b := newBlocker()
+		b := holdValue("hold")
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, b.call, lim)
+			return stages.Each(in, b.wait, lim)
 		}, pipeline.WithDrainTimeout(5*time.Second))
 		h.Assign("t", 0, 1)
 		h.Send("t", 1, []byte("x"))
 		h.WaitCommitted("t", 1, 1)
 		h.Send("t", 0, []byte("hold"))
-		<-b.holding
+		<-b.closed
 		h.Send("t", 1, []byte("y"), []byte("z"))
 		synctest.Wait()
 		start := time.Now()
@@ -322,7 +299,7 @@ func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 		if got := h.Committed("t", 1); got != 1 {
 			t.Fatalf("t/1 committed %d after its drain timed out, want 1", got)
 		}
-		close(b.release)
+		close(b.open)
 		h.WaitCommitted("t", 0, 1)
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)
@@ -432,19 +409,9 @@ func TestBadLimitsFailTheBuild(t *testing.T) {
 		}, "SharedBatch does not take them"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return c.wire(in)
-				})
-				if err := h.Fake().Assign("t", 0); err == nil {
-					t.Fatal("the build succeeded")
-				}
-				err := h.Wait()
-				var be *pipeline.BuildError
-				if !errors.As(err, &be) || !strings.Contains(err.Error(), c.want) {
-					t.Fatalf("Run returned %v, want a BuildError saying %q", err, c.want)
-				}
-			})
+			expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return c.wire(in)
+			}, c.want)
 		})
 	}
 }

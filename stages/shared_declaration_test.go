@@ -40,9 +40,7 @@ func TestSharedBatcherCreatedPerPartitionFailsTheBuild(t *testing.T) {
 // partition is revoked and assigned again (a new graph at the same place).
 func TestSharedBatcherCreatedOnceServesEveryPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var w writes
-		b := stages.NewSharedBatcher(w.write, 10, time.Second)
-		h := sharedHarness(t, b)
+		_, h := sharedWrites(t, 10, time.Second)
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
 		h.Revoke("t", 0)

@@ -49,9 +49,7 @@ func sharedHarness(t *testing.T, b *stages.SharedBatcher[string], opts ...pipeli
 
 func TestSharedBatcherFillsFromAllPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var w writes
-		b := stages.NewSharedBatcher(w.write, 4, time.Second)
-		h := sharedHarness(t, b)
+		w, h := sharedWrites(t, 4, time.Second)
 		h.Assign("t", 0, 1, 2)
 		h.Send("t", 0, []byte("a"), []byte("b"))
 		h.Send("t", 1, []byte("c"), []byte("d"))
@@ -81,9 +79,7 @@ func TestSharedBatcherFillsFromAllPartitions(t *testing.T) {
 
 func TestSharedBatcherFlushesARevokedPartitionBeforeAcknowledging(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var w writes
-		b := stages.NewSharedBatcher(w.write, 100, time.Hour)
-		h := sharedHarness(t, b)
+		w, h := sharedWrites(t, 100, time.Hour)
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
 		h.Send("t", 1, []byte("b"))
@@ -103,9 +99,7 @@ func TestSharedBatcherFlushesARevokedPartitionBeforeAcknowledging(t *testing.T) 
 
 func TestSharedBatcherNeverCommitsALostPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var w writes
-		b := stages.NewSharedBatcher(w.write, 100, time.Minute)
-		h := sharedHarness(t, b)
+		w, h := sharedWrites(t, 100, time.Minute)
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
 		h.Send("t", 1, []byte("b"))

@@ -34,36 +34,12 @@ func (s *seen) list() []int64 {
 	return slices.Clone(s.offs)
 }
 
-// gate blocks a branch at one offset until opened (or the partition's
-// context ends).
-type gate struct {
-	at     int64
-	closed chan struct{}
-	open   chan struct{}
-}
-
-func newGate(at int64) *gate {
-	return &gate{at: at, closed: make(chan struct{}, 1), open: make(chan struct{})}
-}
-
-func (g *gate) wait(ctx context.Context, r pipeline.Record) error {
-	if r.Offset == g.at {
-		g.closed <- struct{}{}
-		select {
-		case <-g.open:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
 // A record commits only once every branch completed it: the committed
 // offset waits at the slow branch's value while the fast one went on.
 func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fast, slow seen
-		g := newGate(2)
+		g := holdOffset(2)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			b := stages.Tee(in, 2)
 			return pipeline.All(
@@ -201,16 +177,10 @@ func TestTeeErrorInABranchStopsRun(t *testing.T) {
 				}, stages.Name("save")),
 			)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(4)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || se.Stage != "save" || se.Offset != 2 || !strings.Contains(err.Error(), "disk full") {
-			t.Fatalf("Run returned %v, want a StageError of save at offset 2", err)
+		if se := failsAt(t, h, 4, 2, false); se.Stage != "save" || !strings.Contains(se.Error(), "disk full") {
+			t.Fatalf("Run returned %v, want a StageError of save at offset 2", se)
 		}
-		if got := h.Committed("t", 0); got != 2 {
-			t.Fatalf("committed %d, want 2", got)
-		}
+		checkCommitted(t, h, 2, "")
 	})
 }
 
@@ -221,7 +191,7 @@ func TestTeeErrorInABranchStopsRun(t *testing.T) {
 func TestTeeSlowBranchIsBackpressure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fast seen
-		g := newGate(0)
+		g := holdOffset(0)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			b := stages.Tee(in, 2, stages.Buffer(1))
 			return pipeline.All(stages.Each(b[0], fast.add), stages.Each(b[1], g.wait))
@@ -254,7 +224,7 @@ func TestTeeSlowBranchIsBackpressure(t *testing.T) {
 func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a, b seen
-		g := newGate(50)
+		g := holdOffset(50)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 			br := stages.Tee(in, 3)
 			held := func(ctx context.Context, r pipeline.Record) error {
@@ -291,17 +261,7 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 
 // Tee with no branch fails the build naming the stage.
 func TestTeeWithoutBranchesFailsTheBuild(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Tee(in, 0, stages.Name("copies"))[0])
-		})
-		if err := h.Fake().Assign("t", 0); err == nil {
-			t.Fatal("the build succeeded")
-		}
-		err := h.Wait()
-		var be *pipeline.BuildError
-		if !errors.As(err, &be) || !strings.Contains(err.Error(), `stage "copies": stages.Tee: n is 0; want at least 1 branch`) {
-			t.Fatalf("Run returned %v, want a BuildError naming the stage", err)
-		}
-	})
+	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Discard(stages.Tee(in, 0, stages.Name("copies"))[0])
+	}, `stage "copies": stages.Tee: n is 0; want at least 1 branch`)
 }

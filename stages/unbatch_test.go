@@ -69,16 +69,8 @@ func TestUnbatchAfterBatchFailsAtTheElementsOffset(t *testing.T) {
 			elems := stages.Unbatch(stages.Batch(in, 3, time.Second))
 			return stages.Discard(stages.Map(elems, failAt(1, pipeline.Permanent(errors.New("boom")))))
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, nValues(3)...)
-		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || se.Offset != 1 {
-			t.Fatalf("Run returned %v, want a StageError at offset 1", err)
-		}
-		if got := h.Committed("t", 0); got != 1 {
-			t.Fatalf("committed %d, want 1 (offset 0 finished)", got)
-		}
+		failsAt(t, h, 3, 1, false)
+		checkCommitted(t, h, 1, "offset 0 finished")
 	})
 }
 

@@ -185,9 +185,9 @@ func (r *recordingTB) message() string {
 	return r.msg
 }
 
-// runFailing calls fn with a recordingTB on its own goroutine and returns
-// the failure message ("" when fn returned normally).
-func runFailing(t *testing.T, fn func(testing.TB)) string {
+// runRecording calls fn with a recordingTB on its own goroutine and
+// returns the recordingTB once fn returned or failed.
+func runRecording(t *testing.T, fn func(testing.TB)) *recordingTB {
 	tb := &recordingTB{TB: t}
 	done := make(chan struct{})
 	go func() {
@@ -195,7 +195,13 @@ func runFailing(t *testing.T, fn func(testing.TB)) string {
 		fn(tb)
 	}()
 	<-done
-	return tb.message()
+	return tb
+}
+
+// runFailing calls fn with a recordingTB on its own goroutine and returns
+// the failure message ("" when fn returned normally).
+func runFailing(t *testing.T, fn func(testing.TB)) string {
+	return runRecording(t, fn).message()
 }
 
 // Wait fails the test, saying what it got, when the letters never come

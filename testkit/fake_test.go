@@ -28,6 +28,17 @@ func discard(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipelin
 	return stages.Discard(in)
 }
 
+// collectOffsets builds graphs that append each record's offset to
+// *seen (one partition at a time: no lock).
+func collectOffsets(seen *[]int64) pipeline.Builder {
+	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			*seen = append(*seen, r.Offset)
+			return nil
+		})
+	}
+}
+
 func TestSendRecordsRejectsOffsetsThatDoNotIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, discard)
@@ -48,12 +59,7 @@ func TestSendRecordsRejectsOffsetsThatDoNotIncrease(t *testing.T) {
 func TestReassignRedeliversFromTheCommittedOffset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int64
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-				seen = append(seen, r.Offset)
-				return nil
-			})
-		})
+		h := testkit.New(t, collectOffsets(&seen))
 		h.Send("t", 0, []byte("a"), []byte("b"))
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 2)
@@ -132,12 +138,7 @@ func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
 func TestSetCommittedStartsTheNextAssignmentThere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int64
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-				seen = append(seen, r.Offset)
-				return nil
-			})
-		})
+		h := testkit.New(t, collectOffsets(&seen))
 		h.Send("t", 0, values(6)...)
 		if err := h.Fake().SetCommitted("t", 0, 4); err != nil {
 			t.Fatal(err)

@@ -155,12 +155,6 @@ func TestHarnessArgumentErrorFailsAtOnce(t *testing.T) {
 // runs the cleanups fn registered (stopping its Run); it returns the
 // failure message and what the cleanups reported.
 func failingHarness(t *testing.T, fn func(testing.TB)) (string, []string) {
-	tb := &recordingTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(tb)
-	}()
-	<-done
+	tb := runRecording(t, fn)
 	return tb.message(), tb.cleanup()
 }

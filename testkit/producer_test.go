@@ -21,6 +21,16 @@ func alertsTo(produce func(pipeline.Stream[pipeline.Record]) pipeline.End) pipel
 	}
 }
 
+// startAlerts runs, over a Harness with opts, graphs producing every
+// record with alertMsg to "alerts" on prod, and assigns orders/0.
+func startAlerts(t *testing.T, prod *testkit.Producer, opts ...pipeline.Option) *testkit.Harness {
+	h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return testkit.Produce(in, prod, "alerts", alertMsg)
+	}), opts...)
+	h.Assign("orders", 0)
+	return h
+}
+
 func alertMsg(r pipeline.Record) (pipeline.Message, error) {
 	if string(r.Value) == "bad" {
 		return pipeline.Message{}, pipeline.Invalid(errors.New("cannot alert on this"))
@@ -34,10 +44,7 @@ func alertMsg(r pipeline.Record) (pipeline.Message, error) {
 func TestProduceRecordsEveryMessageInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prod := testkit.NewProducer()
-		h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return testkit.Produce(in, prod, "alerts", alertMsg)
-		}))
-		h.Assign("orders", 0)
+		h := startAlerts(t, prod)
 		h.SendMessages("orders", 0, pipeline.Message{Key: []byte("k1"), Value: []byte("a")}, pipeline.Message{Value: []byte("b")})
 		h.Send("orders", 0, []byte("c"))
 		h.WaitCommitted("orders", 0, 3)
@@ -96,10 +103,7 @@ func TestProduceInvalidMessageIsDeadLettered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prod := testkit.NewProducer()
 		dead := testkit.NewDeadLetters()
-		h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return testkit.Produce(in, prod, "alerts", alertMsg)
-		}), dead.Option())
-		h.Assign("orders", 0)
+		h := startAlerts(t, prod, dead.Option())
 		h.Send("orders", 0, []byte("a"), []byte("bad"), []byte("c"))
 		h.WaitCommitted("orders", 0, 3)
 		if err := h.Stop(); err != nil {
@@ -148,10 +152,7 @@ func TestProduceWithBadArgumentsFailsTheBuild(t *testing.T) {
 func TestProducerWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prod := testkit.NewProducer()
-		h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return testkit.Produce(in, prod, "alerts", alertMsg)
-		}))
-		h.Assign("orders", 0)
+		h := startAlerts(t, prod)
 		h.Send("orders", 0, []byte("a"), []byte("b"))
 		if got := prod.Wait(t, 2); len(got) != 2 {
 			t.Fatalf("Wait returned %d messages, want 2", len(got))

@@ -38,11 +38,7 @@ func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 				return nil
 			})
 		}, pipeline.WithDrainTimeout(4*time.Second))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 1))
-			g.Deliver(tp(1), recs(1, 0, 1))
-		})
+		d.feed(recs(0, 0, 1), recs(1, 0, 1))
 		synctest.Wait()
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:1 1:1

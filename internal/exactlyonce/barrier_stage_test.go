@@ -41,11 +41,7 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 		}
 		d := newDriver(txn, Config{})
 		_, stop := run(t, d, build, pipeline.WithDrainTimeout(testBarrier))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Deliver(tp(1), recs(1, 0, 1))
-		})
+		d.feed(recs(0, 0, 2), recs(1, 0, 1))
 		synctest.Wait()
 		start := time.Now()
 		done := d.start(func(g *Group) { g.Revoke([]pipeline.TopicPartition{tp(0)}) })

@@ -86,10 +86,7 @@ func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 			d.wrap = func(g pipeline.Group) pipeline.Group { return wrapping{g} }
 		}
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 1))
-		})
+		d.feed(recs(0, 0, 1))
 		synctest.Wait()
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 1, 5)) })
@@ -122,11 +119,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 1))
-			g.Deliver(tp(1), recs(1, 0, 1))
-		})
+		d.feed(recs(0, 0, 1), recs(1, 0, 1))
 		synctest.Wait()
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0 of each
 		d.do(func(g *Group) {

@@ -49,8 +49,7 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-2-b")
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs))
+		d, stop := startFanOut(t, txn, gs)
 		d.do(func(g *Group) {
 			if err := g.Assign([]pipeline.TopicPartition{tp(0)}); err != nil {
 				t.Fatal(err)
@@ -82,28 +81,22 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 		d.do(func(g *Group) {
 			g.Resumable()
 		})
-		visible, commits, _, _ = txn.state()
-		if want := [][]pipeline.Offset{offs(0, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
-			t.Fatalf("commits %v, want %v", commits, want)
-		}
+		checkCommits(t, txn, offs(0, 3))
+		visible, _, _, _ = txn.state()
 		if want := outputs(0, 0, 3); !slices.Equal(visible, want) {
 			t.Fatalf("committed outputs %v, want %v", visible, want)
 		}
 		synctest.Wait() // the held records processed, in the next transaction
 		d.do(func(g *Group) { g.Offsets() })
-		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 3), offs(0, 5)}; !slices.EqualFunc(commits, want, slices.Equal) {
-			t.Fatalf("commits %v, want %v", commits, want)
-		}
+		checkCommits(t, txn, offs(0, 3), offs(0, 5))
+		visible, _, aborts, misplaced := txn.state()
 		if want := outputs(0, 0, 5); !slices.Equal(visible, want) {
 			t.Fatalf("committed outputs %v, want %v", visible, want)
 		}
 		if aborts != 0 || len(misplaced) != 0 {
 			t.Fatalf("aborts %d, outputs outside a transaction %v", aborts, misplaced)
 		}
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, stop())
 	})
 }
 
@@ -116,13 +109,8 @@ func TestRevokeBarrierPastDrainTimeoutAbortsAndRewinds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-0-a")
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs), pipeline.WithDrainTimeout(testBarrier))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Deliver(tp(1), recs(1, 0, 1))
-		})
+		d, stop := startFanOut(t, txn, gs, pipeline.WithDrainTimeout(testBarrier))
+		d.feed(recs(0, 0, 2), recs(1, 0, 1))
 		start := time.Now()
 		d.do(func(g *Group) {
 			g.Revoke([]pipeline.TopicPartition{tp(0)})
@@ -140,8 +128,9 @@ func TestRevokeBarrierPastDrainTimeoutAbortsAndRewinds(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
-		if visible, commits, aborts, misplaced := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(misplaced) != 0 {
-			t.Fatalf("visible %v commits %v aborts %d misplaced %v; want nothing committed, one abort", visible, commits, aborts, misplaced)
+		checkOneAbort(t, txn)
+		if _, _, _, misplaced := txn.state(); len(misplaced) != 0 {
+			t.Fatalf("outputs outside a transaction %v", misplaced)
 		}
 	})
 }
@@ -152,13 +141,8 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-4-b")
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Deliver(tp(1), recs(1, 3, 5))
-		})
+		d, stop := startFanOut(t, txn, gs)
+		d.feed(recs(0, 0, 2), recs(1, 3, 5))
 		synctest.Wait() // fed: a revoke drops only records still queued
 		done := d.start(func(g *Group) {
 			if got := g.Revoke([]pipeline.TopicPartition{tp(0)}); got != nil {
@@ -183,9 +167,7 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 		if !slices.Equal(visible, want) {
 			t.Fatalf("committed outputs %v, want %v", visible, want)
 		}
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, stop())
 	})
 }
 
@@ -193,20 +175,17 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 func TestLoseWithoutRecordsInTransactionCommitsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
+		d, stop := startFanOut(t, txn, newGates())
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
 			g.Deliver(tp(0), recs(0, 0, 2))
 			g.Lose([]pipeline.TopicPartition{tp(1)})
 			g.Offsets()
 		})
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		_, commits, aborts, _ := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(commits, want, slices.Equal) || aborts != 0 {
-			t.Fatalf("commits %v aborts %d, want %v and none", commits, aborts, want)
+		must(t, stop())
+		checkCommits(t, txn, offs(0, 2))
+		if _, _, aborts, _ := txn.state(); aborts != 0 {
+			t.Fatalf("aborts %d, want none", aborts)
 		}
 	})
 }
@@ -217,20 +196,15 @@ func TestFailedShutdownCommitAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
 		txn := &stubTxn{failNext: boom}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d, stop := startFanOut(t, txn, newGates())
+		d.feed(recs(0, 0, 2))
 		synctest.Wait() // fed and processed: the shutdown commits
 		err := stop()
 		if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) {
 			t.Fatalf("Run returned %v, want ErrAborted wrapping the commit's error", err)
 		}
-		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(txn.rewound()) != 0 {
-			t.Fatalf("visible %v commits %v aborts %d rewinds %v", visible, commits, aborts, txn.rewound())
-		}
+		checkOneAbort(t, txn)
+		checkNoRewind(t, txn)
 	})
 }
 
@@ -241,35 +215,21 @@ func TestFailedShutdownCommitAborts(t *testing.T) {
 func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d, stop := startFanOut(t, txn, newGates())
+		d.feed(recs(0, 0, 2))
 		synctest.Wait() // fed: a shutdown drops only records still queued
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		if _, commits, _, _ := txn.state(); !slices.EqualFunc(commits, [][]pipeline.Offset{offs(0, 2)}, slices.Equal) {
-			t.Fatalf("commits %v, want [0:2]", commits)
-		}
+		must(t, stop())
+		checkCommits(t, txn, offs(0, 2))
 	})
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates("0-1-b")), pipeline.WithDrainTimeout(testBarrier))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d, stop := startFanOut(t, txn, newGates("0-1-b"), pipeline.WithDrainTimeout(testBarrier))
+		d.feed(recs(0, 0, 2))
 		synctest.Wait() // fed; 0-1-b waits at its gate past the drain timeout
 		if err := stop(); err != nil {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
-		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
-			t.Fatalf("visible %v commits %v aborts %d", visible, commits, aborts)
-		}
+		checkOneAbort(t, txn)
 	})
 }
 
@@ -278,16 +238,13 @@ func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 func TestNoRecordsNoTransaction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
+		d, stop := startFanOut(t, txn, newGates())
 		d.do(func(g *Group) {
 			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
 			g.Offsets()
 			g.Revoke([]pipeline.TopicPartition{tp(0)})
 		})
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, stop())
 		if _, commits, aborts, _ := txn.state(); len(commits) != 0 || aborts != 0 {
 			t.Fatalf("commits %v aborts %d, want none", commits, aborts)
 		}
@@ -300,12 +257,8 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-0-a")
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 1))
-		})
+		d, stop := startFanOut(t, txn, gs)
+		d.feed(recs(0, 0, 1))
 		synctest.Wait()
 		d.do(func(g *Group) {
 			g.Offsets()
@@ -325,13 +278,8 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 		})
 		synctest.Wait()
 		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		_, commits, _, _ := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 1), offs(0, holdPause+1)}; !slices.EqualFunc(commits, want, slices.Equal) {
-			t.Fatalf("commits %v, want %v", commits, want)
-		}
+		must(t, stop())
+		checkCommits(t, txn, offs(0, 1), offs(0, holdPause+1))
 	})
 }
 
@@ -354,18 +302,13 @@ func TestShutdownAfterStageErrorAborts(t *testing.T) {
 			})
 		}
 		_, stop := run(t, d, failing)
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d.feed(recs(0, 0, 2))
 		synctest.Wait() // the stage error stops Run
 		err := stop()
 		var se *pipeline.StageError
 		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {
 			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
 		}
-		if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
-			t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
-		}
+		checkOneAbort(t, txn)
 	})
 }

@@ -237,3 +237,59 @@ func offs(pairs ...int64) []pipeline.Offset {
 }
 
 const testBarrier = 2 * time.Second
+
+// startFanOut starts Run on a new driver of txn with the fanOut graphs
+// of txn and gs, and returns the driver and the function that stops Run.
+func startFanOut(t *testing.T, txn *stubTxn, gs *gates, opts ...pipeline.Option) (*driver, func() error) {
+	t.Helper()
+	d := newDriver(txn, Config{})
+	_, stop := run(t, d, fanOut(txn, gs), opts...)
+	return d, stop
+}
+
+// feed assigns the partitions of batches and delivers each batch, on the
+// poll loop.
+func (d *driver) feed(batches ...[]pipeline.Record) {
+	d.do(func(g *Group) {
+		var tps []pipeline.TopicPartition
+		for _, b := range batches {
+			tps = append(tps, tp(b[0].Partition))
+		}
+		_ = g.Assign(tps)
+		for _, b := range batches {
+			g.Deliver(tp(b[0].Partition), b)
+		}
+	})
+}
+
+// checkCommits checks the offsets of each committed transaction.
+func checkCommits(t *testing.T, txn *stubTxn, want ...[]pipeline.Offset) {
+	t.Helper()
+	if _, commits, _, _ := txn.state(); !slices.EqualFunc(commits, want, slices.Equal) {
+		t.Fatalf("commits %v, want %v", commits, want)
+	}
+}
+
+// checkOneAbort checks that txn aborted once and committed nothing:
+// no outputs visible, no offsets.
+func checkOneAbort(t *testing.T, txn *stubTxn) {
+	t.Helper()
+	if visible, commits, aborts, _ := txn.state(); len(visible) != 0 || len(commits) != 0 || aborts != 1 {
+		t.Fatalf("visible %v commits %v aborts %d; want nothing committed, one abort", visible, commits, aborts)
+	}
+}
+
+// checkNoRewind checks that txn rewound no partition.
+func checkNoRewind(t *testing.T, txn *stubTxn) {
+	t.Helper()
+	if got := txn.rewound(); len(got) != 0 {
+		t.Fatalf("rewinds %v, want none", got)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,13 +22,8 @@ import (
 func failInDeliver(t *testing.T, txn *stubTxn) (*driver, func() error) {
 	t.Helper()
 	gs := newGates("1-3-b")
-	d := newDriver(txn, Config{})
-	_, stop := run(t, d, fanOut(txn, gs))
-	d.do(func(g *Group) {
-		_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
-		g.Deliver(tp(0), recs(0, 0, 2))
-		g.Deliver(tp(1), recs(1, 0, 2))
-	})
+	d, stop := startFanOut(t, txn, gs)
+	d.feed(recs(0, 0, 2), recs(1, 0, 2))
 	synctest.Wait()
 	d.do(func(g *Group) {
 		g.Offsets() // commits 0:2 1:2

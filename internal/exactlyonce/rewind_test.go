@@ -43,14 +43,8 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			gs.open("0-3-b") // a graph still running would now produce it
 			synctest.Wait()
 		}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1), tp(2)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Deliver(tp(1), recs(1, 0, 2))
-			g.Deliver(tp(2), recs(2, 0, 1))
-		})
+		d, stop := startFanOut(t, txn, gs)
+		d.feed(recs(0, 0, 2), recs(1, 0, 2), recs(2, 0, 1))
 		synctest.Wait()
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2 1:2 2:1
@@ -102,12 +96,8 @@ func TestFailedCommitRewinds(t *testing.T) {
 		boom := errors.New("boom")
 		txn := &stubTxn{}
 		gs := newGates("0-3-b")
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, gs))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d, stop := startFanOut(t, txn, gs)
+		d.feed(recs(0, 0, 2))
 		synctest.Wait()
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2
@@ -168,12 +158,8 @@ func TestFencedCommitStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fenced := fmt.Errorf("%w: PRODUCER_FENCED", ErrFatal)
 		txn := &stubTxn{failNext: fenced}
-		d := newDriver(txn, Config{})
-		_, stop := run(t, d, fanOut(txn, newGates()))
-		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-			g.Deliver(tp(0), recs(0, 0, 2))
-		})
+		d, stop := startFanOut(t, txn, newGates())
+		d.feed(recs(0, 0, 2))
 		synctest.Wait()
 		d.do(func(g *Group) {
 			g.Offsets()
@@ -187,10 +173,8 @@ func TestFencedCommitStopsRun(t *testing.T) {
 		if !errors.Is(err, ErrAborted) || !errors.Is(err, fenced) {
 			t.Fatalf("Run returned %v, want ErrAborted wrapping the fencing error", err)
 		}
-		visible, commits, aborts, _ := txn.state()
-		if len(visible) != 0 || len(commits) != 0 || aborts != 1 || len(txn.rewound()) != 0 {
-			t.Fatalf("visible %v commits %v aborts %d rewinds %v; want one abort, nothing else", visible, commits, aborts, txn.rewound())
-		}
+		checkOneAbort(t, txn)
+		checkNoRewind(t, txn)
 		if got := txn.pendingOutputs(); len(got) != 0 {
 			t.Fatalf("outputs %v after the stop", got)
 		}
@@ -212,12 +196,8 @@ func TestFailedAbortOrRewindStopsRun(t *testing.T) {
 				boom, second := errors.New("boom"), errors.New(tc.name+" failed")
 				txn := &stubTxn{failNext: boom}
 				tc.set(txn, second)
-				d := newDriver(txn, Config{})
-				_, stop := run(t, d, fanOut(txn, newGates()))
-				d.do(func(g *Group) {
-					_ = g.Assign([]pipeline.TopicPartition{tp(0)})
-					g.Deliver(tp(0), recs(0, 0, 2))
-				})
+				d, stop := startFanOut(t, txn, newGates())
+				d.feed(recs(0, 0, 2))
 				synctest.Wait()
 				d.do(func(g *Group) { g.Offsets() })
 				err := stop()

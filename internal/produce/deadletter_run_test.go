@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
@@ -55,9 +54,7 @@ func TestDeadLettersGoOutBeforeTheirReports(t *testing.T) {
 		c.release("v4")
 		checkCommitted(t, committed, 6, "every report")
 		must(t, r.Stop(t))
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
@@ -70,12 +67,7 @@ func TestDeadLettersOutstandingAreBounded(t *testing.T) {
 		_, c, dl := newDeadLetter(true)
 		f, r := run(t, invalidAll, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, limit+10)...))
-		// A new graph is fed one chunk until it completes something, and
-		// twice as much each time nothing completes for a while (pacing,
-		// docs/lifecycle.md): wait, in the bubble's time, until it was fed
-		// every record and only the bound holds the dead letters back.
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		waitOutPacing() // only the bound holds the rest back
 		if got := len(c.sentValues()); got != limit {
 			t.Fatalf("%d dead letters handed over before any report, want %d", got, limit)
 		}

@@ -19,9 +19,8 @@ const dlqName = "stub: Producer.DeadLetter"
 // newDeadLetter returns a tracker, a stub (holding reports when hold) and
 // the dead-letter destination producing to "dlq" through them.
 func newDeadLetter(hold bool) (*produce.Tracker, *stub, func(context.Context, pipeline.DeadLetter) error) {
-	tr := produce.NewTracker(names)
-	c := newStub(tr, hold)
-	return tr, c, produce.DeadLetter[report](c, tr, dlqName, "dlq")
+	c := newStage(hold)
+	return c.tr, c, produce.DeadLetter[report](c, c.tr, dlqName, "dlq")
 }
 
 // checkErr checks err's text and whether it is marked permanent.
@@ -58,22 +57,17 @@ func TestDeadLetterReturnsOnceDelivered(t *testing.T) {
 		}
 		c.release("not json")
 		must(t, <-done)
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
 // An empty topic fails every call with a permanent error naming the
 // method; nothing is produced.
 func TestDeadLetterEmptyTopic(t *testing.T) {
-	tr := produce.NewTracker(names)
-	c := newStub(tr, false)
-	dl := produce.DeadLetter[report](c, tr, dlqName, "")
+	c := newStage(false)
+	dl := produce.DeadLetter[report](c, c.tr, dlqName, "")
 	checkErr(t, dl(t.Context(), invalidRecord()), "stub: Producer.DeadLetter: the topic is empty", true)
-	if got := c.sentValues(); len(got) != 0 {
-		t.Errorf("produced %v, want nothing", got)
-	}
+	checkSent(t, c)
 }
 
 // A full queue is waited out, QueueFullWait between tries, never
@@ -103,9 +97,7 @@ func TestDeadLetterFullQueueUntilCtxEnds(t *testing.T) {
 		if err := dl(ctx, invalidRecord()); err != errDrain {
 			t.Errorf("dead letter returned %v, want the context's cause %v", err, errDrain)
 		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
@@ -140,9 +132,7 @@ func TestDeadLetterBlockedSendEndsWithCtx(t *testing.T) {
 		if err := dl(ctx, invalidRecord()); err != context.Canceled {
 			t.Errorf("dead letter returned %v, want %v", err, context.Canceled)
 		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
@@ -160,9 +150,7 @@ func TestDeadLetterErrorsAreClassified(t *testing.T) {
 
 		c.fail["not json"] = errors.New("timed out")
 		checkErr(t, dl(t.Context(), invalidRecord()), "dead letter to dlq: timed out", false)
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 
@@ -175,9 +163,7 @@ func TestDeadLetterNoDeliveryReport(t *testing.T) {
 		synctest.Wait()
 		c.releaseAsOther("not json")
 		checkErr(t, <-done, "dead letter to dlq: no delivery report", false)
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, tr)
 	})
 }
 

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
@@ -107,4 +110,66 @@ func checkStageError(t *testing.T, err error, offset int64, cause string) {
 	if got := se.Err.Error(); got != cause {
 		t.Errorf("StageError's cause %q, want %q", got, cause)
 	}
+}
+
+// newStage returns a stub client, holding its reports when hold, with a
+// new tracker (c.tr): the stage's client before start runs it.
+func newStage(hold bool) *stub {
+	return newStub(produce.NewTracker(names), hold)
+}
+
+// start runs the Produce stage with c, c.tr and toMsg under Run over a
+// new Fake with in/0 assigned, and sends in/0 the values v0 to v<n-1>
+// (nothing when n is 0).
+func (c *stub) start(t *testing.T, n int, toMsg func(pipeline.Record) (pipeline.Message, error), opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
+	t.Helper()
+	f, r := run(t, produceTo(c, c.tr, toMsg), opts...)
+	if n > 0 {
+		must(t, f.Send("in", 0, values(0, n)...))
+	}
+	return f, r
+}
+
+// checkNonePending checks that tr has no delivery report pending.
+func checkNonePending(t *testing.T, tr *produce.Tracker) {
+	t.Helper()
+	if n := tr.Pending(); n != 0 {
+		t.Errorf("tracker has %d reports pending, want 0", n)
+	}
+}
+
+// checkInCommitted checks in/0's committed offset; why says what makes
+// want right.
+func checkInCommitted(t *testing.T, f *testkit.Fake, want int64, why string) {
+	t.Helper()
+	if got := f.Committed("in", 0); got != want {
+		t.Errorf("committed %d, want %d (%s)", got, want, why)
+	}
+}
+
+// checkSent checks the values the stub accepted, in order.
+func checkSent(t *testing.T, c *stub, want ...string) {
+	t.Helper()
+	if got := c.sentValues(); !slices.Equal(got, want) {
+		t.Fatalf("produced %v, want %v", got, want)
+	}
+}
+
+// checkClosedError checks that err is the stage's error at offset (-1:
+// no record) for a producer closed, wrapping ErrClosed.
+func checkClosedError(t *testing.T, err error, offset int64) {
+	t.Helper()
+	checkStageError(t, err, offset, "producing to out: producer closed")
+	if !errors.Is(err, errClosed) {
+		t.Errorf("Run's error %v does not wrap ErrClosed", err)
+	}
+}
+
+// waitOutPacing waits, in the bubble's time, until a new graph was fed
+// every record sent: it is fed one chunk until it completes something,
+// and twice as much each time nothing completes for a while (pacing,
+// docs/lifecycle.md).
+func waitOutPacing() {
+	time.Sleep(time.Minute)
+	synctest.Wait()
 }

@@ -3,7 +3,6 @@ package produce_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,16 +15,11 @@ import (
 // involved).
 func TestCloseFailsAnIdleStage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
-		_, r := run(t, produceTo(c, tr, recordMessage))
+		c := newStage(false)
+		_, r := c.start(t, 0, recordMessage)
 		synctest.Wait()
-		must(t, tr.Close(c.closeSteps()))
-		err := r.Wait(t)
-		checkStageError(t, err, -1, "producing to out: producer closed")
-		if !errors.Is(err, errClosed) {
-			t.Errorf("Run's error %v does not wrap ErrClosed", err)
-		}
+		must(t, c.tr.Close(c.closeSteps()))
+		checkClosedError(t, r.Wait(t), -1)
 	})
 }
 
@@ -35,12 +29,12 @@ func TestCloseFailsAnIdleStage(t *testing.T) {
 // return anyway, saying so; Gone is marked once it did close.
 func TestValueAfterCloseStartedFailsWithErrClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
+		tr := c.tr
 		steps := c.closeSteps()
 		hang := make(chan struct{})
 		steps.CloseClient = func() { <-hang }
-		f, r := run(t, produceTo(c, tr, recordMessage))
+		f, r := c.start(t, 0, recordMessage)
 		closed := inBackground(func() error { return tr.Close(steps) })
 		synctest.Wait()
 		if !tr.Closing() {
@@ -48,11 +42,7 @@ func TestValueAfterCloseStartedFailsWithErrClosed(t *testing.T) {
 		}
 
 		must(t, f.Send("in", 0, values(0, 2)...))
-		err := r.Wait(t)
-		checkStageError(t, err, 0, "producing to out: producer closed")
-		if !errors.Is(err, errClosed) {
-			t.Errorf("Run's error %v does not wrap ErrClosed", err)
-		}
+		checkClosedError(t, r.Wait(t), 0)
 		if got := c.sentValues(); len(got) != 0 || len(c.triesOf("v0")) != 0 {
 			t.Errorf("produced %v (Send called %d times for v0) after Close started, want nothing", got, len(c.triesOf("v0")))
 		}
@@ -91,10 +81,9 @@ func TestValueAfterCloseStartedFailsWithErrClosed(t *testing.T) {
 // names each message in the order the stage read its report.
 func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
+		c := newStage(true)
+		tr := c.tr
+		f, r := c.start(t, 3, recordMessage)
 		synctest.Wait()
 
 		closeErr := tr.Close(c.closeSteps())
@@ -116,12 +105,8 @@ func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 		if !errors.Is(err, errClosed) || !errors.Is(err, errGaveUp) {
 			t.Errorf("Run's error %v does not wrap both ErrClosed and the library's error", err)
 		}
-		if got := f.Committed("in", 0); got != -1 {
-			t.Errorf("committed %d, want nothing (-1)", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkInCommitted(t, f, -1, "nothing")
+		checkNonePending(t, tr)
 	})
 }
 
@@ -130,27 +115,22 @@ func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 // woken by Gone, fails saying how many deliveries were never reported.
 func TestCloseWithReportsNeverDelivered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		steps := c.closeSteps()
 		steps.GiveUp = func(context.Context) {} // the library loses them
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 2)...))
+		f, r := c.start(t, 2, recordMessage)
 		synctest.Wait()
 
 		start := time.Now()
-		closeErr := tr.Close(steps)
+		closeErr := c.tr.Close(steps)
 		if want := "stub: closing the producer: 2 messages undelivered after 5s"; closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
 		if d := time.Since(start); d != steps.Timeout+produce.CloseGrace {
 			t.Errorf("Close took %v, want the flush timeout plus CloseGrace (%v)", d, steps.Timeout+produce.CloseGrace)
 		}
-		err := r.Wait(t)
-		checkStageError(t, err, -1, "producing to out: producer closed before 2 deliveries were reported")
-		if got := f.Committed("in", 0); got != -1 {
-			t.Errorf("committed %d, want nothing (-1)", got)
-		}
+		checkStageError(t, r.Wait(t), -1, "producing to out: producer closed before 2 deliveries were reported")
+		checkInCommitted(t, f, -1, "nothing")
 	})
 }
 
@@ -159,21 +139,16 @@ func TestCloseWithReportsNeverDelivered(t *testing.T) {
 // had; what was delivered is committed.
 func TestCloseEndsAQueueFullWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		c.refuse["v1"] = 1 << 30
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
+		f, r := c.start(t, 3, recordMessage)
 		synctest.Wait()
-		must(t, tr.Close(c.closeSteps()))
-		err := r.Wait(t)
-		checkStageError(t, err, -1, "producing to out: producer closed")
+		must(t, c.tr.Close(c.closeSteps()))
+		checkClosedError(t, r.Wait(t), -1)
 		if got := len(c.triesOf("v1")); got != 2 {
 			t.Errorf("v1 sent %d times, want 2 (refused, again after v0's report, then Close)", got)
 		}
-		if got := f.Committed("in", 0); got != 1 {
-			t.Errorf("committed %d, want 1 (v0 delivered)", got)
-		}
+		checkInCommitted(t, f, 1, "v0 delivered")
 	})
 }
 
@@ -182,23 +157,17 @@ func TestCloseEndsAQueueFullWait(t *testing.T) {
 // blocked message's failed report before the graph exits.
 func TestLossEndsABlockedSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		c.block["v1"] = true
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
+		f, r := c.start(t, 3, recordMessage)
 		synctest.Wait()
 		must(t, f.Lose("in", 0))
 		must(t, r.Stop(t))
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v1"}) {
-			t.Errorf("produced %v, want [v0 v1] (v1 accepted failing when the loss ended its Send)", got)
-		}
+		checkSent(t, c, "v0", "v1") // v1 accepted failing when the loss ended its Send
 		if n := len(c.triesOf("v2")); n != 0 {
 			t.Errorf("v2 sent %d times after the loss, want 0", n)
 		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -207,21 +176,16 @@ func TestLossEndsABlockedSend(t *testing.T) {
 // stage fails with ErrClosed instead of trying again.
 func TestCloseEndsABlockedSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		c.blockFull["v0"] = true
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 2)...))
+		_, r := c.start(t, 2, recordMessage)
 		synctest.Wait()
 		start := time.Now()
-		must(t, tr.Close(c.closeSteps()))
+		must(t, c.tr.Close(c.closeSteps()))
 		if d := time.Since(start); d != 0 {
 			t.Errorf("Close took %v with nothing outstanding, want no time", d)
 		}
-		err := r.Wait(t)
-		checkStageError(t, err, -1, "producing to out: producer closed")
-		if got := c.sentValues(); len(got) != 0 {
-			t.Errorf("produced %v, want nothing", got)
-		}
+		checkClosedError(t, r.Wait(t), -1)
+		checkSent(t, c)
 	})
 }

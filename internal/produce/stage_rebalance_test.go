@@ -5,74 +5,51 @@ import (
 	"slices"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
 // A graceful revoke drains the stage: the revoke completes only once
-// every outstanding delivery report arrived, and commits all of them.
+// every outstanding delivery report arrived, and commits what was
+// delivered. A delivery failing while the revoke drains does not stop
+// Run (an error while the partition is being revoked only leaves its
+// record uncommitted, docs/lifecycle.md "Fatal error"): the revoke
+// commits up to the failed record, not past it.
 func TestRevokeWaitsForOutstandingReports(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 4)...))
-		synctest.Wait()
-		revoked := inBackground(func() error { return f.Revoke("in", 0) })
-		synctest.Wait()
-		if returned(t, revoked) {
-			t.Fatal("the revoke completed with 4 reports outstanding")
-		}
-
-		c.release("v0", "v1")
-		synctest.Wait()
-		if returned(t, revoked) {
-			t.Fatal("the revoke completed with 2 reports outstanding")
-		}
-		c.release("v2", "v3")
-		must(t, <-revoked)
-		if got := f.Committed("in", 0); got != 4 {
-			t.Errorf("committed %d on revoke, want 4", got)
-		}
-		must(t, r.Stop(t))
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
-	})
-}
-
-// A delivery failing while a revoke drains the stage does not stop Run
-// (an error while the partition is being revoked only leaves its record
-// uncommitted, docs/lifecycle.md "Fatal error"): the revoke completes
-// once every report arrived and commits up to the failed record, not
-// past it.
-func TestFailedReportDuringRevokeStaysUncommitted(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		c.fail["v1"] = errors.New("broker said no")
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
-		synctest.Wait()
-		revoked := inBackground(func() error { return f.Revoke("in", 0) })
-		synctest.Wait()
-		c.release("v0", "v1")
-		synctest.Wait()
-		if returned(t, revoked) {
-			t.Fatal("the revoke completed with v2's report outstanding")
-		}
-		c.release("v2")
-		must(t, <-revoked)
-		if got := f.Committed("in", 0); got != 1 {
-			t.Errorf("committed %d on revoke, want 1 (v0 delivered, v1 failed)", got)
-		}
-		must(t, r.Stop(t))
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
-	})
+	for _, tc := range []struct {
+		name      string
+		n         int
+		fail      string     // the value whose delivery fails, if any
+		releases  [][]string // the reports released, a step at a time
+		committed int64
+	}{
+		{"every report delivered commits all", 4, "", [][]string{{"v0", "v1"}, {"v2", "v3"}}, 4},
+		{"a failed report stays uncommitted", 3, "v1", [][]string{{"v0", "v1"}, {"v2"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newStage(true)
+				if tc.fail != "" {
+					c.fail[tc.fail] = errors.New("broker said no")
+				}
+				f, r := c.start(t, tc.n, recordMessage)
+				synctest.Wait()
+				revoked := inBackground(func() error { return f.Revoke("in", 0) })
+				for _, vs := range tc.releases {
+					synctest.Wait()
+					if returned(t, revoked) {
+						t.Fatalf("the revoke completed before the reports of %v", vs)
+					}
+					c.release(vs...)
+				}
+				must(t, <-revoked)
+				checkInCommitted(t, f, tc.committed, "on revoke")
+				must(t, r.Stop(t))
+				checkNonePending(t, c.tr)
+			})
+		})
+	}
 }
 
 // When the partition is lost while the stage waits out a full queue, it
@@ -81,20 +58,16 @@ func TestFailedReportDuringRevokeStaysUncommitted(t *testing.T) {
 // outstanding reports before the graph exits; nothing is committed.
 func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		c.refuse["v2"] = 1 << 30 // full for good
 		var converted []string   // on the stage's goroutine, read after Run
 		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
 			converted = append(converted, string(rec.Value))
 			return recordMessage(rec)
 		}
-		f, r := run(t, produceTo(c, tr, toMsg))
-		must(t, f.Send("in", 0, values(0, 5)...))
+		f, r := c.start(t, 5, toMsg)
 		synctest.Wait()
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v1"}) {
-			t.Fatalf("produced %v, want [v0 v1]", got)
-		}
+		checkSent(t, c, "v0", "v1")
 
 		lost := inBackground(func() error { return f.Lose("in", 0) })
 		synctest.Wait()
@@ -107,18 +80,12 @@ func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 		if got := len(c.triesOf("v2")); got != 1 {
 			t.Errorf("v2 sent %d times, want once (refused, then the partition was lost)", got)
 		}
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v1"}) {
-			t.Errorf("produced %v, want [v0 v1]", got)
-		}
+		checkSent(t, c, "v0", "v1")
 		if !slices.Equal(converted, []string{"v0", "v1", "v2"}) {
 			t.Errorf("toMsg called for %v, want [v0 v1 v2]", converted)
 		}
-		if got := f.Committed("in", 0); got != -1 {
-			t.Errorf("committed %d for a lost partition, want nothing (-1)", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkInCommitted(t, f, -1, "nothing for a lost partition")
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -127,15 +94,9 @@ func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 func TestLossAtTheBoundStopsProducing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const bound = produce.ReportBuffer
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, bound+3)...))
-		// Pacing feeds a new graph one chunk, and twice as much each time
-		// nothing completes for a while: wait in the bubble's time until
-		// only the bound holds the messages back.
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		c := newStage(true)
+		f, r := c.start(t, bound+3, recordMessage)
+		waitOutPacing() // only the bound holds the rest back
 		lost := inBackground(func() error { return f.Lose("in", 0) })
 		synctest.Wait()
 		if returned(t, lost) {
@@ -147,14 +108,10 @@ func TestLossAtTheBoundStopsProducing(t *testing.T) {
 		if got := len(c.sentValues()); got != bound {
 			t.Errorf("produced %d messages, want %d (none after the loss)", got, bound)
 		}
-		if got := f.Committed("in", 0); got != -1 {
-			t.Errorf("committed %d for a lost partition, want nothing (-1)", got)
-		}
+		checkInCommitted(t, f, -1, "nothing for a lost partition")
 		if _, _, overflow := c.counts(); overflow != 0 {
 			t.Errorf("%d reports found their channel full, want 0", overflow)
 		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkNonePending(t, c.tr)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -45,12 +44,10 @@ func gatedAt(v string, gate <-chan struct{}) func(pipeline.Record) (pipeline.Mes
 // with one Done (one OnRecordsCompleted of 5), not five.
 func TestWaitingReportsCompleteTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		gate := make(chan struct{})
 		var done completions
-		f, r := run(t, produceTo(c, tr, gatedAt("v5", gate)), pipeline.WithHooks(&done))
-		must(t, f.Send("in", 0, values(0, 6)...))
+		f, r := c.start(t, 6, gatedAt("v5", gate), pipeline.WithHooks(&done))
 		synctest.Wait() // v0..v4 produced, the stage waits in toMsg of v5
 		c.release(valueNames(0, 5)...)
 		close(gate)
@@ -69,22 +66,17 @@ func TestWaitingReportsCompleteTogether(t *testing.T) {
 // do not.
 func TestFailedReportAmongWaitingOnesCommitsThoseBefore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		errBroker := errors.New("broker said no")
 		c.fail["v2"] = errBroker
 		gate := make(chan struct{})
-		f, r := run(t, produceTo(c, tr, gatedAt("v5", gate)))
-		must(t, f.Send("in", 0, values(0, 6)...))
+		f, r := c.start(t, 6, gatedAt("v5", gate))
 		synctest.Wait()
 		c.release(valueNames(0, 5)...)
 		close(gate)
 		synctest.Wait()
 		c.release("v5") // the stopped stage still waits for its outstanding report
-		err := r.Wait(t)
-		checkStageError(t, err, 2, "delivery to out failed: broker said no")
-		if got := f.Committed("in", 0); got != 2 {
-			t.Errorf("committed %d, want 2 (v0, v1 delivered before v2 failed)", got)
-		}
+		checkStageError(t, r.Wait(t), 2, "delivery to out failed: broker said no")
+		checkInCommitted(t, f, 2, "v0, v1 delivered before v2 failed")
 	})
 }

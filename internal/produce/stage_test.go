@@ -18,14 +18,10 @@ import (
 // one came.
 func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
+		c := newStage(true)
+		f, r := c.start(t, 3, recordMessage)
 		synctest.Wait()
-		if got := c.sentValues(); !slices.Equal(got, valueNames(0, 3)) {
-			t.Fatalf("produced %v, want %v", got, valueNames(0, 3))
-		}
+		checkSent(t, c, valueNames(0, 3)...)
 
 		c.release("v2", "v1")
 		time.Sleep(5 * time.Second) // the bubble's clock: several commit intervals
@@ -35,12 +31,8 @@ func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 		c.release("v0")
 		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
-		if got := f.Committed("in", 0); got != 3 {
-			t.Errorf("committed %d after Stop, want 3", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending, want 0", n)
-		}
+		checkInCommitted(t, f, 3, "after Stop")
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -51,16 +43,10 @@ func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const bound = produce.ReportBuffer
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		n := bound + 6
-		must(t, f.Send("in", 0, values(0, n)...))
-		// Pacing feeds a new graph one chunk, and twice as much each time
-		// nothing completes for a while: wait in the bubble's time until
-		// only the bound holds the messages back.
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		const n = bound + 6
+		c := newStage(true)
+		f, r := c.start(t, n, recordMessage)
+		waitOutPacing() // only the bound holds the rest back
 		if got := len(c.sentValues()); got != bound {
 			t.Fatalf("produced %d messages with every report held, want %d", got, bound)
 		}
@@ -75,11 +61,9 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		}
 
 		c.deliverAll()
-		f.WaitCommitted(t, "in", 0, int64(n))
+		f.WaitCommitted(t, "in", 0, n)
 		must(t, r.Stop(t))
-		if got := c.sentValues(); !slices.Equal(got, valueNames(0, n)) {
-			t.Errorf("produced %d messages %v..., want %d in order", len(got), got[:3], n)
-		}
+		checkSent(t, c, valueNames(0, n)...)
 		if _, maxInFlight, overflow := c.counts(); maxInFlight != bound || overflow != 0 {
 			t.Errorf("at most %d in flight, %d reports found their channel full; want %d and 0", maxInFlight, overflow, bound)
 		}
@@ -91,16 +75,12 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 // sent twice, and the values after it wait for it.
 func TestQueueFullIsRetriedNeverDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		c.refuse["v1"] = 3
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
+		f, r := c.start(t, 3, recordMessage)
 		synctest.Wait()
 		t0 := time.Now()
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0"}) {
-			t.Fatalf("produced %v while v1 is refused, want [v0]", got)
-		}
+		checkSent(t, c, "v0") // v1 is refused
 
 		c.release("v0") // a report: v1 is tried again at once
 		time.Sleep(time.Second)
@@ -108,9 +88,7 @@ func TestQueueFullIsRetriedNeverDropped(t *testing.T) {
 		if got := c.triesOf("v1"); !slices.Equal(got, want) {
 			t.Errorf("v1 sent at %v, want at %v", offsets(got, t0), offsets(want, t0))
 		}
-		if got := c.sentValues(); !slices.Equal(got, valueNames(0, 3)) {
-			t.Errorf("produced %v, want %v", got, valueNames(0, 3))
-		}
+		checkSent(t, c, valueNames(0, 3)...)
 		c.deliverAll()
 		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
@@ -134,23 +112,17 @@ func offsets(ts []time.Time, t0 time.Time) []time.Duration {
 // what was delivered before it is committed, nothing from it on.
 func TestFailedReportStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		errBroker := errors.New("broker said no")
 		c.fail["v3"] = errBroker
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 6)...))
+		f, r := c.start(t, 6, recordMessage)
 		err := r.Wait(t)
 		checkStageError(t, err, 3, "delivery to out failed: broker said no")
 		if !errors.Is(err, errBroker) {
 			t.Errorf("Run's error %v does not wrap the delivery error", err)
 		}
-		if got := f.Committed("in", 0); got != 3 {
-			t.Errorf("committed %d, want 3 (v0..v2 delivered, v3 failed)", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending after Run, want 0", n)
-		}
+		checkInCommitted(t, f, 3, "v0..v2 delivered, v3 failed")
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -158,22 +130,13 @@ func TestFailedReportStopsRun(t *testing.T) {
 // value's offset.
 func TestSendErrorStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		c.sendErr["v1"] = errFatal
-		f, r := run(t, produceTo(c, tr, recordMessage))
-		must(t, f.Send("in", 0, values(0, 3)...))
-		err := r.Wait(t)
-		checkStageError(t, err, 1, "producing to out: fatal")
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0"}) {
-			t.Errorf("produced %v, want [v0]", got)
-		}
-		if got := f.Committed("in", 0); got != 1 {
-			t.Errorf("committed %d, want 1 (v0 delivered)", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending after Run, want 0", n)
-		}
+		f, r := c.start(t, 3, recordMessage)
+		checkStageError(t, r.Wait(t), 1, "producing to out: fatal")
+		checkSent(t, c, "v0")
+		checkInCommitted(t, f, 1, "v0 delivered")
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -182,8 +145,7 @@ func TestSendErrorStopsRun(t *testing.T) {
 // those values are committed.
 func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, true)
+		c := newStage(true)
 		errEncode := pipeline.Permanent(errors.New("cannot encode"))
 		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
 			if string(rec.Value) == "v2" {
@@ -191,26 +153,18 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 			}
 			return recordMessage(rec)
 		}
-		f, r := run(t, produceTo(c, tr, toMsg))
-		must(t, f.Send("in", 0, values(0, 4)...))
+		f, r := c.start(t, 4, toMsg)
 		synctest.Wait()
 		select {
 		case <-r.Done():
 			t.Fatal("Run returned with two reports outstanding")
 		default:
 		}
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v1"}) {
-			t.Fatalf("produced %v, want [v0 v1]", got)
-		}
+		checkSent(t, c, "v0", "v1")
 		c.release("v0", "v1")
-		err := r.Wait(t)
-		checkStageError(t, err, 2, "cannot encode")
-		if got := f.Committed("in", 0); got != 2 {
-			t.Errorf("committed %d, want 2", got)
-		}
-		if n := tr.Pending(); n != 0 {
-			t.Errorf("tracker has %d reports pending after Run, want 0", n)
-		}
+		checkStageError(t, r.Wait(t), 2, "cannot encode")
+		checkInCommitted(t, f, 2, "v0, v1 delivered")
+		checkNonePending(t, c.tr)
 	})
 }
 
@@ -218,8 +172,7 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 // not produced; the others are, and everything commits.
 func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := produce.NewTracker(names)
-		c := newStub(tr, false)
+		c := newStage(false)
 		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
 			if string(rec.Value) == "v1" {
 				return pipeline.Message{}, pipeline.Invalid(errors.New("not an order"))
@@ -231,13 +184,10 @@ func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 			dead = append(dead, d.Record.Offset)
 			return nil
 		})
-		f, r := run(t, produceTo(c, tr, toMsg), dl)
-		must(t, f.Send("in", 0, values(0, 3)...))
+		f, r := c.start(t, 3, toMsg, dl)
 		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
-		if got := c.sentValues(); !slices.Equal(got, []string{"v0", "v2"}) {
-			t.Errorf("produced %v, want [v0 v2]", got)
-		}
+		checkSent(t, c, "v0", "v2")
 		if !slices.Equal(dead, []int64{1}) {
 			t.Errorf("dead-lettered offsets %v, want [1]", dead)
 		}

@@ -33,9 +33,7 @@ func commitChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() 
 func (s *suite[P, D]) writesExactly(t *T) {
 	const parts, n = 3, 200
 	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", parts)
-	b.CreateTopic(t, "out", 2)
-	b.Produce(t, "in", Input(parts, 0, n)...)
+	createTopics(t, b, parts, n, "out", 2)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
@@ -75,9 +73,7 @@ func (s *suite[P, D]) writesExactly(t *T) {
 func (s *suite[P, D]) commitsOnlyAfterDelivery(t *T) {
 	const n = 50
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.CreateTopic(t, "out", 1)
-	b.Produce(t, "in", Input(2, 0, n)...)
+	createTopics(t, b, 2, n, "out", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
 

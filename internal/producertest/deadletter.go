@@ -36,9 +36,7 @@ func deadLetterOrderChecks[P any, D ~func(context.Context, pipeline.DeadLetter) 
 func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
 	const parts, n = 2, 50
 	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", parts)
-	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", Input(parts, 0, n)...)
+	createTopics(t, b, parts, n, "dlq", 1)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
@@ -133,9 +131,7 @@ func recordsIn(b []byte) int64 {
 func (s *suite[P, D]) deadLettersInOrder(t *T) {
 	const parts, n = 2, 300
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", parts)
-	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", Input(parts, 0, n)...)
+	createTopics(t, b, parts, n, "dlq", 1)
 	sizes := observeProduceSizes(b, "dlq")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
@@ -160,9 +156,7 @@ func (s *suite[P, D]) deadLettersInOrder(t *T) {
 func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
 	const n = 100
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 1)
-	b.CreateTopic(t, "dlq", 1)
-	b.Produce(t, "in", Input(1, 0, n)...)
+	createTopics(t, b, 1, n, "dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})

@@ -38,9 +38,7 @@ func errorChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() [
 func (s *suite[P, D]) deliveryFailure(t *T) {
 	const k = 10
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 1)
-	b.CreateTopic(t, "out", 1)
-	b.Produce(t, "in", Input(1, 0, k)...)
+	createTopics(t, b, 1, k, "out", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out", stages.Name("to-out")))

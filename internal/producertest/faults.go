@@ -73,9 +73,7 @@ func checkCommittedStored(t *T, b *kafkatest.Broker, in []pipeline.Record, topic
 func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Error) {
 	const parts, n, faults = 2, 100, 5
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", parts)
-	b.CreateTopic(t, fc.topic, 1)
-	b.Produce(t, "in", Input(parts, 0, n)...)
+	createTopics(t, b, parts, n, fc.topic, 1)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: fault, Count: faults})
@@ -111,9 +109,7 @@ func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Erro
 func (s *suite[P, D]) persistentFault(t *T, fc faultCase[P, D]) {
 	const n, timeout = 20, 300 * time.Millisecond
 	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 1)
-	b.CreateTopic(t, fc.topic, 1)
-	b.Produce(t, "in", Input(1, 0, n)...)
+	createTopics(t, b, 1, n, fc.topic, 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), DeliveryTimeout: timeout, FastRetries: true})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: kerr.NotLeaderForPartition, Count: -1})
 	build, opts := fc.build(s, p)

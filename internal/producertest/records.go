@@ -86,6 +86,15 @@ func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Durati
 	r.n.Add(1)
 }
 
+// createTopics creates on b the topic "in" of parts partitions, holding
+// Input(parts, 0, n), and the topic out of outParts partitions.
+func createTopics(t testing.TB, b *kafkatest.Broker, parts int32, n int, out string, outParts int32) {
+	t.Helper()
+	b.CreateTopic(t, "in", parts)
+	b.CreateTopic(t, out, outParts)
+	b.Produce(t, "in", Input(parts, 0, n)...)
+}
+
 // Stop shuts Run down and fails the test unless it returns nil.
 func Stop(t testing.TB, r *testkit.Running) {
 	t.Helper()

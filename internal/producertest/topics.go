@@ -27,9 +27,7 @@ func topicChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() [
 // of a failure at the first invalid record.
 func (s *suite[P, D]) missingDeadLetterTopic(t *T) {
 	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 1)
-	b.CreateTopic(t, "orders-dlq", 1)
-	b.Produce(t, "in", Input(1, 0, 10)...)
+	createTopics(t, b, 1, 10, "orders-dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

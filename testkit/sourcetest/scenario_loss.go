@@ -22,9 +22,7 @@ func lossThenReassign(t *testing.T, d Driver) {
 		t.Skip("the driver is not an Evicter")
 	}
 	const parts, n, k = 2, 60, int64(20)
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	var mu sync.Mutex
@@ -50,14 +48,7 @@ func lossThenReassign(t *testing.T, d Driver) {
 	r.WaitUntil(t, "every partition lost", func() bool { return src.Counts().Lost == parts })
 	checkCommitted(t, d, group, topic, uniform(parts, k))
 	readmit()
-	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	for p := range int32(parts) {
-		s.exactly(t, p, 0, n)
-	}
-	checkCommitted(t, d, group, topic, uniform(parts, n))
+	finishAll(t, d, r, s, group, topic, parts, n, n)
 	if c := src.Counts(); c.Lost != parts || c.Revoked != 0 || c.Assigned != 2*parts {
 		t.Errorf("lost %d, revoked %d, assigned %d partitions; want %d lost, none revoked, %d assigned (twice each)",
 			c.Lost, c.Revoked, c.Assigned, parts, 2*parts)

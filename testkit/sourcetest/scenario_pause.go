@@ -15,9 +15,7 @@ import (
 // order, and committed to the end.
 func pauseResume(t *testing.T, d Driver) {
 	const parts, n = 2, 300
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	gate := make(chan struct{})
@@ -40,14 +38,7 @@ func pauseResume(t *testing.T, d Driver) {
 	r, src := start(t, d, group, topic, build, pipeline.WithPartitionQueue(8))
 	r.WaitUntil(t, "every partition paused by backpressure", func() bool { return len(src.Paused()) == parts })
 	close(gate)
-	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	for p := range int32(parts) {
-		s.exactly(t, p, 0, n)
-	}
-	checkCommitted(t, d, group, topic, uniform(parts, n))
+	finishAll(t, d, r, s, group, topic, parts, n, n)
 	if c := src.Counts(); c.Pauses < parts || c.Resumes < parts {
 		t.Errorf("%d pauses asked for, %d partitions resumed; want at least %d each (%+v)", c.Pauses, c.Resumes, parts, c)
 	}

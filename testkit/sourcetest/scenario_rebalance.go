@@ -20,9 +20,7 @@ import (
 // below k by A, from k by B.
 func rebalanceMidStream(t *testing.T, d Driver) {
 	const parts, n, k = 4, 60, int64(25)
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	byA, byB := newSeen(), newSeen()
 	holdA := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
@@ -35,13 +33,7 @@ func rebalanceMidStream(t *testing.T, d Driver) {
 			return nil
 		})
 	}
-	plainB := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			checkRecord(t, topic, r)
-			byB.add(r.Partition, r.Offset)
-			return nil
-		})
-	}
+	plainB := checkAndCount(t, topic, byB)
 	drain := pipeline.WithDrainTimeout(200 * time.Millisecond)
 	ra, a := start(t, d, group, topic, holdA, drain)
 	waitCommitted(t, d, ra, group, topic, uniform(parts, k))

@@ -142,6 +142,29 @@ func names(t *testing.T) (topic, group string) {
 	return "st-" + n, "st-g-" + n
 }
 
+// newTopic creates a topic of parts partitions with a name unique to the
+// test, produces records(parts, 0, n) to it, and returns its name and a
+// group name unique to the test.
+func newTopic(t *testing.T, d Driver, parts int32, n int) (topic, group string) {
+	t.Helper()
+	topic, group = names(t)
+	d.CreateTopic(t, topic, parts)
+	d.Produce(t, topic, records(parts, 0, n)...)
+	return topic, group
+}
+
+// checkAndCount builds graphs that check each record is the one records()
+// made for its position (checkRecord) and count it in s.
+func checkAndCount(t *testing.T, topic string, s *seen) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			checkRecord(t, topic, r)
+			s.add(r.Partition, r.Offset)
+			return nil
+		})
+	}
+}
+
 // records makes n records for each of partitions, numbered from first:
 // key "p-i", value "value p-i", header "i" = i.
 func records(partitions int32, first, n int) []pipeline.Record {
@@ -228,6 +251,23 @@ func waitCommitted(t *testing.T, d Driver, r *testkit.Running, group, topic stri
 	})
 }
 
+// finishAll waits until every one of parts partitions committed n, stops
+// Run, which must return nil, and checks that s processed each offset of
+// [0, processed) of every partition once and that the commits stayed at
+// n.
+func finishAll(t *testing.T, d Driver, r *testkit.Running, s *seen, group, topic string, parts int32, n, processed int64) {
+	t.Helper()
+	waitCommitted(t, d, r, group, topic, uniform(parts, n))
+	if err := r.Stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	for p := range parts {
+		s.exactly(t, p, 0, processed)
+	}
+	checkCommitted(t, d, group, topic, uniform(parts, n))
+}
+
+// checkCommitted checks the group's commits on topic.
 func checkCommitted(t *testing.T, d Driver, group, topic string, want map[int32]int64) {
 	t.Helper()
 	if got := d.Committed(t, group, topic); !maps.Equal(got, want) {
@@ -262,36 +302,18 @@ func uniform(partitions int32, v int64) map[int32]int64 {
 // partition commits its end.
 func processAllOnce(t *testing.T, d Driver) {
 	const parts, n = 3, 200
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			checkRecord(t, topic, r)
-			s.add(r.Partition, r.Offset)
-			return nil
-		})
-	}
-	r, _ := start(t, d, group, topic, build)
-	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	for p := range int32(parts) {
-		s.exactly(t, p, 0, n)
-	}
-	checkCommitted(t, d, group, topic, uniform(parts, n))
+	r, _ := start(t, d, group, topic, checkAndCount(t, topic, s))
+	finishAll(t, d, r, s, group, topic, parts, n, n)
 }
 
 // filteredTail: records a Filter drops complete at once, so a partition
 // whose tail is filtered out still commits its end.
 func filteredTail(t *testing.T, d Driver) {
 	const parts, n, keep = 2, 100, 60
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
@@ -302,14 +324,7 @@ func filteredTail(t *testing.T, d Driver) {
 		})
 	}
 	r, _ := start(t, d, group, topic, build)
-	waitCommitted(t, d, r, group, topic, uniform(parts, n))
-	if err := r.Stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
-	for p := range int32(parts) {
-		s.exactly(t, p, 0, keep)
-	}
-	checkCommitted(t, d, group, topic, uniform(parts, n))
+	finishAll(t, d, r, s, group, topic, parts, n, keep)
 }
 
 var errBad = errors.New("bad record")
@@ -319,9 +334,7 @@ var errBad = errors.New("bad record")
 // the end.
 func invalidToDeadLetter(t *testing.T, d Driver) {
 	const parts, n = 2, 100
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 	bad := func(off int64) bool { return off%10 == 3 }
 
 	var mu sync.Mutex
@@ -392,9 +405,7 @@ var errBoom = errors.New("boom")
 // the healthy ones (finished before the failure) their end.
 func stageError(t *testing.T, d Driver) {
 	const parts, n, failP, k = 3, 60, int32(1), int64(17)
-	topic, group := names(t)
-	d.CreateTopic(t, topic, parts)
-	d.Produce(t, topic, records(parts, 0, n)...)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	healthy := make(chan struct{}) // closed once the healthy partitions processed everything
@@ -447,9 +458,7 @@ func stageError(t *testing.T, d Driver) {
 // partition finished everything. Shutdown commits exactly k and n.
 func shutdownMidStream(t *testing.T, d Driver) {
 	const n, k = 100, int64(37)
-	topic, group := names(t)
-	d.CreateTopic(t, topic, 2)
-	d.Produce(t, topic, records(2, 0, n)...)
+	topic, group := newTopic(t, d, 2, n)
 
 	s := newSeen()
 	gate := make(chan struct{})
@@ -514,9 +523,7 @@ func gateBuilder(s *seen, gateP int32, k int64, gate, other chan struct{}, total
 // the same group processes exactly what follows the commits.
 func resume(t *testing.T, d Driver) {
 	const n, more, k = 50, 20, int64(23)
-	topic, group := names(t)
-	d.CreateTopic(t, topic, 2)
-	d.Produce(t, topic, records(2, 0, n)...)
+	topic, group := newTopic(t, d, 2, n)
 
 	first := newSeen()
 	gate, other := make(chan struct{}), make(chan struct{})
@@ -531,14 +538,7 @@ func resume(t *testing.T, d Driver) {
 
 	d.Produce(t, topic, records(2, n, more)...)
 	second := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
-			checkRecord(t, topic, r)
-			second.add(r.Partition, r.Offset)
-			return nil
-		})
-	}
-	r, _ = start(t, d, group, topic, build)
+	r, _ = start(t, d, group, topic, checkAndCount(t, topic, second))
 	waitCommitted(t, d, r, group, topic, uniform(2, n+more))
 	if err := r.Stop(t); err != nil {
 		t.Fatalf("second Run = %v, want nil", err)

@@ -1,0 +1,58 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// values returns n payloads "0".."n-1".
+func values(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(strconv.Itoa(i))
+	}
+	return out
+}
+
+// assignAndSend assigns t/0 to h and sends it n records, values(n).
+func assignAndSend(h *testkit.Harness, n int) {
+	h.Assign("t", 0)
+	h.Send("t", 0, values(n)...)
+}
+
+// checkCommitted checks t/0's committed offset; when says when, or why
+// want is right.
+func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
+	t.Helper()
+	if got := h.Committed("t", 0); got != want {
+		if when != "" {
+			when = " " + when
+		}
+		t.Fatalf("committed %d%s, want %d", got, when, want)
+	}
+}
+
+// deadLog records the offsets handed to the dead-letter destination.
+type deadLog struct {
+	mu   sync.Mutex
+	offs []int64
+}
+
+func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.offs = append(d.offs, dl.Record.Offset)
+	return nil
+}
+
+func (d *deadLog) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprint(d.offs)
+}

@@ -1,0 +1,121 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// gate is a stage function (wait) that holds the records it picks until
+// the test opens it or the stage's context ends; closed gets a signal
+// each time it starts holding one.
+type gate struct {
+	hold   func(pipeline.Record) bool
+	closed chan struct{}
+	open   chan struct{}
+}
+
+// holdOffset returns a gate that holds the record at offset at.
+func holdOffset(at int64) *gate {
+	return newGate(func(r pipeline.Record) bool { return r.Offset == at })
+}
+
+// holdValue returns a gate that holds the records of value v.
+func holdValue(v string) *gate {
+	return newGate(func(r pipeline.Record) bool { return string(r.Value) == v })
+}
+
+func newGate(hold func(pipeline.Record) bool) *gate {
+	return &gate{hold: hold, closed: make(chan struct{}, 16), open: make(chan struct{})}
+}
+
+func (g *gate) wait(ctx context.Context, r pipeline.Record) error {
+	if g.hold(r) {
+		g.closed <- struct{}{}
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// nValues returns n values "0".."n-1".
+func nValues(n int) [][]byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, "%d", i)
+	}
+	return vs
+}
+
+// expectBuildError runs build for partition t/3 and checks that Run fails
+// with a *pipeline.BuildError for that partition whose text holds every
+// string of want.
+func expectBuildError(t *testing.T, build builder, want ...string) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		h := testkit.New(t, build)
+		if err := h.Fake().Assign("t", 3); err == nil {
+			t.Fatal("Assign succeeded; want the build to fail")
+		}
+		err := h.Wait()
+		var be *pipeline.BuildError
+		if !errors.As(err, &be) || be.Topic != "t" || be.Partition != 3 {
+			t.Fatalf("Run returned %v, want a *pipeline.BuildError for t/3", err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("Run returned %q, want it to mention %q", err, w)
+			}
+		}
+	})
+}
+
+// failsAt assigns t/0, sends it n values and checks that Run stops
+// with a StageError at offset, wrapping a PanicError when panicked; it
+// returns the StageError.
+func failsAt(t *testing.T, h *testkit.Harness, n int, offset int64, panicked bool) *pipeline.StageError {
+	t.Helper()
+	h.Assign("t", 0)
+	h.Send("t", 0, nValues(n)...)
+	err := h.Wait()
+	var se *pipeline.StageError
+	if !errors.As(err, &se) || se.Offset != offset {
+		t.Fatalf("Run returned %v, want a StageError at offset %d", err, offset)
+	}
+	var pe *pipeline.PanicError
+	if panicked && !errors.As(err, &pe) {
+		t.Fatalf("Run returned %v, want a StageError with a PanicError", err)
+	}
+	return se
+}
+
+// checkCommitted checks t/0's committed offset; why says why want is
+// right.
+func checkCommitted(t *testing.T, h *testkit.Harness, want int64, why string) {
+	t.Helper()
+	if got := h.Committed("t", 0); got != want {
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		t.Fatalf("committed %d, want %d%s", got, want, why)
+	}
+}
+
+// sharedWrites returns the writes of a new SharedBatcher of size and
+// maxWait and a Harness whose graphs feed it (sharedHarness).
+func sharedWrites(t *testing.T, size int, maxWait time.Duration) (*writes, *testkit.Harness) {
+	t.Helper()
+	w := &writes{}
+	return w, sharedHarness(t, stages.NewSharedBatcher(w.write, size, maxWait))
+}
