@@ -321,7 +321,7 @@ func (b *SharedBatcher[T]) closeForDrain(s *stagekit.Stage) bool {
 }
 
 // leave forgets a Feed stage that exited; its pending values (of a lost
-// partition) are still written but their completions go nowhere.
+// partition) may still be written, but their completions go nowhere.
 func (b *SharedBatcher[T]) leave(s *stagekit.Stage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

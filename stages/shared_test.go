@@ -107,8 +107,11 @@ func TestSharedBatcherNeverCommitsALostPartition(t *testing.T) {
 		h.Lose("t", 0)
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if got := w.list(); len(got) != 1 || len(got[0]) != 2 {
-			t.Fatalf("batches %v: the lost partition's pending value is still written, with the others", got)
+		// The lost partition's pending value may go out with the batch or
+		// not (the partition's context ended while the batch waited); the
+		// other partition's is written once either way.
+		if got := w.list(); len(got) != 1 || !slices.Contains(got[0], "1:b") || len(got[0]) > 2 {
+			t.Fatalf("batches %v, want one batch with partition 1's value", got)
 		}
 		if got := h.Committed("t", 0); got != -1 {
 			t.Fatalf("lost partition committed %d, want -1", got)
