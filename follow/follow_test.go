@@ -2,13 +2,11 @@ package follow_test
 
 import (
 	"errors"
-	"slices"
+	"fmt"
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // Records at or above the leaders' offset are not processed; each step of
@@ -16,29 +14,18 @@ import (
 // what it processed.
 func TestHoldsUntilLeadersCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		sendAndAssign(t, fake, 10, 0)
+		r := startRig(t, nil)
+		sendAndAssign(t, r.fake, 10, 0)
 		settle()
-		if got := rec.offsets(tp("orders", 0)); len(got) != 0 {
-			t.Fatalf("processed %v before the leaders committed anything", got)
-		}
+		r.wantProcessed(t, "leaders committed nothing", 0, nil)
 		for _, step := range []int64{3, 7, 10} {
-			leaders.set("orders", 0, step)
+			r.leaders.set("orders", 0, step)
 			settle()
-			if got, want := rec.offsets(tp("orders", 0)), span(0, step); !slices.Equal(got, want) {
-				t.Fatalf("leaders at %d: processed %v, want %v", step, got, want)
-			}
-			if got := fake.Committed("orders", 0); got != step {
-				t.Fatalf("leaders at %d: committed %d, want %d", step, got, step)
-			}
+			name := fmt.Sprintf("leaders at %d", step)
+			r.wantProcessed(t, name, 0, span(0, step))
+			r.wantCommitted(t, name, 0, step)
 		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		rec.check(t)
+		r.stop(t)
 	})
 }
 
@@ -47,26 +34,13 @@ func TestHoldsUntilLeadersCommit(t *testing.T) {
 // holds the other up.
 func TestPartitionsAreIndependent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 100)
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		sendAndAssign(t, fake, 5, 0, 1)
+		r := startRig(t, map[int32]int64{0: 100})
+		sendAndAssign(t, r.fake, 5, 0, 1)
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 5)) {
-			t.Fatalf("partition 0 processed %v, want [0 1 2 3 4]", got)
-		}
-		if got := rec.offsets(tp("orders", 1)); len(got) != 0 {
-			t.Fatalf("partition 1 processed %v with no leader commit", got)
-		}
-		if got := fake.Committed("orders", 1); got != -1 {
-			t.Fatalf("partition 1 committed %d, want nothing (-1)", got)
-		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		rec.check(t)
+		r.wantProcessed(t, "leaders ahead", 0, span(0, 5))
+		r.wantProcessed(t, "no leader commit", 1, nil)
+		r.wantCommitted(t, "no leader commit", 1, -1)
+		r.stop(t)
 	})
 }
 
@@ -74,29 +48,18 @@ func TestPartitionsAreIndependent(t *testing.T) {
 // the graph in offset order, once each, when the leaders pass them.
 func TestLateRecordsQueueBehindHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 2)
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		sendAndAssign(t, fake, 4, 0)
+		r := startRig(t, map[int32]int64{0: 2})
+		sendAndAssign(t, r.fake, 4, 0)
 		settle()
-		if err := fake.Send("orders", 0, values(4)...); err != nil { // offsets 4..7
+		if err := r.fake.Send("orders", 0, values(4)...); err != nil { // offsets 4..7
 			t.Fatal(err)
 		}
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 2)) {
-			t.Fatalf("processed %v, want [0 1]", got)
-		}
-		leaders.set("orders", 0, 8)
+		r.wantProcessed(t, "leaders at 2", 0, span(0, 2))
+		r.leaders.set("orders", 0, 8)
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 8)) {
-			t.Fatalf("processed %v, want [0..7] once each, in order", got)
-		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		rec.check(t)
+		r.wantProcessed(t, "leaders at 8, once each, in order", 0, span(0, 8))
+		r.stop(t)
 	})
 }
 
@@ -105,41 +68,27 @@ func TestLateRecordsQueueBehindHeld(t *testing.T) {
 // gets each record once.
 func TestRevokeDropsHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 4)
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
-		sendAndAssign(t, fake, 10, 0)
+		r := startRig(t, map[int32]int64{0: 4})
+		sendAndAssign(t, r.fake, 10, 0)
 		settle()
-		if got := hooks.last()[tp("orders", 0)]; got.Held == 0 {
+		if got := r.hooks.last()[tp("orders", 0)]; got.Held == 0 {
 			t.Fatalf("status %+v: want held records before the revoke", got)
 		}
-		if err := fake.Revoke("orders", 0); err != nil {
+		if err := r.fake.Revoke("orders", 0); err != nil {
 			t.Fatal(err)
 		}
-		if got := fake.Committed("orders", 0); got != 4 {
-			t.Fatalf("committed %d after the revoke, want 4", got)
-		}
-		if got := hooks.last()[tp("orders", 0)]; got.Owned || got.Held != 0 {
+		r.wantCommitted(t, "after the revoke", 0, 4)
+		if got := r.hooks.last()[tp("orders", 0)]; got.Owned || got.Held != 0 {
 			t.Fatalf("status after the revoke %+v: want Owned false, Held 0", got)
 		}
-		leaders.set("orders", 0, 10)
-		if err := fake.Assign("orders", 0); err != nil {
+		r.leaders.set("orders", 0, 10)
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 10)) {
-			t.Fatalf("processed %v, want [0..9] once each", got)
-		}
-		if got := fake.Committed("orders", 0); got != 10 {
-			t.Fatalf("committed %d, want 10", got)
-		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		rec.check(t)
+		r.wantProcessed(t, "assigned again, once each", 0, span(0, 10))
+		r.wantCommitted(t, "assigned again", 0, 10)
+		r.stop(t)
 	})
 }
 
@@ -147,36 +96,23 @@ func TestRevokeDropsHeld(t *testing.T) {
 // records are held returns nil having committed what was processed.
 func TestLoseAndShutdownDropHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 3)
-		leaders.set("orders", 1, 5)
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
-		sendAndAssign(t, fake, 10, 0, 1)
+		r := startRig(t, map[int32]int64{0: 3, 1: 5})
+		sendAndAssign(t, r.fake, 10, 0, 1)
 		settle()
-		if err := fake.Lose("orders", 0); err != nil {
+		if err := r.fake.Lose("orders", 0); err != nil {
 			t.Fatal(err)
 		}
-		if got := hooks.last()[tp("orders", 0)]; got.Owned {
+		if got := r.hooks.last()[tp("orders", 0)]; got.Owned {
 			t.Fatalf("status after the loss %+v: want Owned false", got)
 		}
-		leaders.set("orders", 0, 10)
+		r.leaders.set("orders", 0, 10)
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 3)) {
-			t.Fatalf("lost partition processed %v, want [0 1 2] and nothing after the loss", got)
-		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		if got := fake.Committed("orders", 1); got != 5 {
-			t.Fatalf("partition 1 committed %d at shutdown, want 5", got)
-		}
-		if got := hooks.last()[tp("orders", 1)]; got.Owned {
+		r.wantProcessed(t, "lost, nothing after the loss", 0, span(0, 3))
+		r.stop(t)
+		r.wantCommitted(t, "at shutdown", 1, 5)
+		if got := r.hooks.last()[tp("orders", 1)]; got.Owned {
 			t.Fatalf("status after the shutdown %+v: want Owned false", got)
 		}
-		rec.check(t)
 	})
 }
 
@@ -185,35 +121,26 @@ func TestLoseAndShutdownDropHeld(t *testing.T) {
 // record is processed exactly once, in order, never past the leaders.
 func TestBackpressureAndLeadersCombine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		rec := newRecorder(leaders)
-		rec.gate = make(chan struct{})
-		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build, pipeline.WithPartitionQueue(2))
-		sendAndAssign(t, fake, 200, 0)
+		r := newRig(nil)
+		r.rec.gate = make(chan struct{})
+		r.start(t, pipeline.WithPartitionQueue(2))
+		sendAndAssign(t, r.fake, 200, 0)
 		for next := int64(0); next < 200; next += 25 {
-			leaders.set("orders", 0, next+25)
+			r.leaders.set("orders", 0, next+25)
 			settle()
 			for range 25 {
-				rec.gate <- struct{}{}
+				r.rec.gate <- struct{}{}
 			}
 			synctest.Wait()
-			if got, want := rec.offsets(tp("orders", 0)), span(0, next+25); !slices.Equal(got, want) {
-				t.Fatalf("leaders at %d: processed %v, want %v", next+25, got, want)
-			}
+			r.wantProcessed(t, fmt.Sprintf("leaders at %d", next+25), 0, span(0, next+25))
 		}
 		select {
-		case rec.gate <- struct{}{}:
+		case r.rec.gate <- struct{}{}:
 			t.Fatal("a record past the leaders reached the stage")
 		default:
 		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		if got := fake.Committed("orders", 0); got != 200 {
-			t.Fatalf("committed %d, want 200", got)
-		}
-		rec.check(t)
+		r.stop(t)
+		r.wantCommitted(t, "at shutdown", 0, 200)
 	})
 }
 
@@ -221,28 +148,17 @@ func TestBackpressureAndLeadersCombine(t *testing.T) {
 // nothing past them, and the next successful read releases the rest.
 func TestFailedReadKeepsPreviousOffsets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 2)
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders), rec.build)
-		sendAndAssign(t, fake, 6, 0)
+		r := startRig(t, map[int32]int64{0: 2})
+		sendAndAssign(t, r.fake, 6, 0)
 		settle()
-		leaders.fail(errors.New("coordinator not available"))
-		leaders.set("orders", 0, 6) // not readable yet
+		r.leaders.fail(errors.New("coordinator not available"))
+		r.leaders.set("orders", 0, 6) // not readable yet
 		settle()
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 2)) {
-			t.Fatalf("processed %v while reads failed, want [0 1]", got)
-		}
-		leaders.fail(nil)
+		r.wantProcessed(t, "while reads failed", 0, span(0, 2))
+		r.leaders.fail(nil)
 		settle()
-		if got := rec.offsets(tp("orders", 0)); !slices.Equal(got, span(0, 6)) {
-			t.Fatalf("processed %v after reads recovered, want [0..5]", got)
-		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
-		rec.check(t)
+		r.wantProcessed(t, "after reads recovered", 0, span(0, 6))
+		r.stop(t)
 	})
 }

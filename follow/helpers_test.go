@@ -225,3 +225,65 @@ func (l *logRecorder) levels() []slog.Level {
 	defer l.mu.Unlock()
 	return slices.Clone(l.lvl)
 }
+
+// rig is a follower of "orders" over a fake source, with stub leaders, a
+// recorder of what the graph processed and a status hook.
+type rig struct {
+	fake    *testkit.Fake
+	leaders *stubLeaders
+	rec     *recorder
+	hooks   *statuses
+	run     *testkit.Running
+}
+
+// newRig returns a rig not started, its leaders at lead (partition of
+// "orders" to the next offset they committed).
+func newRig(lead map[int32]int64) *rig {
+	leaders := newStubLeaders()
+	for p, next := range lead {
+		leaders.set("orders", p, next)
+	}
+	return &rig{fake: testkit.NewFake(), leaders: leaders, rec: newRecorder(leaders), hooks: &statuses{}}
+}
+
+// startRig starts a rig with its leaders at lead; opts go to the runtime.
+func startRig(t *testing.T, lead map[int32]int64, opts ...pipeline.Option) *rig {
+	t.Helper()
+	r := newRig(lead)
+	r.start(t, opts...)
+	return r
+}
+
+// start runs the follower with the rig's hook; opts go to the runtime.
+func (r *rig) start(t *testing.T, opts ...pipeline.Option) {
+	t.Helper()
+	r.run = testkit.Start(t, newFollower(t, r.fake, r.leaders, follow.WithHook(r.hooks)), r.rec.build, opts...)
+}
+
+// wantProcessed fails the test unless partition p of "orders" processed
+// exactly want, in order.
+func (r *rig) wantProcessed(t *testing.T, step string, p int32, want []int64) {
+	t.Helper()
+	if got := r.rec.offsets(tp("orders", p)); !slices.Equal(got, want) {
+		t.Fatalf("%s: partition %d processed %v, want %v", step, p, got, want)
+	}
+}
+
+// wantCommitted fails the test unless partition p of "orders" committed
+// want (-1: nothing).
+func (r *rig) wantCommitted(t *testing.T, step string, p int32, want int64) {
+	t.Helper()
+	if got := r.fake.Committed("orders", p); got != want {
+		t.Fatalf("%s: partition %d committed %d, want %d", step, p, got, want)
+	}
+}
+
+// stop stops the run, failing the test if it returned an error or if a
+// record was processed at or past the leaders' offset.
+func (r *rig) stop(t *testing.T) {
+	t.Helper()
+	if err := r.run.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	r.rec.check(t)
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // wantStatus fails the test unless the newest status of t0 is want.
@@ -22,18 +21,13 @@ func wantStatus(t *testing.T, hooks *statuses, step string, want follow.Status) 
 // zero, and -1 until a record arrived.
 func TestLagIsLeadersMinusPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 8)
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		r := startRig(t, map[int32]int64{0: 8})
 		t0 := tp("orders", 0)
-		if err := fake.Assign("orders", 0); err != nil {
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		wantStatus(t, hooks, "assigned, nothing received", follow.Status{TopicPartition: t0, Leaders: 8, Lag: -1, Owned: true})
+		wantStatus(t, r.hooks, "assigned, nothing received", follow.Status{TopicPartition: t0, Leaders: 8, Lag: -1, Owned: true})
 		steps := []struct {
 			name    string
 			send    int   // records appended before the step
@@ -49,22 +43,20 @@ func TestLagIsLeadersMinusPosition(t *testing.T) {
 			{"leaders reset back to 4", 0, 4, 0, 0},
 		}
 		for _, s := range steps {
-			leaders.set("orders", 0, s.leaders)
+			r.leaders.set("orders", 0, s.leaders)
 			if s.send > 0 {
-				if err := fake.Send("orders", 0, values(s.send)...); err != nil {
+				if err := r.fake.Send("orders", 0, values(s.send)...); err != nil {
 					t.Fatal(err)
 				}
 			}
 			settle()
-			wantStatus(t, hooks, s.name, follow.Status{TopicPartition: t0, Leaders: s.leaders, Held: s.held, Lag: s.lag, Owned: true})
+			wantStatus(t, r.hooks, s.name, follow.Status{TopicPartition: t0, Leaders: s.leaders, Held: s.held, Lag: s.lag, Owned: true})
 		}
-		if err := fake.Revoke("orders", 0); err != nil {
+		if err := r.fake.Revoke("orders", 0); err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, hooks, "revoked", follow.Status{TopicPartition: t0, Leaders: 4, Lag: -1})
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		wantStatus(t, r.hooks, "revoked", follow.Status{TopicPartition: t0, Leaders: 4, Lag: -1})
+		r.stop(t)
 	})
 }
 
@@ -72,29 +64,23 @@ func TestLagIsLeadersMinusPosition(t *testing.T) {
 // records held; once they did, the first held record is the position.
 func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		r := startRig(t, nil)
 		t0 := tp("orders", 0)
-		if err := fake.Send("orders", 0, values(3)...); err != nil {
+		if err := r.fake.Send("orders", 0, values(3)...); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Assign("orders", 0); err != nil {
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		wantStatus(t, hooks, "no leader commit", follow.Status{TopicPartition: t0, Leaders: -1, Held: 3, Lag: -1, Owned: true})
-		leaders.set("orders", 0, 0) // nothing handed on yet: the position is the first held record
+		wantStatus(t, r.hooks, "no leader commit", follow.Status{TopicPartition: t0, Leaders: -1, Held: 3, Lag: -1, Owned: true})
+		r.leaders.set("orders", 0, 0) // nothing handed on yet: the position is the first held record
 		settle()
-		wantStatus(t, hooks, "leaders at 0", follow.Status{TopicPartition: t0, Leaders: 0, Held: 3, Lag: 0, Owned: true})
-		leaders.set("orders", 0, 1)
+		wantStatus(t, r.hooks, "leaders at 0", follow.Status{TopicPartition: t0, Leaders: 0, Held: 3, Lag: 0, Owned: true})
+		r.leaders.set("orders", 0, 1)
 		settle()
-		wantStatus(t, hooks, "leaders at 1", follow.Status{TopicPartition: t0, Leaders: 1, Held: 2, Lag: 0, Owned: true})
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		wantStatus(t, r.hooks, "leaders at 1", follow.Status{TopicPartition: t0, Leaders: 1, Held: 2, Lag: 0, Owned: true})
+		r.stop(t)
 	})
 }
 
@@ -102,37 +88,30 @@ func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
 // a record arrives, not the value of the previous ownership.
 func TestLagResetsOnReassign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 9)
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		r := startRig(t, map[int32]int64{0: 9})
 		t0 := tp("orders", 0)
-		if err := fake.Send("orders", 0, values(5)...); err != nil {
+		if err := r.fake.Send("orders", 0, values(5)...); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
-		settle()
-		wantStatus(t, hooks, "first ownership", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 4, Owned: true})
-		if err := fake.Revoke("orders", 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("orders", 0); err != nil { // resumes at the committed 5: nothing to deliver
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		wantStatus(t, hooks, "assigned again", follow.Status{TopicPartition: t0, Leaders: 9, Lag: -1, Owned: true})
-		if err := fake.Send("orders", 0, values(2)...); err != nil { // offsets 5, 6
+		wantStatus(t, r.hooks, "first ownership", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 4, Owned: true})
+		if err := r.fake.Revoke("orders", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.Assign("orders", 0); err != nil { // resumes at the committed 5: nothing to deliver
 			t.Fatal(err)
 		}
 		settle()
-		wantStatus(t, hooks, "5, 6 handed on", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 2, Owned: true})
-		if err := run.Stop(t); err != nil {
+		wantStatus(t, r.hooks, "assigned again", follow.Status{TopicPartition: t0, Leaders: 9, Lag: -1, Owned: true})
+		if err := r.fake.Send("orders", 0, values(2)...); err != nil { // offsets 5, 6
 			t.Fatal(err)
 		}
+		settle()
+		wantStatus(t, r.hooks, "5, 6 handed on", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 2, Owned: true})
+		r.stop(t)
 	})
 }
 
@@ -141,12 +120,7 @@ func TestLagResetsOnReassign(t *testing.T) {
 // not negative.
 func TestLagCountsOffsetsAcrossGaps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 10)
-		hooks := &statuses{}
-		rec := newRecorder(leaders)
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), rec.build)
+		r := startRig(t, map[int32]int64{0: 10})
 		t0 := tp("orders", 0)
 		at := func(offs ...int64) []pipeline.Record {
 			var out []pipeline.Record
@@ -155,21 +129,19 @@ func TestLagCountsOffsetsAcrossGaps(t *testing.T) {
 			}
 			return out
 		}
-		if err := fake.SendRecords(at(0, 2, 5)...); err != nil {
+		if err := r.fake.SendRecords(at(0, 2, 5)...); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
-		settle()
-		wantStatus(t, hooks, "0, 2, 5 handed on", follow.Status{TopicPartition: t0, Leaders: 10, Lag: 4, Owned: true})
-		if err := fake.SendRecords(at(12, 15)...); err != nil {
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		wantStatus(t, hooks, "12, 15 held", follow.Status{TopicPartition: t0, Leaders: 10, Held: 2, Lag: 0, Owned: true})
-		if err := run.Stop(t); err != nil {
+		wantStatus(t, r.hooks, "0, 2, 5 handed on", follow.Status{TopicPartition: t0, Leaders: 10, Lag: 4, Owned: true})
+		if err := r.fake.SendRecords(at(12, 15)...); err != nil {
 			t.Fatal(err)
 		}
+		settle()
+		wantStatus(t, r.hooks, "12, 15 held", follow.Status{TopicPartition: t0, Leaders: 10, Held: 2, Lag: 0, Owned: true})
+		r.stop(t)
 	})
 }

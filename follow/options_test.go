@@ -94,27 +94,21 @@ func TestOneReadPerIntervalForAllPartitions(t *testing.T) {
 // records held, released, and gone.
 func TestHookStatuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := testkit.NewFake()
-		leaders := newStubLeaders()
-		leaders.set("orders", 0, 2)
-		hooks := &statuses{}
-		run := testkit.Start(t, newFollower(t, fake, leaders, follow.WithHook(hooks)), newRecorder(leaders).build)
-		if err := fake.Assign("orders", 0); err != nil {
+		r := startRig(t, map[int32]int64{0: 2})
+		if err := r.fake.Assign("orders", 0); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		if err := fake.Send("orders", 0, values(5)...); err != nil {
+		if err := r.fake.Send("orders", 0, values(5)...); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		leaders.set("orders", 0, 5)
+		r.leaders.set("orders", 0, 5)
 		settle()
-		if err := fake.Revoke("orders", 0); err != nil {
+		if err := r.fake.Revoke("orders", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := run.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		r.stop(t)
 		o := tp("orders", 0)
 		want := []follow.Status{
 			{TopicPartition: o, Leaders: -1, Lag: -1, Owned: true},
@@ -124,7 +118,7 @@ func TestHookStatuses(t *testing.T) {
 			{TopicPartition: o, Leaders: 5, Held: 0, Lag: 0, Owned: true}, // released
 			{TopicPartition: o, Leaders: 5, Lag: -1, Owned: false},
 		}
-		got := hooks.list()
+		got := r.hooks.list()
 		if len(got) != len(want) {
 			t.Fatalf("statuses\n got %+v\nwant %+v", got, want)
 		}

@@ -1,50 +1,26 @@
 package integration
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // newFranzShutdownTxnSource is newFranzTxnSource committing only at
 // shutdown: its commit interval outlasts the test, so the one commit of
-// A's Run is the one a fault refuses.
+// A's Run is the one a fault refuses. The transaction is open from A's
+// first produce to its shutdown: the broker must not time it out before.
 func newFranzShutdownTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*franz.Source, *franz.Producer) {
 	t.Helper()
-	src, err := franz.NewSource(franz.Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: time.Hour,
-		Logger:         testLogger(t),
-		Opts:           []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig:  franz.ProducerConfig{Logger: testLogger(t)},
-		TransactionalID: txnID,
-		// The transaction is open from A's first produce to its
-		// shutdown: the broker must not time it out before.
-		TransactionTimeout: time.Minute,
-		CommitTimeout:      eosGenerous.commit,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return src, p
+	src := newFranzSourceEvery(t, b, group, topic, time.Hour)
+	return src, newFranzTxnProducer(t, src, txnID, time.Minute)
 }
 
 // TestFranzExactlyOnceShutdownCommitRefusedByTheGroup: member A's
@@ -79,26 +55,18 @@ func TestFranzExactlyOnceShutdownCommitRefusedByTheGroup(t *testing.T) {
 
 func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 	const parts, perPartition = 2, 300
-	b := kafkatest.NewKfake(t)
-	const in, out, group = "feoss-in", "feoss-out", "feoss-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	hw := b.HighWatermarks(t, in)
+	e := newEOSCase(t, kafkatest.NewKfake(t), "feoss", parts, perPartition)
+	hw := e.hw(t)
 
-	srcA, pA := newFranzShutdownTxnSource(t, b, group, in, "feoss-A")
-	build := eosFanOut(franzProduce(pA, out), 0)
+	srcA, pA := newFranzShutdownTxnSource(t, e.b, e.group, e.in, "feoss-A")
+	build := eosFanOut(franzProduce(pA, e.out), 0)
 	if !produce {
-		build = func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			none := stages.Filter(in, func(pipeline.Record) bool { return false })
-			msgs := stages.Map(none, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
-				return pipeline.Message{Value: r.Value}, nil
-			})
-			return franzProduce(pA, out)(msgs)
-		}
+		build = producesNothing(franzProduce(pA, e.out))
 	}
-	delivered := newCommitLog(b, group, in)
+	delivered := newCommitLog(e.b, e.group, e.in)
 	a := startConsumer(t, "A", srcA, build, pipeline.WithHooks(delivered), eosQueue)
 	waitFor(t, "A receiving every record", func() bool { return delivered.deliveredAtLeast(parts, perPartition) }, a)
-	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{key}, Group: group, Err: kerr.IllegalGeneration, Count: -1})
+	fault := e.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{key}, Group: e.group, Err: kerr.IllegalGeneration, Count: -1})
 	if err := a.Stop(t); err != nil {
 		t.Fatalf("A's Run = %v, want nil: the group refused the shutdown commit (moved on), the transaction aborted", err)
 	}
@@ -106,13 +74,11 @@ func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 		t.Fatalf("A's shutdown sent no %v: the fault refused nothing", key)
 	}
 	fault.Remove()
-	if c := b.Committed(t, group, in); len(c) != 0 {
+	if c := e.b.Committed(t, e.group, e.in); len(c) != 0 {
 		t.Fatalf("group commits after A %v, want none (A's only commit was refused)", c)
 	}
 
-	srcB, pB := newFranzTxnSource(t, b, group, in, "feoss-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, out), 0), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	bc.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feoss-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 0), eosQueue)
+	e.finish(t, hw, bc)
 }

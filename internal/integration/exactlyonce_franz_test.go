@@ -2,16 +2,10 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -22,41 +16,38 @@ import (
 // transactional producer).
 
 // newFranzTxnSource returns a franz source for group/topic and a
-// transactional producer bound to it with id txnID and test timings.
+// transactional producer bound to it with id txnID and test timings. A
+// transaction holds everything one poll delivered (kgo hands over whole
+// fetches, Fill's batches are large): much more than librdkafka's, whose
+// poll stops at a pause. It must end within its 20s timeout.
 func newFranzTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*franz.Source, *franz.Producer) {
 	t.Helper()
 	src := newFranzSource(t, b, group, topic)
+	return src, newFranzTxnProducer(t, src, txnID, 20*time.Second)
+}
+
+// newFranzTxnProducer returns a transactional producer bound to src with
+// id txnID and transaction timeout txn; its commit timeout, not what the
+// tests are about, is generous under load.
+func newFranzTxnProducer(t *testing.T, src *franz.Source, txnID string, txn time.Duration) *franz.Producer {
+	t.Helper()
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig:  franz.ProducerConfig{Logger: testLogger(t)},
-		TransactionalID: txnID,
-		// A transaction holds everything one poll delivered (kgo hands
-		// over whole fetches, Fill's batches are large): much more than
-		// librdkafka's, whose poll stops at a pause. It must end within
-		// the timeout.
-		TransactionTimeout: 20 * time.Second,
-		CommitTimeout:      eosGenerous.commit, // not what the tests are about: generous under load
+		ProducerConfig:     franz.ProducerConfig{Logger: testLogger(t)},
+		TransactionalID:    txnID,
+		TransactionTimeout: txn,
+		CommitTimeout:      eosGenerous.commit,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	return src, p
+	return p
 }
 
 func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[pipeline.Message]) pipeline.End {
 	return func(in pipeline.Stream[pipeline.Message]) pipeline.End {
 		return franz.Produce(in, p, topic, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
 	}
-}
-
-// committedSum is the sum of the group's committed offsets on topic, and
-// how many partitions have one.
-func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int64, parts int) {
-	c := b.Committed(t, group, topic)
-	for _, o := range c {
-		n += o
-	}
-	return n, len(c)
 }
 
 // TestFranzExactlyOnceFailedCommitMidStream: the coordinator answers one
@@ -84,40 +75,25 @@ func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int
 func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewKfake(t)
-	const in, out, group = "feos-in", "feos-out", "feos-g"
-	eosTopics(t, b, in, out, parts, perPartition)
+	e := newEOSCase(t, kafkatest.NewKfake(t), "feos", parts, perPartition)
 
-	srcA, pA := newFranzTxnSource(t, b, group, in, "feos-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	b.Fill(t, in, perPartition, 16) // mid-stream: A commits these in transactions
-	hw := b.HighWatermarks(t, in)
-	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "feos-A", Err: kerr.UnknownServerError,
-		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	if err := fault.Wait(ctx, 1); err != nil {
-		t.Fatalf("A's EndTxn(commit) was not faulted: %v", err)
-	}
-	fault.Remove()
+	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feos-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 2), eosQueue)
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.b.Fill(t, e.in, perPartition, 16) // mid-stream: A commits these in transactions
+	hw := e.hw(t)
+	failNextCommit(t, e.b, "feos-A").Remove()
 	finish := []*consumer{a}
 	select {
 	case <-a.Done():
-		if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) {
-			t.Fatalf("A's Run = %v, want nil or an error wrapping ErrAborted", err)
-		}
-		t.Logf("A stopped: %v; committed %v", a.Err(), b.Committed(t, group, in))
-		srcB, pB := newFranzTxnSource(t, b, group, in, "feos-B")
-		finish = []*consumer{startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, out), 0), eosQueue)}
+		wantAborted(t, a, false)
+		t.Logf("A stopped: %v; committed %v", a.Err(), e.b.Committed(t, e.group, e.in))
+		srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feos-B")
+		finish = []*consumer{startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 0), eosQueue)}
 	case <-time.After(100 * time.Millisecond):
 		// A rewound in place and goes on
 	}
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	for _, c := range finish {
-		c.stop(t)
-	}
-	checkExactlyOnce(t, b, out, parts, hw)
+	e.finish(t, hw, finish...)
 }
 
 // TestFranzExactlyOnceRevokeUnderLoad: B joins while A is mid-stream; A's
@@ -128,26 +104,21 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 6000
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "feosr-in", "feosr-out", "feosr-g"
-	eosTopics(t, b, in, out, parts, 100)
+	e := newEOSCase(t, kafkatest.NewBroker(t), "feosr", parts, 100)
 
 	obsA := newGroupObserver()
-	srcA, pA := newFranzTxnSource(t, b, group, in, "feosr-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 1), pipeline.WithHooks(obsA), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	b.Fill(t, in, perPartition, 16) // A is mid-stream in these when B joins
-	hw := b.HighWatermarks(t, in)
-	srcB, pB := newFranzTxnSource(t, b, group, in, "feosr-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, out), 1), eosQueue)
+	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosr-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 1), pipeline.WithHooks(obsA), eosQueue)
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.b.Fill(t, e.in, perPartition, 16) // A is mid-stream in these when B joins
+	hw := e.hw(t)
+	srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feosr-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 1), eosQueue)
 	waitFor(t, "A revoking partitions to B", func() bool { return obsA.revoked.Load() > 0 }, a, bc)
-	if done, _ := committedSum(t, b, group, in); done >= parts*(perPartition+100) {
+	if done, _ := committedSum(t, e.b, e.group, e.in); done >= parts*(perPartition+100) {
 		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
 	}
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	a.stop(t)
-	bc.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	e.finish(t, hw, a, bc)
 }
 
 // TestFranzExactlyOnceZombieFenced: A2 starts with A's transactional id
@@ -182,28 +153,18 @@ func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
 func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "feosz-in", "feosz-out", "feosz-g"
-	eosTopics(t, b, in, out, parts, perPartition)
+	e := newEOSCase(t, kafkatest.NewBroker(t), "feosz", parts, perPartition)
 
-	srcA, pA := newFranzTxnSource(t, b, group, in, "feosz-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, out), 2), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	srcA2, pA2 := newFranzTxnSource(t, b, group, in, "feosz-A")
-	a2 := startConsumer(t, "A2", srcA2, eosFanOut(franzProduce(pA2, out), 2), eosQueue)
-	b.Fill(t, in, perPartition, 16) // A's next transaction is refused
-	hw := b.HighWatermarks(t, in)
-	select {
-	case <-a.Done():
-	case <-time.After(wait):
-		t.Fatalf("A was not fenced within %v of A2 starting with its transactional id", wait)
-	}
-	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) || !errors.Is(err, exactlyonce.ErrFatal) {
-		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted and ErrFatal", err)
-	}
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	a2.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosz-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 2), eosQueue)
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	srcA2, pA2 := newFranzTxnSource(t, e.b, e.group, e.in, "feosz-A")
+	a2 := startConsumer(t, "A2", srcA2, eosFanOut(franzProduce(pA2, e.out), 2), eosQueue)
+	e.b.Fill(t, e.in, perPartition, 16) // A's next transaction is refused
+	hw := e.hw(t)
+	waitStopped(t, a, "A2 starting with its transactional id")
+	wantAborted(t, a, true)
+	e.finish(t, hw, a2)
 }
 
 // TestFranzExactlyOnceNothingProduced: every record is filtered out, so no
@@ -215,35 +176,24 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 2, 500
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "feosn-in", "feosn-out", "feosn-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	nothing := func(p *franz.Producer) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			none := stages.Filter(in, func(pipeline.Record) bool { return false })
-			msgs := stages.Map(none, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
-				return pipeline.Message{Value: r.Value}, nil
-			})
-			return franzProduce(p, out)(msgs)
-		}
-	}
-	srcA, pA := newFranzTxnSource(t, b, group, in, "feosn-A")
-	a := startConsumer(t, "A", srcA, nothing(pA))
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
+	e := newEOSCase(t, kafkatest.NewBroker(t), "feosn", parts, perPartition)
+	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosn-A")
+	a := startConsumer(t, "A", srcA, producesNothing(franzProduce(pA, e.out)))
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
 	a.stop(t)
 
-	b.Fill(t, in, 1, 16) // one more record per partition: B gets exactly these
-	seen := newOffsets(b.HighWatermarks(t, in))
-	srcB := newFranzSource(t, b, group, in)
+	e.b.Fill(t, e.in, 1, 16) // one more record per partition: B gets exactly these
+	seen := newOffsets(e.hw(t))
+	srcB := newFranzSource(t, e.b, e.group, e.in)
 	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r pipeline.Record) error { seen.add(r.Partition, r.Offset); return nil })
 	})
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
 	bc.stop(t)
 	if n := seen.total.Load(); n != parts {
 		t.Fatalf("B processed %d records, want the %d added after A's commits", n, parts)
 	}
-	if hw := b.HighWatermarks(t, out); hw[0]+hw[1] != 0 {
+	if hw := e.b.HighWatermarks(t, e.out); hw[0]+hw[1] != 0 {
 		t.Fatalf("output high watermarks %v, want nothing produced", hw)
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -30,36 +28,21 @@ import (
 func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewKfake(t)
-	const in, out, group = "eosw-in", "eosw-out", "eosw-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	hw := b.HighWatermarks(t, in)
+	e := newEOSCase(t, kafkatest.NewKfake(t), "eosw", parts, perPartition)
+	hw := e.hw(t)
 
 	obs := newGroupObserver()
-	srcA, pA := newTxnSource(t, b, group, in, "eosw-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), pipeline.WithHooks(obs), eosQueue)
-	waitFor(t, "A committing transactions on every partition", func() bool {
-		c := b.Committed(t, group, in)
-		var n int64
-		for _, o := range c {
-			n += o
-		}
-		return len(c) == parts && n >= parts*perPartition/5
-	}, a)
-	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "eosw-A", Err: kerr.UnknownServerError,
-		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	if err := fault.Wait(ctx, 1); err != nil {
-		t.Fatalf("A's EndTxn(commit) was not faulted: %v", err)
-	}
+	srcA, pA := newTxnSource(t, e.b, e.group, e.in, "eosw-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 2), pipeline.WithHooks(obs), eosQueue)
+	e.waitMidStream(t, perPartition, a)
+	failNextCommit(t, e.b, "eosw-A")
 	waitFor(t, "A rewinding partitions (lost, then assigned again)", func() bool { return obs.lost.Load() > 0 }, a)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
 	a.stop(t) // Run returns nil: the abort did not stop it
 	if got := obs.assigned.Load(); got <= parts {
 		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)
 	}
-	checkExactlyOnce(t, b, out, parts, hw)
+	checkExactlyOnce(t, e.b, e.out, parts, hw)
 }
 
 // TestExactlyOnceFencedMemberStops: another producer takes member A's
@@ -71,32 +54,22 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 func TestExactlyOnceFencedMemberStops(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "eosf-in", "eosf-out", "eosf-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	hw := b.HighWatermarks(t, in)
+	e := newEOSCase(t, kafkatest.NewBroker(t), "eosf", parts, perPartition)
+	hw := e.hw(t)
 
-	srcA, pA := newTxnSource(t, b, group, in, "eosf-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), eosQueue)
-	waitFor(t, "A committing transactions on every partition", func() bool { return len(b.Committed(t, group, in)) == parts }, a)
-	fence(t, b, "eosf-A")
-	select {
-	case <-a.Done():
-	case <-time.After(wait):
-		t.Fatalf("A did not stop within %v of being fenced", wait)
-	}
+	srcA, pA := newTxnSource(t, e.b, e.group, e.in, "eosf-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 2), eosQueue)
+	waitFor(t, "A committing transactions on every partition", func() bool { return len(e.b.Committed(t, e.group, e.in)) == parts }, a)
+	fence(t, e.b, "eosf-A")
+	waitStopped(t, a, "being fenced")
 	// The fence surfaces first in a produce stage (the transaction's
 	// AddPartitionsToTxn fails), and the abort that follows is refused:
 	// both are librdkafka fatal errors, which the abort marks ErrFatal.
-	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) || !errors.Is(err, exactlyonce.ErrFatal) {
-		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted and ErrFatal", err)
-	}
+	wantAborted(t, a, true)
 
-	srcB, pB := newTxnSource(t, b, group, in, "eosf-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	bc.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eosf-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 0), eosQueue)
+	e.finish(t, hw, bc)
 }
 
 // fence initializes a producer id for txnID, as a second producer with

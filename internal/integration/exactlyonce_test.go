@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -177,39 +175,21 @@ func checkExactlyOnce(t *testing.T, b *kafkatest.Broker, out string, outParts in
 func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewKfake(t)
-	const in, out, group = "eos-in", "eos-out", "eos-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	hw := b.HighWatermarks(t, in)
+	e := newEOSCase(t, kafkatest.NewKfake(t), "eos", parts, perPartition)
+	hw := e.hw(t)
 
-	srcA, pA := newTxnSourceWith(t, b, group, in, "eos-A", eosTimings{txn: 8 * time.Second, commit: 4 * time.Second})
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 2), eosQueue)
-	waitFor(t, "A committing transactions on every partition", func() bool {
-		c := b.Committed(t, group, in)
-		var n int64
-		for _, o := range c {
-			n += o
-		}
-		return len(c) == parts && n >= parts*perPartition/5
-	}, a)
-	faults := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "eos-A", Err: kerr.CoordinatorLoadInProgress, Count: -1})
-	select {
-	case <-a.Done():
-	case <-time.After(wait):
-		t.Fatalf("A did not stop within %v of its EndTxn failing", wait)
-	}
+	srcA, pA := newTxnSourceWith(t, e.b, e.group, e.in, "eos-A", eosTimings{txn: 8 * time.Second, commit: 4 * time.Second})
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 2), eosQueue)
+	e.waitMidStream(t, perPartition, a)
+	faults := e.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "eos-A", Err: kerr.CoordinatorLoadInProgress, Count: -1})
+	waitStopped(t, a, "its EndTxn failing")
 	faults.Remove()
-	if err := a.Err(); !errors.Is(err, exactlyonce.ErrAborted) {
-		t.Fatalf("A's Run = %v, want an error wrapping ErrAborted", err)
-	}
-	atStop := b.Committed(t, group, in)
-	t.Logf("A stopped: %v; committed %v", a.Err(), atStop)
+	wantAborted(t, a, false)
+	t.Logf("A stopped: %v; committed %v", a.Err(), e.b.Committed(t, e.group, e.in))
 
-	srcB, pB := newTxnSource(t, b, group, in, "eos-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 0), eosQueue)
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	bc.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eos-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 0), eosQueue)
+	e.finish(t, hw, bc)
 }
 
 // TestExactlyOnceRevokeUnderLoad: B joins while A is mid-stream; A's
@@ -218,27 +198,18 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 6000
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "eosr-in", "eosr-out", "eosr-g"
-	eosTopics(t, b, in, out, parts, perPartition)
-	hw := b.HighWatermarks(t, in)
+	e := newEOSCase(t, kafkatest.NewBroker(t), "eosr", parts, perPartition)
+	hw := e.hw(t)
 
 	obsA := newGroupObserver()
-	srcA, pA := newTxnSource(t, b, group, in, "eosr-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, out), 1), pipeline.WithHooks(obsA), eosQueue)
-	waitFor(t, "A committing on every partition", func() bool { return len(b.Committed(t, group, in)) == parts }, a)
-	srcB, pB := newTxnSource(t, b, group, in, "eosr-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, out), 1), eosQueue)
+	srcA, pA := newTxnSource(t, e.b, e.group, e.in, "eosr-A")
+	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 1), pipeline.WithHooks(obsA), eosQueue)
+	waitFor(t, "A committing on every partition", func() bool { return len(e.b.Committed(t, e.group, e.in)) == parts }, a)
+	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eosr-B")
+	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 1), eosQueue)
 	waitFor(t, "A revoking partitions to B", func() bool { return obsA.revoked.Load() > 0 }, a, bc)
-	var done int64
-	for _, o := range b.Committed(t, group, in) {
-		done += o
-	}
-	if done >= parts*perPartition {
+	if done, _ := committedSum(t, e.b, e.group, e.in); done >= parts*perPartition {
 		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
 	}
-	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
-	a.stop(t)
-	bc.stop(t)
-	checkExactlyOnce(t, b, out, parts, hw)
+	e.finish(t, hw, a, bc)
 }

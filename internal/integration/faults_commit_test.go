@@ -75,27 +75,18 @@ func TestFaultBackgroundCommit(t *testing.T) {
 
 func backgroundCommitFault(t *testing.T, f commitFault) {
 	const parts, perPartition, hold = 4, 2000, 1000
-	b := kafkatest.NewKfake(t)
-	topic, group := "fbg-"+f.slug(), "fbg-"+f.slug()+"-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t), "fbg-"+f.slug(), parts, perPartition)
 
 	g := newGate()
-	obs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
-		countingBuilder("A", es, seen, gates{hold: g}),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
-	waitGroupAt(t, b, group, topic, uniform(parts, hold), a)
+	obs := newCommitLog(r.b, r.group, r.topic)
+	a := r.start(t, "A", 50*time.Millisecond, nil, gates{hold: g}, pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
+	waitGroupAt(t, r.b, r.group, r.topic, uniform(parts, hold), a)
 
-	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: -1})
+	h := r.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: r.group, Err: f.err, Count: -1})
 	g.open()
-	waitUntil(t, "every record processed", func() bool { return seen.distinct() == total }, a)
+	waitUntil(t, "every record processed", func() bool { return r.seen.distinct() == r.total }, a)
 	waitHits(t, h, 3, "background commits", a)
-	during := b.Committed(t, group, topic)
+	during := r.b.Committed(t, r.group, r.topic)
 	a.stillRunning(t, "the commit fault")
 	h.Remove()
 	t.Logf("%d commits faulted; the group's commits during the fault: %v", h.Hits(), during)
@@ -103,29 +94,24 @@ func backgroundCommitFault(t *testing.T, f commitFault) {
 		t.Errorf("commits during the fault: %v, want %v (every commit was rejected)", during, want)
 	}
 
-	waitGroupAt(t, b, group, topic, hw, a)
+	waitGroupAt(t, r.b, r.group, r.topic, r.hw, a)
 	a.stillRunning(t, "the recovery")
-	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
-	a.stopClean(t)
+	lost, revoked := stopCountingLosses(t, a, obs)
 
-	watch.check(t)
-	es.check(t)
-	seen.check(t)
 	if !f.retried && !anyHasCode(obs.bgErrors(), f.err) {
 		t.Errorf("the source never reported a background commit failing with %s; it reported %v", f.err.Message, obs.bgErrors())
 	}
+	times := once
 	if f.loses {
 		if lost == 0 {
 			t.Errorf("%s on a commit: no partition lost; librdkafka drops the assignment on it", f.err.Message)
 		}
-		t.Logf("%d partition losses; %d processings in all for %d records", lost, seen.total.Load(), total)
+		t.Logf("%d partition losses; %d processings in all for %d records", lost, r.seen.total.Load(), r.total)
+		times = nil
 	} else {
-		if lost != 0 || revoked != 0 {
-			t.Errorf("%d partitions lost and %d revoked before the shutdown, want none", lost, revoked)
-		}
-		seen.checkTimes(t, func(int32, int64) int32 { return 1 })
+		wantNoLoss(t, lost, revoked)
 	}
-	checkCommittedEquals(t, b, group, topic, hw)
+	r.check(t, times)
 }
 
 // TestFaultCommitAtRevoke: B joins while the coordinator fails A's commits,
@@ -150,22 +136,15 @@ func TestFaultCommitAtRevoke(t *testing.T) {
 
 func revokeCommitFault(t *testing.T, f commitFault) {
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewKfake(t)
-	topic, group := "frv-"+f.slug(), "frv-"+f.slug()+"-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t), "frv-"+f.slug(), parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 	opts := func(o pipeline.Hook) []pipeline.Option {
 		return []pipeline.Option{pipeline.WithHooks(o), pipeline.WithDrainTimeout(5 * time.Second)}
 	}
 
 	aObs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, nil),
-		countingBuilder("A", es, seen, nil), opts(aObs)...)
-	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total && aObs.owns() == parts }, a)
+	a := r.start(t, "A", time.Hour, nil, nil, opts(aObs)...)
+	waitUntil(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
 		t.Fatalf("A committed %v before any revoke; its background commit interval is an hour", c)
 	}
@@ -176,8 +155,7 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 		When: func(r kmsg.Request) bool { return r.(*kmsg.OffsetCommitRequest).MemberID == aID },
 	})
 	bObs := newCommitLog(b, group, topic)
-	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
-		countingBuilder("B", es, seen, nil), opts(bObs)...)
+	bc := r.start(t, "B", 50*time.Millisecond, nil, nil, opts(bObs)...)
 	waitUntil(t, "A revoking partitions for B, its commit failing", func() bool {
 		return aObs.revoked.Load() > 0 && len(aObs.syncErrors()) > 0 && bObs.owns() > 0 && aObs.owns()+bObs.owns() == parts
 	}, a, bc)
@@ -193,9 +171,8 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 	waitGroupAt(t, b, group, topic, hw, bc)
 	bc.stopClean(t)
 
-	watch.check(t)
-	es.check(t)
-	seen.check(t)
+	r.check(t, nil)
+	es := r.es
 	// A processed everything once before B joined (a later epoch of A,
 	// after a loss, starts at the group's commit like any epoch). B's epochs are
 	// exactly [start, hw): from A's failed revoke the start is 0, unless
@@ -226,7 +203,6 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 		}
 		e.mu.Unlock()
 	}
-	checkCommittedEquals(t, b, group, topic, hw)
 }
 
 // TestFaultCommitAtShutdown: A has processed everything and committed
@@ -257,20 +233,12 @@ func TestFaultCommitAtShutdown(t *testing.T) {
 
 func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewKfake(t)
-	slug := fmt.Sprintf("fsd-%s-%d", f.slug(), count+1)
-	topic, group := slug, slug+"-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t), fmt.Sprintf("fsd-%s-%d", f.slug(), count+1), parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
 	aObs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, nil),
-		countingBuilder("A", es, seen, nil), pipeline.WithHooks(aObs))
-	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total }, a)
+	a := r.start(t, "A", time.Hour, nil, nil, pipeline.WithHooks(aObs))
+	waitUntil(t, "A processing every record", func() bool { return r.seen.distinct() == r.total }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
 		t.Fatalf("A committed %v; its background commit interval is an hour", c)
 	}
@@ -302,20 +270,17 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 	}
 
 	bObs := newCommitLog(b, group, topic)
-	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
-		countingBuilder("B", es, seen, nil), pipeline.WithHooks(bObs))
+	bc := r.start(t, "B", 50*time.Millisecond, nil, nil, pipeline.WithHooks(bObs))
 	waitGroupAt(t, b, group, topic, hw, bc)
 	bc.stopClean(t)
 
-	watch.check(t)
-	es.check(t) // B starts exactly where the group was left
-	seen.checkTimes(t, func(p int32, off int64) int32 {
+	// B starts exactly where the group was left.
+	r.check(t, func(p int32, off int64) int32 {
 		if c, ok := left[p]; ok && off < c {
 			return 1
 		}
 		return 2
 	})
-	checkCommittedEquals(t, b, group, topic, hw)
 }
 
 // TestFaultCoordinatorHangsAtRevoke: the coordinator stops answering A
@@ -329,14 +294,9 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 1000
-	b := kafkatest.NewKfake(t)
-	const topic, group = "fhang", "fhang-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t), "fhang", parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
+	total, seen, es := r.total, r.seen, r.es
 
 	var bJoined, hang atomic.Bool
 	release := make(chan struct{})
@@ -374,8 +334,7 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 
 	bJoined.Store(true)
 	bObs := newCommitLog(b, group, topic)
-	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, ov),
-		countingBuilder("B", es, seen, nil), pipeline.WithHooks(bObs))
+	bc := r.start(t, "B", 50*time.Millisecond, ov, nil, pipeline.WithHooks(bObs))
 	began := time.Now()
 	waitUntil(t, "A's revoke commit giving up", func() bool { return slept.Load() > 0 && len(aObs.syncErrors()) > 0 }, a, bc)
 	t.Logf("A's revoke commit gave up after %v: %v", time.Since(began).Round(time.Millisecond), aObs.syncErrors())
@@ -388,9 +347,6 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	waitGroupAt(t, b, group, topic, hw, bc)
 	bc.stopClean(t)
 
-	watch.check(t)
-	es.check(t)
 	es.checkCounts(t, seen)
-	seen.check(t)
-	checkCommittedEquals(t, b, group, topic, hw)
+	r.check(t, nil)
 }

@@ -23,20 +23,12 @@ import (
 func TestFaultBrokerFailover(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition, nodes = 4, 3000, 3
-	b := kafkatest.NewKfake(t, kafkatest.WithNodes(nodes))
-	const topic, group = "ffo", "ffo-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t, kafkatest.WithNodes(nodes)), "ffo", parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
 	first, second := newGate(), newGate()
 	obs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
-		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
+	a := r.start(t, "A", 50*time.Millisecond, nil, gates{1000: first, 2000: second}, pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 
 	c := b.Cluster()
 	move := func() {
@@ -64,15 +56,9 @@ func TestFaultBrokerFailover(t *testing.T) {
 	waitGroupAt(t, b, group, topic, hw, a)
 	checkCommittedEquals(t, b, group, topic, hw)
 	a.stillRunning(t, "the failovers")
-	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
-	a.stopClean(t)
+	lost, revoked := stopCountingLosses(t, a, obs)
 
-	watch.check(t)
-	es.check(t)
-	seen.checkTimes(t, func(int32, int64) int32 { return 1 })
-	if lost != 0 || revoked != 0 {
-		t.Errorf("%d partitions lost and %d revoked, want none", lost, revoked)
-	}
-	checkCommittedEquals(t, b, group, topic, hw)
-	watch.logIfFailed(t)
+	r.check(t, once)
+	wantNoLoss(t, lost, revoked)
+	r.watch.logIfFailed(t)
 }

@@ -73,19 +73,12 @@ func TestFaultFetch(t *testing.T) {
 
 func fetchFaultRun(t *testing.T, f fetchFault) {
 	const parts, before, after = 4, 500, 500
-	b := kafkatest.NewKfake(t)
 	slug := "ffe-" + strings.ToLower(strings.ReplaceAll(f.name(), "_", "-"))
-	topic, group := slug, slug+"-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, before, 16)
-	seen := newOffsets(uniform(parts, before+after))
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRunSized(t, kafkatest.NewKfake(t), slug, parts, before, before+after)
+	b, group, topic, seen, es := r.b, r.group, r.topic, r.seen, r.es
 
 	obs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
-		countingBuilder("A", es, seen, nil),
-		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
+	a := r.start(t, "A", 50*time.Millisecond, nil, nil, pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, b, group, topic, uniform(parts, before), a)
 
 	fault := kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: f.err, Count: -1}
@@ -116,10 +109,9 @@ func fetchFaultRun(t *testing.T, f fetchFault) {
 
 	waitGroupAt(t, b, group, topic, hw, a)
 	a.stillRunning(t, "the recovery")
-	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
-	a.stopClean(t)
+	lost, revoked := stopCountingLosses(t, a, obs)
 
-	watch.check(t)
+	r.watch.check(t)
 	if f.resets {
 		// The reset restarts the same ownership at offset 0: every
 		// epoch jumps back once, from the last record before the fault.
@@ -141,8 +133,6 @@ func fetchFaultRun(t *testing.T, f fetchFault) {
 		}
 		return 1
 	})
-	if lost != 0 || revoked != 0 {
-		t.Errorf("%d partitions lost and %d revoked before the shutdown, want none", lost, revoked)
-	}
+	wantNoLoss(t, lost, revoked)
 	checkCommittedEquals(t, b, group, topic, hw)
 }

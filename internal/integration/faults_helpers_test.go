@@ -580,3 +580,86 @@ func committedNow(b *kafkatest.Broker, group, topic string) map[int32]int64 {
 		}
 	}
 }
+
+// faultRun is one fault test's topic on a kfake broker and its group
+// "<topic>-g": every processing counted (seen), every ownership's records
+// (es), every commit request checked against what was processed (watch).
+type faultRun struct {
+	b            *kafkatest.Broker
+	topic, group string
+	total        int             // records filled
+	hw           map[int32]int64 // the high watermarks once filled
+	seen         *offsets
+	es           *epochs
+	watch        *commitWatch
+}
+
+// newFaultRun creates topic with parts partitions on b, fills each with
+// perPartition 16-byte records and watches the group's commits.
+func newFaultRun(t *testing.T, b *kafkatest.Broker, topic string, parts, perPartition int) *faultRun {
+	t.Helper()
+	return newFaultRunSized(t, b, topic, parts, perPartition, 0)
+}
+
+// newFaultRunSized is newFaultRun counting processings up to offset
+// processed of each partition (records the test adds later), or up to the
+// high watermarks if 0.
+func newFaultRunSized(t *testing.T, b *kafkatest.Broker, topic string, parts, perPartition int, processed int64) *faultRun {
+	t.Helper()
+	r := &faultRun{b: b, topic: topic, group: topic + "-g"}
+	b.CreateTopic(t, topic, int32(parts))
+	r.total = b.Fill(t, topic, perPartition, 16)
+	r.hw = b.HighWatermarks(t, topic)
+	if processed > 0 {
+		r.seen = newOffsets(uniform(parts, processed))
+	} else {
+		r.seen = newOffsets(r.hw)
+	}
+	r.es = &epochs{b: b, group: r.group, topic: topic}
+	r.watch = watchCommits(t, b, r.group, topic, r.seen)
+	return r
+}
+
+// start starts member name on the topic, committing every interval,
+// with the librdkafka overrides ov, its graph counting what it processes
+// and holding each partition at the offsets of gs.
+func (r *faultRun) start(t *testing.T, name string, every time.Duration, ov map[string]any, gs gates, opts ...pipeline.Option) *member {
+	t.Helper()
+	return startMember(t, name, newSourceWith(t, r.b, r.group, r.topic, name, every, ov), countingBuilder(name, r.es, r.seen, gs), opts...)
+}
+
+// check fails t on a commit request past what was processed, on an
+// ownership not starting at the group's commit, unless every offset was
+// processed times(p, off) times (at least once if times is nil), and
+// unless the group committed the high watermarks.
+func (r *faultRun) check(t *testing.T, times func(p int32, off int64) int32) {
+	t.Helper()
+	r.watch.check(t)
+	r.es.check(t)
+	if times == nil {
+		r.seen.check(t)
+	} else {
+		r.seen.checkTimes(t, times)
+	}
+	checkCommittedEquals(t, r.b, r.group, r.topic, r.hw)
+}
+
+// once is the processing count of every offset when nothing is redone.
+func once(int32, int64) int32 { return 1 }
+
+// stopCountingLosses stops m cleanly and returns how many partitions obs
+// saw lost and revoked before the shutdown.
+func stopCountingLosses(t *testing.T, m *member, obs *commitLog) (lost, revoked int64) {
+	t.Helper()
+	lost, revoked = obs.groupObserver.lost.Load(), obs.revoked.Load()
+	m.stopClean(t)
+	return lost, revoked
+}
+
+// wantNoLoss fails t if a partition was lost or revoked.
+func wantNoLoss(t *testing.T, lost, revoked int64) {
+	t.Helper()
+	if lost != 0 || revoked != 0 {
+		t.Errorf("%d partitions lost and %d revoked before the shutdown, want none", lost, revoked)
+	}
+}

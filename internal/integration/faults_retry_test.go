@@ -46,22 +46,13 @@ func TestFaultRetriedCommitDoesNotMoveBack(t *testing.T) {
 
 func retriedCommit(t *testing.T, ferr *kerr.Error) {
 	const parts, perPartition = 4, 3000
-	b := kafkatest.NewKfake(t)
-	topic := "fretry-" + strings.ToLower(strings.ReplaceAll(ferr.Message, "_", "-"))
-	group := topic + "-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
-	seen := newOffsets(hw)
-	es := &epochs{b: b, group: group, topic: topic}
-	watch := watchCommits(t, b, group, topic, seen)
+	r := newFaultRun(t, kafkatest.NewKfake(t), "fretry-"+strings.ToLower(strings.ReplaceAll(ferr.Message, "_", "-")), parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
 	first, second := newGate(), newGate()
 	obs := newCommitLog(b, group, topic)
 	ov := map[string]any{"retry.backoff.ms": 1000, "retry.backoff.max.ms": 1000}
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, ov),
-		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
-		pipeline.WithHooks(obs))
+	a := r.start(t, "A", 50*time.Millisecond, ov, gates{1000: first, 2000: second}, pipeline.WithHooks(obs))
 	waitGroupAt(t, b, group, topic, uniform(parts, 1000), a)
 
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: ferr})
@@ -71,12 +62,9 @@ func retriedCommit(t *testing.T, ferr *kerr.Error) {
 	waitGroupAt(t, b, group, topic, hw, a) // the newer commit, sent once the retried one was answered
 	a.stopClean(t)
 
-	watch.check(t)
-	es.check(t)
-	seen.checkTimes(t, func(int32, int64) int32 { return 1 })
-	for _, r := range watch.regressions() {
-		t.Errorf("commit request moved back: %s", r)
+	r.check(t, once)
+	for _, reg := range r.watch.regressions() {
+		t.Errorf("commit request moved back: %s", reg)
 	}
-	checkCommittedEquals(t, b, group, topic, hw)
-	watch.logIfFailed(t)
+	r.watch.logIfFailed(t)
 }

@@ -20,11 +20,17 @@ import (
 // (fast heartbeats and commits); opts are applied after them.
 func newFranzSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *franz.Source {
 	t.Helper()
+	return newFranzSourceEvery(t, b, group, topic, 50*time.Millisecond, opts...)
+}
+
+// newFranzSourceEvery is newFranzSource committing every interval.
+func newFranzSourceEvery(t testing.TB, b *kafkatest.Broker, group, topic string, every time.Duration, opts ...kgo.Opt) *franz.Source {
+	t.Helper()
 	src, err := franz.NewSource(franz.Config{
 		Brokers:        b.Addrs(),
 		Group:          group,
 		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
+		CommitInterval: every,
 		Logger:         testLogger(t),
 		Opts:           append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
 	})

@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// eosCase is an exactly-once test's topics and group on its broker:
+// input "<name>-in" and output "<name>-out" of parts partitions each,
+// group "<name>-g".
+type eosCase struct {
+	b              *kafkatest.Broker
+	in, out, group string
+	parts          int32
+}
+
+// newEOSCase creates the topics of the exactly-once test name on b and
+// fills every input partition with perPartition 16-byte records.
+func newEOSCase(t *testing.T, b *kafkatest.Broker, name string, parts int32, perPartition int) *eosCase {
+	t.Helper()
+	e := &eosCase{b: b, in: name + "-in", out: name + "-out", group: name + "-g", parts: parts}
+	eosTopics(t, b, e.in, e.out, parts, perPartition)
+	return e
+}
+
+// hw returns the input's high watermarks.
+func (e *eosCase) hw(t *testing.T) map[int32]int64 { return e.b.HighWatermarks(t, e.in) }
+
+// waitMidStream waits until the group has a commit on every input
+// partition adding up to at least a fifth of the input's perPartition
+// records a partition, failing t if a stops first.
+func (e *eosCase) waitMidStream(t *testing.T, perPartition int, a *consumer) {
+	t.Helper()
+	waitFor(t, "A committing transactions on every partition", func() bool {
+		n, k := committedSum(t, e.b, e.group, e.in)
+		return k == int(e.parts) && n >= int64(e.parts)*int64(perPartition)/5
+	}, a)
+}
+
+// finish waits until the group committed up to the input's high
+// watermarks, stops cs (each Run returning nil) and checks that a
+// read_committed reader sees exactly the two outputs of every input
+// offset below hw.
+func (e *eosCase) finish(t *testing.T, hw map[int32]int64, cs ...*consumer) {
+	t.Helper()
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	for _, c := range cs {
+		c.stop(t)
+	}
+	checkExactlyOnce(t, e.b, e.out, e.parts, hw)
+}
+
+// committedSum is the sum of the group's committed offsets on topic, and
+// how many partitions have one.
+func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int64, parts int) {
+	c := b.Committed(t, group, topic)
+	for _, o := range c {
+		n += o
+	}
+	return n, len(c)
+}
+
+// failNextCommit makes the coordinator answer the next EndTxn(commit) of
+// txnID with UNKNOWN_SERVER_ERROR, without processing it, and waits until
+// it did.
+func failNextCommit(t *testing.T, b *kafkatest.Broker, txnID string) *kfake.FaultHandle {
+	t.Helper()
+	fault := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: txnID, Err: kerr.UnknownServerError,
+		When: func(r kmsg.Request) bool { return r.(*kmsg.EndTxnRequest).Commit }})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("%s's EndTxn(commit) was not faulted: %v", txnID, err)
+	}
+	return fault
+}
+
+// waitStopped fails t unless c's Run returns within wait of what.
+func waitStopped(t *testing.T, c *consumer, what string) {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(wait):
+		t.Fatalf("%s did not stop within %v of %s", c.name, wait, what)
+	}
+}
+
+// wantAborted fails t unless c's Run returned an error wrapping
+// exactlyonce.ErrAborted and, if fatal, exactlyonce.ErrFatal.
+func wantAborted(t *testing.T, c *consumer, fatal bool) {
+	t.Helper()
+	err := c.Err()
+	switch {
+	case !errors.Is(err, exactlyonce.ErrAborted):
+		t.Fatalf("%s's Run = %v, want an error wrapping ErrAborted", c.name, err)
+	case fatal && !errors.Is(err, exactlyonce.ErrFatal):
+		t.Fatalf("%s's Run = %v, want an error wrapping ErrAborted and ErrFatal", c.name, err)
+	}
+}
+
+// producesNothing is a pipeline whose produce stage gets no message:
+// every record is filtered out before it.
+func producesNothing(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		none := stages.Filter(in, func(pipeline.Record) bool { return false })
+		msgs := stages.Map(none, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
+			return pipeline.Message{Value: r.Value}, nil
+		})
+		return produce(msgs)
+	}
+}
