@@ -7,22 +7,10 @@ import (
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
-// UndeliveredMessage is a message [Producer.Close] gave up on: it is
-// sink.UndeliveredMessage (Topic, the Source partition and Offset of the
-// record it came from, -1 when unknown; String names it as "to TOPIC
-// from SOURCE/PARTITION@OFFSET").
-type UndeliveredMessage = produce.UndeliveredMessage
-
-// CloseError is the error [Producer.Close] returns when messages were
-// still undelivered at the close timeout, or when the client did not close
-// in time: it is sink.CloseError (Timeout, Undelivered, Unreported,
-// Client, Count), its Error prefixed "franz: closing the producer:".
-type CloseError = produce.CloseError
-
 // Close has the contract of sink.Producer.Close: it flushes for up to
 // ProducerConfig.CloseTimeout, gives up on what is still undelivered (its
 // deliveries fail with an error wrapping [ErrClosed], their records are
-// never committed, and Close returns a *CloseError naming them), and
+// never committed, and Close returns a *pipeline.CloseError naming them), and
 // returns within the timeout plus at most two seconds. Call it after
 // pipeline.Run returned; called while Run runs, later produce calls fail
 // with ErrClosed and Run stops with that error unless the partition was

@@ -9,32 +9,11 @@ import (
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
-// UndeliveredMessage is a message [Producer.Close] gave up on: it was
-// still queued or in flight when the close timeout passed. Its fields are
-// Topic (the topic the message was for), Source and Offset (the partition
-// and offset of the record the message came from: for a dead letter, the
-// invalid record; for a Produce stage, the first record behind the value;
-// Offset -1 when unknown). String names it as "to TOPIC from
-// SOURCE/PARTITION@OFFSET". franz.UndeliveredMessage is the same type.
-type UndeliveredMessage = produce.UndeliveredMessage
-
-// CloseError is the error [Producer.Close] returns when messages were
-// still undelivered at the close timeout, or when the client did not close
-// in time. Its fields: Timeout (ProducerConfig.CloseTimeout); Undelivered
-// (the messages given up on, in the order their receivers read their
-// failed delivery reports); Unreported (messages given up on whose failed
-// report no receiver had read when Close returned: their sources are
-// unknown); Client (set when the client did not finish closing within its
-// bound: Close returned anyway and the client closes in the background).
-// Count returns the number of messages given up on; Error counts them and
-// names the first ten. franz.CloseError is the same type.
-type CloseError = produce.CloseError
-
 // Close flushes what is still queued, for up to ProducerConfig.CloseTimeout,
 // and closes the producer. Messages still undelivered then are given up on:
 // their deliveries fail (with an error wrapping [ErrClosed]), so the
 // records they came from are never committed, and Close returns a
-// *CloseError that counts and names them. Close returns within the close
+// *pipeline.CloseError that counts and names them. Close returns within the close
 // timeout plus at most two seconds, also when librdkafka's own close would
 // hang.
 //

@@ -15,12 +15,12 @@ import (
 func TestUndeliveredMessageString(t *testing.T) {
 	src := pipeline.TopicPartition{Topic: "orders", Partition: 3}
 	for _, tc := range []struct {
-		u    produce.UndeliveredMessage
+		u    pipeline.UndeliveredMessage
 		want string
 	}{
-		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: 42}, "to out from orders/3@42"},
-		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: 0}, "to out from orders/3@0"},
-		{produce.UndeliveredMessage{Topic: "out", Source: src, Offset: -1}, "to out from orders/3"},
+		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 42}, "to out from orders/3@42"},
+		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 0}, "to out from orders/3@0"},
+		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: -1}, "to out from orders/3"},
 	} {
 		if got := tc.u.String(); got != tc.want {
 			t.Errorf("%#v.String() = %q, want %q", tc.u, got, tc.want)
@@ -29,10 +29,10 @@ func TestUndeliveredMessageString(t *testing.T) {
 }
 
 // undelivered returns n messages from in/0 at offsets 0..n-1.
-func undelivered(n int) []produce.UndeliveredMessage {
-	us := make([]produce.UndeliveredMessage, n)
+func undelivered(n int) []pipeline.UndeliveredMessage {
+	us := make([]pipeline.UndeliveredMessage, n)
 	for i := range us {
-		us[i] = produce.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in"}, Offset: int64(i)}
+		us[i] = pipeline.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in"}, Offset: int64(i)}
 	}
 	return us
 }
@@ -41,7 +41,7 @@ func undelivered(n int) []produce.UndeliveredMessage {
 // messages us plus unreported ones (whose failed reports nobody reads),
 // and of a client that does not close in time when hang; it returns how
 // long Close took and its error.
-func closeErrorOf(t *testing.T, us []produce.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
+func closeErrorOf(t *testing.T, us []pipeline.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
 	t.Helper()
 	tr := produce.NewTracker(names)
 	for range len(us) + unreported {
@@ -90,14 +90,14 @@ func TestCloseErrorText(t *testing.T) {
 		took       time.Duration // waiting for unreported messages, or for the client
 		want       string
 	}{
-		{"one", 1, 0, false, 0, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0)"},
-		{"ten", 10, 0, false, 0, "stub: closing the producer: 10 messages undelivered after 30s (" + named(10) + ")"},
-		{"eleven", 11, 0, false, 0, "stub: closing the producer: 11 messages undelivered after 30s (" + named(10) + " and 1 more)"},
-		{"many", 25, 0, false, 0, "stub: closing the producer: 25 messages undelivered after 30s (" + named(10) + " and 15 more)"},
-		{"unreported", 2, 3, false, produce.CloseGrace, "stub: closing the producer: 5 messages undelivered after 30s (" + named(2) + " and 3 more)"},
-		{"only unreported", 0, 4, false, produce.CloseGrace, "stub: closing the producer: 4 messages undelivered after 30s"},
-		{"client", 0, 0, true, produce.CloseGrace, "stub: closing the producer: the client did not close within 1s"},
-		{"both", 1, 0, true, produce.CloseGrace, "stub: closing the producer: 1 message undelivered after 30s (to out from in/0@0); the client did not close within 1s"},
+		{"one", 1, 0, false, 0, "closing the producer: 1 message undelivered after 30s (to out from in/0@0)"},
+		{"ten", 10, 0, false, 0, "closing the producer: 10 messages undelivered after 30s (" + named(10) + ")"},
+		{"eleven", 11, 0, false, 0, "closing the producer: 11 messages undelivered after 30s (" + named(10) + " and 1 more)"},
+		{"many", 25, 0, false, 0, "closing the producer: 25 messages undelivered after 30s (" + named(10) + " and 15 more)"},
+		{"unreported", 2, 3, false, produce.CloseGrace, "closing the producer: 5 messages undelivered after 30s (" + named(2) + " and 3 more)"},
+		{"only unreported", 0, 4, false, produce.CloseGrace, "closing the producer: 4 messages undelivered after 30s"},
+		{"client", 0, 0, true, produce.CloseGrace, "closing the producer: the client did not close within 1s"},
+		{"both", 1, 0, true, produce.CloseGrace, "closing the producer: 1 message undelivered after 30s (to out from in/0@0); the client did not close within 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestCloseErrorText(t *testing.T) {
 				if took != tc.took {
 					t.Errorf("Close took %v, want %v", took, tc.took)
 				}
-				var ce *produce.CloseError
+				var ce *pipeline.CloseError
 				if !errors.As(err, &ce) {
 					t.Fatalf("Close returned %T, want a *CloseError", err)
 				}
@@ -123,7 +123,7 @@ func TestCloseErrorText(t *testing.T) {
 
 // A CloseError built by hand (no backend) has no package prefix.
 func TestCloseErrorWithoutPackage(t *testing.T) {
-	e := &produce.CloseError{Timeout: time.Second, Undelivered: undelivered(1)}
+	e := &pipeline.CloseError{Timeout: time.Second, Undelivered: undelivered(1)}
 	if got, want := e.Error(), "closing the producer: 1 message undelivered after 1s (to out from in/0@0)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}

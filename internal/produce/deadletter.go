@@ -125,7 +125,7 @@ func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(contex
 		r := dl.Record
 		d := pool.Get().(*deadLetterReport[E])
 		d.ctx, d.pool = ctx, pool
-		d.u = UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
+		d.u = pipeline.UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 		d.o = Outgoing{Topic: topic, Message: DeadLetterMessage(dl), Timestamp: r.Timestamp}
 		err := sendDeadLetter(ctx, c, tr, &d.o, d.report)
 		d.o = Outgoing{} // Send copied what it keeps
@@ -149,7 +149,7 @@ type deadLetterReport[E any] struct {
 	ctx    context.Context
 	c      Client[E]
 	tr     *Tracker
-	u      UndeliveredMessage
+	u      pipeline.UndeliveredMessage
 	o      Outgoing // the message, during Send only
 	report chan E
 	pool   *sync.Pool
@@ -159,7 +159,7 @@ type deadLetterReport[E any] struct {
 // for a d whose channel is empty and will not be written to again.
 func (d *deadLetterReport[E]) recycle() {
 	pool := d.pool
-	d.ctx, d.u, d.pool = nil, UndeliveredMessage{}, nil
+	d.ctx, d.u, d.pool = nil, pipeline.UndeliveredMessage{}, nil
 	pool.Put(d)
 }
 

@@ -175,7 +175,7 @@ func TestDeadLetterGivenUpByClose(t *testing.T) {
 		done := inBackground(func() error { return dl(t.Context(), invalidRecord()) })
 		synctest.Wait()
 		closeErr := tr.Close(c.closeSteps())
-		want := "stub: closing the producer: 1 message undelivered after 5s (to dlq from orders/7@1234567890123)"
+		want := "closing the producer: 1 message undelivered after 5s (to dlq from orders/7@1234567890123)"
 		if closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
@@ -196,7 +196,7 @@ func TestDeadLetterNeverReported(t *testing.T) {
 		steps.GiveUp = func(context.Context) {} // the library loses it
 		done := inBackground(func() error { return dl(t.Context(), invalidRecord()) })
 		synctest.Wait()
-		if err := tr.Close(steps); err == nil || err.Error() != "stub: closing the producer: 1 message undelivered after 5s" {
+		if err := tr.Close(steps); err == nil || err.Error() != "closing the producer: 1 message undelivered after 5s" {
 			t.Errorf("Close returned %v", err)
 		}
 		err := <-done

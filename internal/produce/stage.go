@@ -207,7 +207,7 @@ func (st *producing[E]) complete() {
 func (st *producing[E]) failed(t stagekit.Ticket, err error) error {
 	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
 	part := st.s.Partition()
-	u := UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
+	u := pipeline.UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
 	var se *pipeline.StageError
 	if errors.As(serr, &se) {
 		u.Offset = se.Offset

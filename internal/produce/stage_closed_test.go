@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Closing the producer while the stage idles fails the stage at once
@@ -62,7 +63,7 @@ func TestValueAfterCloseStartedFailsWithErrClosed(t *testing.T) {
 		default:
 			t.Fatal("Close still waits for the client after CloseGrace")
 		}
-		if want := "stub: closing the producer: the client did not close within 1s"; closeErr == nil || closeErr.Error() != want {
+		if want := "closing the producer: the client did not close within 1s"; closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
 		select {
@@ -87,12 +88,12 @@ func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 		synctest.Wait()
 
 		closeErr := tr.Close(c.closeSteps())
-		want := "stub: closing the producer: 3 messages undelivered after 5s " +
+		want := "closing the producer: 3 messages undelivered after 5s " +
 			"(to out from in/0@0, to out from in/0@1, to out from in/0@2)"
 		if closeErr == nil || closeErr.Error() != want {
 			t.Fatalf("Close returned %v, want %q", closeErr, want)
 		}
-		var ce *produce.CloseError
+		var ce *pipeline.CloseError
 		if !errors.As(closeErr, &ce) || ce.Count() != 3 || ce.Unreported != 0 || ce.Client != nil || ce.Timeout != 5*time.Second {
 			t.Errorf("Close's error %#v, want a *CloseError of 3 undelivered, 0 unreported, timeout 5s", closeErr)
 		}
@@ -123,7 +124,7 @@ func TestCloseWithReportsNeverDelivered(t *testing.T) {
 
 		start := time.Now()
 		closeErr := c.tr.Close(steps)
-		if want := "stub: closing the producer: 2 messages undelivered after 5s"; closeErr == nil || closeErr.Error() != want {
+		if want := "closing the producer: 2 messages undelivered after 5s"; closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
 		if d := time.Since(start); d != steps.Timeout+produce.CloseGrace {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Tracker is the state one producer shares between its receivers (Produce
@@ -39,7 +40,7 @@ type Tracker struct {
 	goneOnce sync.Once
 
 	umu         sync.Mutex
-	undelivered []UndeliveredMessage // given up on by Close, as receivers read them
+	undelivered []pipeline.UndeliveredMessage // given up on by Close, as receivers read them
 
 	once     sync.Once
 	closeErr error
@@ -130,7 +131,7 @@ func (tr *Tracker) Received() {
 // Failed records that a receiver read a failed delivery report for
 // message u; gaveUp says whether the failure is Close giving up on it
 // (then u is kept for Close's error). It returns gaveUp.
-func (tr *Tracker) Failed(gaveUp bool, u UndeliveredMessage) bool {
+func (tr *Tracker) Failed(gaveUp bool, u pipeline.UndeliveredMessage) bool {
 	if !gaveUp {
 		tr.Received()
 		return false

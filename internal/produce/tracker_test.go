@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 // A message the library accepts is pending until its report is read; one
@@ -26,7 +27,7 @@ func TestTrackerCountsAcceptedMessagesOnly(t *testing.T) {
 		t.Fatalf("%d pending, want 2", n)
 	}
 	tr.Received()
-	if gaveUp := tr.Failed(false, produce.UndeliveredMessage{}); gaveUp {
+	if gaveUp := tr.Failed(false, pipeline.UndeliveredMessage{}); gaveUp {
 		t.Error("Failed(false, ...) reported a give-up")
 	}
 	if n := tr.Pending(); n != 0 {
@@ -110,7 +111,7 @@ func TestTrackerCloseLogsItsError(t *testing.T) {
 		if err == nil {
 			t.Fatal("Close returned nil with a message never reported")
 		}
-		want := `level=WARN msg="stub: closing the producer" err="stub: closing the producer: 1 message undelivered after 1s"` + "\n"
+		want := `level=WARN msg="stub: closing the producer" err="closing the producer: 1 message undelivered after 1s"` + "\n"
 		if got := log.String(); got != want {
 			t.Errorf("Close logged %q, want %q", got, want)
 		}

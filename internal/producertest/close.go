@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -93,19 +92,19 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 	r.WaitUntil(t, fmt.Sprintf("%d messages pending", k), func() bool { return s.h.Pending(p) == k })
 
 	err := s.closeWithin(t, p, timeout)
-	var ce *produce.CloseError
+	var ce *pipeline.CloseError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Close = %v, want a *CloseError", err)
 	}
-	var want []produce.UndeliveredMessage
+	var want []pipeline.UndeliveredMessage
 	for i := range int64(k) {
-		want = append(want, produce.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in", Partition: 0}, Offset: i})
+		want = append(want, pipeline.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in", Partition: 0}, Offset: i})
 	}
-	got := slices.SortedFunc(slices.Values(ce.Undelivered), func(a, b produce.UndeliveredMessage) int { return int(a.Offset - b.Offset) })
+	got := slices.SortedFunc(slices.Values(ce.Undelivered), func(a, b pipeline.UndeliveredMessage) int { return int(a.Offset - b.Offset) })
 	if ce.Count() != k || ce.Unreported != 0 || ce.Client != nil || !slices.Equal(got, want) {
 		t.Errorf("Close = %+v, want the %d messages %v", *ce, k, want)
 	}
-	prefix := s.h.Name + ": closing the producer: 5 messages undelivered after 500ms (to out from in/0@"
+	prefix := "closing the producer: 5 messages undelivered after 500ms (to out from in/0@"
 	if msg := err.Error(); !strings.HasPrefix(msg, prefix) {
 		t.Errorf("Close = %q, want it to count and name the messages (%q...)", msg, prefix)
 	}
@@ -137,8 +136,8 @@ func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
 	pollUntil(t, "the dead letter pending", func() bool { return s.h.Pending(p) == 1 })
 
 	err := s.closeWithin(t, p, timeout)
-	want := []produce.UndeliveredMessage{{Topic: "dlq", Source: pipeline.TopicPartition{Topic: "in", Partition: 2}, Offset: 7}}
-	var ce *produce.CloseError
+	want := []pipeline.UndeliveredMessage{{Topic: "dlq", Source: pipeline.TopicPartition{Topic: "in", Partition: 2}, Offset: 7}}
+	var ce *pipeline.CloseError
 	if !errors.As(err, &ce) || !slices.Equal(ce.Undelivered, want) || ce.Count() != 1 {
 		t.Errorf("Close = %v, want a CloseError naming %v", err, want)
 	}

@@ -1,15 +1,15 @@
-package produce
+package pipeline
 
 import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
-// UndeliveredMessage is a message a producer's Close gave up on: it was
-// still queued or in flight when the close timeout passed.
+// UndeliveredMessage is a message a Kafka producer's Close
+// (sink.Producer.Close, franz.Producer.Close) gave up on: it was still
+// queued or in flight when the close timeout passed. Its record was never
+// committed.
 type UndeliveredMessage struct {
 	// Topic is the topic the message was for.
 	Topic string
@@ -17,7 +17,7 @@ type UndeliveredMessage struct {
 	// dead letter, the invalid record; for a Produce stage, the first
 	// record behind the value), Offset that record's offset, -1 when
 	// unknown.
-	Source pipeline.TopicPartition
+	Source TopicPartition
 	Offset int64
 }
 
@@ -29,9 +29,10 @@ func (u UndeliveredMessage) String() string {
 	return fmt.Sprintf("to %s from %s/%d@%d", u.Topic, u.Source.Topic, u.Source.Partition, u.Offset)
 }
 
-// CloseError is the error a producer's Close returns when messages were
-// still undelivered at the close timeout, or when the client did not close
-// in time.
+// CloseError is the error a Kafka producer's Close (sink.Producer.Close,
+// franz.Producer.Close) returns when messages were still undelivered at
+// the close timeout, or when the client did not close in time. Close
+// returns the same *CloseError on every call.
 type CloseError struct {
 	// Timeout is the close timeout (the producer config's CloseTimeout).
 	Timeout time.Duration
@@ -45,8 +46,6 @@ type CloseError struct {
 	// Client is set when the client did not finish closing within its
 	// bound; Close returned anyway and the client closes in the background.
 	Client error
-
-	pkg string // prefixes Error: "sink", "franz"
 }
 
 // Count returns the number of messages given up on.
@@ -58,10 +57,6 @@ const maxNamed = 10
 // Error counts the messages given up on and names the first of them.
 func (e *CloseError) Error() string {
 	var b strings.Builder
-	if e.pkg != "" {
-		b.WriteString(e.pkg)
-		b.WriteString(": ")
-	}
 	b.WriteString("closing the producer:")
 	if n := e.Count(); n > 0 {
 		noun := "messages"
