@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -41,7 +42,7 @@ func TestDeadLetterCloseWhileInFlightCommitsOnlyStored(t *testing.T) {
 	if runErr == nil {
 		t.Fatal("Run returned nil after the producer closed under it")
 	}
-	got := deadLetterOffsets(t, b.ReadAll(t, "dlq"))
+	got := producertest.DeadLetterOffsets(t, b.ReadAll(t, "dlq"))
 	for part := int32(0); part < parts; part++ {
 		c := h.Committed("in", part)
 		offs := got[part]

@@ -138,7 +138,7 @@ func (s *suite[P, D]) deadLettersInOrder(t *T) {
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
 	Stop(t, r)
 
-	got := deadLetterOffsets(t, b.ReadAll(t, "dlq"))
+	got := DeadLetterOffsets(t, b.ReadAll(t, "dlq"))
 	for part := range int32(parts) {
 		if !slices.Equal(got[part], sequence(0, n)) {
 			t.Errorf("dead letters of in/%d name offsets %v, want 0 to %d in order, each once", part, got[part], n-1)
@@ -171,7 +171,7 @@ func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
 	if c := b.Committed(t, "g", "in"); c[0] != n || len(c) != 1 {
 		t.Errorf("committed %v, want {0: %d}", c, n)
 	}
-	if got := deadLetterOffsets(t, b.ReadAll(t, "dlq")); !slices.Equal(got[0], sequence(0, n)) || len(got) != 1 {
+	if got := DeadLetterOffsets(t, b.ReadAll(t, "dlq")); !slices.Equal(got[0], sequence(0, n)) || len(got) != 1 {
 		t.Errorf("dead letters name %v, want in/0 offsets 0 to %d in order", got, n-1)
 	}
 }

@@ -146,7 +146,7 @@ func (s *suite[P, D]) deadLetterPermanent(t *T, tc permanentCase[P, D]) {
 	}
 	// Dead letters of later records may have been handed over with it,
 	// and stored; its own is not.
-	for part, offs := range deadLetterOffsets(t, b.ReadAll(t, "dlq")) {
+	for part, offs := range DeadLetterOffsets(t, b.ReadAll(t, "dlq")) {
 		if part != 0 || slices.ContainsFunc(offs, func(o int64) bool { return o <= 3 }) {
 			t.Errorf("dead letters of in/%d at %v stored, want none at or before offset 3", part, offs)
 		}

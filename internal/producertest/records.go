@@ -112,9 +112,9 @@ func WaitCommitted(t testing.TB, b *kafkatest.Broker, r *testkit.Running, group,
 	})
 }
 
-// deadLetterOffsets returns, for each source partition, the offsets named
+// DeadLetterOffsets returns, for each source partition, the offsets named
 // by the dead letters in recs, in their order.
-func deadLetterOffsets(t testing.TB, recs []pipeline.Record) map[int32][]int64 {
+func DeadLetterOffsets(t testing.TB, recs []pipeline.Record) map[int32][]int64 {
 	t.Helper()
 	out := map[int32][]int64{}
 	for _, r := range recs {
