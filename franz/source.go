@@ -116,11 +116,13 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("franz: Source.Run called twice")
 	}
+	// Exactly-once (transaction_source.go): nil without a transactional
+	// producer; from here on no producer can bind to s.
+	txns := s.takeTransactions()
 	timeouts, err := s.cfg.groupTimeouts(s.ut, g.DrainTimeout())
 	if err != nil {
 		return err
 	}
-	txns := s.takeTransactions() // exactly-once (transaction_source.go); nil without a transactional producer
 	if !s.cfg.SkipTopicCheck {
 		opts := probeOpts(s.cfg.Opts, s.cfg.Brokers, kgo.ConsumerGroup(s.cfg.Group))
 		if err := checkInputTopics(ctx, s.log, "Config.Topics", "Config.SkipTopicCheck", s.cfg.Topics, opts); err != nil {

@@ -31,13 +31,11 @@ import (
 // Run, once per source, and use the producer in that Run only (a produce
 // before it started fails, permanently); Close it after pipeline.Run
 // returned. Errors name the offending field or option; binding a second
-// producer to src, or binding after its Run started, is an error.
+// producer to src, or binding once its Run started (or returned), is an
+// error.
 func NewTransactionalProducer(src *Source, cfg TransactionalConfig) (*Producer, error) {
 	if src == nil {
 		return nil, errors.New("franz: NewTransactionalProducer: the source is nil")
-	}
-	if src.started.Load() {
-		return nil, errors.New("franz: NewTransactionalProducer: the source's Run has started; bind the producer before it")
 	}
 	cfg, err := cfg.validate(src)
 	if err != nil {

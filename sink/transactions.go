@@ -54,7 +54,8 @@ type TransactionalConfig struct {
 //
 // Call it before src's Run, once per source, and use the producer for
 // that Run only; Close it after pipeline.Run returned. Errors name the
-// offending field; binding a second producer to src is an error.
+// offending field; binding a second producer to src, or binding once its
+// Run started (or returned), is an error saying so.
 func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Producer, error) {
 	if src == nil {
 		return nil, errors.New("sink: NewTransactionalProducer: the source is nil")

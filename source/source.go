@@ -117,12 +117,13 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 	if !k.started.CompareAndSwap(false, true) {
 		return errors.New("source: Source.Run called twice")
 	}
+	binding, bound := k.txn.Take() // from here on no producer can bind to k
 	cm, err := k.cfg.configMap(g.DrainTimeout())
 	if err != nil {
 		return err
 	}
 	k.cfg.prefetch(cm, budgetOf(g)) // config_prefetch.go
-	txns, err := k.initTransactions()
+	txns, err := k.initTransactions(binding, bound)
 	if err != nil {
 		return err
 	}

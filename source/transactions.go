@@ -25,16 +25,15 @@ type transactions struct {
 	core *rebalance.Core
 }
 
-// initTransactions takes the producer bound to k, if any, and initializes
-// its transactions (InitTransactions: fences and aborts what an earlier
+// initTransactions initializes the transactions of b, the producer bound
+// to k that Run took from k's slot (none when bound is false) (InitTransactions: fences and aborts what an earlier
 // producer with the same transactional.id left open), bounded by the
 // commit timeout of the exactly-once configuration. Run calls it before
 // creating the consumer, so no assignment waits for it; its error names
 // the transactional id and librdkafka's (the broker's last answer when
 // InitTransactions timed out retrying, COORDINATOR_LOAD_IN_PROGRESS say).
-func (k *Source) initTransactions() (*transactions, error) {
-	b, ok := k.txn.Take()
-	if !ok {
+func (k *Source) initTransactions(b exactlyonce.Binding[*kafka.Producer], bound bool) (*transactions, error) {
+	if !bound {
 		return &transactions{}, nil
 	}
 	if err := k.cfg.exactlyOnceIsolation(); err != nil { // transactions_isolation.go

@@ -5,13 +5,19 @@ import (
 	"testing"
 )
 
-// A Slot holds one binding: a second Bind fails with ErrAlreadyBound
-// until Take empties it, and Take of an empty slot reports none.
-func TestSlotBindsOnce(t *testing.T) {
-	var s Slot[string]
-	if _, ok := s.Take(); ok {
+// A Slot holds one binding: a second Bind fails with ErrAlreadyBound,
+// Take empties it, and a Bind after Take (the source's Run started) fails
+// with ErrRunStarted; Take of an empty slot reports none and closes it
+// too.
+func TestSlotBindsOnceBeforeTake(t *testing.T) {
+	var empty Slot[string]
+	if _, ok := empty.Take(); ok {
 		t.Fatal("Take of an empty slot reported a binding")
 	}
+	if err := empty.Bind(Binding[string]{Producer: "late"}); !errors.Is(err, ErrRunStarted) {
+		t.Fatalf("Bind after the Take of an empty slot = %v, want ErrRunStarted", err)
+	}
+	var s Slot[string]
 	if err := s.Bind(Binding[string]{Producer: "a", TransactionalID: "t"}); err != nil {
 		t.Fatalf("first Bind = %v", err)
 	}
@@ -25,7 +31,7 @@ func TestSlotBindsOnce(t *testing.T) {
 	if _, ok := s.Take(); ok {
 		t.Fatal("second Take reported a binding")
 	}
-	if err := s.Bind(Binding[string]{Producer: "c"}); err != nil {
-		t.Fatalf("Bind after Take = %v", err)
+	if err := s.Bind(Binding[string]{Producer: "c"}); !errors.Is(err, ErrRunStarted) {
+		t.Fatalf("Bind after Take = %v, want ErrRunStarted", err)
 	}
 }
