@@ -30,7 +30,7 @@ func recsAt(tp pipeline.TopicPartition, from, n int) []pipeline.Record {
 // A partition that became resumable just before it was revoked must not
 // be listed by Resumable for its next assignment, whose graph is paused
 // and full.
-func TestReviewResumableForgetsRevokedPartitions(t *testing.T) {
+func TestResumableForgetsRevokedPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
 		gt := newGate(0, 1, 2, 3)
@@ -73,7 +73,7 @@ func TestReviewResumableForgetsRevokedPartitions(t *testing.T) {
 // (stages.SharedBatcher completes and fails values of every partition in a
 // batch). Failing a value as Invalid after its graph exited must not send
 // on the graph's closed dead-letter queue.
-func TestReviewInvalidAfterTheGraphExited(t *testing.T) {
+func TestInvalidAfterTheGraphExitedIsIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			st   *stagekit.Stage
