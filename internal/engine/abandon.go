@@ -49,7 +49,8 @@ func (g *graph) awaitExit() bool {
 // hooks do not run: a stage goroutine may still use what they release.
 func (g *graph) abandon(why string) {
 	g.dl.mu.Lock()
-	g.dl.closed, g.dl.failed, g.dl.pending = true, true, nil
+	g.dl.closed, g.dl.failed = true, true
+	g.dl.pending.drain()
 	g.dl.mu.Unlock()
 	g.dl.signal()
 

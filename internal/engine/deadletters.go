@@ -56,12 +56,11 @@ type deadLetterItem struct {
 // every entry is a record in flight, so the in-flight budget bounds it.
 type deadLetters struct {
 	mu      sync.Mutex
-	pending []queuedDeadLetter // by sequence number, from head on
-	head    int                // pending[:head] were taken
-	closed  bool               // every stage exited: nothing more is queued
-	failed  bool               // a delivery failed for good: nothing more is delivered
-	wake    chan struct{}      // capacity one: pending, closed, an outcome or the tracker changed
-	claims  []claimed          // scratch space of deadLetter
+	pending fifo[queuedDeadLetter] // by sequence number
+	closed  bool                   // every stage exited: nothing more is queued
+	failed  bool                   // a delivery failed for good: nothing more is delivered
+	wake    chan struct{}          // capacity one: pending, closed, an outcome or the tracker changed
+	claims  []claimed              // scratch space of deadLetter
 
 	// Dead letters handed over whose outcome comes later, in the order
 	// they were handed over (deadletter_defer.go).
@@ -81,44 +80,28 @@ func (q *deadLetters) signal() {
 }
 
 // queued returns the records queued and not taken yet.
-func (q *deadLetters) queued() []queuedDeadLetter { return q.pending[q.head:] }
+func (q *deadLetters) queued() []queuedDeadLetter { return q.pending.queued() }
 
 // insert queues it at its place by sequence number: usually the end, as
 // records are mostly found invalid in offset order.
 func (q *deadLetters) insert(it queuedDeadLetter) {
 	queued := q.queued()
 	if n := len(queued); n == 0 || queued[n-1].seq < it.seq {
-		q.pending = append(q.pending, it)
+		q.pending.push(it)
 		return
 	}
 	i, _ := slices.BinarySearchFunc(queued, it.seq, func(it queuedDeadLetter, seq uint64) int { return cmp.Compare(it.seq, seq) })
-	q.pending = slices.Insert(q.pending, q.head+i, it)
+	q.pending.insert(i, it)
 }
 
 // take removes and returns the first queued record, which must exist.
-// The taken prefix is dropped once it is at least half of the queue, so
-// that taking is O(1) amortized.
 func (q *deadLetters) take() queuedDeadLetter {
-	it := q.pending[q.head]
-	q.pending[q.head] = queuedDeadLetter{}
-	q.head++
-	switch {
-	case q.head == len(q.pending):
-		q.pending, q.head = q.pending[:0], 0
-	case q.head >= 64 && q.head >= len(q.pending)/2:
-		n := copy(q.pending, q.pending[q.head:])
-		clear(q.pending[n:])
-		q.pending, q.head = q.pending[:n], 0
-	}
+	it, _ := q.pending.pop()
 	return it
 }
 
 // dropQueued removes and returns every queued record.
-func (q *deadLetters) dropQueued() []queuedDeadLetter {
-	left := slices.Clone(q.queued())
-	q.pending, q.head = nil, 0
-	return left
-}
+func (q *deadLetters) dropQueued() []queuedDeadLetter { return q.pending.drain() }
 
 // deadLetter queues the records behind t that are not queued yet for the
 // partition's dead-letter goroutine, so the stage goes on while they are
