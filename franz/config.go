@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/internal/rebalance"
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 const (
@@ -48,6 +49,15 @@ type Config struct {
 	// value must be at least 100ms.
 	CloseTimeout time.Duration
 
+	// OffsetStore, when not nil, is consulted at every assignment: a
+	// partition starts where it says instead of at the group's committed
+	// offset, and it fences the member that held the partition before
+	// (see pipeline.OffsetStore). Set it to the sink that keeps offsets
+	// in its own transactions (a txsink.Writer in exactly-once mode, such
+	// as postgres.New's). It cannot be combined with a transactional
+	// producer: Run refuses the pair.
+	OffsetStore pipeline.OffsetStore
+
 	// Logger receives franz-go's logs (kgo.WithLogger: kgo's errors and
 	// warnings at those levels, its info and debug lines at Debug) and
 	// the source's own events. Nil discards them.
@@ -73,7 +83,7 @@ type Config struct {
 // settings are the fields the client-independent core validates and uses.
 func (c Config) settings() rebalance.Settings {
 	return rebalance.Settings{Prefix: "franz", Brokers: c.Brokers, Group: c.Group, Topics: c.Topics,
-		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout}
+		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout, OffsetStore: c.OffsetStore}
 }
 
 func (c Config) validate() error {

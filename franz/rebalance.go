@@ -101,7 +101,12 @@ func (r *runner) serve(cb *callback) {
 	switch cb.kind {
 	case cbAssigned:
 		if r.fatal == nil {
-			r.core.Assigned(cb.tps)
+			if start, err := r.core.Claim(cb.tps); err != nil {
+				r.fatal = err
+			} else {
+				r.startAt(cb.tps, start)
+				r.core.Assigned(cb.tps)
+			}
 		}
 	case cbRevoked:
 		// Still the owner in the group's eyes: kgo waits for this

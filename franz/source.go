@@ -119,6 +119,9 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 	// Exactly-once (transaction_source.go): nil without a transactional
 	// producer; from here on no producer can bind to s.
 	txns := s.takeTransactions()
+	if err := s.cfg.settings().CheckExactlyOnce(txns != nil); err != nil {
+		return err
+	}
 	timeouts, err := s.cfg.groupTimeouts(s.ut, g.DrainTimeout())
 	if err != nil {
 		return err
@@ -150,6 +153,7 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbAssigned, m) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbRevoked, m) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbLost, m) }),
+		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 		kgo.WithLogger(slogAdapter{log: s.log, init: txns.initWatch()}),
 	)
 	cl, err := kgo.NewClient(opts...)
@@ -189,6 +193,9 @@ type runner struct {
 	queue      []*callback
 	cancelPoll context.CancelFunc
 	handOffEnd bool // no more hand-offs: callbacks return at once
+	// starts: offsets the offset store claimed, for adjustOffsets
+	// (start_offsets.go).
+	starts map[pipeline.TopicPartition]int64
 }
 
 var _ rebalance.Backend = (*runner)(nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/rebalance"
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
@@ -49,6 +50,15 @@ type Config struct {
 	// value must be at least 100ms. Its 40% are part of the default
 	// max.poll.interval.ms (see the package documentation, "Timeouts").
 	CloseTimeout time.Duration
+
+	// OffsetStore, when not nil, is consulted at every assignment: a
+	// partition starts where it says instead of at the group's committed
+	// offset, and it fences the member that held the partition before
+	// (see pipeline.OffsetStore). Set it to the sink that keeps offsets
+	// in its own transactions (a txsink.Writer in exactly-once mode, such
+	// as postgres.New's). It cannot be combined with a transactional
+	// producer: Run refuses the pair.
+	OffsetStore pipeline.OffsetStore
 
 	// Logger receives librdkafka's logs and the source's own events.
 	// Nil discards them.
@@ -120,7 +130,7 @@ func defaults() kafka.ConfigMap {
 // settings are the fields the client-independent core validates and uses.
 func (c Config) settings() rebalance.Settings {
 	return rebalance.Settings{Prefix: "source", Brokers: c.Brokers, Group: c.Group, Topics: c.Topics,
-		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout}
+		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout, OffsetStore: c.OffsetStore}
 }
 
 func (c Config) validate() error {

@@ -82,7 +82,12 @@ func (r *runner) answerInClose(ev kafka.Event) {
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	if r.fatal == nil {
-		r.core.Assigned(tps, "cooperative", cooperative)
+		if start, err := r.core.Claim(tps); err != nil {
+			r.fatal = err
+		} else {
+			startAt(parts, start)
+			r.core.Assigned(tps, "cooperative", cooperative)
+		}
 	}
 	var err error
 	if cooperative {
@@ -142,5 +147,17 @@ func (r *runner) unassign(parts []kafka.TopicPartition, cooperative bool) {
 	}
 	if err != nil && !r.core.Closing() {
 		r.log.Warn("unassign failed", "partitions", pipelineTPs(parts), "err", err)
+	}
+}
+
+// startAt sets the start offset of each partition of parts that start
+// names (the offset store's claim); librdkafka's assign calls start a
+// partition there instead of at the group's committed offset.
+func startAt(parts []kafka.TopicPartition, start map[pipeline.TopicPartition]int64) {
+	for i := range parts {
+		tp := pipeline.TopicPartition{Topic: *parts[i].Topic, Partition: parts[i].Partition}
+		if off, ok := start[tp]; ok {
+			parts[i].Offset = kafka.Offset(off)
+		}
 	}
 }

@@ -118,6 +118,9 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 		return errors.New("source: Source.Run called twice")
 	}
 	binding, bound := k.txn.Take() // from here on no producer can bind to k
+	if err := k.cfg.settings().CheckExactlyOnce(bound); err != nil {
+		return err
+	}
 	cm, err := k.cfg.configMap(g.DrainTimeout())
 	if err != nil {
 		return err

@@ -38,6 +38,9 @@ type Fake struct {
 	joined bool
 	group  pipeline.Group
 
+	store      pipeline.OffsetStore // consulted by Assign (UseOffsetStore)
+	storeGroup string
+
 	mu        sync.Mutex
 	committed map[pipeline.TopicPartition]int64
 	changed   chan struct{} // closed and replaced on every commit
@@ -161,20 +164,30 @@ func tps(topic string, partitions []int32) []pipeline.TopicPartition {
 // start of its log when nothing was committed). Partitions the consumer
 // already owns are left as they are (as Kafka does not assign a partition
 // twice): their delivery position and pause are kept and their graphs are
-// not rebuilt. The group's error, if any graph failed to build, is
+// not rebuilt. With an offset store (UseOffsetStore) a partition the store
+// names starts there instead. The group's error, if any graph failed to build, is
 // returned.
 func (f *Fake) Assign(topic string, partitions ...int32) error {
 	var err error
 	if serr := f.do(func(g pipeline.Group) {
 		var list []pipeline.TopicPartition
 		for _, tp := range tps(topic, partitions) {
-			p := f.part(tp)
-			if p.assigned {
-				continue
+			if !f.part(tp).assigned && !slices.Contains(list, tp) {
+				list = append(list, tp)
 			}
-			list = append(list, tp)
+		}
+		start, cerr := f.claim(list)
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		for _, tp := range list {
+			p := f.part(tp)
 			p.assigned, p.paused = true, false
 			next := f.Committed(tp.Topic, tp.Partition)
+			if off, ok := start[tp]; ok {
+				next = off
+			}
 			p.pos = slices.IndexFunc(p.log, func(r pipeline.Record) bool { return r.Offset >= next })
 			if p.pos < 0 {
 				p.pos = len(p.log)

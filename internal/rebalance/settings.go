@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 const (
@@ -37,6 +39,9 @@ type Settings struct {
 	Topics         []string
 	CommitInterval time.Duration
 	CloseTimeout   time.Duration
+	// OffsetStore, when not nil, is where newly assigned partitions
+	// start (Core.Claim).
+	OffsetStore pipeline.OffsetStore
 }
 
 // Validate checks the fields and returns an error naming the first bad

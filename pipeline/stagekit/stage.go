@@ -55,6 +55,14 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     some hook implements pipeline.HookStageCall (else no clock is
 //     read), and the report of one call (d, err) to those hooks.
 //     [Call] does both.
+//   - RecordOffset(t Ticket) (int64, bool): the offset of the one record
+//     behind t while it is held; false for a joined ticket or a record
+//     that left.
+//   - Watermark(done ...Ticket) int64: where the partition would resume
+//     once the references in done completed: the oldest record that would
+//     still be unfinished, else the offset after the newest held; -1
+//     before the first record. For a stage that stores its partition's
+//     position in the transaction that completes done (sink/txsink).
 type Stage = engine.Stage
 
 // Probe marks which value a stage goroutine is working on, so the stuck

@@ -1,0 +1,44 @@
+// Package postgres writes a partition's values into a PostgreSQL table,
+// at least once or exactly once, on github.com/jackc/pgx/v5.
+//
+// [New] returns a txsink.Writer of [Row]s (one value per column of
+// Config.Columns): add its Write stage at the end of each partition's
+// graph. Rows go in batches, one transaction each: through COPY for plain
+// inserts, through multi-row INSERT ... ON CONFLICT DO UPDATE with
+// Config.Conflict (an upsert, which makes redelivered rows harmless).
+//
+// # Exactly once
+//
+// With Config.ExactlyOnce each transaction also stores the partition's
+// position in an offsets table (Config.OffsetsTable, see [OffsetsDDL]),
+// and the Writer is the source's offset store: set
+// source.Config.OffsetStore or franz.Config.OffsetStore to it. Then:
+//   - a partition resumes where the table says, not where the group's
+//     commit says, and rows of records already written are not written
+//     again: after a crash, a kill or a rebalance each record's row is in
+//     the table once;
+//   - each assignment raises the partition's owner epoch in the offsets
+//     table, and a transaction stores its position only under the epoch
+//     it was claimed with, so a member that lost the partition (a zombie)
+//     cannot commit rows over its successor's;
+//   - the group's commits still follow (lag tools work); the table is the
+//     truth.
+//
+// Values must reach the Writer one per record, in offset order (Map and
+// Filter before it are fine; a reordering Pool, a FlatMap or a Batch are
+// not): Run stops with an error naming the offset otherwise. Nothing but
+// the rows and the position is inside the transaction: a side effect of
+// a stage before the Writer (an HTTP call, a produced message) happens at
+// least once. docs/postgres.md says what each mode guarantees and costs.
+//
+// # Errors
+//
+// A row PostgreSQL refuses (a constraint violation, SQLSTATE class 23; a
+// bad value, class 22; a value pgx cannot encode for its column) is
+// dead-lettered and the rest of its batch committed. Bad credentials, a
+// missing database, table, column or privilege (classes 28, 3D, 42) stop
+// Run with the error, which names them. Everything else (a lost
+// connection, a serialization failure, a deadlock, a server restart) is
+// transient: the batch's transaction is retried under the stage's retry
+// policy (pipeline.WithRetry).
+package postgres

@@ -1,0 +1,274 @@
+package txsinktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/txsink"
+)
+
+// MemStore is an in-memory txsink.Store with the semantics a database
+// gives: a transaction's values and positions become visible together at
+// Commit; a StoreOffset locks the partition's position until its
+// transaction ends, and a Claim waits for that lock (as a row lock in
+// SQL), so a member fenced by a Claim either committed before it or
+// cannot commit at all. It is the reference the conformance suite is
+// checked against, and a store for tests of a graph ending in a
+// txsink.Writer that need no database. Safe for concurrent use.
+type MemStore[T any] struct {
+	// Refuse, when not nil, returns a non-nil error for a value the store
+	// refuses (as a constraint would): Write and WriteOne return it
+	// marked with pipeline.Invalid. Set it before use.
+	Refuse func(T) error
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when a lock is released
+	rows    []T
+	pos     map[memKey]txsink.Position
+	locks   map[memKey]*memTx[T]
+	fail    []error // injected errors for the next Commits
+	lost    []error // injected errors reported after the next Commits applied
+	commits int
+}
+
+type memKey struct {
+	group string
+	tp    pipeline.TopicPartition
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore[T any]() *MemStore[T] {
+	return &MemStore[T]{changed: make(chan struct{}), pos: map[memKey]txsink.Position{}, locks: map[memKey]*memTx[T]{}}
+}
+
+var _ txsink.Store[int] = (*MemStore[int])(nil)
+
+// Rows returns the committed values, in commit order.
+func (m *MemStore[T]) Rows() []T {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.rows)
+}
+
+// Commits returns how many transactions committed.
+func (m *MemStore[T]) Commits() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.commits
+}
+
+// FailCommits makes the next len(errs) Commits fail with errs, in order,
+// without committing (a transient error, unless marked otherwise).
+func (m *MemStore[T]) FailCommits(errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = append(m.fail, errs...)
+}
+
+// LoseCommitReplies makes the next len(errs) Commits apply and then fail
+// with errs, as when the connection drops after the database committed:
+// the caller cannot tell whether the transaction committed.
+func (m *MemStore[T]) LoseCommitReplies(errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lost = append(m.lost, errs...)
+}
+
+// Position returns the stored position of tp in group.
+func (m *MemStore[T]) Position(group string, tp pipeline.TopicPartition) (txsink.Position, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pos[memKey{group, tp}]
+	p.Invalid = slices.Clone(p.Invalid)
+	return p, ok
+}
+
+// Claim implements txsink.Store.
+func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]txsink.Position, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		held := false
+		for _, tp := range tps {
+			if m.locks[memKey{group, tp}] != nil {
+				held = true
+			}
+		}
+		if !held {
+			break
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			m.mu.Lock()
+			return nil, ctx.Err()
+		}
+		m.mu.Lock()
+	}
+	out := make(map[pipeline.TopicPartition]txsink.Position, len(tps))
+	for _, tp := range tps {
+		k := memKey{group, tp}
+		p, ok := m.pos[k]
+		if !ok {
+			p = txsink.Position{Next: -1, Written: -1}
+		}
+		p.Epoch++
+		m.pos[k] = p
+		p.Invalid = slices.Clone(p.Invalid)
+		out[tp] = p
+	}
+	return out, nil
+}
+
+// Read implements txsink.Store.
+func (m *MemStore[T]) Read(_ context.Context, group string, tp pipeline.TopicPartition) (txsink.Position, bool, error) {
+	p, ok := m.Position(group, tp)
+	return p, ok, nil
+}
+
+// Begin implements txsink.Store.
+func (m *MemStore[T]) Begin(context.Context) (txsink.Tx[T], error) {
+	return &memTx[T]{m: m, pos: map[memKey]txsink.Position{}}, nil
+}
+
+// memTx is one MemStore transaction.
+type memTx[T any] struct {
+	m      *MemStore[T]
+	rows   []T
+	pos    map[memKey]txsink.Position
+	broken error // a Write failed: only Rollback is allowed
+	ended  bool
+}
+
+var errTxEnded = errors.New("txsinktest: transaction already ended")
+
+func (t *memTx[T]) usable() error {
+	if t.ended {
+		return errTxEnded
+	}
+	return t.broken
+}
+
+// Write implements txsink.Tx.
+func (t *memTx[T]) Write(_ context.Context, values []T) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	for i, v := range values {
+		if err := t.refused(v); err != nil {
+			t.broken = fmt.Errorf("txsinktest: transaction aborted by value %d of the batch: %w", i, err)
+			return err
+		}
+	}
+	t.rows = append(t.rows, values...)
+	return nil
+}
+
+// WriteOne implements txsink.Tx.
+func (t *memTx[T]) WriteOne(_ context.Context, v T) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.refused(v); err != nil {
+		return err
+	}
+	t.rows = append(t.rows, v)
+	return nil
+}
+
+func (t *memTx[T]) refused(v T) error {
+	if t.m.Refuse == nil {
+		return nil
+	}
+	if err := t.m.Refuse(v); err != nil {
+		return pipeline.Invalid(err)
+	}
+	return nil
+}
+
+// StoreOffset implements txsink.Tx.
+func (t *memTx[T]) StoreOffset(ctx context.Context, group string, tp pipeline.TopicPartition, p txsink.Position) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	m, k := t.m, memKey{group, tp}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.locks[k] != nil && m.locks[k] != t {
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			m.mu.Lock()
+			return ctx.Err()
+		}
+		m.mu.Lock()
+	}
+	if cur, ok := m.pos[k]; !ok || cur.Epoch != p.Epoch {
+		t.broken = txsink.ErrFenced
+		return fmt.Errorf("%w: %s[%d] epoch %d", txsink.ErrFenced, tp.Topic, tp.Partition, p.Epoch)
+	}
+	m.locks[k] = t
+	p.Invalid = slices.Clone(p.Invalid)
+	t.pos[k] = p
+	return nil
+}
+
+// Commit implements txsink.Tx.
+func (t *memTx[T]) Commit(context.Context) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	m := t.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.ended = true
+	defer t.unlockLocked()
+	if len(m.fail) > 0 {
+		err := m.fail[0]
+		m.fail = m.fail[1:]
+		return err
+	}
+	m.rows = append(m.rows, t.rows...)
+	for k, p := range t.pos {
+		m.pos[k] = p
+	}
+	m.commits++
+	if len(m.lost) > 0 {
+		err := m.lost[0]
+		m.lost = m.lost[1:]
+		return err
+	}
+	return nil
+}
+
+// Rollback implements txsink.Tx.
+func (t *memTx[T]) Rollback(context.Context) error {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	t.ended = true
+	t.unlockLocked()
+	return nil
+}
+
+// unlockLocked releases the partitions t locked; m.mu is held.
+func (t *memTx[T]) unlockLocked() {
+	released := false
+	for k := range t.pos {
+		if t.m.locks[k] == t {
+			delete(t.m.locks, k)
+			released = true
+		}
+	}
+	if released {
+		close(t.m.changed)
+		t.m.changed = make(chan struct{})
+	}
+}
