@@ -21,6 +21,7 @@ func Batch[T any](in pipeline.Stream[T], maxSize int, maxWait time.Duration, opt
 	if maxSize < 1 {
 		problem(&sp, "stages.Batch: maxSize is %d; want at least 1", maxSize)
 	}
+	sp.Holds = maxSize // its first batch must be fed whole (StageSpec.Holds)
 	return batch(in, sp, maxSize, maxWait, nil)
 }
 

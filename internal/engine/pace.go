@@ -18,8 +18,14 @@ import (
 // the feeder keeps the records fed and not yet committable (held) below a
 // limit:
 //
-//   - at first one chunk (Config.Chunk), growing by each record completed
-//     (a slow start: the limit doubles per round trip of a fast graph);
+//   - at first one chunk (Config.Chunk), or the most values a stage of
+//     the graph keeps before it emits anything (StageSpec.Holds: a
+//     Batch's size) if that is more, growing by each record completed (a
+//     slow start: the limit doubles per round trip of a fast graph). A
+//     Batch larger than the first limit could not fill its first batch:
+//     it would complete nothing until its maxWait (or the stall rule
+//     below) and the partition would wait that long after every
+//     assignment;
 //   - once a rate is measured (records leaving the tracker, in offset
 //     order, over at least a sixteenth of the horizon and one completion,
 //     while input was waiting), what that rate completes in half the drain
@@ -71,6 +77,15 @@ func (p *pacer) init(drainTimeout time.Duration, chunk int) {
 	p.horizon = drainTimeout / 2
 	p.window = p.horizon / 16
 	p.limit, p.floor, p.slowStart = chunk, 1, true
+}
+
+// holds raises the first limit to n, the most values a stage keeps
+// before it emits anything (StageSpec.Holds). Called while the graph is
+// wired, before the feeder starts.
+func (p *pacer) holds(n int) {
+	if p.slowStart && n > p.limit {
+		p.raise(n)
+	}
 }
 
 // measured returns the measured completion rate (records per second), 0

@@ -23,11 +23,17 @@ type StageSpec struct {
 	Buffer int
 	// Retry overrides Run's retry policy for this stage (see pipeline.WithRetry).
 	Retry *RetryPolicy
+	// Holds is how many input values the stage may keep before it emits
+	// anything (a Batch's size), or 0. A new graph's feeder may hold at
+	// least the largest Holds of its stages (pace.go), so that such a
+	// stage's first output does not wait for a timer.
+	Holds int
 }
 
 func (g *graph) newStage(spec StageSpec) *Stage {
 	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
 	g.stages = append(g.stages, s)
+	g.pace.holds(spec.Holds)
 	if spec.Buffer < 0 {
 		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
 	}

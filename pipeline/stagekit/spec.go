@@ -37,6 +37,12 @@ type StageSpec struct {
 	// calls (stages.Limiter, stages.KeyLock). See [Use] for the one rule
 	// the Add call enforces.
 	Uses []Use
+	// Holds is how many input values the stage may keep before it emits
+	// anything (stages.Batch: its maxSize), or 0. The runtime feeds a new
+	// graph at first only a few records at a time, more as they complete;
+	// it feeds at least the largest Holds of the graph's stages, so that
+	// such a stage fills its first output without waiting for a timer.
+	Holds int
 }
 
 // Use is a consumer-wide object a stage uses (see StageSpec.Uses), such
@@ -71,7 +77,7 @@ type Use struct {
 type Shared = engine.Shared
 
 func (sp StageSpec) engine() engine.StageSpec {
-	return engine.StageSpec{Name: sp.Name, Kind: sp.Kind, Buffer: sp.Buffer, Retry: sp.Retry}
+	return engine.StageSpec{Name: sp.Name, Kind: sp.Kind, Buffer: sp.Buffer, Retry: sp.Retry, Holds: sp.Holds}
 }
 
 // check fails the build when sp carries a problem or its Shared or Uses
