@@ -23,6 +23,7 @@ type run struct {
 	res       Result
 	wall      time.Duration // the run child's whole life
 	brokerCPU time.Duration // the broker's CPU time during wall; 0 if unknown
+	dbCPU     time.Duration // PostgreSQL's CPU time during wall (PostgreSQL cases); 0 if unknown
 	err       error         // the run failed, or a check did
 }
 
@@ -46,6 +47,18 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 			return err
 		}
 	}
+	var pg *pgServer
+	if o.runSpeed() && slices.ContainsFunc(o.cases, isPG) {
+		if pg, err = startPostgres(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			if err := pg.close(); err != nil {
+				fmt.Fprintln(w, "bench: stop PostgreSQL:", err)
+			}
+		}()
+		fmt.Fprintf(w, "bench: PostgreSQL %s at %s (internal/pgtest's settings), database %s\n", pg.version(ctx), pg.srv.Addr(), pgDatabase)
+	}
 	byParts, topics := planTopics(o)
 	fmt.Fprintf(w, "bench: starting the broker (%s) and filling %d topic(s) with %d records of %d B; logs in %s\n", brokerText(o.broker), len(topics), o.records, o.value, dir)
 	b, err := startBroker(ctx, dir, o.broker, o.records, o.value, topics)
@@ -60,7 +73,7 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 	defer adm.close()
 	fmt.Fprintf(w, "bench: broker ready at %s after %v\n", b.addr, time.Since(began).Round(100*time.Millisecond))
 
-	r := &runner{o: o, dir: dir, adm: adm, addr: b.addr, brokerPID: b.cmd.Process.Pid, w: w, hashes: map[string][]uint64{}}
+	r := &runner{o: o, dir: dir, adm: adm, addr: b.addr, brokerPID: b.cmd.Process.Pid, pg: pg, w: w, hashes: map[string][]uint64{}}
 	var speedRuns, memRuns, slowRuns []run
 	if o.runSpeed() {
 		for round := range o.runs {
@@ -152,7 +165,8 @@ type runner struct {
 	dir       string
 	adm       *admin
 	addr      string
-	brokerPID int // the broker child: its process tree's CPU is the broker's
+	brokerPID int       // the broker child: its process tree's CPU is the broker's
+	pg        *pgServer // the PostgreSQL cases' server; nil when none runs
 	w         io.Writer
 	hashes    map[string][]uint64 // expected value hash sums, by topic
 }
@@ -181,6 +195,17 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 		}()
 		args = append(args, "-out", out)
 	}
+	if isPG(name) {
+		if r.pg == nil {
+			rn.err = errors.New("no PostgreSQL server")
+			return r.print(rn)
+		}
+		if err := r.pg.reset(ctx); err != nil {
+			rn.err = err
+			return r.print(rn)
+		}
+		args = append(args, "-pg", r.pg.dsn)
+	}
 	if r.o.cpuprofile != "" {
 		args = append(args, "-cpuprofile", filepath.Join(r.o.cpuprofile, tag+".pprof"))
 	}
@@ -188,11 +213,15 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 		args = append(args, "-memprofile", filepath.Join(r.o.memprofile, tag+".heap"))
 	}
 	cpu0, cpuErr := procTreeCPU(r.brokerPID)
+	db0, dbErr := r.dbCPU()
 	began := time.Now()
 	rn.res, rn.err = runProc(ctx, r.o.timeout, filepath.Join(r.dir, tag+".log"), args)
 	rn.wall = time.Since(began)
 	if cpu1, err := procTreeCPU(r.brokerPID); err == nil && cpuErr == nil {
 		rn.brokerCPU = cpu1 - cpu0
+	}
+	if db1, err := r.dbCPU(); err == nil && dbErr == nil {
+		rn.dbCPU = db1 - db0
 	}
 	if rn.err == nil {
 		rn.err = r.check(ctx, rn, t, group, out)
@@ -203,9 +232,19 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 	return r.print(rn)
 }
 
+// dbCPU is the PostgreSQL server's CPU time so far; 0 when none runs.
+func (r *runner) dbCPU() (time.Duration, error) {
+	if r.pg == nil {
+		return 0, nil
+	}
+	return r.pg.cpu()
+}
+
 // check verifies a finished run: what it consumed, the group's commits
-// and its output topic: for consume → produce and the -dlq cases every
-// input record exactly once, for the -valid cases nothing.
+// and its output: for consume → produce and the -dlq cases every input
+// record exactly once in the output topic, for the -valid cases nothing
+// there; for the PostgreSQL cases every input record's row exactly once
+// in the table, and for exactly-once the positions stored with them.
 func (r *runner) check(ctx context.Context, rn run, t topicSpec, group, out string) error {
 	want, ok := r.hashes[t.name]
 	if !ok {
@@ -225,6 +264,15 @@ func (r *runner) check(ctx context.Context, rn run, t topicSpec, group, out stri
 	}
 	if err := checkCommitted(t.l, committed, end); err != nil {
 		return fmt.Errorf("commits: %w", err)
+	}
+	if isPG(rn.name) {
+		if err := r.pg.checkTable(ctx, t.l, want); err != nil {
+			return err
+		}
+		if isExactlyOnce(rn.name) {
+			return r.pg.checkPositions(ctx, t.l, group, t.name)
+		}
+		return nil
 	}
 	if out == "" {
 		return nil

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/pipeline"
 )
 
 // runConfig is what one measured run (a "bench run" child) is told.
@@ -30,6 +32,9 @@ type runConfig struct {
 	cpuprofile string
 	memprofile string
 	gauges     *gauges // where the case notes its peaks (set by measure)
+
+	pg          string               // DSN of the PostgreSQL cases' database
+	offsetStore pipeline.OffsetStore // the sources' Config.OffsetStore (set by an exactly-once case)
 }
 
 // Result is the JSON line a run child prints on stdout when it is done.
@@ -69,6 +74,7 @@ func runChild(args []string) int {
 	fs.IntVar(&cfg.l.valueSize, "value", 0, "value bytes per record")
 	fs.Int64Var(&cfg.budget, "budget", 0, "Sluice's in-flight byte budget (0: pipeline's default)")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&cfg.pg, "pg", "", "DSN of the PostgreSQL database (PostgreSQL cases)")
 	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile to this file when the last record is done (graphs still running)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -84,6 +90,9 @@ func runChild(args []string) int {
 		return 2
 	case hasOutput(cfg.name) && cfg.out == "":
 		fmt.Fprintf(os.Stderr, "bench run: -case %s needs -out\n", cfg.name)
+		return 2
+	case isPG(cfg.name) && cfg.pg == "":
+		fmt.Fprintf(os.Stderr, "bench run: -case %s needs -pg\n", cfg.name)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -4,34 +4,42 @@
 //	go run ./internal/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
 //	go run ./internal/bench -broker apache  # the same on Apache Kafka (Java 17+ and Maven needed)
 //	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
+//	go run ./internal/bench -cases raw-pg-franz,sluice-pg-franz-alo,sluice-pg-franz-eos -no-memory -no-slow
 //	go run ./internal/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
 //	go run ./internal/bench -slow           # a 1 ms call per record through Pool(32), 64 partitions
 //	go run ./internal/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
 //	go run ./internal/bench -memory -memprofile /tmp/prof   # one heap profile per run
 //
 // The broker runs in a child process of this program ("bench broker"):
-// kfake in that process (-broker kfake, the default), or Apache Kafka
-// in Java processes it starts and stops (-broker apache), which end with
-// it however it ends. Every measured run is a child process too ("bench
-// run -case NAME ..."), so the CPU time and peak RSS a run reports are
-// its own; the broker's CPU time during each run (its child process and
+// kfake in that process (-broker kfake, the default), or Apache Kafka in
+// Java processes it starts and stops (-broker apache), which end with it
+// however it ends. Every measured run is a child process too ("bench run
+// -case NAME ..."), so the CPU time and peak RSS a run reports are its
+// own; the broker's CPU time during each run (its child process and
 // everything it started) is reported beside it. Cases: the raw
 // confluent-kafka-go poll loop, the raw franz-go loop, Sluice on each
 // backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
-// Each; consume → produce: a raw loop on each client and Sluice's Map
-// → Pool(8) → Produce; and the dead-letter pair on each backend: Map →
+// Each; consume → produce: a raw loop on each client and Sluice's Map →
+// Pool(8) → Produce; and the dead-letter pair on each backend: Map →
 // Discard with the producer's dead-letter destination, every record valid
-// (-valid) or every record invalid (-dlq). Every run is verified: each
-// input record consumed exactly once with its value intact, the group's
-// commits equal to the end offsets, and for consume → produce and -dlq
-// every input record in the output topic exactly once. The report gives
-// the median msg/s (first record to last done), its ratio to the raw loop
-// of the same client (for -dlq, to the -valid case), CPU per record and
-// peak RSS, then every run. The memory section runs graph (b) with 8 and
-// 256 partitions under a 16 MiB budget; the slow section runs a 1 ms call
-// per record through Pool(32) on 64 partitions on each client (see
-// slow.go). Exit status: 0 when every run passed its checks, 1 otherwise,
-// 2 on bad flags.
+// (-valid) or every record invalid (-dlq); consume → PostgreSQL: a raw
+// loop on each client (batches of 500 rows through COPY, one transaction
+// each, then the offsets committed) and Sluice's Map → sink/postgres
+// Writer, at least once (-alo) and exactly once (-eos), on a PostgreSQL
+// server the benchmark starts (internal/pgtest) when a PostgreSQL case is
+// asked for. Every run is verified: each input record consumed exactly
+// once with its value intact, the group's commits equal to the end
+// offsets, for consume → produce and -dlq every input record in the output
+// topic exactly once, and for the PostgreSQL cases every input record's
+// row in the table exactly once (and for -eos the positions stored at the
+// partitions' ends). The report gives the median msg/s (first record to
+// last done), its ratio to the raw loop of the same client (for -dlq, to
+// the -valid case), CPU per record and peak RSS (for the PostgreSQL cases,
+// in a table of their own with the server's CPU per row), then every run.
+// The memory section runs graph (b) with 8 and 256 partitions under a 16
+// MiB budget; the slow section runs a 1 ms call per record through
+// Pool(32) on 64 partitions on each client (see slow.go). Exit status: 0
+// when every run passed its checks, 1 otherwise, 2 on bad flags.
 package main
 
 import (

@@ -88,3 +88,49 @@ func parseStat(data []byte) (ppid int, cpu time.Duration, err error) {
 	}
 	return ppid, time.Duration(utime+stime) * clockTick, nil
 }
+
+// serverCPU returns the CPU time of a server whose processes come and go
+// under one long-lived parent (PostgreSQL: a backend per connection under
+// the postmaster root): the process tree's, as procTreeCPU, plus what
+// root's children used before they ended and root reaped them (its
+// cutime and cstime). A connection's backend that ended during a run
+// (the run child closed it) is counted that way, where procTreeCPU alone
+// would lose it.
+func serverCPU(root int) (time.Duration, error) {
+	tree, err := procTreeCPU(root)
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(root), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	reaped, err := parseReaped(data)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", root, err)
+	}
+	return tree + reaped, nil
+}
+
+// parseReaped reads cutime+cstime (fields 16 and 17) of a /proc/<pid>/stat
+// line: the CPU time of the children the process waited for, and of
+// theirs that they waited for.
+func parseReaped(data []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command name in %q", data)
+	}
+	f := bytes.Fields(data[i+1:]) // f[0] is field 3
+	if len(f) < 15 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 15", len(f))
+	}
+	cutime, err := strconv.ParseInt(string(f[13]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cutime: %w", err)
+	}
+	cstime, err := strconv.ParseInt(string(f[14]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cstime: %w", err)
+	}
+	return time.Duration(cutime+cstime) * clockTick, nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -61,5 +62,55 @@ func TestProcTreeCPUOfAnEndedProcess(t *testing.T) {
 	}
 	if _, err := procTreeCPU(cmd.Process.Pid); err == nil {
 		t.Fatal("procTreeCPU of a process that ended returned no error")
+	}
+}
+
+func TestParseReapedReadsCutimeAndCstime(t *testing.T) {
+	line := []byte("4242 (a) b (c) S 17 4242 4242 0 -1 4194560 100 0 0 0 300 200 40 60 20 0 1 0 99 1000 10\n")
+	cpu, err := parseReaped(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu != time.Second {
+		t.Fatalf("parseReaped = %v, want 1s (40+60 ticks)", cpu)
+	}
+	if _, err := parseReaped([]byte("4242 (x) S 1 2 3 4 5 6 7 8 9 10 11 12")); err == nil {
+		t.Fatal("parseReaped accepted a line without cutime and cstime")
+	}
+}
+
+// TestServerCPUCountsEndedChildren burns CPU in a grandchild of a shell
+// that ends before the shell goes on: the shell's serverCPU must still
+// show it, as the PostgreSQL postmaster's shows the CPU of a run's
+// backends once the run closed its connections.
+func TestServerCPUCountsEndedChildren(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `timeout 0.5 sh -c 'while :; do :; done'; echo ended; exec cat`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "ended\n" {
+		t.Fatalf("the shell printed %q (%v), want \"ended\"", line, err)
+	}
+	cpu, err := serverCPU(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 100 * time.Millisecond; cpu < want {
+		t.Fatalf("serverCPU of the shell after its busy grandchild ended: %v, want at least %v", cpu, want)
 	}
 }

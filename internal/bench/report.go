@@ -48,6 +48,12 @@ func (rn run) brokerCPUPerRecord() float64 {
 	return rn.brokerCPU.Seconds() * 1e6 / float64(rn.l.records)
 }
 
+// dbCPUPerRecord is PostgreSQL's CPU time during the run (the run
+// child's whole life) per record, in microseconds.
+func (rn run) dbCPUPerRecord() float64 {
+	return rn.dbCPU.Seconds() * 1e6 / float64(rn.l.records)
+}
+
 // brokerCores is the broker's CPU time during the run over the run's
 // wall time: the cores it kept busy on average.
 func (rn run) brokerCores() float64 {
@@ -66,6 +72,9 @@ func runLine(rn run) string {
 	extra := ""
 	if rn.section == "slow" {
 		extra = fmt.Sprintf(", %d calls at once at most, in flight %.1f MiB at most", rn.res.PeakCalls, float64(rn.res.PeakBytes)/(1<<20))
+	}
+	if isPG(rn.name) {
+		extra = fmt.Sprintf(", PostgreSQL CPU %5.2f µs/record", rn.dbCPUPerRecord())
 	}
 	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s (%9.0f from assignment), window %6.3f s, CPU %5.2f µs/record (%5.2f in the window), peak RSS %6.1f MiB, broker CPU %5.2f µs/record (%.2f cores)%s, %s",
 		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.msgPerSecFromAssign(), rn.res.WindowSec, rn.cpuPerRecord(), rn.windowCPUPerRecord(), rn.rssMiB(), rn.brokerCPUPerRecord(), rn.brokerCores(), extra, verdict)
@@ -93,6 +102,7 @@ type summary struct {
 	rate, cpu, rss float64
 	brokerCPU      float64 // median broker CPU µs/record
 	brokerCores    float64 // median broker cores
+	dbCPU          float64 // median PostgreSQL CPU µs/record
 	assignRate     float64 // median msg/s from the first assignment
 	ratio          float64 // rate over its baseline's rate; 0 if no baseline ran
 	assignRatio    float64 // the same, for the rates from assignment
@@ -114,7 +124,7 @@ func summarize(runs []run) []summary {
 			continue
 		}
 		s := summary{name: name, runs: len(rs), baseline: baseline(name)}
-		var rate, assign, cpu, rss, bcpu, bcores []float64
+		var rate, assign, cpu, rss, bcpu, bcores, dbcpu []float64
 		for _, rn := range rs {
 			if rn.err != nil {
 				continue
@@ -126,9 +136,10 @@ func summarize(runs []run) []summary {
 			rss = append(rss, rn.rssMiB())
 			bcpu = append(bcpu, rn.brokerCPUPerRecord())
 			bcores = append(bcores, rn.brokerCores())
+			dbcpu = append(dbcpu, rn.dbCPUPerRecord())
 		}
 		s.rate, s.assignRate, s.cpu, s.rss = median(rate), median(assign), median(cpu), median(rss)
-		s.brokerCPU, s.brokerCores = median(bcpu), median(bcores)
+		s.brokerCPU, s.brokerCores, s.dbCPU = median(bcpu), median(bcores), median(dbcpu)
 		rates[name], assignRates[name] = s.rate, s.assignRate
 		out = append(out, s)
 	}
@@ -163,7 +174,9 @@ func brokerText(k kafkatest.Kind) string {
 // the memory section and the slow section.
 func report(w io.Writer, o options, speed, mem, slow []run) {
 	fmt.Fprintf(w, "Broker: %s. Broker CPU is the broker process tree's user+sys CPU during each run child's life (start-up and shutdown included), per record and over that time (cores).\n\n", brokerText(o.broker))
-	if len(speed) > 0 {
+	pgRuns := slices.DeleteFunc(slices.Clone(speed), func(rn run) bool { return !isPG(rn.name) })
+	kafkaRuns := slices.DeleteFunc(slices.Clone(speed), func(rn run) bool { return isPG(rn.name) })
+	if len(kafkaRuns) > 0 {
 		fmt.Fprintf(w, "## Speed: %d records of %d B, %d partitions, %d run(s) per case, medians\n\n", o.records, o.value, o.partitions, o.runs)
 		budget := "pipeline's default in-flight byte budget"
 		if o.budget > 0 {
@@ -172,11 +185,26 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); \"from assignment\" counts from the consumer's first assignment instead, so it includes the fetches a client made before handing over its first record; ratios are to the raw loop of the same client (for consume → produce, the raw consume → produce loop; for a -dlq case, every record invalid, the -valid case of its client, every record valid); CPU is user+sys of the run's whole process (start-up, prefetch and shutdown included) per record; peak RSS is its VmHWM; Sluice with %s.\n\n", budget)
 		fmt.Fprintln(w, "| case | msg/s | ratio | msg/s from assignment | ratio | CPU µs/record | peak RSS MiB | broker CPU µs/record | broker cores | verified |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-		for _, s := range summarize(speed) {
+		for _, s := range summarize(kafkaRuns) {
 			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.1f | %.2f | %.2f | %d/%d |\n",
 				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.rss, s.brokerCPU, s.brokerCores, s.verified, s.runs)
 		}
-		fmt.Fprintln(w, "\nRuns, in the order they ran:")
+		fmt.Fprintln(w)
+	}
+	if len(pgRuns) > 0 {
+		fmt.Fprintf(w, "## PostgreSQL sink: %d records of %d B, %d partitions, a row each, batches of %d rows, %d run(s) per case, medians\n\n", o.records, o.value, o.partitions, batchSize, o.runs)
+		fmt.Fprintln(w, "rows/s counts from the first record to the last row committed; \"from assignment\" from the consumer's first assignment; ratios are to the raw loop of the same client (raw-pg-<client>: one goroutine, one connection, COPY of any partitions' rows per transaction); CPU is the run's whole process per row; PostgreSQL CPU is the server's processes (backends that ended included) during the run child's life, per row; every run's table was read back: every record's row exactly once, with its value, and for -eos the positions stored at each partition's end.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| case | rows/s | ratio | rows/s from assignment | ratio | CPU µs/row | PostgreSQL CPU µs/row | peak RSS MiB | broker CPU µs/row | verified |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		for _, s := range summarize(pgRuns) {
+			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.2f | %.1f | %.2f | %d/%d |\n",
+				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.dbCPU, s.rss, s.brokerCPU, s.verified, s.runs)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(speed) > 0 {
+		fmt.Fprintln(w, "Runs, in the order they ran:")
 		fmt.Fprintln(w)
 		for _, rn := range speed {
 			fmt.Fprintln(w, "    "+runLine(rn))

@@ -31,11 +31,11 @@ const (
 type newSource func(cfg runConfig) (pipeline.Source, error)
 
 func confluentSource(cfg runConfig) (pipeline.Source, error) {
-	return source.NewSource(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}})
+	return source.NewSource(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
 }
 
 func franzSource(cfg runConfig) (pipeline.Source, error) {
-	return franz.NewSource(franz.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}})
+	return franz.NewSource(franz.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
 }
 
 // sluiceEach is case (a): one Each stage recording every record.

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/internal/pgtest"
 )
 
 // TestSmoke runs the command end to end on a tiny workload on kfake,
@@ -55,6 +59,55 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	if strings.Contains(report, "FAILED") || strings.Contains(report, "| NO: ") {
+		t.Errorf("a run failed:\n%s", report)
+	}
+}
+
+// TestSmokePostgres runs the PostgreSQL cases end to end on a tiny
+// workload on kfake, with the benchmark's own PostgreSQL server: every
+// run must pass its checks, the table read back included (every record's
+// row once, and for -eos the positions at the partitions' ends). It
+// skips without PostgreSQL unless SLUICE_REQUIRE_POSTGRES is set.
+func TestSmokePostgres(t *testing.T) {
+	pgCases := []string{
+		"raw-pg-confluent", "sluice-pg-confluent-alo", "sluice-pg-confluent-eos",
+		"raw-pg-franz", "sluice-pg-franz-alo", "sluice-pg-franz-eos",
+	}
+	o := options{
+		records: 20_000, partitions: 8, value: 100, runs: 1, timeout: time.Minute,
+		noMemory: true, noSlow: true, cases: pgCases,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := bench(ctx, o, &out)
+	if errors.Is(err, pgtest.ErrNotInstalled) && os.Getenv(pgtest.RequireEnv) == "" {
+		t.Skipf("%v (set %s=1 to fail instead)", err, pgtest.RequireEnv)
+	}
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	report := out.String()
+	if !strings.Contains(report, "## PostgreSQL sink: ") {
+		t.Fatalf("the report has no PostgreSQL section:\n%s", report)
+	}
+	if strings.Contains(report, "## Speed: ") {
+		t.Errorf("the report has a Kafka speed table without a Kafka case:\n%s", report)
+	}
+	for _, c := range pgCases {
+		i := strings.Index(report, "| "+c+" | ")
+		if i < 0 {
+			t.Fatalf("the report has no row for %s:\n%s", c, report)
+		}
+		row, _, _ := strings.Cut(report[i:], "\n")
+		if !strings.HasSuffix(row, "| 1/1 |") {
+			t.Errorf("row %q: want its one run verified", row)
+		}
+		if base := baseline(c); !strings.HasPrefix(base, "raw-pg-") || !strings.Contains(c, strings.TrimPrefix(base, "raw-pg-")) {
+			t.Errorf("%s is compared with %s, want the raw PostgreSQL loop of its client", c, base)
+		}
+	}
+	if strings.Contains(report, "FAILED") {
 		t.Errorf("a run failed:\n%s", report)
 	}
 }
