@@ -2,23 +2,7 @@ package pipeline
 
 import (
 	"context"
-
-	"github.com/sluice-go/sluice/internal/engine"
 )
-
-// DeadLetter is one record found invalid, as handed to the function set
-// with [WithDeadLetter]: a struct with the fields Record (the original
-// [Record], untouched), Stage (string, the name of the stage that reported
-// it) and Err (error, the error passed to [Invalid]).
-type DeadLetter = engine.DeadLetter
-
-// ErrNotDeadLettered is wrapped by the error that stops [Run] when records
-// found invalid could not be handed to the dead-letter destination: the
-// function set with [WithDeadLetter] kept failing, panicked, or Run shut
-// down while it was still failing. The error is a *StageError naming the
-// first such record; those records stay uncommitted, so whoever owns the
-// partition next processes them again.
-var ErrNotDeadLettered = engine.ErrNotDeadLettered
 
 // WithDeadLetter sets where records marked with [Invalid] go. fn is called
 // on the partition's dead-letter goroutine (one per partition), not on the
@@ -71,38 +55,6 @@ func WithDeadLetter[F ~func(ctx context.Context, dl DeadLetter) error](fn F) Opt
 		}
 	}
 }
-
-// StartChecker is implemented by a dead-letter destination that can tell,
-// before Run consumes anything, that it would fail: the Kafka producers'
-// DeadLetter checks that its topic exists. Run calls CheckStart once, with
-// its own context, before the source starts; a non-nil error is returned
-// by Run as it is (nothing else started). An error that only means the
-// check could not be made (the cluster did not answer in time) should be
-// logged and nil returned, so that a consumer starting while its cluster
-// is briefly unreachable is not refused.
-type StartChecker interface {
-	CheckStart(ctx context.Context) error
-}
-
-// DeadLetterLimit stops Run when a partition produces too much bad input,
-// which usually means a bug or a schema change rather than a few bad
-// records. It is a struct with three fields; zero fields disable their
-// check:
-//
-//   - MaxConsecutive (int) is the most invalid records in a row (by
-//     offset) a partition may have; one more stops Run.
-//   - MaxRatio (float64) is the highest share (0 to 1) of invalid records
-//     among the last Window records of a partition; a higher share stops
-//     Run. It is checked once the partition completed Window records. A
-//     value outside [0, 1], NaN or an infinity makes Run return an error
-//     naming it.
-//   - Window (int) is the number of records MaxRatio looks at (default
-//     1000); setting it without MaxRatio is an error.
-type DeadLetterLimit = engine.DeadLetterLimit
-
-// ErrDeadLetterLimit is wrapped by the error that stops Run when a
-// DeadLetterLimit tripped.
-var ErrDeadLetterLimit = engine.ErrDeadLetterLimit
 
 // WithDeadLetterLimit sets limits on invalid records per partition (off by
 // default). The records already dead-lettered when a limit trips stay

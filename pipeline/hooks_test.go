@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -35,54 +34,6 @@ func TestWithHooksRejectsNilAndValuesThatHandleNoEvent(t *testing.T) {
 	}
 	if err := runWith(pipeline.WithHooks(assigned)); err != nil {
 		t.Errorf("WithHooks(a HookPartitionAssigned): Run returned %v", err)
-	}
-}
-
-// every embeds each hook interface of package pipeline: its method set is
-// every event.
-type every struct {
-	pipeline.HookPartitionAssigned
-	pipeline.HookPartitionRevoked
-	pipeline.HookPartitionLost
-	pipeline.HookPartitionPaused
-	pipeline.HookPartitionResumed
-	pipeline.HookRecordsDelivered
-	pipeline.HookRecordsCompleted
-	pipeline.HookValuesFiltered
-	pipeline.HookRecordDeadLettered
-	pipeline.HookInFlight
-	pipeline.HookStageCall
-	pipeline.HookStageRetry
-	pipeline.HookStageFailed
-	pipeline.HookStuck
-	pipeline.HookPolled
-	pipeline.HookJoined
-	pipeline.HookCommitted
-	pipeline.HookHighWatermark
-}
-
-// The exported hook interfaces and the events the runtime dispatches are
-// the same set: each interface is one event, and together they are all.
-func TestEveryHookInterfaceIsOneEventTheRuntimeCalls(t *testing.T) {
-	for _, h := range []pipeline.Hook{
-		struct{ pipeline.HookPartitionAssigned }{}, struct{ pipeline.HookPartitionRevoked }{},
-		struct{ pipeline.HookPartitionLost }{}, struct{ pipeline.HookPartitionPaused }{},
-		struct{ pipeline.HookPartitionResumed }{}, struct{ pipeline.HookRecordsDelivered }{},
-		struct{ pipeline.HookRecordsCompleted }{}, struct{ pipeline.HookValuesFiltered }{},
-		struct {
-			pipeline.HookRecordDeadLettered
-		}{}, struct{ pipeline.HookInFlight }{},
-		struct{ pipeline.HookStageCall }{}, struct{ pipeline.HookStageRetry }{},
-		struct{ pipeline.HookStageFailed }{}, struct{ pipeline.HookStuck }{},
-		struct{ pipeline.HookPolled }{}, struct{ pipeline.HookJoined }{},
-		struct{ pipeline.HookCommitted }{}, struct{ pipeline.HookHighWatermark }{},
-	} {
-		if n := engine.EventsOf(h); n != 1 {
-			t.Errorf("%T handles %d events, want 1", h, n)
-		}
-	}
-	if n := engine.EventsOf(every{}); n != engine.HookEvents {
-		t.Errorf("all hook interfaces together handle %d events, the runtime has %d", n, engine.HookEvents)
 	}
 }
 

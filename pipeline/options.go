@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -57,8 +58,8 @@ func defaultConfig() config {
 		MaxInFlightBytes: DefaultMaxInFlightBytes,
 		PartitionQueue:   DefaultPartitionQueue,
 		Chunk:            chunkSize,
-		Retry:            engine.DefaultRetry(),
-		DefaultRetry:     engine.DefaultRetry(),
+		Retry:            sluice.DefaultRetry(),
+		DefaultRetry:     sluice.DefaultRetry(),
 		Logger:           slog.Default(),
 	}}
 }

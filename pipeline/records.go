@@ -2,28 +2,6 @@ package pipeline
 
 import "github.com/sluice-go/sluice/internal/engine"
 
-// Record is one Kafka message as a graph receives it: a struct with the
-// fields Topic (string), Partition (int32), Offset (int64), Key and Value
-// ([]byte), Headers ([]Header) and Timestamp (time.Time). Run never
-// modifies a Record after handing it to a graph; stage functions may keep
-// references to Key, Value and Headers but must not modify them, because
-// the same bytes are sent to the dead-letter destination if the message is
-// found invalid.
-type Record = engine.Record
-
-// Header is one Kafka record header: a struct with the fields Key (string)
-// and Value ([]byte).
-type Header = engine.Header
-
-// TopicPartition names one partition of one topic: a comparable struct
-// with the fields Topic (string) and Partition (int32).
-type TopicPartition = engine.TopicPartition
-
-// Offset is the next offset to consume for a partition, the value a source
-// commits to the consumer group: a struct embedding [TopicPartition] (so
-// it has Topic and Partition) with the field Next (int64).
-type Offset = engine.Offset
-
 // Partition is the partition a graph is built for, handed to the
 // [Builder]; its context and close hooks are the graph's lifecycle. It has
 // the fields Topic (string) and Partition (int32, the partition number, as

@@ -76,23 +76,6 @@ func TestDefaultRetryBackoffIsTheDocumentedSum(t *testing.T) {
 	}
 }
 
-func TestMaxBackoffSumsTheCappedDelays(t *testing.T) {
-	cases := []struct {
-		p    pipeline.RetryPolicy
-		want time.Duration
-	}{
-		{pipeline.RetryPolicy{Attempts: 1, Initial: time.Second, Max: time.Second}, 0},
-		{pipeline.RetryPolicy{Attempts: 2, Initial: time.Second, Max: time.Second}, time.Second},
-		{pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}, (1 + 2 + 3 + 3) * time.Second},
-		{pipeline.RetryPolicy{Attempts: 4, Initial: 10 * time.Millisecond, Max: time.Minute}, 70 * time.Millisecond},
-	}
-	for _, c := range cases {
-		if got := c.p.MaxBackoff(); got != c.want {
-			t.Errorf("%+v.MaxBackoff() = %v, want %v", c.p, got, c.want)
-		}
-	}
-}
-
 // A decoder that forgets pipeline.Invalid: every retry is a warning naming
 // the stage, the record and the attempt, and the error that stops Run says
 // how many attempts failed and what to return instead.
@@ -114,8 +97,8 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 		assignAndSend(h, 3)
 		err := h.Wait()
 		want := `sluice: stage "decode" on t/0 at offset 1: bad json (failed after 8 attempts; ` +
-			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
-			`or pipeline.Permanent(err) to stop without retrying)`
+			`for input that can never succeed return sluice.Invalid(err) to dead-letter the record, ` +
+			`or sluice.Permanent(err) to stop without retrying)`
 		if err == nil || err.Error() != want {
 			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
 		}
@@ -134,8 +117,8 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 		if len(lines) != 7 {
 			t.Fatalf("%d retry warnings, want 7 (one per retry): %+v", len(lines), lines)
 		}
-		const msg = "sluice: call failed, retrying; for input that can never succeed return pipeline.Invalid(err) " +
-			"to dead-letter the record, or pipeline.Permanent(err) to stop without retrying"
+		const msg = "sluice: call failed, retrying; for input that can never succeed return sluice.Invalid(err) " +
+			"to dead-letter the record, or sluice.Permanent(err) to stop without retrying"
 		backoff := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000}
 		for i, line := range lines {
 			if line.msg != msg {
@@ -162,8 +145,8 @@ func TestRetriesDisabledSayOneAttempt(t *testing.T) {
 		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
 		assignAndSend(h, 1)
 		want := `sluice: stage "write" on t/0 at offset 0: connection refused (failed after 1 attempt (retries disabled); ` +
-			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
-			`or pipeline.Permanent(err) to stop without retrying)`
+			`for input that can never succeed return sluice.Invalid(err) to dead-letter the record, ` +
+			`or sluice.Permanent(err) to stop without retrying)`
 		if err := h.Wait(); err == nil || err.Error() != want {
 			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -103,8 +104,9 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	})
 }
 
-// The engine's group is what Run hands to Source.Run.
-var _ Group = (*engine.Group)(nil)
+// The engine's group is what Run hands to Source.Run, a share group's
+// source included.
+var _ sluice.AckGroup = (*engine.Group)(nil)
 
 // warnLongRetries logs a warning when the retry policy of Run can wait
 // longer than the drain timeout for one value: that value holds its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
 // This file is the stage-authoring API: the stage handle, inputs, outputs
@@ -32,10 +34,10 @@ func (g *graph) newStage(spec StageSpec) *Stage {
 		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
 	}
 	if spec.Retry != nil {
-		if err := spec.Retry.check(); err != nil {
+		if err := checkRetry(*spec.Retry); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
 		}
-		s.retry = spec.Retry.withDefaults(g.rt.cfg.DefaultRetry)
+		s.retry = withDefaults(*spec.Retry, g.rt.cfg.DefaultRetry)
 	}
 	return s
 }
@@ -155,9 +157,9 @@ func (s *Stage) Fail(t Ticket, err error) error {
 	if s.g.tr.share != nil && s.shareFail(t, err) {
 		return nil
 	}
-	if IsInvalid(err) {
+	if sluice.IsInvalid(err) {
 		if s.g.rt.cfg.DeadLetter == nil {
-			return s.stageError(s.g.tr.records(nil, t), fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
+			return s.stageError(s.g.tr.records(nil, t), fmt.Errorf("%w: %w", sluice.ErrNoDeadLetter, err))
 		}
 		s.g.deadLetter(s, t, err)
 		return nil

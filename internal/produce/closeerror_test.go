@@ -12,22 +12,6 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-func TestUndeliveredMessageString(t *testing.T) {
-	src := pipeline.TopicPartition{Topic: "orders", Partition: 3}
-	for _, tc := range []struct {
-		u    pipeline.UndeliveredMessage
-		want string
-	}{
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 42}, "to out from orders/3@42"},
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 0}, "to out from orders/3@0"},
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: -1}, "to out from orders/3"},
-	} {
-		if got := tc.u.String(); got != tc.want {
-			t.Errorf("%#v.String() = %q, want %q", tc.u, got, tc.want)
-		}
-	}
-}
-
 // undelivered returns n messages from in/0 at offsets 0..n-1.
 func undelivered(n int) []pipeline.UndeliveredMessage {
 	us := make([]pipeline.UndeliveredMessage, n)
@@ -118,13 +102,5 @@ func TestCloseErrorText(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// A CloseError built by hand (no backend) has no package prefix.
-func TestCloseErrorWithoutPackage(t *testing.T) {
-	e := &pipeline.CloseError{Timeout: time.Second, Undelivered: undelivered(1)}
-	if got, want := e.Error(), "closing the producer: 1 message undelivered after 1s (to out from in/0@0)"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
