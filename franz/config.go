@@ -62,7 +62,7 @@ type Config struct {
 
 	// SkipTopicCheck turns off the check Run makes before it joins the
 	// group: that every topic of Topics exists. A missing topic is
-	// otherwise an error naming it (wrapping pipeline.ErrMissingTopic),
+	// otherwise an error naming it (wrapping sluice.ErrMissingTopic),
 	// instead of a consumer that waits without a word for a topic nobody
 	// writes to. Set it when the topics are created after the consumer
 	// starts. A cluster that does not answer the check within 10s is no

@@ -2,17 +2,19 @@ package pipeline
 
 import (
 	"context"
+
+	"github.com/sluice-go/sluice"
 )
 
-// WithDeadLetter sets where records marked with [Invalid] go. fn is called
-// on the partition's dead-letter goroutine (one per partition), not on the
-// stage that found the record invalid, which goes on meanwhile. Within a
-// partition, calls come one record at a time and in offset order: a record
-// is handed over once every record before it finished or was found invalid
-// itself, so a record that a later stage finds invalid at a lower offset
-// still goes first (a slow record holds back the dead letters after it,
-// which could not be committed before it anyway). Calls for different
-// partitions may overlap. ctx is the partition's context.
+// WithDeadLetter sets where records marked with [sluice.Invalid] go. fn is
+// called on the partition's dead-letter goroutine (one per partition), not on
+// the stage that found the record invalid, which goes on meanwhile. Within a
+// partition, calls come one record at a time and in offset order: a record is
+// handed over once every record before it finished or was found invalid
+// itself, so a record that a later stage finds invalid at a lower offset still
+// goes first (a slow record holds back the dead letters after it, which could
+// not be committed before it anyway). Calls for different partitions may
+// overlap. ctx is the partition's context.
 //
 // The record's offset counts as done only when fn returned nil. The
 // Kafka destinations (sink's and franz's Producer.DeadLetter) return as
@@ -23,9 +25,9 @@ import (
 // record still commits only after its dead letter was stored and every
 // record before it finished.
 //
-// A failed call is retried under the [WithRetry] policy (a [Permanent]
+// A failed call is retried under the [WithRetry] policy (a [sluice.Permanent]
 // error or a panic is not); when it still fails, Run stops with a
-// *StageError wrapping [ErrNotDeadLettered] and naming the record. A
+// *sluice.StageError wrapping [sluice.ErrNotDeadLettered] and naming the record. A
 // failed delivery report is retried the same way once the reports of the
 // dead letters in flight with it arrived; those may already be stored, so
 // the retried dead letter lands after them (and if it fails for good,
@@ -38,19 +40,19 @@ import (
 //
 // fn is any function of that signature (a func literal, a method value),
 // or a value of a named function type. When its type implements
-// [StartChecker], as the destinations of the Kafka producers do
+// [sluice.StartChecker], as the destinations of the Kafka producers do
 // (sink.Producer.DeadLetter, franz.Producer.DeadLetter: the topic must
 // exist), Run calls its CheckStart before the source starts and returns
 // its error: a misspelt dead-letter topic fails at start, not at the first
 // invalid record. A nil fn is an option error.
-func WithDeadLetter[F ~func(ctx context.Context, dl DeadLetter) error](fn F) Option {
+func WithDeadLetter[F ~func(ctx context.Context, dl sluice.DeadLetter) error](fn F) Option {
 	return func(c *config) {
 		if fn == nil {
 			c.bad("WithDeadLetter(nil): pass a function")
 		}
 		c.DeadLetter = fn
 		c.deadLetterCheck = nil
-		if sc, ok := any(fn).(StartChecker); ok && fn != nil {
+		if sc, ok := any(fn).(sluice.StartChecker); ok && fn != nil {
 			c.deadLetterCheck = sc.CheckStart
 		}
 	}
@@ -62,7 +64,7 @@ func WithDeadLetter[F ~func(ctx context.Context, dl DeadLetter) error](fn F) Opt
 // MaxConsecutive or Window, a MaxRatio that is not a number within
 // [0, 1], or a Window without MaxRatio makes Run return an error naming the
 // field.
-func WithDeadLetterLimit(l DeadLetterLimit) Option {
+func WithDeadLetterLimit(l sluice.DeadLetterLimit) Option {
 	return func(c *config) {
 		if l.Window > 0 && l.MaxRatio == 0 {
 			c.bad("WithDeadLetterLimit: Window %d is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0", l.Window)

@@ -6,11 +6,11 @@ import (
 )
 
 // WithRetry sets the retry policy of every stage that does not set its
-// own, and of dead-letter deliveries (default [DefaultRetry]); its zero
+// own, and of dead-letter deliveries (default [sluice.DefaultRetry]); its zero
 // fields take DefaultRetry's values. A policy whose MaxBackoff is longer
 // than the drain timeout ([WithDrainTimeout]) is accepted, with a warning
 // at Run's start naming both (retry_backoff, drain_timeout).
-func WithRetry(p RetryPolicy) Option {
+func WithRetry(p sluice.RetryPolicy) Option {
 	return func(c *config) {
 		rp, err := engine.ResolveRetry(p, sluice.DefaultRetry())
 		if err != nil {

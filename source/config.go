@@ -84,7 +84,7 @@ type Config struct {
 	// SkipTopicCheck turns off the check Run makes before it joins the
 	// group: that every topic of Topics (regular expressions aside)
 	// exists. A missing topic is otherwise an error naming it (wrapping
-	// pipeline.ErrMissingTopic), instead of a consumer that waits without
+	// sluice.ErrMissingTopic), instead of a consumer that waits without
 	// a word for a topic nobody writes to. Set it when the topics are
 	// created after the consumer starts. A cluster that does not answer
 	// the check within 10s is no error: the check is logged and skipped.

@@ -5,8 +5,7 @@ import (
 	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // rebalance is the librdkafka rebalance callback. It runs inside Poll, on
@@ -98,7 +97,7 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	// whatever we paused in an earlier assignment must not stay paused.
 	// Only those are resumed (resuming a partition that is not paused is
 	// not a no-op in every librdkafka version).
-	var stale []pipeline.TopicPartition
+	var stale []sluice.TopicPartition
 	for _, tp := range tps {
 		if r.leftPaused[tp] {
 			stale = append(stale, tp)
@@ -127,7 +126,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 
 // GaveUpPaused remembers tps: librdkafka keeps them paused, so a later
 // assignment resumes them (see assigned).
-func (r *runner) GaveUpPaused(tps []pipeline.TopicPartition) {
+func (r *runner) GaveUpPaused(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		r.leftPaused[tp] = true
 	}

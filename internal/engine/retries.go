@@ -167,7 +167,7 @@ func (g *graph) sleep(d time.Duration) bool {
 // started draining or its context ended (a retry never holds up a revoke
 // or a shutdown); once the attempts are used up, err wrapped so that its
 // text ends with "(failed after N attempts; ...)" and suggests
-// pipeline.Invalid and pipeline.Permanent (errors.Is and errors.As still
+// sluice.Invalid and sluice.Permanent (errors.Is and errors.As still
 // see err). Calls for different values may overlap, from any goroutine
 // of the stage.
 func (s *Stage) Retry(t Ticket, err error, attempt int) (again bool, final error) {

@@ -92,14 +92,14 @@ func (s *Stage) Abort(err error) { s.g.rt.fail(s.g, err) }
 func (s *Stage) Stopping() bool { return s.g.stopping() }
 
 // Drop completes tickets of values a stage filtered out; unlike Done it
-// counts them as filtered for hooks (pipeline.HookValuesFiltered).
+// counts them as filtered for hooks (sluice.HookValuesFiltered).
 func (s *Stage) Drop(ts ...Ticket) {
 	s.g.rt.hooks.ValuesFiltered(s.g.tp, s.name, len(ts))
 	s.misused(s.g.tr.done(ts...))
 }
 
 // Observed reports whether some hook handles stage calls
-// (pipeline.HookStageCall) and so wants per-call timings (see Called).
+// (sluice.HookStageCall) and so wants per-call timings (see Called).
 // Stages read no clock when it is false.
 func (s *Stage) Observed() bool { return s.g.rt.hooks.timesStages() }
 

@@ -8,15 +8,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // undelivered returns n messages from in/0 at offsets 0..n-1.
-func undelivered(n int) []pipeline.UndeliveredMessage {
-	us := make([]pipeline.UndeliveredMessage, n)
+func undelivered(n int) []sluice.UndeliveredMessage {
+	us := make([]sluice.UndeliveredMessage, n)
 	for i := range us {
-		us[i] = pipeline.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in"}, Offset: int64(i)}
+		us[i] = sluice.UndeliveredMessage{Topic: "out", Source: sluice.TopicPartition{Topic: "in"}, Offset: int64(i)}
 	}
 	return us
 }
@@ -25,7 +25,7 @@ func undelivered(n int) []pipeline.UndeliveredMessage {
 // messages us plus unreported ones (whose failed reports nobody reads),
 // and of a client that does not close in time when hang; it returns how
 // long Close took and its error.
-func closeErrorOf(t *testing.T, us []pipeline.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
+func closeErrorOf(t *testing.T, us []sluice.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
 	t.Helper()
 	tr := produce.NewTracker(names)
 	for range len(us) + unreported {
@@ -92,7 +92,7 @@ func TestCloseErrorText(t *testing.T) {
 				if took != tc.took {
 					t.Errorf("Close took %v, want %v", took, tc.took)
 				}
-				var ce *pipeline.CloseError
+				var ce *sluice.CloseError
 				if !errors.As(err, &ce) {
 					t.Fatalf("Close returned %T, want a *CloseError", err)
 				}
