@@ -66,6 +66,7 @@ func TestMisusedOptionsDoNotCompile(t *testing.T) {
 import (
 	"context"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )

@@ -201,10 +201,10 @@ func TestCheckingGroupCallsClause(t *testing.T) {
 }
 
 // The clauses quote sluice.Source's documentation word for word.
-func TestClausesQuotePipelineSourceDoc(t *testing.T) {
-	src, err := os.ReadFile("../../pipeline/source.go")
+func TestClausesQuoteSourceDoc(t *testing.T) {
+	src, err := os.ReadFile("../../source.go")
 	if err != nil {
-		t.Skipf("pipeline's source is not here: %v", err)
+		t.Skipf("package sluice's source is not here: %v", err)
 	}
 	var doc strings.Builder
 	for _, line := range strings.Split(string(src), "\n") {
