@@ -121,7 +121,7 @@ func (c *callCounter) OnStageRetry(stage string, tp sluice.TopicPartition, attem
 // A hook implements only the Hook* interfaces of the events it needs, and
 // WithHooks registers it. This one counts stage calls and retries; a
 // flaky store fails once.
-func ExampleHook() {
+func ExampleWithHooks() {
 	counter := &callCounter{calls: map[string]int{}, failures: map[string]int{}}
 	fake := testkit.NewFake()
 	failed := false // one partition: the store runs on one goroutine
