@@ -67,7 +67,7 @@ func (rt *Group) Acks(dst []Ack) []Ack {
 
 // DeadLetterRecord hands rec, a record of the assigned partition tp, to
 // the dead-letter destination without running the graph, with reason as
-// its error and [MaxDeliveriesStage] as its stage; once it is stored, its
+// its error and [sluice.MaxDeliveriesStage] as its stage; once it is stored, its
 // outcome is sluice.AckAccepted. Without a destination its outcome is
 // sluice.AckRejected at once. The record counts in the in-flight budget until
 // then (it is not refused when the budget is full). It returns false,

@@ -140,7 +140,7 @@ func (s *Stage) Split(t Ticket, n int) []Ticket {
 }
 
 // Fail handles the error of a stage function for the value holding ticket
-// t. For an error marked with [Invalid], it queues every record behind t
+// t. For an error marked with [sluice.Invalid], it queues every record behind t
 // for the partition's dead-letter goroutine, which delivers them in offset
 // order (see pipeline.WithDeadLetter) and then completes t, and returns nil at
 // once. For any other
