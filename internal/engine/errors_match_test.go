@@ -4,15 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/sluice-go/sluice"
 )
 
-// asInvalid claims, through an As method, to be an invalid-input error.
-type asInvalid struct{}
+// asPanic claims, through an As method, to be a panic.
+type asPanic struct{}
 
-func (asInvalid) Error() string { return "claims to be invalid" }
-func (asInvalid) As(target any) bool {
-	if p, ok := target.(**invalidError); ok {
-		*p = &invalidError{err: errors.New("inner")}
+func (asPanic) Error() string { return "claims to be a panic" }
+func (asPanic) As(target any) bool {
+	if p, ok := target.(**PanicError); ok {
+		*p = &PanicError{Value: "inner"}
 		return true
 	}
 	return false
@@ -22,35 +24,44 @@ func (asInvalid) As(target any) bool {
 // not allocate.
 func TestWrapsMatchesErrorsAs(t *testing.T) {
 	base := errors.New("base")
-	inv := Invalid(base)
+	pe := &PanicError{Value: base}
 	for _, tc := range []struct {
 		name string
 		err  error
 	}{
 		{"nil", nil},
 		{"plain", base},
-		{"marked", inv},
-		{"wrapped", fmt.Errorf("ctx: %w", inv)},
-		{"wrapped twice", fmt.Errorf("a: %w", fmt.Errorf("b: %w", inv))},
-		{"joined, second", errors.Join(base, fmt.Errorf("x: %w", inv))},
+		{"panic", pe},
+		{"wrapped", fmt.Errorf("ctx: %w", pe)},
+		{"wrapped twice", fmt.Errorf("a: %w", fmt.Errorf("b: %w", pe))},
+		{"joined, second", errors.Join(base, fmt.Errorf("x: %w", pe))},
 		{"joined, none", errors.Join(base, errors.New("other"))},
-		{"multi %w", fmt.Errorf("%w and %w", base, inv)},
-		{"wrapped join", fmt.Errorf("w: %w", errors.Join(base, inv))},
-		{"As method", fmt.Errorf("w: %w", asInvalid{})},
-		{"permanent around invalid", Permanent(inv)},
-		{"not wrapped (%v)", fmt.Errorf("lost: %v", inv)},
+		{"multi %w", fmt.Errorf("%w and %w", base, pe)},
+		{"wrapped join", fmt.Errorf("w: %w", errors.Join(base, pe))},
+		{"As method", fmt.Errorf("w: %w", asPanic{})},
+		{"invalid around panic", sluice.Invalid(pe)},
+		{"not wrapped (%v)", fmt.Errorf("lost: %v", pe)},
 	} {
-		var ie *invalidError
-		if got, want := IsInvalid(tc.err), errors.As(tc.err, &ie); got != want {
-			t.Errorf("%s: IsInvalid = %v, errors.As = %v", tc.name, got, want)
-		}
-		var pe *permanentError
-		if got, want := IsPermanent(tc.err), errors.As(tc.err, &pe); got != want {
-			t.Errorf("%s: IsPermanent = %v, errors.As = %v", tc.name, got, want)
+		var target *PanicError
+		if got, want := wraps[*PanicError](tc.err), errors.As(tc.err, &target); got != want {
+			t.Errorf("%s: wraps = %v, errors.As = %v", tc.name, got, want)
 		}
 	}
-	err := fmt.Errorf("ctx: %w", errors.Join(base, inv))
-	if n := testing.AllocsPerRun(100, func() { _ = IsInvalid(err) && IsPermanent(err) }); n != 0 {
-		t.Errorf("IsInvalid and IsPermanent allocate %v times, want 0", n)
+	err := fmt.Errorf("ctx: %w", errors.Join(base, pe))
+	if n := testing.AllocsPerRun(100, func() { _ = wraps[*PanicError](err) }); n != 0 {
+		t.Errorf("wraps allocates %v times, want 0", n)
+	}
+}
+
+// InvalidCause finds sluice.Invalid's mark only at the top of the tree.
+func TestInvalidCause(t *testing.T) {
+	base := errors.New("base")
+	if c, ok := InvalidCause(sluice.Invalid(base)); !ok || c != base {
+		t.Errorf("InvalidCause(Invalid(base)) = %v, %v; want base, true", c, ok)
+	}
+	for _, err := range []error{nil, base, fmt.Errorf("w: %w", sluice.Invalid(base)), sluice.Permanent(base)} {
+		if c, ok := InvalidCause(err); ok || c != nil {
+			t.Errorf("InvalidCause(%v) = %v, %v; want nil, false", err, c, ok)
+		}
 	}
 }

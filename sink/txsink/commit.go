@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -79,7 +79,7 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err = tx.Write(ctx, p.vals); pipeline.IsInvalid(err) {
+	if err = tx.Write(ctx, p.vals); sluice.IsInvalid(err) {
 		if tx, err = p.isolate(ctx, tx); err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (p *partWriter[T]) isolate(ctx context.Context, tx Tx[T]) (Tx[T], error) {
 	}
 	for i, v := range p.vals {
 		err := tx.WriteOne(ctx, v)
-		if pipeline.IsInvalid(err) {
+		if sluice.IsInvalid(err) {
 			p.bad = append(p.bad, badValue{i: i, err: err})
 			continue
 		}

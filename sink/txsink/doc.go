@@ -34,7 +34,7 @@
 //     values of records up to Written are skipped (completed without a
 //     write), since their rows are in the store already;
 //   - Invalid, the offsets at or past Next whose values the store refused
-//     (pipeline.Invalid): those are not skipped on resume but written
+//     (sluice.Invalid): those are not skipped on resume but written
 //     again, so their dead letters are sent again if they had not been.
 //
 // Fencing: a transaction stores the position only if the owner epoch it
@@ -53,10 +53,10 @@
 //
 // # Errors
 //
-// A Store classifies its errors: marked with pipeline.Invalid, the
+// A Store classifies its errors: marked with sluice.Invalid, the
 // value's fault (a constraint violation, a bad value): the Writer writes
 // the batch's values one at a time (Tx.WriteOne) to find which, commits
-// the rest and dead-letters those. Marked with pipeline.Permanent, the
+// the rest and dead-letters those. Marked with sluice.Permanent, the
 // store cannot be used (bad credentials, a missing table): Run stops with
 // the error. Anything else is transient (a lost connection, a
 // serialization failure, a deadlock): the whole transaction is retried
