@@ -75,7 +75,7 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil || p.fenced {
+		if (err != nil || p.fenced) && tx != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
@@ -107,7 +107,7 @@ func (p *partWriter[T]) isolate(ctx context.Context, tx Tx[T]) (Tx[T], error) {
 	_ = tx.Rollback(ctx)
 	tx, err := p.w.store.Begin(ctx)
 	if err != nil {
-		return tx, err
+		return nil, err
 	}
 	for i, v := range p.vals {
 		err := tx.WriteOne(ctx, v)

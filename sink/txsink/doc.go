@@ -44,6 +44,13 @@
 // Writer rolls the batch back and stops writing that partition: its
 // records stay uncommitted until the source takes the partition away.
 //
+// One exactly-once Writer serves one consumer group, and a partition's
+// graph writes through it once: its Write stage takes the partition's
+// claim, and a second Write stage of the same Writer in that graph fails
+// for want of one. A second exactly-once Writer cannot be the source's
+// offset store too, so to fill several tables from one record, write them
+// from one Store (one transaction).
+//
 // Exactly-once needs each value to come from one record, in offset order:
 // put the Writer after Map and Filter, not after a Pool that reorders,
 // a FlatMap or a Batch. The Writer checks this and stops Run with an
