@@ -59,7 +59,8 @@ func delay(p RetryPolicy, attempt int) time.Duration {
 // retryable reports whether err is worth another call: not marked with
 // sluice.Invalid or sluice.Permanent, and not a panic.
 func retryable(err error) bool {
-	return err != nil && !sluice.IsInvalid(err) && !sluice.IsPermanent(err) && !wraps[*PanicError](err)
+	var pe *PanicError
+	return err != nil && !sluice.IsInvalid(err) && !sluice.IsPermanent(err) && !errors.As(err, &pe)
 }
 
 // exhaustedError is a transient error that failed every attempt of its
