@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -18,7 +19,7 @@ type budgetProbe struct {
 	seen    chan struct{}
 }
 
-func (p *budgetProbe) Run(ctx context.Context, g pipeline.Group) error {
+func (p *budgetProbe) Run(ctx context.Context, g sluice.Group) error {
 	b, ok := g.(interface {
 		MaxInFlight() int
 		MaxInFlightBytes() int64
@@ -43,7 +44,7 @@ func TestFollowerPassesTheBudgetOn(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.Run(ctx, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		done <- pipeline.Run(ctx, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(in)
 		}, pipeline.WithMaxInFlight(1234), pipeline.WithMaxInFlightBytes(4<<20))
 	}()

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
@@ -18,11 +18,11 @@ type steppingLeaders struct {
 	reads int64
 }
 
-func (l *steppingLeaders) Committed(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (l *steppingLeaders) Committed(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reads++
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	out := make(map[sluice.TopicPartition]int64, len(tps))
 	for _, t := range tps {
 		out[t] = 3 * l.reads
 	}
@@ -36,7 +36,7 @@ type followDriver struct {
 	leaders follow.Leaders
 }
 
-func (d followDriver) NewSource(t *testing.T, group, topic string) pipeline.Source {
+func (d followDriver) NewSource(t *testing.T, group, topic string) sluice.Source {
 	src, err := follow.New(d.FakeDriver.NewSource(t, group, topic), d.leaders, follow.WithInterval(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +49,8 @@ func (d followDriver) NewSource(t *testing.T, group, topic string) pipeline.Sour
 // with leaders that advance a few offsets at a time.
 func TestConformance(t *testing.T) {
 	t.Run("LeadersAhead", func(t *testing.T) {
-		ahead := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-			out := map[pipeline.TopicPartition]int64{}
+		ahead := follow.LeadersFunc(func(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+			out := map[sluice.TopicPartition]int64{}
 			for _, t := range tps {
 				out[t] = 1 << 62
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -19,10 +20,10 @@ import (
 func ExampleNew() {
 	var mu sync.Mutex
 	leaderOffset := int64(2) // the leaders processed offsets 0 and 1
-	leaders := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+	leaders := follow.LeadersFunc(func(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		out := map[pipeline.TopicPartition]int64{}
+		out := map[sluice.TopicPartition]int64{}
 		for _, tp := range tps {
 			out[tp] = leaderOffset
 		}
@@ -35,8 +36,8 @@ func ExampleNew() {
 		return
 	}
 	processed := make(chan int64, 8)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			processed <- r.Offset
 			return nil
 		})

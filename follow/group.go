@@ -1,26 +1,24 @@
 package follow
 
-import (
-	"github.com/sluice-go/sluice/pipeline"
-)
+import "github.com/sluice-go/sluice"
 
-// group is the pipeline.Group the inner source sees. It is only used from
+// group is the sluice.Group the inner source sees. It is only used from
 // the source's poll goroutine, as the contract requires; what the poller
 // reads reaches it through shared.
 type group struct {
-	pipeline.Group // the runtime's: Offsets, DrainTimeout, Joined, ... pass through
+	sluice.Group // the runtime's: Offsets, DrainTimeout, Joined, ... pass through
 
 	sh    *shared
 	hooks []Hook
-	parts map[pipeline.TopicPartition]*part
-	order []pipeline.TopicPartition // owned, in assignment order
-	seen  uint64                    // shared.version last applied
+	parts map[sluice.TopicPartition]*part
+	order []sluice.TopicPartition // owned, in assignment order
+	seen  uint64                  // shared.version last applied
 }
 
 // part is one owned partition.
 type part struct {
-	leaders int64             // the leaders' offset applied, -1 when none
-	held    []pipeline.Record // delivered by the source, not yet handed on; our own array
+	leaders int64           // the leaders' offset applied, -1 when none
+	held    []sluice.Record // delivered by the source, not yet handed on; our own array
 	// next is one past the last record handed on to the runtime since the
 	// assignment, -1 before the first.
 	next int64
@@ -31,15 +29,15 @@ type part struct {
 	reported                    Status
 }
 
-func newGroup(g pipeline.Group, sh *shared, hooks []Hook) *group {
-	return &group{Group: g, sh: sh, hooks: hooks, parts: make(map[pipeline.TopicPartition]*part)}
+func newGroup(g sluice.Group, sh *shared, hooks []Hook) *group {
+	return &group{Group: g, sh: sh, hooks: hooks, parts: make(map[sluice.TopicPartition]*part)}
 }
 
 // Assign assigns tps in the runtime, then starts holding their records
 // until the leaders' offsets are read (a read is asked for at once).
-func (g *group) Assign(tps []pipeline.TopicPartition) error {
+func (g *group) Assign(tps []sluice.TopicPartition) error {
 	err := g.Group.Assign(tps)
-	var added []pipeline.TopicPartition
+	var added []sluice.TopicPartition
 	for _, tp := range tps {
 		if g.parts[tp] != nil {
 			continue
@@ -59,25 +57,25 @@ func (g *group) Assign(tps []pipeline.TopicPartition) error {
 }
 
 // Revoke drops the held records of tps, then drains them in the runtime.
-func (g *group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
+func (g *group) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
 	g.drop(tps)
 	return g.Group.Revoke(tps)
 }
 
 // Lose drops the held records of tps, then loses them in the runtime.
-func (g *group) Lose(tps []pipeline.TopicPartition) {
+func (g *group) Lose(tps []sluice.TopicPartition) {
 	g.drop(tps)
 	g.Group.Lose(tps)
 }
 
 // Shutdown drops every held record, then shuts the runtime down.
-func (g *group) Shutdown() []pipeline.Offset {
-	g.drop(append([]pipeline.TopicPartition(nil), g.order...))
+func (g *group) Shutdown() []sluice.Offset {
+	g.drop(append([]sluice.TopicPartition(nil), g.order...))
 	return g.Group.Shutdown()
 }
 
-func (g *group) drop(tps []pipeline.TopicPartition) {
-	var gone []pipeline.TopicPartition
+func (g *group) drop(tps []sluice.TopicPartition) {
+	var gone []sluice.TopicPartition
 	for _, tp := range tps {
 		p := g.parts[tp]
 		if p == nil {
@@ -99,7 +97,7 @@ func (g *group) drop(tps []pipeline.TopicPartition) {
 // the rest, returning pause=true while it holds any or the runtime asked
 // for a pause. Records arriving while some are held are held behind them,
 // so the runtime still gets them in offset order.
-func (g *group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+func (g *group) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	p := g.parts[tp]
 	if p == nil || len(recs) == 0 {
 		return g.Group.Deliver(tp, recs) // not ours: the runtime drops or ignores it
@@ -126,14 +124,14 @@ func (g *group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool
 // Resumable lifts the runtime's pauses it lists, hands on the held records
 // the leaders have committed since, and lists the partitions the source
 // paused for us that hold nothing now and that the runtime has room for.
-func (g *group) Resumable() []pipeline.TopicPartition {
+func (g *group) Resumable() []sluice.TopicPartition {
 	g.sync()
 	for _, tp := range g.Group.Resumable() {
 		if p := g.parts[tp]; p != nil {
 			p.runtimePaused = false
 		}
 	}
-	var out []pipeline.TopicPartition
+	var out []sluice.TopicPartition
 	for _, tp := range g.order {
 		p := g.parts[tp]
 		if !p.sourcePaused || g.release(tp, p) {
@@ -147,7 +145,7 @@ func (g *group) Resumable() []pipeline.TopicPartition {
 
 // release hands on the held records below the leaders' offset unless the
 // runtime paused tp, and reports whether tp must stay paused.
-func (g *group) release(tp pipeline.TopicPartition, p *part) (paused bool) {
+func (g *group) release(tp sluice.TopicPartition, p *part) (paused bool) {
 	if p.runtimePaused {
 		return true
 	}
@@ -164,7 +162,7 @@ func (g *group) release(tp pipeline.TopicPartition, p *part) (paused bool) {
 
 // handOn delivers recs (not empty) to the runtime and moves tp's position
 // past them.
-func (g *group) handOn(tp pipeline.TopicPartition, p *part, recs []pipeline.Record) {
+func (g *group) handOn(tp sluice.TopicPartition, p *part, recs []sluice.Record) {
 	p.runtimePaused = g.Group.Deliver(tp, recs)
 	p.next = recs[len(recs)-1].Offset + 1
 }
@@ -212,7 +210,7 @@ func (g *group) sync() {
 }
 
 // report tells the hooks tp's status if it changed.
-func (g *group) report(tp pipeline.TopicPartition, p *part, owned bool) {
+func (g *group) report(tp sluice.TopicPartition, p *part, owned bool) {
 	if len(g.hooks) == 0 {
 		return
 	}
@@ -231,7 +229,7 @@ func (g *group) report(tp pipeline.TopicPartition, p *part, owned bool) {
 
 // releasable returns how many records at the head of recs are below the
 // leaders' offset (all of them when every offset is).
-func releasable(recs []pipeline.Record, leaders int64) int {
+func releasable(recs []sluice.Record, leaders int64) int {
 	n := 0
 	for n < len(recs) && recs[n].Offset < leaders {
 		n++
@@ -240,7 +238,7 @@ func releasable(recs []pipeline.Record, leaders int64) int {
 }
 
 // deleteTPs returns order without the partitions absent from parts.
-func deleteTPs(order []pipeline.TopicPartition, parts map[pipeline.TopicPartition]*part) []pipeline.TopicPartition {
+func deleteTPs(order []sluice.TopicPartition, parts map[sluice.TopicPartition]*part) []sluice.TopicPartition {
 	out := order[:0]
 	for _, tp := range order {
 		if parts[tp] != nil {

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -19,21 +20,21 @@ import (
 
 const interval = 100 * time.Millisecond
 
-func tp(topic string, p int32) pipeline.TopicPartition {
-	return pipeline.TopicPartition{Topic: topic, Partition: p}
+func tp(topic string, p int32) sluice.TopicPartition {
+	return sluice.TopicPartition{Topic: topic, Partition: p}
 }
 
 // stubLeaders is a Leaders whose offsets and failures the test sets.
 type stubLeaders struct {
 	mu    sync.Mutex
-	off   map[pipeline.TopicPartition]int64
+	off   map[sluice.TopicPartition]int64
 	err   error
 	calls int
-	asked [][]pipeline.TopicPartition
+	asked [][]sluice.TopicPartition
 }
 
 func newStubLeaders() *stubLeaders {
-	return &stubLeaders{off: map[pipeline.TopicPartition]int64{}}
+	return &stubLeaders{off: map[sluice.TopicPartition]int64{}}
 }
 
 func (l *stubLeaders) set(topic string, p int32, next int64) {
@@ -49,7 +50,7 @@ func (l *stubLeaders) fail(err error) {
 }
 
 // get returns what the leaders have committed now, -1 when nothing.
-func (l *stubLeaders) get(t pipeline.TopicPartition) int64 {
+func (l *stubLeaders) get(t sluice.TopicPartition) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if v, ok := l.off[t]; ok {
@@ -58,7 +59,7 @@ func (l *stubLeaders) get(t pipeline.TopicPartition) int64 {
 	return -1
 }
 
-func (l *stubLeaders) Committed(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (l *stubLeaders) Committed(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -66,7 +67,7 @@ func (l *stubLeaders) Committed(_ context.Context, tps []pipeline.TopicPartition
 	if l.err != nil {
 		return nil, l.err
 	}
-	out := map[pipeline.TopicPartition]int64{}
+	out := map[sluice.TopicPartition]int64{}
 	for _, t := range tps {
 		if v, ok := l.off[t]; ok {
 			out[t] = v
@@ -82,16 +83,16 @@ type recorder struct {
 	gate    chan struct{} // when non-nil, each record waits for a receive
 
 	mu       sync.Mutex
-	got      map[pipeline.TopicPartition][]int64
+	got      map[sluice.TopicPartition][]int64
 	breaches []string
 }
 
 func newRecorder(l *stubLeaders) *recorder {
-	return &recorder{leaders: l, got: map[pipeline.TopicPartition][]int64{}}
+	return &recorder{leaders: l, got: map[sluice.TopicPartition][]int64{}}
 }
 
-func (r *recorder) build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Each(in, func(ctx context.Context, rec pipeline.Record) error {
+func (r *recorder) build(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Each(in, func(ctx context.Context, rec sluice.Record) error {
 		t := tp(rec.Topic, rec.Partition)
 		if lead := r.leaders.get(t); rec.Offset >= lead {
 			r.mu.Lock()
@@ -112,7 +113,7 @@ func (r *recorder) build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Reco
 	})
 }
 
-func (r *recorder) offsets(t pipeline.TopicPartition) []int64 {
+func (r *recorder) offsets(t sluice.TopicPartition) []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got[t])
@@ -163,10 +164,10 @@ func (s *statuses) list() []follow.Status {
 }
 
 // last returns the newest status of each partition.
-func (s *statuses) last() map[pipeline.TopicPartition]follow.Status {
+func (s *statuses) last() map[sluice.TopicPartition]follow.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[pipeline.TopicPartition]follow.Status{}
+	out := map[sluice.TopicPartition]follow.Status{}
 	for _, st := range s.all {
 		out[st.TopicPartition] = st
 	}
@@ -174,7 +175,7 @@ func (s *statuses) last() map[pipeline.TopicPartition]follow.Status {
 }
 
 // newFollower wraps fake with leaders, failing the test on error.
-func newFollower(t *testing.T, fake pipeline.Source, l follow.Leaders, opts ...follow.Option) *follow.Source {
+func newFollower(t *testing.T, fake sluice.Source, l follow.Leaders, opts ...follow.Option) *follow.Source {
 	t.Helper()
 	src, err := follow.New(fake, l, append([]follow.Option{follow.WithInterval(interval)}, opts...)...)
 	if err != nil {

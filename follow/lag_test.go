@@ -4,8 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // wantStatus fails the test unless the newest status of t0 is want.
@@ -122,10 +122,10 @@ func TestLagCountsOffsetsAcrossGaps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := startRig(t, map[int32]int64{0: 10})
 		t0 := tp("orders", 0)
-		at := func(offs ...int64) []pipeline.Record {
-			var out []pipeline.Record
+		at := func(offs ...int64) []sluice.Record {
+			var out []sluice.Record
 			for _, o := range offs {
-				out = append(out, pipeline.Record{Topic: "orders", Partition: 0, Offset: o})
+				out = append(out, sluice.Record{Topic: "orders", Partition: 0, Offset: o})
 			}
 			return out
 		}

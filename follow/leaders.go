@@ -3,7 +3,7 @@ package follow
 import (
 	"context"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Leaders reads how far the leader consumer groups got: for each partition,
@@ -25,14 +25,14 @@ import (
 // again at the next interval. The follower does not modify the map nor
 // keep it after the call.
 type Leaders interface {
-	Committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error)
+	Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error)
 }
 
 // LeadersFunc adapts a function to [Leaders], for tests and for leaders
 // kept somewhere other than Kafka.
-type LeadersFunc func(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error)
+type LeadersFunc func(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error)
 
 // Committed calls f.
-func (f LeadersFunc) Committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (f LeadersFunc) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	return f(ctx, tps)
 }

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 const (
@@ -104,7 +104,7 @@ type Hook interface {
 
 // Status is what the follower knows of one partition it owns.
 type Status struct {
-	pipeline.TopicPartition
+	sluice.TopicPartition
 
 	// Leaders is the lowest committed offset of the leader groups as last
 	// read: records below it may be processed. -1 before the first read,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -17,7 +17,7 @@ func TestNewErrors(t *testing.T) {
 	fake, leaders := testkit.NewFake(), newStubLeaders()
 	for _, tc := range []struct {
 		name    string
-		inner   pipeline.Source
+		inner   sluice.Source
 		leaders follow.Leaders
 		opts    []follow.Option
 		want    string

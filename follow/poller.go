@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // poller reads the leaders' offsets of the owned partitions every interval
@@ -39,7 +39,7 @@ func (p *poller) run(ctx context.Context) {
 }
 
 // read makes one Leaders.Committed call for tps and stores the result.
-func (p *poller) read(ctx context.Context, tps []pipeline.TopicPartition) {
+func (p *poller) read(ctx context.Context, tps []sluice.TopicPartition) {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	m, err := p.leaders.Committed(cctx, tps)
 	cancel()

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // shared is what the poll goroutine (the wrapped group) and the leaders'
@@ -20,22 +20,22 @@ type shared struct {
 	version atomic.Uint64
 
 	mu      sync.Mutex
-	owned   map[pipeline.TopicPartition]bool
-	order   []pipeline.TopicPartition // owned, in assignment order
-	leaders map[pipeline.TopicPartition]int64
+	owned   map[sluice.TopicPartition]bool
+	order   []sluice.TopicPartition // owned, in assignment order
+	leaders map[sluice.TopicPartition]int64
 }
 
 func newShared() *shared {
 	return &shared{
 		wake:    make(chan struct{}, 1),
 		kick:    make(chan struct{}, 1),
-		owned:   make(map[pipeline.TopicPartition]bool),
-		leaders: make(map[pipeline.TopicPartition]int64),
+		owned:   make(map[sluice.TopicPartition]bool),
+		leaders: make(map[sluice.TopicPartition]int64),
 	}
 }
 
 // own adds tps to the partitions read and asks for a read now.
-func (s *shared) own(tps []pipeline.TopicPartition) {
+func (s *shared) own(tps []sluice.TopicPartition) {
 	s.mu.Lock()
 	for _, tp := range tps {
 		if !s.owned[tp] {
@@ -49,27 +49,27 @@ func (s *shared) own(tps []pipeline.TopicPartition) {
 
 // disown removes tps and forgets their offsets: a partition owned again
 // later waits for a fresh read.
-func (s *shared) disown(tps []pipeline.TopicPartition) {
+func (s *shared) disown(tps []sluice.TopicPartition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, tp := range tps {
 		delete(s.owned, tp)
 		delete(s.leaders, tp)
 	}
-	s.order = slices.DeleteFunc(s.order, func(tp pipeline.TopicPartition) bool { return !s.owned[tp] })
+	s.order = slices.DeleteFunc(s.order, func(tp sluice.TopicPartition) bool { return !s.owned[tp] })
 }
 
 // ownedList returns the partitions owned now, in assignment order.
-func (s *shared) ownedList() []pipeline.TopicPartition {
+func (s *shared) ownedList() []sluice.TopicPartition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]pipeline.TopicPartition(nil), s.order...)
+	return append([]sluice.TopicPartition(nil), s.order...)
 }
 
 // update stores a read of the partitions asked (those still owned; a
 // partition absent from m or negative has nothing committed: -1) and
 // signals wake when an offset changed.
-func (s *shared) update(asked []pipeline.TopicPartition, m map[pipeline.TopicPartition]int64) {
+func (s *shared) update(asked []sluice.TopicPartition, m map[sluice.TopicPartition]int64) {
 	changed := false
 	s.mu.Lock()
 	for _, tp := range asked {
@@ -94,7 +94,7 @@ func (s *shared) update(asked []pipeline.TopicPartition, m map[pipeline.TopicPar
 
 // offset returns tp's leaders' offset as last read, -1 when none.
 // Callers hold mu.
-func (s *shared) offset(tp pipeline.TopicPartition) int64 {
+func (s *shared) offset(tp sluice.TopicPartition) int64 {
 	if v, ok := s.leaders[tp]; ok {
 		return v
 	}

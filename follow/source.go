@@ -7,28 +7,28 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// Source is a [pipeline.Source] that runs another source and delivers a
+// Source is a [sluice.Source] that runs another source and delivers a
 // record of partition (T, p) at offset o to the runtime only once every
 // leader group has committed an offset above o on (T, p), as [Leaders]
 // reads it. Create it with [New]; its Run may be called once.
 type Source struct {
-	inner   pipeline.Source
+	inner   sluice.Source
 	leaders Leaders
 	cfg     config
 	started atomic.Bool
 }
 
-var _ pipeline.Source = (*Source)(nil)
+var _ sluice.Source = (*Source)(nil)
 
 // New returns a follower running inner, gated by leaders. inner is any
 // source (source.NewSource, franz.NewSource, testkit.NewFake): its group
 // is the follower's own consumer group, which must not be one of the
 // leader groups (it would wait for itself forever). New returns an error
 // naming a nil argument or an invalid option.
-func New(inner pipeline.Source, leaders Leaders, opts ...Option) (*Source, error) {
+func New(inner sluice.Source, leaders Leaders, opts ...Option) (*Source, error) {
 	if inner == nil {
 		return nil, errors.New("follow.New: nil inner source")
 	}
@@ -51,7 +51,7 @@ func New(inner pipeline.Source, leaders Leaders, opts ...Option) (*Source, error
 
 // Run runs the inner source with g wrapped so that records the leaders
 // have not committed are held back, and returns what the inner source
-// returned. See [pipeline.Source] for the contract, which the wrapped
+// returned. See [sluice.Source] for the contract, which the wrapped
 // group keeps towards the inner source: a Deliver holding records returns
 // pause=true, and the partition is listed by Resumable once every held
 // record was handed on and the runtime has room. Revoke, Lose and Shutdown
@@ -62,7 +62,7 @@ func New(inner pipeline.Source, leaders Leaders, opts ...Option) (*Source, error
 // Two goroutines run beside the inner source and end before Run returns:
 // one reads the leaders' offsets every interval, the other forwards the
 // runtime's Wake. A second call returns an error.
-func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
+func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("follow: Source.Run called twice")
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/heldtest"
 	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
@@ -124,8 +125,8 @@ func TestHeldRecordsDeliveredInOrderOnFranz(t *testing.T) {
 	src, m, peaks := meteredSource(t, b, "g-held", "held")
 	var mu sync.Mutex
 	got := map[int32][]int64{}
-	run := testkit.Start(t, m.Wrap(src), func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	run := testkit.Start(t, m.Wrap(src), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got[r.Partition] = append(got[r.Partition], r.Offset)

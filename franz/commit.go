@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Offsets flow: see internal/rebalance, which sends every commit, one at
@@ -20,7 +20,7 @@ import (
 // Commit commits offs with CommitOffsetsSync, on the core's commit
 // goroutine, bounded by CloseTimeout, and returns the partitions the
 // broker rejected.
-func (r *runner) Commit(offs []pipeline.Offset) (rejected []rebalance.Rejected, err error) {
+func (r *runner) Commit(offs []sluice.Offset) (rejected []rebalance.Rejected, err error) {
 	m := make(map[string]map[int32]kgo.EpochOffset)
 	for _, o := range offs {
 		if m[o.Topic] == nil {
@@ -38,7 +38,7 @@ func (r *runner) Commit(offs []pipeline.Offset) (rejected []rebalance.Rejected, 
 
 // rejections returns the offsets of offs the response rejected, or the
 // request's error.
-func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err error) ([]rebalance.Rejected, error) {
+func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error) ([]rebalance.Rejected, error) {
 	if err != nil || resp == nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func rejections(offs []pipeline.Offset, resp *kmsg.OffsetCommitResponse, err err
 			if perr == nil {
 				continue
 			}
-			tp := pipeline.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tp := sluice.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			for _, o := range offs {
 				if o.TopicPartition == tp {
 					out = append(out, rebalance.Rejected{Offset: o, Err: perr})

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 const (
@@ -52,11 +52,11 @@ type Config struct {
 	// OffsetStore, when not nil, is consulted at every assignment: a
 	// partition starts where it says instead of at the group's committed
 	// offset, and it fences the member that held the partition before
-	// (see pipeline.OffsetStore). Set it to the sink that keeps offsets
+	// (see sluice.OffsetStore). Set it to the sink that keeps offsets
 	// in its own transactions (a txsink.Writer in exactly-once mode, such
 	// as postgres.New's). It cannot be combined with a transactional
 	// producer: Run refuses the pair.
-	OffsetStore pipeline.OffsetStore
+	OffsetStore sluice.OffsetStore
 
 	// Logger receives franz-go's logs (kgo.WithLogger: kgo's errors and
 	// warnings at those levels, its info and debug lines at Debug) and
@@ -72,7 +72,7 @@ type Config struct {
 
 	// SkipTopicCheck turns off the check Run makes before it joins the
 	// group: that every topic of Topics exists. A missing topic is
-	// otherwise an error naming it (wrapping pipeline.ErrMissingTopic),
+	// otherwise an error naming it (wrapping sluice.ErrMissingTopic),
 	// instead of a consumer that waits without a word for a topic nobody
 	// writes to. Set it when the topics are created after the consumer
 	// starts. A cluster that does not answer the check within 10s is no

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 func validConfig() Config {
@@ -149,7 +148,7 @@ func TestGroupTimeouts(t *testing.T) {
 
 // refusingGroup fails the test on any Group call but DrainTimeout.
 type refusingGroup struct {
-	pipeline.Group
+	sluice.Group
 	t *testing.T
 }
 

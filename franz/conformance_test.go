@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
@@ -49,11 +49,11 @@ func (d franzDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	d.b.CreateTopic(t, topic, partitions)
 }
 
-func (d franzDriver) Produce(t *testing.T, topic string, recs ...pipeline.Record) {
+func (d franzDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
 	d.b.Produce(t, topic, recs...)
 }
 
-func (d franzDriver) NewSource(t *testing.T, group, topic string) pipeline.Source {
+func (d franzDriver) NewSource(t *testing.T, group, topic string) sluice.Source {
 	return newTestSource(t, d.b, group, topic)
 }
 

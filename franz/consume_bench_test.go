@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -44,16 +45,16 @@ func BenchmarkConsume(b *testing.B) {
 	}{
 		{"raw", func(b *testing.B, group string, n int) { consumeRaw(b, br.Addrs(), group, n) }},
 		{"each", func(b *testing.B, group string, n int) {
-			consumeSluice(b, br.Addrs(), group, n, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record], seen *atomic.Int64) pipeline.End {
-				return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			consumeSluice(b, br.Addrs(), group, n, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record], seen *atomic.Int64) pipeline.End {
+				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 					seen.Add(1)
 					return nil
 				})
 			})
 		}},
 		{"graph", func(b *testing.B, group string, n int) {
-			consumeSluice(b, br.Addrs(), group, n, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record], seen *atomic.Int64) pipeline.End {
-				lens := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) { return len(r.Value), nil })
+			consumeSluice(b, br.Addrs(), group, n, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record], seen *atomic.Int64) pipeline.End {
+				lens := stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) { return len(r.Value), nil })
 				pooled := stages.Pool(lens, 8, func(_ context.Context, v int) (int, error) { return v, nil })
 				return stages.Each(stages.Batch(pooled, 500, 100*time.Millisecond), func(_ context.Context, vs []int) error {
 					seen.Add(int64(len(vs)))
@@ -107,7 +108,7 @@ func consumeRaw(b *testing.B, brokers []string, group string, n int) {
 
 // consumeSluice runs build on franz.NewSource until n records reached
 // the counter it passes, then stops Run.
-func consumeSluice(b *testing.B, brokers []string, group string, n int, build func(*pipeline.Partition, pipeline.Stream[pipeline.Record], *atomic.Int64) pipeline.End) {
+func consumeSluice(b *testing.B, brokers []string, group string, n int, build func(*pipeline.Partition, pipeline.Stream[sluice.Record], *atomic.Int64) pipeline.End) {
 	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: group, Topics: []string{"in"}})
 	if err != nil {
 		b.Fatal(err)
@@ -119,7 +120,7 @@ func consumeSluice(b *testing.B, brokers []string, group string, n int, build fu
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		errc <- pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return build(p, in, &seen)
 		}, pipeline.WithHooks(doneHook{seen: &seen, n: int64(n), done: done, once: &once}), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
 	}()
@@ -142,7 +143,7 @@ type doneHook struct {
 	once *atomic.Bool
 }
 
-func (h doneHook) OnRecordsCompleted(pipeline.TopicPartition, int, int64) {
+func (h doneHook) OnRecordsCompleted(sluice.TopicPartition, int, int64) {
 	if h.seen.Load() >= h.n && h.once.CompareAndSwap(false, true) {
 		close(h.done)
 	}

@@ -3,21 +3,21 @@ package franz
 import (
 	"context"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // DeadLetter returns the destination to pass to pipeline.WithDeadLetter,
 // with the contract of sink.Producer.DeadLetter (docs/production.md,
 // "Dead letters"): each invalid record goes to topic with its key, value,
-// timestamp and headers untouched, plus the pipeline.DeadLetterHeader*
+// timestamp and headers untouched, plus the sluice.DeadLetterHeader*
 // (sluice.dlq.*) headers; within Run a call returns once kgo took the
 // record, up to 1024 of a partition in flight in offset order, and the
 // offset commits only after the delivery was acknowledged; outside Run, or
 // when Run retries one, a call waits for the acknowledgement (or for Close
 // to give up on it). A delivery failure is returned and stops Run. What is
 // particular to kgo: a full buffer is waited out until the call's context
-// ends, and the failures marked pipeline.Permanent (Run stops at once) are
+// ends, and the failures marked sluice.Permanent (Run stops at once) are
 // a closed producer ([ErrClosed]), a message too large, an unknown topic,
 // an authorization failure and any broker error kgo does not retry; others
 // (a delivery that timed out) are retried under Run's retry policy. The
@@ -33,11 +33,11 @@ func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
 
 // DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]
 // returns, for pipeline.WithDeadLetter. Call it as the function it is;
-// its CheckStart method is its pipeline.StartChecker.
-type DeadLetterFunc func(context.Context, pipeline.DeadLetter) error
+// its CheckStart method is its sluice.StartChecker.
+type DeadLetterFunc func(context.Context, sluice.DeadLetter) error
 
 // CheckStart returns an error when the destination's topic is empty or
-// does not exist (wrapping pipeline.ErrMissingTopic and naming the topic;
+// does not exist (wrapping sluice.ErrMissingTopic and naming the topic;
 // nil when ProducerConfig.SkipTopicCheck is set). A cluster that does not
 // answer within 10s is no error: the failed check is logged on
 // ProducerConfig.Logger. pipeline.Run calls it before the source starts.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
@@ -61,7 +62,7 @@ func TestDeadLetterCloseWhileInFlightCommitsOnlyStored(t *testing.T) {
 		}
 		t.Logf("in/%d committed %d, %d dead letters stored", part, c, len(offs))
 	}
-	if !errors.Is(runErr, pipeline.ErrNotDeadLettered) && !errors.Is(runErr, franz.ErrClosed) {
+	if !errors.Is(runErr, sluice.ErrNotDeadLettered) && !errors.Is(runErr, franz.ErrClosed) {
 		t.Errorf("Run returned %v, want ErrNotDeadLettered or ErrClosed", runErr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -23,8 +24,8 @@ func TestDeadLetterCompositeDestinationErrorKeepsTheRecordUncommitted(t *testing
 	b.CreateTopic(t, "dlq", 1)
 	p := newProducer(t, b)
 	dlq := p.DeadLetter("dlq")
-	errAudit := pipeline.Permanent(errors.New("audit store refused the record"))
-	fn := func(ctx context.Context, dl pipeline.DeadLetter) error {
+	errAudit := sluice.Permanent(errors.New("audit store refused the record"))
+	fn := func(ctx context.Context, dl sluice.DeadLetter) error {
 		if err := dlq(ctx, dl); err != nil {
 			return err
 		}
@@ -56,7 +57,7 @@ wait:
 	if got := h.Committed("in", 0); got != -1 {
 		t.Errorf("committed %d, want -1: the destination returned %v for offset 0", got, errAudit)
 	}
-	if !errors.Is(err, pipeline.ErrNotDeadLettered) {
+	if !errors.Is(err, sluice.ErrNotDeadLettered) {
 		t.Errorf("Run returned %v, want an error wrapping ErrNotDeadLettered", err)
 	}
 }

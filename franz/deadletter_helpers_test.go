@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -12,9 +13,9 @@ import (
 )
 
 // allInvalid is a builder whose one stage finds every record invalid.
-func allInvalid(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
-		return r, pipeline.Invalid(errors.New("bad record"))
+func allInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+		return r, sluice.Invalid(errors.New("bad record"))
 	}, stages.Name("decode")))
 }
 

@@ -1,4 +1,4 @@
-// Package franz implements the Kafka [pipeline.Source], a producer, a
+// Package franz implements the Kafka [sluice.Source], a producer, a
 // producing terminal stage ([Produce]) and a dead-letter destination
 // ([Producer.DeadLetter]) on franz-go (github.com/twmb/franz-go/pkg/kgo),
 // in pure Go: no cgo, so programs using it build with CGO_ENABLED=0. It gives the guarantees of the
@@ -71,7 +71,7 @@
 // holds a lost partition is waited for (bounded the same) before the loss
 // is acknowledged to kgo. Offsets of partitions the source does not own are
 // never committed (an owned-set fence). Group.Committed receives every
-// commit's duration, and a *pipeline.CommitError naming the commit when it failed;
+// commit's duration, and a *sluice.CommitError naming the commit when it failed;
 // failures expected around rebalances are logged at debug level. Every
 // commit runs under a context bounded by Config.CloseTimeout.
 //
@@ -156,13 +156,13 @@
 // or dead letter waits for a report (or 5ms) and sends again: kgo's
 // blocking Produce is never entered deaf to the partition's end, and
 // nothing is dropped. A dead letter carries the record's key, value,
-// timestamp and headers, then the pipeline.DeadLetterHeader* headers;
+// timestamp and headers, then the sluice.DeadLetterHeader* headers;
 // within Run its call returns once kgo took it, and Run waits for the
 // delivery report before the record counts as done (up to 1024 of a
 // partition's dead letters in flight, one report channel each, so kgo's
 // promise goroutine never waits on them either). Errors kgo does not retry
 // (kerr with Retriable false, UNKNOWN_TOPIC_OR_PARTITION after
-// kgo.UnknownTopicRetries, a closed client) are pipeline.Permanent; a
+// kgo.UnknownTopicRetries, a closed client) are sluice.Permanent; a
 // delivery timeout is transient.
 //
 // Defaults: kgo's acks=all and idempotent writes, no linger
@@ -184,7 +184,7 @@
 // calls kgo.AbortBufferedRecords, bounded by a second), closes the
 // client (bounded by a second) and returns a *[CloseError] naming the
 // messages given up on by the input records they came from. [CloseError],
-// [UndeliveredMessage] and pipeline.Message are the same types as sink's.
+// [UndeliveredMessage] and sluice.Message are the same types as sink's.
 //
 // # Exactly-once
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -48,7 +49,7 @@ const (
 
 // budgetOf returns g's in-flight byte budget (Group.MaxInFlightBytes), or
 // pipeline.DefaultMaxInFlightBytes for a Group that tells none.
-func budgetOf(g pipeline.Group) int64 {
+func budgetOf(g sluice.Group) int64 {
 	if b := g.MaxInFlightBytes(); b > 0 {
 		return b
 	}
@@ -57,7 +58,7 @@ func budgetOf(g pipeline.Group) int64 {
 
 // recordsOf returns g's in-flight record limit (Group.MaxInFlight), or
 // pipeline.DefaultMaxInFlight for a Group that tells none.
-func recordsOf(g pipeline.Group) int {
+func recordsOf(g sluice.Group) int {
 	if n := g.MaxInFlight(); n > 0 {
 		return n
 	}

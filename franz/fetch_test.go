@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -124,11 +125,11 @@ func (f *fetchedBytes) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32,
 // pauseCounter counts the partitions the runtime paused and the polls.
 type pauseCounter struct {
 	mu     sync.Mutex
-	paused map[pipeline.TopicPartition]bool
+	paused map[sluice.TopicPartition]bool
 	polls  atomic.Int64
 }
 
-func (p *pauseCounter) OnPartitionPaused(tp pipeline.TopicPartition) {
+func (p *pauseCounter) OnPartitionPaused(tp sluice.TopicPartition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.paused[tp] = true
@@ -156,10 +157,10 @@ func TestFetchBoundedByBudget(t *testing.T) {
 	b.Fill(t, "big", perPart, 1000)
 	fetched := &fetchedBytes{}
 	src := newTestSource(t, b, "g-fetch", "big", kgo.WithHooks(fetched))
-	pc := &pauseCounter{paused: map[pipeline.TopicPartition]bool{}}
+	pc := &pauseCounter{paused: map[sluice.TopicPartition]bool{}}
 	release := make(chan struct{})
-	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, _ pipeline.Record) error {
+	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, _ sluice.Record) error {
 			select {
 			case <-release:
 			case <-ctx.Done():

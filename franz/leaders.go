@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // LeadersConfig configures [NewLeaders]. Brokers and Groups are required.
@@ -88,7 +88,7 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // offset committed by the groups; a partition some group has not
 // committed is absent. An error names the group (and partition) whose
 // offsets could not be read, or the request that failed.
-func (l *Leaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	byTopic := map[string][]int32{}
 	var topics []string
 	for _, tp := range tps {
@@ -118,24 +118,24 @@ func (l *Leaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) 
 
 // leadersMin folds an OffsetFetch response into the lowest offset per
 // partition over groups.
-func leadersMin(groups []string, tps []pipeline.TopicPartition, resp *kmsg.OffsetFetchResponse) (map[pipeline.TopicPartition]int64, error) {
-	per := make(map[string]map[pipeline.TopicPartition]int64, len(groups))
+func leadersMin(groups []string, tps []sluice.TopicPartition, resp *kmsg.OffsetFetchResponse) (map[sluice.TopicPartition]int64, error) {
+	per := make(map[string]map[sluice.TopicPartition]int64, len(groups))
 	var errs []error
 	for _, rg := range resp.Groups {
 		if rg.ErrorCode == kerr.GroupIDNotFound.Code {
 			// Kafka's new group coordinator (and kfake) answer this for a
 			// group that never committed (nor joined): nothing committed.
-			per[rg.Group] = map[pipeline.TopicPartition]int64{}
+			per[rg.Group] = map[sluice.TopicPartition]int64{}
 			continue
 		}
 		if err := kerr.ErrorForCode(rg.ErrorCode); err != nil {
 			errs = append(errs, fmt.Errorf("franz: committed offsets of group %q: %w", rg.Group, err))
 			continue
 		}
-		m := map[pipeline.TopicPartition]int64{}
+		m := map[sluice.TopicPartition]int64{}
 		for _, rt := range rg.Topics {
 			for _, rp := range rt.Partitions {
-				tp := pipeline.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+				tp := sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 					errs = append(errs, fmt.Errorf("franz: committed offset of group %q on %s/%d: %w", rg.Group, tp.Topic, tp.Partition, err))
 					continue
@@ -153,7 +153,7 @@ func leadersMin(groups []string, tps []pipeline.TopicPartition, resp *kmsg.Offse
 			return nil, fmt.Errorf("franz: the OffsetFetch response has no answer for group %q", g)
 		}
 	}
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	out := make(map[sluice.TopicPartition]int64, len(tps))
 	for _, tp := range tps {
 		low := int64(-1)
 		for i, g := range groups {

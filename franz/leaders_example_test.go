@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -50,13 +50,13 @@ func ExampleNewLeaders() {
 		return
 	}
 	defer leaders.Close() // once the follower's Run returned
-	committed, err := leaders.Committed(ctx, []pipeline.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}})
+	committed, err := leaders.Committed(ctx, []sluice.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, p := range []int32{0, 1} {
-		off, ok := committed[pipeline.TopicPartition{Topic: "orders", Partition: p}]
+		off, ok := committed[sluice.TopicPartition{Topic: "orders", Partition: p}]
 		fmt.Printf("orders/%d: %d %v\n", p, off, ok)
 	}
 	// Output:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -67,7 +68,7 @@ func TestKgoInfoLinesAreDebug(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(in)
 		})
 		waitCommitted(t, b, r, "g-"+tc.level.String(), "in", map[int32]int64{0: 5, 1: 5})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
@@ -34,9 +35,9 @@ func BenchmarkProduceLinger(b *testing.B) {
 			}
 			defer func() { _ = p.Close() }()
 			for b.Loop() {
-				h := testkit.New(b, func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
-					return franz.Produce(s, p, "out", func(r pipeline.Record) (pipeline.Message, error) {
-						return pipeline.Message{Value: r.Value}, nil
+				h := testkit.New(b, func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
+					return franz.Produce(s, p, "out", func(r sluice.Record) (sluice.Message, error) {
+						return sluice.Message{Value: r.Value}, nil
 					})
 				})
 				for part := range int32(parts) {

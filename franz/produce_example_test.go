@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -22,7 +23,7 @@ import (
 func ExampleProduce() {
 	runExample("ExampleProduce", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
-		b.Produce(t, "orders", pipeline.Record{Value: []byte("order 1")}, pipeline.Record{Value: []byte("order 2")})
+		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
 			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
 		if err != nil {
@@ -32,9 +33,9 @@ func ExampleProduce() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return franz.Produce(in, p, "shouted", func(r pipeline.Record) (pipeline.Message, error) {
-				return pipeline.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return franz.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
+				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 			})
 		}
 		r := testkit.Start(t, src, build)
@@ -60,7 +61,7 @@ func ExampleProduce() {
 func ExampleProducer_DeadLetter() {
 	runExample("ExampleProducer_DeadLetter", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("orders-dlq", 1))
-		b.Produce(t, "orders", pipeline.Record{Value: []byte("order 1")}, pipeline.Record{Value: []byte("garbage")})
+		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("garbage")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
 			CommitInterval: 50 * time.Millisecond})
 		if err != nil {
@@ -70,10 +71,10 @@ func ExampleProducer_DeadLetter() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if string(r.Value) == "garbage" {
-					return pipeline.Invalid(fmt.Errorf("cannot parse %q", r.Value))
+					return sluice.Invalid(fmt.Errorf("cannot parse %q", r.Value))
 				}
 				return nil
 			}, stages.Name("parse"))

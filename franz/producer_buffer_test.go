@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -27,8 +27,8 @@ func TestMessageLargerThanBufferFails(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rec := pipeline.Record{Topic: "in", Offset: 7, Value: make([]byte, 200)}
-	err = p.DeadLetter("dlq")(ctx, pipeline.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
+	rec := sluice.Record{Topic: "in", Offset: 7, Value: make([]byte, 200)}
+	err = p.DeadLetter("dlq")(ctx, sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
 	if !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("dead letter of 200 B with kgo.MaxBufferedBytes(64): %v; want MESSAGE_TOO_LARGE", err)
 	}

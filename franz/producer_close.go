@@ -10,7 +10,7 @@ import (
 // Close has the contract of sink.Producer.Close: it flushes for up to
 // ProducerConfig.CloseTimeout, gives up on what is still undelivered (its
 // deliveries fail with an error wrapping [ErrClosed], their records are
-// never committed, and Close returns a *pipeline.CloseError naming them), and
+// never committed, and Close returns a *sluice.CloseError naming them), and
 // returns within the timeout plus at most two seconds. Call it after
 // pipeline.Run returned; called while Run runs, later produce calls fail
 // with ErrClosed and Run stops with that error unless the partition was

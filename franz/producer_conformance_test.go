@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/producertest"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // TestProducerConformance runs internal/producertest, whose checks of the
@@ -23,11 +23,11 @@ func TestProducerConformance(t *testing.T) {
 		NewProducer: newConformanceProducer,
 		Unstarted:   func() *franz.Producer { return &franz.Producer{} },
 		Close:       (*franz.Producer).Close,
-		Produce:     franz.Produce[pipeline.Record],
+		Produce:     franz.Produce[sluice.Record],
 		DeadLetter:  (*franz.Producer).DeadLetter,
 		Pending:     franz.ProducerPending,
 		ErrClosed:   franz.ErrClosed,
-		NewSource: func(t testing.TB, brokers []string, group, topic string) pipeline.Source {
+		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {
 			t.Helper()
 			return newSource(t, brokers, group, topic)
 		},

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // classify marks err, a failure to produce or deliver a message, with
-// pipeline.Permanent when producing again cannot help, so that Run stops
+// sluice.Permanent when producing again cannot help, so that Run stops
 // at once instead of retrying:
 //   - the producer or its client is closed, or Close gave up on the
 //     message ([ErrClosed], kgo.ErrClientClosed, kgo.ErrAborting);
@@ -27,14 +26,14 @@ import (
 func classify(err error) error {
 	switch {
 	case errors.Is(err, ErrClosed), errors.Is(err, kgo.ErrClientClosed), errors.Is(err, kgo.ErrAborting):
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	case errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) && (!ke.Retriable || ke == kerr.UnknownTopicOrPartition) {
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	}
 	return err
 }

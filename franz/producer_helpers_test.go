@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
@@ -40,7 +41,7 @@ var (
 
 // produceTo is a builder producing every record to topic with p.
 func produceTo(p *franz.Producer, topic string) pipeline.Builder {
-	return func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
+	return func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 		return franz.Produce(s, p, topic, toMsg)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // newOutRecord carries every field of the message to kgo's record and
@@ -19,9 +19,9 @@ func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 	p := newProducerFor(ProducerConfig{}, nil)
 	reports := make(chan report, 1)
 	ts := time.Unix(1700000000, 0)
-	o := &produce.Outgoing{Topic: "out", Timestamp: ts, Message: pipeline.Message{
+	o := &produce.Outgoing{Topic: "out", Timestamp: ts, Message: sluice.Message{
 		Key: []byte("k"), Value: []byte("value"),
-		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
+		Headers: []sluice.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
 	}}
 	or, size := newOutRecord(o, reports)
 	r := &or.rec
@@ -85,7 +85,7 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 	}
 	p := newProducerFor(ProducerConfig{}, nil)
 	reports := make(chan report, 1)
-	o := &produce.Outgoing{Topic: "out", Message: pipeline.Message{Value: []byte("v"), Headers: []pipeline.Header{{Key: "h"}}}}
+	o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: []sluice.Header{{Key: "h"}}}}
 	allocs := testing.AllocsPerRun(100, func() {
 		or, _ := newOutRecord(o, reports)
 		or.rec.Context = context.Background()
@@ -107,7 +107,7 @@ func TestFullCountsRecordsUntilReported(t *testing.T) {
 	reports := make(chan report, 2)
 	var sent []*outRecord
 	for range 2 {
-		or, size := newOutRecord(&produce.Outgoing{Topic: "out", Message: pipeline.Message{Value: make([]byte, 40)}}, reports)
+		or, size := newOutRecord(&produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}, reports)
 		or.rec.Context = context.Background()
 		or.size = size
 		p.buffered.add(1, size) // as Send does before kgo.Produce

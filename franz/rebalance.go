@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // How rebalances reach the Group.
@@ -13,7 +13,7 @@ import (
 // on its group-management goroutine, one at a time, and the rebalance does
 // not proceed until the callback returns (consumer_group.go: a cooperative
 // revoke before the rejoin, an eager revoke before JoinGroup, the assign
-// before fetching the new partitions starts). pipeline.Group must only be
+// before fetching the new partitions starts). sluice.Group must only be
 // called from the poll goroutine, so each callback hands its partitions to
 // the poll loop (queue, then cancels the poll in progress) and waits until
 // the loop has served them (rebalance.Core.Assigned, Core.Revoked with its
@@ -47,7 +47,7 @@ func (k cbKind) String() string {
 // callback is one kgo rebalance callback waiting for the poll loop.
 type callback struct {
 	kind cbKind
-	tps  []pipeline.TopicPartition
+	tps  []sluice.TopicPartition
 	done chan struct{}
 }
 
@@ -119,16 +119,16 @@ func (r *runner) serve(cb *callback) {
 
 // GaveUpPaused resumes tps: kgo keeps a partition paused across revoke
 // and re-assign, and a new graph has not asked for a pause.
-func (r *runner) GaveUpPaused(tps []pipeline.TopicPartition) { _ = r.Resume(tps) }
+func (r *runner) GaveUpPaused(tps []sluice.TopicPartition) { _ = r.Resume(tps) }
 
-func tpsOf(m map[string][]int32) []pipeline.TopicPartition {
-	var out []pipeline.TopicPartition
+func tpsOf(m map[string][]int32) []sluice.TopicPartition {
+	var out []sluice.TopicPartition
 	for t, ps := range m {
 		for _, p := range ps {
-			out = append(out, pipeline.TopicPartition{Topic: t, Partition: p})
+			out = append(out, sluice.TopicPartition{Topic: t, Partition: p})
 		}
 	}
-	slices.SortFunc(out, func(a, b pipeline.TopicPartition) int {
+	slices.SortFunc(out, func(a, b sluice.TopicPartition) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}

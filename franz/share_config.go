@@ -34,7 +34,7 @@ type ShareConfig struct {
 	// graph. A record whose broker delivery count (kgo
 	// Record.DeliveryCount, kept by the broker across members and
 	// restarts) exceeds it is handed to the dead-letter destination
-	// without running the graph (stage pipeline.MaxDeliveriesStage), or
+	// without running the graph (stage sluice.MaxDeliveriesStage), or
 	// rejected when Run has none. It must be below the broker's
 	// group.share.delivery.count.limit (Kafka and kfake default 5): at the
 	// broker's limit the broker archives the record itself and the
@@ -65,7 +65,7 @@ type ShareConfig struct {
 
 	// SkipTopicCheck turns off the check Run makes before it joins the
 	// share group: that every topic of Topics exists. A missing topic is
-	// otherwise an error naming it (wrapping pipeline.ErrMissingTopic).
+	// otherwise an error naming it (wrapping sluice.ErrMissingTopic).
 	// Set it when the topics are created after the consumer starts. A
 	// cluster that does not answer the check within 10s is no error: the
 	// check is logged and skipped.

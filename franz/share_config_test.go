@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 func validShareConfig() ShareConfig {
@@ -85,8 +84,8 @@ func TestShareConfigDefaults(t *testing.T) {
 	}
 }
 
-// plainGroup is a pipeline.Group that is not a pipeline.AckGroup.
-type plainGroup struct{ pipeline.Group }
+// plainGroup is a sluice.Group that is not a sluice.AckGroup.
+type plainGroup struct{ sluice.Group }
 
 // Run on a Group without share support is an error naming what it needs,
 // before anything else; a second Run is an error.
@@ -96,8 +95,8 @@ func TestShareSourceRunNeedsAckGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = src.Run(context.Background(), plainGroup{})
-	if err == nil || !strings.Contains(err.Error(), "pipeline.AckGroup") {
-		t.Fatalf("Run = %v, want an error naming pipeline.AckGroup", err)
+	if err == nil || !strings.Contains(err.Error(), "sluice.AckGroup") {
+		t.Fatalf("Run = %v, want an error naming sluice.AckGroup", err)
 	}
 	if err := src.Run(context.Background(), plainGroup{}); err == nil || !strings.Contains(err.Error(), "called twice") {
 		t.Fatalf("second Run = %v, want an error", err)

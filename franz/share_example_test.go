@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -32,8 +33,8 @@ func ExampleNewShareSource() {
 	if err := startAtEarliest(ctx, b.Addrs(), "billing"); err != nil {
 		log.Fatal(err)
 	}
-	if err := b.ProduceContext(ctx, "orders", pipeline.Record{Value: []byte("a")},
-		pipeline.Record{Value: []byte("b")}, pipeline.Record{Value: []byte("c")}); err != nil {
+	if err := b.ProduceContext(ctx, "orders", sluice.Record{Value: []byte("a")},
+		sluice.Record{Value: []byte("b")}, sluice.Record{Value: []byte("c")}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -42,8 +43,8 @@ func ExampleNewShareSource() {
 		log.Fatal(err)
 	}
 	var done atomic.Int32
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			if done.Add(1) == 3 {
 				cancel() // the demo ends here; Run drains and acknowledges
 			}

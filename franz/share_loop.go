@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // heldKey names one record held by the share source.
 type heldKey struct {
-	tp     pipeline.TopicPartition
+	tp     sluice.TopicPartition
 	offset int64
 }
 
@@ -32,25 +31,25 @@ type heldRecord struct {
 type shareRunner struct {
 	s   *ShareSource
 	cl  *kgo.Client
-	g   pipeline.AckGroup
+	g   sluice.AckGroup
 	log *slog.Logger
 
-	assigned map[pipeline.TopicPartition]bool // partitions with a graph
+	assigned map[sluice.TopicPartition]bool // partitions with a graph
 	held     map[heldKey]*heldRecord
-	batch    []pipeline.Record
-	acks     []pipeline.Ack
+	batch    []sluice.Record
+	acks     []sluice.Ack
 	joined   bool
 	fatal    error
 }
 
-func newShareRunner(s *ShareSource, g pipeline.AckGroup) *shareRunner {
+func newShareRunner(s *ShareSource, g sluice.AckGroup) *shareRunner {
 	return &shareRunner{
 		s:        s,
 		g:        g,
 		log:      s.log,
-		assigned: make(map[pipeline.TopicPartition]bool),
+		assigned: make(map[sluice.TopicPartition]bool),
 		held:     make(map[heldKey]*heldRecord),
-		batch:    make([]pipeline.Record, 0, maxBatch),
+		batch:    make([]sluice.Record, 0, maxBatch),
 	}
 }
 
@@ -116,11 +115,11 @@ func (r *shareRunner) partition(topic string, fp *kgo.FetchPartition, now time.T
 	if len(fp.Records) == 0 {
 		return
 	}
-	tp := pipeline.TopicPartition{Topic: topic, Partition: fp.Partition}
+	tp := sluice.TopicPartition{Topic: topic, Partition: fp.Partition}
 	if !r.assigned[tp] {
 		// An error means Run is stopping (ctx is done): the records
 		// stay held and are released by stop.
-		if err := r.g.Assign([]pipeline.TopicPartition{tp}); err == nil {
+		if err := r.g.Assign([]sluice.TopicPartition{tp}); err == nil {
 			r.assigned[tp] = true
 		}
 	}
@@ -150,13 +149,13 @@ func (r *shareRunner) partition(topic string, fp *kgo.FetchPartition, now time.T
 }
 
 // shareToRecord converts a kgo record.
-func shareToRecord(topic string, partition int32, kr *kgo.Record) pipeline.Record {
-	rec := pipeline.Record{Topic: topic, Partition: partition, Offset: kr.Offset,
+func shareToRecord(topic string, partition int32, kr *kgo.Record) sluice.Record {
+	rec := sluice.Record{Topic: topic, Partition: partition, Offset: kr.Offset,
 		Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp}
 	if len(kr.Headers) > 0 {
-		rec.Headers = make([]pipeline.Header, len(kr.Headers))
+		rec.Headers = make([]sluice.Header, len(kr.Headers))
 		for i, h := range kr.Headers {
-			rec.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+			rec.Headers[i] = sluice.Header{Key: h.Key, Value: h.Value}
 		}
 	}
 	return rec
@@ -164,11 +163,11 @@ func shareToRecord(topic string, partition int32, kr *kgo.Record) pipeline.Recor
 
 // flush delivers the pending batch of tp. A pause the runtime asks for
 // needs nothing here: the next poll waits for every outcome anyway.
-func (r *shareRunner) flush(tp pipeline.TopicPartition) {
+func (r *shareRunner) flush(tp sluice.TopicPartition) {
 	if len(r.batch) == 0 {
 		return
 	}
-	recs := append([]pipeline.Record(nil), r.batch...)
+	recs := append([]sluice.Record(nil), r.batch...)
 	clear(r.batch)
 	r.batch = r.batch[:0]
 	r.g.Deliver(tp, recs)
@@ -182,11 +181,11 @@ func (r *shareRunner) fetchError(topic string, p int32, err error) {
 }
 
 // ackStatus maps a runtime outcome to kgo's acknowledgement.
-func ackStatus(o pipeline.AckOutcome) kgo.AckStatus {
+func ackStatus(o sluice.AckOutcome) kgo.AckStatus {
 	switch o {
-	case pipeline.AckRejected:
+	case sluice.AckRejected:
 		return kgo.AckReject
-	case pipeline.AckReleased:
+	case sluice.AckReleased:
 		return kgo.AckRelease
 	}
 	return kgo.AckAccept
@@ -286,7 +285,7 @@ func (r *shareRunner) drain() {
 // fail stops every graph without acknowledging and closes the client
 // after a fatal error.
 func (r *shareRunner) fail() error {
-	tps := make([]pipeline.TopicPartition, 0, len(r.assigned))
+	tps := make([]sluice.TopicPartition, 0, len(r.assigned))
 	for tp := range r.assigned {
 		tps = append(tps, tp)
 	}

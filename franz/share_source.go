@@ -9,12 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
-// ShareSource is a [pipeline.Source] consuming a Kafka share group
+// ShareSource is a [sluice.Source] consuming a Kafka share group
 // (KIP-932) through franz-go: the records of its topics are handed to any
 // member of the group and acknowledged one by one. Create it with
 // [NewShareSource]; its Run may be called once. See docs/share.md for
@@ -47,7 +46,7 @@ type ShareSource struct {
 	background sync.WaitGroup
 }
 
-var _ pipeline.Source = (*ShareSource)(nil)
+var _ sluice.Source = (*ShareSource)(nil)
 
 // NewShareSource validates cfg and returns a share group source. Errors
 // name the offending ShareConfig field, or the kgo option in
@@ -71,12 +70,12 @@ func NewShareSource(cfg ShareConfig) (*ShareSource, error) {
 }
 
 // Run joins the share group, consumes ShareConfig.Topics and feeds the
-// records to g until ctx is done; see [pipeline.AckGroup] for the
-// contract. g must be the Group of [pipeline.Run] (a pipeline.AckGroup):
+// records to g until ctx is done; see [sluice.AckGroup] for the
+// contract. g must be the Group of [pipeline.Run] (a sluice.AckGroup):
 // anything else is an error, returned before any other call. So is a
 // topic of ShareConfig.Topics that does not exist (checked before
 // joining, unless ShareConfig.SkipTopicCheck; the error wraps
-// pipeline.ErrMissingTopic).
+// sluice.ErrMissingTopic).
 //
 // Run polls a batch of records, delivers it and polls again only once
 // every record of the batch has an outcome (kgo accepts, on each poll,
@@ -91,13 +90,13 @@ func NewShareSource(cfg ShareConfig) (*ShareSource, error) {
 // step bounded (see ShareConfig.CloseTimeout). It returns nil when all of
 // them finished, else an error naming each step that did not. A second
 // call returns an error.
-func (s *ShareSource) Run(ctx context.Context, g pipeline.Group) error {
+func (s *ShareSource) Run(ctx context.Context, g sluice.Group) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("franz: ShareSource.Run called twice")
 	}
-	ag, ok := g.(pipeline.AckGroup)
+	ag, ok := g.(sluice.AckGroup)
 	if !ok {
-		return fmt.Errorf("franz: ShareSource.Run needs the Group of pipeline.Run (a pipeline.AckGroup), got %T", g)
+		return fmt.Errorf("franz: ShareSource.Run needs the Group of pipeline.Run (a sluice.AckGroup), got %T", g)
 	}
 	if err := ag.TrackAcks(); err != nil {
 		return fmt.Errorf("franz: ShareSource.Run: %w", err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -25,13 +26,13 @@ func TestShareSourceMissingInputTopicFailsRunBeforeJoining(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	err = pipeline.Run(ctx, src, discard)
-	if !errors.Is(err, pipeline.ErrMissingTopic) ||
+	if !errors.Is(err, sluice.ErrMissingTopic) ||
 		!strings.Contains(err.Error(), `franz: the input topic "ordres" (ShareConfig.Topics) does not exist: create it, or set ShareConfig.SkipTopicCheck to start without this check`) {
 		t.Fatalf("Run = %v, want an error naming the missing input topic", err)
 	}
 }
 
 // discard is a builder that drops every record.
-func discard(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func discard(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(in)
 }

@@ -12,10 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 	defaultFetchMaxWait = 100 * time.Millisecond
 )
 
-// Source is a [pipeline.Source] consuming a Kafka consumer group through
+// Source is a [sluice.Source] consuming a Kafka consumer group through
 // franz-go (kgo). Create it with [NewSource]; its Run may be called once.
 type Source struct {
 	cfg     Config
@@ -57,7 +57,7 @@ type held struct {
 	coreBytes, kgoBytes int64
 }
 
-var _ pipeline.Source = (*Source)(nil)
+var _ sluice.Source = (*Source)(nil)
 
 // NewSource validates cfg and returns a source. Errors name the offending
 // Config field, or the kgo option in Config.Opts that the source does not
@@ -81,7 +81,7 @@ func NewSource(cfg Config) (*Source, error) {
 }
 
 // Run joins the group, consumes Config.Topics and feeds the records to g
-// until ctx is done; see [pipeline.Source] for the contract. Every call to
+// until ctx is done; see [sluice.Source] for the contract. Every call to
 // g happens on the calling goroutine: kgo's rebalance callbacks hand their
 // work to it and wait (see the package documentation, "Rebalances").
 //
@@ -90,7 +90,7 @@ func NewSource(cfg Config) (*Source, error) {
 // Config.Opts set one too small for a revoke, without calling any other
 // Group method; so it does when kgo.NewClient fails, and for a topic of
 // Config.Topics that does not exist (checked before joining, unless
-// Config.SkipTopicCheck; the error wraps pipeline.ErrMissingTopic).
+// Config.SkipTopicCheck; the error wraps sluice.ErrMissingTopic).
 //
 // With a transactional producer bound (NewTransactionalProducer), Run
 // initializes its producer id before the poll loop, within
@@ -112,7 +112,7 @@ func NewSource(cfg Config) (*Source, error) {
 // REBALANCE_IN_PROGRESS still answered when the final commit's time is up)
 // is no error, only a warning: no record is lost, the next owner processes
 // the records after the previous commit again. A second call returns an error.
-func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
+func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("franz: Source.Run called twice")
 	}
@@ -179,14 +179,14 @@ func (s *Source) Run(ctx context.Context, g pipeline.Group) error {
 type runner struct {
 	s    *Source
 	cl   *kgo.Client
-	g    pipeline.Group
+	g    sluice.Group
 	log  *slog.Logger
 	core *rebalance.Core // owned set, batch, pause/resume, commits
 	txns *transactions   // exactly-once; nil without a transactional producer
 	hdrs headers.Slab    // header slices of converted records (toRecord)
 
-	highs map[pipeline.TopicPartition]int64 // last high watermark reported
-	fatal error                             // ends the loop
+	highs map[sluice.TopicPartition]int64 // last high watermark reported
+	fatal error                           // ends the loop
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex
@@ -195,17 +195,17 @@ type runner struct {
 	handOffEnd bool // no more hand-offs: callbacks return at once
 	// starts: offsets the offset store claimed, for adjustOffsets
 	// (start_offsets.go).
-	starts map[pipeline.TopicPartition]int64
+	starts map[sluice.TopicPartition]int64
 }
 
 var _ rebalance.Backend = (*runner)(nil)
 
-func newRunner(s *Source, g pipeline.Group) *runner {
+func newRunner(s *Source, g sluice.Group) *runner {
 	r := &runner{
 		s:     s,
 		g:     g,
 		log:   s.log,
-		highs: make(map[pipeline.TopicPartition]int64),
+		highs: make(map[sluice.TopicPartition]int64),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
 		Settings:   s.cfg.settings(),
@@ -284,7 +284,7 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 	if fp.Err != nil {
 		r.fetchError(topic, fp.Partition, fp.Err)
 	}
-	tp := pipeline.TopicPartition{Topic: topic, Partition: fp.Partition}
+	tp := sluice.TopicPartition{Topic: topic, Partition: fp.Partition}
 	if !r.core.Owns(tp) || r.core.Closing() {
 		return // fenced: not ours (stale records around a rebalance)
 	}
@@ -305,8 +305,8 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 
 // toRecord converts a record kgo returned into a record, its headers
 // carved out of hdrs (no allocation per record).
-func toRecord(kr *kgo.Record, hdrs *headers.Slab) pipeline.Record {
-	return pipeline.Record{
+func toRecord(kr *kgo.Record, hdrs *headers.Slab) sluice.Record {
+	return sluice.Record{
 		Topic:     kr.Topic,
 		Partition: kr.Partition,
 		Offset:    kr.Offset,
@@ -325,13 +325,13 @@ func (r *runner) fetchError(topic string, p int32, err error) {
 }
 
 // Pause pauses tp in kgo.
-func (r *runner) Pause(tp pipeline.TopicPartition) error {
+func (r *runner) Pause(tp sluice.TopicPartition) error {
 	r.cl.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
 	return nil
 }
 
 // Resume resumes tps in kgo.
-func (r *runner) Resume(tps []pipeline.TopicPartition) error {
+func (r *runner) Resume(tps []sluice.TopicPartition) error {
 	m := map[string][]int32{}
 	for _, tp := range tps {
 		m[tp.Topic] = append(m[tp.Topic], tp.Partition)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -20,15 +21,15 @@ import (
 func ExampleNewSource() {
 	runExample("ExampleNewSource", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1))
-		b.Produce(t, "orders", pipeline.Record{Value: []byte("order 1")}, pipeline.Record{Value: []byte("order 2")})
+		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
 			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen := make(chan string, 2)
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				seen <- fmt.Sprintf("%s@%d: %s", r.Topic, r.Offset, r.Value)
 				return nil
 			})

@@ -3,9 +3,8 @@ package franz
 import (
 	"context"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Where partitions start when Config.OffsetStore is set: the poll loop
@@ -19,7 +18,7 @@ import (
 // startAt records the claimed start offsets of tps, the partitions of
 // an assignment, for adjustOffsets; those start leaves out lose what an
 // earlier claim recorded. Called on the poll goroutine.
-func (r *runner) startAt(tps []pipeline.TopicPartition, start map[pipeline.TopicPartition]int64) {
+func (r *runner) startAt(tps []sluice.TopicPartition, start map[sluice.TopicPartition]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, tp := range tps {
@@ -29,7 +28,7 @@ func (r *runner) startAt(tps []pipeline.TopicPartition, start map[pipeline.Topic
 		return
 	}
 	if r.starts == nil {
-		r.starts = make(map[pipeline.TopicPartition]int64)
+		r.starts = make(map[sluice.TopicPartition]int64)
 	}
 	for tp, off := range start {
 		r.starts[tp] = off
@@ -44,7 +43,7 @@ func (r *runner) adjustOffsets(_ context.Context, offs map[string]map[int32]kgo.
 	defer r.mu.Unlock()
 	for topic, parts := range offs {
 		for p := range parts {
-			tp := pipeline.TopicPartition{Topic: topic, Partition: p}
+			tp := sluice.TopicPartition{Topic: topic, Partition: p}
 			if off, ok := r.starts[tp]; ok {
 				parts[p] = kgo.NewOffset().At(off).WithEpoch(-1)
 				delete(r.starts, tp)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // NewTransactionalProducer returns a transactional producer bound to src
@@ -79,7 +79,7 @@ var errNotStarted = errors.New("franz: the transactional producer has no client 
 // transactional one whose source's Run started.
 func (p *Producer) usable() error {
 	if p.txn != nil && !p.txn.attached.Load() {
-		return pipeline.Permanent(errNotStarted)
+		return sluice.Permanent(errNotStarted)
 	}
 	return nil
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // drainOnlyGroup is a Group for a Run that returns before its poll loop
 // (here: the input topic does not exist): Run asks it for the drain
 // timeout only.
-type drainOnlyGroup struct{ pipeline.Group }
+type drainOnlyGroup struct{ sluice.Group }
 
 func (drainOnlyGroup) DrainTimeout() time.Duration { return 5 * time.Second }
 
@@ -45,7 +45,7 @@ func TestNewTransactionalProducerRacingRunIsRefusedOrTaken(t *testing.T) {
 		})
 		close(start)
 		wg.Wait()
-		if !errors.Is(runErr, pipeline.ErrMissingTopic) {
+		if !errors.Is(runErr, sluice.ErrMissingTopic) {
 			t.Fatalf("iteration %d: Run = %v, want the missing-topic error", i, runErr)
 		}
 		if bindErr != nil {

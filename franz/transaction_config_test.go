@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 func txnTestSource(t *testing.T) *franz.Source {
@@ -97,12 +97,12 @@ func TestTransactionalProducerBeforeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dl := p.DeadLetter("dlq")
-	bad := pipeline.DeadLetter{Record: pipeline.Record{Topic: "in", Offset: 7}, Stage: "decode", Err: errors.New("bad")}
+	bad := sluice.DeadLetter{Record: sluice.Record{Topic: "in", Offset: 7}, Stage: "decode", Err: errors.New("bad")}
 	err = dl(t.Context(), bad)
 	if err == nil || !strings.Contains(err.Error(), "produces only within the Run of the source it is bound to") {
 		t.Fatalf("dead letter before Run = %v, want the not-started error", err)
 	}
-	if !pipeline.IsPermanent(err) {
+	if !sluice.IsPermanent(err) {
 		t.Fatalf("dead letter before Run = %v, want a permanent error", err)
 	}
 	if err := p.Close(); err != nil {

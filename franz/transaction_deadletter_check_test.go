@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -33,7 +33,7 @@ func TestTransactionalDeadLetterTopicCheckedBeforeRun(t *testing.T) {
 	if err := p.DeadLetter("dlq").CheckStart(ctx); err != nil {
 		t.Errorf("CheckStart of an existing topic = %v, want nil", err)
 	}
-	if err := p.DeadLetter("dlg").CheckStart(ctx); !errors.Is(err, pipeline.ErrMissingTopic) ||
+	if err := p.DeadLetter("dlg").CheckStart(ctx); !errors.Is(err, sluice.ErrMissingTopic) ||
 		!strings.Contains(err.Error(), `the dead-letter topic "dlg" (Producer.DeadLetter) does not exist`) {
 		t.Errorf("CheckStart of a missing topic = %v, want an error naming it", err)
 	}

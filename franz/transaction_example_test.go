@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
@@ -21,7 +22,7 @@ import (
 func ExampleNewTransactionalProducer() {
 	runExample("ExampleNewTransactionalProducer", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
-		b.Produce(t, "orders", pipeline.Record{Value: []byte("order 1")}, pipeline.Record{Value: []byte("order 2")})
+		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
 			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
 		if err != nil {
@@ -33,9 +34,9 @@ func ExampleNewTransactionalProducer() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return franz.Produce(in, p, "shouted", func(r pipeline.Record) (pipeline.Message, error) {
-				return pipeline.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return franz.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
+				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 			})
 		}
 		r := testkit.Start(t, src, build)

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Rewind implements exactlyonce.Txn: it reads the group's committed
@@ -23,11 +22,11 @@ import (
 // dropped by the runner (rewound), and so are those the runner's core
 // held for them, so the next record of each partition the Group gets is
 // the first one at or after the offset sought.
-func (t *kgoTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
+func (t *kgoTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) error {
 	return fatalTxn(t.rewind(ctx, tps))
 }
 
-func (t *kgoTxn) rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
+func (t *kgoTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) error {
 	if len(tps) == 0 {
 		return nil
 	}
@@ -35,7 +34,7 @@ func (t *kgoTxn) rewind(ctx context.Context, tps []pipeline.TopicPartition) erro
 	if err != nil {
 		return err
 	}
-	var missing []pipeline.TopicPartition
+	var missing []sluice.TopicPartition
 	for _, tp := range tps {
 		if _, ok := committed[tp]; !ok {
 			missing = append(missing, tp)
@@ -65,7 +64,7 @@ func (t *kgoTxn) rewind(ctx context.Context, tps []pipeline.TopicPartition) erro
 
 // committed returns the group's committed offsets of tps (a partition
 // without one is absent), retrying UNSTABLE_OFFSET_COMMIT until ctx ends.
-func (t *kgoTxn) committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (t *kgoTxn) committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.RequireStable = true
 	rg := kmsg.NewOffsetFetchRequestGroup()
@@ -108,10 +107,10 @@ func (t *kgoTxn) committed(ctx context.Context, tps []pipeline.TopicPartition) (
 // resetOffsets returns where kgo.ConsumeResetOffset starts tps: the
 // partitions' start or end (ListOffsets, read_committed), or its exact
 // offset. Other reset offsets (relative, by time) cannot be rewound to.
-func (t *kgoTxn) resetOffsets(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	reset, _ := t.cl.OptValue(kgo.ConsumeResetOffset).(kgo.Offset)
 	eo := reset.EpochOffset()
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	out := make(map[sluice.TopicPartition]int64, len(tps))
 	switch {
 	case eo.Offset >= 0:
 		for _, tp := range tps {
@@ -149,7 +148,7 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []pipeline.TopicPartition
 				errs = append(errs, fmt.Errorf("rewinding: the reset offset of %s/%d: %w", rt.Topic, rp.Partition, err))
 				continue
 			}
-			out[pipeline.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Offset
+			out[sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Offset
 		}
 	}
 	for _, tp := range tps {
@@ -162,7 +161,7 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []pipeline.TopicPartition
 
 // dropRewound reports whether the records of tp in the fetches at hand
 // must be dropped: tp was rewound since they were polled.
-func (t *transactions) dropRewound(tp pipeline.TopicPartition) bool {
+func (t *transactions) dropRewound(tp sluice.TopicPartition) bool {
 	return t != nil && t.txn.rewound[tp]
 }
 

@@ -6,9 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // transactions is the exactly-once side of one Run of a [Source] with a
@@ -35,12 +35,12 @@ func (s *Source) takeTransactions() *transactions {
 	}
 	p := b.Producer
 	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: b.TransactionalID,
-		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[pipeline.TopicPartition]bool)}, watch: new(initWatch)}
+		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[sluice.TopicPartition]bool)}, watch: new(initWatch)}
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
 // the producer's transactions.
-func (t *transactions) wrap(ctx context.Context, g pipeline.Group) pipeline.Group {
+func (t *transactions) wrap(ctx context.Context, g sluice.Group) sluice.Group {
 	if t == nil {
 		return g
 	}

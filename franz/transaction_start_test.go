@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -25,7 +26,7 @@ type running struct {
 	done   chan error
 }
 
-func runInBackground(src pipeline.Source, build pipeline.Builder) *running {
+func runInBackground(src sluice.Source, build pipeline.Builder) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- pipeline.Run(ctx, src, build) }()

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // kgoTxn is exactlyonce.Txn on the source's kgo client, which is also the
@@ -49,7 +49,7 @@ type kgoTxn struct {
 	topicIDs map[string][16]byte
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
-	rewound map[pipeline.TopicPartition]bool
+	rewound map[sluice.TopicPartition]bool
 	// core is the poll loop's, set before it runs: Rewind drops what it
 	// holds of the partitions rewound (fetched before the seek).
 	core *rebalance.Core
@@ -71,11 +71,11 @@ func (t *kgoTxn) Begin() error {
 // TxnOffsetCommit, or the plain OffsetCommit of a transaction with no
 // output) are marked exactlyonce.ErrGroupMoved, unless fatal: at shutdown
 // the Group then aborts and Run returns no error for it.
-func (t *kgoTxn) Commit(ctx context.Context, offs []pipeline.Offset) error {
+func (t *kgoTxn) Commit(ctx context.Context, offs []sluice.Offset) error {
 	return fatalTxn(t.commit(ctx, offs))
 }
 
-func (t *kgoTxn) commit(ctx context.Context, offs []pipeline.Offset) error {
+func (t *kgoTxn) commit(ctx context.Context, offs []sluice.Offset) error {
 	if err := t.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("flushing the transaction's records: %w", err)
 	}
@@ -163,7 +163,7 @@ func (t *kgoTxn) sawTopic(topic string, id [16]byte) {
 // before KIP-890 part 2) and sends offs with the consumer's member id and
 // generation (TxnOffsetCommit), which the coordinator refuses from a
 // member fenced out of the group.
-func (t *kgoTxn) sendOffsets(ctx context.Context, offs []pipeline.Offset) error {
+func (t *kgoTxn) sendOffsets(ctx context.Context, offs []sluice.Offset) error {
 	id, epoch, err := t.cl.ProducerID(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the producer id: %w", err)
@@ -220,7 +220,7 @@ func (t *kgoTxn) sendOffsets(ctx context.Context, offs []pipeline.Offset) error 
 
 // commitPlain commits offs with a plain OffsetCommit (CommitOffsetsSync),
 // for a transaction that delivered nothing.
-func (t *kgoTxn) commitPlain(ctx context.Context, offs []pipeline.Offset) error {
+func (t *kgoTxn) commitPlain(ctx context.Context, offs []sluice.Offset) error {
 	if len(offs) == 0 {
 		return nil
 	}

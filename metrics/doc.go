@@ -1,7 +1,7 @@
 // Package metrics exports what a Sluice consumer does to Prometheus and
 // answers Kubernetes-style liveness and readiness probes.
 //
-// [Metrics] and [Health] are hooks (see [pipeline.Hook]), registered with
+// [Metrics] and [Health] are hooks (see [sluice.Hook]), registered with
 // [pipeline.WithHooks]; [Handler] serves both over HTTP:
 //
 //	reg := prometheus.NewRegistry()

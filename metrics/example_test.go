@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -35,8 +36,8 @@ func Example() {
 	// In production: go http.ListenAndServe(":9464", mux)
 
 	fake := testkit.NewFake() // in production: source.NewSource(...)
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Discard(stages.Filter(in, func(r pipeline.Record) bool { return len(r.Value) > 0 }, stages.Name("non-empty")))
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Filter(in, func(r sluice.Record) bool { return len(r.Value) > 0 }, stages.Name("non-empty")))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

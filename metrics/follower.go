@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // followerMetrics covers a follower (package follow): what it holds back,
@@ -18,7 +18,7 @@ type followerMetrics struct {
 	held, leaders, lag *prometheus.GaugeVec
 
 	mu    sync.Mutex
-	parts map[pipeline.TopicPartition]*followerSeries
+	parts map[sluice.TopicPartition]*followerSeries
 }
 
 // followerSeries holds the gauges of one partition a follower owns.
@@ -37,7 +37,7 @@ func (f *followerMetrics) init(b *builder) {
 	f.lag = b.gaugeVec("sluice_follower_lag_records",
 		"Offsets a follower is behind its leader groups on the partition: their lowest committed offset minus the next offset the follower has not handed to its stages; present while both are known.",
 		"topic", "partition")
-	f.parts = make(map[pipeline.TopicPartition]*followerSeries)
+	f.parts = make(map[sluice.TopicPartition]*followerSeries)
 }
 
 var _ follow.Hook = (*Metrics)(nil)

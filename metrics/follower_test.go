@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/metrics"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // A follower's held records and its leaders' offset are gauges per
@@ -103,7 +103,7 @@ func TestFollowerStatusDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := follow.Status{TopicPartition: pipeline.TopicPartition{Topic: "orders", Partition: 321}, Leaders: 100, Owned: true}
+	st := follow.Status{TopicPartition: sluice.TopicPartition{Topic: "orders", Partition: 321}, Leaders: 100, Owned: true}
 	m.OnFollowerStatus(st)
 	allocs := testing.AllocsPerRun(1000, func() {
 		st.Lag = (st.Lag + 1) % 50

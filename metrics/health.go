@@ -10,17 +10,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// Health is a [pipeline.Hook] that answers liveness and readiness probes
+// Health is a [sluice.Hook] that answers liveness and readiness probes
 // (see [Health.Live], [Health.Ready], the handlers and [Handler]). Create
 // it with [NewHealth] just before Run (the startup grace counts from then)
 // and pass it to [pipeline.WithHooks]. It is safe for concurrent use.
 //
 // It handles only the seven events it needs: polls, joins, stage
 // failures, stuck values, completions, revokes and losses. It does not
-// implement [pipeline.HookStageCall], so registered alone it makes no
+// implement [sluice.HookStageCall], so registered alone it makes no
 // stage read the clock.
 type Health struct {
 	now         func() time.Time
@@ -38,7 +38,7 @@ type Health struct {
 
 	mu     sync.Mutex
 	failed error // the first OnStageFailed
-	stuck  map[pipeline.TopicPartition]stuckValue
+	stuck  map[sluice.TopicPartition]stuckValue
 }
 
 // stuckValue is the newest stuck report of one partition.
@@ -51,13 +51,13 @@ type stuckValue struct {
 
 // The events Health handles.
 var (
-	_ pipeline.HookPolled           = (*Health)(nil)
-	_ pipeline.HookJoined           = (*Health)(nil)
-	_ pipeline.HookStageFailed      = (*Health)(nil)
-	_ pipeline.HookStuck            = (*Health)(nil)
-	_ pipeline.HookRecordsCompleted = (*Health)(nil)
-	_ pipeline.HookPartitionRevoked = (*Health)(nil)
-	_ pipeline.HookPartitionLost    = (*Health)(nil)
+	_ sluice.HookPolled           = (*Health)(nil)
+	_ sluice.HookJoined           = (*Health)(nil)
+	_ sluice.HookStageFailed      = (*Health)(nil)
+	_ sluice.HookStuck            = (*Health)(nil)
+	_ sluice.HookRecordsCompleted = (*Health)(nil)
+	_ sluice.HookPartitionRevoked = (*Health)(nil)
+	_ sluice.HookPartitionLost    = (*Health)(nil)
 )
 
 // NewHealth returns a Health that is live (within the startup grace) but
@@ -71,7 +71,7 @@ func NewHealth(opts ...HealthOption) (*Health, error) {
 		return nil, errors.Join(cfg.errs...)
 	}
 	h := &Health{now: cfg.now, pollTimeout: cfg.pollTimeout, grace: cfg.grace,
-		stuck: make(map[pipeline.TopicPartition]stuckValue)}
+		stuck: make(map[sluice.TopicPartition]stuckValue)}
 	h.started = h.now()
 	return h, nil
 }
@@ -94,7 +94,7 @@ func (h *Health) Live() error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	tps := slices.SortedFunc(maps.Keys(h.stuck), func(a, b pipeline.TopicPartition) int {
+	tps := slices.SortedFunc(maps.Keys(h.stuck), func(a, b sluice.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	var errs []error
@@ -122,15 +122,15 @@ func (h *Health) Ready() error {
 	return nil
 }
 
-// OnPolled implements [pipeline.HookPolled]: it records the poll time.
+// OnPolled implements [sluice.HookPolled]: it records the poll time.
 func (h *Health) OnPolled(at time.Time) { h.lastPoll.Store(at.UnixNano()) }
 
-// OnJoined implements [pipeline.HookJoined]: the consumer becomes ready.
+// OnJoined implements [sluice.HookJoined]: the consumer becomes ready.
 func (h *Health) OnJoined() { h.joined.Store(true) }
 
-// OnStageFailed implements [pipeline.HookStageFailed]: the consumer stops being
+// OnStageFailed implements [sluice.HookStageFailed]: the consumer stops being
 // ready, for good.
-func (h *Health) OnStageFailed(_ string, _ pipeline.TopicPartition, err error) {
+func (h *Health) OnStageFailed(_ string, _ sluice.TopicPartition, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failed == nil {
@@ -138,12 +138,12 @@ func (h *Health) OnStageFailed(_ string, _ pipeline.TopicPartition, err error) {
 	}
 }
 
-// OnStuck implements [pipeline.HookStuck]: tp counts as stuck, failing Live,
+// OnStuck implements [sluice.HookStuck]: tp counts as stuck, failing Live,
 // until its committable offset passes offset (an OnRecordsCompleted with
 // next > offset; any completion when offset is unknown, -1) or it is
 // revoked or lost. Of several stuck values of tp the newest report is
 // kept, and the highest offset must be passed.
-func (h *Health) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
+func (h *Health) OnStuck(stage string, tp sluice.TopicPartition, offset int64, since time.Duration) {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -154,10 +154,10 @@ func (h *Health) OnStuck(stage string, tp pipeline.TopicPartition, offset int64,
 	h.nstuck.Store(int32(len(h.stuck)))
 }
 
-// OnRecordsCompleted implements [pipeline.HookRecordsCompleted]: it clears tp's stuck
+// OnRecordsCompleted implements [sluice.HookRecordsCompleted]: it clears tp's stuck
 // mark once next passes the stuck offset. Without stuck values it costs
 // one atomic load.
-func (h *Health) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+func (h *Health) OnRecordsCompleted(tp sluice.TopicPartition, _ int, next int64) {
 	if h.nstuck.Load() == 0 {
 		return
 	}
@@ -168,16 +168,16 @@ func (h *Health) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int6
 	}
 }
 
-// OnPartitionRevoked implements [pipeline.HookPartitionRevoked]: it clears tp's stuck
+// OnPartitionRevoked implements [sluice.HookPartitionRevoked]: it clears tp's stuck
 // mark.
-func (h *Health) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
+func (h *Health) OnPartitionRevoked(tp sluice.TopicPartition, _ time.Duration, _ bool) {
 	h.forget(tp)
 }
 
-// OnPartitionLost implements [pipeline.HookPartitionLost]: it clears tp's stuck mark.
-func (h *Health) OnPartitionLost(tp pipeline.TopicPartition) { h.forget(tp) }
+// OnPartitionLost implements [sluice.HookPartitionLost]: it clears tp's stuck mark.
+func (h *Health) OnPartitionLost(tp sluice.TopicPartition) { h.forget(tp) }
 
-func (h *Health) forget(tp pipeline.TopicPartition) {
+func (h *Health) forget(tp sluice.TopicPartition) {
 	if h.nstuck.Load() == 0 {
 		return
 	}
@@ -187,7 +187,7 @@ func (h *Health) forget(tp pipeline.TopicPartition) {
 }
 
 // unstick clears tp's stuck mark. Callers hold mu.
-func (h *Health) unstick(tp pipeline.TopicPartition) {
+func (h *Health) unstick(tp sluice.TopicPartition) {
 	delete(h.stuck, tp)
 	h.nstuck.Store(int32(len(h.stuck)))
 }

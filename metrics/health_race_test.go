@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -43,7 +44,7 @@ type revokeSignal struct {
 	revoked chan struct{}
 }
 
-func (r *revokeSignal) OnPartitionRevoked(pipeline.TopicPartition, time.Duration, bool) {
+func (r *revokeSignal) OnPartitionRevoked(sluice.TopicPartition, time.Duration, bool) {
 	close(r.revoked)
 }
 
@@ -52,8 +53,8 @@ func (r *revokeSignal) OnPartitionRevoked(pipeline.TopicPartition, time.Duration
 // stuck detector on (threshold 10 s), and returns once the stuck report is
 // being logged.
 func runStuck(t *testing.T, health *metrics.Health, log *slowStuckLog, unblock chan struct{}, more ...pipeline.Option) *testkit.Harness {
-	h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			select {
 			case <-unblock:
 				return nil

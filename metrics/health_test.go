@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // clock is a fake clock for Health.
@@ -79,8 +79,8 @@ func TestStuckPartitionFailsLiveness(t *testing.T) {
 	c := newClock()
 	h := c.health(t)
 	h.OnPolled(c.now())
-	tp := pipeline.TopicPartition{Topic: "orders", Partition: 2}
-	other := pipeline.TopicPartition{Topic: "orders", Partition: 5}
+	tp := sluice.TopicPartition{Topic: "orders", Partition: 2}
+	other := sluice.TopicPartition{Topic: "orders", Partition: 5}
 
 	h.OnStuck("enrich", tp, 41, time.Minute)
 	c.add(5 * time.Second)
@@ -122,8 +122,8 @@ func TestReadiness(t *testing.T) {
 	expectProbe(t, ready, 503, "not a member of the consumer group yet")
 	h.OnJoined()
 	expectProbe(t, ready, 200, "ok")
-	h.OnStageFailed("write", pipeline.TopicPartition{Topic: "t"}, errors.New("disk full"))
-	h.OnStageFailed("other", pipeline.TopicPartition{Topic: "t"}, errors.New("second error"))
+	h.OnStageFailed("write", sluice.TopicPartition{Topic: "t"}, errors.New("disk full"))
+	h.OnStageFailed("other", sluice.TopicPartition{Topic: "t"}, errors.New("second error"))
 	expectProbe(t, ready, 503, "stopped by a stage error: disk full")
 	h.OnJoined()
 	expectProbe(t, ready, 503, "disk full") // not ready again after a fatal error

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
@@ -100,8 +101,8 @@ func newMetrics(t *testing.T) (*prometheus.Registry, *metrics.Metrics) {
 func startFollower(t *testing.T, lead *atomic.Int64) (*prometheus.Registry, *testkit.Fake, *testkit.Running) {
 	t.Helper()
 	reg, m := newMetrics(t)
-	leaders := follow.LeadersFunc(func(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-		out := map[pipeline.TopicPartition]int64{}
+	leaders := follow.LeadersFunc(func(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+		out := map[sluice.TopicPartition]int64{}
 		for _, tp := range tps {
 			out[tp] = lead.Load()
 		}
@@ -112,7 +113,7 @@ func startFollower(t *testing.T, lead *atomic.Int64) (*prometheus.Registry, *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(in)
 	}, pipeline.WithHooks(m))
 	return reg, fake, run

@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// Metrics is a [pipeline.Hook] that exports a consumer's activity as
+// Metrics is a [sluice.Hook] that exports a consumer's activity as
 // Prometheus metrics (see docs/metrics.md for the list and which event
-// feeds each). It implements every pipeline.Hook* interface, including
-// [pipeline.HookStageCall], so stages time their calls while it is
+// feeds each). It implements every sluice.Hook* interface, including
+// [sluice.HookStageCall], so stages time their calls while it is
 // registered. Create it with [New] and pass it to [pipeline.WithHooks].
 // It is safe for concurrent use, never blocks, and does not allocate on
 // the per-value path (OnStageCall, OnValuesFiltered) once a stage or
@@ -34,24 +33,24 @@ type Metrics struct {
 
 // Metrics handles every event.
 var (
-	_ pipeline.HookPartitionAssigned  = (*Metrics)(nil)
-	_ pipeline.HookPartitionRevoked   = (*Metrics)(nil)
-	_ pipeline.HookPartitionLost      = (*Metrics)(nil)
-	_ pipeline.HookPartitionPaused    = (*Metrics)(nil)
-	_ pipeline.HookPartitionResumed   = (*Metrics)(nil)
-	_ pipeline.HookRecordsDelivered   = (*Metrics)(nil)
-	_ pipeline.HookRecordsCompleted   = (*Metrics)(nil)
-	_ pipeline.HookValuesFiltered     = (*Metrics)(nil)
-	_ pipeline.HookRecordDeadLettered = (*Metrics)(nil)
-	_ pipeline.HookInFlight           = (*Metrics)(nil)
-	_ pipeline.HookStageCall          = (*Metrics)(nil)
-	_ pipeline.HookStageRetry         = (*Metrics)(nil)
-	_ pipeline.HookStageFailed        = (*Metrics)(nil)
-	_ pipeline.HookStuck              = (*Metrics)(nil)
-	_ pipeline.HookPolled             = (*Metrics)(nil)
-	_ pipeline.HookJoined             = (*Metrics)(nil)
-	_ pipeline.HookCommitted          = (*Metrics)(nil)
-	_ pipeline.HookHighWatermark      = (*Metrics)(nil)
+	_ sluice.HookPartitionAssigned  = (*Metrics)(nil)
+	_ sluice.HookPartitionRevoked   = (*Metrics)(nil)
+	_ sluice.HookPartitionLost      = (*Metrics)(nil)
+	_ sluice.HookPartitionPaused    = (*Metrics)(nil)
+	_ sluice.HookPartitionResumed   = (*Metrics)(nil)
+	_ sluice.HookRecordsDelivered   = (*Metrics)(nil)
+	_ sluice.HookRecordsCompleted   = (*Metrics)(nil)
+	_ sluice.HookValuesFiltered     = (*Metrics)(nil)
+	_ sluice.HookRecordDeadLettered = (*Metrics)(nil)
+	_ sluice.HookInFlight           = (*Metrics)(nil)
+	_ sluice.HookStageCall          = (*Metrics)(nil)
+	_ sluice.HookStageRetry         = (*Metrics)(nil)
+	_ sluice.HookStageFailed        = (*Metrics)(nil)
+	_ sluice.HookStuck              = (*Metrics)(nil)
+	_ sluice.HookPolled             = (*Metrics)(nil)
+	_ sluice.HookJoined             = (*Metrics)(nil)
+	_ sluice.HookCommitted          = (*Metrics)(nil)
+	_ sluice.HookHighWatermark      = (*Metrics)(nil)
 )
 
 // New creates the collectors and registers them on reg (pass

@@ -13,16 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
-func parse(_ context.Context, r pipeline.Record) (int, error) {
+func parse(_ context.Context, r sluice.Record) (int, error) {
 	var n int
 	if _, err := fmt.Sscan(string(r.Value), &n); err != nil {
-		return 0, pipeline.Invalid(fmt.Errorf("not a number: %q", r.Value))
+		return 0, sluice.Invalid(fmt.Errorf("not a number: %q", r.Value))
 	}
 	return n, nil
 }
@@ -45,7 +46,7 @@ func TestScenario(t *testing.T) {
 		var mu sync.Mutex
 		var stored []int
 		failed := false
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			nums := stages.Map(in, parse, stages.Name("parse"))
 			kept := stages.Filter(nums, func(n int) bool { return n%5 != 0 }, stages.Name("filter"))
 			return stages.Each(kept, func(_ context.Context, n int) error {
@@ -60,9 +61,9 @@ func TestScenario(t *testing.T) {
 			}, stages.Name("store"))
 		}
 		h := testkit.New(t, build, pipeline.WithHooks(m),
-			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }))
 		h.Assign("t", 0)
-		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 10) // as the Kafka source would
+		m.OnHighWatermark(sluice.TopicPartition{Topic: "t", Partition: 0}, 10) // as the Kafka source would
 		h.Send("t", 0, values("1", "2", "3", "bad", "4", "5", "6", "10", "7", "8")...)
 		h.WaitCommitted("t", 0, 10)
 
@@ -107,7 +108,7 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 		want(t, reg, 0, "sluice_inflight_records")
 		want(t, reg, 0, "sluice_inflight_bytes")
 		want(t, reg, 0, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
-		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 25)
+		m.OnHighWatermark(sluice.TopicPartition{Topic: "t", Partition: 0}, 25)
 		want(t, reg, 15, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
 
 		// Source: the fake polled, joined once and committed without error.
@@ -129,7 +130,7 @@ sluice_records_filtered_total{stage="filter",topic="t"} 2
 		want(t, reg, 0, "sluice_partition_drain_timeouts_total")
 		absent(t, reg, "sluice_consumer_lag_records", "topic", "t", "partition", "0")
 		// A watermark after the revoke does not bring the series back.
-		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 0}, 30)
+		m.OnHighWatermark(sluice.TopicPartition{Topic: "t", Partition: 0}, 30)
 		absent(t, reg, "sluice_consumer_lag_records")
 		absent(t, reg, "sluice_partitions_lost_total")
 
@@ -145,8 +146,8 @@ func TestBackpressurePauseIsTimed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if r.Offset == 0 {
 					<-release
 				}
@@ -177,8 +178,8 @@ func TestStuckValue(t *testing.T) {
 		reg, m := newMetrics(t)
 		health := newHealth(t, metrics.WithPollTimeout(time.Hour))
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if r.Offset == 1 {
 					<-release
 				}
@@ -208,13 +209,13 @@ func TestStuckValue(t *testing.T) {
 func TestLostPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(in)
 		}, pipeline.WithHooks(m))
 		h.Assign("t", 0, 1)
 		h.Send("t", 1, values("a", "b")...)
 		h.WaitCommitted("t", 1, 2)
-		m.OnHighWatermark(pipeline.TopicPartition{Topic: "t", Partition: 1}, 5)
+		m.OnHighWatermark(sluice.TopicPartition{Topic: "t", Partition: 1}, 5)
 		want(t, reg, 3, "sluice_consumer_lag_records", "topic", "t", "partition", "1")
 		absent(t, reg, "sluice_consumer_lag_records", "topic", "t", "partition", "0") // never committed
 		h.Lose("t", 1)
@@ -229,9 +230,9 @@ func TestStageFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		health := newHealth(t)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
-				return pipeline.Permanent(errors.New("schema mismatch"))
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
+				return sluice.Permanent(errors.New("schema mismatch"))
 			}, stages.Name("write"))
 		}, pipeline.WithHooks(m, health))
 		h.Assign("t", 0)
@@ -250,13 +251,13 @@ func TestStageFailure(t *testing.T) {
 
 func TestCommitFailure(t *testing.T) {
 	reg, m := newMetrics(t)
-	tp := pipeline.TopicPartition{Topic: "t", Partition: 3}
+	tp := sluice.TopicPartition{Topic: "t", Partition: 3}
 	m.OnPartitionAssigned(tp)
 	m.OnHighWatermark(tp, 100)
 	absent(t, reg, "sluice_consumer_lag_records") // nothing committed yet
-	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 20*time.Millisecond, errors.New("coordinator moved"))
+	m.OnCommitted([]sluice.Offset{{TopicPartition: tp, Next: 40}}, 20*time.Millisecond, errors.New("coordinator moved"))
 	absent(t, reg, "sluice_consumer_lag_records") // a failed commit is no position
-	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 40}}, 30*time.Millisecond, nil)
+	m.OnCommitted([]sluice.Offset{{TopicPartition: tp, Next: 40}}, 30*time.Millisecond, nil)
 	want(t, reg, 60, "sluice_consumer_lag_records", "topic", "t", "partition", "3")
 	want(t, reg, 2, "sluice_commits_total")
 	want(t, reg, 1, "sluice_commit_failures_total")
@@ -272,7 +273,7 @@ func TestPauseEndsOnRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+	tp := sluice.TopicPartition{Topic: "t", Partition: 0}
 	m.OnPartitionPaused(tp) // not assigned: ignored
 	absent(t, reg, "sluice_partitions_paused")
 	m.OnPartitionAssigned(tp)
@@ -301,11 +302,11 @@ func TestLastPoll(t *testing.T) {
 
 func TestErrorKinds(t *testing.T) {
 	reg, m := newMetrics(t)
-	tp := pipeline.TopicPartition{Topic: "t"}
+	tp := sluice.TopicPartition{Topic: "t"}
 	m.OnStageCall("s", tp, time.Millisecond, nil)
-	m.OnStageCall("s", tp, time.Millisecond, pipeline.Invalid(errors.New("x")))
-	m.OnStageCall("s", tp, time.Millisecond, fmt.Errorf("wrapped: %w", pipeline.Permanent(errors.New("x"))))
-	m.OnStageCall("s", tp, time.Millisecond, &pipeline.PanicError{Value: "boom"})
+	m.OnStageCall("s", tp, time.Millisecond, sluice.Invalid(errors.New("x")))
+	m.OnStageCall("s", tp, time.Millisecond, fmt.Errorf("wrapped: %w", sluice.Permanent(errors.New("x"))))
+	m.OnStageCall("s", tp, time.Millisecond, &sluice.PanicError{Value: "boom"})
 	m.OnStageCall("s", tp, time.Millisecond, errors.New("x"))
 	m.OnStageCall("s", tp, time.Millisecond, errors.New("y"))
 	for kind, n := range map[string]float64{metrics.KindInvalid: 1, metrics.KindPermanent: 1, metrics.KindPanic: 1, metrics.KindRetryable: 2} {
@@ -357,7 +358,7 @@ func TestRegistration(t *testing.T) {
 // conventions.
 func TestLint(t *testing.T) {
 	reg, m := newMetrics(t)
-	tp := pipeline.TopicPartition{Topic: "t"}
+	tp := sluice.TopicPartition{Topic: "t"}
 	m.OnPartitionAssigned(tp)
 	m.OnRecordsDelivered(tp, 1)
 	m.OnValuesFiltered(tp, "f", 1)
@@ -368,7 +369,7 @@ func TestLint(t *testing.T) {
 	m.OnStuck("s", tp, 0, 0)
 	m.OnPartitionPaused(tp)
 	m.OnPartitionResumed(tp)
-	m.OnCommitted([]pipeline.Offset{{TopicPartition: tp, Next: 1}}, 0, nil)
+	m.OnCommitted([]sluice.Offset{{TopicPartition: tp, Next: 1}}, 0, nil)
 	m.OnHighWatermark(tp, 2)
 	m.OnPartitionRevoked(tp, 0, false)
 	problems, err := testutil.GatherAndLint(reg)
@@ -386,7 +387,7 @@ func TestStageCallDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := pipeline.TopicPartition{Topic: "t"}
+	tp := sluice.TopicPartition{Topic: "t"}
 	m.OnStageCall("enrich", tp, time.Millisecond, nil)
 	m.OnValuesFiltered(tp, "filter", 1)
 	m.OnRecordsDelivered(tp, 1)
@@ -406,7 +407,7 @@ func BenchmarkStageCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tp := pipeline.TopicPartition{Topic: "t"}
+	tp := sluice.TopicPartition{Topic: "t"}
 	names := []string{"decode", "enrich", "produce"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

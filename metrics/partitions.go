@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // partitionMetrics covers assignment, pauses and lag: state kept per
@@ -23,7 +22,7 @@ type partitionMetrics struct {
 	lag                     *prometheus.GaugeVec
 
 	mu    sync.Mutex
-	parts map[pipeline.TopicPartition]*partState
+	parts map[sluice.TopicPartition]*partState
 }
 
 // partState is what is known of one assigned partition.
@@ -50,16 +49,16 @@ func (p *partitionMetrics) init(b *builder, drainBuckets []float64) {
 	p.lag = b.gaugeVec("sluice_consumer_lag_records",
 		"High watermark minus committed offset of an assigned partition; present once both are known, deleted when the partition goes.",
 		"topic", "partition")
-	p.parts = make(map[pipeline.TopicPartition]*partState)
+	p.parts = make(map[sluice.TopicPartition]*partState)
 }
 
 // state returns tp's state or nil when tp is not assigned. Callers hold mu.
-func (p *partitionMetrics) state(tp pipeline.TopicPartition) *partState {
+func (p *partitionMetrics) state(tp sluice.TopicPartition) *partState {
 	return p.parts[tp]
 }
 
 // endPause accounts the end of st's pause, if any. Callers hold mu.
-func (p *partitionMetrics) endPause(tp pipeline.TopicPartition, st *partState, now time.Time) {
+func (p *partitionMetrics) endPause(tp sluice.TopicPartition, st *partState, now time.Time) {
 	if !st.paused {
 		return
 	}
@@ -71,7 +70,7 @@ func (p *partitionMetrics) endPause(tp pipeline.TopicPartition, st *partState, n
 }
 
 // remove forgets tp: its pause ends and its lag series is deleted.
-func (p *partitionMetrics) remove(tp pipeline.TopicPartition, now time.Time) {
+func (p *partitionMetrics) remove(tp sluice.TopicPartition, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.state(tp)
@@ -87,7 +86,7 @@ func (p *partitionMetrics) remove(tp pipeline.TopicPartition, now time.Time) {
 }
 
 // updateLag sets st's lag when both offsets are known. Callers hold mu.
-func (p *partitionMetrics) updateLag(tp pipeline.TopicPartition, st *partState) {
+func (p *partitionMetrics) updateLag(tp sluice.TopicPartition, st *partState) {
 	if st.high < 0 || st.committed < 0 {
 		return
 	}
@@ -97,11 +96,11 @@ func (p *partitionMetrics) updateLag(tp pipeline.TopicPartition, st *partState) 
 	st.lag.Set(float64(max(0, st.high-st.committed)))
 }
 
-// OnPartitionAssigned implements [pipeline.HookPartitionAssigned]: it increments
+// OnPartitionAssigned implements [sluice.HookPartitionAssigned]: it increments
 // sluice_partitions_assigned_total{topic} and sluice_partitions_owned{topic}
 // and starts tracking tp's pauses and lag. A partition already assigned
 // is ignored.
-func (m *Metrics) OnPartitionAssigned(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionAssigned(tp sluice.TopicPartition) {
 	p := &m.parts
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,12 +112,12 @@ func (m *Metrics) OnPartitionAssigned(tp pipeline.TopicPartition) {
 	p.owned.WithLabelValues(tp.Topic).Inc()
 }
 
-// OnPartitionRevoked implements [pipeline.HookPartitionRevoked]: it increments
+// OnPartitionRevoked implements [sluice.HookPartitionRevoked]: it increments
 // sluice_partitions_revoked_total{topic}, observes drain in
 // sluice_partition_drain_duration_seconds (and counts a timeout), ends a
 // pause of tp and deletes its lag series. The final commit that follows
 // does not bring the series back.
-func (m *Metrics) OnPartitionRevoked(tp pipeline.TopicPartition, drain time.Duration, timedOut bool) {
+func (m *Metrics) OnPartitionRevoked(tp sluice.TopicPartition, drain time.Duration, timedOut bool) {
 	p := &m.parts
 	p.revoked.WithLabelValues(tp.Topic).Inc()
 	p.drain.Observe(drain.Seconds())
@@ -128,17 +127,17 @@ func (m *Metrics) OnPartitionRevoked(tp pipeline.TopicPartition, drain time.Dura
 	p.remove(tp, m.now())
 }
 
-// OnPartitionLost implements [pipeline.HookPartitionLost]: it increments
+// OnPartitionLost implements [sluice.HookPartitionLost]: it increments
 // sluice_partitions_lost_total{topic}, ends a pause of tp and deletes its
 // lag series.
-func (m *Metrics) OnPartitionLost(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionLost(tp sluice.TopicPartition) {
 	m.parts.lost.WithLabelValues(tp.Topic).Inc()
 	m.parts.remove(tp, m.now())
 }
 
-// OnPartitionPaused implements [pipeline.HookPartitionPaused]: it increments
+// OnPartitionPaused implements [sluice.HookPartitionPaused]: it increments
 // sluice_partitions_paused{topic} and notes when the pause started.
-func (m *Metrics) OnPartitionPaused(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionPaused(tp sluice.TopicPartition) {
 	p := &m.parts
 	now := m.now()
 	p.mu.Lock()
@@ -151,10 +150,10 @@ func (m *Metrics) OnPartitionPaused(tp pipeline.TopicPartition) {
 	p.pausedNow.WithLabelValues(tp.Topic).Inc()
 }
 
-// OnPartitionResumed implements [pipeline.HookPartitionResumed]: it decrements
+// OnPartitionResumed implements [sluice.HookPartitionResumed]: it decrements
 // sluice_partitions_paused{topic} and adds the pause's length to
 // sluice_paused_seconds_total{topic}.
-func (m *Metrics) OnPartitionResumed(tp pipeline.TopicPartition) {
+func (m *Metrics) OnPartitionResumed(tp sluice.TopicPartition) {
 	p := &m.parts
 	now := m.now()
 	p.mu.Lock()
@@ -166,7 +165,7 @@ func (m *Metrics) OnPartitionResumed(tp pipeline.TopicPartition) {
 
 // committed records successfully committed offsets of assigned
 // partitions and updates their lag.
-func (p *partitionMetrics) committed(offs []pipeline.Offset) {
+func (p *partitionMetrics) committed(offs []sluice.Offset) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range offs {
@@ -178,7 +177,7 @@ func (p *partitionMetrics) committed(offs []pipeline.Offset) {
 }
 
 // highWatermark records tp's high watermark and updates its lag.
-func (p *partitionMetrics) highWatermark(tp pipeline.TopicPartition, high int64) {
+func (p *partitionMetrics) highWatermark(tp sluice.TopicPartition, high int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if st := p.state(tp); st != nil {

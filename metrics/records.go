@@ -2,8 +2,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // recordMetrics counts records per topic as they flow through the graphs.
@@ -42,31 +41,31 @@ func (r *recordMetrics) init(b *builder) {
 	r.deadBy = newCache(func(k topicStage) prometheus.Counter { return r.deadLettered.WithLabelValues(k.topic, k.stage) })
 }
 
-// OnRecordsDelivered implements [pipeline.HookRecordsDelivered]: it adds n to
+// OnRecordsDelivered implements [sluice.HookRecordsDelivered]: it adds n to
 // sluice_records_delivered_total{topic}.
-func (m *Metrics) OnRecordsDelivered(tp pipeline.TopicPartition, n int) {
+func (m *Metrics) OnRecordsDelivered(tp sluice.TopicPartition, n int) {
 	m.records.byTopic.get(tp.Topic).delivered.Add(float64(n))
 }
 
-// OnRecordsCompleted implements [pipeline.HookRecordsCompleted]: it adds n to
+// OnRecordsCompleted implements [sluice.HookRecordsCompleted]: it adds n to
 // sluice_records_completed_total{topic}.
-func (m *Metrics) OnRecordsCompleted(tp pipeline.TopicPartition, n int, _ int64) {
+func (m *Metrics) OnRecordsCompleted(tp sluice.TopicPartition, n int, _ int64) {
 	m.records.byTopic.get(tp.Topic).completed.Add(float64(n))
 }
 
-// OnValuesFiltered implements [pipeline.HookValuesFiltered]: it adds n to
+// OnValuesFiltered implements [sluice.HookValuesFiltered]: it adds n to
 // sluice_records_filtered_total{topic,stage}.
-func (m *Metrics) OnValuesFiltered(tp pipeline.TopicPartition, stage string, n int) {
+func (m *Metrics) OnValuesFiltered(tp sluice.TopicPartition, stage string, n int) {
 	m.records.filteredBy.get(topicStage{tp.Topic, stage}).Add(float64(n))
 }
 
-// OnRecordDeadLettered implements [pipeline.HookRecordDeadLettered]: it increments
+// OnRecordDeadLettered implements [sluice.HookRecordDeadLettered]: it increments
 // sluice_records_dead_lettered_total{topic,stage}.
-func (m *Metrics) OnRecordDeadLettered(tp pipeline.TopicPartition, stage string) {
+func (m *Metrics) OnRecordDeadLettered(tp sluice.TopicPartition, stage string) {
 	m.records.deadBy.get(topicStage{tp.Topic, stage}).Inc()
 }
 
-// OnInFlight implements [pipeline.HookInFlight]: it sets sluice_inflight_records
+// OnInFlight implements [sluice.HookInFlight]: it sets sluice_inflight_records
 // and sluice_inflight_bytes.
 func (m *Metrics) OnInFlight(records, bytes int64) {
 	m.records.inflightRecords.Set(float64(records))

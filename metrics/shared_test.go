@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -31,10 +32,10 @@ func TestSharedBatcherWritesAppearInTheStageMetrics(t *testing.T) {
 			return nil
 		}
 		b := stages.NewSharedBatcher(write, 2, time.Minute, stages.Name("insert"))
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			vals := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 			return b.Feed(vals)
-		}, pipeline.WithHooks(m), pipeline.WithRetry(pipeline.RetryPolicy{Initial: time.Millisecond}))
+		}, pipeline.WithHooks(m), pipeline.WithRetry(sluice.RetryPolicy{Initial: time.Millisecond}))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("a"))
 		h.Send("t", 1, []byte("b"))

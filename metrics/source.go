@@ -4,8 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // sourceMetrics covers what only the source sees: polls, group
@@ -30,7 +29,7 @@ func (s *sourceMetrics) init(b *builder, buckets []float64) {
 		"Time an offset commit took, successful or not.", buckets)
 }
 
-// OnPolled implements [pipeline.HookPolled]: it sets
+// OnPolled implements [sluice.HookPolled]: it sets
 // sluice_last_poll_timestamp_seconds to at and increments
 // sluice_polls_total.
 func (m *Metrics) OnPolled(at time.Time) {
@@ -38,17 +37,17 @@ func (m *Metrics) OnPolled(at time.Time) {
 	m.source.polls.Inc()
 }
 
-// OnJoined implements [pipeline.HookJoined]: it increments
+// OnJoined implements [sluice.HookJoined]: it increments
 // sluice_group_joins_total.
 func (m *Metrics) OnJoined() { m.source.joins.Inc() }
 
-// OnCommitted implements [pipeline.HookCommitted]: it increments
+// OnCommitted implements [sluice.HookCommitted]: it increments
 // sluice_commits_total, observes took in sluice_commit_duration_seconds
 // (only when known: a source that does not measure its commits, such as
 // testkit's fake, reports 0) and, on failure, increments
 // sluice_commit_failures_total. A successful commit updates
 // sluice_consumer_lag_records of the assigned partitions it covers.
-func (m *Metrics) OnCommitted(offs []pipeline.Offset, took time.Duration, err error) {
+func (m *Metrics) OnCommitted(offs []sluice.Offset, took time.Duration, err error) {
 	m.source.commits.Inc()
 	if took > 0 {
 		m.source.commitDurations.Observe(took.Seconds())
@@ -60,10 +59,10 @@ func (m *Metrics) OnCommitted(offs []pipeline.Offset, took time.Duration, err er
 	m.parts.committed(offs)
 }
 
-// OnHighWatermark implements [pipeline.HookHighWatermark]: it updates
+// OnHighWatermark implements [sluice.HookHighWatermark]: it updates
 // sluice_consumer_lag_records{topic,partition} when tp is assigned and has
 // been committed at least once since. Watermarks of partitions not
 // assigned are ignored.
-func (m *Metrics) OnHighWatermark(tp pipeline.TopicPartition, high int64) {
+func (m *Metrics) OnHighWatermark(tp sluice.TopicPartition, high int64) {
 	m.parts.highWatermark(tp, high)
 }

@@ -5,18 +5,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Error kinds, the values of the kind label of sluice_stage_errors_total.
 const (
-	// KindInvalid: the function returned pipeline.Invalid (bad input; the
+	// KindInvalid: the function returned sluice.Invalid (bad input; the
 	// record goes to the dead-letter destination).
 	KindInvalid = "invalid"
 	// KindPanic: the function panicked.
 	KindPanic = "panic"
-	// KindPermanent: the function returned pipeline.Permanent (not retried;
+	// KindPermanent: the function returned sluice.Permanent (not retried;
 	// Run stops).
 	KindPermanent = "permanent"
 	// KindRetryable: any other error; it is retried under the stage's retry
@@ -34,13 +33,13 @@ const (
 )
 
 func kindOf(err error) int {
-	var pe *pipeline.PanicError
+	var pe *sluice.PanicError
 	switch {
-	case pipeline.IsInvalid(err):
+	case sluice.IsInvalid(err):
 		return kindInvalid
 	case errors.As(err, &pe):
 		return kindPanic
-	case pipeline.IsPermanent(err):
+	case sluice.IsPermanent(err):
 		return kindPermanent
 	}
 	return kindRetryable
@@ -83,11 +82,11 @@ func (s *stageMetrics) init(b *builder, buckets []float64) {
 	})
 }
 
-// OnStageCall implements [pipeline.HookStageCall]: it observes d in
+// OnStageCall implements [sluice.HookStageCall]: it observes d in
 // sluice_stage_duration_seconds{stage} and, when err is not nil,
 // increments sluice_stage_errors_total{stage,kind}. It does not allocate
 // once the stage has been seen.
-func (m *Metrics) OnStageCall(stage string, _ pipeline.TopicPartition, d time.Duration, err error) {
+func (m *Metrics) OnStageCall(stage string, _ sluice.TopicPartition, d time.Duration, err error) {
 	c := m.stages.byStage.get(stage)
 	c.duration.Observe(d.Seconds())
 	if err != nil {
@@ -95,20 +94,20 @@ func (m *Metrics) OnStageCall(stage string, _ pipeline.TopicPartition, d time.Du
 	}
 }
 
-// OnStageRetry implements [pipeline.HookStageRetry]: it increments
+// OnStageRetry implements [sluice.HookStageRetry]: it increments
 // sluice_stage_retries_total{stage}.
-func (m *Metrics) OnStageRetry(stage string, _ pipeline.TopicPartition, _ int, _ time.Duration, _ error) {
+func (m *Metrics) OnStageRetry(stage string, _ sluice.TopicPartition, _ int, _ time.Duration, _ error) {
 	m.stages.retries.WithLabelValues(stage).Inc()
 }
 
-// OnStageFailed implements [pipeline.HookStageFailed]: it increments
+// OnStageFailed implements [sluice.HookStageFailed]: it increments
 // sluice_stage_failures_total{stage}.
-func (m *Metrics) OnStageFailed(stage string, _ pipeline.TopicPartition, _ error) {
+func (m *Metrics) OnStageFailed(stage string, _ sluice.TopicPartition, _ error) {
 	m.stages.failures.WithLabelValues(stage).Inc()
 }
 
-// OnStuck implements [pipeline.HookStuck]: it increments
+// OnStuck implements [sluice.HookStuck]: it increments
 // sluice_stuck_values_total{stage}.
-func (m *Metrics) OnStuck(stage string, _ pipeline.TopicPartition, _ int64, _ time.Duration) {
+func (m *Metrics) OnStuck(stage string, _ sluice.TopicPartition, _ int64, _ time.Duration) {
 	m.stages.stuck.WithLabelValues(stage).Inc()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
@@ -14,12 +15,12 @@ import (
 
 // observedBy runs one record through a stage that notes whether its
 // stage calls are timed (Stage.Observed), with hooks registered.
-func observedBy(t *testing.T, hooks ...pipeline.Hook) bool {
+func observedBy(t *testing.T, hooks ...sluice.Hook) bool {
 	t.Helper()
 	var observed bool
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "probe"}, func(s *stagekit.Stage, in *stagekit.Inlet[pipeline.Record]) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "probe"}, func(s *stagekit.Stage, in *stagekit.Inlet[sluice.Record]) error {
 				for c, ok := in.Recv(); ok; c, ok = in.Recv() {
 					observed = s.Observed()
 					for _, it := range c {

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -19,8 +20,8 @@ import (
 
 // ignoringCtx is a stage function that blocks at offset stuck until
 // release is closed, whatever its context says.
-func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, pipeline.Record) error {
-	return func(_ context.Context, r pipeline.Record) error {
+func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, sluice.Record) error {
+	return func(_ context.Context, r sluice.Record) error {
 		if r.Offset == stuck {
 			<-release
 		}
@@ -28,12 +29,12 @@ func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, pip
 	}
 }
 
-// stuckError checks that err is the *StageError of an abandoned function:
+// stuckError checks that err is the *sluice.StageError of an abandoned function:
 // ErrAbandoned, naming stage, partition 0 and offset.
 func stuckError(t *testing.T, err error, stage string, offset int64) {
 	t.Helper()
-	var se *pipeline.StageError
-	if !errors.As(err, &se) || !errors.Is(err, pipeline.ErrAbandoned) {
+	var se *sluice.StageError
+	if !errors.As(err, &se) || !errors.Is(err, sluice.ErrAbandoned) {
 		t.Fatalf("Run returned %v, want a *StageError wrapping ErrAbandoned", err)
 	}
 	if se.Stage != stage || se.Topic != "t" || se.Partition != 0 || se.Offset != offset {
@@ -50,7 +51,7 @@ func TestShutdownAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		fake := testkit.NewFake()
-		r := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(in, ignoringCtx(3, release), stages.Name("write"))
 		}, pipeline.WithDrainTimeout(4*time.Second))
 		if err := fake.Assign("t", 0); err != nil {
@@ -96,7 +97,7 @@ func TestRevokeOrLossAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				release := make(chan struct{})
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return stages.Each(in, ignoringCtx(tc.stuck, release), stages.Name("write"))
 				}, pipeline.WithDrainTimeout(tc.drain))
 				assignAndSend(h, tc.n)
@@ -125,7 +126,7 @@ func TestOnCloseHookThatIgnoresItsContextIsAbandoned(t *testing.T) {
 		release := make(chan struct{})
 		earlier := false
 		fake := testkit.NewFake()
-		r := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error { earlier = true; return nil })
 			p.OnClose(func(context.Context) error { <-release; return nil })
 			return stages.Discard(in)

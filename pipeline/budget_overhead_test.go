@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -19,8 +20,8 @@ func TestByteBudgetCountsTheRecordOverhead(t *testing.T) {
 		const perRecord = 10 + pipeline.RecordOverhead
 		obs := newPeakObserver(0)
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
 		}, pipeline.WithMaxInFlightBytes(10*perRecord), pipeline.WithHooks(obs))
 		vals := make([][]byte, 100)
 		for i := range vals {

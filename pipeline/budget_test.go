@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -27,8 +28,8 @@ func TestHugeInFlightLimitsStillResumePausedPartitions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGate(0)
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
 				}, opt, pipeline.WithPartitionQueue(100))
 				assignAndSend(h, 1000)
 				synctest.Wait()
@@ -48,14 +49,14 @@ type peakObserver struct {
 	mu           sync.Mutex
 	records      int64
 	bytes        int64
-	next         map[pipeline.TopicPartition]int64
-	firstDone    pipeline.TopicPartition // first partition to complete all its records
-	atFirstDone  map[pipeline.TopicPartition]int64
+	next         map[sluice.TopicPartition]int64
+	firstDone    sluice.TopicPartition // first partition to complete all its records
+	atFirstDone  map[sluice.TopicPartition]int64
 	recordsPerTP int64
 }
 
 func newPeakObserver(recordsPerTP int64) *peakObserver {
-	return &peakObserver{next: map[pipeline.TopicPartition]int64{}, recordsPerTP: recordsPerTP}
+	return &peakObserver{next: map[sluice.TopicPartition]int64{}, recordsPerTP: recordsPerTP}
 }
 
 func (o *peakObserver) OnInFlight(records, bytes int64) {
@@ -64,7 +65,7 @@ func (o *peakObserver) OnInFlight(records, bytes int64) {
 	o.records, o.bytes = max(o.records, records), max(o.bytes, bytes)
 }
 
-func (o *peakObserver) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+func (o *peakObserver) OnRecordsCompleted(tp sluice.TopicPartition, _ int, next int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.next[tp] = max(o.next[tp], next)
@@ -89,8 +90,8 @@ func TestInFlightLimitsAreCapsWithManyPartitions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				obs := newPeakObserver(perPart)
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 						time.Sleep(time.Millisecond) // a slow consumer: the budget fills up
 						return nil
 					})
@@ -119,7 +120,7 @@ func TestInFlightLimitsAreCapsWithManyPartitions(t *testing.T) {
 				// Fairness: by the time one partition completed all its
 				// records, every partition had completed some.
 				for _, p := range ids {
-					tp := pipeline.TopicPartition{Topic: "t", Partition: p}
+					tp := sluice.TopicPartition{Topic: "t", Partition: p}
 					if obs.atFirstDone[tp] == 0 {
 						t.Fatalf("when %v completed its %d records, %v had completed none", obs.firstDone, perPart, tp)
 					}
@@ -136,9 +137,9 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
 		var mu sync.Mutex
-		seen := map[pipeline.TopicPartition][]int64{}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		seen := map[sluice.TopicPartition][]int64{}
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if r.Partition == 0 {
 					if err := g.wait(ctx, r.Offset); err != nil {
 						return err
@@ -146,7 +147,7 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				tp := pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+				tp := sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 				seen[tp] = append(seen[tp], r.Offset)
 				return nil
 			})
@@ -166,7 +167,7 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, p := range []int32{0, 1} {
-			offs := seen[pipeline.TopicPartition{Topic: "t", Partition: p}]
+			offs := seen[sluice.TopicPartition{Topic: "t", Partition: p}]
 			if len(offs) != 64 || offs[0] != 0 || offs[63] != 63 {
 				t.Fatalf("partition %d processed %d records (%v...), want offsets 0 to 63 once each", p, len(offs), offs[:min(len(offs), 5)])
 			}
@@ -179,8 +180,8 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := newPeakObserver(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, sluice.Record) error {
 				time.Sleep(time.Millisecond)
 				return nil
 			})
@@ -209,10 +210,10 @@ func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 func TestPausedPartitionsResumeInTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		delivered, release := make(chan struct{}), make(chan struct{})
-		tpOf := func(p int32) pipeline.TopicPartition { return pipeline.TopicPartition{Topic: "t", Partition: p} }
-		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
+		tpOf := func(p int32) sluice.TopicPartition { return sluice.TopicPartition{Topic: "t", Partition: p} }
+		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
 			defer g.Shutdown()
-			var all []pipeline.TopicPartition
+			var all []sluice.TopicPartition
 			for p := range int32(30) {
 				all = append(all, tpOf(p))
 			}
@@ -241,8 +242,8 @@ func TestPausedPartitionsResumeInTurn(t *testing.T) {
 			}
 			second := g.Resumable()
 			third := g.Resumable()
-			want := func(from, to int32) []pipeline.TopicPartition {
-				var out []pipeline.TopicPartition
+			want := func(from, to int32) []sluice.TopicPartition {
+				var out []sluice.TopicPartition
 				for p := from; p < to; p++ {
 					out = append(out, tpOf(p))
 				}
@@ -254,8 +255,8 @@ func TestPausedPartitionsResumeInTurn(t *testing.T) {
 			close(release)
 			return nil
 		})
-		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				wait := delivered // every partition is paused before any completes
 				if r.Partition >= 20 {
 					wait = release

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -48,8 +49,8 @@ func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 		for i := range delays {
 			delays[i] = time.Duration(rng.IntN(50)) * time.Millisecond
 		}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			offs := stages.Pool(in, 8, func(ctx context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			offs := stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (int64, error) {
 				time.Sleep(delays[r.Offset])
 				return r.Offset, g.wait(ctx, r.Offset)
 			})
@@ -86,8 +87,8 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 		var maxPar int
 		var mu = make(chan struct{}, 1)
 		lastSeen := map[string]int64{}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			done := stages.PoolByKey(in, 6, func(r pipeline.Record) string { return string(r.Key) }, func(ctx context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			done := stages.PoolByKey(in, 6, func(r sluice.Record) string { return string(r.Key) }, func(ctx context.Context, r sluice.Record) (int64, error) {
 				k := string(r.Key)
 				mu <- struct{}{}
 				running[k]++
@@ -112,9 +113,9 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 			})
 			return stages.Discard(done)
 		})
-		recs := make([]pipeline.Record, n)
+		recs := make([]sluice.Record, n)
 		for i := range recs {
-			recs[i] = pipeline.Record{Topic: "t", Offset: int64(i), Key: []byte{byte('a' + i%5)}}
+			recs[i] = sluice.Record{Topic: "t", Offset: int64(i), Key: []byte{byte('a' + i%5)}}
 		}
 		h.Assign("t", 0)
 		h.SendRecords(recs...)
@@ -128,9 +129,9 @@ func TestPoolByKeyNeverOverlapsAKey(t *testing.T) {
 func TestFilteredTailIsCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < 4 })
-			return stages.Each(kept, func(_ context.Context, r pipeline.Record) error { out.add(p.Partition, r.Offset); return nil })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			kept := stages.Filter(in, func(r sluice.Record) bool { return r.Offset < 4 })
+			return stages.Each(kept, func(_ context.Context, r sluice.Record) error { out.add(p.Partition, r.Offset); return nil })
 		})
 		assignAndSend(h, 10)
 		h.WaitCommitted("t", 0, 10)
@@ -144,14 +145,14 @@ func TestFilteredTailIsCommitted(t *testing.T) {
 
 func TestOffsetGapsCommitPastTheLastRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(in)
 		})
 		h.Assign("t", 0)
 		h.SendRecords(
-			pipeline.Record{Topic: "t", Offset: 3},
-			pipeline.Record{Topic: "t", Offset: 7},
-			pipeline.Record{Topic: "t", Offset: 8},
+			sluice.Record{Topic: "t", Offset: 3},
+			sluice.Record{Topic: "t", Offset: 7},
+			sluice.Record{Topic: "t", Offset: 8},
 		)
 		h.WaitCommitted("t", 0, 9)
 		synctest.Wait()
@@ -164,8 +165,8 @@ func TestFlatMapCommitsWhenAllOutputsFinished(t *testing.T) {
 		// Offset 0 expands to 3 values, offset 1 to none, offset 2 to 2;
 		// the second value of offset 2 is held at the End.
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			parts := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			parts := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 				switch r.Offset {
 				case 0:
 					return []string{"0a", "0b", "0c"}, nil
@@ -194,11 +195,11 @@ func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var evens, odds sink
 		slow := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			branches := stages.Route(in, 2, func(r pipeline.Record) int { return int(r.Offset % 2) })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(r sluice.Record) int { return int(r.Offset % 2) })
 			return pipeline.All(
-				stages.Each(branches[0], func(_ context.Context, r pipeline.Record) error { evens.add(0, r.Offset); return nil }),
-				stages.Each(branches[1], func(_ context.Context, r pipeline.Record) error {
+				stages.Each(branches[0], func(_ context.Context, r sluice.Record) error { evens.add(0, r.Offset); return nil }),
+				stages.Each(branches[1], func(_ context.Context, r sluice.Record) error {
 					if r.Offset == 5 {
 						<-slow
 					}
@@ -221,15 +222,15 @@ func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
 func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hold := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			groups := stages.Batch(in, 3, 0)
-			empty := stages.Map(groups, func(_ context.Context, b []pipeline.Record) ([]pipeline.Record, error) {
+			empty := stages.Map(groups, func(_ context.Context, b []sluice.Record) ([]sluice.Record, error) {
 				if b[0].Offset == 3 {
 					return nil, nil // an empty batch completes at once
 				}
 				return b, nil
 			})
-			return stages.Each(stages.Unbatch(empty), func(_ context.Context, r pipeline.Record) error {
+			return stages.Each(stages.Unbatch(empty), func(_ context.Context, r sluice.Record) error {
 				if r.Offset == 7 {
 					<-hold
 				}
@@ -249,8 +250,8 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 func TestByteBudgetPausesPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
 		}, pipeline.WithMaxInFlightBytes(1000))
 		big := make([][]byte, 200)
 		for i := range big {

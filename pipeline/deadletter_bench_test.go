@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -15,14 +16,14 @@ import (
 // partition, every record invalid when invalid is set, with dest as the
 // dead-letter destination, and waits until all are committed: the
 // runtime's own cost per dead letter, without a client.
-func benchDeadLetters(b *testing.B, invalid bool, dest func(context.Context, pipeline.DeadLetter) error) {
-	recs := make([]pipeline.Record, b.N)
+func benchDeadLetters(b *testing.B, invalid bool, dest func(context.Context, sluice.DeadLetter) error) {
+	recs := make([]sluice.Record, b.N)
 	for i := range recs {
-		recs[i] = pipeline.Record{Topic: "bench", Offset: int64(i)}
+		recs[i] = sluice.Record{Topic: "bench", Offset: int64(i)}
 	}
-	bad := pipeline.Invalid(errors.New("bad"))
-	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+	bad := sluice.Invalid(errors.New("bad"))
+	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 			if invalid {
 				return r, bad
 			}
@@ -51,8 +52,8 @@ func (readyOutcome) Wait() error { return nil }
 // a destination that defers its outcome (engine.DeferDeadLetter, as the
 // Kafka destinations do), which is ready at once.
 func BenchmarkDeadLetters(b *testing.B) {
-	ok := func(context.Context, pipeline.DeadLetter) error { return nil }
-	deferred := func(ctx context.Context, _ pipeline.DeadLetter) error {
+	ok := func(context.Context, sluice.DeadLetter) error { return nil }
+	deferred := func(ctx context.Context, _ sluice.DeadLetter) error {
 		if !engine.DeferDeadLetter(ctx, readyOutcome{}) {
 			return errors.New("not deferred")
 		}

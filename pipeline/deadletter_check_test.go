@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -12,7 +13,7 @@ import (
 // checkedDestination is a dead-letter destination of a named function
 // type whose start check fails, as a Kafka producer's does for a missing
 // topic.
-type checkedDestination func(context.Context, pipeline.DeadLetter) error
+type checkedDestination func(context.Context, sluice.DeadLetter) error
 
 var errNoTopic = errors.New("the dead-letter topic does not exist")
 
@@ -21,20 +22,20 @@ func (checkedDestination) CheckStart(context.Context) error { return errNoTopic 
 // startedSource records whether Run started it.
 type startedSource struct{ started bool }
 
-func (s *startedSource) Run(ctx context.Context, g pipeline.Group) error {
+func (s *startedSource) Run(ctx context.Context, g sluice.Group) error {
 	s.started = true
 	<-ctx.Done()
 	return nil
 }
 
-func discard(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func discard(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(in)
 }
 
 // Run calls the dead-letter destination's CheckStart before the source
 // starts and returns its error; the source never runs.
 func TestDeadLetterStartCheckFailsRunBeforeTheSourceStarts(t *testing.T) {
-	dest := checkedDestination(func(context.Context, pipeline.DeadLetter) error { return nil })
+	dest := checkedDestination(func(context.Context, sluice.DeadLetter) error { return nil })
 	src := &startedSource{}
 	err := pipeline.Run(context.Background(), src, discard, pipeline.WithDeadLetter(dest))
 	if !errors.Is(err, errNoTopic) {
@@ -48,8 +49,8 @@ func TestDeadLetterStartCheckFailsRunBeforeTheSourceStarts(t *testing.T) {
 // A later WithDeadLetter replaces the destination and its check; a plain
 // function has none.
 func TestDeadLetterStartCheckGoesWithItsDestination(t *testing.T) {
-	dest := checkedDestination(func(context.Context, pipeline.DeadLetter) error { return nil })
-	plain := func(context.Context, pipeline.DeadLetter) error { return nil }
+	dest := checkedDestination(func(context.Context, sluice.DeadLetter) error { return nil })
+	plain := func(context.Context, sluice.DeadLetter) error { return nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	src := &startedSource{}

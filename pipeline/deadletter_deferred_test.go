@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -34,7 +35,7 @@ type deferring struct {
 
 func newDeferring() *deferring { return &deferring{outcomes: map[int64]*outcome{}} }
 
-func (d *deferring) fn(ctx context.Context, dl pipeline.DeadLetter) error {
+func (d *deferring) fn(ctx context.Context, dl sluice.DeadLetter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o := &outcome{res: make(chan error, 1)}
@@ -64,9 +65,9 @@ func (d *deferring) String() string {
 }
 
 // invalidEverything finds every record invalid.
-func invalidEverything(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
-		return r, pipeline.Invalid(errors.New("bad"))
+func invalidEverything(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+		return r, sluice.Invalid(errors.New("bad"))
 	}, stages.Name("parse")))
 }
 
@@ -131,13 +132,13 @@ func TestDeferredDeadLetterFailureIsRetriedOnceTheOthersSettled(t *testing.T) {
 func TestDeferredDeadLetterPermanentFailureStopsRunAtTheFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, d := startDeferring(t, 6)
-		errRefused := pipeline.Permanent(errors.New("record refused"))
+		errRefused := sluice.Permanent(errors.New("record refused"))
 		d.settle(errRefused, 4)
 		d.settle(nil, 0, 1, 3, 5)
 		d.settle(errRefused, 2)
 		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || !errors.Is(err, pipeline.ErrNotDeadLettered) || se.Offset != 2 || se.Stage != "parse" ||
+		var se *sluice.StageError
+		if !errors.As(err, &se) || !errors.Is(err, sluice.ErrNotDeadLettered) || se.Offset != 2 || se.Stage != "parse" ||
 			!strings.Contains(err.Error(), "offsets [4]") {
 			t.Fatalf("Run returned %v; want a StageError of parse at offset 2 wrapping ErrNotDeadLettered, naming offset 4", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -48,8 +49,8 @@ func TestDeadLetterLongInvalidRunHasBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long run")
 	}
-	valid := liveHeapGrowth(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) { return r, nil }))
+	valid := liveHeapGrowth(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) { return r, nil }))
 	})
 	d := newAsyncDest()
 	d.noFail = true

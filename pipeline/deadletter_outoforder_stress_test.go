@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -40,7 +41,7 @@ func newAsyncDest() *asyncDest {
 	return &asyncDest{seen: map[int64]bool{}, delivered: map[int64]int{}}
 }
 
-func (d *asyncDest) fn(ctx context.Context, dl pipeline.DeadLetter) error {
+func (d *asyncDest) fn(ctx context.Context, dl sluice.DeadLetter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	off := dl.Record.Offset
@@ -115,41 +116,41 @@ func TestDeadLettersFoundOutOfOrderAreDeliveredOnceInOrder(t *testing.T) {
 		const n = 3000
 		d := newAsyncDest()
 		inv := &invalidLog{offs: map[int64]bool{}}
-		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			pooled := stages.Pool(in, 8, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			pooled := stages.Pool(in, 8, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 				time.Sleep(time.Duration((r.Offset*31)%17) * time.Millisecond)
 				if r.Offset%9 == 1 {
 					inv.add(r.Offset)
-					return r, pipeline.Invalid(errors.New("pool"))
+					return r, sluice.Invalid(errors.New("pool"))
 				}
 				return r, nil
 			}, stages.Name("pool"))
 			br := stages.Tee(pooled, 3)
-			a := stages.Each(stages.Unbatch(stages.Batch(br[0], 4, time.Millisecond)), func(_ context.Context, r pipeline.Record) error {
+			a := stages.Each(stages.Unbatch(stages.Batch(br[0], 4, time.Millisecond)), func(_ context.Context, r sluice.Record) error {
 				if r.Offset%7 == 3 {
 					inv.add(r.Offset)
-					return pipeline.Invalid(errors.New("elem"))
+					return sluice.Invalid(errors.New("elem"))
 				}
 				return nil
 			}, stages.Name("elem"))
-			c := stages.Each(stages.Batch(br[2], 4, time.Millisecond), func(_ context.Context, b []pipeline.Record) error {
+			c := stages.Each(stages.Batch(br[2], 4, time.Millisecond), func(_ context.Context, b []sluice.Record) error {
 				for _, r := range b {
 					if r.Offset%23 == 5 {
 						for _, r := range b {
 							inv.add(r.Offset)
 						}
-						return pipeline.Invalid(errors.New("batch"))
+						return sluice.Invalid(errors.New("batch"))
 					}
 				}
 				return nil
 			}, stages.Name("batch"))
-			twice := stages.FlatMap(br[1], func(_ context.Context, r pipeline.Record) ([]pipeline.Record, error) {
-				return []pipeline.Record{r, r}, nil
+			twice := stages.FlatMap(br[1], func(_ context.Context, r sluice.Record) ([]sluice.Record, error) {
+				return []sluice.Record{r, r}, nil
 			}, stages.Name("twice"))
-			b := stages.Each(twice, func(_ context.Context, r pipeline.Record) error {
+			b := stages.Each(twice, func(_ context.Context, r sluice.Record) error {
 				if r.Offset%5 == 2 || r.Offset%7 == 3 {
 					inv.add(r.Offset)
-					return pipeline.Invalid(errors.New("copy"))
+					return sluice.Invalid(errors.New("copy"))
 				}
 				return nil
 			}, stages.Name("copies"))

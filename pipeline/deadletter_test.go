@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -19,18 +20,18 @@ func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadLog
 		found5 := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			checked := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			checked := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 				if r.Offset == 5 {
 					close(found5)
-					return r, pipeline.Invalid(errors.New("bad header"))
+					return r, sluice.Invalid(errors.New("bad header"))
 				}
 				return r, nil
 			}, stages.Name("check"))
-			return stages.Each(checked, func(ctx context.Context, r pipeline.Record) error {
+			return stages.Each(checked, func(ctx context.Context, r sluice.Record) error {
 				if r.Offset == 3 {
 					<-found5 // offset 5 was found invalid first
-					return pipeline.Invalid(errors.New("bad body"))
+					return sluice.Invalid(errors.New("bad body"))
 				}
 				return nil
 			}, stages.Name("write"))
@@ -48,12 +49,12 @@ func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			branches := stages.Route(in, 2, func(r pipeline.Record) int { return int(r.Offset % 2) })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(r sluice.Record) int { return int(r.Offset % 2) })
 			var ends []pipeline.End
 			for _, b := range branches {
-				ends = append(ends, stages.Each(stages.Batch(b, 2, 0), func(context.Context, []pipeline.Record) error {
-					return pipeline.Invalid(errors.New("bad batch"))
+				ends = append(ends, stages.Each(stages.Batch(b, 2, 0), func(context.Context, []sluice.Record) error {
+					return sluice.Invalid(errors.New("bad batch"))
 				}))
 			}
 			return pipeline.All(ends...)
@@ -71,7 +72,7 @@ func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
 func TestADeadLetterDoesNotWaitForLaterRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		delivered := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			nums := stages.Map(in, parse)
 			return stages.Each(nums, func(ctx context.Context, n int) error {
 				if n == 5 {
@@ -79,7 +80,7 @@ func TestADeadLetterDoesNotWaitForLaterRecords(t *testing.T) {
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
 			if dl.Record.Offset == 2 {
 				close(delivered)
 			}
@@ -97,9 +98,9 @@ func TestADeadLetterDoesNotWaitForLaterRecords(t *testing.T) {
 func TestShutdownWhileDeadLettersFailReturnsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		called := make(chan struct{}, 1)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
-		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
 			select {
 			case called <- struct{}{}:
 			default:
@@ -111,8 +112,8 @@ func TestShutdownWhileDeadLettersFailReturnsAnError(t *testing.T) {
 		<-called
 		synctest.Wait() // offset 3 is queued too; offset 1 waits for its first retry
 		err := h.Stop()
-		var se *pipeline.StageError
-		if !errors.Is(err, pipeline.ErrNotDeadLettered) || !errors.Is(err, errFlaky) || !errors.As(err, &se) {
+		var se *sluice.StageError
+		if !errors.Is(err, sluice.ErrNotDeadLettered) || !errors.Is(err, errFlaky) || !errors.As(err, &se) {
 			t.Fatalf("Stop returned %v, want a *StageError wrapping ErrNotDeadLettered and the destination's error", err)
 		}
 		if se.Stage != "parse" || se.Offset != 1 || !strings.Contains(err.Error(), "offsets [3]") {
@@ -131,9 +132,9 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		broken.Store(true)
 		called := make(chan struct{}, 1)
 		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse))
-		}, pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
 			if broken.Load() {
 				select {
 				case called <- struct{}{}:

@@ -3,32 +3,18 @@ package pipeline
 import (
 	"context"
 
-	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice"
 )
 
-// DeadLetter is one record found invalid, as handed to the function set
-// with [WithDeadLetter]: a struct with the fields Record (the original
-// [Record], untouched), Stage (string, the name of the stage that reported
-// it) and Err (error, the error passed to [Invalid]).
-type DeadLetter = engine.DeadLetter
-
-// ErrNotDeadLettered is wrapped by the error that stops [Run] when records
-// found invalid could not be handed to the dead-letter destination: the
-// function set with [WithDeadLetter] kept failing, panicked, or Run shut
-// down while it was still failing. The error is a *StageError naming the
-// first such record; those records stay uncommitted, so whoever owns the
-// partition next processes them again.
-var ErrNotDeadLettered = engine.ErrNotDeadLettered
-
-// WithDeadLetter sets where records marked with [Invalid] go. fn is called
-// on the partition's dead-letter goroutine (one per partition), not on the
-// stage that found the record invalid, which goes on meanwhile. Within a
-// partition, calls come one record at a time and in offset order: a record
-// is handed over once every record before it finished or was found invalid
-// itself, so a record that a later stage finds invalid at a lower offset
-// still goes first (a slow record holds back the dead letters after it,
-// which could not be committed before it anyway). Calls for different
-// partitions may overlap. ctx is the partition's context.
+// WithDeadLetter sets where records marked with [sluice.Invalid] go. fn is
+// called on the partition's dead-letter goroutine (one per partition), not on
+// the stage that found the record invalid, which goes on meanwhile. Within a
+// partition, calls come one record at a time and in offset order: a record is
+// handed over once every record before it finished or was found invalid
+// itself, so a record that a later stage finds invalid at a lower offset still
+// goes first (a slow record holds back the dead letters after it, which could
+// not be committed before it anyway). Calls for different partitions may
+// overlap. ctx is the partition's context.
 //
 // The record's offset counts as done only when fn returned nil. The
 // Kafka destinations (sink's and franz's Producer.DeadLetter) return as
@@ -39,9 +25,9 @@ var ErrNotDeadLettered = engine.ErrNotDeadLettered
 // record still commits only after its dead letter was stored and every
 // record before it finished.
 //
-// A failed call is retried under the [WithRetry] policy (a [Permanent]
+// A failed call is retried under the [WithRetry] policy (a [sluice.Permanent]
 // error or a panic is not); when it still fails, Run stops with a
-// *StageError wrapping [ErrNotDeadLettered] and naming the record. A
+// *sluice.StageError wrapping [sluice.ErrNotDeadLettered] and naming the record. A
 // failed delivery report is retried the same way once the reports of the
 // dead letters in flight with it arrived; those may already be stored, so
 // the retried dead letter lands after them (and if it fails for good,
@@ -54,55 +40,23 @@ var ErrNotDeadLettered = engine.ErrNotDeadLettered
 //
 // fn is any function of that signature (a func literal, a method value),
 // or a value of a named function type. When its type implements
-// [StartChecker], as the destinations of the Kafka producers do
+// [sluice.StartChecker], as the destinations of the Kafka producers do
 // (sink.Producer.DeadLetter, franz.Producer.DeadLetter: the topic must
 // exist), Run calls its CheckStart before the source starts and returns
 // its error: a misspelt dead-letter topic fails at start, not at the first
 // invalid record. A nil fn is an option error.
-func WithDeadLetter[F ~func(ctx context.Context, dl DeadLetter) error](fn F) Option {
+func WithDeadLetter[F ~func(ctx context.Context, dl sluice.DeadLetter) error](fn F) Option {
 	return func(c *config) {
 		if fn == nil {
 			c.bad("WithDeadLetter(nil): pass a function")
 		}
 		c.DeadLetter = fn
 		c.deadLetterCheck = nil
-		if sc, ok := any(fn).(StartChecker); ok && fn != nil {
+		if sc, ok := any(fn).(sluice.StartChecker); ok && fn != nil {
 			c.deadLetterCheck = sc.CheckStart
 		}
 	}
 }
-
-// StartChecker is implemented by a dead-letter destination that can tell,
-// before Run consumes anything, that it would fail: the Kafka producers'
-// DeadLetter checks that its topic exists. Run calls CheckStart once, with
-// its own context, before the source starts; a non-nil error is returned
-// by Run as it is (nothing else started). An error that only means the
-// check could not be made (the cluster did not answer in time) should be
-// logged and nil returned, so that a consumer starting while its cluster
-// is briefly unreachable is not refused.
-type StartChecker interface {
-	CheckStart(ctx context.Context) error
-}
-
-// DeadLetterLimit stops Run when a partition produces too much bad input,
-// which usually means a bug or a schema change rather than a few bad
-// records. It is a struct with three fields; zero fields disable their
-// check:
-//
-//   - MaxConsecutive (int) is the most invalid records in a row (by
-//     offset) a partition may have; one more stops Run.
-//   - MaxRatio (float64) is the highest share (0 to 1) of invalid records
-//     among the last Window records of a partition; a higher share stops
-//     Run. It is checked once the partition completed Window records. A
-//     value outside [0, 1], NaN or an infinity makes Run return an error
-//     naming it.
-//   - Window (int) is the number of records MaxRatio looks at (default
-//     1000); setting it without MaxRatio is an error.
-type DeadLetterLimit = engine.DeadLetterLimit
-
-// ErrDeadLetterLimit is wrapped by the error that stops Run when a
-// DeadLetterLimit tripped.
-var ErrDeadLetterLimit = engine.ErrDeadLetterLimit
 
 // WithDeadLetterLimit sets limits on invalid records per partition (off by
 // default). The records already dead-lettered when a limit trips stay
@@ -110,7 +64,7 @@ var ErrDeadLetterLimit = engine.ErrDeadLetterLimit
 // MaxConsecutive or Window, a MaxRatio that is not a number within
 // [0, 1], or a Window without MaxRatio makes Run return an error naming the
 // field.
-func WithDeadLetterLimit(l DeadLetterLimit) Option {
+func WithDeadLetterLimit(l sluice.DeadLetterLimit) Option {
 	return func(c *config) {
 		if l.Window > 0 && l.MaxRatio == 0 {
 			c.bad("WithDeadLetterLimit: Window %d is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0", l.Window)

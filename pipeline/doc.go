@@ -4,14 +4,15 @@
 //
 // # The user's part
 //
-// A [Builder] wires a graph for one partition from its input
-// [Stream] of [Record]s, with the stages of package stages, and returns the
-// graph's [End]. [Run] calls it every time a partition is assigned. Stage
-// functions get the partition's context and return errors: a plain error is
-// transient and retried ([WithRetry], default [DefaultRetry]: 8 attempts,
-// at most 11.3 s of backoff, each retry logged as a warning), [Invalid]
-// marks bad input for the dead-letter destination ([WithDeadLetter]),
-// [Permanent] stops Run at once. Delivery is at least once: side effects must be idempotent.
+// A [Builder] wires a graph for one partition from its input [Stream] of
+// [sluice.Record]s, with the stages of package stages, and returns the graph's
+// [End]. [Run] calls it every time a partition is assigned. Stage functions
+// get the partition's context and return errors: a plain error is transient
+// and retried ([WithRetry], default [sluice.DefaultRetry]: 8 attempts, at most
+// 11.3 s of backoff, each retry logged as a warning), [sluice.Invalid] marks
+// bad input for the dead-letter destination ([WithDeadLetter]),
+// [sluice.Permanent] stops Run at once. Delivery is at least once: side
+// effects must be idempotent.
 //
 // # Lifecycle of a partition
 //
@@ -43,25 +44,26 @@
 //   - Functions must return once their context is done: one still running
 //     a quarter of the drain timeout (at least 1 s) later (an OnClose
 //     hook: after its own context expired) is abandoned and Run stops with
-//     [ErrAbandoned], so that Run always returns.
+//     [sluice.ErrAbandoned], so that Run always returns.
 //   - Shutdown (Run's context cancelled): every partition is revoked
 //     gracefully and Run returns nil. After a stage error, Run shuts down
 //     the same way and returns the error, naming the stage and the offset.
 //
-// Run returns only after every goroutine it started has exited, except
-// those of functions it abandoned. Panics in
-// stage functions, builders, OnClose hooks and the dead-letter function
-// are recovered and reported as a [PanicError] with their stack (inside a
-// [StageError], or a [BuildError] for a builder; errors.As finds it); they
-// stop Run like any permanent error. [Run] lists every error it returns.
+// Run returns only after every goroutine it started has exited, except those
+// of functions it abandoned. Panics in stage functions, builders, OnClose
+// hooks and the dead-letter function are recovered and reported as a
+// [sluice.PanicError] with their stack (inside a [sluice.StageError], or a
+// [sluice.BuildError] for a builder; errors.As finds it); they stop Run like
+// any permanent error. [Run] lists every error it returns.
 //
 // # Sources and hooks
 //
-// A [Source] drives Run through the [Group] interface from one poll
-// goroutine: source.NewSource (librdkafka), franz.NewSource and
+// A [sluice.Source] drives Run through the [sluice.Group] interface from one
+// poll goroutine: source.NewSource (librdkafka), franz.NewSource and
 // franz.NewShareSource (franz-go), follow.New (a follower wrapping one of
-// them) or, in tests, testkit.NewFake. [Hook]s ([WithHooks]) see the events they handle, for metrics
-// and health checks; package metrics provides Prometheus and health hooks.
+// them) or, in tests, testkit.NewFake. [sluice.Hook]s ([WithHooks]) see the
+// events they handle, for metrics and health checks; package metrics provides
+// Prometheus and health hooks.
 //
 // # Writing stages
 //

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -18,8 +19,8 @@ import (
 func TestANewGraphFeedsItsBatchsFirstBatchWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(stages.Batch(in, 600, time.Hour), func(_ context.Context, b []pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 600, time.Hour), func(_ context.Context, b []sluice.Record) error {
 				out.add(p.Partition, int64(len(b)))
 				return nil
 			})

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -22,14 +23,14 @@ func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 20000
 		var hook revokes
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			key := func(r pipeline.Record) string {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			key := func(r sluice.Record) string {
 				if r.Offset%50 == 0 {
 					return "slow"
 				}
 				return fmt.Sprint(r.Offset)
 			}
-			done := stages.PoolByKey(in, 8, key, func(ctx context.Context, r pipeline.Record) (int64, error) {
+			done := stages.PoolByKey(in, 8, key, func(ctx context.Context, r sluice.Record) (int64, error) {
 				d := time.Millisecond
 				if r.Offset%50 == 0 {
 					d = 2 * time.Second

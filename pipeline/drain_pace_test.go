@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -22,7 +23,7 @@ type revokes struct {
 	took     []time.Duration
 }
 
-func (r *revokes) OnPartitionRevoked(_ pipeline.TopicPartition, took time.Duration, timedOut bool) {
+func (r *revokes) OnPartitionRevoked(_ sluice.TopicPartition, took time.Duration, timedOut bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.timedOut = append(r.timedOut, timedOut)
@@ -40,9 +41,9 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 		const n = 5000
 		var out sink
 		var hook revokes
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			slow := stages.PoolByKey(in, 8, func(pipeline.Record) string { return "hot" },
-				func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			slow := stages.PoolByKey(in, 8, func(sluice.Record) string { return "hot" },
+				func(_ context.Context, r sluice.Record) (int64, error) {
 					time.Sleep(50 * time.Millisecond)
 					return r.Offset, nil
 				})
@@ -78,8 +79,8 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs lockedBuffer
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				d := 10 * time.Millisecond
 				if r.Offset >= 1000 {
 					d = time.Hour
@@ -132,8 +133,8 @@ func (b *lockedBuffer) String() string {
 func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(stages.Batch(in, 1000, 0), func(_ context.Context, b []pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 1000, 0), func(_ context.Context, b []sluice.Record) error {
 				out.add(p.Partition, int64(len(b)))
 				return nil
 			})

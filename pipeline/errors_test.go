@@ -9,16 +9,17 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
 // parse fails with Invalid for values that are not numbers.
-func parse(_ context.Context, r pipeline.Record) (int, error) {
+func parse(_ context.Context, r sluice.Record) (int, error) {
 	var n int
 	if _, err := fmt.Sscan(string(r.Value), &n); err != nil {
-		return 0, pipeline.Invalid(fmt.Errorf("not a number: %q", r.Value))
+		return 0, sluice.Invalid(fmt.Errorf("not a number: %q", r.Value))
 	}
 	return n, nil
 }
@@ -26,12 +27,12 @@ func parse(_ context.Context, r pipeline.Record) (int, error) {
 func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
-		var dead []pipeline.DeadLetter
+		var dead []sluice.DeadLetter
 		var sum int
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			nums := stages.Map(in, parse, stages.Name("parse"))
 			return stages.Each(nums, func(_ context.Context, n int) error { sum += n; return nil })
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			dead = append(dead, dl)
@@ -48,7 +49,7 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 		}
 		for i, want := range []int64{1, 3} {
 			d := dead[i]
-			if d.Record.Offset != want || d.Stage != "parse" || !pipeline.IsInvalid(d.Err) {
+			if d.Record.Offset != want || d.Stage != "parse" || !sluice.IsInvalid(d.Err) {
 				t.Fatalf("dead letter %d: offset %d stage %q err %v", i, d.Record.Offset, d.Stage, d.Err)
 			}
 		}
@@ -61,10 +62,10 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []sluice.Record) error {
 				if b[0].Offset == 3 {
-					return pipeline.Invalid(errors.New("bad batch"))
+					return sluice.Invalid(errors.New("bad batch"))
 				}
 				return nil
 			})
@@ -79,14 +80,14 @@ func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 
 func TestInvalidWithoutDeadLetterStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
 		})
 		h.Assign("events", 2)
 		h.Send("events", 2, []byte("1"), []byte("2"), []byte("oops"), []byte("3"))
 		err := h.Wait()
-		var se *pipeline.StageError
-		if !errors.As(err, &se) || !errors.Is(err, pipeline.ErrNoDeadLetter) {
+		var se *sluice.StageError
+		if !errors.As(err, &se) || !errors.Is(err, sluice.ErrNoDeadLetter) {
 			t.Fatalf("Run returned %v, want a StageError wrapping ErrNoDeadLetter", err)
 		}
 		if se.Stage != "parse" || se.Topic != "events" || se.Partition != 2 || se.Offset != 2 {
@@ -106,8 +107,8 @@ func TestInvalidWithoutDeadLetterStopsRun(t *testing.T) {
 func TestStageErrorStopsRunAndCommitsWhatFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("database down")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if r.Topic == "t" && r.Offset == 5 {
 					return boom
 				}
@@ -135,8 +136,8 @@ func TestStageErrorStopsRunAndCommitsWhatFinished(t *testing.T) {
 
 func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			vals := stages.Pool(in, 3, func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			vals := stages.Pool(in, 3, func(_ context.Context, r sluice.Record) (int64, error) {
 				if r.Offset == 7 {
 					panic("enrich exploded")
 				}
@@ -146,8 +147,8 @@ func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
 		})
 		assignAndSend(h, 20)
 		err := h.Wait()
-		var pe *pipeline.PanicError
-		var se *pipeline.StageError
+		var pe *sluice.PanicError
+		var se *sluice.StageError
 		if !errors.As(err, &pe) || !errors.As(err, &se) {
 			t.Fatalf("Run returned %v, want a StageError with a PanicError", err)
 		}
@@ -163,9 +164,9 @@ func TestPanicInAStageStopsRunWithTheStack(t *testing.T) {
 
 func TestDeadLetterFailureStopsRunWithoutCommitting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse))
-		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return errors.New("dlq unreachable") }))
+		}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return errors.New("dlq unreachable") }))
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("bad"), []byte("2"))
 		err := h.Wait()
@@ -181,15 +182,15 @@ func TestBuildErrorsNameTheProblem(t *testing.T) {
 		build pipeline.Builder
 		want  string
 	}{
-		"consumed twice": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		"consumed twice": {func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			stages.Discard(in)
 			return stages.Discard(in)
 		}, "consumed twice"},
-		"never consumed": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			branches := stages.Route(in, 2, func(pipeline.Record) int { return 0 })
+		"never consumed": {func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			branches := stages.Route(in, 2, func(sluice.Record) int { return 0 })
 			return stages.Discard(branches[0])
 		}, `output of "Route#1" is never consumed`},
-		"zero end": {func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		"zero end": {func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			stages.Discard(in)
 			return pipeline.End{}
 		}, "zero End"},
@@ -202,7 +203,7 @@ func TestBuildErrorsNameTheProblem(t *testing.T) {
 					t.Fatal("Assign succeeded")
 				}
 				err := h.Wait()
-				var be *pipeline.BuildError
+				var be *sluice.BuildError
 				if !errors.As(err, &be) || be.Topic != "t" || be.Partition != 3 || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run returned %v, want a BuildError for t/3 mentioning %q", err, tc.want)
 				}
@@ -212,7 +213,7 @@ func TestBuildErrorsNameTheProblem(t *testing.T) {
 }
 
 func TestRunRejectsBadOptions(t *testing.T) {
-	err := pipeline.Run(context.Background(), testkit.NewFake(), func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	err := pipeline.Run(context.Background(), testkit.NewFake(), func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(in)
 	}, pipeline.WithDrainTimeout(0), pipeline.WithMaxInFlight(-1))
 	if err == nil || !strings.Contains(err.Error(), "WithDrainTimeout(0s)") || !strings.Contains(err.Error(), "WithMaxInFlight(-1)") {
@@ -225,27 +226,27 @@ func TestRunRejectsBadOptions(t *testing.T) {
 
 func TestDeadLetterLimits(t *testing.T) {
 	cases := map[string]struct {
-		limit   pipeline.DeadLetterLimit
+		limit   sluice.DeadLetterLimit
 		values  string // one char per record: v valid, x invalid
 		stopped bool
 		want    string
 	}{
-		"consecutive within limit": {pipeline.DeadLetterLimit{MaxConsecutive: 2}, "vxxvxxv", false, ""},
-		"consecutive exceeded":     {pipeline.DeadLetterLimit{MaxConsecutive: 2}, "vxxxvv", true, "at offset 3: 3 invalid records in a row (MaxConsecutive 2)"},
-		"ratio within limit":       {pipeline.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvvxvvvx", false, ""},
-		"ratio exceeded":           {pipeline.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvxxvv", true, "at offset 6: 2 of the last 4 records were invalid (MaxRatio 0.25)"},
+		"consecutive within limit": {sluice.DeadLetterLimit{MaxConsecutive: 2}, "vxxvxxv", false, ""},
+		"consecutive exceeded":     {sluice.DeadLetterLimit{MaxConsecutive: 2}, "vxxxvv", true, "at offset 3: 3 invalid records in a row (MaxConsecutive 2)"},
+		"ratio within limit":       {sluice.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvvxvvvx", false, ""},
+		"ratio exceeded":           {sluice.DeadLetterLimit{MaxRatio: 0.25, Window: 4}, "vvvxvvxxvv", true, "at offset 6: 2 of the last 4 records were invalid (MaxRatio 0.25)"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 						if string(r.Value) == "x" {
-							return pipeline.Invalid(errors.New("bad"))
+							return sluice.Invalid(errors.New("bad"))
 						}
 						return nil
 					})
-				}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }),
+				}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }),
 					pipeline.WithDeadLetterLimit(tc.limit))
 				h.Assign("t", 0)
 				var vals [][]byte
@@ -261,7 +262,7 @@ func TestDeadLetterLimits(t *testing.T) {
 					return
 				}
 				err := h.Wait()
-				if !errors.Is(err, pipeline.ErrDeadLetterLimit) || !strings.Contains(err.Error(), tc.want) {
+				if !errors.Is(err, sluice.ErrDeadLetterLimit) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run returned %v, want the limit error mentioning %q", err, tc.want)
 				}
 			})
@@ -272,13 +273,13 @@ func TestDeadLetterLimits(t *testing.T) {
 func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			pairs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Record, error) {
-				return []pipeline.Record{r, r}, nil // two values per record
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			pairs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]sluice.Record, error) {
+				return []sluice.Record{r, r}, nil // two values per record
 			})
-			return stages.Each(pairs, func(_ context.Context, r pipeline.Record) error {
+			return stages.Each(pairs, func(_ context.Context, r sluice.Record) error {
 				if r.Offset == 1 {
-					return pipeline.Invalid(errors.New("bad"))
+					return sluice.Invalid(errors.New("bad"))
 				}
 				return nil
 			})

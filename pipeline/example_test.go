@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -18,10 +19,10 @@ type order struct {
 
 // decode turns a record into an order; malformed input is Invalid, so it
 // goes to the dead-letter destination instead of stopping the consumer.
-func decode(_ context.Context, r pipeline.Record) (order, error) {
+func decode(_ context.Context, r sluice.Record) (order, error) {
 	var o order
 	if err := json.Unmarshal(r.Value, &o); err != nil || o.ID == "" {
-		return o, pipeline.Invalid(fmt.Errorf("not an order: %q", r.Value))
+		return o, sluice.Invalid(fmt.Errorf("not an order: %q", r.Value))
 	}
 	return o, nil
 }
@@ -32,14 +33,14 @@ func decode(_ context.Context, r pipeline.Record) (order, error) {
 func ExampleRun() {
 	fake := testkit.NewFake()
 	var charged, dead []string // one partition: each is appended by one goroutine
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		orders := stages.Map(in, decode, stages.Name("decode"))
 		return stages.Each(orders, func(_ context.Context, o order) error {
 			charged = append(charged, fmt.Sprintf("%s %.2f", o.ID, o.Amount))
 			return nil
 		})
 	}
-	deadLetter := func(_ context.Context, dl pipeline.DeadLetter) error {
+	deadLetter := func(_ context.Context, dl sluice.DeadLetter) error {
 		dead = append(dead, fmt.Sprintf("%s@%d from %s: %v", dl.Record.Topic, dl.Record.Offset, dl.Stage, dl.Err))
 		return nil
 	}
@@ -67,7 +68,7 @@ func ExampleRun() {
 // drained (or was lost) and before its final offset is committed.
 func ExamplePartition_OnClose() {
 	fake := testkit.NewFake()
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		fmt.Printf("open writer for %s/%d\n", p.Topic, p.Partition)
 		p.OnClose(func(context.Context) error {
 			fmt.Printf("close writer for %s/%d\n", p.Topic, p.Partition)
@@ -92,8 +93,8 @@ func ExamplePartition_OnClose() {
 func ExampleWithRetry() {
 	fake := testkit.NewFake()
 	calls := 0
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			calls++
 			if calls < 3 {
 				return fmt.Errorf("connection refused") // transient: retried
@@ -101,7 +102,7 @@ func ExampleWithRetry() {
 			return nil
 		})
 	}
-	retry := pipeline.RetryPolicy{Attempts: 5, Initial: time.Millisecond, Max: 10 * time.Millisecond}
+	retry := sluice.RetryPolicy{Attempts: 5, Initial: time.Millisecond, Max: 10 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- pipeline.Run(ctx, fake, build, pipeline.WithRetry(retry)) }()
@@ -121,14 +122,14 @@ func ExampleWithRetry() {
 // everything.
 func ExampleWithDeadLetterLimit() {
 	fake := testkit.NewFake()
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Map(in, decode))
 	}
 	err := make(chan error)
 	go func() {
 		err <- pipeline.Run(context.Background(), fake, build,
-			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }),
-			pipeline.WithDeadLetterLimit(pipeline.DeadLetterLimit{MaxConsecutive: 2}))
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }),
+			pipeline.WithDeadLetterLimit(sluice.DeadLetterLimit{MaxConsecutive: 2}))
 	}()
 	_ = fake.Send("orders", 0, []byte(`{"id":"a"}`), []byte(`x`), []byte(`y`), []byte(`z`))
 	_ = fake.Assign("orders", 0)

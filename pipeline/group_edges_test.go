@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -15,14 +16,14 @@ import (
 
 // sourceFunc is a Source whose poll loop is the test's own script, to
 // drive the Group step by step.
-type sourceFunc func(ctx context.Context, g pipeline.Group) error
+type sourceFunc func(ctx context.Context, g sluice.Group) error
 
-func (f sourceFunc) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
+func (f sourceFunc) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }
 
-func recsAt(tp pipeline.TopicPartition, from, n int) []pipeline.Record {
-	out := make([]pipeline.Record, n)
+func recsAt(tp sluice.TopicPartition, from, n int) []sluice.Record {
+	out := make([]sluice.Record, n)
 	for i := range out {
-		out[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(from + i)}
+		out[i] = sluice.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(from + i)}
 	}
 	return out
 }
@@ -32,11 +33,11 @@ func recsAt(tp pipeline.TopicPartition, from, n int) []pipeline.Record {
 // and full.
 func TestResumableForgetsRevokedPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+		tp := sluice.TopicPartition{Topic: "t", Partition: 0}
 		gt := newGate(0, 1, 2, 3)
-		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
+		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
 			defer g.Shutdown()
-			if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+			if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 				return err
 			}
 			if !g.Deliver(tp, recsAt(tp, 0, 2)) {
@@ -45,8 +46,8 @@ func TestResumableForgetsRevokedPartitions(t *testing.T) {
 			gt.open(0)
 			gt.open(1)
 			synctest.Wait() // both records completed: the partition has room again
-			g.Revoke([]pipeline.TopicPartition{tp})
-			if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+			g.Revoke([]sluice.TopicPartition{tp})
+			if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 				return err
 			}
 			if !g.Deliver(tp, recsAt(tp, 2, 2)) {
@@ -60,8 +61,8 @@ func TestResumableForgetsRevokedPartitions(t *testing.T) {
 			gt.open(3)
 			return nil
 		})
-		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return gt.wait(ctx, r.Offset) })
+		err := pipeline.Run(context.Background(), src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return gt.wait(ctx, r.Offset) })
 		}, pipeline.WithPartitionQueue(2))
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ func TestInvalidAfterTheGraphExitedIsIgnored(t *testing.T) {
 			st   *stagekit.Stage
 			held stagekit.Ticket
 		)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error {
 				// Every stage goroutine exited; the context is not cancelled yet.
 				defer func() {
@@ -87,12 +88,12 @@ func TestInvalidAfterTheGraphExitedIsIgnored(t *testing.T) {
 						t.Errorf("Fail after the graph exited panicked: %v", v)
 					}
 				}()
-				if err := st.Fail(held, pipeline.Invalid(errors.New("bad"))); err != nil {
+				if err := st.Fail(held, sluice.Invalid(errors.New("bad"))); err != nil {
 					t.Errorf("Fail returned %v", err)
 				}
 				return nil
 			})
-			return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "Hold"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
+			return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "Hold"}, func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record]) error {
 				st = s
 				for {
 					c, ok := inl.Recv()
@@ -103,7 +104,7 @@ func TestInvalidAfterTheGraphExitedIsIgnored(t *testing.T) {
 					inl.Release(c)
 				}
 			})
-		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
+		}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }))
 		assignAndSend(h, 1)
 		synctest.Wait()
 		h.Revoke("t", 0)

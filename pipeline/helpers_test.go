@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -44,7 +44,7 @@ type deadLog struct {
 	offs []int64
 }
 
-func (d *deadLog) fn(_ context.Context, dl pipeline.DeadLetter) error {
+func (d *deadLog) fn(_ context.Context, dl sluice.DeadLetter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.offs = append(d.offs, dl.Record.Offset)

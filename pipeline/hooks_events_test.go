@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -38,38 +39,38 @@ func (c *eventCounter) missing(events []string) []string {
 	return out
 }
 
-func (c *eventCounter) OnPartitionAssigned(pipeline.TopicPartition) { c.count("PartitionAssigned") }
-func (c *eventCounter) OnPartitionRevoked(pipeline.TopicPartition, time.Duration, bool) {
+func (c *eventCounter) OnPartitionAssigned(sluice.TopicPartition) { c.count("PartitionAssigned") }
+func (c *eventCounter) OnPartitionRevoked(sluice.TopicPartition, time.Duration, bool) {
 	c.count("PartitionRevoked")
 }
-func (c *eventCounter) OnPartitionLost(pipeline.TopicPartition)         { c.count("PartitionLost") }
-func (c *eventCounter) OnPartitionPaused(pipeline.TopicPartition)       { c.count("PartitionPaused") }
-func (c *eventCounter) OnPartitionResumed(pipeline.TopicPartition)      { c.count("PartitionResumed") }
-func (c *eventCounter) OnRecordsDelivered(pipeline.TopicPartition, int) { c.count("RecordsDelivered") }
-func (c *eventCounter) OnRecordsCompleted(pipeline.TopicPartition, int, int64) {
+func (c *eventCounter) OnPartitionLost(sluice.TopicPartition)         { c.count("PartitionLost") }
+func (c *eventCounter) OnPartitionPaused(sluice.TopicPartition)       { c.count("PartitionPaused") }
+func (c *eventCounter) OnPartitionResumed(sluice.TopicPartition)      { c.count("PartitionResumed") }
+func (c *eventCounter) OnRecordsDelivered(sluice.TopicPartition, int) { c.count("RecordsDelivered") }
+func (c *eventCounter) OnRecordsCompleted(sluice.TopicPartition, int, int64) {
 	c.count("RecordsCompleted")
 }
-func (c *eventCounter) OnValuesFiltered(pipeline.TopicPartition, string, int) {
+func (c *eventCounter) OnValuesFiltered(sluice.TopicPartition, string, int) {
 	c.count("ValuesFiltered")
 }
-func (c *eventCounter) OnRecordDeadLettered(pipeline.TopicPartition, string) {
+func (c *eventCounter) OnRecordDeadLettered(sluice.TopicPartition, string) {
 	c.count("RecordDeadLettered")
 }
 func (c *eventCounter) OnInFlight(int64, int64) { c.count("InFlight") }
-func (c *eventCounter) OnStageCall(string, pipeline.TopicPartition, time.Duration, error) {
+func (c *eventCounter) OnStageCall(string, sluice.TopicPartition, time.Duration, error) {
 	c.count("StageCall")
 }
-func (c *eventCounter) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) {
+func (c *eventCounter) OnStageRetry(string, sluice.TopicPartition, int, time.Duration, error) {
 	c.count("StageRetry")
 }
-func (c *eventCounter) OnStageFailed(string, pipeline.TopicPartition, error) { c.count("StageFailed") }
-func (c *eventCounter) OnStuck(string, pipeline.TopicPartition, int64, time.Duration) {
+func (c *eventCounter) OnStageFailed(string, sluice.TopicPartition, error) { c.count("StageFailed") }
+func (c *eventCounter) OnStuck(string, sluice.TopicPartition, int64, time.Duration) {
 	c.count("Stuck")
 }
-func (c *eventCounter) OnPolled(time.Time)                                  { c.count("Polled") }
-func (c *eventCounter) OnJoined()                                           { c.count("Joined") }
-func (c *eventCounter) OnCommitted([]pipeline.Offset, time.Duration, error) { c.count("Committed") }
-func (c *eventCounter) OnHighWatermark(pipeline.TopicPartition, int64)      { c.count("HighWatermark") }
+func (c *eventCounter) OnPolled(time.Time)                                { c.count("Polled") }
+func (c *eventCounter) OnJoined()                                         { c.count("Joined") }
+func (c *eventCounter) OnCommitted([]sluice.Offset, time.Duration, error) { c.count("Committed") }
+func (c *eventCounter) OnHighWatermark(sluice.TopicPartition, int64)      { c.count("HighWatermark") }
 
 // Every event the runtime and the fake source can cause reaches a hook
 // that handles it: a run that assigns, pauses, resumes, filters,
@@ -79,11 +80,11 @@ func TestEveryEventReachesTheHooksThatHandleIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &eventCounter{n: map[string]int{}}
 		flaky := true // partition 0's stage goroutine only
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			vals := stages.Map(in, func(ctx context.Context, r pipeline.Record) (string, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			vals := stages.Map(in, func(ctx context.Context, r sluice.Record) (string, error) {
 				switch v := string(r.Value); v {
 				case "bad":
-					return "", pipeline.Invalid(errors.New("bad input"))
+					return "", sluice.Invalid(errors.New("bad input"))
 				case "flaky":
 					if flaky {
 						flaky = false
@@ -92,15 +93,15 @@ func TestEveryEventReachesTheHooksThatHandleIt(t *testing.T) {
 				case "slow":
 					time.Sleep(time.Minute)
 				case "fatal":
-					return "", pipeline.Permanent(errors.New("schema mismatch"))
+					return "", sluice.Permanent(errors.New("schema mismatch"))
 				}
 				return string(r.Value), nil
 			}, stages.Name("parse"))
 			kept := stages.Filter(vals, func(v string) bool { return v != "drop" }, stages.Name("keep"))
 			return stages.Discard(kept)
 		}, pipeline.WithHooks(c), pipeline.WithPartitionQueue(2), pipeline.WithStuckThreshold(10*time.Second),
-			pipeline.WithRetry(pipeline.RetryPolicy{Initial: time.Millisecond}),
-			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return nil }))
+			pipeline.WithRetry(sluice.RetryPolicy{Initial: time.Millisecond}),
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, []byte("ok"), []byte("bad"), []byte("flaky"), []byte("drop"), []byte("slow"), []byte("ok"))
 		h.Send("t", 1, []byte("ok"))

@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -21,68 +21,20 @@ import (
 // no event under the hook names.
 type oldObserver struct{}
 
-func (oldObserver) PartitionAssigned(pipeline.TopicPartition) {}
+func (oldObserver) PartitionAssigned(sluice.TopicPartition) {}
 
 func TestWithHooksRejectsNilAndValuesThatHandleNoEvent(t *testing.T) {
 	err := runWith(pipeline.WithHooks(nil))
 	if err == nil || !strings.Contains(err.Error(), "WithHooks: hook 0 is nil") {
 		t.Errorf("WithHooks(nil): Run returned %v, want an error naming the nil hook", err)
 	}
-	var assigned struct{ pipeline.HookPartitionAssigned }
+	var assigned struct{ sluice.HookPartitionAssigned }
 	err = runWith(pipeline.WithHooks(assigned, oldObserver{}))
 	if err == nil || !strings.Contains(err.Error(), "WithHooks: hook 1 (pipeline_test.oldObserver) implements no hook interface") {
 		t.Errorf("WithHooks(hook, oldObserver{}): Run returned %v, want an error naming hook 1 and its type", err)
 	}
 	if err := runWith(pipeline.WithHooks(assigned)); err != nil {
 		t.Errorf("WithHooks(a HookPartitionAssigned): Run returned %v", err)
-	}
-}
-
-// every embeds each hook interface of package pipeline: its method set is
-// every event.
-type every struct {
-	pipeline.HookPartitionAssigned
-	pipeline.HookPartitionRevoked
-	pipeline.HookPartitionLost
-	pipeline.HookPartitionPaused
-	pipeline.HookPartitionResumed
-	pipeline.HookRecordsDelivered
-	pipeline.HookRecordsCompleted
-	pipeline.HookValuesFiltered
-	pipeline.HookRecordDeadLettered
-	pipeline.HookInFlight
-	pipeline.HookStageCall
-	pipeline.HookStageRetry
-	pipeline.HookStageFailed
-	pipeline.HookStuck
-	pipeline.HookPolled
-	pipeline.HookJoined
-	pipeline.HookCommitted
-	pipeline.HookHighWatermark
-}
-
-// The exported hook interfaces and the events the runtime dispatches are
-// the same set: each interface is one event, and together they are all.
-func TestEveryHookInterfaceIsOneEventTheRuntimeCalls(t *testing.T) {
-	for _, h := range []pipeline.Hook{
-		struct{ pipeline.HookPartitionAssigned }{}, struct{ pipeline.HookPartitionRevoked }{},
-		struct{ pipeline.HookPartitionLost }{}, struct{ pipeline.HookPartitionPaused }{},
-		struct{ pipeline.HookPartitionResumed }{}, struct{ pipeline.HookRecordsDelivered }{},
-		struct{ pipeline.HookRecordsCompleted }{}, struct{ pipeline.HookValuesFiltered }{},
-		struct {
-			pipeline.HookRecordDeadLettered
-		}{}, struct{ pipeline.HookInFlight }{},
-		struct{ pipeline.HookStageCall }{}, struct{ pipeline.HookStageRetry }{},
-		struct{ pipeline.HookStageFailed }{}, struct{ pipeline.HookStuck }{},
-		struct{ pipeline.HookPolled }{}, struct{ pipeline.HookJoined }{},
-		struct{ pipeline.HookCommitted }{}, struct{ pipeline.HookHighWatermark }{},
-	} {
-		if n := engine.EventsOf(h); n != 1 {
-			t.Errorf("%T handles %d events, want 1", h, n)
-		}
-	}
-	if n := engine.EventsOf(every{}); n != engine.HookEvents {
-		t.Errorf("all hook interfaces together handle %d events, the runtime has %d", n, engine.HookEvents)
 	}
 }
 
@@ -107,24 +59,24 @@ func (l *eventLog) list() []string {
 // assignAndComplete handles two events; assignOnly one.
 type assignAndComplete struct{ log *eventLog }
 
-func (h assignAndComplete) OnPartitionAssigned(tp pipeline.TopicPartition) {
+func (h assignAndComplete) OnPartitionAssigned(tp sluice.TopicPartition) {
 	h.log.add("A assigned %s/%d", tp.Topic, tp.Partition)
 }
 
-func (h assignAndComplete) OnRecordsCompleted(tp pipeline.TopicPartition, n int, next int64) {
+func (h assignAndComplete) OnRecordsCompleted(tp sluice.TopicPartition, n int, next int64) {
 	h.log.add("A completed %d, next %d", n, next)
 }
 
 type assignOnly struct{ log *eventLog }
 
-func (h assignOnly) OnPartitionAssigned(tp pipeline.TopicPartition) {
+func (h assignOnly) OnPartitionAssigned(tp sluice.TopicPartition) {
 	h.log.add("B assigned %s/%d", tp.Topic, tp.Partition)
 }
 
 func TestHooksAreCalledInOrderForTheEventsTheyHandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &eventLog{}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(in)
 		}, pipeline.WithHooks(assignAndComplete{log}), pipeline.WithHooks(assignOnly{log}))
 		h.Assign("t", 0)
@@ -148,9 +100,9 @@ type callCounter struct {
 	retries         []string
 }
 
-// OnStageCall implements pipeline.HookStageCall. It is called from stage
+// OnStageCall implements sluice.HookStageCall. It is called from stage
 // goroutines, concurrently: it locks, and only counts.
-func (c *callCounter) OnStageCall(stage string, _ pipeline.TopicPartition, _ time.Duration, err error) {
+func (c *callCounter) OnStageCall(stage string, _ sluice.TopicPartition, _ time.Duration, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[stage]++
@@ -159,8 +111,8 @@ func (c *callCounter) OnStageCall(stage string, _ pipeline.TopicPartition, _ tim
 	}
 }
 
-// OnStageRetry implements pipeline.HookStageRetry.
-func (c *callCounter) OnStageRetry(stage string, tp pipeline.TopicPartition, attempt int, _ time.Duration, err error) {
+// OnStageRetry implements sluice.HookStageRetry.
+func (c *callCounter) OnStageRetry(stage string, tp sluice.TopicPartition, attempt int, _ time.Duration, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.retries = append(c.retries, fmt.Sprintf("%s on %s/%d, retry %d: %v", stage, tp.Topic, tp.Partition, attempt, err))
@@ -169,12 +121,12 @@ func (c *callCounter) OnStageRetry(stage string, tp pipeline.TopicPartition, att
 // A hook implements only the Hook* interfaces of the events it needs, and
 // WithHooks registers it. This one counts stage calls and retries; a
 // flaky store fails once.
-func ExampleHook() {
+func ExampleWithHooks() {
 	counter := &callCounter{calls: map[string]int{}, failures: map[string]int{}}
 	fake := testkit.NewFake()
 	failed := false // one partition: the store runs on one goroutine
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if string(r.Value) == "b" && !failed {
 				failed = true
 				return errors.New("connection reset")
@@ -186,7 +138,7 @@ func ExampleHook() {
 	done := make(chan error)
 	go func() {
 		done <- pipeline.Run(ctx, fake, build, pipeline.WithHooks(counter),
-			pipeline.WithRetry(pipeline.RetryPolicy{Initial: time.Millisecond}))
+			pipeline.WithRetry(sluice.RetryPolicy{Initial: time.Millisecond}))
 	}()
 	_ = fake.Send("orders", 0, []byte("a"), []byte("b"), []byte("c"))
 	_ = fake.Assign("orders", 0)

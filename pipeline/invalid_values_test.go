@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -18,7 +19,7 @@ import (
 func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
 	// A literal nil does not compile (WithDeadLetter is generic); a nil
 	// function value is still an error.
-	var noDeadLetter func(context.Context, pipeline.DeadLetter) error
+	var noDeadLetter func(context.Context, sluice.DeadLetter) error
 	cases := []struct {
 		opt  pipeline.Option
 		want string
@@ -30,9 +31,9 @@ func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
 		{pipeline.WithLogger(nil), "sluice: WithLogger(nil): pass a logger"},
 		{pipeline.WithDeadLetter(noDeadLetter), "sluice: WithDeadLetter(nil): pass a function"},
 		{pipeline.WithStuckThreshold(0), "sluice: WithStuckThreshold(0s): the threshold must be at least 1ms"},
-		{pipeline.WithDeadLetterLimit(pipeline.DeadLetterLimit{Window: 500}),
+		{pipeline.WithDeadLetterLimit(sluice.DeadLetterLimit{Window: 500}),
 			"sluice: WithDeadLetterLimit: Window 500 is set but MaxRatio is 0, which turns the ratio check off: set MaxRatio too, or leave Window 0"},
-		{pipeline.WithRetry(pipeline.RetryPolicy{Attempts: -2}),
+		{pipeline.WithRetry(sluice.RetryPolicy{Attempts: -2}),
 			"sluice: WithRetry({Attempts:-2 Initial:0s Max:0s}): RetryPolicy.Attempts -2 must not be negative (1 disables retries, 0 takes the default)"},
 	}
 	for _, c := range cases {
@@ -46,18 +47,18 @@ func TestEveryInvalidOptionValueIsAnErrorNamingIt(t *testing.T) {
 // stage instead of silently taking the default.
 func TestNegativeStageBufferIsABuildError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			out := stagekit.AddStage(in, stagekit.StageSpec{Name: "custom", Buffer: -1},
-				func(s *stagekit.Stage, in *stagekit.Inlet[pipeline.Record], out *stagekit.Outlet[pipeline.Record]) error {
+				func(s *stagekit.Stage, in *stagekit.Inlet[sluice.Record], out *stagekit.Outlet[sluice.Record]) error {
 					return nil
 				})
-			return stagekit.AddEnd(out, stagekit.StageSpec{}, func(*stagekit.Stage, *stagekit.Inlet[pipeline.Record]) error { return nil })
+			return stagekit.AddEnd(out, stagekit.StageSpec{}, func(*stagekit.Stage, *stagekit.Inlet[sluice.Record]) error { return nil })
 		})
 		if err := h.Fake().Assign("t", 0); err == nil {
 			t.Fatal("Assign succeeded")
 		}
 		err := h.Wait()
-		var be *pipeline.BuildError
+		var be *sluice.BuildError
 		if !errors.As(err, &be) || !strings.HasSuffix(err.Error(), `stage "custom": Buffer -1 must be 0 (the default, 4 chunks) or more`) {
 			t.Fatalf("Run returned %v, want a *BuildError naming stage custom and its Buffer", err)
 		}
@@ -65,7 +66,7 @@ func TestNegativeStageBufferIsABuildError(t *testing.T) {
 }
 
 func TestRunRejectsNilArgumentsNamingThem(t *testing.T) {
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(in)
 	}
 	var noContext context.Context // nil: what the test passes

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -17,8 +18,8 @@ import (
 func TestRevokeDrainsInFlightWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			slow := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			slow := stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) {
 				time.Sleep(time.Second) // in-flight work that finishes within the drain timeout
 				return r.Offset, nil
 			})
@@ -38,8 +39,8 @@ func TestRevokeAfterDrainTimeoutCommitsOnlyWhatFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(4)
 		var cause error
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				err := g.wait(ctx, r.Offset)
 				if err != nil {
 					cause = err
@@ -55,7 +56,7 @@ func TestRevokeAfterDrainTimeoutCommitsOnlyWhatFinished(t *testing.T) {
 			t.Fatalf("revoke returned after %v, want the 3s drain timeout", waited)
 		}
 		checkCommitted(t, h, 4, "(offset 4 never finished)")
-		if !errors.Is(cause, pipeline.ErrDrainTimeout) {
+		if !errors.Is(cause, sluice.ErrDrainTimeout) {
 			t.Fatalf("stage saw cause %v, want ErrDrainTimeout", cause)
 		}
 		// Re-assigning resumes from the commit: offset 4 is delivered again.
@@ -74,9 +75,9 @@ func TestLostPartitionCommitsNothing(t *testing.T) {
 		var mu sync.Mutex
 		var causes []error
 		closed := 0
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error { closed++; return nil })
-			slow := stages.Pool(in, 4, func(ctx context.Context, r pipeline.Record) (int64, error) {
+			slow := stages.Pool(in, 4, func(ctx context.Context, r sluice.Record) (int64, error) {
 				if err := g.wait(ctx, r.Offset); err != nil {
 					mu.Lock()
 					causes = append(causes, err)
@@ -91,7 +92,7 @@ func TestLostPartitionCommitsNothing(t *testing.T) {
 		synctest.Wait()
 		h.Lose("t", 0)
 		checkCommitted(t, h, -1, "for a lost partition")
-		if len(causes) != 1 || !errors.Is(causes[0], pipeline.ErrLost) {
+		if len(causes) != 1 || !errors.Is(causes[0], sluice.ErrLost) {
 			t.Fatalf("blocked call saw %v, want ErrLost", causes)
 		}
 		if closed != 1 {
@@ -108,7 +109,7 @@ func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
 		var order []string
 		var mu sync.Mutex
 		log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error { log("close-first-registered"); return nil })
 			p.OnClose(func(context.Context) error {
 				if p.Context().Err() != nil {
@@ -118,7 +119,7 @@ func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
 				return nil
 			})
 			batches := stages.Batch(in, 1000, time.Hour)
-			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+			return stages.Each(batches, func(_ context.Context, b []sluice.Record) error {
 				log("batch")
 				return nil
 			})
@@ -141,9 +142,9 @@ func TestBatchFlushesOnTimeoutAndSize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var sizes []int
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			batches := stages.Batch(in, 4, 2*time.Second)
-			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+			return stages.Each(batches, func(_ context.Context, b []sluice.Record) error {
 				mu.Lock()
 				sizes = append(sizes, len(b))
 				mu.Unlock()
@@ -168,10 +169,10 @@ func TestBatchFlushesOnTimeoutAndSize(t *testing.T) {
 func TestBatchByWeight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sizes []int
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			batches := stages.BatchByWeight(in, 10, time.Second,
-				func(r pipeline.Record) int { return len(r.Value) })
-			return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+				func(r sluice.Record) int { return len(r.Value) })
+			return stages.Each(batches, func(_ context.Context, b []sluice.Record) error {
 				sizes = append(sizes, len(b))
 				return nil
 			})
@@ -190,8 +191,8 @@ func TestBatchByWeight(t *testing.T) {
 func TestBackpressurePausesAFullPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error { return g.wait(ctx, r.Offset) })
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
 		}, pipeline.WithPartitionQueue(100))
 		assignAndSend(h, 1000)
 		synctest.Wait()
@@ -208,8 +209,8 @@ func TestBackpressurePausesAFullPartition(t *testing.T) {
 func TestGlobalInFlightLimitBoundsAllPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				select {
 				case <-release:
 					return nil

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -48,8 +49,8 @@ func TestLoggedDurationsCarryTheirUnit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &durationAttrs{}
 		var failed sync.Once
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				var err error
 				failed.Do(func() { err = errors.New("once") }) // one retry: its delay is logged
 				if err == nil && string(r.Value) == "hang" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -14,17 +15,17 @@ import (
 
 // Without WithLogger, Run logs to slog.Default(): a consumer that sets no
 // logger still shows its retry warnings (here: a decoder that forgets
-// pipeline.Invalid). It reads slog.Default when Run starts.
+// sluice.Invalid). It reads slog.Default when Run starts.
 func TestRunLogsToSlogDefaultWithoutWithLogger(t *testing.T) {
 	logs := &logLines{level: slog.LevelWarn}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(logs))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, pipeline.Record) error { return errors.New("bad json") },
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, sluice.Record) error { return errors.New("bad json") },
 				stages.Name("default-logger-decode"))
-		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2}))
+		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2}))
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("x"))
 		if err := h.Wait(); err == nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -57,8 +58,8 @@ func defaultConfig() config {
 		MaxInFlightBytes: DefaultMaxInFlightBytes,
 		PartitionQueue:   DefaultPartitionQueue,
 		Chunk:            chunkSize,
-		Retry:            engine.DefaultRetry(),
-		DefaultRetry:     engine.DefaultRetry(),
+		Retry:            sluice.DefaultRetry(),
+		DefaultRetry:     sluice.DefaultRetry(),
 		Logger:           slog.Default(),
 	}}
 }
@@ -72,7 +73,7 @@ func (c *config) bad(format string, args ...any) {
 // source's poll interval limit (Kafka's max.poll.interval.ms): the poll loop
 // waits for the drain. After the timeout the partition context is cancelled
 // and only what finished is committed; a function still running a quarter
-// of the drain timeout later is abandoned and Run stops ([ErrAbandoned]).
+// of the drain timeout later is abandoned and Run stops ([sluice.ErrAbandoned]).
 //
 // A drain finishes only what the graph was fed (records still queued for
 // it are dropped, and fetched again by the next owner), and the runtime

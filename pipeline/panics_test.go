@@ -8,17 +8,18 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// expectPanicError checks that err is a *StageError of stage on t/0 at
-// offset, wrapping a *PanicError with value.
+// expectPanicError checks that err is a *sluice.StageError of stage on t/0 at
+// offset, wrapping a *sluice.PanicError with value.
 func expectPanicError(t *testing.T, err error, stage string, offset int64, value string) {
 	t.Helper()
-	var se *pipeline.StageError
-	var pe *pipeline.PanicError
+	var se *sluice.StageError
+	var pe *sluice.PanicError
 	if !errors.As(err, &se) || !errors.As(err, &pe) {
 		t.Fatalf("Run returned %v, want a *StageError wrapping a *PanicError", err)
 	}
@@ -34,7 +35,7 @@ func expectPanicError(t *testing.T, err error, stage string, offset int64, value
 func TestPanicInAnOnCloseHookStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		olderRan := false
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error { olderRan = true; return nil })
 			p.OnClose(func(context.Context) error { panic("flush exploded") })
 			return stages.Discard(in)
@@ -52,14 +53,14 @@ func TestPanicInAnOnCloseHookStopsRun(t *testing.T) {
 func TestOnCloseHookErrorIsAStageError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("close failed")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			p.OnClose(func(context.Context) error { return boom })
 			return stages.Discard(in)
 		})
 		h.Assign("t", 0)
 		h.Revoke("t", 0)
 		err := h.Wait()
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || !errors.Is(err, boom) || se.Stage != "OnClose" || se.Offset != -1 ||
 			!strings.Contains(err.Error(), `stage "OnClose" on t/0`) {
 			t.Fatalf("Run returned %v, want a *StageError of OnClose on t/0 wrapping %v", err, boom)
@@ -70,9 +71,9 @@ func TestOnCloseHookErrorIsAStageError(t *testing.T) {
 func TestPanicInTheDeadLetterFunctionStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
-		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
 			calls++
 			panic("dlq client exploded")
 		}))

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -59,8 +60,8 @@ func (l *logLines) withMessage(prefix string) []logLine {
 // The documented sums of the default policy are the policy's: 11.3 s of
 // backoff at most, half of it at least, both below the drain timeout.
 func TestDefaultRetryBackoffIsTheDocumentedSum(t *testing.T) {
-	p := pipeline.DefaultRetry()
-	if want := (pipeline.RetryPolicy{Attempts: 8, Initial: 100 * time.Millisecond, Max: 5 * time.Second}); p != want {
+	p := sluice.DefaultRetry()
+	if want := (sluice.RetryPolicy{Attempts: 8, Initial: 100 * time.Millisecond, Max: 5 * time.Second}); p != want {
 		t.Fatalf("DefaultRetry() = %+v, want %+v (the documented policy)", p, want)
 	}
 	const documented = 11300 * time.Millisecond // 0.1+0.2+0.4+0.8+1.6+3.2+5
@@ -71,29 +72,12 @@ func TestDefaultRetryBackoffIsTheDocumentedSum(t *testing.T) {
 		t.Fatalf("the default backoff %v is not shorter than the default drain timeout %v", p.MaxBackoff(), pipeline.DefaultDrainTimeout)
 	}
 	p.Attempts = 1
-	if pipeline.DefaultRetry().Attempts != 8 {
+	if sluice.DefaultRetry().Attempts != 8 {
 		t.Fatal("changing the returned policy changed the default")
 	}
 }
 
-func TestMaxBackoffSumsTheCappedDelays(t *testing.T) {
-	cases := []struct {
-		p    pipeline.RetryPolicy
-		want time.Duration
-	}{
-		{pipeline.RetryPolicy{Attempts: 1, Initial: time.Second, Max: time.Second}, 0},
-		{pipeline.RetryPolicy{Attempts: 2, Initial: time.Second, Max: time.Second}, time.Second},
-		{pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}, (1 + 2 + 3 + 3) * time.Second},
-		{pipeline.RetryPolicy{Attempts: 4, Initial: 10 * time.Millisecond, Max: time.Minute}, 70 * time.Millisecond},
-	}
-	for _, c := range cases {
-		if got := c.p.MaxBackoff(); got != c.want {
-			t.Errorf("%+v.MaxBackoff() = %v, want %v", c.p, got, c.want)
-		}
-	}
-}
-
-// A decoder that forgets pipeline.Invalid: every retry is a warning naming
+// A decoder that forgets sluice.Invalid: every retry is a warning naming
 // the stage, the record and the attempt, and the error that stops Run says
 // how many attempts failed and what to return instead.
 func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
@@ -101,8 +85,8 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 		logs := &logLines{level: slog.LevelWarn}
 		var a attempts
 		errBadJSON := errors.New("bad json")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			decoded := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			decoded := stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) {
 				a.call(r.Offset)
 				if r.Offset == 1 {
 					return 0, errBadJSON
@@ -114,8 +98,8 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 		assignAndSend(h, 3)
 		err := h.Wait()
 		want := `sluice: stage "decode" on t/0 at offset 1: bad json (failed after 8 attempts; ` +
-			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
-			`or pipeline.Permanent(err) to stop without retrying)`
+			`for input that can never succeed return sluice.Invalid(err) to dead-letter the record, ` +
+			`or sluice.Permanent(err) to stop without retrying)`
 		if err == nil || err.Error() != want {
 			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
 		}
@@ -134,8 +118,8 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 		if len(lines) != 7 {
 			t.Fatalf("%d retry warnings, want 7 (one per retry): %+v", len(lines), lines)
 		}
-		const msg = "sluice: call failed, retrying; for input that can never succeed return pipeline.Invalid(err) " +
-			"to dead-letter the record, or pipeline.Permanent(err) to stop without retrying"
+		const msg = "sluice: call failed, retrying; for input that can never succeed return sluice.Invalid(err) " +
+			"to dead-letter the record, or sluice.Permanent(err) to stop without retrying"
 		backoff := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000}
 		for i, line := range lines {
 			if line.msg != msg {
@@ -157,13 +141,13 @@ func TestExhaustedRetriesAreLoggedAndSuggestInvalid(t *testing.T) {
 
 func TestRetriesDisabledSayOneAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, pipeline.Record) error { return errFlaky }, stages.Name("write"))
-		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, sluice.Record) error { return errFlaky }, stages.Name("write"))
+		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
 		assignAndSend(h, 1)
 		want := `sluice: stage "write" on t/0 at offset 0: connection refused (failed after 1 attempt (retries disabled); ` +
-			`for input that can never succeed return pipeline.Invalid(err) to dead-letter the record, ` +
-			`or pipeline.Permanent(err) to stop without retrying)`
+			`for input that can never succeed return sluice.Invalid(err) to dead-letter the record, ` +
+			`or sluice.Permanent(err) to stop without retrying)`
 		if err := h.Wait(); err == nil || err.Error() != want {
 			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
 		}
@@ -174,9 +158,9 @@ func TestRetriesDisabledSayOneAttempt(t *testing.T) {
 func TestPermanentErrorTextIsUnchanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logLines{level: slog.LevelWarn}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, pipeline.Record) error {
-				return pipeline.Permanent(errors.New("schema mismatch"))
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, sluice.Record) error {
+				return sluice.Permanent(errors.New("schema mismatch"))
 			}, stages.Name("write"))
 		}, pipeline.WithLogger(slog.New(logs)))
 		assignAndSend(h, 1)
@@ -196,11 +180,11 @@ func TestDeadLetterRetriesAreLoggedAndCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logLines{level: slog.LevelWarn}
 		errDLQ := errors.New("dlq unavailable")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse, stages.Name("parse")))
 		}, pipeline.WithLogger(slog.New(logs)),
-			pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Second}),
-			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error { return errDLQ }))
+			pipeline.WithRetry(sluice.RetryPolicy{Attempts: 3, Initial: time.Second}),
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return errDLQ }))
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("x"))
 		err := h.Wait()
@@ -228,16 +212,16 @@ func TestDeadLetterRetriesAreLoggedAndCounted(t *testing.T) {
 
 func TestInvalidRetryPoliciesNameTheField(t *testing.T) {
 	cases := []struct {
-		p    pipeline.RetryPolicy
+		p    sluice.RetryPolicy
 		want string
 	}{
-		{pipeline.RetryPolicy{Attempts: -1}, "sluice: WithRetry({Attempts:-1 Initial:0s Max:0s}): RetryPolicy.Attempts -1 must not be negative (1 disables retries, 0 takes the default)"},
-		{pipeline.RetryPolicy{Initial: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:-1s Max:0s}): RetryPolicy.Initial -1s must not be negative"},
-		{pipeline.RetryPolicy{Max: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:0s Max:-1s}): RetryPolicy.Max -1s must not be negative"},
-		{pipeline.RetryPolicy{Initial: 2 * time.Second, Max: time.Second}, "sluice: WithRetry({Attempts:0 Initial:2s Max:1s}): RetryPolicy.Initial 2s must not exceed Max 1s"},
+		{sluice.RetryPolicy{Attempts: -1}, "sluice: WithRetry({Attempts:-1 Initial:0s Max:0s}): RetryPolicy.Attempts -1 must not be negative (1 disables retries, 0 takes the default)"},
+		{sluice.RetryPolicy{Initial: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:-1s Max:0s}): RetryPolicy.Initial -1s must not be negative"},
+		{sluice.RetryPolicy{Max: -time.Second}, "sluice: WithRetry({Attempts:0 Initial:0s Max:-1s}): RetryPolicy.Max -1s must not be negative"},
+		{sluice.RetryPolicy{Initial: 2 * time.Second, Max: time.Second}, "sluice: WithRetry({Attempts:0 Initial:2s Max:1s}): RetryPolicy.Initial 2s must not exceed Max 1s"},
 	}
 	for _, c := range cases {
-		err := pipeline.Run(context.Background(), testkit.NewFake(), func(*pipeline.Partition, pipeline.Stream[pipeline.Record]) pipeline.End {
+		err := pipeline.Run(context.Background(), testkit.NewFake(), func(*pipeline.Partition, pipeline.Stream[sluice.Record]) pipeline.End {
 			panic("not built")
 		}, pipeline.WithRetry(c.p))
 		if err == nil || err.Error() != c.want {

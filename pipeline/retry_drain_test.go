@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -12,7 +13,7 @@ import (
 // accepted with one warning at start naming both values; the default
 // policy, below it, gets none.
 func TestRetryLongerThanTheDrainTimeoutIsAWarningNamingBoth(t *testing.T) {
-	long := pipeline.RetryPolicy{Attempts: 30, Initial: time.Second, Max: time.Minute} // 1+2+4+8+16+32 s, then 23 minutes
+	long := sluice.RetryPolicy{Attempts: 30, Initial: time.Second, Max: time.Minute} // 1+2+4+8+16+32 s, then 23 minutes
 	if got := long.MaxBackoff(); got != 24*time.Minute+3*time.Second {
 		t.Fatalf("MaxBackoff = %v", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -41,14 +42,14 @@ func (a *attempts) of(off int64) []time.Time {
 func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if a.call(r.Offset) <= 3 && r.Offset == 1 {
 					return errFlaky
 				}
 				return nil
 			})
-		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}))
+		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}))
 		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
 		calls := a.of(1)
@@ -68,14 +69,14 @@ func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 func TestExhaustedRetriesStopRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				a.call(r.Offset)
 				if r.Offset == 2 {
 					return errFlaky
 				}
 				return nil
-			}, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Millisecond}))
+			}, stages.Retry(sluice.RetryPolicy{Attempts: 3, Initial: time.Millisecond}))
 		})
 		assignAndSend(h, 5)
 		if err := h.Wait(); !errors.Is(err, errFlaky) {
@@ -90,15 +91,15 @@ func TestExhaustedRetriesStopRun(t *testing.T) {
 
 func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 	cases := map[string]error{
-		"permanent": pipeline.Permanent(errors.New("schema mismatch")),
-		"invalid":   pipeline.Invalid(errors.New("bad json")),
+		"permanent": sluice.Permanent(errors.New("schema mismatch")),
+		"invalid":   sluice.Invalid(errors.New("bad json")),
 	}
 	for name, failure := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a attempts
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 						a.call(r.Offset)
 						return failure
 					})
@@ -118,15 +119,15 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				a.call(r.Offset)
 				if r.Partition == 0 && r.Offset == 1 {
 					return errFlaky // the database stays down
 				}
 				return nil
 			})
-		}, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 100, Initial: time.Minute, Max: time.Hour}))
+		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: time.Minute, Max: time.Hour}))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, values(3)...)
 		synctest.Wait() // offset 1 waits in its first backoff
@@ -147,9 +148,9 @@ func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 func TestDeadLetterDeliveryIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse))
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
 			if a.call(dl.Record.Offset) == 1 {
 				return errFlaky
 			}
@@ -170,7 +171,7 @@ type stuckRecorder struct {
 	events []string
 }
 
-func (s *stuckRecorder) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, since time.Duration) {
+func (s *stuckRecorder) OnStuck(stage string, tp sluice.TopicPartition, offset int64, since time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
@@ -186,8 +187,8 @@ func TestStuckDetectorReportsAValueOnceWithItsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(3)
 		obs := &stuckRecorder{}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			slow := stages.Pool(in, 2, func(ctx context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			slow := stages.Pool(in, 2, func(ctx context.Context, r sluice.Record) (int64, error) {
 				return r.Offset, g.wait(ctx, r.Offset)
 			}, stages.Name("enrich"))
 			return stages.Discard(slow)

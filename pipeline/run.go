@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -11,7 +12,7 @@ import (
 // partition is assigned, from the source's poll goroutine, so it should
 // only wire stages and return (no I/O that can block for long). Stages
 // start after it returns. It must return an End of the graph fed by in.
-type Builder func(p *Partition, in Stream[Record]) End
+type Builder func(p *Partition, in Stream[sluice.Record]) End
 
 // Run consumes src until ctx is cancelled or something fails, building a
 // graph with build for every partition src assigns.
@@ -28,30 +29,30 @@ type Builder func(p *Partition, in Stream[Record]) End
 //     naming the option and the value (several joined), or a nil ctx,
 //     src or build.
 //   - The error of the dead-letter destination's start check, before the
-//     source starts (see [StartChecker]; for the Kafka producers, a
-//     missing dead-letter topic, wrapping [ErrMissingTopic]).
-//   - *BuildError: the builder wired the graph wrong (a stream consumed
-//     twice or never, no End, a stage's invalid argument) or panicked (Err
-//     is then the *PanicError).
-//   - *StageError naming the stage, the partition and the offset: a stage
-//     function returned a [Permanent] error or panicked (Err is a
-//     *PanicError), a transient error failed every attempt of the retry
-//     policy (its text ends with "(failed after N attempts; ...)"), or
-//     [Invalid] was returned with no dead-letter destination (wraps
-//     [ErrNoDeadLetter]); an OnClose hook failed or panicked (Stage
+//     source starts (see [sluice.StartChecker]; for the Kafka producers, a
+//     missing dead-letter topic, wrapping [sluice.ErrMissingTopic]).
+//   - *sluice.BuildError: the builder wired the graph wrong (a stream
+//     consumed twice or never, no End, a stage's invalid argument) or
+//     panicked (Err is then the *sluice.PanicError).
+//   - *sluice.StageError naming the stage, the partition and the offset: a
+//     stage function returned a [sluice.Permanent] error or panicked (Err is
+//     a *sluice.PanicError), a transient error failed every attempt of the
+//     retry policy (its text ends with "(failed after N attempts; ...)"), or
+//     [sluice.Invalid] was returned with no dead-letter destination (wraps
+//     [sluice.ErrNoDeadLetter]); an OnClose hook failed or panicked (Stage
 //     "OnClose", Offset -1); the dead-letter function kept failing or
 //     panicked, or was still failing when a shutdown drained its partition
-//     (wraps [ErrNotDeadLettered]; joined after the first error if there is
-//     one); a stage used a ticket with no reference left: it completed a
-//     value and still passed it on, or completed one twice (wraps
+//     (wraps [sluice.ErrNotDeadLettered]; joined after the first error if
+//     there is one); a stage used a ticket with no reference left: it
+//     completed a value and still passed it on, or completed one twice (wraps
 //     stagekit.ErrTicketCompleted; Offset -1 once the record left; nothing
 //     more of the partition is committed).
-//   - *StageError wrapping [ErrAbandoned], naming the stage, the partition
-//     and the offset where the partition's committed offset stopped: a
-//     function ignored its context and was abandoned (see "Bounded
+//   - *sluice.StageError wrapping [sluice.ErrAbandoned], naming the stage,
+//     the partition and the offset where the partition's committed offset
+//     stopped: a function ignored its context and was abandoned (see "Bounded
 //     shutdown" below); joined after the first error if there is one.
-//   - An error wrapping [ErrDeadLetterLimit], naming the partition, the
-//     offset and the limit: a partition's invalid records tripped
+//   - An error wrapping [sluice.ErrDeadLetterLimit], naming the partition,
+//     the offset and the limit: a partition's invalid records tripped
 //     [WithDeadLetterLimit].
 //   - "sluice: source failed: ..." wrapping the source's error: a fatal
 //     client failure (Run then stops every graph without committing), or a
@@ -65,8 +66,8 @@ type Builder func(p *Partition, in Stream[Record]) End
 // context is cancelled at once. Functions must then return: a goroutine
 // still running a quarter of the drain timeout (at least 1 s) later (the
 // exit grace) is abandoned, nothing past the partition's first unfinished
-// record is committed, and Run stops with a *StageError wrapping
-// [ErrAbandoned]. An
+// record is committed, and Run stops with a *sluice.StageError wrapping
+// [sluice.ErrAbandoned]. An
 // OnClose hook gets its own context, which expires after the drain
 // timeout, plus the exit grace. So a shutdown takes at most the drain
 // timeout plus the exit grace (plus the OnClose hooks of the partitions
@@ -75,7 +76,7 @@ type Builder func(p *Partition, in Stream[Record]) End
 //
 // Run returns only after every goroutine it started has exited, except
 // the goroutines of the functions it abandoned: Go cannot stop them.
-func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
+func Run(ctx context.Context, src sluice.Source, build Builder, opts ...Option) error {
 	if ctx == nil {
 		return errors.New("sluice: Run needs a context (context.Background() or a signal.NotifyContext); got nil")
 	}
@@ -103,8 +104,9 @@ func Run(ctx context.Context, src Source, build Builder, opts ...Option) error {
 	})
 }
 
-// The engine's group is what Run hands to Source.Run.
-var _ Group = (*engine.Group)(nil)
+// The engine's group is what Run hands to Source.Run, a share group's
+// source included.
+var _ sluice.AckGroup = (*engine.Group)(nil)
 
 // warnLongRetries logs a warning when the retry policy of Run can wait
 // longer than the drain timeout for one value: that value holds its

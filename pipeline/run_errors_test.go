@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -15,12 +16,12 @@ import (
 // commit failed does.
 type shutdownFailingSource struct{ err error }
 
-func (s shutdownFailingSource) Run(ctx context.Context, g pipeline.Group) error {
-	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
-	if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+func (s shutdownFailingSource) Run(ctx context.Context, g sluice.Group) error {
+	tp := sluice.TopicPartition{Topic: "t", Partition: 0}
+	if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 		return err
 	}
-	g.Deliver(tp, []pipeline.Record{{Topic: "t", Partition: 0, Offset: 0, Value: []byte("x")}})
+	g.Deliver(tp, []sluice.Record{{Topic: "t", Partition: 0, Offset: 0, Value: []byte("x")}})
 	<-ctx.Done()
 	g.Shutdown()
 	return s.err
@@ -33,10 +34,10 @@ func TestSourceShutdownErrorIsJoinedAfterTheStageError(t *testing.T) {
 		errCommit := errors.New("final commit failed")
 		errWrite := errors.New("schema mismatch")
 		err := pipeline.Run(context.Background(), shutdownFailingSource{err: errCommit},
-			func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return stages.Each(in, func(context.Context, pipeline.Record) error { return pipeline.Permanent(errWrite) }, stages.Name("write"))
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(context.Context, sluice.Record) error { return sluice.Permanent(errWrite) }, stages.Name("write"))
 			})
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || !errors.Is(err, errWrite) || !errors.Is(err, errCommit) {
 			t.Fatalf("Run returned %v, want the *StageError and the source's error", err)
 		}
@@ -55,7 +56,7 @@ func TestSourceShutdownErrorAloneIsReturned(t *testing.T) {
 		done := make(chan error)
 		go func() {
 			done <- pipeline.Run(ctx, shutdownFailingSource{err: errCommit},
-				func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return stages.Discard(in)
 				})
 		}()

@@ -5,7 +5,7 @@ import "github.com/sluice-go/sluice/internal/engine"
 // Stream is a typed, bounded flow of values inside one partition's graph.
 // A Stream is created by Run (the builder's input) or by a stage, and must
 // be consumed by exactly one stage; a graph whose streams are not all
-// consumed, or consumed twice, fails to build with a [BuildError]. Values
+// consumed, or consumed twice, fails to build with a [sluice.BuildError]. Values
 // travel in chunks over a bounded channel, in offset order. A Stream has
 // no methods: pass it to the stages of package stages. The zero Stream is
 // not usable (a stage given one fails the build).
@@ -18,5 +18,5 @@ type End = engine.End
 
 // All returns one End for a graph that fans out (see stages.Route). Every
 // end must belong to the same graph; no ends, a zero End or ends of two
-// partitions' graphs fail the build with a [BuildError].
+// partitions' graphs fail the build with a [sluice.BuildError].
 func All(ends ...End) End { return engine.All(ends...) }

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -22,8 +23,8 @@ func TestStuckWarningIsShortAndStacksAreDebug(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs := &logLines{level: level}
 				release := make(chan struct{})
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 						<-release
 						return nil
 					}, stages.Name("slow"))

@@ -13,7 +13,7 @@ import (
 // and closes the producer. Messages still undelivered then are given up on:
 // their deliveries fail (with an error wrapping [ErrClosed]), so the
 // records they came from are never committed, and Close returns a
-// *pipeline.CloseError that counts and names them. Close returns within the close
+// *sluice.CloseError that counts and names them. Close returns within the close
 // timeout plus at most two seconds, also when librdkafka's own close would
 // hang.
 //

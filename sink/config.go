@@ -49,7 +49,7 @@ type ProducerConfig struct {
 	// pipeline.Run checks before the source starts, and each Produce
 	// stage's topic, checked when the first graph using it is built. A
 	// missing topic is otherwise an error naming it and its role (wrapping
-	// pipeline.ErrMissingTopic) at start, instead of a failure at the
+	// sluice.ErrMissingTopic) at start, instead of a failure at the
 	// first record produced to it. Set it when topics are created after
 	// the consumer starts, or by the brokers on first use
 	// (auto.create.topics.enable). A cluster that does not answer the check

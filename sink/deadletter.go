@@ -3,18 +3,18 @@ package sink
 import (
 	"context"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Headers added to every dead letter, next to the original headers (the
-// pipeline.DeadLetterHeader* constants).
+// sluice.DeadLetterHeader* constants).
 const (
-	HeaderTopic     = pipeline.DeadLetterHeaderTopic
-	HeaderPartition = pipeline.DeadLetterHeaderPartition
-	HeaderOffset    = pipeline.DeadLetterHeaderOffset
-	HeaderError     = pipeline.DeadLetterHeaderError
-	HeaderStage     = pipeline.DeadLetterHeaderStage
+	HeaderTopic     = sluice.DeadLetterHeaderTopic
+	HeaderPartition = sluice.DeadLetterHeaderPartition
+	HeaderOffset    = sluice.DeadLetterHeaderOffset
+	HeaderError     = sluice.DeadLetterHeaderError
+	HeaderStage     = sluice.DeadLetterHeaderStage
 )
 
 // DeadLetter returns the destination to pass to pipeline.WithDeadLetter.
@@ -29,7 +29,7 @@ const (
 // letter, a call returns once the report arrived (or Close gave up on the
 // message). A delivery failure is returned and stops Run: a bad record is
 // never dropped silently. A full producer queue is waited out. Failures
-// that cannot heal are marked pipeline.Permanent, so Run stops at once:
+// that cannot heal are marked sluice.Permanent, so Run stops at once:
 // the producer closed ([ErrClosed]) or failed fatally, a message too
 // large, an unknown topic, bad configuration or credentials; others (a
 // delivery that timed out) are retried under Run's retry policy once the
@@ -49,11 +49,11 @@ func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
 
 // DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]
 // returns, for pipeline.WithDeadLetter. Call it as the function it is;
-// its CheckStart method is its pipeline.StartChecker.
-type DeadLetterFunc func(context.Context, pipeline.DeadLetter) error
+// its CheckStart method is its sluice.StartChecker.
+type DeadLetterFunc func(context.Context, sluice.DeadLetter) error
 
 // CheckStart returns an error when the destination's topic is empty or
-// does not exist (wrapping pipeline.ErrMissingTopic and naming the topic;
+// does not exist (wrapping sluice.ErrMissingTopic and naming the topic;
 // nil when ProducerConfig.SkipTopicCheck is set). A cluster that does not
 // answer within 10s is no error: the failed check is logged on
 // ProducerConfig.Logger. pipeline.Run calls it before the source starts.

@@ -5,8 +5,7 @@ import (
 	"fmt"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // permanentCodes are the client errors that producing the same message
@@ -42,7 +41,7 @@ var permanentCodes = map[kafka.ErrorCode]bool{
 }
 
 // classify marks err, a failure to produce or deliver a message, with
-// pipeline.Permanent when producing again cannot help (see
+// sluice.Permanent when producing again cannot help (see
 // permanentCodes, and any fatal error of the client), so that Run stops at
 // once instead of retrying; other errors (a delivery timed out while the
 // cluster was unreachable) stay transient.
@@ -50,12 +49,12 @@ func (p *Producer) classify(err error) error {
 	var kerr kafka.Error
 	switch {
 	case errors.Is(err, ErrClosed):
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	case errors.As(err, &kerr) && (kerr.IsFatal() || permanentCodes[kerr.Code()]):
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	}
 	if ferr := p.fatalError(); ferr != nil {
-		return pipeline.Permanent(fmt.Errorf("%w (the producer failed for good: %v)", err, ferr))
+		return sluice.Permanent(fmt.Errorf("%w (the producer failed for good: %v)", err, ferr))
 	}
 	return err
 }

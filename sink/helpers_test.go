@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -49,7 +50,7 @@ func newSource(t testing.TB, brokers []string, group, topic string) *source.Sour
 }
 
 // start runs the pipeline in the background until the test ends.
-func start(t *testing.T, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *testkit.Running {
+func start(t *testing.T, src sluice.Source, build pipeline.Builder, opts ...pipeline.Option) *testkit.Running {
 	t.Helper()
 	return testkit.Start(t, src, build, opts...)
 }

@@ -3,15 +3,16 @@ package sink
 import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 // Message is what a produce stage writes for one value: Key, Value and
-// Headers (see pipeline.Message, which it is; franz.Produce takes the
+// Headers (see sluice.Message, which it is; franz.Produce takes the
 // same type).
-type Message = pipeline.Message
+type Message = sluice.Message
 
 // Produce ends a graph by producing one message per value to topic with
 // p, in order. A value's records commit only after its delivery report
@@ -22,7 +23,7 @@ type Message = pipeline.Message
 // toMsg is called like any stage function: timed for hooks, watched
 // by the stuck detector, retried under the stage's retry policy on a
 // transient error, a panic reported at the record's offset; an error
-// marked with pipeline.Invalid dead-letters the record.
+// marked with sluice.Invalid dead-letters the record.
 //
 // On a graceful revoke the stage waits for the delivery reports of
 // everything it produced. When the partition is lost or its drain times
@@ -30,10 +31,10 @@ type Message = pipeline.Message
 // and still waits for outstanding reports (bounded by message.timeout.ms,
 // or by p.Close) so none is left behind; if that takes longer than the
 // exit grace (see pipeline.Run), the runtime abandons the stage, which
-// goes on reading the reports, and Run stops with pipeline.ErrAbandoned.
+// goes on reading the reports, and Run stops with sluice.ErrAbandoned.
 // Once p is closed, the stage fails with an error wrapping [ErrClosed]. A
 // nil p, an empty topic or a nil toMsg fails the build with a
-// *pipeline.BuildError naming the stage; so does a p created while this
+// *sluice.BuildError naming the stage; so does a p created while this
 // graph was being built (NewProducer called inside the builder: one client
 // per partition, never closed), and a topic that does not exist (looked up
 // when the first graph using it is built, unless

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
@@ -57,20 +58,20 @@ func TestProducePanicInToMsgNamesTheRecord(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	p := newProducer(t, b, nil)
-	panicky := func(r pipeline.Record) (sink.Message, error) {
+	panicky := func(r sluice.Record) (sink.Message, error) {
 		if r.Offset == 3 {
 			panic("boom")
 		}
 		return toMsg(r)
 	}
-	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
+	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(s, p, "out", panicky, stages.Name("to-out"))
 	})
 	h.Assign("in", 0)
 	h.Send("in", 0, values(10)...)
 	err := h.Wait()
-	var se *pipeline.StageError
-	var pe *pipeline.PanicError
+	var se *sluice.StageError
+	var pe *sluice.PanicError
 	if !errors.As(err, &se) || !errors.As(err, &pe) {
 		t.Fatalf("Run = %v, want a StageError holding a PanicError", err)
 	}
@@ -93,13 +94,13 @@ type calls struct {
 	stuck chan int64
 }
 
-func (c *calls) OnStageCall(stage string, _ pipeline.TopicPartition, _ time.Duration, _ error) {
+func (c *calls) OnStageCall(stage string, _ sluice.TopicPartition, _ time.Duration, _ error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n[stage]++
 }
 
-func (c *calls) OnStuck(stage string, _ pipeline.TopicPartition, offset int64, _ time.Duration) {
+func (c *calls) OnStuck(stage string, _ sluice.TopicPartition, offset int64, _ time.Duration) {
 	if stage == "to-out" {
 		c.stuck <- offset
 	}
@@ -114,14 +115,14 @@ func TestProduceToMsgIsTimedAndWatched(t *testing.T) {
 	b.CreateTopic(t, "out", 1)
 	p := newProducer(t, b, nil)
 	release := make(chan struct{})
-	slow := func(r pipeline.Record) (sink.Message, error) {
+	slow := func(r sluice.Record) (sink.Message, error) {
 		if r.Offset == 2 {
 			<-release
 		}
 		return toMsg(r)
 	}
 	obs := &calls{n: map[string]int{}, stuck: make(chan int64, 1)}
-	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
+	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(s, p, "out", slow, stages.Name("to-out"))
 	}, pipeline.WithHooks(obs), pipeline.WithStuckThreshold(100*time.Millisecond))
 	h.Assign("in", 0)
@@ -168,9 +169,9 @@ func TestProduceStopsMidChunkWhenCancelled(t *testing.T) {
 			b.CreateTopic(t, "out", 1)
 			p := newProducer(t, b, nil)
 			reached := make(chan struct{})
-			build := func(part *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
+			build := func(part *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 				ctx := part.Context()
-				return sink.Produce(s, p, "out", func(r pipeline.Record) (sink.Message, error) {
+				return sink.Produce(s, p, "out", func(r sluice.Record) (sink.Message, error) {
 					if r.Offset == 5 {
 						close(reached)
 						<-ctx.Done() // until the partition is taken away
@@ -206,7 +207,7 @@ func TestProduceRetriesTransientToMsgError(t *testing.T) {
 	p := newProducer(t, b, nil)
 	var mu sync.Mutex
 	failures := 2 // for offset 1
-	flaky := func(r pipeline.Record) (sink.Message, error) {
+	flaky := func(r sluice.Record) (sink.Message, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Offset == 1 && failures > 0 {
@@ -215,8 +216,8 @@ func TestProduceRetriesTransientToMsgError(t *testing.T) {
 		}
 		return toMsg(r)
 	}
-	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
-		return sink.Produce(s, p, "out", flaky, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Millisecond}))
+	h := testkit.New(t, func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(s, p, "out", flaky, stages.Retry(sluice.RetryPolicy{Attempts: 3, Initial: time.Millisecond}))
 	})
 	h.Assign("in", 0)
 	h.Send("in", 0, values(n)...)

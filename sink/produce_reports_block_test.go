@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -41,14 +42,14 @@ func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 
 	sawInvalid := make(chan struct{})
 	var once sync.Once
-	toMsgOrInvalid := func(r pipeline.Record) (sink.Message, error) {
+	toMsgOrInvalid := func(r sluice.Record) (sink.Message, error) {
 		if r.Offset >= valid {
 			once.Do(func() { close(sawInvalid) })
-			return sink.Message{}, pipeline.Invalid(fmt.Errorf("offset %d", r.Offset))
+			return sink.Message{}, sluice.Invalid(fmt.Errorf("offset %d", r.Offset))
 		}
 		return toMsg(r)
 	}
-	build := func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(s, p, "out", toMsgOrInvalid)
 	}
 	r := start(t, newSource(t, b.Addrs(), "g", "in"), build, pipeline.WithDeadLetter(p.DeadLetter("dlq")))

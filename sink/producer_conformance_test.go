@@ -7,8 +7,8 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 )
 
@@ -21,11 +21,11 @@ func TestProducerConformance(t *testing.T) {
 		NewProducer: newConformanceProducer,
 		Unstarted:   func() *sink.Producer { return &sink.Producer{} },
 		Close:       (*sink.Producer).Close,
-		Produce:     sink.Produce[pipeline.Record],
+		Produce:     sink.Produce[sluice.Record],
 		DeadLetter:  (*sink.Producer).DeadLetter,
 		Pending:     sink.Pending,
 		ErrClosed:   sink.ErrClosed,
-		NewSource: func(t testing.TB, brokers []string, group, topic string) pipeline.Source {
+		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {
 			t.Helper()
 			return newSource(t, brokers, group, topic)
 		},

@@ -3,7 +3,7 @@ package sink_test
 import (
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -17,8 +17,8 @@ func TestDeliveryReportCarriesNoPayload(t *testing.T) {
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("out", 1))
 	p := newProducer(t, b, nil)
 	defer p.Close()
-	rep, err := sink.DeliveryReport(p, "out", pipeline.Message{
-		Key: []byte("k"), Value: []byte("value"), Headers: []pipeline.Header{{Key: "h", Value: []byte("v")}},
+	rep, err := sink.DeliveryReport(p, "out", sluice.Message{
+		Key: []byte("k"), Value: []byte("value"), Headers: []sluice.Header{{Key: "h", Value: []byte("v")}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
@@ -20,11 +21,11 @@ import (
 func TestNewTransactionalProducerAfterRunIsRefused(t *testing.T) {
 	b := kafkatest.NewKfake(t)
 	src := newSource(t, b.Addrs(), "g", "no-such-topic")
-	err := pipeline.Run(context.Background(), src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	err := pipeline.Run(context.Background(), src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		t.Error("the builder ran")
 		return stages.Discard(in)
 	})
-	if !errors.Is(err, pipeline.ErrMissingTopic) {
+	if !errors.Is(err, sluice.ErrMissingTopic) {
 		t.Fatalf("Run = %v, want the missing-topic error", err)
 	}
 	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{

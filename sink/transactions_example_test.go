@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -25,7 +26,7 @@ func ExampleNewTransactionalProducer() {
 	defer b.Close()
 	ctx := context.Background()
 	for i := range 6 {
-		rec := pipeline.Record{Partition: int32(i % 2), Key: fmt.Appendf(nil, "order-%d", i), Value: []byte("10.00")}
+		rec := sluice.Record{Partition: int32(i % 2), Key: fmt.Appendf(nil, "order-%d", i), Value: []byte("10.00")}
 		if err := b.ProduceContext(ctx, "orders", rec); err != nil {
 			log.Fatal(err)
 		}
@@ -44,8 +45,8 @@ func ExampleNewTransactionalProducer() {
 		log.Fatal(err)
 	}
 	defer prod.Close() // after Run returned
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		receipts := stages.Map(in, func(_ context.Context, r pipeline.Record) (sink.Message, error) {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		receipts := stages.Map(in, func(_ context.Context, r sluice.Record) (sink.Message, error) {
 			return sink.Message{Key: r.Key, Value: append([]byte("paid "), r.Value...)}, nil
 		})
 		return sink.Produce(receipts, prod, "receipts", func(m sink.Message) (sink.Message, error) { return m, nil })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -151,38 +152,38 @@ type countGroup struct {
 	first, last time.Time
 	done        chan struct{}
 	wake        chan struct{}
-	next        map[pipeline.TopicPartition]int64
+	next        map[sluice.TopicPartition]int64
 }
 
-func (g *countGroup) Assign([]pipeline.TopicPartition) error { return nil }
-func (g *countGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset {
+func (g *countGroup) Assign([]sluice.TopicPartition) error { return nil }
+func (g *countGroup) Revoke([]sluice.TopicPartition) []sluice.Offset {
 	return nil
 }
-func (g *countGroup) Lose([]pipeline.TopicPartition)                    {}
-func (g *countGroup) Shutdown() []pipeline.Offset                       { return nil }
-func (g *countGroup) Unfinished() []pipeline.TopicPartition             { return nil }
-func (g *countGroup) Resumable() []pipeline.TopicPartition              { return nil }
-func (g *countGroup) Wake() <-chan struct{}                             { return g.wake }
-func (g *countGroup) DrainTimeout() time.Duration                       { return 20 * time.Second }
-func (g *countGroup) MaxInFlight() int                                  { return pipeline.DefaultMaxInFlight }
-func (g *countGroup) MaxInFlightBytes() int64                           { return pipeline.DefaultMaxInFlightBytes }
-func (g *countGroup) Polled()                                           {}
-func (g *countGroup) Joined()                                           {}
-func (g *countGroup) HighWatermark(pipeline.TopicPartition, int64)      {}
-func (g *countGroup) Committed([]pipeline.Offset, time.Duration, error) {}
+func (g *countGroup) Lose([]sluice.TopicPartition)                    {}
+func (g *countGroup) Shutdown() []sluice.Offset                       { return nil }
+func (g *countGroup) Unfinished() []sluice.TopicPartition             { return nil }
+func (g *countGroup) Resumable() []sluice.TopicPartition              { return nil }
+func (g *countGroup) Wake() <-chan struct{}                           { return g.wake }
+func (g *countGroup) DrainTimeout() time.Duration                     { return 20 * time.Second }
+func (g *countGroup) MaxInFlight() int                                { return pipeline.DefaultMaxInFlight }
+func (g *countGroup) MaxInFlightBytes() int64                         { return pipeline.DefaultMaxInFlightBytes }
+func (g *countGroup) Polled()                                         {}
+func (g *countGroup) Joined()                                         {}
+func (g *countGroup) HighWatermark(sluice.TopicPartition, int64)      {}
+func (g *countGroup) Committed([]sluice.Offset, time.Duration, error) {}
 
-func (g *countGroup) Offsets() []pipeline.Offset {
-	var out []pipeline.Offset
+func (g *countGroup) Offsets() []sluice.Offset {
+	var out []sluice.Offset
 	for tp, n := range g.next {
-		out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+		out = append(out, sluice.Offset{TopicPartition: tp, Next: n})
 	}
 	return out
 }
 
-func (g *countGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+func (g *countGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	if g.n == 0 {
 		g.first = time.Now()
-		g.next = map[pipeline.TopicPartition]int64{}
+		g.next = map[sluice.TopicPartition]int64{}
 	}
 	g.n += len(recs)
 	g.next[tp] = recs[len(recs)-1].Offset + 1
@@ -207,8 +208,8 @@ func BenchmarkPipeline(b *testing.B) {
 		var n atomic.Int64
 		var first, last atomic.Int64 // unix nanos
 		done := make(chan struct{})
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			sizes := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			sizes := stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
 				now := time.Now().UnixNano()
 				first.CompareAndSwap(0, now)
 				if n.Add(1) == benchMsgs {

@@ -3,8 +3,8 @@ package source
 import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Offsets flow: see internal/rebalance, which sends every commit, one at
@@ -31,7 +31,7 @@ import (
 // Commit commits offs with Kafka.commitOffsets (CommitOffsets), on the
 // core's commit goroutine, and returns the partitions librdkafka reported
 // an error for, with the offset it returned.
-func (r *runner) Commit(offs []pipeline.Offset) ([]rebalance.Rejected, error) {
+func (r *runner) Commit(offs []sluice.Offset) ([]rebalance.Rejected, error) {
 	res, err := r.k.commitOffsets(r.c, toKafka(offs))
 	if err != nil {
 		return nil, err
@@ -42,8 +42,8 @@ func (r *runner) Commit(offs []pipeline.Offset) ([]rebalance.Rejected, error) {
 			continue
 		}
 		rejected = append(rejected, rebalance.Rejected{
-			Offset: pipeline.Offset{
-				TopicPartition: pipeline.TopicPartition{Topic: topicOf(ko), Partition: ko.Partition},
+			Offset: sluice.Offset{
+				TopicPartition: sluice.TopicPartition{Topic: topicOf(ko), Partition: ko.Partition},
 				Next:           int64(ko.Offset),
 			},
 			Err: ko.Error,
@@ -52,7 +52,7 @@ func (r *runner) Commit(offs []pipeline.Offset) ([]rebalance.Rejected, error) {
 	return rejected, nil
 }
 
-func toKafka(offs []pipeline.Offset) []kafka.TopicPartition {
+func toKafka(offs []sluice.Offset) []kafka.TopicPartition {
 	out := make([]kafka.TopicPartition, 0, len(offs))
 	for _, o := range offs {
 		topic := o.Topic

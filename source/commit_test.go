@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
@@ -73,19 +73,19 @@ func (s *commitSpy) waitHeld(t *testing.T) {
 	}
 }
 
-// commitErrors returns the *pipeline.CommitError of every failed commit g heard of,
+// commitErrors returns the *sluice.CommitError of every failed commit g heard of,
 // failing t for an error of another type.
-func commitErrors(t *testing.T, g *fakeGroup) []*pipeline.CommitError {
+func commitErrors(t *testing.T, g *fakeGroup) []*sluice.CommitError {
 	t.Helper()
-	var out []*pipeline.CommitError
+	var out []*sluice.CommitError
 	g.with(func(f *fakeGroup) {
 		for _, c := range f.commits {
 			if c.err == nil {
 				continue
 			}
-			var ce *pipeline.CommitError
+			var ce *sluice.CommitError
 			if !errors.As(c.err, &ce) {
-				t.Errorf("Committed(%v) error %v (%T), want a *pipeline.CommitError", c.offs, c.err, c.err)
+				t.Errorf("Committed(%v) error %v (%T), want a *sluice.CommitError", c.offs, c.err, c.err)
 				continue
 			}
 			out = append(out, ce)
@@ -98,7 +98,7 @@ func commitErrors(t *testing.T, g *fakeGroup) []*pipeline.CommitError {
 // background commit that failed (the whole request, or one partition) is
 // retried at the next interval, so an idle partition's progress reaches
 // the broker while the source runs, not only at the next revoke or
-// shutdown. The failures are reported as *pipeline.CommitError of the interval
+// shutdown. The failures are reported as *sluice.CommitError of the interval
 // commit, with their duration.
 func TestFailedBackgroundCommitRetried(t *testing.T) {
 	t.Parallel()

@@ -8,9 +8,9 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
@@ -54,11 +54,11 @@ type Config struct {
 	// OffsetStore, when not nil, is consulted at every assignment: a
 	// partition starts where it says instead of at the group's committed
 	// offset, and it fences the member that held the partition before
-	// (see pipeline.OffsetStore). Set it to the sink that keeps offsets
+	// (see sluice.OffsetStore). Set it to the sink that keeps offsets
 	// in its own transactions (a txsink.Writer in exactly-once mode, such
 	// as postgres.New's). It cannot be combined with a transactional
 	// producer: Run refuses the pair.
-	OffsetStore pipeline.OffsetStore
+	OffsetStore sluice.OffsetStore
 
 	// Logger receives librdkafka's logs and the source's own events.
 	// Nil discards them.
@@ -94,7 +94,7 @@ type Config struct {
 	// SkipTopicCheck turns off the check Run makes before it joins the
 	// group: that every topic of Topics (regular expressions aside)
 	// exists. A missing topic is otherwise an error naming it (wrapping
-	// pipeline.ErrMissingTopic), instead of a consumer that waits without
+	// sluice.ErrMissingTopic), instead of a consumer that waits without
 	// a word for a topic nobody writes to. Set it when the topics are
 	// created after the consumer starts. A cluster that does not answer
 	// the check within 10s is no error: the check is logged and skipped.

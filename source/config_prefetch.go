@@ -3,6 +3,7 @@ package source
 import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -53,7 +54,7 @@ const (
 
 // budgetOf returns g's in-flight byte budget (Group.MaxInFlightBytes), or
 // pipeline.DefaultMaxInFlightBytes for a Group that tells none.
-func budgetOf(g pipeline.Group) int64 {
+func budgetOf(g sluice.Group) int64 {
 	if b := g.MaxInFlightBytes(); b > 0 {
 		return b
 	}

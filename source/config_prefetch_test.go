@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // budgetGroup is a fakeGroup that tells its in-flight byte budget, as the
@@ -88,11 +87,11 @@ func TestPrefetchKeepsOverrides(t *testing.T) {
 func TestRunSizesPrefetchFromBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		group    func() pipeline.Group
+		group    func() sluice.Group
 		queueKiB string
 	}{
-		{"budget 16 MiB", func() pipeline.Group { return budgetGroup{newFakeGroup(), 16 << 20} }, "2048"},
-		{"the default budget, 256 MiB", func() pipeline.Group { return newFakeGroup() }, "32768"},
+		{"budget 16 MiB", func() sluice.Group { return budgetGroup{newFakeGroup(), 16 << 20} }, "2048"},
+		{"the default budget, 256 MiB", func() sluice.Group { return newFakeGroup() }, "32768"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

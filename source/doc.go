@@ -1,4 +1,4 @@
-// Package source implements the Kafka [pipeline.Source] on librdkafka
+// Package source implements the Kafka [sluice.Source] on librdkafka
 // (github.com/confluentinc/confluent-kafka-go/v2, cgo).
 //
 // # Poll loop
@@ -41,7 +41,7 @@
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH,
 // FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID) are logged at debug level, but
 // the final commit's as a warning. Group.Committed receives every commit's duration, and a
-// *pipeline.CommitError naming the commit (interval, revoke, shutdown) when it
+// *sluice.CommitError naming the commit (interval, revoke, shutdown) when it
 // failed.
 //
 // # Rebalances

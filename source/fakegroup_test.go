@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
-type TP = pipeline.TopicPartition
+type TP = sluice.TopicPartition
 
-// fakeGroup is a pipeline.Group that "processes" a record as soon as it is
+// fakeGroup is a sluice.Group that "processes" a record as soon as it is
 // delivered. It records every call; start wraps it in sourcetest's
 // CheckingGroup, which checks the Source contract, and it checks on top
 // what the contract leaves open and these tests' topics promise: every
@@ -28,7 +29,7 @@ type fakeGroup struct {
 	assigned map[TP]bool
 	next     map[TP]int64 // next offset after the last delivered record
 	reported map[TP]int64 // last value returned by Offsets
-	recs     map[TP][]pipeline.Record
+	recs     map[TP][]sluice.Record
 	total    int
 
 	assigns, revokes, loses [][]TP
@@ -72,7 +73,7 @@ func newFakeGroup() *fakeGroup {
 		assigned:    map[TP]bool{},
 		next:        map[TP]int64{},
 		reported:    map[TP]int64{},
-		recs:        map[TP][]pipeline.Record{},
+		recs:        map[TP][]sluice.Record{},
 		sinceResume: map[TP]int{},
 		pausing:     map[TP]bool{},
 		pausedCh:    make(chan TP, 1024),
@@ -82,7 +83,7 @@ func newFakeGroup() *fakeGroup {
 }
 
 type commitCall struct {
-	offs  []pipeline.Offset
+	offs  []sluice.Offset
 	took  time.Duration
 	err   error
 	polls int // Polled calls before this one
@@ -102,7 +103,7 @@ func (f *fakeGroup) Joined() {
 	f.joins++
 }
 
-func (f *fakeGroup) Committed(offs []pipeline.Offset, took time.Duration, err error) {
+func (f *fakeGroup) Committed(offs []sluice.Offset, took time.Duration, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.bump()
@@ -159,14 +160,14 @@ func (f *fakeGroup) Assign(tps []TP) error {
 	return nil
 }
 
-func (f *fakeGroup) revokeLocked(tps []TP) []pipeline.Offset {
-	var out []pipeline.Offset
+func (f *fakeGroup) revokeLocked(tps []TP) []sluice.Offset {
+	var out []sluice.Offset
 	for _, tp := range tps {
 		if !f.assigned[tp] {
 			continue
 		}
 		if n, ok := f.next[tp]; ok {
-			out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+			out = append(out, sluice.Offset{TopicPartition: tp, Next: n})
 		}
 		delete(f.assigned, tp)
 		delete(f.pausing, tp)
@@ -174,7 +175,7 @@ func (f *fakeGroup) revokeLocked(tps []TP) []pipeline.Offset {
 	return out
 }
 
-func (f *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
+func (f *fakeGroup) Revoke(tps []TP) []sluice.Offset {
 	f.mu.Lock()
 	f.revokes = append(f.revokes, slices.Clone(tps))
 	offs := f.revokeLocked(tps)
@@ -202,7 +203,7 @@ func (f *fakeGroup) Lose(tps []TP) {
 	}
 }
 
-func (f *fakeGroup) Shutdown() []pipeline.Offset {
+func (f *fakeGroup) Shutdown() []sluice.Offset {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.bump()
@@ -214,9 +215,9 @@ func (f *fakeGroup) Shutdown() []pipeline.Offset {
 	return f.revokeLocked(all)
 }
 
-func (f *fakeGroup) Unfinished() []pipeline.TopicPartition { return nil }
+func (f *fakeGroup) Unfinished() []sluice.TopicPartition { return nil }
 
-func (f *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
+func (f *fakeGroup) Deliver(tp TP, recs []sluice.Record) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.bump()
@@ -278,17 +279,17 @@ func (f *fakeGroup) Resumable() []TP {
 
 func (f *fakeGroup) Wake() <-chan struct{} { return f.wake }
 
-func (f *fakeGroup) Offsets() []pipeline.Offset {
+func (f *fakeGroup) Offsets() []sluice.Offset {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.bump()
 	f.offsetsCalls++
-	var out []pipeline.Offset
+	var out []sluice.Offset
 	for tp := range f.assigned {
 		n, ok := f.next[tp]
 		if ok && n > f.reported[tp] {
 			f.reported[tp] = n
-			out = append(out, pipeline.Offset{TopicPartition: tp, Next: n})
+			out = append(out, sluice.Offset{TopicPartition: tp, Next: n})
 		}
 	}
 	return out

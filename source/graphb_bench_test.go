@@ -10,6 +10,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -92,8 +93,8 @@ func BenchmarkGraphB(b *testing.B) {
 			var n, mapped atomic.Int64
 			var lastMap atomic.Int64 // UnixNano of the last record's map call
 			done := make(chan struct{})
-			build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+			build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				vals := stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
 					if started.CompareAndSwap(false, true) {
 						w.start()
 					}
@@ -147,7 +148,7 @@ type pauseCount struct {
 	samples, sum, peak atomic.Int64
 }
 
-func (p *pauseCount) OnPartitionPaused(pipeline.TopicPartition) { p.n.Add(1) }
+func (p *pauseCount) OnPartitionPaused(sluice.TopicPartition) { p.n.Add(1) }
 
 func (p *pauseCount) OnInFlight(records, _ int64) {
 	p.samples.Add(1)

@@ -8,10 +8,10 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // LeadersConfig configures [NewLeaders]. Brokers and Groups are required.
@@ -77,12 +77,12 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // offset committed by the groups; a partition some group has not
 // committed is absent. An error names the group (and partition) whose
 // offsets could not be read.
-func (l *Leaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-	low := make(map[pipeline.TopicPartition]int64, len(tps))
+func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+	low := make(map[sluice.TopicPartition]int64, len(tps))
 	for i, g := range l.groups {
 		res, err := l.admin.ListConsumerGroupOffsets(ctx,
 			[]kafka.ConsumerGroupTopicPartitions{{Group: g, Partitions: kafkaTPs(tps)}})
-		got := map[pipeline.TopicPartition]int64{}
+		got := map[sluice.TopicPartition]int64{}
 		if err != nil {
 			if !groupNotFound(err) {
 				return nil, fmt.Errorf("source: committed offsets of group %q: %w", g, err)
@@ -95,7 +95,7 @@ func (l *Leaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) 
 		}
 		for _, r := range res.ConsumerGroupsTopicPartitions {
 			for _, p := range r.Partitions {
-				tp := pipeline.TopicPartition{Topic: topicOf(p), Partition: p.Partition}
+				tp := sluice.TopicPartition{Topic: topicOf(p), Partition: p.Partition}
 				if p.Error != nil {
 					return nil, fmt.Errorf("source: committed offset of group %q on %s/%d: %w", g, tp.Topic, tp.Partition, p.Error)
 				}
@@ -112,7 +112,7 @@ func (l *Leaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) 
 			}
 		}
 	}
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+	out := make(map[sluice.TopicPartition]int64, len(tps))
 	for tp, v := range low {
 		if v >= 0 {
 			out[tp] = v

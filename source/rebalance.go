@@ -5,8 +5,7 @@ import (
 	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // rebalance is the librdkafka rebalance callback. It runs inside Poll, on
@@ -103,7 +102,7 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	// whatever we paused in an earlier assignment must not stay paused.
 	// Only those are resumed (resuming a partition that is not paused is
 	// not a no-op in every librdkafka version).
-	var stale []pipeline.TopicPartition
+	var stale []sluice.TopicPartition
 	for _, tp := range tps {
 		if r.leftPaused[tp] {
 			stale = append(stale, tp)
@@ -132,7 +131,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 
 // GaveUpPaused remembers tps: librdkafka keeps them paused, so a later
 // assignment resumes them (see assigned).
-func (r *runner) GaveUpPaused(tps []pipeline.TopicPartition) {
+func (r *runner) GaveUpPaused(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		r.leftPaused[tp] = true
 	}
@@ -153,9 +152,9 @@ func (r *runner) unassign(parts []kafka.TopicPartition, cooperative bool) {
 // startAt sets the start offset of each partition of parts that start
 // names (the offset store's claim); librdkafka's assign calls start a
 // partition there instead of at the group's committed offset.
-func startAt(parts []kafka.TopicPartition, start map[pipeline.TopicPartition]int64) {
+func startAt(parts []kafka.TopicPartition, start map[sluice.TopicPartition]int64) {
 	for i := range parts {
-		tp := pipeline.TopicPartition{Topic: *parts[i].Topic, Partition: parts[i].Partition}
+		tp := sluice.TopicPartition{Topic: *parts[i].Topic, Partition: parts[i].Partition}
 		if off, ok := start[tp]; ok {
 			parts[i].Offset = kafka.Offset(off)
 		}

@@ -11,14 +11,14 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/headers"
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
-// Source is a [pipeline.Source] consuming a Source consumer group through
+// Source is a [sluice.Source] consuming a Source consumer group through
 // librdkafka (confluent-kafka-go). Create it with [NewSource]; its Run may be
 // called once.
 type Source struct {
@@ -53,7 +53,7 @@ func init() {
 	librdkafka.SourceSlot = func(src any) *exactlyonce.Slot[*kafka.Producer] { return &src.(*Source).txn }
 }
 
-var _ pipeline.Source = (*Source)(nil)
+var _ sluice.Source = (*Source)(nil)
 
 // NewSource validates cfg and returns a source. Errors name the offending
 // Config field. librdkafka itself validates property names and values in
@@ -82,7 +82,7 @@ func NewSource(cfg Config) (*Source, error) {
 }
 
 // Run joins the group, subscribes to Config.Topics and feeds the records to
-// g until ctx is done; see [pipeline.Source] for the contract. All calls to
+// g until ctx is done; see [sluice.Source] for the contract. All calls to
 // g happen on the calling goroutine.
 //
 // Before anything else Run derives the group timeouts from
@@ -91,7 +91,7 @@ func NewSource(cfg Config) (*Source, error) {
 // calling any other Group method; so it does for a property librdkafka
 // rejects, and for a topic of Config.Topics that does not exist (checked
 // before joining, unless Config.SkipTopicCheck; the error wraps
-// pipeline.ErrMissingTopic).
+// sluice.ErrMissingTopic).
 //
 // When ctx is done Run shuts down in this order, each step bounded (see
 // Config.CloseTimeout): Group.Shutdown (the drain, bounded by the
@@ -113,7 +113,7 @@ func NewSource(cfg Config) (*Source, error) {
 //
 // On a fatal librdkafka error Run loses every owned partition and returns
 // the error. A second call returns an error.
-func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
+func (k *Source) Run(ctx context.Context, g sluice.Group) error {
 	if !k.started.CompareAndSwap(false, true) {
 		return errors.New("source: Source.Run called twice")
 	}
@@ -145,8 +145,8 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 		g:          g,
 		txns:       txns,
 		log:        k.log,
-		leftPaused: make(map[pipeline.TopicPartition]bool),
-		highs:      make(map[pipeline.TopicPartition]int64),
+		leftPaused: make(map[sluice.TopicPartition]bool),
+		highs:      make(map[sluice.TopicPartition]int64),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
 		Settings:   k.cfg.settings(),
@@ -188,7 +188,7 @@ func (k *Source) Run(ctx context.Context, g pipeline.Group) error {
 type runner struct {
 	k    *Source
 	c    *kafka.Consumer
-	g    pipeline.Group
+	g    sluice.Group
 	log  *slog.Logger
 	core *rebalance.Core // owned set, batch, pause/resume, commits
 	txns *transactions   // exactly-once (transactions.go); wraps nothing without a transactional producer
@@ -196,7 +196,7 @@ type runner struct {
 
 	// leftPaused: partitions given up while paused; librdkafka keeps them
 	// paused, so a later assignment resumes them.
-	leftPaused map[pipeline.TopicPartition]bool
+	leftPaused map[sluice.TopicPartition]bool
 
 	// inClose: the client's Close runs (on its own goroutine). Callbacks
 	// then only answer librdkafka and touch nothing else of the runner.
@@ -212,8 +212,8 @@ type runner struct {
 	// fatalClose is set when the client raised a fatal error, whose Close
 	// hangs (see Run).
 	fatalClose bool
-	highs      map[pipeline.TopicPartition]int64 // last high watermark reported
-	fatal      error                             // set by callbacks; ends the loop
+	highs      map[sluice.TopicPartition]int64 // last high watermark reported
+	fatal      error                           // set by callbacks; ends the loop
 }
 
 var _ rebalance.Backend = (*runner)(nil)
@@ -278,8 +278,8 @@ func (r *runner) message(m *kafka.Message) {
 
 // toRecord converts a message librdkafka returned into a record, its
 // headers carved out of hdrs (no allocation per record).
-func toRecord(m *kafka.Message, hdrs *headers.Slab) pipeline.Record {
-	return pipeline.Record{
+func toRecord(m *kafka.Message, hdrs *headers.Slab) sluice.Record {
+	return sluice.Record{
 		Topic:     topicOf(m.TopicPartition),
 		Partition: m.TopicPartition.Partition,
 		Offset:    int64(m.TopicPartition.Offset),
@@ -291,12 +291,12 @@ func toRecord(m *kafka.Message, hdrs *headers.Slab) pipeline.Record {
 }
 
 // Pause pauses tp in librdkafka.
-func (r *runner) Pause(tp pipeline.TopicPartition) error {
-	return r.c.Pause(kafkaTPs([]pipeline.TopicPartition{tp}))
+func (r *runner) Pause(tp sluice.TopicPartition) error {
+	return r.c.Pause(kafkaTPs([]sluice.TopicPartition{tp}))
 }
 
 // Resume resumes tps in librdkafka.
-func (r *runner) Resume(tps []pipeline.TopicPartition) error { return r.c.Resume(kafkaTPs(tps)) }
+func (r *runner) Resume(tps []sluice.TopicPartition) error { return r.c.Resume(kafkaTPs(tps)) }
 
 // event handles a non-message event returned by Poll.
 func (r *runner) event(ev kafka.Event) {
@@ -350,7 +350,7 @@ func topicOf(tp kafka.TopicPartition) string {
 	return *tp.Topic
 }
 
-func kafkaTPs(tps []pipeline.TopicPartition) []kafka.TopicPartition {
+func kafkaTPs(tps []sluice.TopicPartition) []kafka.TopicPartition {
 	out := make([]kafka.TopicPartition, len(tps))
 	for i, tp := range tps {
 		topic := tp.Topic
@@ -359,10 +359,10 @@ func kafkaTPs(tps []pipeline.TopicPartition) []kafka.TopicPartition {
 	return out
 }
 
-func pipelineTPs(tps []kafka.TopicPartition) []pipeline.TopicPartition {
-	out := make([]pipeline.TopicPartition, len(tps))
+func pipelineTPs(tps []kafka.TopicPartition) []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, len(tps))
 	for i, tp := range tps {
-		out[i] = pipeline.TopicPartition{Topic: topicOf(tp), Partition: tp.Partition}
+		out[i] = sluice.TopicPartition{Topic: topicOf(tp), Partition: tp.Partition}
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -77,15 +78,15 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 }
 
 // records makes n records per partition, numbered from first.
-func records(partitions int32, first, n int) []pipeline.Record {
-	var out []pipeline.Record
+func records(partitions int32, first, n int) []sluice.Record {
+	var out []sluice.Record
 	for i := first; i < first+n; i++ {
 		for p := range partitions {
-			out = append(out, pipeline.Record{
+			out = append(out, sluice.Record{
 				Partition: p,
 				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
 				Value:     fmt.Appendf(nil, "value %d of partition %d", i, p),
-				Headers:   []pipeline.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
+				Headers:   []sluice.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
 			})
 		}
 	}
@@ -196,7 +197,7 @@ func TestConsumeAllCommitsHighWatermarks(t *testing.T) {
 				if f.shutdowns != 1 {
 					t.Errorf("Shutdown called %d times, want 1", f.shutdowns)
 				}
-				var got []pipeline.Record
+				var got []sluice.Record
 				for p := range int32(4) {
 					got = append(got, f.recs[TP{Topic: "in", Partition: p}]...)
 				}

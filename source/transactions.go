@@ -7,9 +7,9 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/rebalance"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // transactions is the exactly-once side of one Run: the transactional
@@ -51,7 +51,7 @@ func (k *Source) initTransactions(b exactlyonce.Binding[*kafka.Producer], bound 
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
 // transactions of t's producer with c's group metadata.
-func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g pipeline.Group) pipeline.Group {
+func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g sluice.Group) sluice.Group {
 	if t.p == nil {
 		return g
 	}
@@ -70,7 +70,7 @@ type confluentTxn struct {
 
 func (t confluentTxn) Begin() error { return fatalTxn(t.p.BeginTransaction()) }
 
-func (t confluentTxn) Commit(ctx context.Context, offs []pipeline.Offset) error {
+func (t confluentTxn) Commit(ctx context.Context, offs []sluice.Offset) error {
 	if len(offs) > 0 {
 		md, err := t.c.GetConsumerGroupMetadata()
 		if err != nil {
@@ -112,8 +112,8 @@ func groupMovedTxn(err error) error {
 	return err
 }
 
-func topicPartitions(offs []pipeline.Offset) []pipeline.TopicPartition {
-	out := make([]pipeline.TopicPartition, len(offs))
+func topicPartitions(offs []sluice.Offset) []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, len(offs))
 	for i, o := range offs {
 		out[i] = o.TopicPartition
 	}

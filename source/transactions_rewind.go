@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Rewind implements exactlyonce.Txn: it fetches the group's committed
@@ -20,7 +19,7 @@ import (
 // partition's version barrier before it returns: messages it prefetched
 // from the old position are dropped by Poll, never returned, and what the
 // poll loop's core held of tps (fetched before) is dropped too.
-func (t confluentTxn) Rewind(ctx context.Context, tps []pipeline.TopicPartition) error {
+func (t confluentTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) error {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -14,12 +15,12 @@ import (
 // configured by opts, and reports ns/msg and allocs/msg (an op is one
 // message).
 func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End, opts ...pipeline.Option) {
-	recs := make([]pipeline.Record, b.N)
+	recs := make([]sluice.Record, b.N)
 	for i := range recs {
-		recs[i] = pipeline.Record{Topic: "bench", Offset: int64(i)}
+		recs[i] = sluice.Record{Topic: "bench", Offset: int64(i)}
 	}
-	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		offs := stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
+	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		offs := stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil })
 		return wire(offs)
 	}, opts...)
 	h.SendRecords(recs...)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit/stagetest"
 	"github.com/sluice-go/sluice/stages"
@@ -39,7 +40,7 @@ func strOrigin(s string) []int {
 // inputs, the input's decimal text otherwise.
 func mapFn(_ context.Context, i int) (string, error) {
 	if bad(i) {
-		return "", pipeline.Invalid(errBad)
+		return "", sluice.Invalid(errBad)
 	}
 	return strconv.Itoa(i), nil
 }
@@ -74,7 +75,7 @@ func TestConformanceFlatMap(t *testing.T) {
 		Build: func(in pipeline.Stream[int]) pipeline.Stream[int] {
 			return stages.FlatMap(in, func(_ context.Context, i int) ([]int, error) {
 				if bad(i) {
-					return nil, pipeline.Invalid(errBad)
+					return nil, sluice.Invalid(errBad)
 				}
 				return slices.Repeat([]int{i}, i%3), nil
 			})
@@ -182,7 +183,7 @@ func TestConformanceEach(t *testing.T) {
 		End: func(in pipeline.Stream[int]) pipeline.End {
 			return stages.Each(in, func(_ context.Context, i int) error {
 				if bad(i) {
-					return pipeline.Invalid(errBad)
+					return sluice.Invalid(errBad)
 				}
 				return nil
 			})

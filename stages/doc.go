@@ -11,7 +11,7 @@
 // that reached an End, were filtered out or were dead-lettered. Stage
 // functions receive the partition context: it is cancelled when the
 // partition is lost or its drain times out, and functions must return
-// promptly then. An error wrapped with [pipeline.Invalid] dead-letters the
+// promptly then. An error wrapped with [sluice.Invalid] dead-letters the
 // record; any other error, or a panic, stops pipeline.Run with the stage's
 // name and the record's position. On a graceful revoke or shutdown a stage
 // finishes what it holds (Batch flushes) before its output closes.
@@ -43,7 +43,7 @@
 // weight is an argument of PoolByKey, BatchByWeight and
 // NewSharedBatcherByWeight, typed by the stream. A bad argument (a nil function, workers or a size below one, a
 // negative maxWait, Route with no output) fails the build with a
-// *pipeline.BuildError naming the stage: never a panic in the builder.
+// *sluice.BuildError naming the stage: never a panic in the builder.
 //
 // All stages are written on package pipeline/stagekit; docs/stages.md
 // shows how to write a new one.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -36,11 +37,11 @@ func runExample(build pipeline.Builder, values ...string) {
 // Pool calls a slow function (here: a lookup) for several records at once
 // and still hands results on in offset order.
 func ExamplePool() {
-	lookup := func(ctx context.Context, r pipeline.Record) (string, error) {
+	lookup := func(ctx context.Context, r sluice.Record) (string, error) {
 		time.Sleep(time.Duration(len(r.Value)) * time.Millisecond) // a remote call
 		return strings.ToUpper(string(r.Value)), nil
 	}
-	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		upper := stages.Pool(in, 4, lookup)
 		return stages.Each(upper, func(_ context.Context, s string) error {
 			fmt.Println(s)
@@ -59,9 +60,9 @@ func ExamplePool() {
 // returns. A batch is also flushed after maxWait and when the partition is
 // revoked or the consumer stops.
 func ExampleBatch() {
-	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		batches := stages.Batch(in, 2, time.Second)
-		return stages.Each(batches, func(_ context.Context, b []pipeline.Record) error {
+		return stages.Each(batches, func(_ context.Context, b []sluice.Record) error {
 			fmt.Println("insert", len(b), "rows starting at offset", b[0].Offset)
 			return nil
 		})
@@ -75,8 +76,8 @@ func ExampleBatch() {
 // Route sends each record down one branch; pipeline.All joins the ends.
 // A record commits when its own branch finished it.
 func ExampleRoute() {
-	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		byKind := stages.Route(in, 2, func(r pipeline.Record) int {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		byKind := stages.Route(in, 2, func(r sluice.Record) int {
 			if strings.HasPrefix(string(r.Value), "refund") {
 				return 1
 			}
@@ -84,7 +85,7 @@ func ExampleRoute() {
 		})
 		return pipeline.All(
 			stages.Discard(byKind[0]),
-			stages.Each(byKind[1], func(_ context.Context, r pipeline.Record) error {
+			stages.Each(byKind[1], func(_ context.Context, r sluice.Record) error {
 				fmt.Println("refund at offset", r.Offset)
 				return nil
 			}),
@@ -112,8 +113,8 @@ func ExampleNewSharedBatcher() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			vals := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 			return rows.Feed(vals)
 		})
 	}()
@@ -134,15 +135,15 @@ func ExampleNewSharedBatcher() {
 // done with it; the alert branch filtering an order out counts as done.
 func ExampleTee() {
 	saved := 0
-	runExample(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runExample(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		branches := stages.Tee(in, 2)
-		large := stages.Filter(branches[1], func(r pipeline.Record) bool { return len(r.Value) > 3 })
+		large := stages.Filter(branches[1], func(r sluice.Record) bool { return len(r.Value) > 3 })
 		return pipeline.All(
-			stages.Each(branches[0], func(_ context.Context, r pipeline.Record) error {
+			stages.Each(branches[0], func(_ context.Context, r sluice.Record) error {
 				saved++ // only this branch's goroutine touches it
 				return nil
 			}),
-			stages.Each(large, func(_ context.Context, r pipeline.Record) error {
+			stages.Each(large, func(_ context.Context, r sluice.Record) error {
 				fmt.Println("alert: large order", string(r.Value), "at offset", r.Offset)
 				return nil
 			}),

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -18,10 +19,10 @@ import (
 // produced no output, so the partition commits up to the failing offset.
 func TestFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			out := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]int64, error) {
 				if r.Offset == 2 {
-					return nil, pipeline.Permanent(errors.New("boom"))
+					return nil, sluice.Permanent(errors.New("boom"))
 				}
 				return nil, nil // offsets 0 and 1 expand to nothing
 			})
@@ -38,13 +39,13 @@ func TestFlatMapFailureCompletesEmptyOutputsBeforeIt(t *testing.T) {
 // still complete.
 func TestPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.PoolByKey(in, 3, func(r pipeline.Record) string {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			out := stages.PoolByKey(in, 3, func(r sluice.Record) string {
 				if r.Offset == 3 {
 					panic("bad key")
 				}
 				return string(r.Value)
-			}, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil })
+			}, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil })
 			return stages.Discard(out)
 		})
 		failsAt(t, h, 5, 3, true)
@@ -57,14 +58,14 @@ func TestPoolKeyPanicReportsPositionWithoutLeaking(t *testing.T) {
 func TestBatchWeightPanicReportsPosition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got [][]int64
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.BatchByWeight(in, 10, time.Second, func(r pipeline.Record) int {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			out := stages.BatchByWeight(in, 10, time.Second, func(r sluice.Record) int {
 				if r.Offset == 3 {
 					panic("bad weight")
 				}
 				return 1
 			})
-			return stages.Each(out, func(_ context.Context, b []pipeline.Record) error {
+			return stages.Each(out, func(_ context.Context, b []sluice.Record) error {
 				offs := make([]int64, len(b))
 				for i, r := range b {
 					offs[i] = r.Offset
@@ -104,24 +105,24 @@ func TestSharedBatcherWeightPanicReportsPosition(t *testing.T) {
 // failing value exhausted its retries, not after the whole backlog did.
 func TestPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stages.Pool(in, 2, func(ctx context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			out := stages.Pool(in, 2, func(ctx context.Context, r sluice.Record) (int64, error) {
 				if r.Offset == 0 {
-					return 0, pipeline.Permanent(errors.New("boom"))
+					return 0, sluice.Permanent(errors.New("boom"))
 				}
 				if err := ctx.Err(); err != nil {
 					return 0, err // transient in the retry policy's eyes
 				}
 				time.Sleep(time.Second)
 				return r.Offset, ctx.Err()
-			}, stages.Retry(pipeline.RetryPolicy{Attempts: 5, Initial: time.Second, Max: time.Second}))
+			}, stages.Retry(sluice.RetryPolicy{Attempts: 5, Initial: time.Second, Max: time.Second}))
 			return stages.Discard(out)
 		})
 		h.Assign("t", 0)
 		start := time.Now()
 		h.Send("t", 0, nValues(200)...)
 		err := h.Wait()
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || se.Offset != 0 {
 			t.Fatalf("Run returned %v, want a StageError at offset 0", err)
 		}
@@ -139,9 +140,9 @@ func TestSharedBatchInvalidWithLostPartitions(t *testing.T) {
 		const lost = 16
 		var dead atomic.Int32
 		b := stages.NewSharedBatcher(func(_ context.Context, batch []string) error {
-			return pipeline.Invalid(errors.New("rejected"))
+			return sluice.Invalid(errors.New("rejected"))
 		}, lost+1, time.Minute)
-		h := sharedHarness(t, b, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+		h := sharedHarness(t, b, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
 			dead.Add(1)
 			return nil
 		}))

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -18,26 +18,26 @@ import (
 // the test opens it or the stage's context ends; closed gets a signal
 // each time it starts holding one.
 type gate struct {
-	hold   func(pipeline.Record) bool
+	hold   func(sluice.Record) bool
 	closed chan struct{}
 	open   chan struct{}
 }
 
 // holdOffset returns a gate that holds the record at offset at.
 func holdOffset(at int64) *gate {
-	return newGate(func(r pipeline.Record) bool { return r.Offset == at })
+	return newGate(func(r sluice.Record) bool { return r.Offset == at })
 }
 
 // holdValue returns a gate that holds the records of value v.
 func holdValue(v string) *gate {
-	return newGate(func(r pipeline.Record) bool { return string(r.Value) == v })
+	return newGate(func(r sluice.Record) bool { return string(r.Value) == v })
 }
 
-func newGate(hold func(pipeline.Record) bool) *gate {
+func newGate(hold func(sluice.Record) bool) *gate {
 	return &gate{hold: hold, closed: make(chan struct{}, 16), open: make(chan struct{})}
 }
 
-func (g *gate) wait(ctx context.Context, r pipeline.Record) error {
+func (g *gate) wait(ctx context.Context, r sluice.Record) error {
 	if g.hold(r) {
 		g.closed <- struct{}{}
 		select {
@@ -59,7 +59,7 @@ func nValues(n int) [][]byte {
 }
 
 // expectBuildError runs build for partition t/3 and checks that Run fails
-// with a *pipeline.BuildError for that partition whose text holds every
+// with a *sluice.BuildError for that partition whose text holds every
 // string of want.
 func expectBuildError(t *testing.T, build builder, want ...string) {
 	t.Helper()
@@ -69,9 +69,9 @@ func expectBuildError(t *testing.T, build builder, want ...string) {
 			t.Fatal("Assign succeeded; want the build to fail")
 		}
 		err := h.Wait()
-		var be *pipeline.BuildError
+		var be *sluice.BuildError
 		if !errors.As(err, &be) || be.Topic != "t" || be.Partition != 3 {
-			t.Fatalf("Run returned %v, want a *pipeline.BuildError for t/3", err)
+			t.Fatalf("Run returned %v, want a *sluice.BuildError for t/3", err)
 		}
 		for _, w := range want {
 			if !strings.Contains(err.Error(), w) {
@@ -84,16 +84,16 @@ func expectBuildError(t *testing.T, build builder, want ...string) {
 // failsAt assigns t/0, sends it n values and checks that Run stops
 // with a StageError at offset, wrapping a PanicError when panicked; it
 // returns the StageError.
-func failsAt(t *testing.T, h *testkit.Harness, n int, offset int64, panicked bool) *pipeline.StageError {
+func failsAt(t *testing.T, h *testkit.Harness, n int, offset int64, panicked bool) *sluice.StageError {
 	t.Helper()
 	h.Assign("t", 0)
 	h.Send("t", 0, nValues(n)...)
 	err := h.Wait()
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) || se.Offset != offset {
 		t.Fatalf("Run returned %v, want a StageError at offset %d", err, offset)
 	}
-	var pe *pipeline.PanicError
+	var pe *sluice.PanicError
 	if panicked && !errors.As(err, &pe) {
 		t.Fatalf("Run returned %v, want a StageError with a PanicError", err)
 	}

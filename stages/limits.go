@@ -16,7 +16,7 @@ import (
 // FlatMap, Pool, PoolByKey or Each in every partition's graph:
 //
 //	scoring := stages.NewLimiter(16) // 16 calls at once in this consumer
-//	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+//	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 //		...
 //		scored := stages.Pool(orders, 16, score, scoring)
 //	}
@@ -27,7 +27,7 @@ import (
 // lost, its drain timed out): the value is then left uncommitted, as any
 // value in hand when that context ends. A graceful revoke waits for its
 // values' slots like for their calls, within the drain timeout. The wait
-// counts in the stage's call time (pipeline.HookStageCall) and for the
+// counts in the stage's call time (sluice.HookStageCall) and for the
 // stuck detector. Waiters take free slots in the order they came.
 //
 // One Limiter may serve several stages and several Runs (one limit on a
@@ -93,7 +93,7 @@ func (l *Limiter) release() { <-l.slots }
 // Pool or Each through [LockKey], which says what the key is.
 //
 //	accounts := stages.NewKeyLock() // one call at a time per account in this consumer
-//	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+//	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 //		...
 //		charged := stages.PoolByKey(orders, 16, account, charge, accounts)
 //	}
@@ -260,7 +260,7 @@ func limitsOf[In any](cs *callSpec, fname string, ownKey func(In) string) limits
 	return l
 }
 
-// typeName names T as its user spells it: pipeline.Record, not the
+// typeName names T as its user spells it: sluice.Record, not the
 // internal package's name of the type pipeline re-exports.
 func typeName[T any]() string {
 	t := reflect.TypeFor[T]()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -66,14 +67,14 @@ func runPartitions(build pipeline.Builder, values ...string) {
 // but the scoring service never sees more than 3 calls at once.
 func ExampleLimiter() {
 	var calls overlap
-	score := func(_ context.Context, r pipeline.Record) (int, error) {
+	score := func(_ context.Context, r sluice.Record) (int, error) {
 		calls.enter("")
 		defer calls.leave("")
 		time.Sleep(5 * time.Millisecond) // a remote call
 		return len(r.Value), nil
 	}
 	scoring := stages.NewLimiter(3) // for the whole consumer
-	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Pool(in, 8, score, scoring))
 	}, "a", "b", "c", "d", "e", "f", "g", "h")
 	fmt.Println("at most 3 calls at once:", calls.most <= 3)
@@ -86,15 +87,15 @@ func ExampleLimiter() {
 // partitions is never charged from both at once.
 func ExampleKeyLock() {
 	var calls overlap
-	account := func(r pipeline.Record) string { return strings.Split(string(r.Value), "/")[0] }
-	charge := func(_ context.Context, r pipeline.Record) (string, error) {
+	account := func(r sluice.Record) string { return strings.Split(string(r.Value), "/")[0] }
+	charge := func(_ context.Context, r sluice.Record) (string, error) {
 		calls.enter(account(r))
 		defer calls.leave(account(r))
 		time.Sleep(2 * time.Millisecond) // a remote call
 		return string(r.Value), nil
 	}
 	accounts := stages.NewKeyLock() // for the whole consumer
-	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.PoolByKey(in, 4, account, charge, accounts))
 	}, "alice/1", "bob/1", "alice/2", "bob/2", "alice/3")
 	fmt.Println("calls at once for alice:", calls.keyMax["alice"], "for bob:", calls.keyMax["bob"])
@@ -106,15 +107,15 @@ func ExampleKeyLock() {
 // FlatMap, Pool, Each), with the key of each value.
 func ExampleLockKey() {
 	var calls overlap
-	account := func(r pipeline.Record) string { return strings.Split(string(r.Value), "/")[0] }
-	save := func(_ context.Context, r pipeline.Record) error {
+	account := func(r sluice.Record) string { return strings.Split(string(r.Value), "/")[0] }
+	save := func(_ context.Context, r sluice.Record) error {
 		calls.enter(account(r))
 		defer calls.leave(account(r))
 		time.Sleep(2 * time.Millisecond) // a write
 		return nil
 	}
 	accounts := stages.NewKeyLock()
-	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	runPartitions(func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, save, stages.LockKey(accounts, account))
 	}, "alice/1", "alice/2", "alice/3")
 	fmt.Println("writes at once for alice:", calls.keyMax["alice"])

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -31,7 +32,7 @@ func newGauge() *gauge {
 }
 
 // call is a stage function taking one second (of the bubble's clock).
-func (g *gauge) call(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func (g *gauge) call(_ context.Context, r sluice.Record) (sluice.Record, error) {
 	k := string(r.Value)
 	g.mu.Lock()
 	g.now++
@@ -48,14 +49,14 @@ func (g *gauge) call(_ context.Context, r pipeline.Record) (pipeline.Record, err
 	return r, nil
 }
 
-func (g *gauge) each(ctx context.Context, r pipeline.Record) error {
+func (g *gauge) each(ctx context.Context, r sluice.Record) error {
 	_, err := g.call(ctx, r)
 	return err
 }
 
-func (g *gauge) flat(ctx context.Context, r pipeline.Record) ([]pipeline.Record, error) {
+func (g *gauge) flat(ctx context.Context, r sluice.Record) ([]sluice.Record, error) {
 	_, err := g.call(ctx, r)
-	return []pipeline.Record{r}, err
+	return []sluice.Record{r}, err
 }
 
 func (g *gauge) maxima() (all int, perKey map[string]int) {
@@ -72,7 +73,7 @@ func copyMap(m map[string]int) map[string]int {
 	return out
 }
 
-func byValue(r pipeline.Record) string { return string(r.Value) }
+func byValue(r sluice.Record) string { return string(r.Value) }
 
 func repeat(v string, n int) [][]byte {
 	out := make([][]byte, n)
@@ -89,7 +90,7 @@ func TestLimiterBoundsCallsAcrossPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGauge()
 		lim := stages.NewLimiter(3)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Pool(in, 4, g.call, lim))
 		})
 		h.Assign("t", 0, 1)
@@ -114,7 +115,7 @@ func TestKeyLockOnPoolByKeyHoldsAcrossPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGauge()
 		keys := stages.NewKeyLock()
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.PoolByKey(in, 4, byValue, g.call, keys))
 		})
 		h.Assign("t", 0, 1, 2)
@@ -144,7 +145,7 @@ func TestKeyLockOnPoolByKeyHoldsAcrossPartitions(t *testing.T) {
 func TestPoolByKeyAloneIsPerPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGauge()
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.PoolByKey(in, 4, byValue, g.call))
 		})
 		h.Assign("t", 0, 1)
@@ -164,20 +165,20 @@ func TestPoolByKeyAloneIsPerPartition(t *testing.T) {
 // Every stage calling a function of its user takes the limits: LockKey
 // (and a Limiter) on Map, FlatMap, Pool and Each, across three partitions.
 func TestLimitsOnEveryCallingStage(t *testing.T) {
-	ends := map[string]func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End{
-		"Map": func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
+	ends := map[string]func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End{
+		"Map": func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
 			return stages.Discard(stages.Map(in, g.call, opts...))
 		},
-		"FlatMap": func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
+		"FlatMap": func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
 			return stages.Discard(stages.FlatMap(in, g.flat, opts...))
 		},
-		"Pool": func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
+		"Pool": func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
 			return stages.Discard(stages.Pool(in, 4, g.call, opts...))
 		},
-		"PoolByKey": func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
-			return stages.Discard(stages.PoolByKey(in, 4, func(pipeline.Record) string { return "pool's key" }, g.call, opts...))
+		"PoolByKey": func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
+			return stages.Discard(stages.PoolByKey(in, 4, func(sluice.Record) string { return "pool's key" }, g.call, opts...))
 		},
-		"Each": func(in pipeline.Stream[pipeline.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
+		"Each": func(in pipeline.Stream[sluice.Record], g *gauge, opts ...stages.CallOption) pipeline.End {
 			return stages.Each(in, g.each, opts...)
 		},
 	}
@@ -187,7 +188,7 @@ func TestLimitsOnEveryCallingStage(t *testing.T) {
 				g := newGauge()
 				keys := stages.NewKeyLock()
 				lim := stages.NewLimiter(2)
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return end(in, g, stages.LockKey(keys, byValue), lim)
 				})
 				h.Assign("t", 0, 1, 2)
@@ -219,8 +220,8 @@ func TestLimiterSlotIsFreeDuringBackoff(t *testing.T) {
 		var mu sync.Mutex
 		var calls []string
 		failed := false
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, string(r.Value))
@@ -229,7 +230,7 @@ func TestLimiterSlotIsFreeDuringBackoff(t *testing.T) {
 					return errors.New("busy") // retried after 1s
 				}
 				return nil
-			}, lim, stages.Retry(pipeline.RetryPolicy{Attempts: 2, Initial: time.Second, Max: time.Second}))
+			}, lim, stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Second, Max: time.Second}))
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("p0"))
@@ -254,7 +255,7 @@ func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := stages.NewLimiter(1)
 		b := holdValue("hold")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(in, b.wait, lim)
 		})
 		h.Assign("t", 0, 1)
@@ -281,7 +282,7 @@ func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := stages.NewLimiter(1)
 		b := holdValue("hold")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(in, b.wait, lim)
 		}, pipeline.WithDrainTimeout(5*time.Second))
 		h.Assign("t", 0, 1)
@@ -315,8 +316,8 @@ func TestLimitsNeverDeadlockAShutdown(t *testing.T) {
 		lim := stages.NewLimiter(1)
 		keys := stages.NewKeyLock()
 		fake := testkit.NewFake()
-		run := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			m := stages.Map(in, g.call, stages.LockKey(keys, func(pipeline.Record) string { return "one" }))
+		run := testkit.Start(t, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			m := stages.Map(in, g.call, stages.LockKey(keys, func(sluice.Record) string { return "one" }))
 			return stages.Discard(stages.PoolByKey(m, 4, byValue, g.call, lim, keys))
 		}, pipeline.WithDrainTimeout(time.Minute)) // 40 calls of 1s, one at a time
 		for p := range int32(4) {
@@ -364,10 +365,10 @@ func TestLimitsCreatedByTheBuilderFailTheBuild(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				err := buildErr(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				err := buildErr(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return stages.Discard(stages.Pool(in, 4, echo, opt(), stages.Name("score")))
 				})
-				var be *pipeline.BuildError
+				var be *sluice.BuildError
 				if !errors.As(err, &be) || be.Partition != 1 || !strings.Contains(err.Error(), `stage "score"`) ||
 					!strings.Contains(err.Error(), "different "+name) || !strings.Contains(err.Error(), "create it once, before pipeline.Run") {
 					t.Fatalf("Run returned %v, want a BuildError for t/1 naming the stage and the %s", err, name)
@@ -377,39 +378,39 @@ func TestLimitsCreatedByTheBuilderFailTheBuild(t *testing.T) {
 	}
 }
 
-func echo(_ context.Context, r pipeline.Record) (pipeline.Record, error) { return r, nil }
+func echo(_ context.Context, r sluice.Record) (sluice.Record, error) { return r, nil }
 
 // Bad limits fail the build with an error naming the stage and the
 // mistake.
 func TestBadLimitsFailTheBuild(t *testing.T) {
 	keys := stages.NewKeyLock()
 	for name, c := range map[string]struct {
-		wire func(in pipeline.Stream[pipeline.Record]) pipeline.End
+		wire func(in pipeline.Stream[sluice.Record]) pipeline.End
 		want string
 	}{
-		"n below one": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, pipeline.Record) error { return nil }, stages.NewLimiter(0))
+		"n below one": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(context.Context, sluice.Record) error { return nil }, stages.NewLimiter(0))
 		}, "stages.NewLimiter(0): n must be at least 1"},
-		"a nil Limiter": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+		"a nil Limiter": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
 			var lim *stages.Limiter
 			return stages.Discard(stages.Map(in, echo, lim))
 		}, "Limiter is nil"},
-		"a KeyLock without a key": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+		"a KeyLock without a key": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, echo, keys))
 		}, "stages.Map: a KeyLock needs the key of each value: give stages.LockKey(keys, key)"},
-		"a key of another type": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+		"a key of another type": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, echo, stages.LockKey(keys, func(s string) string { return s })))
-		}, "key is a func(string) string; this stage's values are pipeline.Record"},
-		"a nil key": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Map(in, echo, stages.LockKey[pipeline.Record](keys, nil)))
+		}, "key is a func(string) string; this stage's values are sluice.Record"},
+		"a nil key": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, echo, stages.LockKey[sluice.Record](keys, nil)))
 		}, "stages.LockKey: key is nil"},
-		"a stage that does not take limits": {func(in pipeline.Stream[pipeline.Record]) pipeline.End {
-			sb := stages.NewSharedBatcher(func(context.Context, []pipeline.Record) error { return nil }, 10, time.Second, stages.NewLimiter(2))
+		"a stage that does not take limits": {func(in pipeline.Stream[sluice.Record]) pipeline.End {
+			sb := stages.NewSharedBatcher(func(context.Context, []sluice.Record) error { return nil }, 10, time.Second, stages.NewLimiter(2))
 			return sb.Feed(in)
 		}, "SharedBatch does not take them"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				return c.wire(in)
 			}, c.want)
 		})
@@ -422,7 +423,7 @@ func TestLimiterServesSeveralStagesAndRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGauge()
 		lim := stages.NewLimiter(1)
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(stages.Map(in, g.call, lim), g.each, lim)
 		}
 		a, b := testkit.New(t, build), testkit.New(t, build)

@@ -1,7 +1,7 @@
 package stages
 
 import (
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -40,7 +40,7 @@ func (c Common) applyToCall(cs *callSpec)       { c.set(&cs.StageSpec) }
 
 // RetryOption is the option [Retry] returns, a [CallOption] only: a stage
 // with no fallible function has nothing to retry.
-type RetryOption struct{ p pipeline.RetryPolicy }
+type RetryOption struct{ p sluice.RetryPolicy }
 
 func (r RetryOption) applyToCall(cs *callSpec) {
 	p := r.p
@@ -64,9 +64,9 @@ func Buffer(chunks int) Common {
 
 // Retry sets the stage's retry policy for transient errors of its
 // function, overriding pipeline.WithRetry. Use
-// pipeline.RetryPolicy{Attempts: 1} for no retries. An invalid policy
+// sluice.RetryPolicy{Attempts: 1} for no retries. An invalid policy
 // fails the build naming the stage.
-func Retry(p pipeline.RetryPolicy) RetryOption { return RetryOption{p} }
+func Retry(p sluice.RetryPolicy) RetryOption { return RetryOption{p} }
 
 // Spec returns the stagekit.StageSpec that opts describe for a stage of
 // the given kind calling a function of its user. Stages written outside

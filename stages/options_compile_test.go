@@ -13,21 +13,21 @@ import (
 // fragment of the compiler's error. They compiled (and were ignored, or
 // panicked in the builder) before options were typed per stage.
 var misuses = map[string]struct{ code, want string }{
-	"retry on Filter": {`stages.Discard(stages.Filter(in, func(pipeline.Record) bool { return true }, stages.Retry(pipeline.RetryPolicy{})))`,
+	"retry on Filter": {`stages.Discard(stages.Filter(in, func(sluice.Record) bool { return true }, stages.Retry(sluice.RetryPolicy{})))`,
 		"RetryOption does not implement stages.Option"},
-	"retry on Route": {`stages.Discard(stages.Route(in, 1, func(pipeline.Record) int { return 0 }, stages.Retry(pipeline.RetryPolicy{}))[0])`,
+	"retry on Route": {`stages.Discard(stages.Route(in, 1, func(sluice.Record) int { return 0 }, stages.Retry(sluice.RetryPolicy{}))[0])`,
 		"RetryOption does not implement stages.Option"},
-	"retry on Discard": {`stages.Discard(in, stages.Retry(pipeline.RetryPolicy{}))`,
+	"retry on Discard": {`stages.Discard(in, stages.Retry(sluice.RetryPolicy{}))`,
 		"RetryOption does not implement stages.Option"},
-	"retry on Batch": {`stages.Discard(stages.Batch(in, 2, 0, stages.Retry(pipeline.RetryPolicy{})))`,
+	"retry on Batch": {`stages.Discard(stages.Batch(in, 2, 0, stages.Retry(sluice.RetryPolicy{})))`,
 		"RetryOption does not implement stages.Option"},
-	"key of the wrong type": {`stages.Discard(stages.PoolByKey(in, 2, func(s string) string { return s }, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil }))`,
+	"key of the wrong type": {`stages.Discard(stages.PoolByKey(in, 2, func(s string) string { return s }, func(_ context.Context, r sluice.Record) (int, error) { return 0, nil }))`,
 		"PoolByKey"},
-	"a key on Each": {`stages.Each(in, func(context.Context, pipeline.Record) error { return nil }, stages.ByKey(func(r pipeline.Record) string { return "" }))`,
+	"a key on Each": {`stages.Each(in, func(context.Context, sluice.Record) error { return nil }, stages.ByKey(func(r sluice.Record) string { return "" }))`,
 		"undefined: stages.ByKey"},
-	"a Limiter on Filter": {`stages.Discard(stages.Filter(in, func(pipeline.Record) bool { return true }, stages.NewLimiter(2)))`,
+	"a Limiter on Filter": {`stages.Discard(stages.Filter(in, func(sluice.Record) bool { return true }, stages.NewLimiter(2)))`,
 		"Limiter does not implement stages.Option"},
-	"a weight on Map": {`stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil }, stages.Weight(func(int) int { return 1 })))`,
+	"a weight on Map": {`stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) { return 0, nil }, stages.Weight(func(int) int { return 1 })))`,
 		"undefined: stages.Weight"},
 }
 
@@ -66,13 +66,14 @@ func TestMisusedOptionsDoNotCompile(t *testing.T) {
 import (
 	"context"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 var _ = context.Background
 
-func build(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func build(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return `+m.code+`
 }
 `)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -19,8 +20,8 @@ func TestPoolRunsWorkersCallsAtOnceFromOneChunk(t *testing.T) {
 		const workers, n = 4, 40
 		var running, peak atomic.Int32
 		release := make(chan struct{})
-		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (int64, error) {
 				cur := running.Add(1)
 				for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
 				}
@@ -52,8 +53,8 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 		const workers, n = 8, 64
 		var calls atomic.Int64
 		gate := make(chan struct{})
-		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r pipeline.Record) (int64, error) {
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (int64, error) {
 				if r.Offset == 0 {
 					<-gate // the first worker holds value 0 while a helper joins
 				}

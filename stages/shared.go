@@ -26,14 +26,14 @@ import (
 // partition, so each partition commits its share.
 //
 // The write is called like any stage function: a panic becomes a
-// *pipeline.PanicError, calls are timed for hooks (pipeline.HookStageCall) and watched by the
+// *sluice.PanicError, calls are timed for hooks (sluice.HookStageCall) and watched by the
 // stuck detector (which names the batch's first value), and a transient
 // error is retried under the retry policy of the Feed stage running it.
 // Its context ends when the partition running it is lost or its drain
 // times out, and once every partition with values in the batch is gone;
-// honour it. An error marked with pipeline.Invalid dead-letters every
+// honour it. An error marked with sluice.Invalid dead-letters every
 // record in the batch. Any other error stops Run: every partition in the
-// batch fails with a *pipeline.StageError at its first value's offset,
+// batch fails with a *sluice.StageError at its first value's offset,
 // the partition of the batch's first value first.
 //
 // Revoke: the revoked partition's Feed stage closes the open batch, writes
@@ -105,7 +105,7 @@ type feed struct {
 // graph of that one Run (see [stagekit.Shared] for the build errors that
 // catch other uses: a second Run, two Feeds in one graph, a batcher created
 // by the builder). A nil write, maxSize < 1 or maxWait <= 0 makes every
-// Feed fail the build with a *pipeline.BuildError saying so.
+// Feed fail the build with a *sluice.BuildError saying so.
 func NewSharedBatcher[T any](write func(ctx context.Context, batch []T) error, maxSize int, maxWait time.Duration, opts ...CallOption) *SharedBatcher[T] {
 	sp := Spec("SharedBatch", opts...)
 	if maxSize < 1 {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -38,8 +39,8 @@ func TestSharedBatcherWritePanicStopsRunWithThePosition(t *testing.T) {
 		synctest.Wait()
 		h.Send("t", 1, []byte("b"))
 		err := h.Wait()
-		var se *pipeline.StageError
-		var pe *pipeline.PanicError
+		var se *sluice.StageError
+		var pe *sluice.PanicError
 		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Stage != "insert" || se.Partition != 0 || se.Offset != 0 {
 			t.Fatalf("Run returned %v, want a StageError of insert at t/0 offset 0 with a PanicError", err)
 		}
@@ -62,7 +63,7 @@ type callRecorder struct {
 	stucks []string
 }
 
-func (r *callRecorder) OnStageCall(stage string, tp pipeline.TopicPartition, d time.Duration, err error) {
+func (r *callRecorder) OnStageCall(stage string, tp sluice.TopicPartition, d time.Duration, err error) {
 	if stage != "insert" {
 		return // the Map before it
 	}
@@ -71,7 +72,7 @@ func (r *callRecorder) OnStageCall(stage string, tp pipeline.TopicPartition, d t
 	r.calls = append(r.calls, fmt.Sprintf("%s@%s/%d:%v:%v", stage, tp.Topic, tp.Partition, d, err))
 }
 
-func (r *callRecorder) OnStuck(stage string, tp pipeline.TopicPartition, offset int64, _ time.Duration) {
+func (r *callRecorder) OnStuck(stage string, tp sluice.TopicPartition, offset int64, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stucks = append(r.stucks, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
@@ -149,8 +150,8 @@ func TestSharedBatcherWritePanicDuringARevokeIsNotWrittenAgain(t *testing.T) {
 		close(release)
 		<-revoked
 		err := h.Wait()
-		var se *pipeline.StageError
-		var pe *pipeline.PanicError
+		var se *sluice.StageError
+		var pe *sluice.PanicError
 		if !errors.As(err, &se) || !errors.As(err, &pe) || se.Partition != 0 || se.Offset != 0 {
 			t.Fatalf("Run returned %v, want a StageError at t/0 offset 0 with a PanicError", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -18,7 +19,7 @@ import (
 func TestSharedBatcherCreatedPerPartitionFailsTheBuild(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w writes
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			b := stages.NewSharedBatcher(w.write, 10, time.Second) // wrong: one per partition
 			return b.Feed(stages.Map(in, recordString))
 		})
@@ -29,7 +30,7 @@ func TestSharedBatcherCreatedPerPartitionFailsTheBuild(t *testing.T) {
 			t.Fatal("second partition's build succeeded; want a BuildError")
 		}
 		err := h.Wait()
-		var be *pipeline.BuildError
+		var be *sluice.BuildError
 		if !errors.As(err, &be) || be.Partition != 1 || !strings.Contains(err.Error(), "create it once, before pipeline.Run") {
 			t.Fatalf("Run returned %v, want a BuildError for t/1 saying to create the batcher once", err)
 		}
@@ -59,7 +60,7 @@ func TestSharedBatcherCreatedOnceServesEveryPartition(t *testing.T) {
 func TestSharedBatcherFedTwiceInOneGraphFailsTheBuild(t *testing.T) {
 	var w writes
 	b := stages.NewSharedBatcher(w.write, 10, time.Second)
-	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		branches := stages.Route(stages.Map(in, recordString), 2, func(v string) int { return len(v) % 2 })
 		return pipeline.All(b.Feed(branches[0]), b.Feed(branches[1]))
 	}, "used twice in one partition's graph")
@@ -87,6 +88,6 @@ func TestSharedBatcherInTwoRunsFailsTheSecondBuild(t *testing.T) {
 	})
 }
 
-func recordString(_ context.Context, r pipeline.Record) (string, error) {
+func recordString(_ context.Context, r sluice.Record) (string, error) {
 	return string(r.Value), nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/stages"
 )
 
@@ -24,7 +24,7 @@ func failingWith(w *writes, bad string) func(context.Context, []string) error {
 }
 
 // slowRetries keeps a failed write waiting 10s before each retry.
-var slowRetries = stages.Retry(pipeline.RetryPolicy{Attempts: 10, Initial: 10 * time.Second, Max: 10 * time.Second})
+var slowRetries = stages.Retry(sluice.RetryPolicy{Attempts: 10, Initial: 10 * time.Second, Max: 10 * time.Second})
 
 // Partition 1 writes [0:a 1:x], which fails, and waits to retry;
 // partition 0 closes [0:b 0:c] and waits for its turn; partition 1 is

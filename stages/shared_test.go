@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -39,8 +40,8 @@ func (w *writes) list() [][]string {
 }
 
 func sharedHarness(t *testing.T, b *stages.SharedBatcher[string], opts ...pipeline.Option) *testkit.Harness {
-	return testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) {
+	return testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		vals := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) {
 			return fmt.Sprintf("%d:%s", r.Partition, r.Value), nil
 		})
 		return b.Feed(vals)
@@ -125,7 +126,7 @@ func TestSharedBatcherNeverCommitsALostPartition(t *testing.T) {
 func TestSharedBatcherWriteFailureStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("clickhouse: table is read-only")
-		w := writes{fail: pipeline.Permanent(boom)}
+		w := writes{fail: sluice.Permanent(boom)}
 		b := stages.NewSharedBatcher(w.write, 2, time.Second)
 		h := sharedHarness(t, b)
 		h.Assign("t", 0, 1)

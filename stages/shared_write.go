@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -34,7 +34,7 @@ func (b *SharedBatcher[T]) writeQueue(s *stagekit.Stage) bool {
 		switch {
 		case err == nil:
 			b.complete(p.owners, func(o *stagekit.Stage, ts []stagekit.Ticket) { o.Done(ts...) })
-		case pipeline.IsInvalid(err):
+		case sluice.IsInvalid(err):
 			b.complete(p.owners, func(o *stagekit.Stage, ts []stagekit.Ticket) {
 				for _, t := range ts {
 					if ferr := o.Fail(t, err); ferr != nil { // no dead-letter destination
@@ -58,8 +58,8 @@ func (b *SharedBatcher[T]) writeQueue(s *stagekit.Stage) bool {
 // transient reports whether a write error is worth trying again on
 // another partition: not a panic nor an error marked permanent.
 func transient(err error) bool {
-	var pe *pipeline.PanicError
-	return !pipeline.IsPermanent(err) && !errors.As(err, &pe)
+	var pe *sluice.PanicError
+	return !sluice.IsPermanent(err) && !errors.As(err, &pe)
 }
 
 // next takes the batch at the head of the queue, or returns nil.

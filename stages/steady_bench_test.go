@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -63,8 +64,8 @@ const steadyWarm = 50_000
 func benchSteady(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End) {
 	src := &genSource{total: steadyWarm + int64(b.N), warm: steadyWarm,
 		warmed: make(chan struct{}), done: make(chan struct{})}
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return wire(stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil }))
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return wire(stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil }))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -95,7 +96,7 @@ func benchSteady(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End
 	}
 }
 
-// genSource is a pipeline.Source of one partition whose records it makes
+// genSource is a sluice.Source of one partition whose records it makes
 // as it delivers them, 64 at a time in one reused slice (so the runtime
 // must copy what it keeps). It closes warmed once the first warm records
 // are committable and the partition was paused once (its buffers, the
@@ -111,14 +112,14 @@ type genSource struct {
 // Call it once done is closed.
 func (s *genSource) timed() int64 { return max(s.total-s.warmAt, 1) }
 
-func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
-	tp := pipeline.TopicPartition{Topic: "bench", Partition: 0}
-	if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+func (s *genSource) Run(ctx context.Context, g sluice.Group) error {
+	tp := sluice.TopicPartition{Topic: "bench", Partition: 0}
+	if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 		<-ctx.Done() // Run is stopping with the build error
 		g.Shutdown()
 		return nil
 	}
-	batch := make([]pipeline.Record, 64)
+	batch := make([]sluice.Record, 64)
 	value := make([]byte, 100)
 	var next, committed int64
 	paused, warmed, done := false, false, false
@@ -161,7 +162,7 @@ func (s *genSource) Run(ctx context.Context, g pipeline.Group) error {
 		if !paused && next < s.total {
 			n := min(int64(len(batch)), s.total-next)
 			for i := range n {
-				batch[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: next + i, Value: value}
+				batch[i] = sluice.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: next + i, Value: value}
 			}
 			paused = g.Deliver(tp, batch[:n])
 			pausedOnce = pausedOnce || paused

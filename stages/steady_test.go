@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -59,8 +60,8 @@ func TestSteadyStateAllocations(t *testing.T) {
 func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.End, warm, window int64) (allocs, bytes float64) {
 	t.Helper()
 	src := &genSource{total: warm + window, warm: warm, warmed: make(chan struct{}), done: make(chan struct{})}
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return wire(stages.Map(in, func(_ context.Context, r pipeline.Record) (int64, error) { return r.Offset, nil }))
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return wire(stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil }))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

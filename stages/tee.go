@@ -14,7 +14,7 @@ import (
 // Commits: a record commits only once every branch completed its value,
 // so the committed offset follows the slowest branch. A branch that
 // drops the value (Filter, a FlatMap returning nothing) completes it. An
-// error marked with pipeline.Invalid in one branch dead-letters the
+// error marked with sluice.Invalid in one branch dead-letters the
 // record once, however many branches reject it; the other branches still
 // process their copy, and the record commits once they are done and the
 // dead letter was delivered. Any other error in a branch stops Run, as in

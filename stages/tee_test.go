@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -21,7 +22,7 @@ type seen struct {
 	offs []int64
 }
 
-func (s *seen) add(_ context.Context, r pipeline.Record) error {
+func (s *seen) add(_ context.Context, r sluice.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offs = append(s.offs, r.Offset)
@@ -40,11 +41,11 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fast, slow seen
 		g := holdOffset(2)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			b := stages.Tee(in, 2)
 			return pipeline.All(
 				stages.Each(b[0], fast.add),
-				stages.Each(b[1], func(ctx context.Context, r pipeline.Record) error {
+				stages.Each(b[1], func(ctx context.Context, r sluice.Record) error {
 					if err := g.wait(ctx, r); err != nil {
 						return err
 					}
@@ -81,9 +82,9 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 func TestTeeBranchThatFiltersCountsAsDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var evens, all seen
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			b := stages.Tee(in, 2)
-			even := stages.Filter(b[0], func(r pipeline.Record) bool { return r.Offset%2 == 0 })
+			even := stages.Filter(b[0], func(r sluice.Record) bool { return r.Offset%2 == 0 })
 			return pipeline.All(stages.Each(even, evens.add), stages.Each(b[1], all.add))
 		})
 		h.Assign("t", 0)
@@ -106,10 +107,10 @@ func TestTeeBranchThatFiltersCountsAsDone(t *testing.T) {
 
 // invalidAt is a branch's function rejecting the record at one offset as
 // invalid.
-func invalidAt(off int64, s *seen) func(context.Context, pipeline.Record) error {
-	return func(ctx context.Context, r pipeline.Record) error {
+func invalidAt(off int64, s *seen) func(context.Context, sluice.Record) error {
+	return func(ctx context.Context, r sluice.Record) error {
 		if r.Offset == off {
-			return pipeline.Invalid(errors.New("bad for this branch"))
+			return sluice.Invalid(errors.New("bad for this branch"))
 		}
 		return s.add(ctx, r)
 	}
@@ -123,7 +124,7 @@ func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var first, second seen
 				dead := testkit.NewDeadLetters()
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					b := stages.Tee(in, 2)
 					other := second.add
 					if bothInvalid {
@@ -165,13 +166,13 @@ func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
 // the record; nothing from that record on is committed.
 func TestTeeErrorInABranchStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			b := stages.Tee(in, 2)
 			return pipeline.All(
 				stages.Discard(b[0]),
-				stages.Each(b[1], func(_ context.Context, r pipeline.Record) error {
+				stages.Each(b[1], func(_ context.Context, r sluice.Record) error {
 					if r.Offset == 2 {
-						return pipeline.Permanent(errors.New("disk full"))
+						return sluice.Permanent(errors.New("disk full"))
 					}
 					return nil
 				}, stages.Name("save")),
@@ -192,7 +193,7 @@ func TestTeeSlowBranchIsBackpressure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fast seen
 		g := holdOffset(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			b := stages.Tee(in, 2, stages.Buffer(1))
 			return pipeline.All(stages.Each(b[0], fast.add), stages.Each(b[1], g.wait))
 		})
@@ -225,9 +226,9 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a, b seen
 		g := holdOffset(50)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			br := stages.Tee(in, 3)
-			held := func(ctx context.Context, r pipeline.Record) error {
+			held := func(ctx context.Context, r sluice.Record) error {
 				if err := g.wait(ctx, r); err != nil {
 					return err
 				}
@@ -261,7 +262,7 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 
 // Tee with no branch fails the build naming the stage.
 func TestTeeWithoutBranchesFailsTheBuild(t *testing.T) {
-	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Tee(in, 0, stages.Name("copies"))[0])
 	}, `stage "copies": stages.Tee: n is 0; want at least 1 branch`)
 }

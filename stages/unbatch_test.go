@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -20,7 +21,7 @@ type deadOffsets struct {
 	offs []int64
 }
 
-func (d *deadOffsets) deadLetter(_ context.Context, dl pipeline.DeadLetter) error {
+func (d *deadOffsets) deadLetter(_ context.Context, dl sluice.DeadLetter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.offs = append(d.offs, dl.Record.Offset)
@@ -34,8 +35,8 @@ func (d *deadOffsets) list() []int64 {
 }
 
 // failAt returns a check that fails the record at offset bad with err.
-func failAt(bad int64, err error) func(context.Context, pipeline.Record) (pipeline.Record, error) {
-	return func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func failAt(bad int64, err error) func(context.Context, sluice.Record) (sluice.Record, error) {
+	return func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		if r.Offset == bad {
 			return r, err
 		}
@@ -48,9 +49,9 @@ func failAt(bad int64, err error) func(context.Context, pipeline.Record) (pipeli
 func TestUnbatchAfterBatchDeadLettersOnlyTheInvalidElementsRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadOffsets
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			elems := stages.Unbatch(stages.Batch(in, 3, time.Second))
-			return stages.Discard(stages.Map(elems, failAt(1, pipeline.Invalid(errors.New("bad")))))
+			return stages.Discard(stages.Map(elems, failAt(1, sluice.Invalid(errors.New("bad")))))
 		}, pipeline.WithDeadLetter(dead.deadLetter))
 		h.Assign("t", 0)
 		h.Send("t", 0, nValues(3)...)
@@ -65,9 +66,9 @@ func TestUnbatchAfterBatchDeadLettersOnlyTheInvalidElementsRecord(t *testing.T) 
 // elements before it commit.
 func TestUnbatchAfterBatchFailsAtTheElementsOffset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			elems := stages.Unbatch(stages.Batch(in, 3, time.Second))
-			return stages.Discard(stages.Map(elems, failAt(1, pipeline.Permanent(errors.New("boom")))))
+			return stages.Discard(stages.Map(elems, failAt(1, sluice.Permanent(errors.New("boom")))))
 		})
 		failsAt(t, h, 3, 1, false)
 		checkCommitted(t, h, 1, "offset 0 finished")
@@ -81,14 +82,14 @@ func TestUnbatchAfterBatchFailsAtTheElementsOffset(t *testing.T) {
 func TestUnbatchAfterAMappedBatchDeadLettersTheWholeBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dead deadOffsets
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			reversed := stages.Map(stages.Batch(in, 3, time.Second), func(_ context.Context, b []pipeline.Record) ([]pipeline.Record, error) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			reversed := stages.Map(stages.Batch(in, 3, time.Second), func(_ context.Context, b []sluice.Record) ([]sluice.Record, error) {
 				out := slices.Clone(b)
 				slices.Reverse(out)
 				return out, nil
 			})
 			elems := stages.Unbatch(reversed)
-			return stages.Discard(stages.Map(elems, failAt(2, pipeline.Invalid(errors.New("bad")))))
+			return stages.Discard(stages.Map(elems, failAt(2, sluice.Invalid(errors.New("bad")))))
 		}, pipeline.WithDeadLetter(dead.deadLetter))
 		h.Assign("t", 0)
 		h.Send("t", 0, nValues(3)...)

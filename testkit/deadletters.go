@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -23,9 +24,9 @@ import (
 // [NewDeadLetters].
 type DeadLetters struct {
 	mu      sync.Mutex
-	recs    []pipeline.DeadLetter
+	recs    []sluice.DeadLetter
 	calls   int
-	fail    func(pipeline.DeadLetter) error
+	fail    func(sluice.DeadLetter) error
 	changed chan struct{} // closed and replaced on every recorded letter
 	timeout time.Duration
 }
@@ -39,10 +40,10 @@ func NewDeadLetters() *DeadLetters {
 // Each call is counted (see [DeadLetters.Calls]); it then asks the failure
 // function set by [DeadLetters.FailWith], if any: when that returns an
 // error, the call returns it and records nothing (the runtime retries it
-// unless it is pipeline.Permanent); otherwise the letter is recorded and
+// unless it is sluice.Permanent); otherwise the letter is recorded and
 // the call returns nil. The context is not looked at.
-func (d *DeadLetters) Func() func(context.Context, pipeline.DeadLetter) error {
-	return func(_ context.Context, dl pipeline.DeadLetter) error {
+func (d *DeadLetters) Func() func(context.Context, sluice.DeadLetter) error {
+	return func(_ context.Context, dl sluice.DeadLetter) error {
 		d.mu.Lock()
 		d.calls++
 		fail := d.fail
@@ -70,7 +71,7 @@ func (d *DeadLetters) Option() pipeline.Option { return pipeline.WithDeadLetter(
 // outside the recorder's lock, from the partitions' dead-letter goroutines,
 // possibly concurrently. FailWith(nil) accepts everything again. It may be
 // called at any time, also while Run runs.
-func (d *DeadLetters) FailWith(fn func(pipeline.DeadLetter) error) {
+func (d *DeadLetters) FailWith(fn func(sluice.DeadLetter) error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.fail = fn
@@ -78,7 +79,7 @@ func (d *DeadLetters) FailWith(fn func(pipeline.DeadLetter) error) {
 
 // Records returns a copy of the dead letters recorded so far, in the order
 // they arrived (offset order within a partition; partitions interleave).
-func (d *DeadLetters) Records() []pipeline.DeadLetter {
+func (d *DeadLetters) Records() []sluice.DeadLetter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.recs)
@@ -118,7 +119,7 @@ func (d *DeadLetters) Calls() int {
 // than [WaitTimeout]; inside a synctest bubble that means every goroutine
 // is blocked: the letters will never come. A negative n is a test bug and
 // fails the test.
-func (d *DeadLetters) Wait(t testing.TB, n int) []pipeline.DeadLetter {
+func (d *DeadLetters) Wait(t testing.TB, n int) []sluice.DeadLetter {
 	t.Helper()
 	if n < 0 {
 		t.Fatalf("testkit: DeadLetters.Wait(%d): n must not be negative", n)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -18,10 +19,10 @@ import (
 
 // rejectOdd marks records with an odd offset invalid in a stage named
 // "validate".
-func rejectOdd(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	valid := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func rejectOdd(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	valid := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		if r.Offset%2 == 1 {
-			return r, pipeline.Invalid(fmt.Errorf("odd offset %d", r.Offset))
+			return r, sluice.Invalid(fmt.Errorf("odd offset %d", r.Offset))
 		}
 		return r, nil
 	}, stages.Name("validate"))
@@ -54,7 +55,7 @@ func TestDeadLettersRecordsEachPartitionInOffsetOrder(t *testing.T) {
 			t.Errorf("dead letters of a topic never sent: %v", o)
 		}
 		for _, dl := range dead.Records() {
-			if dl.Stage != "validate" || !pipeline.IsInvalid(dl.Err) ||
+			if dl.Stage != "validate" || !sluice.IsInvalid(dl.Err) ||
 				!strings.Contains(dl.Err.Error(), fmt.Sprintf("odd offset %d", dl.Record.Offset)) ||
 				string(dl.Record.Value) != fmt.Sprint(dl.Record.Offset) {
 				t.Errorf("dead letter %+v: want stage validate, the Invalid error and the record untouched", dl)
@@ -67,10 +68,10 @@ func TestDeadLettersRecordsEachPartitionInOffsetOrder(t *testing.T) {
 func TestDeadLettersRecordsIsACopy(t *testing.T) {
 	dead := testkit.NewDeadLetters()
 	fn := dead.Func()
-	_ = fn(context.Background(), pipeline.DeadLetter{Record: pipeline.Record{Topic: "t", Offset: 4}})
+	_ = fn(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "t", Offset: 4}})
 	snap := dead.Records()
 	snap[0].Record.Offset = 99
-	_ = fn(context.Background(), pipeline.DeadLetter{Record: pipeline.Record{Topic: "t", Offset: 6}})
+	_ = fn(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "t", Offset: 6}})
 	if o := dead.Offsets("t", 0); !slices.Equal(o, []int64{4, 6}) || len(snap) != 1 {
 		t.Fatalf("offsets %v after changing a snapshot of %d letters, want [4 6] and a 1-letter snapshot", o, len(snap))
 	}
@@ -83,7 +84,7 @@ func TestDeadLettersFailWithTransientIsRetried(t *testing.T) {
 		dead := testkit.NewDeadLetters()
 		var mu sync.Mutex
 		failures := 2
-		dead.FailWith(func(pipeline.DeadLetter) error {
+		dead.FailWith(func(sluice.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if failures == 0 {
@@ -111,12 +112,12 @@ func TestDeadLettersFailWithTransientIsRetried(t *testing.T) {
 func TestDeadLettersFailWithPermanentStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dead := testkit.NewDeadLetters()
-		dead.FailWith(func(pipeline.DeadLetter) error { return pipeline.Permanent(errors.New("rejected")) })
+		dead.FailWith(func(sluice.DeadLetter) error { return sluice.Permanent(errors.New("rejected")) })
 		h := testkit.New(t, rejectOdd, dead.Option())
 		h.Send("t", 0, values(3)...)
 		h.Assign("t", 0)
 		err := h.Wait()
-		if !errors.Is(err, pipeline.ErrNotDeadLettered) || !strings.Contains(err.Error(), "rejected") {
+		if !errors.Is(err, sluice.ErrNotDeadLettered) || !strings.Contains(err.Error(), "rejected") {
 			t.Fatalf("Run returned %v, want ErrNotDeadLettered wrapping the injected error", err)
 		}
 		if dead.Len() != 0 || dead.Calls() != 1 {
@@ -126,7 +127,7 @@ func TestDeadLettersFailWithPermanentStopsRun(t *testing.T) {
 			t.Errorf("committed %d, want at most 1: offset 1 was not dead-lettered", c)
 		}
 		dead.FailWith(nil)
-		_ = dead.Func()(context.Background(), pipeline.DeadLetter{})
+		_ = dead.Func()(context.Background(), sluice.DeadLetter{})
 		if dead.Len() != 1 {
 			t.Errorf("FailWith(nil): %d letters recorded, want the next call recorded", dead.Len())
 		}
@@ -209,7 +210,7 @@ func runFailing(t *testing.T, fn func(testing.TB)) string {
 func TestDeadLettersWaitFailsWhenTheLettersNeverCome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dead := testkit.NewDeadLetters()
-		_ = dead.Func()(context.Background(), pipeline.DeadLetter{Record: pipeline.Record{Topic: "t", Offset: 3}, Stage: "decode"})
+		_ = dead.Func()(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "t", Offset: 3}, Stage: "decode"})
 		msg := runFailing(t, func(tb testing.TB) { dead.Wait(tb, 2) })
 		if !strings.Contains(msg, "1 dead letters recorded (1 calls), t/0@3 from decode") || !strings.Contains(msg, "waiting for 2") {
 			t.Fatalf("Wait failed with %q, want it to name what was recorded and what it waited for", msg)

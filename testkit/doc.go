@@ -11,7 +11,7 @@
 //     bubbles, where timers (a Batch's maxWait, retries' backoff, the
 //     drain timeout) fire instantly and every wait is deterministic. Stop returns Run's error; a test that never looks
 //     at it (Stop or Wait) is failed at cleanup when Run failed.
-//   - [Fake] is that in-memory source on its own, a pipeline.Source whose
+//   - [Fake] is that in-memory source on its own, a sluice.Source whose
 //     consumer-group assignment the test drives, for tests that call
 //     pipeline.Run themselves (or through [Start]).
 //   - Package testkit/kafkatest starts a broker, for tests of either
@@ -37,7 +37,7 @@
 // for the length of a test with any source; [Running.WaitUntil] waits for
 // state outside the process, such as a broker's committed offsets.
 //
-// Package testkit/sourcetest checks that a pipeline.Source keeps the
+// Package testkit/sourcetest checks that a sluice.Source keeps the
 // contract the runtime relies on; it is for people who write sources.
 //
 // Every helper that takes a testing.TB fails the test on misuse or

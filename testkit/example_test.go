@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -35,7 +36,7 @@ func runTest(name string, fn func(t *testing.T)) {
 		[]testing.InternalTest{{Name: name, F: fn}})
 }
 
-// The Fake is a pipeline.Source whose group assignment the test drives:
+// The Fake is a sluice.Source whose group assignment the test drives:
 // a revoked partition is drained and committed, and a partition assigned
 // again is delivered from its committed offset.
 func ExampleFake() {
@@ -43,8 +44,8 @@ func ExampleFake() {
 		fake := testkit.NewFake()
 		var mu sync.Mutex
 		var seen []string
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				mu.Lock()
 				defer mu.Unlock()
 				seen = append(seen, fmt.Sprintf("%s@%d", r.Value, r.Offset))
@@ -80,9 +81,9 @@ func ExampleHarness() {
 	runTest("ExampleHarness", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var writes []string // one partition: appended by one goroutine
-			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				batches := stages.Batch(in, 100, 5*time.Second)
-				return stages.Each(batches, func(_ context.Context, rows []pipeline.Record) error {
+				return stages.Each(batches, func(_ context.Context, rows []sluice.Record) error {
 					writes = append(writes, fmt.Sprintf("%d rows", len(rows)))
 					return nil
 				})
@@ -109,16 +110,16 @@ func ExampleHarness() {
 type order struct{ ID string }
 
 // DeadLetters records what a pipeline rejects: here the record a decoder
-// marks pipeline.Invalid, which is still committed.
+// marks sluice.Invalid, which is still committed.
 func ExampleDeadLetters() {
 	runTest("ExampleDeadLetters", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			dead := testkit.NewDeadLetters()
-			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				orders := stages.Map(in, func(_ context.Context, r pipeline.Record) (order, error) {
+			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				orders := stages.Map(in, func(_ context.Context, r sluice.Record) (order, error) {
 					var o order
 					if err := json.Unmarshal(r.Value, &o); err != nil {
-						return o, pipeline.Invalid(fmt.Errorf("not an order: %q", r.Value))
+						return o, sluice.Invalid(fmt.Errorf("not an order: %q", r.Value))
 					}
 					return o, nil
 				}, stages.Name("decode"))

@@ -8,14 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // ErrStopped is returned by the Fake's control methods once its Run has
 // returned.
 var ErrStopped = errors.New("testkit: the fake source is not running")
 
-// Fake is an in-memory pipeline.Source that behaves like a Kafka consumer
+// Fake is an in-memory sluice.Source that behaves like a Kafka consumer
 // whose group assignment the test controls: each partition is a log of
 // records; an assigned partition is delivered from its committed offset;
 // a partition the group asks to pause stops being delivered until the
@@ -28,26 +28,26 @@ var ErrStopped = errors.New("testkit: the fake source is not running")
 // is running and return ErrStopped once it returned. A Fake runs once: a
 // second Run returns an error at once (create a Fake per pipeline.Run).
 type Fake struct {
-	cmds    chan func(pipeline.Group)
+	cmds    chan func(sluice.Group)
 	stopped chan struct{}
 	started atomic.Bool
 
 	// owned by the poll goroutine
-	parts  map[pipeline.TopicPartition]*fakePartition
-	order  []pipeline.TopicPartition
+	parts  map[sluice.TopicPartition]*fakePartition
+	order  []sluice.TopicPartition
 	joined bool
-	group  pipeline.Group
+	group  sluice.Group
 
-	store      pipeline.OffsetStore // consulted by Assign (UseOffsetStore)
+	store      sluice.OffsetStore // consulted by Assign (UseOffsetStore)
 	storeGroup string
 
 	mu        sync.Mutex
-	committed map[pipeline.TopicPartition]int64
+	committed map[sluice.TopicPartition]int64
 	changed   chan struct{} // closed and replaced on every commit
 }
 
 type fakePartition struct {
-	log      []pipeline.Record
+	log      []sluice.Record
 	pos      int // index in log of the next record to deliver
 	start    int // pos at the last assignment
 	assigned bool
@@ -60,16 +60,16 @@ const deliverChunk = 64
 // NewFake returns an idle fake source; pass it to pipeline.Run.
 func NewFake() *Fake {
 	return &Fake{
-		cmds:      make(chan func(pipeline.Group)),
+		cmds:      make(chan func(sluice.Group)),
 		stopped:   make(chan struct{}),
-		parts:     make(map[pipeline.TopicPartition]*fakePartition),
-		committed: make(map[pipeline.TopicPartition]int64),
+		parts:     make(map[sluice.TopicPartition]*fakePartition),
+		committed: make(map[sluice.TopicPartition]int64),
 		changed:   make(chan struct{}),
 	}
 }
 
-// Run implements pipeline.Source. A second call returns an error at once.
-func (f *Fake) Run(ctx context.Context, g pipeline.Group) error {
+// Run implements sluice.Source. A second call returns an error at once.
+func (f *Fake) Run(ctx context.Context, g sluice.Group) error {
 	if !f.started.CompareAndSwap(false, true) {
 		return errors.New("testkit: Fake.Run called twice: a Fake runs once; create one with NewFake for each pipeline.Run")
 	}
@@ -99,7 +99,7 @@ func (f *Fake) Run(ctx context.Context, g pipeline.Group) error {
 }
 
 // deliver hands every assigned, unpaused partition what it has.
-func (f *Fake) deliver(g pipeline.Group) {
+func (f *Fake) deliver(g sluice.Group) {
 	for more := true; more; {
 		more = false
 		for _, tp := range f.order {
@@ -115,7 +115,7 @@ func (f *Fake) deliver(g pipeline.Group) {
 	}
 }
 
-func (f *Fake) commit(offs []pipeline.Offset) {
+func (f *Fake) commit(offs []sluice.Offset) {
 	if len(offs) == 0 {
 		return
 	}
@@ -130,10 +130,10 @@ func (f *Fake) commit(offs []pipeline.Offset) {
 }
 
 // do runs cmd on the poll goroutine and waits for it.
-func (f *Fake) do(cmd func(pipeline.Group)) error {
+func (f *Fake) do(cmd func(sluice.Group)) error {
 	done := make(chan struct{})
 	select {
-	case f.cmds <- func(g pipeline.Group) { cmd(g); close(done) }:
+	case f.cmds <- func(g sluice.Group) { cmd(g); close(done) }:
 	case <-f.stopped:
 		return ErrStopped
 	}
@@ -141,7 +141,7 @@ func (f *Fake) do(cmd func(pipeline.Group)) error {
 	return nil
 }
 
-func (f *Fake) part(tp pipeline.TopicPartition) *fakePartition {
+func (f *Fake) part(tp sluice.TopicPartition) *fakePartition {
 	p, ok := f.parts[tp]
 	if !ok {
 		p = &fakePartition{}
@@ -151,10 +151,10 @@ func (f *Fake) part(tp pipeline.TopicPartition) *fakePartition {
 	return p
 }
 
-func tps(topic string, partitions []int32) []pipeline.TopicPartition {
-	out := make([]pipeline.TopicPartition, len(partitions))
+func tps(topic string, partitions []int32) []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, len(partitions))
 	for i, p := range partitions {
-		out[i] = pipeline.TopicPartition{Topic: topic, Partition: p}
+		out[i] = sluice.TopicPartition{Topic: topic, Partition: p}
 	}
 	return out
 }
@@ -169,8 +169,8 @@ func tps(topic string, partitions []int32) []pipeline.TopicPartition {
 // returned.
 func (f *Fake) Assign(topic string, partitions ...int32) error {
 	var err error
-	if serr := f.do(func(g pipeline.Group) {
-		var list []pipeline.TopicPartition
+	if serr := f.do(func(g sluice.Group) {
+		var list []sluice.TopicPartition
 		for _, tp := range tps(topic, partitions) {
 			if !f.part(tp).assigned && !slices.Contains(list, tp) {
 				list = append(list, tp)
@@ -188,7 +188,7 @@ func (f *Fake) Assign(topic string, partitions ...int32) error {
 			if off, ok := start[tp]; ok {
 				next = off
 			}
-			p.pos = slices.IndexFunc(p.log, func(r pipeline.Record) bool { return r.Offset >= next })
+			p.pos = slices.IndexFunc(p.log, func(r sluice.Record) bool { return r.Offset >= next })
 			if p.pos < 0 {
 				p.pos = len(p.log)
 			}
@@ -210,7 +210,7 @@ func (f *Fake) Assign(topic string, partitions ...int32) error {
 // Revoke takes partitions away gracefully and returns once the group
 // drained them and their final offsets were committed.
 func (f *Fake) Revoke(topic string, partitions ...int32) error {
-	return f.do(func(g pipeline.Group) {
+	return f.do(func(g sluice.Group) {
 		list := tps(topic, partitions)
 		f.commit(g.Revoke(list))
 		f.unassign(list)
@@ -219,14 +219,14 @@ func (f *Fake) Revoke(topic string, partitions ...int32) error {
 
 // Lose takes partitions away as lost: nothing more of them is committed.
 func (f *Fake) Lose(topic string, partitions ...int32) error {
-	return f.do(func(g pipeline.Group) {
+	return f.do(func(g sluice.Group) {
 		list := tps(topic, partitions)
 		g.Lose(list)
 		f.unassign(list)
 	})
 }
 
-func (f *Fake) unassign(list []pipeline.TopicPartition) {
+func (f *Fake) unassign(list []sluice.TopicPartition) {
 	for _, tp := range list {
 		if p := f.parts[tp]; p != nil {
 			p.assigned, p.paused = false, false
@@ -238,7 +238,7 @@ func (f *Fake) unassign(list []pipeline.TopicPartition) {
 // its last record (starting at 0), with no key and no headers (see
 // [Fake.SendMessages]).
 func (f *Fake) Send(topic string, partition int32, values ...[]byte) error {
-	msgs := make([]pipeline.Message, len(values))
+	msgs := make([]sluice.Message, len(values))
 	for i, v := range values {
 		msgs[i].Value = v
 	}
@@ -248,12 +248,12 @@ func (f *Fake) Send(topic string, partition int32, values ...[]byte) error {
 // SendMessages appends records with the key, value and headers of msgs to
 // a partition's log, with consecutive offsets after its last record
 // (starting at 0).
-func (f *Fake) SendMessages(topic string, partition int32, msgs ...pipeline.Message) error {
-	return f.do(func(pipeline.Group) {
-		p := f.part(pipeline.TopicPartition{Topic: topic, Partition: partition})
+func (f *Fake) SendMessages(topic string, partition int32, msgs ...sluice.Message) error {
+	return f.do(func(sluice.Group) {
+		p := f.part(sluice.TopicPartition{Topic: topic, Partition: partition})
 		next := p.next()
 		for i, m := range msgs {
-			p.log = append(p.log, pipeline.Record{Topic: topic, Partition: partition, Offset: next + int64(i),
+			p.log = append(p.log, sluice.Record{Topic: topic, Partition: partition, Offset: next + int64(i),
 				Key: m.Key, Value: m.Value, Headers: m.Headers})
 		}
 	})
@@ -275,13 +275,13 @@ func (p *fakePartition) next() int64 {
 // an explicit 0 on an empty partition means 0 as well. Other offsets must
 // increase within a partition (gaps are allowed, as after compaction);
 // otherwise nothing is appended and an error names the record.
-func (f *Fake) SendRecords(recs ...pipeline.Record) error {
+func (f *Fake) SendRecords(recs ...sluice.Record) error {
 	var err error
-	if serr := f.do(func(pipeline.Group) {
-		last := map[pipeline.TopicPartition]int64{}
-		numbered := make([]pipeline.Record, len(recs))
+	if serr := f.do(func(sluice.Group) {
+		last := map[sluice.TopicPartition]int64{}
+		numbered := make([]sluice.Record, len(recs))
 		for i, r := range recs {
-			tp := pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			tp := sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 			prev, ok := last[tp]
 			if !ok {
 				prev = -1
@@ -301,7 +301,7 @@ func (f *Fake) SendRecords(recs ...pipeline.Record) error {
 			numbered[i] = r
 		}
 		for _, r := range numbered {
-			p := f.part(pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition})
+			p := f.part(sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition})
 			p.log = append(p.log, r)
 		}
 	}); serr != nil {
@@ -322,8 +322,8 @@ func (f *Fake) SetCommitted(topic string, partition int32, next int64) error {
 		return fmt.Errorf("testkit: SetCommitted(%s/%d, %d): the offset must not be negative", topic, partition, next)
 	}
 	var err error
-	if serr := f.do(func(pipeline.Group) {
-		tp := pipeline.TopicPartition{Topic: topic, Partition: partition}
+	if serr := f.do(func(sluice.Group) {
+		tp := sluice.TopicPartition{Topic: topic, Partition: partition}
 		if p := f.parts[tp]; p != nil && p.assigned {
 			err = fmt.Errorf("testkit: SetCommitted(%s/%d, %d): the consumer owns the partition; revoke it first", topic, partition, next)
 			return
@@ -344,7 +344,7 @@ func (f *Fake) SetCommitted(topic string, partition int32, next int64) error {
 func (f *Fake) Committed(topic string, partition int32) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.committed[pipeline.TopicPartition{Topic: topic, Partition: partition}]; ok {
+	if c, ok := f.committed[sluice.TopicPartition{Topic: topic, Partition: partition}]; ok {
 		return c
 	}
 	return -1
@@ -362,8 +362,8 @@ func (f *Fake) Changed() <-chan struct{} {
 // the group since its last assignment started (from its committed offset).
 func (f *Fake) Delivered(topic string, partition int32) int {
 	n := 0
-	_ = f.do(func(pipeline.Group) {
-		if p := f.parts[pipeline.TopicPartition{Topic: topic, Partition: partition}]; p != nil {
+	_ = f.do(func(sluice.Group) {
+		if p := f.parts[sluice.TopicPartition{Topic: topic, Partition: partition}]; p != nil {
 			n = p.pos - p.start
 		}
 	})

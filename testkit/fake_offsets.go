@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // UseOffsetStore makes the Fake consult store at every Assign, as the
@@ -13,7 +13,7 @@ import (
 // each partition the claim names starts at that offset instead of the
 // committed one. A Claim error is returned by Assign and nothing is
 // assigned. Call it before Run.
-func (f *Fake) UseOffsetStore(store pipeline.OffsetStore, group string) {
+func (f *Fake) UseOffsetStore(store sluice.OffsetStore, group string) {
 	if f.started.Load() {
 		panic("testkit: Fake.UseOffsetStore called after Run started")
 	}
@@ -21,7 +21,7 @@ func (f *Fake) UseOffsetStore(store pipeline.OffsetStore, group string) {
 }
 
 // claim asks the offset store, if any, where list starts.
-func (f *Fake) claim(list []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (f *Fake) claim(list []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	if f.store == nil || len(list) == 0 {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -24,15 +25,15 @@ func values(n int) [][]byte {
 	return out
 }
 
-func discard(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func discard(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(in)
 }
 
 // collectOffsets builds graphs that append each record's offset to
 // *seen (one partition at a time: no lock).
 func collectOffsets(seen *[]int64) pipeline.Builder {
-	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			*seen = append(*seen, r.Offset)
 			return nil
 		})
@@ -43,7 +44,7 @@ func TestSendRecordsRejectsOffsetsThatDoNotIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, discard)
 		h.Send("t", 0, []byte("a"), []byte("b")) // offsets 0, 1
-		err := h.Fake().SendRecords(pipeline.Record{Topic: "t", Offset: 5}, pipeline.Record{Topic: "t", Offset: 1})
+		err := h.Fake().SendRecords(sluice.Record{Topic: "t", Offset: 5}, sluice.Record{Topic: "t", Offset: 1})
 		if err == nil || !strings.Contains(err.Error(), "t/0 at offset 1 does not follow offset 5") {
 			t.Fatalf("SendRecords returned %v", err)
 		}
@@ -98,9 +99,9 @@ func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
 		release := make(chan struct{})
 		var seen []int64
 		builds := 0
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			builds++
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if r.Offset == 5 {
 					select {
 					case <-release:
@@ -199,21 +200,21 @@ func TestFakeRunTwiceReturnsAnError(t *testing.T) {
 func TestSendRecordsNumbersZeroOffsets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []string
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				got = append(got, fmt.Sprintf("%d:%s@%d", r.Partition, r.Value, r.Offset))
 				return nil
 			})
 		})
 		h.SendRecords(
-			pipeline.Record{Topic: "t", Value: []byte("a")},
-			pipeline.Record{Topic: "t", Value: []byte("b")},
-			pipeline.Record{Topic: "t", Partition: 1, Value: []byte("x")},
-			pipeline.Record{Topic: "t", Value: []byte("c"), Offset: 10},
-			pipeline.Record{Topic: "t", Value: []byte("d")},
+			sluice.Record{Topic: "t", Value: []byte("a")},
+			sluice.Record{Topic: "t", Value: []byte("b")},
+			sluice.Record{Topic: "t", Partition: 1, Value: []byte("x")},
+			sluice.Record{Topic: "t", Value: []byte("c"), Offset: 10},
+			sluice.Record{Topic: "t", Value: []byte("d")},
 		)
 		h.Send("t", 0, []byte("e"))
-		h.SendRecords(pipeline.Record{Topic: "t", Value: []byte("f")})
+		h.SendRecords(sluice.Record{Topic: "t", Value: []byte("f")})
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 14)
 		if err := h.Stop(); err != nil {
@@ -229,16 +230,16 @@ func TestSendRecordsNumbersZeroOffsets(t *testing.T) {
 // SendMessages appends records with their keys and headers.
 func TestSendMessagesKeepsKeysAndHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var got []pipeline.Record
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		var got []sluice.Record
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				got = append(got, r)
 				return nil
 			})
 		})
 		h.Send("t", 0, []byte("first"))
-		h.SendMessages("t", 0, pipeline.Message{Key: []byte("k"), Value: []byte("v"),
-			Headers: []pipeline.Header{{Key: "trace-id", Value: []byte("abc")}}})
+		h.SendMessages("t", 0, sluice.Message{Key: []byte("k"), Value: []byte("v"),
+			Headers: []sluice.Header{{Key: "trace-id", Value: []byte("abc")}}})
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 2)
 		if err := h.Stop(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -80,7 +81,7 @@ func (h *Harness) Send(topic string, partition int32, values ...[]byte) {
 
 // SendMessages appends records with the key, value and headers of msgs to
 // a partition, with consecutive offsets.
-func (h *Harness) SendMessages(topic string, partition int32, msgs ...pipeline.Message) {
+func (h *Harness) SendMessages(topic string, partition int32, msgs ...sluice.Message) {
 	h.t.Helper()
 	h.check("SendMessages", h.fake.SendMessages(topic, partition, msgs...))
 }
@@ -88,7 +89,7 @@ func (h *Harness) SendMessages(topic string, partition int32, msgs ...pipeline.M
 // SendRecords appends records to their partitions as given, numbering
 // those whose Offset is 0 after their partition's last record (see
 // [Fake.SendRecords]).
-func (h *Harness) SendRecords(recs ...pipeline.Record) {
+func (h *Harness) SendRecords(recs ...sluice.Record) {
 	h.t.Helper()
 	h.check("SendRecords", h.fake.SendRecords(recs...))
 }
@@ -131,7 +132,7 @@ func (h *Harness) Wait() error {
 // Stop shuts the consumer down gracefully (every partition revoked and
 // committed) and returns Run's error, including what the shutdown reported
 // (records whose dead-letter deliveries were still failing wrap
-// pipeline.ErrNotDeadLettered). It is idempotent.
+// sluice.ErrNotDeadLettered). It is idempotent.
 func (h *Harness) Stop() error {
 	h.run.stop()
 	h.run.checked.Store(true)

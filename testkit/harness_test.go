@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -17,14 +18,14 @@ import (
 func TestStopReportsRecordsNotDeadLettered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		called := make(chan struct{}, 1)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if string(r.Value) == "bad" {
-					return pipeline.Invalid(errors.New("not json"))
+					return sluice.Invalid(errors.New("not json"))
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+		}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
 			select {
 			case called <- struct{}{}:
 			default:
@@ -35,21 +36,21 @@ func TestStopReportsRecordsNotDeadLettered(t *testing.T) {
 		h.Send("t", 0, []byte("ok"), []byte("bad"))
 		<-called
 		err := h.Stop()
-		if !errors.Is(err, pipeline.ErrNotDeadLettered) || !strings.Contains(err.Error(), "t/0 at offset 1") ||
+		if !errors.Is(err, sluice.ErrNotDeadLettered) || !strings.Contains(err.Error(), "t/0 at offset 1") ||
 			!strings.Contains(err.Error(), "dlq topic unreachable") {
 			t.Fatalf("Stop returned %v, want an error naming t/0 at offset 1 and the destination's error", err)
 		}
-		if again := h.Stop(); !errors.Is(again, pipeline.ErrNotDeadLettered) {
+		if again := h.Stop(); !errors.Is(again, sluice.ErrNotDeadLettered) {
 			t.Fatalf("a second Stop returned %v, want the same error", again)
 		}
 	})
 }
 
 // failAt1 fails permanently at offset 1.
-func failAt1(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+func failAt1(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 		if r.Offset == 1 {
-			return pipeline.Permanent(errors.New("boom"))
+			return sluice.Permanent(errors.New("boom"))
 		}
 		return nil
 	}, stages.Name("save"))
@@ -122,8 +123,8 @@ func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
 func TestHarnessAssignReportsTheBuildError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		msg, cleanupErrs := failingHarness(t, func(tb testing.TB) {
-			h := testkit.New(tb, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return stages.Discard(stages.Pool(in, 0, func(_ context.Context, r pipeline.Record) (int, error) { return 0, nil }))
+			h := testkit.New(tb, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Discard(stages.Pool(in, 0, func(_ context.Context, r sluice.Record) (int, error) { return 0, nil }))
 			})
 			h.Assign("t", 0)
 		})
@@ -143,7 +144,7 @@ func TestHarnessArgumentErrorFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		msg, _ := failingHarness(t, func(tb testing.TB) {
 			h := testkit.New(tb, discard)
-			h.SendRecords(pipeline.Record{Topic: "t", Offset: 5}, pipeline.Record{Topic: "t", Offset: 3})
+			h.SendRecords(sluice.Record{Topic: "t", Offset: 5}, sluice.Record{Topic: "t", Offset: 3})
 		})
 		if !strings.Contains(msg, "testkit: SendRecords: testkit: record t/0 at offset 3 does not follow offset 5") || strings.Contains(msg, "Run") {
 			t.Fatalf("SendRecords failed the test with %q", msg)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
@@ -18,7 +19,7 @@ import (
 // stage that sent it and the message its toMsg returned (a copy).
 type Produced struct {
 	Topic   string
-	Message pipeline.Message
+	Message sluice.Message
 }
 
 // Producer is a Kafka producer for unit tests: the [Produce] stage sends
@@ -69,9 +70,9 @@ func NewProducer() *Producer {
 // for the contract), sending to p instead of to a broker. A value's
 // records commit once p reported its message delivered, which it does at
 // once unless [Producer.FailWith] says otherwise. A nil p, an empty topic
-// or a nil toMsg fails the build with a *pipeline.BuildError naming the
+// or a nil toMsg fails the build with a *sluice.BuildError naming the
 // stage. Options: stages.Name, stages.Buffer, stages.Retry (for toMsg).
-func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (pipeline.Message, error), opts ...stages.CallOption) pipeline.End {
+func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (sluice.Message, error), opts ...stages.CallOption) pipeline.End {
 	var c produce.Client[report]
 	var tr *produce.Tracker
 	if p != nil {
@@ -83,7 +84,7 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 // FailWith makes later messages ask fn first: when it returns an error,
 // the message is not recorded and its delivery report fails with that
 // error, as a delivery a real producer gave up on: the Produce stage
-// stops Run with a *pipeline.StageError naming the stage, the topic and
+// stops Run with a *sluice.StageError naming the stage, the topic and
 // the record's offset, and nothing from that record on commits. fn is
 // called from the partitions' Produce stages, possibly concurrently.
 // FailWith(nil) accepts everything again. It may be called at any time,
@@ -162,7 +163,7 @@ func (p *Producer) Wait(t testing.TB, n int) []Produced {
 
 // send handles one message of a Produce stage: it records it, or fails it,
 // and returns its delivery report.
-func (p *Producer) send(topic string, m pipeline.Message) error {
+func (p *Producer) send(topic string, m sluice.Message) error {
 	pm := Produced{Topic: topic, Message: copyMessage(m)}
 	p.mu.Lock()
 	p.calls++
@@ -183,10 +184,10 @@ func (p *Producer) send(topic string, m pipeline.Message) error {
 
 // copyMessage returns a copy of m that shares no memory with it: the
 // stage may reuse what it handed over once the delivery was reported.
-func copyMessage(m pipeline.Message) pipeline.Message {
-	c := pipeline.Message{Key: slices.Clone(m.Key), Value: slices.Clone(m.Value)}
+func copyMessage(m sluice.Message) sluice.Message {
+	c := sluice.Message{Key: slices.Clone(m.Key), Value: slices.Clone(m.Value)}
 	for _, h := range m.Headers {
-		c.Headers = append(c.Headers, pipeline.Header{Key: h.Key, Value: slices.Clone(h.Value)})
+		c.Headers = append(c.Headers, sluice.Header{Key: h.Key, Value: slices.Clone(h.Value)})
 	}
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -21,15 +22,15 @@ import (
 // (or franz.Produce), its tests pass testkit.Produce with a
 // testkit.Producer. The rest of the graph is the same in both.
 func newBuild(produceAlerts func(pipeline.Stream[string]) pipeline.End) pipeline.Builder {
-	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		amounts := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		amounts := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 		large := stages.Filter(amounts, func(a string) bool { return len(a) > 3 })
 		return produceAlerts(large)
 	}
 }
 
-func alertMessage(amount string) (pipeline.Message, error) {
-	return pipeline.Message{Value: []byte("large order: " + amount)}, nil
+func alertMessage(amount string) (sluice.Message, error) {
+	return sluice.Message{Value: []byte("large order: " + amount)}, nil
 }
 
 // A graph ending in a Kafka producer, tested without a broker: Produce
@@ -88,16 +89,16 @@ func ExampleProducer_FailWith() {
 func ExampleHarness_SendMessages() {
 	runTest("ExampleHarness_SendMessages", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 					fmt.Printf("%s=%s at %d, headers %d\n", r.Key, r.Value, r.Offset, len(r.Headers))
 					return nil
 				})
 			})
 			h.Assign("orders", 0)
 			h.SendMessages("orders", 0,
-				pipeline.Message{Key: []byte("alice"), Value: []byte("12"), Headers: []pipeline.Header{{Key: "trace-id", Value: []byte("t1")}}},
-				pipeline.Message{Key: []byte("bob"), Value: []byte("7")})
+				sluice.Message{Key: []byte("alice"), Value: []byte("12"), Headers: []sluice.Header{{Key: "trace-id", Value: []byte("t1")}}},
+				sluice.Message{Key: []byte("bob"), Value: []byte("7")})
 			h.WaitCommitted("orders", 0, 2)
 			if err := h.Stop(); err != nil {
 				t.Fatal(err)

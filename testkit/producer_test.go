@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -15,8 +16,8 @@ import (
 // alertsTo builds a graph that produces every record's value, upper-cased,
 // with its key and a header, to "alerts" with produce: the shape of a
 // builder whose produce step is sink.Produce in the program.
-func alertsTo(produce func(pipeline.Stream[pipeline.Record]) pipeline.End) pipeline.Builder {
-	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func alertsTo(produce func(pipeline.Stream[sluice.Record]) pipeline.End) pipeline.Builder {
+	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return produce(in)
 	}
 }
@@ -24,19 +25,19 @@ func alertsTo(produce func(pipeline.Stream[pipeline.Record]) pipeline.End) pipel
 // startAlerts runs, over a Harness with opts, graphs producing every
 // record with alertMsg to "alerts" on prod, and assigns orders/0.
 func startAlerts(t *testing.T, prod *testkit.Producer, opts ...pipeline.Option) *testkit.Harness {
-	h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+	h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
 		return testkit.Produce(in, prod, "alerts", alertMsg)
 	}), opts...)
 	h.Assign("orders", 0)
 	return h
 }
 
-func alertMsg(r pipeline.Record) (pipeline.Message, error) {
+func alertMsg(r sluice.Record) (sluice.Message, error) {
 	if string(r.Value) == "bad" {
-		return pipeline.Message{}, pipeline.Invalid(errors.New("cannot alert on this"))
+		return sluice.Message{}, sluice.Invalid(errors.New("cannot alert on this"))
 	}
-	return pipeline.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value))),
-		Headers: []pipeline.Header{{Key: "source-offset", Value: []byte{byte('0' + r.Offset)}}}}, nil
+	return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value))),
+		Headers: []sluice.Header{{Key: "source-offset", Value: []byte{byte('0' + r.Offset)}}}}, nil
 }
 
 // Produce sends one message per value to the fake producer, in order,
@@ -45,7 +46,7 @@ func TestProduceRecordsEveryMessageInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prod := testkit.NewProducer()
 		h := startAlerts(t, prod)
-		h.SendMessages("orders", 0, pipeline.Message{Key: []byte("k1"), Value: []byte("a")}, pipeline.Message{Value: []byte("b")})
+		h.SendMessages("orders", 0, sluice.Message{Key: []byte("k1"), Value: []byte("a")}, sluice.Message{Value: []byte("b")})
 		h.Send("orders", 0, []byte("c"))
 		h.WaitCommitted("orders", 0, 3)
 		if err := h.Stop(); err != nil {
@@ -77,13 +78,13 @@ func TestProducerFailWithStopsRunAtTheRecord(t *testing.T) {
 			}
 			return nil
 		})
-		h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
 			return testkit.Produce(in, prod, "alerts", alertMsg, stages.Name("alert"))
 		}))
 		h.Assign("orders", 0)
 		h.Send("orders", 0, []byte("a"), []byte("b"), []byte("c"))
 		err := h.Wait()
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || se.Stage != "alert" || se.Offset != 1 ||
 			!strings.Contains(err.Error(), "delivery to alerts failed: broker unreachable") {
 			t.Fatalf("Run returned %v, want a StageError of alert at offset 1 naming the delivery", err)
@@ -131,14 +132,14 @@ func TestProduceWithBadArgumentsFailsTheBuild(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := testkit.New(t, alertsTo(func(in pipeline.Stream[pipeline.Record]) pipeline.End {
+				h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
 					return testkit.Produce(in, c.p, c.topic, alertMsg)
 				}))
 				if err := h.Fake().Assign("orders", 0); err == nil {
 					t.Fatal("the build succeeded")
 				}
 				err := h.Wait()
-				var be *pipeline.BuildError
+				var be *sluice.BuildError
 				if !errors.As(err, &be) || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("Run returned %v, want a BuildError saying %q", err, c.want)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -26,7 +27,7 @@ type Running struct {
 // (through Stop, Wait, or Err once Done is closed), the cleanup reports it
 // with t.Error, so a test that forgot to check cannot pass over a failed
 // stage or an undelivered dead letter.
-func Start(t testing.TB, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *Running {
+func Start(t testing.TB, src sluice.Source, build pipeline.Builder, opts ...pipeline.Option) *Running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Running{cancel: cancel, done: make(chan struct{}), timeout: WaitTimeout}
@@ -76,7 +77,7 @@ func (r *Running) Wait(t testing.TB) error {
 
 // Stop cancels Run (a graceful shutdown) and returns its error: the error
 // that stopped it, and what the shutdown itself reported, such as records
-// whose dead-letter deliveries were still failing (pipeline.ErrNotDeadLettered).
+// whose dead-letter deliveries were still failing (sluice.ErrNotDeadLettered).
 // It fails the test if Run does not return within WaitTimeout. It is
 // idempotent.
 func (r *Running) Stop(t testing.TB) error {

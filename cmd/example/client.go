@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/demo"
 	"github.com/sluice-go/sluice/pipeline"
@@ -22,7 +23,7 @@ var clients = []string{"librdkafka", "franz"}
 
 // produceFunc ends a graph: every message to topic, in order, through the
 // backend's producer (sink.Produce or franz.Produce; sink.Message is
-// pipeline.Message).
+// sluice.Message).
 type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error),
 	opts ...stages.CallOption) pipeline.End
 
@@ -31,7 +32,7 @@ type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func
 // producer. close closes the producer; consume calls it once, after
 // pipeline.Run returned.
 type backend struct {
-	src     pipeline.Source
+	src     sluice.Source
 	produce produceFunc
 	// deadLetter is pipeline.WithDeadLetter of the producer's destination,
 	// which keeps its start check (the topic must exist).

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink"
 )
 
@@ -23,33 +23,33 @@ type event struct {
 // decode parses and validates one input record. Anything that is not a
 // JSON object with a non-empty string "id", a number "amount" and, if
 // present, a string "user" is invalid and goes to the dead-letter topic.
-func decode(_ context.Context, r pipeline.Record) (event, error) {
+func decode(_ context.Context, r sluice.Record) (event, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(r.Value, &fields); err != nil || fields == nil {
-		return event{}, pipeline.Invalid(errors.New("value is not a JSON object"))
+		return event{}, sluice.Invalid(errors.New("value is not a JSON object"))
 	}
 	ev := event{fields: fields, source: fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)}
 	raw, ok := fields["id"]
 	if !ok {
-		return event{}, pipeline.Invalid(errors.New(`"id" is missing`))
+		return event{}, sluice.Invalid(errors.New(`"id" is missing`))
 	}
 	if err := json.Unmarshal(raw, &ev.id); err != nil || raw[0] != '"' {
-		return event{}, pipeline.Invalid(errors.New(`"id" is not a string`))
+		return event{}, sluice.Invalid(errors.New(`"id" is not a string`))
 	}
 	if ev.id == "" {
-		return event{}, pipeline.Invalid(errors.New(`"id" is empty`))
+		return event{}, sluice.Invalid(errors.New(`"id" is empty`))
 	}
 	raw, ok = fields["amount"]
 	if !ok {
-		return event{}, pipeline.Invalid(errors.New(`"amount" is missing`))
+		return event{}, sluice.Invalid(errors.New(`"amount" is missing`))
 	}
 	if err := json.Unmarshal(raw, &ev.amount); err != nil || raw[0] == 'n' {
-		return event{}, pipeline.Invalid(errors.New(`"amount" is not a number`))
+		return event{}, sluice.Invalid(errors.New(`"amount" is not a number`))
 	}
 	if raw, ok := fields["user"]; ok {
 		var user string
 		if err := json.Unmarshal(raw, &user); err != nil || raw[0] != '"' {
-			return event{}, pipeline.Invalid(errors.New(`"user" is not a string`))
+			return event{}, sluice.Invalid(errors.New(`"user" is not a string`))
 		}
 	}
 	return ev, nil
@@ -59,7 +59,7 @@ func decode(_ context.Context, r pipeline.Record) (event, error) {
 func enrich(_ context.Context, ev event) (sink.Message, error) {
 	cents, err := json.Marshal(int64(math.Round(ev.amount * 100)))
 	if err != nil {
-		return sink.Message{}, pipeline.Invalid(fmt.Errorf("amount %v has no cents value: %w", ev.amount, err))
+		return sink.Message{}, sluice.Invalid(fmt.Errorf("amount %v has no cents value: %w", ev.amount, err))
 	}
 	src, _ := json.Marshal(ev.source)
 	out := make(map[string]json.RawMessage, len(ev.fields)+2)

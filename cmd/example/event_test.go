@@ -5,25 +5,25 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 func TestDecodeRejectsEveryMalformedKind(t *testing.T) {
 	for _, v := range demo.Malformed() {
-		if _, err := decode(context.Background(), pipeline.Record{Value: []byte(v)}); !pipeline.IsInvalid(err) {
+		if _, err := decode(context.Background(), sluice.Record{Value: []byte(v)}); !sluice.IsInvalid(err) {
 			t.Errorf("decode(%s) = %v, want an Invalid error", v, err)
 		}
 	}
 	for _, v := range []string{`null`, `"str"`, `{"id":null,"amount":1}`, `{"id":"a","amount":null}`} {
-		if _, err := decode(context.Background(), pipeline.Record{Value: []byte(v)}); !pipeline.IsInvalid(err) {
+		if _, err := decode(context.Background(), sluice.Record{Value: []byte(v)}); !sluice.IsInvalid(err) {
 			t.Errorf("decode(%s) = %v, want an Invalid error", v, err)
 		}
 	}
 }
 
 func TestEnrichKeepsFieldsAndAddsCentsAndSource(t *testing.T) {
-	r := pipeline.Record{Topic: "events", Partition: 3, Offset: 41,
+	r := sluice.Record{Topic: "events", Partition: 3, Offset: 41,
 		Value: []byte(`{"id":"e-1","amount":12.345,"user":"u","extra":[1,2]}`)}
 	ev, err := decode(context.Background(), r)
 	if err != nil {

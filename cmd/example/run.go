@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -139,7 +140,7 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 			logger.Error("closing the producer", "err", err)
 		}
 	}()
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		events := stages.Map(in, decode, stages.Name("decode"))
 		enriched := stages.Pool(events, o.workers, enrich, stages.Name("enrich"))
 		return b.produce(enriched, o.output, func(m sink.Message) (sink.Message, error) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -13,9 +13,9 @@ import (
 // partitions.
 func produceWorkload(ctx context.Context, b *kafkatest.Broker, topic string, partitions int32, n int) error {
 	const chunk = 10_000
-	recs := make([]pipeline.Record, 0, chunk)
+	recs := make([]sluice.Record, 0, chunk)
 	for i := range n {
-		recs = append(recs, pipeline.Record{Partition: int32(i) % partitions, Value: demo.Value(i)})
+		recs = append(recs, sluice.Record{Partition: int32(i) % partitions, Value: demo.Value(i)})
 		if len(recs) == chunk || i == n-1 {
 			if err := b.ProduceContext(ctx, topic, recs...); err != nil {
 				return fmt.Errorf("producing the demo workload: %w", err)

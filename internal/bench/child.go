@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // runConfig is what one measured run (a "bench run" child) is told.
@@ -33,8 +33,8 @@ type runConfig struct {
 	memprofile string
 	gauges     *gauges // where the case notes its peaks (set by measure)
 
-	pg          string               // DSN of the PostgreSQL cases' database
-	offsetStore pipeline.OffsetStore // the sources' Config.OffsetStore (set by an exactly-once case)
+	pg          string             // DSN of the PostgreSQL cases' database
+	offsetStore sluice.OffsetStore // the sources' Config.OffsetStore (set by an exactly-once case)
 }
 
 // Result is the JSON line a run child prints on stdout when it is done.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -26,18 +27,18 @@ var errBenchInvalid = errors.New("bench: every record is invalid")
 // it.
 type deadLetterProducer interface {
 	io.Closer
-	deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error
+	deadLetter(topic string) func(context.Context, sluice.DeadLetter) error
 }
 
 type sinkDLQ struct{ *sink.Producer }
 
-func (p sinkDLQ) deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+func (p sinkDLQ) deadLetter(topic string) func(context.Context, sluice.DeadLetter) error {
 	return p.DeadLetter(topic)
 }
 
 type franzDLQ struct{ *franz.Producer }
 
-func (p franzDLQ) deadLetter(topic string) func(context.Context, pipeline.DeadLetter) error {
+func (p franzDLQ) deadLetter(topic string) func(context.Context, sluice.DeadLetter) error {
 	return p.DeadLetter(topic)
 }
 
@@ -65,13 +66,13 @@ func sluiceDeadLetters(src newSource, newProd func(runConfig) (deadLetterProduce
 		if err != nil {
 			return err
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 				if err := recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value)); err != nil {
 					return r, err
 				}
 				if invalid {
-					return r, pipeline.Invalid(errBenchInvalid)
+					return r, sluice.Invalid(errBenchInvalid)
 				}
 				return r, nil
 			}, stages.Name("decode")))

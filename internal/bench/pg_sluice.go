@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/postgres"
 	"github.com/sluice-go/sluice/stages"
@@ -44,8 +45,8 @@ func sluicePG(src newSource, eos bool) caseFunc {
 		if eos {
 			cfg.offsetStore = sink
 		}
-		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			rows := stages.Map(in, func(_ context.Context, r pipeline.Record) (postgres.Row, error) {
+		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			rows := stages.Map(in, func(_ context.Context, r sluice.Record) (postgres.Row, error) {
 				return postgres.Row{r.Partition, r.Offset, r.Value}, recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value))
 			})
 			return sink.Write(rows)

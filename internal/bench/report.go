@@ -236,7 +236,7 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 				rn.name, rn.l.partitions, rn.l.partitions*slowWorkers, rn.res.PeakCalls, rn.msgPerSec(), ideal, rn.msgPerSec()/ideal,
 				float64(rn.res.PeakBytes)/(1<<20), float64(rn.budget)/(1<<20), rn.rssMiB(), verdictText(rn))
 		}
-		fmt.Fprintf(w, "\nThe graph is built per partition, so every partition has its own Pool(%d): the ideal is every worker of every partition always calling, partitions × %d calls per %v (one partition's pool alone: %.0f msg/s). \"of ideal\" is the share of that the run reached; the most calls seen at once shows how many workers were busy together. A run fails its checks if more calls ran at once than the pools allow or the in-flight bytes (pipeline.HookInFlight) exceeded the budget.\n",
+		fmt.Fprintf(w, "\nThe graph is built per partition, so every partition has its own Pool(%d): the ideal is every worker of every partition always calling, partitions × %d calls per %v (one partition's pool alone: %.0f msg/s). \"of ideal\" is the share of that the run reached; the most calls seen at once shows how many workers were busy together. A run fails its checks if more calls ran at once than the pools allow or the in-flight bytes (sluice.HookInFlight) exceeded the budget.\n",
 			slowWorkers, slowWorkers, slowCall, slowIdeal(1))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -17,7 +18,7 @@ import (
 // graph is built per partition, so as many calls may run at once as
 // slowPartitions × slowWorkers, and the ideal rate is that many calls
 // per slowCall. A run also reports the most calls that ran at once and
-// the most in-flight bytes the budget admitted (pipeline.HookInFlight),
+// the most in-flight bytes the budget admitted (sluice.HookInFlight),
 // which must stay within the budget.
 const (
 	slowPartitions = 64
@@ -40,8 +41,8 @@ func slowIdeal(partitions int) float64 {
 func sluiceSlow(src newSource) caseFunc {
 	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
 		g := cfg.gauges
-		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			called := stages.Pool(in, slowWorkers, func(_ context.Context, r pipeline.Record) (struct{}, error) {
+		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			called := stages.Pool(in, slowWorkers, func(_ context.Context, r sluice.Record) (struct{}, error) {
 				g.calls.note(g.calling.Add(1))
 				time.Sleep(slowCall) // the I/O call this section models
 				g.calling.Add(-1)
@@ -57,7 +58,7 @@ func sluiceSlow(src newSource) caseFunc {
 type gauges struct {
 	calling  atomic.Int64 // calls running now
 	calls    peak
-	inFlight peak // bytes, as pipeline.HookInFlight reports them
+	inFlight peak // bytes, as sluice.HookInFlight reports them
 }
 
 // peak is the largest value noted.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -15,10 +16,10 @@ import (
 
 // The Sluice cases run pipeline.Run over one backend's source with their
 // default settings (plus -budget). The first assignment is
-// pipeline.HookPartitionAssigned's; the window opens when the first
-// records enter a graph (pipeline.HookRecordsDelivered) and closes when
+// sluice.HookPartitionAssigned's; the window opens when the first
+// records enter a graph (sluice.HookRecordsDelivered) and closes when
 // every partition's records are all committable
-// (pipeline.HookRecordsCompleted reached its end offset); then the case
+// (sluice.HookRecordsCompleted reached its end offset); then the case
 // cancels Run, which drains, commits and returns.
 
 // graphWorkers, batchSize and batchWait shape graph (b).
@@ -28,21 +29,21 @@ const (
 	batchWait    = 100 * time.Millisecond
 )
 
-type newSource func(cfg runConfig) (pipeline.Source, error)
+type newSource func(cfg runConfig) (sluice.Source, error)
 
-func confluentSource(cfg runConfig) (pipeline.Source, error) {
+func confluentSource(cfg runConfig) (sluice.Source, error) {
 	return source.NewSource(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
 }
 
-func franzSource(cfg runConfig) (pipeline.Source, error) {
+func franzSource(cfg runConfig) (sluice.Source, error) {
 	return franz.NewSource(franz.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
 }
 
 // sluiceEach is case (a): one Each stage recording every record.
 func sluiceEach(src newSource) caseFunc {
 	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				return recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value))
 			})
 		})
@@ -61,8 +62,8 @@ type item struct {
 // Batch(500, 100ms) → Each (record the batch).
 func sluiceGraph(src newSource) caseFunc {
 	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			hashed := stages.Map(in, func(_ context.Context, r pipeline.Record) (item, error) {
+		return runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			hashed := stages.Map(in, func(_ context.Context, r sluice.Record) (item, error) {
 				return item{r.Partition, r.Offset, valueHash(r.Value)}, nil
 			})
 			pooled := stages.Pool(hashed, graphWorkers, func(_ context.Context, it item) (item, error) { return it, nil })
@@ -87,9 +88,9 @@ func k2kSluiceConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *wind
 	if err != nil {
 		return err
 	}
-	err = runSluice(ctx, cfg, confluentSource, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	err = runSluice(ctx, cfg, confluentSource, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		msgs := toMessages(in, tr)
-		return sink.Produce(msgs, prod, cfg.out, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
+		return sink.Produce(msgs, prod, cfg.out, func(m sluice.Message) (sluice.Message, error) { return m, nil })
 	})
 	return errors.Join(err, prod.Close())
 }
@@ -101,27 +102,27 @@ func k2kSluiceFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) 
 	if err != nil {
 		return err
 	}
-	err = runSluice(ctx, cfg, franzSource, w, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	err = runSluice(ctx, cfg, franzSource, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		msgs := toMessages(in, tr)
-		return franz.Produce(msgs, prod, cfg.out, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
+		return franz.Produce(msgs, prod, cfg.out, func(m sluice.Message) (sluice.Message, error) { return m, nil })
 	})
 	return errors.Join(err, prod.Close())
 }
 
 // toMessages is the k2k graph before its Produce: Map records the input
 // record, Pool(8) builds the message (key and value unchanged).
-func toMessages(in pipeline.Stream[pipeline.Record], tr *tracker) pipeline.Stream[pipeline.Message] {
-	recorded := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func toMessages(in pipeline.Stream[sluice.Record], tr *tracker) pipeline.Stream[sluice.Message] {
+	recorded := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		return r, recordOrFail(tr, r.Partition, r.Offset, valueHash(r.Value))
 	})
-	return stages.Pool(recorded, graphWorkers, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
-		return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+	return stages.Pool(recorded, graphWorkers, func(_ context.Context, r sluice.Record) (sluice.Message, error) {
+		return sluice.Message{Key: r.Key, Value: r.Value}, nil
 	})
 }
 
 func recordOrFail(tr *tracker, p int32, o int64, h uint64) error {
 	if !tr.record(p, o, h) {
-		return pipeline.Permanent(errors.New("record of a partition outside the layout"))
+		return sluice.Permanent(errors.New("record of a partition outside the layout"))
 	}
 	return nil
 }
@@ -172,14 +173,14 @@ func newProgress(l layout, w *window) *progress {
 }
 
 // OnPartitionAssigned marks the first assignment.
-func (pr *progress) OnPartitionAssigned(pipeline.TopicPartition) { pr.w.assign() }
+func (pr *progress) OnPartitionAssigned(sluice.TopicPartition) { pr.w.assign() }
 
 // OnRecordsDelivered opens the window at the first delivery.
-func (pr *progress) OnRecordsDelivered(pipeline.TopicPartition, int) { pr.w.open() }
+func (pr *progress) OnRecordsDelivered(sluice.TopicPartition, int) { pr.w.open() }
 
 // OnRecordsCompleted closes the window once every partition's next
 // committable offset reached its end.
-func (pr *progress) OnRecordsCompleted(tp pipeline.TopicPartition, _ int, next int64) {
+func (pr *progress) OnRecordsCompleted(tp sluice.TopicPartition, _ int, next int64) {
 	p := int(tp.Partition)
 	if p < 0 || p >= len(pr.done) || next < pr.l.count(p) || !pr.done[p].CompareAndSwap(false, true) {
 		return

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 )
 
@@ -20,11 +20,11 @@ import (
 // has stopped: the topics' contents and the group's commits.
 type observed struct {
 	inputTopic string
-	input      []pipeline.Record // every record of the input topic
-	output     []pipeline.Record // every record of the output topic
-	dead       []pipeline.Record // every record of the dead-letter topic
-	committed  map[int32]int64   // the group's committed offset per input partition (absent: none)
-	high       map[int32]int64   // the input partitions' high watermarks
+	input      []sluice.Record // every record of the input topic
+	output     []sluice.Record // every record of the output topic
+	dead       []sluice.Record // every record of the dead-letter topic
+	committed  map[int32]int64 // the group's committed offset per input partition (absent: none)
+	high       map[int32]int64 // the input partitions' high watermarks
 	// exactlyOnce: output and dead are the committed records only (read
 	// with read_committed, readcommitted.go), and each input must have
 	// exactly one result there: no duplicate is explained by a kill, and
@@ -105,7 +105,7 @@ func (r inputRef) String() string { return fmt.Sprintf("%d/%d", r.partition, r.o
 // offset); and every partition must be committed up to its high watermark.
 func check(o observed, windows map[int32][]window) verdict {
 	var v verdict
-	inputs := make(map[inputRef]pipeline.Record, len(o.input))
+	inputs := make(map[inputRef]sluice.Record, len(o.input))
 	for _, r := range o.input {
 		inputs[inputRef{r.Partition, r.Offset}] = r
 		if demo.IsMalformed(r.Value) {
@@ -210,7 +210,7 @@ func check(o observed, windows map[int32][]window) verdict {
 
 // position names where a result is: topic/partition/offset, and its
 // timestamp (the producer's create time).
-func position(r pipeline.Record) string {
+func position(r sluice.Record) string {
 	return fmt.Sprintf("%s/%d/%d at %s", r.Topic, r.Partition, r.Offset, r.Timestamp.UTC().Format("15:04:05.000"))
 }
 
@@ -238,7 +238,7 @@ func covering(ws []window, offset int64) (window, bool) {
 // the input (nil when the output names none, or a malformed one) and what
 // is wrong with the output: a wrong output of an existing valid input is
 // reported once, as wrong, not also as that input lost.
-func checkOutput(topic string, r pipeline.Record, inputs map[inputRef]pipeline.Record) (*inputRef, error) {
+func checkOutput(topic string, r sluice.Record, inputs map[inputRef]sluice.Record) (*inputRef, error) {
 	var out map[string]any
 	if err := json.Unmarshal(r.Value, &out); err != nil {
 		return nil, fmt.Errorf("value %q is not a JSON object: %v", r.Value, err)
@@ -274,7 +274,7 @@ func checkOutput(topic string, r pipeline.Record, inputs map[inputRef]pipeline.R
 
 // checkDeadLetter finds the input a dead letter names in its headers and
 // checks that it is that malformed input, untouched.
-func checkDeadLetter(topic string, r pipeline.Record, inputs map[inputRef]pipeline.Record) (inputRef, error) {
+func checkDeadLetter(topic string, r sluice.Record, inputs map[inputRef]sluice.Record) (inputRef, error) {
 	h := map[string]string{}
 	for _, x := range r.Headers {
 		h[x.Key] = string(x.Value)

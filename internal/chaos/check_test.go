@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 )
 
@@ -29,7 +29,7 @@ func perfect(t *testing.T) observed {
 	o := observed{inputTopic: testTopic, committed: map[int32]int64{}, high: map[int32]int64{}}
 	for i := range testN {
 		p := int32(i % testParts)
-		in := pipeline.Record{Topic: testTopic, Partition: p, Offset: o.high[p], Value: demo.Value(i)}
+		in := sluice.Record{Topic: testTopic, Partition: p, Offset: o.high[p], Value: demo.Value(i)}
 		o.high[p]++
 		o.input = append(o.input, in)
 		if demo.IsMalformedIndex(i) {
@@ -45,7 +45,7 @@ func perfect(t *testing.T) observed {
 }
 
 // outputOf is what cmd/example's enrich makes of in.
-func outputOf(t *testing.T, in pipeline.Record, p int32, off int64, ts time.Time) pipeline.Record {
+func outputOf(t *testing.T, in sluice.Record, p int32, off int64, ts time.Time) sluice.Record {
 	t.Helper()
 	var fields map[string]any
 	if err := json.Unmarshal(in.Value, &fields); err != nil {
@@ -57,11 +57,11 @@ func outputOf(t *testing.T, in pipeline.Record, p int32, off int64, ts time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pipeline.Record{Topic: "events-enriched", Partition: p, Offset: off, Key: []byte(fields["id"].(string)), Value: v, Timestamp: ts}
+	return sluice.Record{Topic: "events-enriched", Partition: p, Offset: off, Key: []byte(fields["id"].(string)), Value: v, Timestamp: ts}
 }
 
-func deadLetterOf(in pipeline.Record, p int32, off int64) pipeline.Record {
-	return pipeline.Record{Topic: "events-dlq", Partition: p, Offset: off, Value: in.Value, Headers: []pipeline.Header{
+func deadLetterOf(in sluice.Record, p int32, off int64) sluice.Record {
+	return sluice.Record{Topic: "events-dlq", Partition: p, Offset: off, Value: in.Value, Headers: []sluice.Header{
 		{Key: sink.HeaderTopic, Value: []byte(in.Topic)},
 		{Key: sink.HeaderPartition, Value: []byte(strconv.Itoa(int(in.Partition)))},
 		{Key: sink.HeaderOffset, Value: []byte(strconv.FormatInt(in.Offset, 10))},

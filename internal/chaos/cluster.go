@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -199,7 +199,7 @@ func (c *cluster) protocolInUse(ctx context.Context) (string, error) {
 // (transaction markers) to see its way to the high watermark, but does
 // not return them. The same goes for a read_uncommitted read, which also
 // returns the records of aborted and open transactions.
-func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]pipeline.Record, error) {
+func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]sluice.Record, error) {
 	lso, hw, err := c.b.OffsetsContext(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]
 			start[p] = kgo.NewOffset().At(lso[p])
 		}
 	}
-	var out []pipeline.Record
+	var out []sluice.Record
 	if len(start) == 0 {
 		return out, nil
 	}
@@ -246,14 +246,14 @@ func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]
 			if r.Attrs.IsControl() {
 				return
 			}
-			rec := pipeline.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+			rec := sluice.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, pipeline.Header{Key: h.Key, Value: h.Value})
+				rec.Headers = append(rec.Headers, sluice.Header{Key: h.Key, Value: h.Value})
 			}
 			out = append(out, rec)
 		})
 	}
-	slices.SortStableFunc(out, func(x, y pipeline.Record) int {
+	slices.SortStableFunc(out, func(x, y sluice.Record) int {
 		if x.Partition != y.Partition {
 			return int(x.Partition - y.Partition)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -112,10 +112,10 @@ func TestGroupIsSeenThroughTheAdminAPI(t *testing.T) {
 }
 
 // recordsTo are n records for partition p.
-func recordsTo(p int32, n int) []pipeline.Record {
-	out := make([]pipeline.Record, n)
+func recordsTo(p int32, n int) []sluice.Record {
+	out := make([]sluice.Record, n)
 	for i := range out {
-		out[i] = pipeline.Record{Partition: p, Value: []byte(fmt.Sprint(i))}
+		out[i] = sluice.Record{Partition: p, Value: []byte(fmt.Sprint(i))}
 	}
 	return out
 }

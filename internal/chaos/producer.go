@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // producer writes the demo workload (demo.Value: unique ids, 1% malformed)
@@ -19,9 +19,9 @@ type producer struct {
 
 // produce writes the next n events now.
 func (p *producer) produce(ctx context.Context, n int) error {
-	recs := make([]pipeline.Record, 0, n)
+	recs := make([]sluice.Record, 0, n)
 	for range n {
-		recs = append(recs, pipeline.Record{Partition: int32(p.next) % p.c.partitions, Value: demo.Value(p.next)})
+		recs = append(recs, sluice.Record{Partition: int32(p.next) % p.c.partitions, Value: demo.Value(p.next)})
 		p.next++
 	}
 	if err := p.c.b.ProduceContext(ctx, inputTopic, recs...); err != nil {

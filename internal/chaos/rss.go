@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -153,9 +154,9 @@ func measureRSS(ctx context.Context, kind kafkatest.Kind, sup *supervisor, dir s
 	}
 	const batch = 4096
 	for next := 0; next < set.records; next += batch {
-		recs := make([]pipeline.Record, 0, batch)
+		recs := make([]sluice.Record, 0, batch)
 		for i := next; i < min(next+batch, set.records); i++ {
-			recs = append(recs, pipeline.Record{Partition: int32(i % parts), Value: value})
+			recs = append(recs, sluice.Record{Partition: int32(i % parts), Value: value})
 		}
 		if err := b.ProduceContext(ctx, rssTopic, recs...); err != nil {
 			return rssResult{}, err
@@ -240,8 +241,8 @@ func rssChild(args []string) int {
 	)
 	defer cancel()
 	peak := sampleHeapObjects(runCtx)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(context.Context, pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error {
 			slow.Lock()
 			time.Sleep(*work)
 			slow.Unlock()

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // txnProducer is a transactional kgo client writing to outputTopic, each
@@ -45,7 +44,7 @@ func endTxn(t *testing.T, cl *kgo.Client, commit kgo.TransactionEndTry) {
 	}
 }
 
-func values(rs []pipeline.Record) string {
+func values(rs []sluice.Record) string {
 	var vs []string
 	for _, r := range rs {
 		vs = append(vs, fmt.Sprintf("%d:%s", r.Partition, r.Value))

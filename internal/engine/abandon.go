@@ -2,10 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
 // This file bounds how long Run waits for user code once it asked it to
@@ -17,11 +18,6 @@ import (
 // record (the tracker never moves past it) and stops Run with an error
 // naming what still runs, so that Run returns and a process manager can
 // restart the consumer.
-
-// ErrAbandoned is wrapped by the *StageError that stops [Run] when a
-// user function (a stage's, an OnClose hook, the dead-letter function) did
-// not return within the exit grace after its context was done.
-var ErrAbandoned = errors.New("the function did not return after its context was done; its goroutine is abandoned (a function must return when its context is done)")
 
 // exitGrace is how long goroutines may take to return once their context
 // is done before they are abandoned: a quarter of the drain timeout, at
@@ -56,7 +52,7 @@ func (g *graph) abandon(why string) {
 
 	stage, others := g.stillRunning()
 	err := &StageError{Stage: stage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: g.tr.firstUnfinished(),
-		Err: fmt.Errorf("%w: still running %v after %s", ErrAbandoned, g.rt.exitGrace(), why)}
+		Err: fmt.Errorf("%w: still running %v after %s", sluice.ErrAbandoned, g.rt.exitGrace(), why)}
 	if len(others) > 0 {
 		err.Err = fmt.Errorf("%w (also still running: %v)", err.Err, others)
 	}

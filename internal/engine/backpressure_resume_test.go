@@ -6,20 +6,21 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 // scriptSource is a source whose poll loop is the test's own script, to
 // drive the Group step by step.
-type scriptSource func(ctx context.Context, g pipeline.Group) error
+type scriptSource func(ctx context.Context, g sluice.Group) error
 
-func (f scriptSource) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
+func (f scriptSource) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }
 
-func recordsOf(tp pipeline.TopicPartition, n int) []pipeline.Record {
-	out := make([]pipeline.Record, n)
+func recordsOf(tp sluice.TopicPartition, n int) []sluice.Record {
+	out := make([]sluice.Record, n)
 	for i := range out {
-		out[i] = pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(i)}
+		out[i] = sluice.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(i)}
 	}
 	return out
 }
@@ -48,11 +49,11 @@ func TestPausedPartitionResumesOnlyAtTheLowWatermark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+				tp := sluice.TopicPartition{Topic: "t", Partition: 0}
 				token := make(chan struct{})
-				src := scriptSource(func(ctx context.Context, g pipeline.Group) error {
+				src := scriptSource(func(ctx context.Context, g sluice.Group) error {
 					defer g.Shutdown()
-					if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+					if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 						return err
 					}
 					if !g.Deliver(tp, recordsOf(tp, tc.delivered)) {
@@ -68,7 +69,7 @@ func TestPausedPartitionResumesOnlyAtTheLowWatermark(t *testing.T) {
 							return nil
 						}
 						if done == tc.resumeAt {
-							if !slices.Equal(got, []pipeline.TopicPartition{tp}) {
+							if !slices.Equal(got, []sluice.TopicPartition{tp}) {
 								t.Errorf("Resumable = %v after %d of %d records completed, want [%v]", got, done, tc.delivered, tp)
 							}
 							return nil // Shutdown drops the rest
@@ -76,8 +77,8 @@ func TestPausedPartitionResumesOnlyAtTheLowWatermark(t *testing.T) {
 					}
 					return nil
 				})
-				err := pipeline.Run(context.Background(), src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, _ pipeline.Record) error {
+				err := pipeline.Run(context.Background(), src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(ctx context.Context, _ sluice.Record) error {
 						select {
 						case <-token:
 							return nil

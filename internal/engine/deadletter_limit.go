@@ -1,30 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/sluice-go/sluice"
 )
-
-// DeadLetterLimit stops Run when a partition produces too much bad input,
-// which usually means a bug or a schema change rather than a few bad
-// records. Zero fields disable their check.
-type DeadLetterLimit struct {
-	// MaxConsecutive is the most invalid records in a row (by offset) a
-	// partition may have; one more stops Run.
-	MaxConsecutive int
-	// MaxRatio is the highest share (0 to 1) of invalid records among the
-	// last Window records of a partition; a higher share stops Run. It is
-	// checked once the partition completed Window records. A value outside
-	// [0, 1], NaN or an infinity makes Run return an error naming it.
-	MaxRatio float64
-	// Window is the number of records MaxRatio looks at (default 1000,
-	// set by package pipeline; setting it without MaxRatio is an error).
-	Window int
-}
-
-// ErrDeadLetterLimit is wrapped by the error that stops Run when a
-// DeadLetterLimit tripped.
-var ErrDeadLetterLimit = errors.New("dead-letter limit exceeded")
 
 // dlLimiter applies a DeadLetterLimit to one partition's completed records,
 // in offset order. It is used under the tracker's lock.
@@ -58,7 +38,7 @@ func (d *dlLimiter) observe(invalid bool, rec *Record) error {
 	}
 	if d.l.MaxConsecutive > 0 && d.consecutive > d.l.MaxConsecutive {
 		return fmt.Errorf("sluice: %w on %s/%d at offset %d: %d invalid records in a row (MaxConsecutive %d)",
-			ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.consecutive, d.l.MaxConsecutive)
+			sluice.ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.consecutive, d.l.MaxConsecutive)
 	}
 	if d.window == nil {
 		return nil
@@ -75,7 +55,7 @@ func (d *dlLimiter) observe(invalid bool, rec *Record) error {
 	if d.seen >= len(d.window) {
 		if ratio := float64(d.invalid) / float64(len(d.window)); ratio > d.l.MaxRatio {
 			return fmt.Errorf("sluice: %w on %s/%d at offset %d: %d of the last %d records were invalid (MaxRatio %g)",
-				ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.invalid, len(d.window), d.l.MaxRatio)
+				sluice.ErrDeadLetterLimit, rec.Topic, rec.Partition, rec.Offset, d.invalid, len(d.window), d.l.MaxRatio)
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/sluice-go/sluice"
 )
 
 // failedDeadLetter is a dead letter whose first call (or deferred wait)
@@ -161,7 +163,7 @@ func (g *graph) deadLetterFailed(it deadLetterItem, err error, more []failedDead
 		offs = append(offs, f.it.rec.Offset)
 	}
 	offs = append(offs, offsetsOf(left)...)
-	cause := fmt.Errorf("%w: dead-letter delivery failed: %w (record was invalid: %v)", ErrNotDeadLettered, err, it.job.err)
+	cause := fmt.Errorf("%w: dead-letter delivery failed: %w (record was invalid: %v)", sluice.ErrNotDeadLettered, err, it.job.err)
 	if len(offs) > 0 {
 		cause = fmt.Errorf("%w; also not dead-lettered, left uncommitted: offsets %v", cause, offs)
 	}
@@ -169,7 +171,7 @@ func (g *graph) deadLetterFailed(it deadLetterItem, err error, more []failedDead
 	switch {
 	case !g.stopping():
 		g.rt.fail(g, se)
-	case g.rt.shuttingDown.Load() && !errors.Is(context.Cause(g.ctx), ErrLost):
+	case g.rt.shuttingDown.Load() && !errors.Is(context.Cause(g.ctx), sluice.ErrLost):
 		g.rt.failLate(se)
 	default:
 		g.rt.cfg.Logger.Warn("sluice: dead letters not delivered before the partition was taken away; they stay uncommitted",

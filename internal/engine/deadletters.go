@@ -2,26 +2,9 @@ package engine
 
 import (
 	"cmp"
-	"errors"
 	"slices"
 	"sync"
 )
-
-// ErrNotDeadLettered is wrapped by the error that stops [Run] when records
-// found invalid could not be handed to the dead-letter destination: the
-// function set with pipeline.WithDeadLetter kept failing, panicked, or Run shut
-// down while it was still failing. The error is a *StageError naming the
-// first such record; those records stay uncommitted, so whoever owns the
-// partition next processes them again.
-var ErrNotDeadLettered = errors.New("records not dead-lettered")
-
-// DeadLetter is one record found invalid, as handed to the function set
-// with pipeline.WithDeadLetter (Config.DeadLetter).
-type DeadLetter struct {
-	Record Record // the original record, untouched
-	Stage  string // the stage that reported it
-	Err    error  // the error passed to Invalid
-}
 
 // deadLetterJob is one value found invalid: its ticket completes once
 // every record claimed for it was delivered.

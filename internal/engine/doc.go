@@ -14,10 +14,15 @@
 // deadletter_limit.go), retries with backoff (retries.go), the stuck
 // watchdog (stuck.go), the feeder's pacing to the drain timeout (pace.go)
 // and the bounded waits for user code that ignores its context
-// (abandon.go). The data types users see (records.go, partition.go,
-// errors.go) are defined here and aliased by pipeline. The event hooks
-// (hooks.go) are the configured hooks sorted by event once per Run; their
-// interfaces are package pipeline's Hook*, matched by method set.
+// (abandon.go). The data types users see (records, offsets, errors, the
+// hook interfaces) are package sluice's, the module's root package, which
+// imports nothing of the project; vocab.go aliases them for the engine's
+// code. The types whose methods need the engine's internals (the
+// Partition and Stream a graph is built from, the End it returns, and
+// the stage kit's Stage, Ticket, Item, Inlet, Outlet, Probe and Shared)
+// are defined here and aliased by pipeline and pipeline/stagekit. The
+// event hooks (hooks.go) are the configured hooks sorted by event once per
+// Run, by sluice's Hook* interfaces.
 //
 // Nothing here validates options or fills defaults: package pipeline does,
 // and hands a complete [Config] to Run.

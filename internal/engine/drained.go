@@ -1,6 +1,6 @@
 package engine
 
-// Unfinished implements pipeline.Group: the partitions the last Revoke or
+// Unfinished implements sluice.Group: the partitions the last Revoke or
 // Shutdown drained with records fed to their graph left unfinished (a
 // graph whose oldest live record was fed when it exited).
 func (rt *Group) Unfinished() []TopicPartition { return rt.unfinished }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -15,14 +16,14 @@ import (
 // revokeOnce runs a poll loop that assigns tp, delivers n records, and
 // revokes tp once revoke is closed; it sends what Revoke returned and
 // what Unfinished reported then.
-func revokeOnce(tp pipeline.TopicPartition, n int, revoke <-chan struct{}, out chan<- drained) scriptSource {
-	return func(ctx context.Context, g pipeline.Group) error {
-		if err := g.Assign([]pipeline.TopicPartition{tp}); err != nil {
+func revokeOnce(tp sluice.TopicPartition, n int, revoke <-chan struct{}, out chan<- drained) scriptSource {
+	return func(ctx context.Context, g sluice.Group) error {
+		if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 			return err
 		}
 		g.Deliver(tp, recordsOf(tp, n))
 		<-revoke
-		offs := g.Revoke([]pipeline.TopicPartition{tp})
+		offs := g.Revoke([]sluice.TopicPartition{tp})
 		out <- drained{offs: offs, unfinished: slices.Clone(g.Unfinished())}
 		<-ctx.Done()
 		g.Shutdown()
@@ -31,8 +32,8 @@ func revokeOnce(tp pipeline.TopicPartition, n int, revoke <-chan struct{}, out c
 }
 
 type drained struct {
-	offs       []pipeline.Offset
-	unfinished []pipeline.TopicPartition
+	offs       []sluice.Offset
+	unfinished []sluice.TopicPartition
 }
 
 // A drain that finishes every record fed to the graph reports nothing
@@ -43,10 +44,10 @@ type drained struct {
 // so the other 2744 of the 3000 delivered stay queued.
 func TestCleanDrainReportsNothingUnfinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+		tp := sluice.TopicPartition{Topic: "t", Partition: 0}
 		gate, revoke, out := make(chan struct{}), make(chan struct{}), make(chan drained, 1)
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if r.Offset == 0 {
 					<-gate
 				}
@@ -65,7 +66,7 @@ func TestCleanDrainReportsNothingUnfinished(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
-		if want := []pipeline.Offset{{TopicPartition: tp, Next: 256}}; !slices.Equal(got.offs, want) {
+		if want := []sluice.Offset{{TopicPartition: tp, Next: 256}}; !slices.Equal(got.offs, want) {
 			t.Fatalf("Revoke returned %v, want %v (the fed records)", got.offs, want)
 		}
 		if len(got.unfinished) != 0 {
@@ -81,15 +82,15 @@ func TestCleanDrainReportsNothingUnfinished(t *testing.T) {
 func TestDrainReportsRecordsLeftUnfinished(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		fn   func(ctx context.Context, r pipeline.Record) error
+		fn   func(ctx context.Context, r sluice.Record) error
 	}{
-		{"retry cut short", func(_ context.Context, r pipeline.Record) error {
+		{"retry cut short", func(_ context.Context, r sluice.Record) error {
 			if r.Offset == 2 {
 				return errors.New("unavailable") // retried in an hour
 			}
 			return nil
 		}},
-		{"drain timeout", func(ctx context.Context, r pipeline.Record) error {
+		{"drain timeout", func(ctx context.Context, r sluice.Record) error {
 			if r.Offset == 2 {
 				<-ctx.Done() // until the drain timeout cancels the partition
 				return ctx.Err()
@@ -99,10 +100,10 @@ func TestDrainReportsRecordsLeftUnfinished(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tp := pipeline.TopicPartition{Topic: "t", Partition: 3}
+				tp := sluice.TopicPartition{Topic: "t", Partition: 3}
 				revoke, out := make(chan struct{}), make(chan drained, 1)
-				build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, tc.fn, stages.Retry(pipeline.RetryPolicy{Attempts: 2, Initial: time.Hour, Max: time.Hour}))
+				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, tc.fn, stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Hour, Max: time.Hour}))
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				errc := make(chan error, 1)
@@ -116,10 +117,10 @@ func TestDrainReportsRecordsLeftUnfinished(t *testing.T) {
 				if err := <-errc; err != nil {
 					t.Fatalf("Run returned %v, want nil (an error of a partition being revoked is only logged)", err)
 				}
-				if want := []pipeline.Offset{{TopicPartition: tp, Next: 2}}; !slices.Equal(got.offs, want) {
+				if want := []sluice.Offset{{TopicPartition: tp, Next: 2}}; !slices.Equal(got.offs, want) {
 					t.Fatalf("Revoke returned %v, want %v", got.offs, want)
 				}
-				if want := []pipeline.TopicPartition{tp}; !slices.Equal(got.unfinished, want) {
+				if want := []sluice.TopicPartition{tp}; !slices.Equal(got.unfinished, want) {
 					t.Fatalf("Unfinished: %v, want %v", got.unfinished, want)
 				}
 			})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+
+	"github.com/sluice-go/sluice"
 )
 
 // newTestEdge returns an edge of a bare graph of rt (no stages run).
@@ -117,7 +119,7 @@ func TestInputChunksFitTheQueuedRecords(t *testing.T) {
 		})
 	}
 	cfg := Config{DrainTimeout: 10e9, MaxInFlight: 100_000, MaxInFlightBytes: 1 << 30, PartitionQueue: 16384,
-		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: DefaultRetry(), DefaultRetry: DefaultRetry()}
+		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: sluice.DefaultRetry(), DefaultRetry: sluice.DefaultRetry()}
 	err := Run(context.Background(), cfg, build, func(ctx context.Context, g *Group) error {
 		tps := make([]TopicPartition, parts)
 		for i := range tps {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
 // Builder builds the graph of one partition. Run calls it once each time a
@@ -269,7 +271,7 @@ func (g *graph) Drain() {
 	case <-t.C:
 		timedOut = true
 		g.drainTimedOut()
-		g.cancel(ErrDrainTimeout)
+		g.cancel(sluice.ErrDrainTimeout)
 		if exited = g.awaitExit(); !exited {
 			g.abandon("the drain timeout cancelled its context")
 		}
@@ -277,7 +279,7 @@ func (g *graph) Drain() {
 	if exited {
 		g.close()
 	}
-	g.cancel(ErrRevoked)
+	g.cancel(sluice.ErrRevoked)
 	g.rt.watch.forget(g) // no stuck report of g after this
 	g.rt.hooks.PartitionRevoked(g.tp, time.Since(start), timedOut)
 }
@@ -286,7 +288,7 @@ func (g *graph) Drain() {
 // the exit grace are abandoned (abandon.go).
 func (g *graph) Kill() {
 	g.stopInput()
-	g.cancel(ErrLost)
+	g.cancel(sluice.ErrLost)
 	if g.awaitExit() {
 		g.close()
 	} else {
@@ -311,7 +313,7 @@ func (g *graph) close() {
 		err, returned := g.runHookBounded(hooks[i], ctx)
 		if !returned {
 			g.rt.abandoned(&StageError{Stage: onCloseStage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: -1,
-				Err: fmt.Errorf("%w: still running %v after its context expired", ErrAbandoned, g.rt.exitGrace())})
+				Err: fmt.Errorf("%w: still running %v after its context expired", sluice.ErrAbandoned, g.rt.exitGrace())})
 			return
 		}
 		if err != nil {

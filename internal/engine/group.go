@@ -9,7 +9,7 @@ import (
 )
 
 // Group is the runtime of one [Run], handed to the source: it implements
-// pipeline.Group (the methods the source calls from its poll goroutine)
+// sluice.Group (the methods the source calls from its poll goroutine)
 // and holds the partitions' graphs, the in-flight budget that drives pause
 // and resume (backpressure.go), and the first fatal error.
 type Group struct {
@@ -146,7 +146,7 @@ func (rt *Group) release(n int, b int64) {
 	a.report(rt)
 }
 
-// Assign implements pipeline.Group.
+// Assign implements sluice.Group.
 func (rt *Group) Assign(tps []TopicPartition) error {
 	err := rt.m.Assign(tps)
 	for _, tp := range tps {
@@ -162,20 +162,20 @@ func (rt *Group) Assign(tps []TopicPartition) error {
 	return nil
 }
 
-// Revoke implements pipeline.Group.
+// Revoke implements sluice.Group.
 func (rt *Group) Revoke(tps []TopicPartition) []Offset {
 	_, gs := rt.m.Revoke(tps)
 	return rt.finish(gs)
 }
 
-// Shutdown implements pipeline.Group.
+// Shutdown implements sluice.Group.
 func (rt *Group) Shutdown() []Offset {
 	rt.shuttingDown.Store(true)
 	_, gs := rt.m.Shutdown()
 	return rt.finish(gs)
 }
 
-// Lose implements pipeline.Group.
+// Lose implements sluice.Group.
 func (rt *Group) Lose(tps []TopicPartition) {
 	rt.forget(rt.m.Lose(tps))
 }
@@ -217,7 +217,7 @@ func (rt *Group) finish(gs []*graph) []Offset {
 	return out
 }
 
-// Deliver implements pipeline.Group. It admits into the graph what the budget has
+// Deliver implements sluice.Group. It admits into the graph what the budget has
 // room for; the rest waits for admission (behind every partition already
 // waiting) and the partition is paused.
 func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
@@ -260,7 +260,7 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	return pause
 }
 
-// Resumable implements pipeline.Group. Paused partitions resume in turn (see
+// Resumable implements sluice.Group. Paused partitions resume in turn (see
 // resumableLocked); when more had room, Wake is signalled again so that
 // the source comes back for them after the resumed ones delivered.
 func (rt *Group) Resumable() []TopicPartition {
@@ -276,10 +276,10 @@ func (rt *Group) Resumable() []TopicPartition {
 	return out
 }
 
-// Wake implements pipeline.Group.
+// Wake implements sluice.Group.
 func (rt *Group) Wake() <-chan struct{} { return rt.wake }
 
-// Offsets implements pipeline.Group.
+// Offsets implements sluice.Group.
 func (rt *Group) Offsets() []Offset {
 	var out []Offset
 	for tp, g := range rt.m.All() {
@@ -291,13 +291,13 @@ func (rt *Group) Offsets() []Offset {
 	return out
 }
 
-// Polled implements pipeline.Group.
+// Polled implements sluice.Group.
 func (rt *Group) Polled() { rt.hooks.Polled() }
 
-// Joined implements pipeline.Group.
+// Joined implements sluice.Group.
 func (rt *Group) Joined() { rt.hooks.Joined() }
 
-// Committed implements pipeline.Group.
+// Committed implements sluice.Group.
 func (rt *Group) Committed(offs []Offset, took time.Duration, err error) {
 	if err != nil {
 		rt.cfg.Logger.Warn("sluice: commit failed", "offsets", offs, "err", err)
@@ -305,14 +305,14 @@ func (rt *Group) Committed(offs []Offset, took time.Duration, err error) {
 	rt.hooks.Committed(offs, took, err)
 }
 
-// DrainTimeout implements pipeline.Group.
+// DrainTimeout implements sluice.Group.
 func (rt *Group) DrainTimeout() time.Duration { return rt.cfg.DrainTimeout }
 
-// MaxInFlight implements pipeline.Group: Config.MaxInFlight.
+// MaxInFlight implements sluice.Group: Config.MaxInFlight.
 func (rt *Group) MaxInFlight() int { return rt.cfg.MaxInFlight }
 
-// MaxInFlightBytes implements pipeline.Group: Config.MaxInFlightBytes.
+// MaxInFlightBytes implements sluice.Group: Config.MaxInFlightBytes.
 func (rt *Group) MaxInFlightBytes() int64 { return rt.cfg.MaxInFlightBytes }
 
-// HighWatermark implements pipeline.Group.
+// HighWatermark implements sluice.Group.
 func (rt *Group) HighWatermark(tp TopicPartition, high int64) { rt.hooks.HighWatermark(tp, high) }

@@ -2,85 +2,37 @@ package engine
 
 import (
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
-// This file holds the event hooks: the unexported per-event interfaces
-// (package pipeline exports identical ones, with their contracts), and
-// hookSet, the configured hooks sorted by event once per Run. An event no
-// hook handles costs a length check; stages read the clock only when some
-// hook handles stage calls (Stage.Observed).
-
-// Hook is a value that implements one or more of the per-event hook
-// interfaces (pipeline.HookPartitionAssigned and so on).
-type Hook = any
-
-type (
-	hookPartitionAssigned interface{ OnPartitionAssigned(tp TopicPartition) }
-	hookPartitionRevoked  interface {
-		OnPartitionRevoked(tp TopicPartition, drain time.Duration, timedOut bool)
-	}
-	hookPartitionLost    interface{ OnPartitionLost(tp TopicPartition) }
-	hookPartitionPaused  interface{ OnPartitionPaused(tp TopicPartition) }
-	hookPartitionResumed interface{ OnPartitionResumed(tp TopicPartition) }
-	hookRecordsDelivered interface {
-		OnRecordsDelivered(tp TopicPartition, n int)
-	}
-	hookRecordsCompleted interface {
-		OnRecordsCompleted(tp TopicPartition, n int, next int64)
-	}
-	hookValuesFiltered interface {
-		OnValuesFiltered(tp TopicPartition, stage string, n int)
-	}
-	hookRecordDeadLettered interface {
-		OnRecordDeadLettered(tp TopicPartition, stage string)
-	}
-	hookInFlight  interface{ OnInFlight(records, bytes int64) }
-	hookStageCall interface {
-		OnStageCall(stage string, tp TopicPartition, d time.Duration, err error)
-	}
-	hookStageRetry interface {
-		OnStageRetry(stage string, tp TopicPartition, attempt int, delay time.Duration, err error)
-	}
-	hookStageFailed interface {
-		OnStageFailed(stage string, tp TopicPartition, err error)
-	}
-	hookStuck interface {
-		OnStuck(stage string, tp TopicPartition, offset int64, since time.Duration)
-	}
-	hookPolled    interface{ OnPolled(at time.Time) }
-	hookJoined    interface{ OnJoined() }
-	hookCommitted interface {
-		OnCommitted(offs []Offset, took time.Duration, err error)
-	}
-	hookHighWatermark interface {
-		OnHighWatermark(tp TopicPartition, high int64)
-	}
-)
-
-// HookEvents is the number of hook interfaces (events).
-const HookEvents = 18
+// This file holds the event hooks: hookSet, the configured hooks sorted by
+// event once per Run, by the per-event interfaces of package sluice
+// (sluice.HookPartitionAssigned and so on). An event no hook handles costs
+// a length check; stages read the clock only when some hook handles stage
+// calls (Stage.Observed).
 
 // hookSet is the configured hooks by event, each slice in registration
 // order. It is built once and only read after.
 type hookSet struct {
-	partitionAssigned  []hookPartitionAssigned
-	partitionRevoked   []hookPartitionRevoked
-	partitionLost      []hookPartitionLost
-	partitionPaused    []hookPartitionPaused
-	partitionResumed   []hookPartitionResumed
-	recordsDelivered   []hookRecordsDelivered
-	recordsCompleted   []hookRecordsCompleted
-	valuesFiltered     []hookValuesFiltered
-	recordDeadLettered []hookRecordDeadLettered
-	inFlight           []hookInFlight
-	stageCall          []hookStageCall
-	stageRetry         []hookStageRetry
-	stageFailed        []hookStageFailed
-	stuck              []hookStuck
-	polled             []hookPolled
-	joined             []hookJoined
-	committed          []hookCommitted
-	highWatermark      []hookHighWatermark
+	partitionAssigned  []sluice.HookPartitionAssigned
+	partitionRevoked   []sluice.HookPartitionRevoked
+	partitionLost      []sluice.HookPartitionLost
+	partitionPaused    []sluice.HookPartitionPaused
+	partitionResumed   []sluice.HookPartitionResumed
+	recordsDelivered   []sluice.HookRecordsDelivered
+	recordsCompleted   []sluice.HookRecordsCompleted
+	valuesFiltered     []sluice.HookValuesFiltered
+	recordDeadLettered []sluice.HookRecordDeadLettered
+	inFlight           []sluice.HookInFlight
+	stageCall          []sluice.HookStageCall
+	stageRetry         []sluice.HookStageRetry
+	stageFailed        []sluice.HookStageFailed
+	stuck              []sluice.HookStuck
+	polled             []sluice.HookPolled
+	joined             []sluice.HookJoined
+	committed          []sluice.HookCommitted
+	highWatermark      []sluice.HookHighWatermark
 }
 
 // add files h under every event it handles and returns how many.

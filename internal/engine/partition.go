@@ -17,10 +17,10 @@ type Partition struct {
 }
 
 // Context returns the partition's context. It is done when the graph must
-// stop: after a graceful revoke drained (cause [ErrRevoked]), when the drain
-// timed out ([ErrDrainTimeout]), when the partition was lost ([ErrLost]),
-// or when a stage misused a ticket (the *StageError wrapping
-// [ErrTicketCompleted] that stops Run).
+// stop: after a graceful revoke drained (cause [sluice.ErrRevoked]), when
+// the drain timed out ([sluice.ErrDrainTimeout]), when the partition was
+// lost ([sluice.ErrLost]), or when a stage misused a ticket (the
+// *StageError wrapping [ErrTicketCompleted] that stops Run).
 // Values of the context given to [Run] are visible through it; Run's own
 // cancellation is not (shutdown drains gracefully first).
 func (p *Partition) Context() context.Context { return p.ctx }

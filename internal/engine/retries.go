@@ -5,59 +5,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
-
-// RetryPolicy says how a stage retries a transient error: up to Attempts
-// calls in all, waiting Initial before the first retry and doubling up to
-// Max, each delay jittered to a random value between half and all of it.
-// Zero fields take the values of Config.DefaultRetry ([DefaultRetry]);
-// Attempts 1 disables retries.
-type RetryPolicy struct {
-	Attempts int
-	Initial  time.Duration
-	Max      time.Duration
-}
-
-// The default retry policy, see [DefaultRetry].
-const (
-	defaultAttempts = 8
-	defaultInitial  = 100 * time.Millisecond
-	defaultMax      = 5 * time.Second
-)
-
-// DefaultRetry returns the retry policy of every stage and of dead-letter
-// deliveries unless pipeline.WithRetry or the stage's own option changes
-// it: 8 attempts, waiting 100 ms before the first retry and doubling up to
-// 5 s. Its delays are 0.1 + 0.2 + 0.4 + 0.8 + 1.6 + 3.2 + 5 = 11.3 s in
-// all ([RetryPolicy.MaxBackoff]); jittered, a failing value waits between
-// 5.65 s and 11.3 s before its error stops Run, well within the default
-// drain timeout (pipeline.DefaultDrainTimeout, 20 s). It is a function so
-// that nobody can change the default for everyone.
-func DefaultRetry() RetryPolicy {
-	return RetryPolicy{Attempts: defaultAttempts, Initial: defaultInitial, Max: defaultMax}
-}
-
-// MaxBackoff returns the sum of the delays before every retry, before
-// jitter: the longest one value waits in all between its first and its
-// last call (the calls' own time aside). With jitter the waits add up to
-// between half of it and all of it. p must be resolved (no zero fields,
-// see [ResolveRetry]).
-func (p RetryPolicy) MaxBackoff() time.Duration {
-	var sum time.Duration
-	for attempt := 1; attempt < p.Attempts; attempt++ {
-		sum += p.backoff(attempt)
-	}
-	return sum
-}
 
 // ResolveRetry checks p and returns it with its zero fields taken from
 // def. The error says which field is wrong, for the caller to wrap with
 // the name of its option.
 func ResolveRetry(p, def RetryPolicy) (RetryPolicy, error) {
-	return p.withDefaults(def), p.check()
+	return withDefaults(p, def), checkRetry(p)
 }
 
-func (p RetryPolicy) withDefaults(def RetryPolicy) RetryPolicy {
+// withDefaults returns p with its zero fields taken from def.
+func withDefaults(p, def RetryPolicy) RetryPolicy {
 	if p.Attempts == 0 {
 		p.Attempts = def.Attempts
 	}
@@ -70,7 +30,9 @@ func (p RetryPolicy) withDefaults(def RetryPolicy) RetryPolicy {
 	return p
 }
 
-func (p RetryPolicy) check() error {
+// checkRetry returns an error naming each field of p that is out of
+// range.
+func checkRetry(p RetryPolicy) error {
 	var errs []error
 	if p.Attempts < 0 {
 		errs = append(errs, fmt.Errorf("RetryPolicy.Attempts %d must not be negative (1 disables retries, 0 takes the default)", p.Attempts))
@@ -87,45 +49,18 @@ func (p RetryPolicy) check() error {
 	return errors.Join(errs...)
 }
 
-// backoff is the delay before retry number attempt (from 1), before
-// jitter.
-func (p RetryPolicy) backoff(attempt int) time.Duration {
-	d := p.Initial
-	for i := 1; i < attempt && d < p.Max; i++ {
-		d *= 2
-	}
-	return min(d, p.Max)
-}
-
 // delay is the jittered wait before retry number attempt (from 1): a
 // random value between half and all of the backoff.
-func (p RetryPolicy) delay(attempt int) time.Duration {
-	d := p.backoff(attempt)
+func delay(p RetryPolicy, attempt int) time.Duration {
+	d := p.Backoff(attempt)
 	return d/2 + rand.N(d/2+1)
 }
 
-// Permanent marks err as not worth retrying: the stage fails at once (Run
-// stops). Errors marked with [Invalid] and panics are never retried either.
-// Package pipeline exports it as pipeline.Permanent.
-// Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
-
-// IsPermanent reports whether err (or any error it wraps) was marked with
-// [Permanent].
-func IsPermanent(err error) bool { return wraps[*permanentError](err) }
-
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
+// retryable reports whether err is worth another call: not marked with
+// sluice.Invalid or sluice.Permanent, and not a panic.
 func retryable(err error) bool {
-	return err != nil && !IsInvalid(err) && !IsPermanent(err) && !wraps[*PanicError](err)
+	var pe *PanicError
+	return err != nil && !sluice.IsInvalid(err) && !sluice.IsPermanent(err) && !errors.As(err, &pe)
 }
 
 // exhaustedError is a transient error that failed every attempt of its
@@ -149,8 +84,8 @@ func (e *exhaustedError) Unwrap() error { return e.err }
 
 // stageRetryHint is what the final error and the retry log lines of a
 // stage function suggest.
-const stageRetryHint = "; for input that can never succeed return pipeline.Invalid(err) " +
-	"to dead-letter the record, or pipeline.Permanent(err) to stop without retrying"
+const stageRetryHint = "; for input that can never succeed return sluice.Invalid(err) " +
+	"to dead-letter the record, or sluice.Permanent(err) to stop without retrying"
 
 // retrier is the one retry loop of the engine, shared by stage functions
 // ([Stage.Retry], which stagekit.Call uses) and dead-letter deliveries.
@@ -180,7 +115,7 @@ func (r retrier) after(off int64, err error, attempt int) (bool, error) {
 	if attempt >= r.policy.Attempts {
 		return false, &exhaustedError{err: err, attempts: r.policy.Attempts, hint: r.hint}
 	}
-	d := r.policy.delay(attempt)
+	d := delay(r.policy, attempt)
 	g := r.g
 	if ok, dropped := r.log.allow(time.Now()); ok {
 		attrs := []any{"stage", r.stage, "topic", g.tp.Topic, "partition", g.tp.Partition, "offset", off,
@@ -233,7 +168,7 @@ func (g *graph) sleep(d time.Duration) bool {
 // started draining or its context ended (a retry never holds up a revoke
 // or a shutdown); once the attempts are used up, err wrapped so that its
 // text ends with "(failed after N attempts; ...)" and suggests
-// pipeline.Invalid and pipeline.Permanent (errors.Is and errors.As still
+// sluice.Invalid and sluice.Permanent (errors.Is and errors.As still
 // see err). Calls for different values may overlap, from any goroutine
 // of the stage.
 func (s *Stage) Retry(t Ticket, err error, attempt int) (again bool, final error) {

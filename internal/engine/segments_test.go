@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"weak"
+
+	"github.com/sluice-go/sluice"
 )
 
 // A tracker holds slot memory for the records it holds now, not for the
@@ -69,7 +71,7 @@ func TestRevokedGraphIsGarbage(t *testing.T) {
 		})
 	}
 	cfg := Config{DrainTimeout: 10e9, MaxInFlight: 100_000, MaxInFlightBytes: 1 << 30, PartitionQueue: 16384,
-		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: DefaultRetry(), DefaultRetry: DefaultRetry()}
+		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: sluice.DefaultRetry(), DefaultRetry: sluice.DefaultRetry()}
 	var gone weak.Pointer[graph]
 	var used, free int
 	err := Run(context.Background(), cfg, build, func(ctx context.Context, g *Group) error {

@@ -2,8 +2,9 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"sync"
+
+	"github.com/sluice-go/sluice"
 )
 
 // This file is share mode: per-record outcomes for a source that
@@ -11,48 +12,6 @@ import (
 // committing offsets. A source turns it on with [Group.TrackAcks] before
 // its first Assign; until then, and for every other source, nothing here
 // runs (the tracker's share pointer is nil, one branch per completion).
-
-// AckOutcome is what happened to one record, as reported by [Group.Acks].
-type AckOutcome int8
-
-const (
-	// AckAccepted: the record is done. Its ticket completed (it reached an
-	// End or was filtered out), or it was invalid and the dead-letter
-	// destination stored it.
-	AckAccepted AckOutcome = iota + 1
-	// AckRejected: the record is invalid and there is no dead-letter
-	// destination. It must not be delivered again.
-	AckRejected
-	// AckReleased: a stage's retries were exhausted on it; it should be
-	// delivered again (to any member).
-	AckReleased
-)
-
-// String returns the outcome's name as logged: accepted, rejected or
-// released.
-func (o AckOutcome) String() string {
-	switch o {
-	case AckAccepted:
-		return "accepted"
-	case AckRejected:
-		return "rejected"
-	case AckReleased:
-		return "released"
-	}
-	return fmt.Sprintf("AckOutcome(%d)", int8(o))
-}
-
-// Ack is the outcome of one delivered record.
-type Ack struct {
-	TopicPartition
-	Offset  int64
-	Outcome AckOutcome
-}
-
-// MaxDeliveriesStage is the stage name of dead letters handed over by
-// [Group.DeadLetterRecord]: records that were never run through the graph
-// because they were delivered too many times.
-const MaxDeliveriesStage = "MaxDeliveries"
 
 // shareAcks collects the outcomes of every graph of a Run in share mode,
 // until the source takes them (Acks). It outlives revoked graphs.
@@ -73,9 +32,9 @@ func (s *shareAcks) push(acks ...Ack) {
 // poll goroutine before its first Assign (an error otherwise). From then
 // on, every record's outcome is reported by [Group.Acks] as soon as it is
 // known, in any order; retries exhausted on a record release it
-// (AckReleased, logged as a warning) instead of stopping Run, and an
+// (sluice.AckReleased, logged as a warning) instead of stopping Run, and an
 // invalid record without a dead-letter destination is rejected
-// (AckRejected) instead of stopping Run. Records still unfinished when
+// (sluice.AckRejected) instead of stopping Run. Records still unfinished when
 // their partition is revoked, lost or shut down get no outcome: the source
 // releases them itself. Offsets keeps working, but in share mode its
 // values mean nothing (records arrive in any offset order).
@@ -108,9 +67,9 @@ func (rt *Group) Acks(dst []Ack) []Ack {
 
 // DeadLetterRecord hands rec, a record of the assigned partition tp, to
 // the dead-letter destination without running the graph, with reason as
-// its error and [MaxDeliveriesStage] as its stage; once it is stored, its
-// outcome is AckAccepted. Without a destination its outcome is
-// AckRejected at once. The record counts in the in-flight budget until
+// its error and [sluice.MaxDeliveriesStage] as its stage; once it is stored, its
+// outcome is sluice.AckAccepted. Without a destination its outcome is
+// sluice.AckRejected at once. The record counts in the in-flight budget until
 // then (it is not refused when the budget is full). It returns false,
 // doing nothing, when tp is not assigned or is being taken away. Share
 // mode only (see [Group.TrackAcks]); poll goroutine only.
@@ -123,7 +82,7 @@ func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) b
 		if g.isClosing() {
 			return false
 		}
-		rt.share.push(Ack{TopicPartition: tp, Offset: rec.Offset, Outcome: AckRejected})
+		rt.share.push(Ack{TopicPartition: tp, Offset: rec.Offset, Outcome: sluice.AckRejected})
 		return true
 	}
 	g.qmu.Lock()
@@ -137,7 +96,7 @@ func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) b
 	records, bytes := rt.inflight.Add(1), rt.bytes.Add(recordBytes(&rec))
 	rt.hooks.RecordsDelivered(tp, 1)
 	rt.hooks.InFlight(records, bytes)
-	if !g.deadLetter(&Stage{name: MaxDeliveriesStage, g: g}, ticketAt(seq), Invalid(reason)) {
+	if !g.deadLetter(&Stage{name: sluice.MaxDeliveriesStage, g: g}, ticketAt(seq), sluice.Invalid(reason)) {
 		g.tr.done(ticketAt(seq)) // the graph exited: give the slot back
 		return false
 	}
@@ -152,17 +111,17 @@ func (s *Stage) shareFail(t Ticket, err error) bool {
 	var ex *exhaustedError
 	var fate AckOutcome
 	switch {
-	case IsInvalid(err) && s.g.rt.cfg.DeadLetter == nil:
-		fate = AckRejected
+	case sluice.IsInvalid(err) && s.g.rt.cfg.DeadLetter == nil:
+		fate = sluice.AckRejected
 	case errors.As(err, &ex):
-		fate = AckReleased
+		fate = sluice.AckReleased
 	default:
 		return false
 	}
 	offs, f := s.g.tr.settle(t, fate)
 	s.misused(f)
 	msg := "sluice: retries exhausted; share group records released for redelivery"
-	if fate == AckRejected {
+	if fate == sluice.AckRejected {
 		msg = "sluice: invalid share group records rejected (no dead-letter destination)"
 	}
 	s.g.rt.cfg.Logger.Warn(msg,
@@ -206,7 +165,7 @@ func (tr *tracker) settleLocked(offs []int64, t Ticket, fate AckOutcome) []int64
 func (tr *tracker) finishedLocked(s *slot) {
 	fate := s.fate
 	if fate == 0 || s.invalid {
-		fate = AckAccepted
+		fate = sluice.AckAccepted
 	}
 	tr.acks = append(tr.acks, Ack{TopicPartition: tr.tp, Offset: s.rec.Offset, Outcome: fate})
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -20,22 +21,22 @@ import (
 // invalid again: a second dead letter of the same record.
 func TestShareDeadLetteredRecordIsNotReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &shareSource{tp: pipeline.TopicPartition{Topic: "t"}, recs: shareRecords(0)}
+		src := &shareSource{tp: sluice.TopicPartition{Topic: "t"}, recs: shareRecords(0)}
 		var mu sync.Mutex
 		dead := 0
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			br := stages.Tee(in, 2)
-			a := stages.Each(br[0], func(context.Context, pipeline.Record) error {
-				return pipeline.Invalid(errors.New("bad data"))
+			a := stages.Each(br[0], func(context.Context, sluice.Record) error {
+				return sluice.Invalid(errors.New("bad data"))
 			}, stages.Name("validate"))
-			b := stages.Each(br[1], func(context.Context, pipeline.Record) error {
+			b := stages.Each(br[1], func(context.Context, sluice.Record) error {
 				return errors.New("service down")
 			}, stages.Name("write"))
 			return pipeline.All(a, b)
 		}
 		err := pipeline.Run(t.Context(), src, build,
-			pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: time.Millisecond}),
-			pipeline.WithDeadLetter(func(context.Context, pipeline.DeadLetter) error {
+			pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond}),
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
 				mu.Lock()
 				defer mu.Unlock()
 				dead++
@@ -47,8 +48,8 @@ func TestShareDeadLetteredRecordIsNotReleased(t *testing.T) {
 		if dead != 1 {
 			t.Fatalf("%d dead letters, want 1", dead)
 		}
-		if got := src.acks[0]; got != pipeline.AckAccepted {
-			t.Errorf("outcome of the dead-lettered record %v, want %v (it is delivered again and dead-lettered a second time)", got, pipeline.AckAccepted)
+		if got := src.acks[0]; got != sluice.AckAccepted {
+			t.Errorf("outcome of the dead-lettered record %v, want %v (it is delivered again and dead-lettered a second time)", got, sluice.AckAccepted)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -16,11 +17,11 @@ import (
 // ranGraph records every record a graph received, in order.
 type ranGraph struct {
 	mu   sync.Mutex
-	recs []pipeline.Record
+	recs []sluice.Record
 }
 
-func (r *ranGraph) build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Each(in, func(_ context.Context, rec pipeline.Record) error {
+func (r *ranGraph) build(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Each(in, func(_ context.Context, rec sluice.Record) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.recs = append(r.recs, rec)
@@ -44,7 +45,7 @@ func (r *ranGraph) offsets() (offs []int64, foreign int) {
 
 // collectAcks adds the outcomes reported so far to got, failing t on a
 // second outcome for one record.
-func collectAcks(t *testing.T, g pipeline.AckGroup, got map[int64]pipeline.AckOutcome) {
+func collectAcks(t *testing.T, g sluice.AckGroup, got map[int64]sluice.AckOutcome) {
 	t.Helper()
 	for _, a := range g.Acks(nil) {
 		if prev, dup := got[a.Offset]; dup {
@@ -62,10 +63,10 @@ func offsetsFrom(from, to int64) []int64 {
 	return out
 }
 
-func acceptedAll(offs []int64) map[int64]pipeline.AckOutcome {
-	m := map[int64]pipeline.AckOutcome{}
+func acceptedAll(offs []int64) map[int64]sluice.AckOutcome {
+	m := map[int64]sluice.AckOutcome{}
 	for _, o := range offs {
-		m[o] = pipeline.AckAccepted
+		m[o] = sluice.AckAccepted
 	}
 	return m
 }
@@ -77,18 +78,18 @@ func acceptedAll(offs []int64) map[int64]pipeline.AckOutcome {
 // records delivered around it run and are accepted.
 func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tp := pipeline.TopicPartition{Topic: "t"}
+		tp := sluice.TopicPartition{Topic: "t"}
 		ran := &ranGraph{}
 		store := make(chan struct{}) // closed: the dead-letter destination stores
 		var stored []int64
-		got := map[int64]pipeline.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
+		got := map[int64]sluice.AckOutcome{}
+		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
 			defer g.Shutdown()
-			ag := g.(pipeline.AckGroup)
+			ag := g.(sluice.AckGroup)
 			if err := ag.TrackAcks(); err != nil {
 				return err
 			}
-			if err := ag.Assign([]pipeline.TopicPartition{tp}); err != nil {
+			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
 				return err
 			}
 			poison := func(off int64) {
@@ -108,7 +109,7 @@ func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 			close(store)
 			synctest.Wait()
 			collectAcks(t, ag, got)
-			if got[3] != pipeline.AckAccepted {
+			if got[3] != sluice.AckAccepted {
 				t.Errorf("outcome of 3 once its dead letter was stored: %v, want accepted", got[3])
 			}
 			poison(6)
@@ -119,7 +120,7 @@ func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 			return nil
 		})
 		err := pipeline.Run(t.Context(), src, ran.build,
-			pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+			pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
 				<-store
 				stored = append(stored, dl.Record.Offset)
 				return nil
@@ -146,17 +147,17 @@ func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 // records after it run and are accepted.
 func TestDeadLetterRecordAtTheEndOfASegment(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tp := pipeline.TopicPartition{Topic: "t"}
+		tp := sluice.TopicPartition{Topic: "t"}
 		ran := &ranGraph{}
 		var stored []int64
-		got := map[int64]pipeline.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
+		got := map[int64]sluice.AckOutcome{}
+		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
 			defer g.Shutdown()
-			ag := g.(pipeline.AckGroup)
+			ag := g.(sluice.AckGroup)
 			if err := ag.TrackAcks(); err != nil {
 				return err
 			}
-			if err := ag.Assign([]pipeline.TopicPartition{tp}); err != nil {
+			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
 				return err
 			}
 			ag.Deliver(tp, shareRecords(offsetsFrom(0, 63)...))
@@ -171,7 +172,7 @@ func TestDeadLetterRecordAtTheEndOfASegment(t *testing.T) {
 			return nil
 		})
 		err := pipeline.Run(t.Context(), src, ran.build,
-			pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
+			pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
 				stored = append(stored, dl.Record.Offset)
 				return nil
 			}))

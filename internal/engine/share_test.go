@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -18,20 +19,20 @@ import (
 // offset order) and hands poison to DeadLetterRecord, then collects
 // outcomes until it has one per record, and shuts down.
 type shareSource struct {
-	tp     pipeline.TopicPartition
-	recs   []pipeline.Record
-	poison []pipeline.Record
-	acks   map[int64]pipeline.AckOutcome
+	tp     sluice.TopicPartition
+	recs   []sluice.Record
+	poison []sluice.Record
+	acks   map[int64]sluice.AckOutcome
 	err    error // of TrackAcks or DeadLetterRecord
 }
 
-func (s *shareSource) Run(ctx context.Context, g pipeline.Group) error {
-	ag := g.(pipeline.AckGroup)
+func (s *shareSource) Run(ctx context.Context, g sluice.Group) error {
+	ag := g.(sluice.AckGroup)
 	if s.err = ag.TrackAcks(); s.err != nil {
 		g.Shutdown()
 		return nil
 	}
-	if err := ag.Assign([]pipeline.TopicPartition{s.tp}); err != nil {
+	if err := ag.Assign([]sluice.TopicPartition{s.tp}); err != nil {
 		g.Shutdown()
 		return nil
 	}
@@ -41,8 +42,8 @@ func (s *shareSource) Run(ctx context.Context, g pipeline.Group) error {
 			s.err = errors.New("DeadLetterRecord refused an assigned partition")
 		}
 	}
-	s.acks = map[int64]pipeline.AckOutcome{}
-	var buf []pipeline.Ack
+	s.acks = map[int64]sluice.AckOutcome{}
+	var buf []sluice.Ack
 	for len(s.acks) < len(s.recs)+len(s.poison) {
 		select {
 		case <-g.Wake():
@@ -64,12 +65,12 @@ func (s *shareSource) Run(ctx context.Context, g pipeline.Group) error {
 
 // shareBuild: offset 2 is invalid, 3 fails every attempt, 4 is filtered
 // out, everything else succeeds.
-func shareBuild(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset != 4 })
-	checked := stages.Map(kept, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func shareBuild(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	kept := stages.Filter(in, func(r sluice.Record) bool { return r.Offset != 4 })
+	checked := stages.Map(kept, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		switch r.Offset {
 		case 2:
-			return r, pipeline.Invalid(errors.New("bad data"))
+			return r, sluice.Invalid(errors.New("bad data"))
 		case 3:
 			return r, errors.New("service down")
 		}
@@ -78,10 +79,10 @@ func shareBuild(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipe
 	return stages.Discard(checked)
 }
 
-func shareRecords(offs ...int64) []pipeline.Record {
-	var out []pipeline.Record
+func shareRecords(offs ...int64) []sluice.Record {
+	var out []sluice.Record
 	for _, o := range offs {
-		out = append(out, pipeline.Record{Topic: "t", Partition: 0, Offset: o})
+		out = append(out, sluice.Record{Topic: "t", Partition: 0, Offset: o})
 	}
 	return out
 }
@@ -93,13 +94,13 @@ func shareRecords(offs ...int64) []pipeline.Record {
 // DeadLetterRecord is dead-lettered without running the graph.
 func TestShareModeOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &shareSource{tp: pipeline.TopicPartition{Topic: "t"},
+		src := &shareSource{tp: sluice.TopicPartition{Topic: "t"},
 			recs: shareRecords(5, 3, 1, 4, 2), poison: shareRecords(9)}
 		var mu sync.Mutex
 		dead := map[int64]string{}
 		err := pipeline.Run(t.Context(), src, shareBuild,
-			pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: time.Millisecond}),
-			pipeline.WithDeadLetter(func(_ context.Context, dl pipeline.DeadLetter) error {
+			pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond}),
+			pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
 				mu.Lock()
 				defer mu.Unlock()
 				dead[dl.Record.Offset] = dl.Stage
@@ -108,12 +109,12 @@ func TestShareModeOutcomes(t *testing.T) {
 		if err != nil || src.err != nil {
 			t.Fatalf("Run = %v, source: %v; want both nil", err, src.err)
 		}
-		want := map[int64]pipeline.AckOutcome{1: pipeline.AckAccepted, 2: pipeline.AckAccepted,
-			3: pipeline.AckReleased, 4: pipeline.AckAccepted, 5: pipeline.AckAccepted, 9: pipeline.AckAccepted}
+		want := map[int64]sluice.AckOutcome{1: sluice.AckAccepted, 2: sluice.AckAccepted,
+			3: sluice.AckReleased, 4: sluice.AckAccepted, 5: sluice.AckAccepted, 9: sluice.AckAccepted}
 		if !maps.Equal(src.acks, want) {
 			t.Errorf("outcomes %v, want %v", src.acks, want)
 		}
-		if w := map[int64]string{2: "check", 9: pipeline.MaxDeliveriesStage}; !maps.Equal(dead, w) {
+		if w := map[int64]string{2: "check", 9: sluice.MaxDeliveriesStage}; !maps.Equal(dead, w) {
 			t.Errorf("dead letters %v, want %v", dead, w)
 		}
 	})
@@ -124,12 +125,12 @@ func TestShareModeOutcomes(t *testing.T) {
 // DeadLetterRecord.
 func TestShareModeRejectsWithoutDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &shareSource{tp: pipeline.TopicPartition{Topic: "t"},
+		src := &shareSource{tp: sluice.TopicPartition{Topic: "t"},
 			recs: shareRecords(1, 2), poison: shareRecords(7)}
 		if err := pipeline.Run(t.Context(), src, shareBuild); err != nil || src.err != nil {
 			t.Fatalf("Run = %v, source: %v; want both nil", err, src.err)
 		}
-		want := map[int64]pipeline.AckOutcome{1: pipeline.AckAccepted, 2: pipeline.AckRejected, 7: pipeline.AckRejected}
+		want := map[int64]sluice.AckOutcome{1: sluice.AckAccepted, 2: sluice.AckRejected, 7: sluice.AckRejected}
 		if !maps.Equal(src.acks, want) {
 			t.Errorf("outcomes %v, want %v", src.acks, want)
 		}
@@ -139,9 +140,9 @@ func TestShareModeRejectsWithoutDeadLetter(t *testing.T) {
 // lateShareSource calls TrackAcks after an Assign.
 type lateShareSource struct{ err error }
 
-func (s *lateShareSource) Run(_ context.Context, g pipeline.Group) error {
-	_ = g.Assign([]pipeline.TopicPartition{{Topic: "t"}})
-	s.err = g.(pipeline.AckGroup).TrackAcks()
+func (s *lateShareSource) Run(_ context.Context, g sluice.Group) error {
+	_ = g.Assign([]sluice.TopicPartition{{Topic: "t"}})
+	s.err = g.(sluice.AckGroup).TrackAcks()
 	g.Shutdown()
 	return nil
 }
@@ -160,18 +161,18 @@ func TestTrackAcksAfterAssignIsAnError(t *testing.T) {
 // and retries exhausted stop Run as before.
 func TestShareModeOffNoOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var got []pipeline.Ack
-		src := sourceFunc(func(ctx context.Context, g pipeline.Group) error {
-			tp := pipeline.TopicPartition{Topic: "t"}
-			_ = g.Assign([]pipeline.TopicPartition{tp})
+		var got []sluice.Ack
+		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
+			tp := sluice.TopicPartition{Topic: "t"}
+			_ = g.Assign([]sluice.TopicPartition{tp})
 			g.Deliver(tp, shareRecords(1, 3))
 			<-ctx.Done()
-			got = g.(pipeline.AckGroup).Acks(nil)
+			got = g.(sluice.AckGroup).Acks(nil)
 			g.Shutdown()
 			return nil
 		})
-		err := pipeline.Run(t.Context(), src, shareBuild, pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: time.Millisecond}))
-		var se *pipeline.StageError
+		err := pipeline.Run(t.Context(), src, shareBuild, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond}))
+		var se *sluice.StageError
 		if !errors.As(err, &se) || se.Offset != 3 {
 			t.Fatalf("Run = %v, want a StageError at offset 3", err)
 		}
@@ -181,6 +182,6 @@ func TestShareModeOffNoOutcomes(t *testing.T) {
 	})
 }
 
-type sourceFunc func(ctx context.Context, g pipeline.Group) error
+type sourceFunc func(ctx context.Context, g sluice.Group) error
 
-func (f sourceFunc) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
+func (f sourceFunc) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
 // This file is the stage-authoring API: the stage handle, inputs, outputs
@@ -38,10 +40,10 @@ func (g *graph) newStage(spec StageSpec) *Stage {
 		panic(buildPanic{fmt.Sprintf("stage %q: Buffer %d must be 0 (the default, 4 chunks) or more", s.name, spec.Buffer)})
 	}
 	if spec.Retry != nil {
-		if err := spec.Retry.check(); err != nil {
+		if err := checkRetry(*spec.Retry); err != nil {
 			panic(buildPanic{fmt.Sprintf("stage %q: retry policy %+v: %v", s.name, *spec.Retry, err)})
 		}
-		s.retry = spec.Retry.withDefaults(g.rt.cfg.DefaultRetry)
+		s.retry = withDefaults(*spec.Retry, g.rt.cfg.DefaultRetry)
 	}
 	return s
 }
@@ -96,14 +98,14 @@ func (s *Stage) Abort(err error) { s.g.rt.fail(s.g, err) }
 func (s *Stage) Stopping() bool { return s.g.stopping() }
 
 // Drop completes tickets of values a stage filtered out; unlike Done it
-// counts them as filtered for hooks (pipeline.HookValuesFiltered).
+// counts them as filtered for hooks (sluice.HookValuesFiltered).
 func (s *Stage) Drop(ts ...Ticket) {
 	s.g.rt.hooks.ValuesFiltered(s.g.tp, s.name, len(ts))
 	s.misused(s.g.tr.done(ts...))
 }
 
 // Observed reports whether some hook handles stage calls
-// (pipeline.HookStageCall) and so wants per-call timings (see Called).
+// (sluice.HookStageCall) and so wants per-call timings (see Called).
 // Stages read no clock when it is false.
 func (s *Stage) Observed() bool { return s.g.rt.hooks.timesStages() }
 
@@ -144,7 +146,7 @@ func (s *Stage) Split(t Ticket, n int) []Ticket {
 }
 
 // Fail handles the error of a stage function for the value holding ticket
-// t. For an error marked with [Invalid], it queues every record behind t
+// t. For an error marked with [sluice.Invalid], it queues every record behind t
 // for the partition's dead-letter goroutine, which delivers them in offset
 // order (see pipeline.WithDeadLetter) and then completes t, and returns nil at
 // once. For any other
@@ -161,9 +163,9 @@ func (s *Stage) Fail(t Ticket, err error) error {
 	if s.g.tr.share != nil && s.shareFail(t, err) {
 		return nil
 	}
-	if IsInvalid(err) {
+	if sluice.IsInvalid(err) {
 		if s.g.rt.cfg.DeadLetter == nil {
-			return s.stageError(s.g.tr.records(nil, t), fmt.Errorf("%w: %w", ErrNoDeadLetter, err))
+			return s.stageError(s.g.tr.records(nil, t), fmt.Errorf("%w: %w", sluice.ErrNoDeadLetter, err))
 		}
 		s.g.deadLetter(s, t, err)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -29,8 +30,8 @@ func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 		release := make(chan struct{})
 		var stuck atomic.Bool
 		d := newDriver(txn, Config{})
-		_, stop := run(t, d, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		_, stop := run(t, d, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if r.Partition == 0 && r.Offset == 1 && stuck.CompareAndSwap(false, true) {
 					<-release // ignores its context
 				}
@@ -48,14 +49,14 @@ func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 		synctest.Wait() // 0-1 stuck, 1-1 produced
 		d.do(func(g *Group) {
 			// A source's poll hands over what it fetched in the same turn.
-			g.Lose([]pipeline.TopicPartition{tp(0)})
+			g.Lose([]sluice.TopicPartition{tp(0)})
 			g.Deliver(tp(1), recs(1, 1, 2)) // p1 rewound: delivered again
 			synctest.Wait()
 			close(release) // the abandoned function returns and produces 0-1
 			synctest.Wait()
 		})
 		err := stop()
-		if !errors.Is(err, pipeline.ErrAbandoned) || !errors.Is(err, ErrAborted) {
+		if !errors.Is(err, sluice.ErrAbandoned) || !errors.Is(err, ErrAborted) {
 			t.Errorf("Run returned %v, want ErrAbandoned and ErrAborted (the last transaction aborted)", err)
 		}
 		visible, commits, _, _ := txn.state()

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // This file is what follows an abort: the rewind in place, or stopping.
@@ -44,7 +44,7 @@ func (g *Group) abort(cause error, rewind bool) {
 	g.open = false
 	g.draining = false
 	rewind = rewind && !errors.Is(cause, ErrFatal)
-	var tps []pipeline.TopicPartition
+	var tps []sluice.TopicPartition
 	if rewind {
 		tps = g.toRewind()
 		if len(tps) > 0 {
@@ -93,14 +93,14 @@ func (g *Group) abortShutdown(cause error, warning string) {
 
 // toRewind returns the owned partitions (not being revoked) with records
 // in the open transaction or held for the next one.
-func (g *Group) toRewind() []pipeline.TopicPartition {
-	var out []pipeline.TopicPartition
+func (g *Group) toRewind() []sluice.TopicPartition {
+	var out []sluice.TopicPartition
 	for tp, p := range g.parts {
 		if !p.leaving && (p.inTxn || len(p.held) > 0) {
 			out = append(out, tp)
 		}
 	}
-	slices.SortFunc(out, func(a, b pipeline.TopicPartition) int {
+	slices.SortFunc(out, func(a, b sluice.TopicPartition) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
@@ -108,7 +108,7 @@ func (g *Group) toRewind() []pipeline.TopicPartition {
 
 // rewind seeks tps (their graphs cancelled, the transaction aborted) back
 // to their committed offsets and builds their new graphs.
-func (g *Group) rewind(tps []pipeline.TopicPartition) error {
+func (g *Group) rewind(tps []sluice.TopicPartition) error {
 	if len(tps) == 0 {
 		return nil
 	}
@@ -139,7 +139,7 @@ func (g *Group) stop(cause, failed error) {
 }
 
 // names lists tps as "topic/partition, ...".
-func names(tps []pipeline.TopicPartition) string {
+func names(tps []sluice.TopicPartition) string {
 	out := make([]string, len(tps))
 	for i, tp := range tps {
 		out[i] = fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -24,8 +25,8 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-0-a")
-		build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 				return []string{fmt.Sprintf("%d-%d-a", r.Partition, r.Offset), fmt.Sprintf("%d-%d-b", r.Partition, r.Offset)}, nil
 			})
 			return stages.Each(outs, func(ctx context.Context, out string) error {
@@ -33,7 +34,7 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 					return err
 				}
 				if out == "1-0-a" {
-					return pipeline.Permanent(errors.New("INVALID_PRODUCER_EPOCH"))
+					return sluice.Permanent(errors.New("INVALID_PRODUCER_EPOCH"))
 				}
 				txn.produce(out)
 				return nil
@@ -44,7 +45,7 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 		d.feed(recs(0, 0, 2), recs(1, 0, 1))
 		synctest.Wait()
 		start := time.Now()
-		done := d.start(func(g *Group) { g.Revoke([]pipeline.TopicPartition{tp(0)}) })
+		done := d.start(func(g *Group) { g.Revoke([]sluice.TopicPartition{tp(0)}) })
 		synctest.Wait() // the barrier waits for 1-0-a
 		gs.open("1-0-a")
 		<-done
@@ -52,7 +53,7 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 			t.Errorf("the revoke took %v, want it to give up at the stage error, well before the drain timeout %v", took, testBarrier)
 		}
 		err := stop()
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {
 			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -33,8 +34,8 @@ type sideValue struct {
 // every record after it.
 func sideCall(txn *stubTxn, failAt int64) pipeline.Builder {
 	var failed atomic.Bool
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		vals := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]sideValue, error) {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		vals := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]sideValue, error) {
 			id := fmt.Sprintf("%d-%d", r.Partition, r.Offset)
 			return []sideValue{{out: id + "-a"}, {out: id + "-b"}, {side: true, part: r.Partition, off: r.Offset}}, nil
 		})
@@ -53,7 +54,7 @@ func sideCall(txn *stubTxn, failAt int64) pipeline.Builder {
 				return errors.New("side service unavailable")
 			}
 			return nil
-		}, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Hour, Max: time.Hour}))
+		}, stages.Retry(sluice.RetryPolicy{Attempts: 3, Initial: time.Hour, Max: time.Hour}))
 		return pipeline.All(produced, calls)
 	}
 }
@@ -61,7 +62,7 @@ func sideCall(txn *stubTxn, failAt int64) pipeline.Builder {
 // wrapping is a Group wrapping the runtime's, as package follow's does:
 // the methods it does not override, Unfinished among them, are the
 // runtime's.
-type wrapping struct{ pipeline.Group }
+type wrapping struct{ sluice.Group }
 
 // A shutdown whose drain cuts short the retry of a record (its side call
 // failed once) leaves that record unfinished while the outputs of the
@@ -83,7 +84,7 @@ func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
 		if wrapped {
-			d.wrap = func(g pipeline.Group) pipeline.Group { return wrapping{g} }
+			d.wrap = func(g sluice.Group) sluice.Group { return wrapping{g} }
 		}
 		_, stop := run(t, d, sideCall(txn, 1))
 		d.feed(recs(0, 0, 1))
@@ -98,7 +99,7 @@ func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 			t.Fatalf("Run returned %v, want nil (the abort discarded the outputs; the next owner redoes the records)", err)
 		}
 		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 1)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 1)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v: record 1 never finished", commits, want)
 		}
 		if want := outputs(0, 0, 1); !slices.Equal(visible, want) {
@@ -128,12 +129,12 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		})
 		synctest.Wait() // p0's record 1 waits for its retry; everything else finished
 		d.do(func(g *Group) {
-			g.Revoke([]pipeline.TopicPartition{tp(0)})
+			g.Revoke([]sluice.TopicPartition{tp(0)})
 			if err := g.Err(); err != nil {
 				t.Errorf("Err after the revoke: %v, want nil (aborted, p1 rewound in place)", err)
 			}
 		})
-		if want := [][]pipeline.Offset{offs(1, 1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(1, 1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Fatalf("rewinds %v, want %v (p1 to its committed offset)", txn.rewound(), want)
 		}
 		d.do(func(g *Group) { g.Deliver(tp(1), recs(1, 1, 3)) }) // p1 from its committed offset
@@ -143,7 +144,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
 		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
 		}
 		if got, want := sorted(visible), sortedOutputs(0, 0, 1, 1, 0, 3); !slices.Equal(got, want) {

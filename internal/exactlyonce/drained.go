@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // This file tells, after the runtime's Revoke or Shutdown drained
@@ -34,7 +34,7 @@ var errDrainUnfinished = errors.New("records fed to a drained partition's graph 
 // drainedUnfinished names the partitions of tps, just drained, with
 // records in the open transaction that the drain left unfinished (the
 // wrapped Group's Unfinished).
-func (g *Group) drainedUnfinished(tps []pipeline.TopicPartition) []string {
+func (g *Group) drainedUnfinished(tps []sluice.TopicPartition) []string {
 	flagged := g.Group.Unfinished()
 	var out []string
 	for _, tp := range tps {

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// Group is a [pipeline.Group] that commits through Kafka transactions: a
+// Group is a [sluice.Group] that commits through Kafka transactions: a
 // source running exactly-once wraps the runtime's group in it ([Wrap]) and
 // hands the result to its poll loop instead. It begins a transaction
 // before the first record a graph gets, and commits it at every commit
@@ -49,31 +49,31 @@ import (
 // stops: [Group.Err] then returns the error, and the source must stop as
 // for a fatal client failure: lose every partition without committing and
 // return the error from Run. It stops as well at the first commit after Run
-// abandoned a function that ignored its context (pipeline.ErrAbandoned),
+// abandoned a function that ignored its context (sluice.ErrAbandoned),
 // which aborts instead: that function may still produce into the open
 // transaction. A shutdown that aborts because the group
 // refused its offsets or its drain left records unfinished does not stop
 // it: nothing is at risk (Shutdown).
 type Group struct {
-	pipeline.Group // the runtime's group
-	ctx            context.Context
-	txn            Txn
-	cfg            Config
-	log            *slog.Logger
+	sluice.Group // the runtime's group
+	ctx          context.Context
+	txn          Txn
+	cfg          Config
+	log          *slog.Logger
 
-	parts map[pipeline.TopicPartition]*partition // owned partitions
-	open  bool                                   // a transaction is open
+	parts map[sluice.TopicPartition]*partition // owned partitions
+	open  bool                                 // a transaction is open
 	// draining: a commit is due; records are held, not delivered.
 	draining bool
 	// resumable: partitions whose held records were delivered and that
 	// the runtime did not ask to pause, for the next Resumable.
-	resumable []pipeline.TopicPartition
+	resumable []sluice.TopicPartition
 	err       error // the first failure; the Group commits nothing after it
 	// inDeliver: a Deliver call runs (an abort in it defers its rewind);
 	// deferred: the partitions awaiting that rewind, aborted because of
 	// deferredCause (rewind_deferred.go).
 	inDeliver     bool
-	deferred      []pipeline.TopicPartition
+	deferred      []sluice.TopicPartition
 	deferredCause error
 }
 
@@ -86,12 +86,12 @@ type partition struct {
 	inTxn     bool  // records were delivered since the last commit
 	leaving   bool  // being revoked: never rewound
 	rewinding bool  // awaiting a deferred rewind: its records are dropped
-	held      []pipeline.Record
+	held      []sluice.Record
 }
 
 func newPartition() *partition { return &partition{delivered: -1, done: -1, committed: -1} }
 
-var _ pipeline.Group = (*Group)(nil)
+var _ sluice.Group = (*Group)(nil)
 
 // Wrap returns inner committing through txn. ctx is the one the source's
 // Run got: its cause tells a shutdown after a stage error (whose record's
@@ -99,13 +99,13 @@ var _ pipeline.Group = (*Group)(nil)
 // one. The caller must have initialized txn's transactions (fencing its
 // predecessors) before, and must check [Group.Err] after each call that
 // may commit (Deliver, Offsets, Resumable, Revoke, Lose, Shutdown).
-func Wrap(ctx context.Context, inner pipeline.Group, txn Txn, cfg Config) *Group {
+func Wrap(ctx context.Context, inner sluice.Group, txn Txn, cfg Config) *Group {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Group{Group: inner, ctx: ctx, txn: txn, cfg: cfg, log: log.With("component", "sluice/exactlyonce"),
-		parts: make(map[pipeline.TopicPartition]*partition)}
+		parts: make(map[sluice.TopicPartition]*partition)}
 }
 
 // Err returns the failure that ended the Group's transactions (wrapping
@@ -127,8 +127,8 @@ func (g *Group) JoinErr(err error) error {
 	return err
 }
 
-// Assign implements pipeline.Group.
-func (g *Group) Assign(tps []pipeline.TopicPartition) error {
+// Assign implements sluice.Group.
+func (g *Group) Assign(tps []sluice.TopicPartition) error {
 	err := g.Group.Assign(tps)
 	for _, tp := range tps {
 		if g.parts[tp] == nil {
@@ -138,14 +138,14 @@ func (g *Group) Assign(tps []pipeline.TopicPartition) error {
 	return err
 }
 
-// Deliver implements pipeline.Group: it begins a transaction if none is
+// Deliver implements sluice.Group: it begins a transaction if none is
 // open and hands recs to the runtime. While a commit is due (and its
 // barrier not reached) it holds them instead, and asks to pause the
 // partition once it holds holdPause records of it. After a failure it
 // drops them, and so it does when the commit it tried first aborted and
 // rewound tp (they were fetched before the rewind), and until the
 // deferred rewind of tp ran (rewind_deferred.go).
-func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+func (g *Group) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	p := g.parts[tp]
 	if g.err != nil || p == nil || p.rewinding || len(recs) == 0 {
 		return false
@@ -165,7 +165,7 @@ func (g *Group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool
 	return g.deliver(tp, p, recs)
 }
 
-func (g *Group) deliver(tp pipeline.TopicPartition, p *partition, recs []pipeline.Record) bool {
+func (g *Group) deliver(tp sluice.TopicPartition, p *partition, recs []sluice.Record) bool {
 	if !g.open {
 		if err := g.txn.Begin(); err != nil {
 			g.err = fmt.Errorf("sluice: beginning a transaction: %w", err)
@@ -179,11 +179,11 @@ func (g *Group) deliver(tp pipeline.TopicPartition, p *partition, recs []pipelin
 	return g.Group.Deliver(tp, recs)
 }
 
-// Offsets implements pipeline.Group: the source's interval commit point.
+// Offsets implements sluice.Group: the source's interval commit point.
 // It commits at once if nothing is in flight, and otherwise starts
 // holding records until the barrier is reached (see Resumable). It
 // returns nothing for the source to commit.
-func (g *Group) Offsets() []pipeline.Offset {
+func (g *Group) Offsets() []sluice.Offset {
 	g.finishRewind()
 	g.absorb(g.Group.Offsets())
 	if g.err == nil && g.open {
@@ -193,11 +193,11 @@ func (g *Group) Offsets() []pipeline.Offset {
 	return nil
 }
 
-// Resumable implements pipeline.Group: the runtime's resumable partitions
+// Resumable implements sluice.Group: the runtime's resumable partitions
 // and, once a due commit reached its barrier and committed, those whose
 // held records were delivered, and the partitions rewound since the last
 // call (their new graphs have room; one the source paused must resume).
-func (g *Group) Resumable() []pipeline.TopicPartition {
+func (g *Group) Resumable() []sluice.TopicPartition {
 	g.finishRewind()
 	out := g.Group.Resumable()
 	if g.draining {
@@ -234,7 +234,7 @@ func (g *Group) tryCommit() {
 	}
 }
 
-// Revoke implements pipeline.Group: the revoked partitions drain, then the
+// Revoke implements sluice.Group: the revoked partitions drain, then the
 // transaction commits with the offsets of every owned partition (after the
 // barrier) before Revoke returns, so before the source lets the
 // partitions go. The barrier shares the drain timeout with the drain. A
@@ -243,7 +243,7 @@ func (g *Group) tryCommit() {
 // are rewound, unless a stage error is stopping Run; the revoked ones'
 // next owner starts at the last committed transaction). It returns
 // nothing for the source to commit.
-func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
+func (g *Group) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
 	start := time.Now()
 	deadline := start.Add(g.DrainTimeout())
 	for _, tp := range tps {
@@ -279,7 +279,7 @@ func (g *Group) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
 // and left unfinished, so the records after their final offsets were
 // still queued when the drain began and were dropped: they produced
 // nothing. Their final offsets are what the transaction commits.
-func (g *Group) settle(tps []pipeline.TopicPartition) {
+func (g *Group) settle(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		if p := g.parts[tp]; p != nil && p.inTxn {
 			p.delivered = p.done
@@ -287,11 +287,11 @@ func (g *Group) settle(tps []pipeline.TopicPartition) {
 	}
 }
 
-// Lose implements pipeline.Group. A lost partition with records in the open
+// Lose implements sluice.Group. A lost partition with records in the open
 // transaction aborts it: their outputs must not commit, and neither may
 // the other partitions' outputs without the lost ones' offsets. The
 // partitions kept that had records in it are rewound (abort.go).
-func (g *Group) Lose(tps []pipeline.TopicPartition) {
+func (g *Group) Lose(tps []sluice.TopicPartition) {
 	g.Group.Lose(tps)
 	var held []string
 	if g.err == nil && g.open {
@@ -307,18 +307,18 @@ func (g *Group) Lose(tps []pipeline.TopicPartition) {
 	}
 }
 
-// Shutdown implements pipeline.Group: every partition drains, then the
+// Shutdown implements sluice.Group: every partition drains, then the
 // transaction commits with their final offsets. It aborts instead when
 // the drain left records unfinished (drained.go): they may have produced
 // part of their outputs, and the records after them all of theirs, which
 // must not commit with offsets behind them. After a stage error stopped
-// Run (ctx's cause is a *pipeline.StageError) that stops the Group (Err
+// Run (ctx's cause is a *sluice.StageError) that stops the Group (Err
 // wraps ErrAborted); otherwise the Group only logs a warning, as nothing
 // is at risk: nothing of the transaction is visible, and the next owners
 // process the records again from the last committed transaction. Held
 // records are dropped (they were never processed). It returns nothing for
 // the source to commit.
-func (g *Group) Shutdown() []pipeline.Offset {
+func (g *Group) Shutdown() []sluice.Offset {
 	g.deferred, g.deferredCause = nil, nil // their graphs are cancelled: nothing of them commits
 	g.absorb(g.Group.Shutdown())
 	if g.err == nil && g.open {
@@ -340,7 +340,7 @@ func (g *Group) Shutdown() []pipeline.Offset {
 }
 
 // absorb records the runtime's committable offsets.
-func (g *Group) absorb(offs []pipeline.Offset) {
+func (g *Group) absorb(offs []sluice.Offset) {
 	for _, o := range offs {
 		if p := g.parts[o.TopicPartition]; p != nil {
 			p.done = o.Next
@@ -348,7 +348,7 @@ func (g *Group) absorb(offs []pipeline.Offset) {
 	}
 }
 
-func (g *Group) forget(tps []pipeline.TopicPartition) {
+func (g *Group) forget(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		delete(g.parts, tp)
 	}
@@ -356,7 +356,7 @@ func (g *Group) forget(tps []pipeline.TopicPartition) {
 
 // unfinished names the partitions of tps with delivered records the
 // runtime has not finished.
-func (g *Group) unfinished(tps []pipeline.TopicPartition) []string {
+func (g *Group) unfinished(tps []sluice.TopicPartition) []string {
 	var out []string
 	for _, tp := range tps {
 		if p := g.parts[tp]; p != nil && p.inTxn && p.done != p.delivered {
@@ -398,23 +398,23 @@ func (g *Group) barrier(deadline time.Time) error {
 var errAbandoned = errors.New("a user function that ignored its context was abandoned and may still produce into the open transaction")
 
 // abandoned reports whether Run stopped because it abandoned a user
-// function that ignored its context (pipeline.ErrAbandoned). Such a
+// function that ignored its context (sluice.ErrAbandoned). Such a
 // function still runs: what it produces once it returns lands in
 // whatever transaction is open then, outputs of a record whose offset no
 // transaction commits. So no transaction commits after it.
 func (g *Group) abandoned() bool {
-	return errors.Is(context.Cause(g.ctx), pipeline.ErrAbandoned)
+	return errors.Is(context.Cause(g.ctx), sluice.ErrAbandoned)
 }
 
 // stageFailed reports whether Run's context ended because of a stage
-// error (its cause is a *pipeline.StageError).
+// error (its cause is a *sluice.StageError).
 func (g *Group) stageFailed() bool {
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	return errors.As(context.Cause(g.ctx), &se)
 }
 
-func (g *Group) owned() []pipeline.TopicPartition {
-	out := make([]pipeline.TopicPartition, 0, len(g.parts))
+func (g *Group) owned() []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, 0, len(g.parts))
 	for tp := range g.parts {
 		out = append(out, tp)
 	}
@@ -430,10 +430,10 @@ func (g *Group) commit(why string) {
 		g.abort(fmt.Errorf("%s: %w", why, errAbandoned), false)
 		return
 	}
-	var offs []pipeline.Offset
+	var offs []sluice.Offset
 	for tp, p := range g.parts {
 		if p.done >= 0 && p.done != p.committed {
-			offs = append(offs, pipeline.Offset{TopicPartition: tp, Next: p.done})
+			offs = append(offs, sluice.Offset{TopicPartition: tp, Next: p.done})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())

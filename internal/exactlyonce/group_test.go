@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -16,8 +17,8 @@ import (
 // fanOut builds graphs where every record has two outputs, "p-o-a" and
 // "p-o-b", each produced into txn once its gate (if any) opens.
 func fanOut(txn *stubTxn, gs *gates) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 			return []string{fmt.Sprintf("%d-%d-a", r.Partition, r.Offset), fmt.Sprintf("%d-%d-b", r.Partition, r.Offset)}, nil
 		})
 		return stages.Each(outs, func(ctx context.Context, out string) error {
@@ -51,7 +52,7 @@ func TestIntervalCommitWaitsForRecordsInFlight(t *testing.T) {
 		gs := newGates("0-2-b")
 		d, stop := startFanOut(t, txn, gs)
 		d.do(func(g *Group) {
-			if err := g.Assign([]pipeline.TopicPartition{tp(0)}); err != nil {
+			if err := g.Assign([]sluice.TopicPartition{tp(0)}); err != nil {
 				t.Fatal(err)
 			}
 			g.Deliver(tp(0), recs(0, 0, 3))
@@ -113,7 +114,7 @@ func TestRevokeBarrierPastDrainTimeoutAbortsAndRewinds(t *testing.T) {
 		d.feed(recs(0, 0, 2), recs(1, 0, 1))
 		start := time.Now()
 		d.do(func(g *Group) {
-			g.Revoke([]pipeline.TopicPartition{tp(0)})
+			g.Revoke([]sluice.TopicPartition{tp(0)})
 			if err := g.Err(); err != nil {
 				t.Errorf("Err after the revoke: %v, want nil (rewound in place)", err)
 			}
@@ -121,7 +122,7 @@ func TestRevokeBarrierPastDrainTimeoutAbortsAndRewinds(t *testing.T) {
 		if took := time.Since(start); took != testBarrier {
 			t.Errorf("the revoke took %v, want the drain timeout %v", took, testBarrier)
 		}
-		if want := [][]pipeline.Offset{offs(1, -1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(1, -1)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Fatalf("rewinds %v, want %v (p1 only)", txn.rewound(), want)
 		}
 		gs.open("1-0-a")
@@ -145,7 +146,7 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 		d.feed(recs(0, 0, 2), recs(1, 3, 5))
 		synctest.Wait() // fed: a revoke drops only records still queued
 		done := d.start(func(g *Group) {
-			if got := g.Revoke([]pipeline.TopicPartition{tp(0)}); got != nil {
+			if got := g.Revoke([]sluice.TopicPartition{tp(0)}); got != nil {
 				t.Errorf("Revoke returned %v to the source, want nothing", got)
 			}
 		})
@@ -158,7 +159,7 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 		gs.open("1-4-b")
 		<-done
 		visible, commits, aborts, _ := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2, 1, 5)}; !slices.EqualFunc(commits, want, slices.Equal) || aborts != 0 {
+		if want := [][]sluice.Offset{offs(0, 2, 1, 5)}; !slices.EqualFunc(commits, want, slices.Equal) || aborts != 0 {
 			t.Fatalf("commits %v aborts %d, want %v and none", commits, aborts, want)
 		}
 		slices.Sort(visible)
@@ -177,9 +178,9 @@ func TestLoseWithoutRecordsInTransactionCommitsTheRest(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := startFanOut(t, txn, newGates())
 		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0), tp(1)})
+			_ = g.Assign([]sluice.TopicPartition{tp(0), tp(1)})
 			g.Deliver(tp(0), recs(0, 0, 2))
-			g.Lose([]pipeline.TopicPartition{tp(1)})
+			g.Lose([]sluice.TopicPartition{tp(1)})
 			g.Offsets()
 		})
 		must(t, stop())
@@ -240,9 +241,9 @@ func TestNoRecordsNoTransaction(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := startFanOut(t, txn, newGates())
 		d.do(func(g *Group) {
-			_ = g.Assign([]pipeline.TopicPartition{tp(0)})
+			_ = g.Assign([]sluice.TopicPartition{tp(0)})
 			g.Offsets()
-			g.Revoke([]pipeline.TopicPartition{tp(0)})
+			g.Revoke([]sluice.TopicPartition{tp(0)})
 		})
 		must(t, stop())
 		if _, commits, aborts, _ := txn.state(); len(commits) != 0 || aborts != 0 {
@@ -272,7 +273,7 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 		gs.open("0-0-a")
 		synctest.Wait()
 		d.do(func(g *Group) {
-			if got := g.Resumable(); !slices.Equal(got, []pipeline.TopicPartition{tp(0)}) {
+			if got := g.Resumable(); !slices.Equal(got, []sluice.TopicPartition{tp(0)}) {
 				t.Errorf("Resumable after the commit: %v, want [in/0]", got)
 			}
 		})
@@ -289,13 +290,13 @@ func TestShutdownAfterStageErrorAborts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
-		failing := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]string, error) {
+		failing := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 				return []string{fmt.Sprintf("0-%d-a", r.Offset), fmt.Sprintf("0-%d-b", r.Offset)}, nil
 			})
 			return stages.Each(outs, func(_ context.Context, out string) error {
 				if out == "0-1-b" {
-					return pipeline.Permanent(errors.New("cannot produce"))
+					return sluice.Permanent(errors.New("cannot produce"))
 				}
 				txn.produce(out)
 				return nil
@@ -305,7 +306,7 @@ func TestShutdownAfterStageErrorAborts(t *testing.T) {
 		d.feed(recs(0, 0, 2))
 		synctest.Wait() // the stage error stops Run
 		err := stop()
-		var se *pipeline.StageError
+		var se *sluice.StageError
 		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {
 			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
 		}

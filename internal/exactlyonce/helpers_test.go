@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -19,15 +20,15 @@ type stubTxn struct {
 	mu       sync.Mutex
 	open     bool
 	pending  []string
-	visible  []string            // outputs of committed transactions, in order
-	commits  [][]pipeline.Offset // offsets of each committed transaction
+	visible  []string          // outputs of committed transactions, in order
+	commits  [][]sluice.Offset // offsets of each committed transaction
 	aborts   int
 	failNext error // returned by the next Commit
 	// committed is the group's committed offset of each partition (what
 	// the committed transactions committed); rewinds lists every Rewind
 	// call as the offsets it sought to (-1: none committed).
 	committed map[int32]int64
-	rewinds   [][]pipeline.Offset
+	rewinds   [][]sluice.Offset
 	// onAbort, if set, runs once the transaction aborted, outside the lock.
 	onAbort    func()
 	failAbort  error // returned by every Abort
@@ -45,7 +46,7 @@ func (s *stubTxn) Begin() error {
 	return nil
 }
 
-func (s *stubTxn) Commit(_ context.Context, offs []pipeline.Offset) error {
+func (s *stubTxn) Commit(_ context.Context, offs []sluice.Offset) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.open {
@@ -59,7 +60,7 @@ func (s *stubTxn) Commit(_ context.Context, offs []pipeline.Offset) error {
 	s.visible = append(s.visible, s.pending...)
 	s.pending = nil
 	sorted := slices.Clone(offs)
-	slices.SortFunc(sorted, func(a, b pipeline.Offset) int { return int(a.Partition - b.Partition) })
+	slices.SortFunc(sorted, func(a, b sluice.Offset) int { return int(a.Partition - b.Partition) })
 	s.commits = append(s.commits, sorted)
 	if s.committed == nil {
 		s.committed = map[int32]int64{}
@@ -84,25 +85,25 @@ func (s *stubTxn) Abort(context.Context) error {
 }
 
 // Rewind records the committed offsets a consumer would seek tps to.
-func (s *stubTxn) Rewind(_ context.Context, tps []pipeline.TopicPartition) error {
+func (s *stubTxn) Rewind(_ context.Context, tps []sluice.TopicPartition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open {
 		return errors.New("stub: Rewind with a transaction open")
 	}
-	var to []pipeline.Offset
+	var to []sluice.Offset
 	for _, tp := range tps {
 		next, ok := s.committed[tp.Partition]
 		if !ok {
 			next = -1
 		}
-		to = append(to, pipeline.Offset{TopicPartition: tp, Next: next})
+		to = append(to, sluice.Offset{TopicPartition: tp, Next: next})
 	}
 	s.rewinds = append(s.rewinds, to)
 	return s.failRewind
 }
 
-func (s *stubTxn) rewound() [][]pipeline.Offset {
+func (s *stubTxn) rewound() [][]sluice.Offset {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.rewinds)
@@ -126,13 +127,13 @@ func (s *stubTxn) pendingOutputs() []string {
 	return slices.Clone(s.pending)
 }
 
-func (s *stubTxn) state() (visible []string, commits [][]pipeline.Offset, aborts int, misplaced []string) {
+func (s *stubTxn) state() (visible []string, commits [][]sluice.Offset, aborts int, misplaced []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.visible), slices.Clone(s.commits), s.aborts, slices.Clone(s.misplaced)
 }
 
-// driver is a pipeline.Source whose poll loop runs the calls a test sends
+// driver is a sluice.Source whose poll loop runs the calls a test sends
 // it, on the Group wrapped by Wrap, one at a time.
 type driver struct {
 	txn   *stubTxn
@@ -140,14 +141,14 @@ type driver struct {
 	calls chan func(g *Group)
 	ready chan *Group
 	// wrap, if set, wraps the runtime's group before Wrap does.
-	wrap func(pipeline.Group) pipeline.Group
+	wrap func(sluice.Group) sluice.Group
 }
 
 func newDriver(txn *stubTxn, cfg Config) *driver {
 	return &driver{txn: txn, cfg: cfg, calls: make(chan func(*Group)), ready: make(chan *Group, 1)}
 }
 
-func (d *driver) Run(ctx context.Context, inner pipeline.Group) error {
+func (d *driver) Run(ctx context.Context, inner sluice.Group) error {
 	if d.wrap != nil {
 		inner = d.wrap(inner)
 	}
@@ -218,20 +219,20 @@ func run(t *testing.T, d *driver, build pipeline.Builder, opts ...pipeline.Optio
 	return <-d.ready, func() error { return r.Stop(t) }
 }
 
-func tp(p int32) pipeline.TopicPartition { return pipeline.TopicPartition{Topic: "in", Partition: p} }
+func tp(p int32) sluice.TopicPartition { return sluice.TopicPartition{Topic: "in", Partition: p} }
 
-func recs(p int32, from, to int64) []pipeline.Record {
-	var out []pipeline.Record
+func recs(p int32, from, to int64) []sluice.Record {
+	var out []sluice.Record
 	for o := from; o < to; o++ {
-		out = append(out, pipeline.Record{Topic: "in", Partition: p, Offset: o, Value: []byte{byte(o)}})
+		out = append(out, sluice.Record{Topic: "in", Partition: p, Offset: o, Value: []byte{byte(o)}})
 	}
 	return out
 }
 
-func offs(pairs ...int64) []pipeline.Offset {
-	var out []pipeline.Offset
+func offs(pairs ...int64) []sluice.Offset {
+	var out []sluice.Offset
 	for i := 0; i+1 < len(pairs); i += 2 {
-		out = append(out, pipeline.Offset{TopicPartition: tp(int32(pairs[i])), Next: pairs[i+1]})
+		out = append(out, sluice.Offset{TopicPartition: tp(int32(pairs[i])), Next: pairs[i+1]})
 	}
 	return out
 }
@@ -249,9 +250,9 @@ func startFanOut(t *testing.T, txn *stubTxn, gs *gates, opts ...pipeline.Option)
 
 // feed assigns the partitions of batches and delivers each batch, on the
 // poll loop.
-func (d *driver) feed(batches ...[]pipeline.Record) {
+func (d *driver) feed(batches ...[]sluice.Record) {
 	d.do(func(g *Group) {
-		var tps []pipeline.TopicPartition
+		var tps []sluice.TopicPartition
 		for _, b := range batches {
 			tps = append(tps, tp(b[0].Partition))
 		}
@@ -263,7 +264,7 @@ func (d *driver) feed(batches ...[]pipeline.Record) {
 }
 
 // checkCommits checks the offsets of each committed transaction.
-func checkCommits(t *testing.T, txn *stubTxn, want ...[]pipeline.Offset) {
+func checkCommits(t *testing.T, txn *stubTxn, want ...[]sluice.Offset) {
 	t.Helper()
 	if _, commits, _, _ := txn.state(); !slices.EqualFunc(commits, want, slices.Equal) {
 		t.Fatalf("commits %v, want %v", commits, want)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // This file defers the rewind of a transaction that aborted inside
@@ -36,7 +36,7 @@ import (
 
 // deferRewind leaves tps (their graphs cancelled, the transaction
 // aborted because of cause) without a graph until finishRewind.
-func (g *Group) deferRewind(cause error, tps []pipeline.TopicPartition) {
+func (g *Group) deferRewind(cause error, tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		p := newPartition() // what was held is dropped: it is fetched again
 		p.rewinding = true
@@ -57,7 +57,7 @@ func (g *Group) finishRewind() {
 		return
 	}
 	cause := g.deferredCause
-	tps := slices.DeleteFunc(g.deferred, func(tp pipeline.TopicPartition) bool {
+	tps := slices.DeleteFunc(g.deferred, func(tp sluice.TopicPartition) bool {
 		p := g.parts[tp]
 		return p == nil || !p.rewinding
 	})
@@ -74,7 +74,7 @@ func (g *Group) finishRewind() {
 		"cause", cause, "rewound", tps)
 }
 
-// Polled implements pipeline.Group: the source handed over what its poll
+// Polled implements sluice.Group: the source handed over what its poll
 // returned, so a rewind deferred by an abort inside Deliver runs now.
 func (g *Group) Polled() {
 	g.finishRewind()
@@ -82,6 +82,6 @@ func (g *Group) Polled() {
 }
 
 // comparePartitions orders partitions by topic, then number.
-func comparePartitions(a, b pipeline.TopicPartition) int {
+func comparePartitions(a, b sluice.TopicPartition) int {
 	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }

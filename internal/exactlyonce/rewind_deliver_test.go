@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // failInDeliver sets up the sequence of rebalance.Core.Add that lost or
@@ -58,7 +58,7 @@ func TestRecordHeldAcrossRewindInDeliverIsDropped(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := failInDeliver(t, txn)
 		d.do(func(g *Group) { g.Polled() })
-		if want := [][]pipeline.Offset{offs(0, 2, 1, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Fatalf("rewinds %v, want %v", txn.rewound(), want)
 		}
 		if got := txn.pendingOutputs(); len(got) != 0 {
@@ -74,7 +74,7 @@ func TestRecordHeldAcrossRewindInDeliverIsDropped(t *testing.T) {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
 		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2, 1, 2), offs(0, 6, 1, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6, 1, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
 		}
 		if want := sortedOutputs(0, 0, 6, 1, 0, 6); !slices.Equal(sorted(visible), want) {
@@ -97,7 +97,7 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := failInDeliver(t, txn)
 		d.do(func(g *Group) {
-			g.Revoke([]pipeline.TopicPartition{tp(1)}) // a rebalance callback in the same poll
+			g.Revoke([]sluice.TopicPartition{tp(1)}) // a rebalance callback in the same poll
 			if err := g.Err(); err != nil {
 				t.Fatalf("Err after the revoke: %v, want nil", err)
 			}
@@ -110,7 +110,7 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
 		visible, commits, _, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2, 1, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v (nothing past 2 for in/1)", commits, want)
 		}
 		if want := sortedOutputs(0, 0, 6, 1, 0, 2); !slices.Equal(sorted(visible), want) {
@@ -119,7 +119,7 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 		if len(misplaced) != 0 {
 			t.Fatalf("outputs outside a transaction %v", misplaced)
 		}
-		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Errorf("rewinds %v, want %v (in/1 is leaving: not sought)", txn.rewound(), want)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // sortedOutputs returns the outputs of the given partitions' offset
@@ -53,7 +53,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 		})
 		synctest.Wait() // 0-3-b held at its gate, the rest produced
 		d.do(func(g *Group) {
-			g.Lose([]pipeline.TopicPartition{tp(1)})
+			g.Lose([]sluice.TopicPartition{tp(1)})
 			if err := g.Err(); err != nil {
 				t.Fatalf("Err after losing p1: %v, want nil (rewound in place)", err)
 			}
@@ -61,7 +61,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 				t.Errorf("Resumable after the rewind: %v, want in/0 listed", got)
 			}
 		})
-		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Fatalf("rewinds %v, want %v (p0 only, to its committed offset)", txn.rewound(), want)
 		}
 		d.do(func(g *Group) { // what the consumer delivers after the seek
@@ -74,7 +74,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
 		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2, 1, 2, 2, 1), offs(0, 4, 2, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2, 2, 1), offs(0, 4, 2, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
 		}
 		if want := sortedOutputs(0, 0, 4, 1, 0, 2, 2, 0, 3); !slices.Equal(sorted(visible), want) {
@@ -122,11 +122,11 @@ func TestFailedCommitRewinds(t *testing.T) {
 			if err := g.Err(); err != nil {
 				t.Fatalf("Err after the failed commit: %v, want nil (rewound in place)", err)
 			}
-			if got := g.Resumable(); !slices.Equal(got, []pipeline.TopicPartition{tp(0)}) {
+			if got := g.Resumable(); !slices.Equal(got, []sluice.TopicPartition{tp(0)}) {
 				t.Errorf("Resumable after the rewind: %v, want [in/0]", got)
 			}
 		})
-		if want := [][]pipeline.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
 			t.Fatalf("rewinds %v, want %v", txn.rewound(), want)
 		}
 		synctest.Wait()
@@ -140,7 +140,7 @@ func TestFailedCommitRewinds(t *testing.T) {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
 		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]pipeline.Offset{offs(0, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
+		if want := [][]sluice.Offset{offs(0, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
 		}
 		if want := outputs(0, 0, 6); !slices.Equal(visible, want) {

@@ -1,5 +1,5 @@
 // Package exactlyonce runs a consume-transform-produce pipeline in Kafka
-// transactions, independently of the Kafka client: a [pipeline.Group]
+// transactions, independently of the Kafka client: a [sluice.Group]
 // decorator ([Group]) that a source wraps around the runtime's group, and
 // the small [Txn] interface each backend's transactional producer
 // implements. See docs/exactly-once.md for the protocol and its
@@ -12,7 +12,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Txn is a backend's transactional producer as the [Group] drives it: the
@@ -32,7 +32,7 @@ type Txn interface {
 	// nothing). It returns once the broker answered or ctx is done; an
 	// error means the transaction did not commit, or that its outcome is
 	// unknown: the Group then calls Abort.
-	Commit(ctx context.Context, offs []pipeline.Offset) error
+	Commit(ctx context.Context, offs []sluice.Offset) error
 	// Abort aborts the open transaction: nothing it produced becomes
 	// visible to read_committed readers and none of its offsets commits.
 	// After it succeeded the Group rewinds the partitions that had records
@@ -60,7 +60,7 @@ type Txn interface {
 	// paused (the Group lists it in Resumable afterwards). ctx bounds the
 	// call (the Group's CommitTimeout). An error stops the Group as a
 	// failed Abort does.
-	Rewind(ctx context.Context, tps []pipeline.TopicPartition) error
+	Rewind(ctx context.Context, tps []sluice.TopicPartition) error
 }
 
 // ErrFatal is wrapped by the error of a [Txn] method when the

@@ -3,7 +3,7 @@
 // of one shared array.
 package headers
 
-import "github.com/sluice-go/sluice/pipeline"
+import "github.com/sluice-go/sluice"
 
 // slabLen is how many headers one shared array holds (about 10 KiB).
 const slabLen = 256
@@ -17,20 +17,20 @@ const slabLen = 256
 // another record's headers. The zero Slab is ready to use; it is for one
 // goroutine (a source's poll loop).
 type Slab struct {
-	free []pipeline.Header
+	free []sluice.Header
 }
 
 // Take returns a slice of n zero headers for one record to fill; nil when
 // n is 0. A record with more than a quarter of slabLen headers gets an
 // array of its own.
-func (s *Slab) Take(n int) []pipeline.Header {
+func (s *Slab) Take(n int) []sluice.Header {
 	switch {
 	case n <= 0:
 		return nil
 	case n > slabLen/4:
-		return make([]pipeline.Header, n)
+		return make([]sluice.Header, n)
 	case n > len(s.free):
-		s.free = make([]pipeline.Header, slabLen)
+		s.free = make([]sluice.Header, slabLen)
 	}
 	h := s.free[:n:n]
 	s.free = s.free[n:]
@@ -43,10 +43,10 @@ func (s *Slab) Take(n int) []pipeline.Header {
 func Convert[H ~struct {
 	Key   string
 	Value []byte
-}](s *Slab, hs []H) []pipeline.Header {
+}](s *Slab, hs []H) []sluice.Header {
 	out := s.Take(len(hs))
 	for i, h := range hs {
-		out[i] = pipeline.Header(h)
+		out[i] = sluice.Header(h)
 	}
 	return out
 }

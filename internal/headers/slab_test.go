@@ -3,7 +3,7 @@ package headers
 import (
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // TestSlabSlicesAreSeparate checks that consecutive slices never overlap,
@@ -18,7 +18,7 @@ func TestSlabSlicesAreSeparate(t *testing.T) {
 	}
 	a[0].Key, a[1].Key = "a0", "a1"
 	b[0].Key = "b0"
-	a = append(a, pipeline.Header{Key: "a2"}) // must not write into b
+	a = append(a, sluice.Header{Key: "a2"}) // must not write into b
 	if b[0].Key != "b0" {
 		t.Fatalf("appending to a overwrote b[0]: %q", b[0].Key)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -29,8 +30,8 @@ import (
 // delivery.
 type Meter struct {
 	mu                   sync.Mutex
-	sizes                map[pipeline.TopicPartition][]int64 // delivered, not completed, in offset order
-	records, bytes       int64                               // held now
+	sizes                map[sluice.TopicPartition][]int64 // delivered, not completed, in offset order
+	records, bytes       int64                             // held now
 	maxRecords, maxBytes int64
 	settled              int64
 
@@ -38,16 +39,16 @@ type Meter struct {
 }
 
 // NewMeter returns a Meter that has seen nothing.
-func NewMeter() *Meter { return &Meter{sizes: map[pipeline.TopicPartition][]int64{}} }
+func NewMeter() *Meter { return &Meter{sizes: map[sluice.TopicPartition][]int64{}} }
 
 // OnPartitionPaused counts a pause.
-func (m *Meter) OnPartitionPaused(pipeline.TopicPartition) { m.paused.Add(1) }
+func (m *Meter) OnPartitionPaused(sluice.TopicPartition) { m.paused.Add(1) }
 
 // OnPolled counts a poll.
 func (m *Meter) OnPolled(time.Time) { m.polls.Add(1) }
 
 // OnRecordsCompleted drops the first n records held of tp.
-func (m *Meter) OnRecordsCompleted(tp pipeline.TopicPartition, n int, _ int64) {
+func (m *Meter) OnRecordsCompleted(tp sluice.TopicPartition, n int, _ int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range m.sizes[tp][:n] {
@@ -58,7 +59,7 @@ func (m *Meter) OnRecordsCompleted(tp pipeline.TopicPartition, n int, _ int64) {
 	m.settled += int64(n)
 }
 
-func (m *Meter) delivered(tp pipeline.TopicPartition, recs []pipeline.Record) {
+func (m *Meter) delivered(tp sluice.TopicPartition, recs []sluice.Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range recs {
@@ -94,23 +95,23 @@ func (m *Meter) Done() int64 {
 // Wrap returns src with the Group it is given wrapped so that m sees
 // every delivery, counted before the runtime gets it (it may complete
 // before Deliver returns).
-func (m *Meter) Wrap(src pipeline.Source) pipeline.Source { return source{src, m} }
+func (m *Meter) Wrap(src sluice.Source) sluice.Source { return source{src, m} }
 
 type source struct {
-	pipeline.Source
+	sluice.Source
 	m *Meter
 }
 
-func (s source) Run(ctx context.Context, g pipeline.Group) error {
+func (s source) Run(ctx context.Context, g sluice.Group) error {
 	return s.Source.Run(ctx, group{g, s.m})
 }
 
 type group struct {
-	pipeline.Group
+	sluice.Group
 	m *Meter
 }
 
-func (g group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+func (g group) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	g.m.delivered(tp, recs)
 	return g.Group.Deliver(tp, recs)
 }
@@ -119,11 +120,11 @@ func (g group) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool 
 // partition paused and 50 more polls passed (the source got what it
 // could); then it releases the graph, waits until all n records completed
 // and stops. opts go to the runtime, with m as a hook.
-func GatedRun(t *testing.T, src pipeline.Source, m *Meter, n int64, opts ...pipeline.Option) {
+func GatedRun(t *testing.T, src sluice.Source, m *Meter, n int64, opts ...pipeline.Option) {
 	t.Helper()
 	release := make(chan struct{})
-	run := testkit.Start(t, m.Wrap(src), func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, _ pipeline.Record) error {
+	run := testkit.Start(t, m.Wrap(src), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, _ sluice.Record) error {
 			select {
 			case <-release:
 			case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -55,8 +56,8 @@ func TestBackpressureBoundsInFlight(t *testing.T) {
 	b.Fill(t, topic, perPartition, 16)
 
 	var completed [parts]atomic.Int64
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			timer := time.NewTimer(work) // the work; it stops when the partition does
 			defer timer.Stop()
 			select {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -31,10 +32,10 @@ type lossObserver struct {
 	// sends nothing of a lost partition any more, but a commit it sent
 	// before the loss may be answered after it (the source waits for it
 	// before letting the client go).
-	afterLoss [][]pipeline.Offset
+	afterLoss [][]sluice.Offset
 }
 
-func (o *lossObserver) OnCommitted(offs []pipeline.Offset, _ time.Duration, err error) {
+func (o *lossObserver) OnCommitted(offs []sluice.Offset, _ time.Duration, err error) {
 	select {
 	case <-o.lost:
 	default:
@@ -73,7 +74,7 @@ func (o *lossObserver) checkNoCommitAfterLoss(t *testing.T, got map[int32]int64)
 	return got
 }
 
-func (o *lossObserver) OnPartitionLost(tp pipeline.TopicPartition) {
+func (o *lossObserver) OnPartitionLost(tp sluice.TopicPartition) {
 	o.groupObserver.OnPartitionLost(tp)
 	o.once.Do(func() {
 		o.atLoss = committedNow(o.b, o.group, o.topic)
@@ -103,9 +104,9 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	// lost with its joins faulted): keep that short.
 	ov := map[string]any{"session.timeout.ms": 2000}
 	builder := func(name string, mine *offsets) pipeline.Builder {
-		return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := es.begin(name, p.Partition)
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if name == "A" && r.Offset%2 == 0 {
 					time.Sleep(time.Millisecond) // work: keeps A mid-stream when it is thrown out
 				}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
@@ -79,21 +80,21 @@ func BenchmarkExactlyOnce(b *testing.B) {
 // consumer stopped, when the first record reached the Map.
 func eosRun(b *testing.B, br *kafkatest.Broker, backend, in, out, group string, interval time.Duration, eos bool, hw map[int32]int64) time.Time {
 	var (
-		src     pipeline.Source
-		produce func(pipeline.Stream[pipeline.Message]) pipeline.End
+		src     sluice.Source
+		produce func(pipeline.Stream[sluice.Message]) pipeline.End
 		closeP  func() error
 	)
 	switch backend {
 	case "librdkafka":
 		s, p := eosLibrdkafka(b, br, group, in, interval, eos)
 		src, closeP = s, p.Close
-		produce = func(msgs pipeline.Stream[pipeline.Message]) pipeline.End {
+		produce = func(msgs pipeline.Stream[sluice.Message]) pipeline.End {
 			return sink.Produce(msgs, p, out, identity)
 		}
 	case "franz":
 		s, p := eosFranz(b, br, group, in, interval, eos)
 		src, closeP = s, p.Close
-		produce = func(msgs pipeline.Stream[pipeline.Message]) pipeline.End {
+		produce = func(msgs pipeline.Stream[sluice.Message]) pipeline.End {
 			return franz.Produce(msgs, p, out, identity)
 		}
 	default:
@@ -101,13 +102,13 @@ func eosRun(b *testing.B, br *kafkatest.Broker, backend, in, out, group string, 
 	}
 	defer func() { _ = closeP() }()
 	var first atomic.Pointer[time.Time]
-	build := func(_ *pipeline.Partition, s pipeline.Stream[pipeline.Record]) pipeline.End {
-		return produce(stages.Map(s, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
+	build := func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
+		return produce(stages.Map(s, func(_ context.Context, r sluice.Record) (sluice.Message, error) {
 			if first.Load() == nil {
 				now := time.Now()
 				first.CompareAndSwap(nil, &now)
 			}
-			return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+			return sluice.Message{Key: r.Key, Value: r.Value}, nil
 		}))
 	}
 	c := startConsumer(b, "bench", src, build)
@@ -135,7 +136,7 @@ func sum(hw map[int32]int64) int64 {
 	return n
 }
 
-func identity(m pipeline.Message) (pipeline.Message, error) { return m, nil }
+func identity(m sluice.Message) (sluice.Message, error) { return m, nil }
 
 // eosLibrdkafka returns a librdkafka source and a producer, transactional
 // and bound to it when eos.

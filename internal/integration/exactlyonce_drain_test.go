@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -16,7 +17,7 @@ import (
 // eosSideValue is a value of eosSideCall's graphs: an output, or the side
 // call of the record at off.
 type eosSideValue struct {
-	msg  pipeline.Message
+	msg  sluice.Message
 	side bool
 	part int32
 	off  int64
@@ -31,14 +32,14 @@ type eosSideValue struct {
 // branch goes on producing the outputs of that record and of those after
 // it. fed counts the records of partition 0 whose outputs reached the
 // produce branch.
-func eosSideCall(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, failAt int64, failed chan<- struct{}, fed *atomic.Int64) pipeline.Builder {
+func eosSideCall(produce func(pipeline.Stream[sluice.Message]) pipeline.End, failAt int64, failed chan<- struct{}, fed *atomic.Int64) pipeline.Builder {
 	var once atomic.Bool
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		vals := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]eosSideValue, error) {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		vals := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]eosSideValue, error) {
 			id := fmt.Sprintf("%d-%d", r.Partition, r.Offset)
 			return []eosSideValue{
-				{msg: pipeline.Message{Key: r.Key, Value: []byte(id + "-a")}},
-				{msg: pipeline.Message{Key: r.Key, Value: []byte(id + "-b")}, part: r.Partition, off: r.Offset},
+				{msg: sluice.Message{Key: r.Key, Value: []byte(id + "-a")}},
+				{msg: sluice.Message{Key: r.Key, Value: []byte(id + "-b")}, part: r.Partition, off: r.Offset},
 				{side: true, part: r.Partition, off: r.Offset},
 			}, nil
 		})
@@ -48,7 +49,7 @@ func eosSideCall(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, f
 			}
 			return 0
 		})
-		msgs := stages.Map(branches[0], func(_ context.Context, v eosSideValue) (pipeline.Message, error) {
+		msgs := stages.Map(branches[0], func(_ context.Context, v eosSideValue) (sluice.Message, error) {
 			if v.part == 0 && v.msg.Value[len(v.msg.Value)-1] == 'b' {
 				fed.Add(1)
 			}
@@ -60,7 +61,7 @@ func eosSideCall(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, f
 				return errors.New("side service unavailable")
 			}
 			return nil
-		}, stages.Retry(pipeline.RetryPolicy{Attempts: 3, Initial: time.Hour, Max: time.Hour}))
+		}, stages.Retry(sluice.RetryPolicy{Attempts: 3, Initial: time.Hour, Max: time.Hour}))
 		return pipeline.All(produce(msgs), calls)
 	}
 }
@@ -74,14 +75,14 @@ func eosSideCall(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, f
 // offset at 5. B, started after, finishes the input: read_committed
 // readers see every input's two outputs exactly once.
 func eosDrainUnfinished(t *testing.T, b *kafkatest.Broker, in, out, group string,
-	start func(name string, build func(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder) *consumer) {
+	start func(name string, build func(produce func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer) {
 	const parts, perPartition = 2, 20
 	eosTopics(t, b, in, out, parts, perPartition)
 	hw := b.HighWatermarks(t, in)
 
 	failed := make(chan struct{})
 	var fed atomic.Int64
-	a := start("A", func(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder {
+	a := start("A", func(produce func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder {
 		return eosSideCall(produce, 5, failed, &fed)
 	})
 	waitFor(t, "A's side call failing at offset 5 and every record of partition 0 fed", func() bool {
@@ -97,7 +98,7 @@ func eosDrainUnfinished(t *testing.T, b *kafkatest.Broker, in, out, group string
 	}
 	t.Logf("A stopped; committed %v", b.Committed(t, group, in))
 
-	bc := start("B", func(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder {
+	bc := start("B", func(produce func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder {
 		return eosFanOut(produce, 0)
 	})
 	b.WaitCommitted(t, group, in, b.HighWatermarks(t, in))
@@ -111,7 +112,7 @@ func TestExactlyOnceShutdownDrainUnfinished(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "eosd-in", "eosd-out", "eosd-g"
-	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder) *consumer {
+	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer {
 		src, p := newTxnSource(t, b, group, in, "eosd-"+name)
 		return startConsumer(t, name, src, build(sinkProduce(p, out)), eosQueue)
 	})
@@ -123,7 +124,7 @@ func TestFranzExactlyOnceShutdownDrainUnfinished(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	const in, out, group = "feosd-in", "feosd-out", "feosd-g"
-	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder) *consumer {
+	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer {
 		src, p := newFranzTxnSource(t, b, group, in, "feosd-"+name)
 		return startConsumer(t, name, src, build(franzProduce(p, out)), eosQueue)
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -44,9 +45,9 @@ func newFranzTxnProducer(t *testing.T, src *franz.Source, txnID string, txn time
 	return p
 }
 
-func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[pipeline.Message]) pipeline.End {
-	return func(in pipeline.Stream[pipeline.Message]) pipeline.End {
-		return franz.Produce(in, p, topic, func(m pipeline.Message) (pipeline.Message, error) { return m, nil })
+func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[sluice.Message]) pipeline.End {
+	return func(in pipeline.Stream[sluice.Message]) pipeline.End {
+		return franz.Produce(in, p, topic, func(m sluice.Message) (sluice.Message, error) { return m, nil })
 	}
 }
 
@@ -185,8 +186,8 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	e.b.Fill(t, e.in, 1, 16) // one more record per partition: B gets exactly these
 	seen := newOffsets(e.hw(t))
 	srcB := newFranzSource(t, e.b, e.group, e.in)
-	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error { seen.add(r.Partition, r.Offset); return nil })
+	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error { seen.add(r.Partition, r.Offset); return nil })
 	})
 	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
 	bc.stop(t)

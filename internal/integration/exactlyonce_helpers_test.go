@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -111,11 +112,11 @@ func wantAborted(t *testing.T, c *consumer, fatal bool) {
 
 // producesNothing is a pipeline whose produce stage gets no message:
 // every record is filtered out before it.
-func producesNothing(produce func(pipeline.Stream[pipeline.Message]) pipeline.End) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		none := stages.Filter(in, func(pipeline.Record) bool { return false })
-		msgs := stages.Map(none, func(_ context.Context, r pipeline.Record) (pipeline.Message, error) {
-			return pipeline.Message{Value: r.Value}, nil
+func producesNothing(produce func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		none := stages.Filter(in, func(sluice.Record) bool { return false })
+		msgs := stages.Map(none, func(_ context.Context, r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
 		})
 		return produce(msgs)
 	}

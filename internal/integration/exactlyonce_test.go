@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -22,14 +23,14 @@ import (
 // outputs, "<partition>-<offset>-a" and "-b", produced through produce.
 // Every slowEvery-th record (none if 0) takes a millisecond, to keep a
 // member mid-stream when it is stopped or revoked.
-func eosFanOut(produce func(pipeline.Stream[pipeline.Message]) pipeline.End, slowEvery int64) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		outs := stages.FlatMap(in, func(_ context.Context, r pipeline.Record) ([]pipeline.Message, error) {
+func eosFanOut(produce func(pipeline.Stream[sluice.Message]) pipeline.End, slowEvery int64) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]sluice.Message, error) {
 			if slowEvery > 0 && r.Offset%slowEvery == 0 {
 				time.Sleep(time.Millisecond) // work
 			}
 			id := fmt.Sprintf("%d-%d", r.Partition, r.Offset)
-			return []pipeline.Message{{Key: r.Key, Value: []byte(id + "-a")}, {Key: r.Key, Value: []byte(id + "-b")}}, nil
+			return []sluice.Message{{Key: r.Key, Value: []byte(id + "-a")}, {Key: r.Key, Value: []byte(id + "-b")}}, nil
 		})
 		return produce(outs)
 	}
@@ -81,9 +82,9 @@ func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID str
 // transaction short (well below its timeout) with 1ms records.
 var eosQueue = pipeline.WithPartitionQueue(256)
 
-func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[pipeline.Message]) pipeline.End {
-	return func(in pipeline.Stream[pipeline.Message]) pipeline.End {
-		return sink.Produce(in, p, topic, func(m pipeline.Message) (sink.Message, error) { return m, nil })
+func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[sluice.Message]) pipeline.End {
+	return func(in pipeline.Stream[sluice.Message]) pipeline.End {
+		return sink.Produce(in, p, topic, func(m sluice.Message) (sink.Message, error) { return m, nil })
 	}
 }
 
@@ -104,7 +105,7 @@ func eosTopics(t *testing.T, b *kafkatest.Broker, in, out string, parts int32, p
 func checkExactlyOnce(t *testing.T, b *kafkatest.Broker, out string, outParts int32, hw map[int32]int64) {
 	t.Helper()
 	for p := range outParts {
-		b.Produce(t, out, pipeline.Record{Partition: p, Value: []byte("end")})
+		b.Produce(t, out, sluice.Record{Partition: p, Value: []byte("end")})
 	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(b.Addrs()...),

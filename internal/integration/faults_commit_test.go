@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -138,7 +139,7 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 	const parts, perPartition = 4, 1000
 	r := newFaultRun(t, kafkatest.NewKfake(t), "frv-"+f.slug(), parts, perPartition)
 	b, group, topic, hw := r.b, r.group, r.topic, r.hw
-	opts := func(o pipeline.Hook) []pipeline.Option {
+	opts := func(o sluice.Hook) []pipeline.Option {
 		return []pipeline.Option{pipeline.WithHooks(o), pipeline.WithDrainTimeout(5 * time.Second)}
 	}
 
@@ -306,7 +307,7 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	// The session outlasts the hang, so the broker keeps A as a member.
 	ov := map[string]any{"session.timeout.ms": 20000}
 	counting := countingBuilder("A", es, seen, nil)
-	buildA := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	buildA := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		// Hooks run once the partition's stages exited, right before
 		// its final offset is taken and committed.
 		p.OnClose(func(context.Context) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -183,9 +184,9 @@ type gates map[int64]*gate
 // drain times out returns the context's cause: that record is not
 // processed.
 func countingBuilder(name string, es *epochs, seen *offsets, gs gates) pipeline.Builder {
-	return func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		e := es.begin(name, p.Partition)
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if g := gs[r.Offset]; g != nil {
 				if err := g.wait(ctx); err != nil {
 					return err
@@ -244,7 +245,7 @@ func (o *offsets) checkTimes(t *testing.T, want func(p int32, off int64) int32) 
 }
 
 // commitLog is an observer recording the outcome of every commit the
-// source reports (a failed one carries a *pipeline.CommitError naming it:
+// source reports (a failed one carries a *sluice.CommitError naming it:
 // "interval" for the background commits, "revoke" and "shutdown" for the
 // synchronous ones), the records delivered per partition, and the group's
 // commits at the first loss.
@@ -271,10 +272,10 @@ func newCommitLog(b *kafkatest.Broker, group, topic string) *commitLog {
 	}
 }
 
-func (l *commitLog) OnCommitted(_ []pipeline.Offset, _ time.Duration, err error) {
+func (l *commitLog) OnCommitted(_ []sluice.Offset, _ time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ce *pipeline.CommitError
+	var ce *sluice.CommitError
 	switch {
 	case err == nil:
 		l.ok++
@@ -285,14 +286,14 @@ func (l *commitLog) OnCommitted(_ []pipeline.Offset, _ time.Duration, err error)
 	}
 }
 
-func (l *commitLog) OnRecordsDelivered(tp pipeline.TopicPartition, n int) {
+func (l *commitLog) OnRecordsDelivered(tp sluice.TopicPartition, n int) {
 	l.mu.Lock()
 	l.delivered[tp.Partition] += int64(n)
 	l.mu.Unlock()
 }
 
 // PartitionLost snapshots the group's commits at the first loss.
-func (l *commitLog) OnPartitionLost(tp pipeline.TopicPartition) {
+func (l *commitLog) OnPartitionLost(tp sluice.TopicPartition) {
 	l.groupObserver.OnPartitionLost(tp)
 	l.lostOnce.Do(func() {
 		snap := committedNow(l.b, l.group, l.topic)
@@ -416,7 +417,7 @@ type member struct {
 	err    error
 }
 
-func startMember(t *testing.T, name string, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *member {
+func startMember(t *testing.T, name string, src sluice.Source, build pipeline.Builder, opts ...pipeline.Option) *member {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{name: name, cancel: cancel, done: make(chan struct{})}

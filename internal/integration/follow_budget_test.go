@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -43,8 +44,8 @@ func watchFetches(b *kafkatest.Broker, f *fetchMaxBytes) {
 // leadersAt is a follow.Leaders whose leaders have committed everything.
 type leadersAt struct{}
 
-func (leadersAt) Committed(_ context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
-	out := make(map[pipeline.TopicPartition]int64, len(tps))
+func (leadersAt) Committed(_ context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+	out := make(map[sluice.TopicPartition]int64, len(tps))
 	for _, tp := range tps {
 		out[tp] = 1 << 62
 	}
@@ -83,13 +84,13 @@ func fillUncompressed(t *testing.T, b *kafkatest.Broker, topic string, partition
 func TestFollowedSourceSizesFetchesFromTheBudget(t *testing.T) {
 	const budget = 4 << 20
 	sources := map[string]struct {
-		src  func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source
+		src  func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source
 		want int32
 	}{
-		"librdkafka": {func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source {
+		"librdkafka": {func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
 			return newSource(t, b, group, topic, nil)
 		}, 1 << 20},
-		"franz": {func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source {
+		"franz": {func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
 			return newFranzSource(t, b, group, topic, kgo.FetchMaxWait(10*time.Millisecond))
 		}, 128 << 10},
 	}
@@ -101,7 +102,7 @@ func TestFollowedSourceSizesFetchesFromTheBudget(t *testing.T) {
 				n := fillUncompressed(t, b, "in", 2, 50)
 				f := &fetchMaxBytes{}
 				watchFetches(b, f)
-				var src pipeline.Source = be.src(t, b, "g", "in")
+				var src sluice.Source = be.src(t, b, "g", "in")
 				if followed {
 					fs, err := follow.New(src, leadersAt{}, follow.WithInterval(20*time.Millisecond))
 					if err != nil {
@@ -111,8 +112,8 @@ func TestFollowedSourceSizesFetchesFromTheBudget(t *testing.T) {
 				}
 				var mu sync.Mutex
 				done := 0
-				c := startConsumer(t, name, src, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-					return stages.Each(in, func(context.Context, pipeline.Record) error {
+				c := startConsumer(t, name, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return stages.Each(in, func(context.Context, sluice.Record) error {
 						mu.Lock()
 						defer mu.Unlock()
 						done++

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
@@ -124,7 +125,7 @@ func (s *followStatuses) get(p int32) follow.Status {
 // and its poll interval, and ends exactly at the leaders' final commit.
 func TestFollower(t *testing.T) {
 	type backend struct {
-		source  func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source
+		source  func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source
 		leaders func(t *testing.T, b *kafkatest.Broker, groups []string) follow.Leaders
 	}
 	// Both sources: session timeout 6s (the helpers' setting, kfake's
@@ -133,7 +134,7 @@ func TestFollower(t *testing.T) {
 	// that the 8s stall below outlasts both.
 	backends := map[string]backend{
 		"librdkafka": {
-			source: func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source {
+			source: func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
 				return newSource(t, b, group, topic, map[string]any{"max.poll.interval.ms": 7000})
 			},
 			leaders: func(t *testing.T, b *kafkatest.Broker, groups []string) follow.Leaders {
@@ -145,7 +146,7 @@ func TestFollower(t *testing.T) {
 			},
 		},
 		"franz": {
-			source: func(t *testing.T, b *kafkatest.Broker, group, topic string) pipeline.Source {
+			source: func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
 				return newFranzSource(t, b, group, topic, kgo.RebalanceTimeout(7*time.Second))
 			},
 			leaders: func(t *testing.T, b *kafkatest.Broker, groups []string) follow.Leaders {
@@ -174,8 +175,8 @@ func TestFollower(t *testing.T) {
 			var mu sync.Mutex
 			got := map[int32][]int64{}
 			var breaches []string
-			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 					limit := lead.limit(r.Partition)
 					mu.Lock()
 					defer mu.Unlock()
@@ -270,7 +271,7 @@ type countingLeaders struct {
 	reads atomic.Int64
 }
 
-func (c *countingLeaders) Committed(ctx context.Context, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (c *countingLeaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	m, err := c.Leaders.Committed(ctx, tps)
 	if err == nil {
 		c.reads.Add(1)

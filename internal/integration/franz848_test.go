@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
@@ -68,14 +68,14 @@ func (d franz848Driver) CreateTopic(t *testing.T, topic string, partitions int32
 	d.b.CreateTopic(t, topic, partitions)
 }
 
-func (d franz848Driver) Produce(t *testing.T, topic string, recs ...pipeline.Record) {
+func (d franz848Driver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
 	d.b.Produce(t, topic, recs...)
 }
 
 // NewSource returns a franz source in a KIP-848 group (newFranzSource's
 // classic heartbeat and session options are ignored by kgo there: the
 // broker's group.consumer.* settings decide).
-func (d franz848Driver) NewSource(t *testing.T, group, topic string) pipeline.Source {
+func (d franz848Driver) NewSource(t *testing.T, group, topic string) sluice.Source {
 	return newFranzSource(t, d.b, group, topic, franz848()...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -71,9 +72,9 @@ func franzChurn(t *testing.T, strategy string, opts ...kgo.Opt) {
 	es := &epochs{b: b, group: group, topic: topic}
 	member := func(name string) (*consumer, *groupObserver) {
 		obs := newGroupObserver()
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := es.begin(name, p.Partition)
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if r.Offset%every == 0 {
 					time.Sleep(work) // the work, not synchronisation
 				}
@@ -136,8 +137,8 @@ func TestFranzCrashedMemberIsReplaced(t *testing.T) {
 	hw := b.HighWatermarks(t, topic)
 	all, byB := newOffsets(hw), newOffsets(hw)
 	builder := func(name string, mine *offsets) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if name == "A" && r.Offset%2 == 0 {
 					time.Sleep(time.Millisecond) // work: keeps A mid-stream when it is thrown out
 				}

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
@@ -61,7 +62,7 @@ type consumer struct {
 	*testkit.Running
 }
 
-func startConsumer(t testing.TB, name string, src pipeline.Source, build pipeline.Builder, opts ...pipeline.Option) *consumer {
+func startConsumer(t testing.TB, name string, src sluice.Source, build pipeline.Builder, opts ...pipeline.Option) *consumer {
 	t.Helper()
 	return &consumer{name: name, Running: testkit.Start(t, src, build, opts...)}
 }
@@ -154,28 +155,28 @@ type groupObserver struct {
 
 func newGroupObserver() *groupObserver { return &groupObserver{owned: map[int32]bool{}} }
 
-func (o *groupObserver) OnPartitionAssigned(tp pipeline.TopicPartition) {
+func (o *groupObserver) OnPartitionAssigned(tp sluice.TopicPartition) {
 	o.assigned.Add(1)
 	o.mu.Lock()
 	o.owned[tp.Partition] = true
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, _ bool) {
+func (o *groupObserver) OnPartitionRevoked(tp sluice.TopicPartition, _ time.Duration, _ bool) {
 	o.revoked.Add(1)
 	o.mu.Lock()
 	delete(o.owned, tp.Partition)
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) OnPartitionLost(tp pipeline.TopicPartition) {
+func (o *groupObserver) OnPartitionLost(tp sluice.TopicPartition) {
 	o.lost.Add(1)
 	o.mu.Lock()
 	delete(o.owned, tp.Partition)
 	o.mu.Unlock()
 }
 
-func (o *groupObserver) OnPartitionPaused(pipeline.TopicPartition) { o.paused.Add(1) }
+func (o *groupObserver) OnPartitionPaused(sluice.TopicPartition) { o.paused.Add(1) }
 
 func (o *groupObserver) owns() int {
 	o.mu.Lock()

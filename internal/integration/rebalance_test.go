@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -125,9 +126,9 @@ func churn(t *testing.T, strategy string) {
 	ov := map[string]any{"partition.assignment.strategy": strategy}
 	member := func(name string) (*consumer, *groupObserver) {
 		obs := newGroupObserver()
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := es.begin(name, p.Partition)
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if r.Offset%every == 0 {
 					time.Sleep(work) // the work, not synchronisation
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/testkit"
@@ -30,9 +31,9 @@ func TestRecvAfterLossReturnsNothing(t *testing.T) {
 	for range iterations {
 		synctest.Test(t, func(t *testing.T) {
 			after := make(chan bool, 1)
-			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+			build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				return stagekit.AddEnd(in, stagekit.StageSpec{Name: "hold", Kind: "hold"},
-					func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
+					func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record]) error {
 						if _, ok := inl.Recv(); !ok {
 							after <- false
 							return nil

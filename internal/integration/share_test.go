@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
@@ -175,9 +176,9 @@ func (c *tally) times(member string, off int64) int {
 // builder returns member's graph: one Each stage that runs work on the
 // record (when work is not nil) and, unless work failed, counts it as
 // completed by member.
-func (c *tally) builder(member string, work func(context.Context, pipeline.Record) error) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+func (c *tally) builder(member string, work func(context.Context, sluice.Record) error) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if work != nil {
 				if err := work(ctx, r); err != nil {
 					return err
@@ -202,8 +203,8 @@ func (c *tally) checkOnce(t *testing.T, n int64, why string) {
 
 // hangFrom is work that, from offset hang on, sets hanging and waits
 // until its context ends (its drain times out): a member stuck there.
-func hangFrom(hang int64, hanging *atomic.Bool) func(context.Context, pipeline.Record) error {
-	return func(ctx context.Context, r pipeline.Record) error {
+func hangFrom(hang int64, hanging *atomic.Bool) func(context.Context, sluice.Record) error {
+	return func(ctx context.Context, r sluice.Record) error {
 		if r.Offset < hang {
 			return nil
 		}
@@ -215,8 +216,8 @@ func hangFrom(hang int64, hanging *atomic.Bool) func(context.Context, pipeline.R
 
 // longOffset0 is work that takes d on offset 0 (the work, not
 // synchronisation), having set started.
-func longOffset0(started *atomic.Bool, d time.Duration) func(context.Context, pipeline.Record) error {
-	return func(_ context.Context, r pipeline.Record) error {
+func longOffset0(started *atomic.Bool, d time.Duration) func(context.Context, sluice.Record) error {
+	return func(_ context.Context, r sluice.Record) error {
 		if r.Offset == 0 {
 			started.Store(true)
 			time.Sleep(d)
@@ -242,7 +243,7 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 	b := newShareBroker(t, topic)
 	shareFromEarliest(t, b, group)
 	done := newTally()
-	work := func(_ context.Context, r pipeline.Record) error {
+	work := func(_ context.Context, r sluice.Record) error {
 		if r.Offset%4 == 0 {
 			time.Sleep(time.Millisecond) // the work, not synchronisation
 		}
@@ -277,8 +278,8 @@ func TestShareLagCountsHeldRecords(t *testing.T) {
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	release := make(chan struct{})
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			if r.Offset >= hang {
 				<-release
 			}
@@ -396,8 +397,8 @@ func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 	var runs atomic.Int32 // runs of the poison record through a graph
 	done := newTally()
 	build := func(name string) pipeline.Builder {
-		return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if r.Offset != poison {
 					done.add(name, r.Offset)
 					return nil
@@ -409,11 +410,11 @@ func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 			})
 		}
 	}
-	toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
-		return b.ProduceContext(ctx, dlq, pipeline.Record{Key: dl.Record.Key, Value: dl.Record.Value,
-			Headers: []pipeline.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
+	toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
+		return b.ProduceContext(ctx, dlq, sluice.Record{Key: dl.Record.Key, Value: dl.Record.Value,
+			Headers: []sluice.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
 	})
-	noRetry := pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1})
+	noRetry := pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1})
 	first := startMember(t, "first", newShareSource(t, b, group, topic, 2), build("first"), toDLQ, noRetry,
 		pipeline.WithDrainTimeout(200*time.Millisecond))
 	waitUntil(t, "the poison record's second run", func() bool { return runs.Load() == 2 && done.count("first") == n-1 }, first)
@@ -438,8 +439,8 @@ func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 			off = string(h.Value)
 		}
 	}
-	if stage != pipeline.MaxDeliveriesStage || off != strconv.Itoa(poison) {
-		t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, pipeline.MaxDeliveriesStage, poison)
+	if stage != sluice.MaxDeliveriesStage || off != strconv.Itoa(poison) {
+		t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, sluice.MaxDeliveriesStage, poison)
 	}
 }
 
@@ -467,8 +468,8 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 			var mu sync.Mutex
 			runs := map[int64]int{}
 			foreign := 0 // runs of records not of topic (a zero Record)
-			build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+			build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 					mu.Lock()
 					defer mu.Unlock()
 					if r.Topic != topic {
@@ -481,12 +482,12 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 					return nil
 				})
 			}
-			toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl pipeline.DeadLetter) error {
-				return b.ProduceContext(ctx, dlq, pipeline.Record{Key: dl.Record.Key, Value: dl.Record.Value,
-					Headers: []pipeline.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
+			toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
+				return b.ProduceContext(ctx, dlq, sluice.Record{Key: dl.Record.Key, Value: dl.Record.Value,
+					Headers: []sluice.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
 			})
 			m := startMember(t, "m", newShareSource(t, b, group, topic, 1), build, toDLQ,
-				pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+				pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
 			waitUntil(t, "the first records acknowledged, the poison dead-lettered", func() bool {
 				return shareAcked(t, b, group, topic) // the high watermark is first
 			}, m)
@@ -518,8 +519,8 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 					off = string(h.Value)
 				}
 			}
-			if stage != pipeline.MaxDeliveriesStage || off != strconv.FormatInt(poison, 10) {
-				t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, pipeline.MaxDeliveriesStage, poison)
+			if stage != sluice.MaxDeliveriesStage || off != strconv.FormatInt(poison, 10) {
+				t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, sluice.MaxDeliveriesStage, poison)
 			}
 		})
 	}
@@ -536,8 +537,8 @@ func TestShareRetriesExhaustedRelease(t *testing.T) {
 	b.Fill(t, topic, n, 16)
 	var calls atomic.Int32
 	done := newTally()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			if r.Offset == flaky && calls.Add(1) < 3 {
 				return errors.New("transient")
 			}
@@ -546,7 +547,7 @@ func TestShareRetriesExhaustedRelease(t *testing.T) {
 		})
 	}
 	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
-		pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 1}))
+		pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
 	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
 	m.stopClean(t)
 	if got := calls.Load(); got != 3 {
@@ -649,8 +650,8 @@ type shareHooks struct {
 	stuckOffset                        atomic.Int64 // -1 until OnStuck
 }
 
-func (h *shareHooks) OnRecordsDelivered(_ pipeline.TopicPartition, n int) { h.delivered.Add(int64(n)) }
-func (h *shareHooks) OnRecordsCompleted(_ pipeline.TopicPartition, n int, _ int64) {
+func (h *shareHooks) OnRecordsDelivered(_ sluice.TopicPartition, n int) { h.delivered.Add(int64(n)) }
+func (h *shareHooks) OnRecordsCompleted(_ sluice.TopicPartition, n int, _ int64) {
 	h.completed.Add(int64(n))
 }
 func (h *shareHooks) OnPolled(time.Time) { h.polls.Add(1) }
@@ -664,7 +665,7 @@ func (h *shareHooks) OnInFlight(records, _ int64) {
 		}
 	}
 }
-func (h *shareHooks) OnStuck(_ string, _ pipeline.TopicPartition, offset int64, _ time.Duration) {
+func (h *shareHooks) OnStuck(_ string, _ sluice.TopicPartition, offset int64, _ time.Duration) {
 	h.stuckOffset.Store(offset)
 }
 
@@ -679,14 +680,14 @@ func TestShareHooksHealthAndBudget(t *testing.T) {
 	shareFromEarliest(t, b, group)
 	b.Fill(t, topic, n, 16)
 	unblock := make(chan struct{})
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		out := stages.Pool(in, 8, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		out := stages.Pool(in, 8, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 			if r.Offset == hang {
 				<-unblock
 			}
 			return r, nil
 		})
-		return stages.Each(out, func(context.Context, pipeline.Record) error { return nil })
+		return stages.Each(out, func(context.Context, sluice.Record) error { return nil })
 	}
 	hooks := &shareHooks{}
 	hooks.stuckOffset.Store(-1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -64,7 +65,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 			}
 			return nil
 		}, 32, 20*time.Millisecond)
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := &batchEpoch{epoch: es.begin(name, p.Partition), written: map[int64]int64{}}
 			emu.Lock()
 			all = append(all, e)
@@ -75,7 +76,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 				e.mu.Unlock()
 				return nil
 			})
-			vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (batchVal, error) {
+			vals := stages.Map(in, func(_ context.Context, r sluice.Record) (batchVal, error) {
 				e.record(r.Offset)
 				e.mu.Lock()
 				e.fed = append(e.fed, r.Offset)

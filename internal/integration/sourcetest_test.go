@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
@@ -26,11 +26,11 @@ func (d kafkaDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	d.b.CreateTopic(t, topic, partitions)
 }
 
-func (d kafkaDriver) Produce(t *testing.T, topic string, recs ...pipeline.Record) {
+func (d kafkaDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
 	d.b.Produce(t, topic, recs...)
 }
 
-func (d kafkaDriver) NewSource(t *testing.T, group, topic string) pipeline.Source {
+func (d kafkaDriver) NewSource(t *testing.T, group, topic string) sluice.Source {
 	if !d.consumer {
 		return newSource(t, d.b, group, topic, nil)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -13,7 +13,7 @@ type Outgoing struct {
 	// Topic is the topic to produce to; the client picks the partition.
 	Topic string
 	// Message holds the key, value and headers, passed on unchanged.
-	Message pipeline.Message
+	Message sluice.Message
 	// Timestamp is the record's timestamp; zero lets the client set it.
 	Timestamp time.Time
 	// Ticket is the value's ticket for a Produce stage, the zero Ticket
@@ -49,7 +49,7 @@ type Client[E any] interface {
 	// GaveUp reports whether a delivery error is Close giving up on the
 	// message (librdkafka's purge, kgo's abort or close).
 	GaveUp(err error) bool
-	// Classify marks a produce or delivery error pipeline.Permanent when
+	// Classify marks a produce or delivery error sluice.Permanent when
 	// producing again cannot fix it; others are returned unchanged.
 	Classify(err error) error
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // CloseGrace bounds each step of Close after the flush: giving up on what
@@ -38,7 +38,7 @@ type CloseSteps struct {
 // and return its result): it stops every further Send, flushes for up to
 // Timeout, gives up on what is left (then waits up to CloseGrace for their
 // receivers), and closes the client (bounded by CloseGrace), then closes
-// Gone. It returns nil, or a *pipeline.CloseError counting and naming the messages
+// Gone. It returns nil, or a *sluice.CloseError counting and naming the messages
 // given up on, or saying the client did not close in time.
 func (tr *Tracker) Close(cs CloseSteps) error {
 	tr.once.Do(func() { tr.closeErr = tr.close(cs) })
@@ -54,7 +54,7 @@ func (tr *Tracker) close(cs CloseSteps) error {
 		tr.idleOnce.Do(func() { close(tr.idle) })
 	}
 
-	e := &pipeline.CloseError{Timeout: cs.Timeout}
+	e := &sluice.CloseError{Timeout: cs.Timeout}
 	if cs.Flush(cs.Timeout) {
 		// Fail what is left: every report goes to its receiver, which
 		// fails the value and records it in undelivered.

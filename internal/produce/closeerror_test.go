@@ -8,31 +8,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
-func TestUndeliveredMessageString(t *testing.T) {
-	src := pipeline.TopicPartition{Topic: "orders", Partition: 3}
-	for _, tc := range []struct {
-		u    pipeline.UndeliveredMessage
-		want string
-	}{
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 42}, "to out from orders/3@42"},
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: 0}, "to out from orders/3@0"},
-		{pipeline.UndeliveredMessage{Topic: "out", Source: src, Offset: -1}, "to out from orders/3"},
-	} {
-		if got := tc.u.String(); got != tc.want {
-			t.Errorf("%#v.String() = %q, want %q", tc.u, got, tc.want)
-		}
-	}
-}
-
 // undelivered returns n messages from in/0 at offsets 0..n-1.
-func undelivered(n int) []pipeline.UndeliveredMessage {
-	us := make([]pipeline.UndeliveredMessage, n)
+func undelivered(n int) []sluice.UndeliveredMessage {
+	us := make([]sluice.UndeliveredMessage, n)
 	for i := range us {
-		us[i] = pipeline.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in"}, Offset: int64(i)}
+		us[i] = sluice.UndeliveredMessage{Topic: "out", Source: sluice.TopicPartition{Topic: "in"}, Offset: int64(i)}
 	}
 	return us
 }
@@ -41,7 +25,7 @@ func undelivered(n int) []pipeline.UndeliveredMessage {
 // messages us plus unreported ones (whose failed reports nobody reads),
 // and of a client that does not close in time when hang; it returns how
 // long Close took and its error.
-func closeErrorOf(t *testing.T, us []pipeline.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
+func closeErrorOf(t *testing.T, us []sluice.UndeliveredMessage, unreported int, hang bool) (time.Duration, error) {
 	t.Helper()
 	tr := produce.NewTracker(names)
 	for range len(us) + unreported {
@@ -108,7 +92,7 @@ func TestCloseErrorText(t *testing.T) {
 				if took != tc.took {
 					t.Errorf("Close took %v, want %v", took, tc.took)
 				}
-				var ce *pipeline.CloseError
+				var ce *sluice.CloseError
 				if !errors.As(err, &ce) {
 					t.Fatalf("Close returned %T, want a *CloseError", err)
 				}
@@ -118,13 +102,5 @@ func TestCloseErrorText(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// A CloseError built by hand (no backend) has no package prefix.
-func TestCloseErrorWithoutPackage(t *testing.T) {
-	e := &pipeline.CloseError{Timeout: time.Second, Undelivered: undelivered(1)}
-	if got, want := e.Error(), "closing the producer: 1 message undelivered after 1s (to out from in/0@0)"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // DeadLetterMessage is the dead letter of dl: the record's key and value
@@ -19,7 +19,7 @@ import (
 // the sluice.dlq.* headers share one array (each capped at its own end,
 // so that appending to one cannot overwrite the next): two allocations
 // per dead letter instead of one per header.
-func DeadLetterMessage(dl pipeline.DeadLetter) pipeline.Message {
+func DeadLetterMessage(dl sluice.DeadLetter) sluice.Message {
 	r := dl.Record
 	errText := ErrText(dl.Err)
 	buf := make([]byte, 0, len(r.Topic)+len(errText)+len(dl.Stage)+11+20) // int32 and int64 in decimal
@@ -41,32 +41,32 @@ func DeadLetterMessage(dl pipeline.DeadLetter) pipeline.Message {
 		}
 		return buf[start:ends[i]:ends[i]]
 	}
-	hs := make([]pipeline.Header, 0, len(r.Headers)+5)
+	hs := make([]sluice.Header, 0, len(r.Headers)+5)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,
-		pipeline.Header{Key: pipeline.DeadLetterHeaderTopic, Value: value(0)},
-		pipeline.Header{Key: pipeline.DeadLetterHeaderPartition, Value: value(1)},
-		pipeline.Header{Key: pipeline.DeadLetterHeaderOffset, Value: value(2)},
-		pipeline.Header{Key: pipeline.DeadLetterHeaderError, Value: value(3)},
-		pipeline.Header{Key: pipeline.DeadLetterHeaderStage, Value: value(4)},
+		sluice.Header{Key: sluice.DeadLetterHeaderTopic, Value: value(0)},
+		sluice.Header{Key: sluice.DeadLetterHeaderPartition, Value: value(1)},
+		sluice.Header{Key: sluice.DeadLetterHeaderOffset, Value: value(2)},
+		sluice.Header{Key: sluice.DeadLetterHeaderError, Value: value(3)},
+		sluice.Header{Key: sluice.DeadLetterHeaderStage, Value: value(4)},
 	)
-	return pipeline.Message{Key: r.Key, Value: r.Value, Headers: hs}
+	return sluice.Message{Key: r.Key, Value: r.Value, Headers: hs}
 }
 
-// invalidPrefix is what pipeline.Invalid's mark adds before its cause.
+// invalidPrefix is what sluice.Invalid's mark adds before its cause.
 const invalidPrefix = "invalid input: "
 
 // ErrText is the error's text without the "invalid input: " that
-// pipeline.Invalid adds, wherever the mark sits in err's tree: what the
+// sluice.Invalid adds, wherever the mark sits in err's tree: what the
 // user wrapped around it (fmt.Errorf("order %s: %w", id,
-// pipeline.Invalid(err))) stays.
+// sluice.Invalid(err))) stays.
 func ErrText(err error) string {
-	if cause, ok := engine.InvalidCause(err); ok && !pipeline.IsInvalid(cause) {
-		// The stage returned pipeline.Invalid(cause) as it is.
+	if cause, ok := engine.InvalidCause(err); ok && !sluice.IsInvalid(cause) {
+		// The stage returned sluice.Invalid(cause) as it is.
 		return cause.Error()
 	}
 	text := err.Error()
-	if !pipeline.IsInvalid(err) {
+	if !sluice.IsInvalid(err) {
 		return text
 	}
 	for _, cause := range invalidCauses(err, nil) {
@@ -76,7 +76,7 @@ func ErrText(err error) string {
 }
 
 // invalidCauses appends to causes the text of the cause of every
-// innermost pipeline.Invalid mark in err's tree. A mark is told by what
+// innermost sluice.Invalid mark in err's tree. A mark is told by what
 // it does, as its type is the engine's: it is marked, reads "invalid
 // input: " followed by the text of the one error it wraps, which is not
 // marked.
@@ -84,7 +84,7 @@ func invalidCauses(err error, causes []string) []string {
 	switch u := err.(type) {
 	case interface{ Unwrap() []error }:
 		for _, e := range u.Unwrap() {
-			if e != nil && pipeline.IsInvalid(e) {
+			if e != nil && sluice.IsInvalid(e) {
 				causes = invalidCauses(e, causes)
 			}
 		}
@@ -93,7 +93,7 @@ func invalidCauses(err error, causes []string) []string {
 		if inner == nil {
 			break
 		}
-		if pipeline.IsInvalid(inner) {
+		if sluice.IsInvalid(inner) {
 			return invalidCauses(inner, causes)
 		}
 		if cause := inner.Error(); err.Error() == invalidPrefix+cause {
@@ -114,18 +114,18 @@ func invalidCauses(err error, causes []string) []string {
 // Run retries a failed dead letter), it returns once the delivery report
 // arrived, or Close gave up on the message, or the client closed. name is
 // the user's method ("sink: Producer.DeadLetter").
-func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(context.Context, pipeline.DeadLetter) error {
+func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
 	if topic == "" {
-		return func(context.Context, pipeline.DeadLetter) error {
-			return pipeline.Permanent(fmt.Errorf("%s: the topic is empty", name))
+		return func(context.Context, sluice.DeadLetter) error {
+			return sluice.Permanent(fmt.Errorf("%s: the topic is empty", name))
 		}
 	}
 	pool := &sync.Pool{New: func() any { return &deadLetterReport[E]{c: c, tr: tr, report: make(chan E, 1)} }}
-	return func(ctx context.Context, dl pipeline.DeadLetter) error {
+	return func(ctx context.Context, dl sluice.DeadLetter) error {
 		r := dl.Record
 		d := pool.Get().(*deadLetterReport[E])
 		d.ctx, d.pool = ctx, pool
-		d.u = pipeline.UndeliveredMessage{Topic: topic, Source: pipeline.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
+		d.u = sluice.UndeliveredMessage{Topic: topic, Source: sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 		d.o = Outgoing{Topic: topic, Message: DeadLetterMessage(dl), Timestamp: r.Timestamp}
 		err := sendDeadLetter(ctx, c, tr, &d.o, d.report)
 		d.o = Outgoing{} // Send copied what it keeps
@@ -149,7 +149,7 @@ type deadLetterReport[E any] struct {
 	ctx    context.Context
 	c      Client[E]
 	tr     *Tracker
-	u      pipeline.UndeliveredMessage
+	u      sluice.UndeliveredMessage
 	o      Outgoing // the message, during Send only
 	report chan E
 	pool   *sync.Pool
@@ -159,7 +159,7 @@ type deadLetterReport[E any] struct {
 // for a d whose channel is empty and will not be written to again.
 func (d *deadLetterReport[E]) recycle() {
 	pool := d.pool
-	d.ctx, d.u, d.pool = nil, pipeline.UndeliveredMessage{}, nil
+	d.ctx, d.u, d.pool = nil, sluice.UndeliveredMessage{}, nil
 	pool.Put(d)
 }
 
@@ -190,7 +190,7 @@ func (d *deadLetterReport[E]) Wait() error {
 		case ev = <-d.report:
 		default:
 			// The report may still come: d is not recycled.
-			return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", d.u.Topic, d.tr.names.ErrClosed))
+			return sluice.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", d.u.Topic, d.tr.names.ErrClosed))
 		}
 	}
 	_, err, ok := d.c.Report(ev)
@@ -209,7 +209,7 @@ func (d *deadLetterReport[E]) outcome(err error) error {
 	ctx, c, tr, u := d.ctx, d.c, d.tr, d.u
 	if err != nil {
 		if tr.Failed(c.GaveUp(err), u) {
-			return pipeline.Permanent(fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", u.Topic, tr.names.ErrClosed, err))
+			return sluice.Permanent(fmt.Errorf("dead letter to %s: %w before the message was delivered (%w)", u.Topic, tr.names.ErrClosed, err))
 		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// The send waited for room in the buffer until ctx ended.

@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // invalidRecord is a dead letter whose record has a key, a value, a
 // header and a large offset; its headers slice has spare capacity.
-func invalidRecord() pipeline.DeadLetter {
-	hs := make([]pipeline.Header, 1, 8)
-	hs[0] = pipeline.Header{Key: "trace", Value: []byte("abc")}
-	return pipeline.DeadLetter{
-		Record: pipeline.Record{
+func invalidRecord() sluice.DeadLetter {
+	hs := make([]sluice.Header, 1, 8)
+	hs[0] = sluice.Header{Key: "trace", Value: []byte("abc")}
+	return sluice.DeadLetter{
+		Record: sluice.Record{
 			Topic: "orders", Partition: 7, Offset: 1234567890123,
 			Key: []byte("k1"), Value: []byte("not json"), Headers: hs,
 			Timestamp: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		},
 		Stage: "Map#2",
-		Err:   pipeline.Invalid(errors.New("bad json")),
+		Err:   sluice.Invalid(errors.New("bad json")),
 	}
 }
 
@@ -33,7 +33,7 @@ func invalidRecord() pipeline.DeadLetter {
 func TestDeadLetterMessageHeaders(t *testing.T) {
 	dl := invalidRecord()
 	m := produce.DeadLetterMessage(dl)
-	want := []pipeline.Header{
+	want := []sluice.Header{
 		{Key: "trace", Value: []byte("abc")},
 		{Key: "sluice.dlq.topic", Value: []byte("orders")},
 		{Key: "sluice.dlq.partition", Value: []byte("7")},
@@ -68,11 +68,11 @@ func TestDeadLetterHeaderValuesAreIndependent(t *testing.T) {
 	}
 }
 
-func headerEqual(a, b pipeline.Header) bool {
+func headerEqual(a, b sluice.Header) bool {
 	return a.Key == b.Key && string(a.Value) == string(b.Value)
 }
 
-func headerText(hs []pipeline.Header) string {
+func headerText(hs []sluice.Header) string {
 	s := ""
 	for _, h := range hs {
 		s += fmt.Sprintf("[%s=%q]", h.Key, h.Value)
@@ -81,7 +81,7 @@ func headerText(hs []pipeline.Header) string {
 }
 
 // ErrText is the error's text with the "invalid input: " that
-// pipeline.Invalid adds cut out, wherever the mark sits in the chain:
+// sluice.Invalid adds cut out, wherever the mark sits in the chain:
 // what the user wrapped around it stays.
 func TestErrTextStripsTheInvalidPrefix(t *testing.T) {
 	errMissing := errors.New("missing")
@@ -89,12 +89,12 @@ func TestErrTextStripsTheInvalidPrefix(t *testing.T) {
 		err  error
 		want string
 	}{
-		{pipeline.Invalid(errors.New("bad json")), "bad json"},
-		{pipeline.Invalid(fmt.Errorf("field %q: %w", "id", errMissing)), `field "id": missing`},
-		{fmt.Errorf("order 7: %w", pipeline.Invalid(errors.New("bad json"))), "order 7: bad json"},
-		{pipeline.Permanent(pipeline.Invalid(errors.New("bad json"))), "bad json"},
-		{errors.Join(errors.New("two problems"), pipeline.Invalid(errMissing)), "two problems\nmissing"},
-		{pipeline.Invalid(pipeline.Invalid(errors.New("bad json"))), "invalid input: bad json"}, // the innermost mark's prefix only
+		{sluice.Invalid(errors.New("bad json")), "bad json"},
+		{sluice.Invalid(fmt.Errorf("field %q: %w", "id", errMissing)), `field "id": missing`},
+		{fmt.Errorf("order 7: %w", sluice.Invalid(errors.New("bad json"))), "order 7: bad json"},
+		{sluice.Permanent(sluice.Invalid(errors.New("bad json"))), "bad json"},
+		{errors.Join(errors.New("two problems"), sluice.Invalid(errMissing)), "two problems\nmissing"},
+		{sluice.Invalid(sluice.Invalid(errors.New("bad json"))), "invalid input: bad json"}, // the innermost mark's prefix only
 		{errors.New("plain"), "plain"},
 		{fmt.Errorf("invalid input: %w", errMissing), "invalid input: missing"}, // not marked: left alone
 	} {

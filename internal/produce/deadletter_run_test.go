@@ -7,15 +7,16 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 // invalidAll is a builder whose one stage finds every record invalid.
-func invalidAll(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
-		return r, pipeline.Invalid(errors.New("bad record"))
+func invalidAll(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+		return r, sluice.Invalid(errors.New("bad record"))
 	}, stages.Name("decode")))
 }
 
@@ -139,7 +140,7 @@ func TestDeadLetterFailingForGoodStopsRunAtItsRecord(t *testing.T) {
 		c.deliverAll() // v2's report fails, the others' succeed
 		err := r.Wait(t)
 		se := stageError(t, err)
-		if se.Stage != "decode" || se.Offset != 2 || !errors.Is(err, pipeline.ErrNotDeadLettered) || !errors.Is(err, errFatal) {
+		if se.Stage != "decode" || se.Offset != 2 || !errors.Is(err, sluice.ErrNotDeadLettered) || !errors.Is(err, errFatal) {
 			t.Fatalf("Run returned %v, want a StageError of decode at offset 2 wrapping ErrNotDeadLettered and the delivery error", err)
 		}
 		if got := f.Committed("in", 0); got != 2 {

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -18,7 +18,7 @@ const dlqName = "stub: Producer.DeadLetter"
 
 // newDeadLetter returns a tracker, a stub (holding reports when hold) and
 // the dead-letter destination producing to "dlq" through them.
-func newDeadLetter(hold bool) (*produce.Tracker, *stub, func(context.Context, pipeline.DeadLetter) error) {
+func newDeadLetter(hold bool) (*produce.Tracker, *stub, func(context.Context, sluice.DeadLetter) error) {
 	c := newStage(hold)
 	return c.tr, c, produce.DeadLetter[report](c, c.tr, dlqName, "dlq")
 }
@@ -29,7 +29,7 @@ func checkErr(t *testing.T, err error, want string, permanent bool) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("dead letter returned %v, want %q", err, want)
 	}
-	if got := pipeline.IsPermanent(err); got != permanent {
+	if got := sluice.IsPermanent(err); got != permanent {
 		t.Errorf("IsPermanent(%v) = %v, want %v", err, got, permanent)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
@@ -33,14 +34,14 @@ func valueNames(from, n int) []string {
 }
 
 // recordMessage is the stage's toMsg: the record's key and value.
-func recordMessage(r pipeline.Record) (pipeline.Message, error) {
-	return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+func recordMessage(r sluice.Record) (sluice.Message, error) {
+	return sluice.Message{Key: r.Key, Value: r.Value}, nil
 }
 
 // produceTo returns a builder whose graph produces every record to "out"
 // with c and tr through the stage under test.
-func produceTo(c produce.Client[report], tr *produce.Tracker, toMsg func(pipeline.Record) (pipeline.Message, error)) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func produceTo(c produce.Client[report], tr *produce.Tracker, toMsg func(sluice.Record) (sluice.Message, error)) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return produce.Stage(in, "stub.Produce", c, tr, "out", toMsg, nil)
 	}
 }
@@ -88,19 +89,19 @@ func returned(t *testing.T, ch <-chan error) bool {
 	}
 }
 
-// stageError returns err's *pipeline.StageError, failing the test when
+// stageError returns err's *sluice.StageError, failing the test when
 // there is none.
-func stageError(t *testing.T, err error) *pipeline.StageError {
+func stageError(t *testing.T, err error) *sluice.StageError {
 	t.Helper()
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) {
-		t.Fatalf("Run returned %v, want a *pipeline.StageError", err)
+		t.Fatalf("Run returned %v, want a *sluice.StageError", err)
 	}
 	return se
 }
 
 // checkStageError checks the position and the cause's text of err's
-// *pipeline.StageError.
+// *sluice.StageError.
 func checkStageError(t *testing.T, err error, offset int64, cause string) {
 	t.Helper()
 	se := stageError(t, err)
@@ -121,7 +122,7 @@ func newStage(hold bool) *stub {
 // start runs the Produce stage with c, c.tr and toMsg under Run over a
 // new Fake with in/0 assigned, and sends in/0 the values v0 to v<n-1>
 // (nothing when n is 0).
-func (c *stub) start(t *testing.T, n int, toMsg func(pipeline.Record) (pipeline.Message, error), opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
+func (c *stub) start(t *testing.T, n int, toMsg func(sluice.Record) (sluice.Message, error), opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
 	t.Helper()
 	f, r := run(t, produceTo(c, c.tr, toMsg), opts...)
 	if n > 0 {

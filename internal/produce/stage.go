@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
@@ -24,7 +25,7 @@ const ReportBuffer = 1024
 // ("sink.Produce"), c the producer's client (nil when the user's producer
 // is nil: a build error) with its tracker tr. See sink.Produce for the
 // contract; the backends document it.
-func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracker, topic string, toMsg func(T) (pipeline.Message, error), opts []stages.CallOption) pipeline.End {
+func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracker, topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
 	sp := stages.Spec("Produce", opts...)
 	switch {
 	case c == nil:
@@ -50,7 +51,7 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		defer cancel()
 		defer context.AfterFunc(tr.ClosingContext(), cancel)()
 		pr := s.Probe()
-		convert := func(_ context.Context, v T) (pipeline.Message, error) { return toMsg(v) }
+		convert := func(_ context.Context, v T) (sluice.Message, error) { return toMsg(v) }
 		return stagekit.RunLoop(s, inl, stagekit.Loop[T, E]{
 			OnChunk: func(chunk []stagekit.Item[T]) error { return produceChunk(ctx, sendCtx, st, pr, chunk, convert) },
 			OnDrain: func() error { return st.settle(ctx) },
@@ -81,7 +82,7 @@ type producing[E any] struct {
 // produceChunk converts and produces the values of chunk in order. It
 // stops at once when ctx ends (the partition was lost or its drain timed
 // out): nothing more of the chunk is produced.
-func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (pipeline.Message, error)) error {
+func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (sluice.Message, error)) error {
 	for _, it := range chunk {
 		m, err := stagekit.Call(ctx, st.s, pr, it, convert)
 		if ctx.Err() != nil {
@@ -100,7 +101,7 @@ func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *
 	return nil
 }
 
-func (st *producing[E]) produce(ctx, sendCtx context.Context, m pipeline.Message, t stagekit.Ticket) error {
+func (st *producing[E]) produce(ctx, sendCtx context.Context, m sluice.Message, t stagekit.Ticket) error {
 	o := &st.out
 	*o = Outgoing{Topic: st.topic, Message: m, Ticket: t}
 	// A library may deliver every report of the producer from one
@@ -207,8 +208,8 @@ func (st *producing[E]) complete() {
 func (st *producing[E]) failed(t stagekit.Ticket, err error) error {
 	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
 	part := st.s.Partition()
-	u := pipeline.UndeliveredMessage{Topic: st.topic, Source: pipeline.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
-	var se *pipeline.StageError
+	u := sluice.UndeliveredMessage{Topic: st.topic, Source: sluice.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
+	var se *sluice.StageError
 	if errors.As(serr, &se) {
 		u.Offset = se.Offset
 	}

@@ -5,20 +5,21 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
 // A stage without a client, a topic or toMsg fails the graph's build with
-// a *pipeline.BuildError naming the backend's function and what is
+// a *sluice.BuildError naming the backend's function and what is
 // missing (its Problem names the stage too).
 func TestStageBuildErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nilC  bool
 		topic string
-		toMsg func(pipeline.Record) (pipeline.Message, error)
+		toMsg func(sluice.Record) (sluice.Message, error)
 		want  string
 	}{
 		{"nil producer", true, "out", recordMessage, "stub.Produce: the producer is nil"},
@@ -32,7 +33,7 @@ func TestStageBuildErrors(t *testing.T) {
 				if tc.nilC {
 					c, tr = nil, nil
 				}
-				build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return produce.Stage(in, "stub.Produce", c, tr, tc.topic, tc.toMsg, nil)
 				}
 				f := testkit.NewFake()
@@ -41,9 +42,9 @@ func TestStageBuildErrors(t *testing.T) {
 					t.Error("Assign returned nil, want the build error")
 				}
 				err := r.Wait(t)
-				var be *pipeline.BuildError
+				var be *sluice.BuildError
 				if !errors.As(err, &be) {
-					t.Fatalf("Run returned %v, want a *pipeline.BuildError", err)
+					t.Fatalf("Run returned %v, want a *sluice.BuildError", err)
 				}
 				if be.Topic != "in" || be.Partition != 0 || be.Problem != `stage "Produce#1": `+tc.want {
 					t.Errorf("BuildError on %s/%d: %q, want on in/0: %q", be.Topic, be.Partition, be.Problem, `stage "Produce#1": `+tc.want)

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Closing the producer while the stage idles fails the stage at once
@@ -93,7 +93,7 @@ func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 		if closeErr == nil || closeErr.Error() != want {
 			t.Fatalf("Close returned %v, want %q", closeErr, want)
 		}
-		var ce *pipeline.CloseError
+		var ce *sluice.CloseError
 		if !errors.As(closeErr, &ce) || ce.Count() != 3 || ce.Unreported != 0 || ce.Client != nil || ce.Timeout != 5*time.Second {
 			t.Errorf("Close's error %#v, want a *CloseError of 3 undelivered, 0 unreported, timeout 5s", closeErr)
 		}

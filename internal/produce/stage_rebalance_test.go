@@ -6,8 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // A graceful revoke drains the stage: the revoke completes only once
@@ -61,7 +61,7 @@ func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 		c := newStage(true)
 		c.refuse["v2"] = 1 << 30 // full for good
 		var converted []string   // on the stage's goroutine, read after Run
-		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
+		toMsg := func(rec sluice.Record) (sluice.Message, error) {
 			converted = append(converted, string(rec.Value))
 			return recordMessage(rec)
 		}

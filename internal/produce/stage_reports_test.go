@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -16,7 +17,7 @@ type completions struct {
 	ns []int
 }
 
-func (c *completions) OnRecordsCompleted(_ pipeline.TopicPartition, n int, _ int64) {
+func (c *completions) OnRecordsCompleted(_ sluice.TopicPartition, n int, _ int64) {
 	c.mu.Lock()
 	c.ns = append(c.ns, n)
 	c.mu.Unlock()
@@ -30,8 +31,8 @@ func (c *completions) seen() []int {
 
 // gatedAt returns a toMsg that waits for gate before converting the record
 // of value v (and converts the others at once).
-func gatedAt(v string, gate <-chan struct{}) func(pipeline.Record) (pipeline.Message, error) {
-	return func(rec pipeline.Record) (pipeline.Message, error) {
+func gatedAt(v string, gate <-chan struct{}) func(sluice.Record) (sluice.Message, error) {
+	return func(rec sluice.Record) (sluice.Message, error) {
 		if string(rec.Value) == v {
 			<-gate
 		}

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -146,10 +147,10 @@ func TestSendErrorStopsRun(t *testing.T) {
 func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
-		errEncode := pipeline.Permanent(errors.New("cannot encode"))
-		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
+		errEncode := sluice.Permanent(errors.New("cannot encode"))
+		toMsg := func(rec sluice.Record) (sluice.Message, error) {
 			if string(rec.Value) == "v2" {
-				return pipeline.Message{}, errEncode
+				return sluice.Message{}, errEncode
 			}
 			return recordMessage(rec)
 		}
@@ -173,14 +174,14 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
-		toMsg := func(rec pipeline.Record) (pipeline.Message, error) {
+		toMsg := func(rec sluice.Record) (sluice.Message, error) {
 			if string(rec.Value) == "v1" {
-				return pipeline.Message{}, pipeline.Invalid(errors.New("not an order"))
+				return sluice.Message{}, sluice.Invalid(errors.New("not an order"))
 			}
 			return recordMessage(rec)
 		}
 		var dead []int64
-		dl := pipeline.WithDeadLetter(func(_ context.Context, d pipeline.DeadLetter) error {
+		dl := pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
 			dead = append(dead, d.Record.Offset)
 			return nil
 		})

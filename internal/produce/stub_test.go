@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -38,7 +38,7 @@ type report struct {
 // sentMsg is what the stub copied of an accepted Outgoing.
 type sentMsg struct {
 	Topic     string
-	Message   pipeline.Message
+	Message   sluice.Message
 	Timestamp time.Time
 	Ticket    stagekit.Ticket
 }
@@ -152,7 +152,7 @@ func (*stub) GaveUp(err error) bool { return errors.Is(err, errGaveUp) }
 
 func (*stub) Classify(err error) error {
 	if errors.Is(err, errFatal) || errors.Is(err, errClosed) {
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	}
 	return err
 }

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/topiccheck"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Topics checks, once per topic and role, that the topics a producer
@@ -76,9 +76,9 @@ type startCheckKey struct{}
 // [DeadLetter] for topic), which also answers [CheckStart]: an empty topic
 // is an error naming name (the user's method, "sink: Producer.DeadLetter"),
 // and a topic that does not exist is one naming it and its role.
-func CheckedDeadLetter[E any](c Client[E], send func(context.Context, pipeline.DeadLetter) error, name, topic string) func(context.Context, pipeline.DeadLetter) error {
+func CheckedDeadLetter[E any](c Client[E], send func(context.Context, sluice.DeadLetter) error, name, topic string) func(context.Context, sluice.DeadLetter) error {
 	topics := topicsOf(c)
-	return func(ctx context.Context, dl pipeline.DeadLetter) error {
+	return func(ctx context.Context, dl sluice.DeadLetter) error {
 		if ctx.Value(startCheckKey{}) == nil {
 			return send(ctx, dl)
 		}
@@ -92,8 +92,8 @@ func CheckedDeadLetter[E any](c Client[E], send func(context.Context, pipeline.D
 // CheckStart runs the start check of f, a destination made by
 // [CheckedDeadLetter]: it is the backends' DeadLetterFunc.CheckStart,
 // which pipeline.Run calls before the source starts.
-func CheckStart(ctx context.Context, f func(context.Context, pipeline.DeadLetter) error) error {
-	return f(context.WithValue(ctx, startCheckKey{}, true), pipeline.DeadLetter{})
+func CheckStart(ctx context.Context, f func(context.Context, sluice.DeadLetter) error) error {
+	return f(context.WithValue(ctx, startCheckKey{}, true), sluice.DeadLetter{})
 }
 
 // checkOutput is the Produce stage's build-time check of its topic (see

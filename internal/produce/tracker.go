@@ -5,8 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Tracker is the state one producer shares between its receivers (Produce
@@ -40,7 +40,7 @@ type Tracker struct {
 	goneOnce sync.Once
 
 	umu         sync.Mutex
-	undelivered []pipeline.UndeliveredMessage // given up on by Close, as receivers read them
+	undelivered []sluice.UndeliveredMessage // given up on by Close, as receivers read them
 
 	once     sync.Once
 	closeErr error
@@ -131,7 +131,7 @@ func (tr *Tracker) Received() {
 // Failed records that a receiver read a failed delivery report for
 // message u; gaveUp says whether the failure is Close giving up on it
 // (then u is kept for Close's error). It returns gaveUp.
-func (tr *Tracker) Failed(gaveUp bool, u pipeline.UndeliveredMessage) bool {
+func (tr *Tracker) Failed(gaveUp bool, u sluice.UndeliveredMessage) bool {
 	if !gaveUp {
 		tr.Received()
 		return false

@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // A message the library accepts is pending until its report is read; one
@@ -27,7 +27,7 @@ func TestTrackerCountsAcceptedMessagesOnly(t *testing.T) {
 		t.Fatalf("%d pending, want 2", n)
 	}
 	tr.Received()
-	if gaveUp := tr.Failed(false, pipeline.UndeliveredMessage{}); gaveUp {
+	if gaveUp := tr.Failed(false, sluice.UndeliveredMessage{}); gaveUp {
 		t.Error("Failed(false, ...) reported a give-up")
 	}
 	if n := tr.Pending(); n != 0 {

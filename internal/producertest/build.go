@@ -8,12 +8,13 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func buildChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func buildChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	return []check[P, D]{
 		{"producer created inside the builder", false, (*suite[P, D]).producerInBuilder},
 		{"bad arguments", true, (*suite[P, D]).badArguments},
@@ -22,7 +23,7 @@ func buildChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() [
 
 // producerInBuilder: a producer created inside the builder (one Kafka
 // client per partition and per reassignment, never closed) fails the
-// first build with a *pipeline.BuildError naming the mistake, before any
+// first build with a *sluice.BuildError naming the mistake, before any
 // client leaks into a running graph.
 func (s *suite[P, D]) producerInBuilder(t *T) {
 	b := kafkatest.NewKfake(t)
@@ -35,7 +36,7 @@ func (s *suite[P, D]) producerInBuilder(t *T) {
 		}
 	})
 	fake := testkit.NewFake()
-	r := testkit.Start(t, fake, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	r := testkit.Start(t, fake, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		p, err := s.h.NewProducer(Config{Brokers: b.Addrs()}) // wrong: one per partition
 		if err != nil {
 			t.Error(err)
@@ -43,13 +44,13 @@ func (s *suite[P, D]) producerInBuilder(t *T) {
 		mu.Lock()
 		made = append(made, p)
 		mu.Unlock()
-		return s.h.Produce(in, p, "out", func(r pipeline.Record) (pipeline.Message, error) { return pipeline.Message{Value: r.Value}, nil })
+		return s.h.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
 	})
 	if err := fake.Assign("in", 0); err == nil {
 		t.Fatal("Assign succeeded; want the build to fail")
 	}
 	err := r.Wait(t)
-	var be *pipeline.BuildError
+	var be *sluice.BuildError
 	if !errors.As(err, &be) || be.Partition != 0 || !strings.Contains(err.Error(), `"Produce#1"`) ||
 		!strings.Contains(err.Error(), "created inside the builder") || !strings.Contains(err.Error(), "before pipeline.Run") {
 		t.Fatalf("Run = %v, want a BuildError for in/0 naming Produce#1, the producer created inside the builder and the fix", err)
@@ -57,7 +58,7 @@ func (s *suite[P, D]) producerInBuilder(t *T) {
 }
 
 // badArguments: a nil producer, an empty topic or a nil toMsg fails the
-// build with a *pipeline.BuildError naming the stage, instead of a panic
+// build with a *sluice.BuildError naming the stage, instead of a panic
 // in the builder.
 func (s *suite[P, D]) badArguments(t *T) {
 	var nilP P
@@ -67,13 +68,13 @@ func (s *suite[P, D]) badArguments(t *T) {
 		build pipeline.Builder
 		want  string
 	}{
-		{"nil producer", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		{"nil producer", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return s.h.Produce(in, nilP, "out", ToMessage)
 		}, s.h.Name + ".Produce: the producer is nil"},
-		{"empty topic", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		{"empty topic", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return s.h.Produce(in, p, "", ToMessage)
 		}, s.h.Name + ".Produce: the topic is empty"},
-		{"nil toMsg", func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		{"nil toMsg", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return s.h.Produce(in, p, "out", nil)
 		}, s.h.Name + ".Produce: toMsg is nil"},
 	} {
@@ -85,7 +86,7 @@ func (s *suite[P, D]) badArguments(t *T) {
 					t.Fatal("Assign succeeded; want the build to fail")
 				}
 				err := h.Wait()
-				var be *pipeline.BuildError
+				var be *sluice.BuildError
 				if !errors.As(err, &be) || !strings.Contains(err.Error(), `"Produce#1"`) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run = %v, want a BuildError naming Produce#1 and %q", err, tc.want)
 				}

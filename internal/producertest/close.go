@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func closeChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func closeChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	return []check[P, D]{
 		{"gives up on undelivered messages", true, (*suite[P, D]).closeGivesUp},
 		{"fails a waiting dead letter", true, (*suite[P, D]).closeFailsWaitingDeadLetter},
@@ -92,15 +92,15 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 	r.WaitUntil(t, fmt.Sprintf("%d messages pending", k), func() bool { return s.h.Pending(p) == k })
 
 	err := s.closeWithin(t, p, timeout)
-	var ce *pipeline.CloseError
+	var ce *sluice.CloseError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Close = %v, want a *CloseError", err)
 	}
-	var want []pipeline.UndeliveredMessage
+	var want []sluice.UndeliveredMessage
 	for i := range int64(k) {
-		want = append(want, pipeline.UndeliveredMessage{Topic: "out", Source: pipeline.TopicPartition{Topic: "in", Partition: 0}, Offset: i})
+		want = append(want, sluice.UndeliveredMessage{Topic: "out", Source: sluice.TopicPartition{Topic: "in", Partition: 0}, Offset: i})
 	}
-	got := slices.SortedFunc(slices.Values(ce.Undelivered), func(a, b pipeline.UndeliveredMessage) int { return int(a.Offset - b.Offset) })
+	got := slices.SortedFunc(slices.Values(ce.Undelivered), func(a, b sluice.UndeliveredMessage) int { return int(a.Offset - b.Offset) })
 	if ce.Count() != k || ce.Unreported != 0 || ce.Client != nil || !slices.Equal(got, want) {
 		t.Errorf("Close = %+v, want the %d messages %v", *ce, k, want)
 	}
@@ -113,7 +113,7 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 	}
 
 	runErr := r.Wait(t)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(runErr, &se) || se.Offset != 0 || !errors.Is(runErr, s.h.ErrClosed) {
 		t.Errorf("Run = %v, want a StageError at offset 0 wrapping %v", runErr, s.h.ErrClosed)
 	}
@@ -129,15 +129,15 @@ func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
 	const timeout = 200 * time.Millisecond
 	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
 	dlErr := make(chan error, 1)
-	rec := pipeline.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: time.UnixMilli(1_700_000_000_000)}
+	rec := sluice.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: time.UnixMilli(1_700_000_000_000)}
 	go func() {
-		dlErr <- s.h.DeadLetter(p, "dlq")(context.Background(), pipeline.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
+		dlErr <- s.h.DeadLetter(p, "dlq")(context.Background(), sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
 	}()
 	pollUntil(t, "the dead letter pending", func() bool { return s.h.Pending(p) == 1 })
 
 	err := s.closeWithin(t, p, timeout)
-	want := []pipeline.UndeliveredMessage{{Topic: "dlq", Source: pipeline.TopicPartition{Topic: "in", Partition: 2}, Offset: 7}}
-	var ce *pipeline.CloseError
+	want := []sluice.UndeliveredMessage{{Topic: "dlq", Source: sluice.TopicPartition{Topic: "in", Partition: 2}, Offset: 7}}
+	var ce *sluice.CloseError
 	if !errors.As(err, &ce) || !slices.Equal(ce.Undelivered, want) || ce.Count() != 1 {
 		t.Errorf("Close = %v, want a CloseError naming %v", err, want)
 	}
@@ -158,13 +158,13 @@ func (s *suite[P, D]) closedProducer(t *T) {
 	if err := s.h.Close(p); err != nil {
 		t.Fatalf("Close of an idle producer = %v, want nil", err)
 	}
-	err := s.h.DeadLetter(p, "dlq")(context.Background(), pipeline.DeadLetter{Record: pipeline.Record{Topic: "in"}, Err: errors.New("bad")})
-	if !errors.Is(err, s.h.ErrClosed) || !pipeline.IsPermanent(err) {
+	err := s.h.DeadLetter(p, "dlq")(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "in"}, Err: errors.New("bad")})
+	if !errors.Is(err, s.h.ErrClosed) || !sluice.IsPermanent(err) {
 		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v", err, s.h.ErrClosed)
 	}
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
 	runErr := r.Wait(t)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !strings.Contains(runErr.Error(), "producing to out") {
 		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v", runErr, s.h.ErrClosed)
 	}

@@ -8,12 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func commitChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func commitChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	cs := []check[P, D]{
 		{"every record produced once", true, (*suite[P, D]).writesExactly},
 		{"nothing committed while deliveries are refused", true, (*suite[P, D]).commitsOnlyAfterDelivery},
@@ -45,7 +45,7 @@ func (s *suite[P, D]) writesExactly(t *T) {
 	if len(out) != len(in) {
 		t.Errorf("produced %d records, want %d", len(out), len(in))
 	}
-	byKey := map[string]pipeline.Record{}
+	byKey := map[string]sluice.Record{}
 	for _, o := range out {
 		if _, dup := byKey[string(o.Key)]; dup {
 			t.Errorf("key %s produced twice", o.Key)

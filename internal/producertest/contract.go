@@ -33,7 +33,7 @@ var Rules = map[string]string{
 	ClauseTopicCheck: "A missing or empty topic is named before anything is consumed: the dead-letter topic when Run starts, " +
 		"the output topic at the first build, the input topic before the source joins its group; ProducerConfig.SkipTopicCheck turns the producer's checks off.",
 	ClauseBuild: "A Produce stage given a nil producer, an empty topic or a nil toMsg, or a producer created inside the builder, " +
-		"fails the build with a *pipeline.BuildError naming the stage and the mistake.",
+		"fails the build with a *sluice.BuildError naming the stage and the mistake.",
 }
 
 // T is the *testing.T of a check: its failures begin with the clause the

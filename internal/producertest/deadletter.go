@@ -11,18 +11,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func deadLetterBytesChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func deadLetterBytesChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	return []check[P, D]{
 		{"record and origin", true, (*suite[P, D]).deadLetterCarriesRecord},
 	}
 }
 
-func deadLetterOrderChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func deadLetterOrderChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	return []check[P, D]{
 		{"handed over together, stored in order", true, (*suite[P, D]).deadLettersInOrder},
 		{"failing midway stops Run at the first", true, (*suite[P, D]).deadLettersFailingMidway},
@@ -44,7 +45,7 @@ func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
 	Stop(t, r)
 
-	var want []pipeline.Record
+	var want []sluice.Record
 	for _, rec := range in {
 		if rec.Offset%7 == 3 {
 			want = append(want, rec)
@@ -55,7 +56,7 @@ func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
 		t.Fatalf("%d dead letters, want %d", len(got), len(want))
 	}
 	// One dlq partition; partitions' dead letters may interleave.
-	byKey := map[string]pipeline.Record{}
+	byKey := map[string]sluice.Record{}
 	for _, d := range got {
 		byKey[string(d.Key)] = d
 	}
@@ -65,12 +66,12 @@ func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
 			t.Errorf("no dead letter for %d@%d", w.Partition, w.Offset)
 			continue
 		}
-		wantHeaders := append(append([]pipeline.Header(nil), w.Headers...),
-			pipeline.Header{Key: pipeline.DeadLetterHeaderTopic, Value: []byte("in")},
-			pipeline.Header{Key: pipeline.DeadLetterHeaderPartition, Value: fmt.Appendf(nil, "%d", w.Partition)},
-			pipeline.Header{Key: pipeline.DeadLetterHeaderOffset, Value: fmt.Appendf(nil, "%d", w.Offset)},
-			pipeline.Header{Key: pipeline.DeadLetterHeaderError, Value: fmt.Appendf(nil, "cannot decode offset %d", w.Offset)},
-			pipeline.Header{Key: pipeline.DeadLetterHeaderStage, Value: []byte("decode")},
+		wantHeaders := append(append([]sluice.Header(nil), w.Headers...),
+			sluice.Header{Key: sluice.DeadLetterHeaderTopic, Value: []byte("in")},
+			sluice.Header{Key: sluice.DeadLetterHeaderPartition, Value: fmt.Appendf(nil, "%d", w.Partition)},
+			sluice.Header{Key: sluice.DeadLetterHeaderOffset, Value: fmt.Appendf(nil, "%d", w.Offset)},
+			sluice.Header{Key: sluice.DeadLetterHeaderError, Value: fmt.Appendf(nil, "cannot decode offset %d", w.Offset)},
+			sluice.Header{Key: sluice.DeadLetterHeaderStage, Value: []byte("decode")},
 		)
 		if string(d.Value) != string(w.Value) || !d.Timestamp.Equal(w.Timestamp) ||
 			headersString(d.Headers) != headersString(wantHeaders) {
@@ -164,8 +165,8 @@ func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
 	b.Produce(t, "in", Input(1, n, n)...)
 
 	err := r.Wait(t)
-	var se *pipeline.StageError
-	if !errors.As(err, &se) || se.Stage != "decode" || se.Offset != n || !errors.Is(err, pipeline.ErrNotDeadLettered) {
+	var se *sluice.StageError
+	if !errors.As(err, &se) || se.Stage != "decode" || se.Offset != n || !errors.Is(err, sluice.ErrNotDeadLettered) {
 		t.Fatalf("Run = %v, want a StageError of decode at in/0@%d wrapping ErrNotDeadLettered", err, n)
 	}
 	if c := b.Committed(t, "g", "in"); c[0] != n || len(c) != 1 {

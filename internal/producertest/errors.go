@@ -10,13 +10,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func errorChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func errorChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	cs := []check[P, D]{
 		{"permanent delivery failure stops Run", true, (*suite[P, D]).deliveryFailure},
 	}
@@ -47,9 +48,9 @@ func (s *suite[P, D]) deliveryFailure(t *T) {
 	b.Produce(t, "in", Input(1, k, 5)...)
 
 	err := r.Wait(t)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) {
-		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+		t.Fatalf("Run = %v, want a *sluice.StageError", err)
 	}
 	isInvalid := s.h.Errors.IsInvalidRecord == nil || s.h.Errors.IsInvalidRecord(err)
 	if se.Stage != "to-out" || se.Topic != "in" || se.Partition != 0 || se.Offset != k ||
@@ -67,7 +68,7 @@ func (s *suite[P, D]) deliveryFailure(t *T) {
 
 // permanentCase is a dead letter that cannot be delivered for a reason
 // retrying cannot fix.
-type permanentCase[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+type permanentCase[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
 	name  string
 	cfg   Config // Brokers is set by the check
 	value int    // size of the invalid record's value
@@ -76,7 +77,7 @@ type permanentCase[P any, D ~func(context.Context, pipeline.DeadLetter) error] s
 	want  func(*suite[P, D]) string                    // what the error names
 }
 
-func permanentCases[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []permanentCase[P, D] {
+func permanentCases[P any, D ~func(context.Context, sluice.DeadLetter) error]() []permanentCase[P, D] {
 	return []permanentCase[P, D]{
 		{name: "closed producer", topic: "dlq", want: func(s *suite[P, D]) string { return s.h.ErrClosed.Error() },
 			setup: func(s *suite[P, D], t *T, _ *kafkatest.Broker, p P) {
@@ -130,9 +131,9 @@ func (s *suite[P, D]) deadLetterPermanent(t *T, tc permanentCase[P, D]) {
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder,
 		pipeline.WithDeadLetter(s.h.DeadLetter(p, tc.topic)), pipeline.WithHooks(&obs))
 	err := r.Wait(t)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) {
-		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+		t.Fatalf("Run = %v, want a *sluice.StageError", err)
 	}
 	if se.Stage != "decode" || se.Partition != 0 || se.Offset != 3 || !strings.Contains(err.Error(), want) ||
 		!strings.Contains(err.Error(), "dead-letter delivery failed") {

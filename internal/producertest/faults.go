@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -24,23 +25,23 @@ import (
 // faultCase is one way of writing the input to Kafka: to an output topic
 // with the Produce stage, or only its invalid records to a dead-letter
 // topic.
-type faultCase[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+type faultCase[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
 	name  string
-	topic string                     // where the faults are injected
-	wants func(pipeline.Record) bool // whether an input record has a message in topic
+	topic string                   // where the faults are injected
+	wants func(sluice.Record) bool // whether an input record has a message in topic
 	build func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option)
 }
 
-func faultCases[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []faultCase[P, D] {
+func faultCases[P any, D ~func(context.Context, sluice.DeadLetter) error]() []faultCase[P, D] {
 	return []faultCase[P, D]{
 		{
 			name: "produce", topic: "out",
-			wants: func(pipeline.Record) bool { return true },
+			wants: func(sluice.Record) bool { return true },
 			build: func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option) { return s.produceTo(p, "out"), nil },
 		},
 		{
 			name: "dead letters", topic: "dlq",
-			wants: func(r pipeline.Record) bool { return r.Offset%7 == 3 },
+			wants: func(r sluice.Record) bool { return r.Offset%7 == 3 },
 			build: func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option) {
 				return dlqBuilder, []pipeline.Option{pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq"))}
 			},
@@ -52,7 +53,7 @@ func faultCases[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []
 // the group's committed offsets that should have a message in topic has
 // exactly one there (each output carries its input's key). Commits are
 // read first: a commit never runs ahead of a delivery.
-func checkCommittedStored(t *T, b *kafkatest.Broker, in []pipeline.Record, topic string, wants func(pipeline.Record) bool) {
+func checkCommittedStored(t *T, b *kafkatest.Broker, in []sluice.Record, topic string, wants func(sluice.Record) bool) {
 	t.Helper()
 	committed := b.Committed(t, "g", "in")
 	stored := map[string]int{}
@@ -114,7 +115,7 @@ func (s *suite[P, D]) persistentFault(t *T, fc faultCase[P, D]) {
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: kerr.NotLeaderForPartition, Count: -1})
 	build, opts := fc.build(s, p)
 	var obs retries
-	opts = append(opts, pipeline.WithHooks(&obs), pipeline.WithRetry(pipeline.RetryPolicy{Attempts: 2, Initial: 10 * time.Millisecond}))
+	opts = append(opts, pipeline.WithHooks(&obs), pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: 10 * time.Millisecond}))
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), build, opts...)
 	err := r.Wait(t)
 	first, wantRetries, names := int64(0), int64(0), "delivery to out failed"
@@ -122,7 +123,7 @@ func (s *suite[P, D]) persistentFault(t *T, fc faultCase[P, D]) {
 		first, wantRetries, names = 3, 1, "dead letter to dlq"
 	}
 	timedOut := s.h.Errors.TimedOut(timeout)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) || se.Offset != first || !strings.Contains(err.Error(), names) || !strings.Contains(err.Error(), timedOut) {
 		t.Errorf("Run = %v, want a StageError at in/0@%d naming %q and the timeout (%q)", err, first, names, timedOut)
 	}

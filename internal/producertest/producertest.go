@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -32,7 +33,7 @@ import (
 // destination (sink.DeadLetterFunc, franz.DeadLetterFunc), kept so that
 // pipeline.WithDeadLetter sees its CheckStart. Every field is required but
 // InjectFatal and Errors.IsInvalidRecord.
-type Harness[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+type Harness[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
 	// Name is the package name that begins the producer's errors and
 	// names its Produce stage ("sink": "sink: the producer is closed",
 	// "sink.Produce").
@@ -49,8 +50,8 @@ type Harness[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct 
 	Close func(P) error
 
 	// Produce is the producer's Produce stage for records.
-	Produce func(in pipeline.Stream[pipeline.Record], p P, topic string,
-		toMsg func(pipeline.Record) (pipeline.Message, error), opts ...stages.CallOption) pipeline.End
+	Produce func(in pipeline.Stream[sluice.Record], p P, topic string,
+		toMsg func(sluice.Record) (sluice.Message, error), opts ...stages.CallOption) pipeline.End
 
 	// DeadLetter is the producer's dead-letter destination for topic.
 	DeadLetter func(p P, topic string) D
@@ -65,7 +66,7 @@ type Harness[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct 
 	// NewSource returns a source consuming topic as a member of group on
 	// the cluster at brokers, committing every 50 ms, with heartbeats fast
 	// enough for tests.
-	NewSource func(t testing.TB, brokers []string, group, topic string) pipeline.Source
+	NewSource func(t testing.TB, brokers []string, group, topic string) sluice.Source
 
 	// SourceName is the package name that begins the source's errors
 	// ("source" for source.Source, "franz" for franz.Source).
@@ -128,7 +129,7 @@ const wait = 60 * time.Second
 
 // Run runs every check of the producer contract against h, each as a
 // subtest of t named for its clause.
-func Run[P any, D ~func(context.Context, pipeline.DeadLetter) error](t *testing.T, h Harness[P, D]) {
+func Run[P any, D ~func(context.Context, sluice.DeadLetter) error](t *testing.T, h Harness[P, D]) {
 	s := &suite[P, D]{h: h}
 	for _, group := range []struct {
 		clause string
@@ -157,14 +158,14 @@ func Run[P any, D ~func(context.Context, pipeline.DeadLetter) error](t *testing.
 }
 
 // check is one subtest of a clause.
-type check[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+type check[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
 	name     string
 	parallel bool
 	fn       func(s *suite[P, D], t *T)
 }
 
 // suite holds the harness for the checks.
-type suite[P any, D ~func(context.Context, pipeline.DeadLetter) error] struct {
+type suite[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
 	h Harness[P, D]
 }
 
@@ -187,7 +188,7 @@ func (s *suite[P, D]) newProducer(t *T, cfg Config) P {
 
 // produceTo is a builder producing every record to topic with p.
 func (s *suite[P, D]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return s.h.Produce(in, p, topic, ToMessage, opts...)
 	}
 }

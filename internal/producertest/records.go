@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -20,17 +21,17 @@ import (
 // key ("k<partition>-<i>"), a value ("v<partition>-<i>"), a timestamp and
 // three headers (one key repeated, to check order). The backends' own
 // tests use it too.
-func Input(partitions int32, first, n int) []pipeline.Record {
+func Input(partitions int32, first, n int) []sluice.Record {
 	ts := time.UnixMilli(1_700_000_000_000)
-	var out []pipeline.Record
+	var out []sluice.Record
 	for i := first; i < first+n; i++ {
 		for p := range partitions {
-			out = append(out, pipeline.Record{
+			out = append(out, sluice.Record{
 				Partition: p,
 				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
 				Value:     fmt.Appendf(nil, "v%d-%d", p, i),
 				Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
-				Headers: []pipeline.Header{
+				Headers: []sluice.Header{
 					{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
 					{Key: "h", Value: []byte("second")},
 					{Key: "empty", Value: nil},
@@ -41,7 +42,7 @@ func Input(partitions int32, first, n int) []pipeline.Record {
 	return out
 }
 
-func headersString(hs []pipeline.Header) string {
+func headersString(hs []sluice.Header) string {
 	s := ""
 	for _, h := range hs {
 		s += fmt.Sprintf("%s=%q;", h.Key, h.Value)
@@ -52,37 +53,37 @@ func headersString(hs []pipeline.Header) string {
 // ToMessage maps an input record to the output message: same key, value
 // prefixed with "out:", the input's headers plus "from" naming its origin
 // ("<partition>@<offset>").
-func ToMessage(r pipeline.Record) (pipeline.Message, error) {
-	hs := make([]pipeline.Header, 0, len(r.Headers)+1)
+func ToMessage(r sluice.Record) (sluice.Message, error) {
+	hs := make([]sluice.Header, 0, len(r.Headers)+1)
 	hs = append(hs, r.Headers...)
-	hs = append(hs, pipeline.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
-	return pipeline.Message{Key: r.Key, Value: append([]byte("out:"), r.Value...), Headers: hs}, nil
+	hs = append(hs, sluice.Header{Key: "from", Value: fmt.Appendf(nil, "%d@%d", r.Partition, r.Offset)})
+	return sluice.Message{Key: r.Key, Value: append([]byte("out:"), r.Value...), Headers: hs}, nil
 }
 
 // decode marks every record whose offset is 3 mod 7 invalid.
-func decode(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+func decode(_ context.Context, r sluice.Record) (sluice.Record, error) {
 	if r.Offset%7 == 3 {
-		return r, pipeline.Invalid(fmt.Errorf("cannot decode offset %d", r.Offset))
+		return r, sluice.Invalid(fmt.Errorf("cannot decode offset %d", r.Offset))
 	}
 	return r, nil
 }
 
 // dlqBuilder dead-letters the records decode finds invalid.
-func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(stages.Map(in, decode, stages.Name("decode")))
 }
 
 // allInvalid is a builder whose one stage finds every record invalid.
-func allInvalid(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	return stages.Discard(stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
-		return r, pipeline.Invalid(errors.New("bad record"))
+func allInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+		return r, sluice.Invalid(errors.New("bad record"))
 	}, stages.Name("decode")))
 }
 
 // retries counts the retries Run reports.
 type retries struct{ n atomic.Int64 }
 
-func (r *retries) OnStageRetry(string, pipeline.TopicPartition, int, time.Duration, error) {
+func (r *retries) OnStageRetry(string, sluice.TopicPartition, int, time.Duration, error) {
 	r.n.Add(1)
 }
 
@@ -114,16 +115,16 @@ func WaitCommitted(t testing.TB, b *kafkatest.Broker, r *testkit.Running, group,
 
 // DeadLetterOffsets returns, for each source partition, the offsets named
 // by the dead letters in recs, in their order.
-func DeadLetterOffsets(t testing.TB, recs []pipeline.Record) map[int32][]int64 {
+func DeadLetterOffsets(t testing.TB, recs []sluice.Record) map[int32][]int64 {
 	t.Helper()
 	out := map[int32][]int64{}
 	for _, r := range recs {
 		var part, off string
 		for _, h := range r.Headers {
 			switch h.Key {
-			case pipeline.DeadLetterHeaderPartition:
+			case sluice.DeadLetterHeaderPartition:
 				part = string(h.Value)
-			case pipeline.DeadLetterHeaderOffset:
+			case sluice.DeadLetterHeaderOffset:
 				off = string(h.Value)
 			}
 		}

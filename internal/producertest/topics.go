@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func topicChecks[P any, D ~func(context.Context, pipeline.DeadLetter) error]() []check[P, D] {
+func topicChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
 	return []check[P, D]{
 		{"missing dead-letter topic fails Run at start", true, (*suite[P, D]).missingDeadLetterTopic},
 		{"empty dead-letter topic fails Run at start", true, (*suite[P, D]).emptyDeadLetterTopic},
@@ -33,8 +34,8 @@ func (s *suite[P, D]) missingDeadLetterTopic(t *T) {
 	defer cancel()
 	err := pipeline.Run(ctx, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "orders-dlg")))
 	want := s.h.Name + `: the dead-letter topic "orders-dlg" (Producer.DeadLetter) does not exist: create it, or set ProducerConfig.SkipTopicCheck to start without this check`
-	if err == nil || err.Error() != want || !errors.Is(err, pipeline.ErrMissingTopic) {
-		t.Fatalf("Run = %v, want %s (wrapping pipeline.ErrMissingTopic)", err, want)
+	if err == nil || err.Error() != want || !errors.Is(err, sluice.ErrMissingTopic) {
+		t.Fatalf("Run = %v, want %s (wrapping sluice.ErrMissingTopic)", err, want)
 	}
 	if c := b.Committed(t, "g", "in"); len(c) != 0 {
 		t.Errorf("committed %v, want nothing: the source must not start", c)
@@ -64,18 +65,18 @@ func (s *suite[P, D]) skipTopicCheck(t *T) {
 }
 
 // missingOutputTopic: a Produce stage whose topic does not exist fails
-// the first build with a *pipeline.BuildError naming the stage, the topic
+// the first build with a *sluice.BuildError naming the stage, the topic
 // and its role.
 func (s *suite[P, D]) missingOutputTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return s.h.Produce(in, p, "paymnets", func(r pipeline.Record) (pipeline.Message, error) { return pipeline.Message{Value: r.Value}, nil })
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return s.h.Produce(in, p, "paymnets", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
 	})
 	err := r.Wait(t)
 	want := `stage "Produce#1": ` + s.h.Name + `: the output topic "paymnets" (` + s.h.Name + `.Produce) does not exist: create it, or set ProducerConfig.SkipTopicCheck`
-	var be *pipeline.BuildError
+	var be *sluice.BuildError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Run = %v, want a BuildError naming Produce#1 and the missing output topic (%s)", err, want)
 	}
@@ -91,7 +92,7 @@ func (s *suite[P, D]) missingInputTopic(t *T) {
 	start := time.Now()
 	err := pipeline.Run(ctx, s.h.NewSource(t, b.Addrs(), "g", "ordres"), dlqBuilder)
 	want := s.h.SourceName + `: the input topic "ordres" (Config.Topics) does not exist: create it, or set Config.SkipTopicCheck to start without this check`
-	if !errors.Is(err, pipeline.ErrMissingTopic) || !strings.Contains(err.Error(), want) {
+	if !errors.Is(err, sluice.ErrMissingTopic) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Run = %v, want an error naming the missing input topic (%s)", err, want)
 	}
 	if took := time.Since(start); took > 10*time.Second {

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -30,7 +31,7 @@ func main() {
 
 // run consumes until SIGINT or SIGTERM (how Kubernetes stops a pod), then
 // drains, commits and returns nil; otherwise its error says what stopped
-// it: a *pipeline.StageError, *pipeline.BuildError, ... (pipeline.Run
+// it: a *sluice.StageError, *sluice.BuildError, ... (pipeline.Run
 // lists them all).
 func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -51,7 +52,7 @@ func run(logger *slog.Logger) error {
 }
 
 // build wires the graph of one partition; Run calls it for every partition it gets.
-func build(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func build(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	orders := stages.Map(in, decode)
 	// Per partition: 16 calls at once, one at a time per customer (for limits
 	// across all partitions: stages.NewLimiter, stages.NewKeyLock).
@@ -60,10 +61,10 @@ func build(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.
 	return stages.Each(charged, save) // side effects: make them idempotent
 }
 
-func decode(_ context.Context, r pipeline.Record) (Order, error) {
+func decode(_ context.Context, r sluice.Record) (Order, error) {
 	var o Order
 	if err := json.Unmarshal(r.Value, &o); err != nil {
-		return o, pipeline.Invalid(err) // bad data: to the dead-letter destination
+		return o, sluice.Invalid(err) // bad data: to the dead-letter destination
 	}
 	return o, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Backend is what a client-specific source implements for its [Core].
@@ -30,7 +30,7 @@ type Backend interface {
 	// committed; otherwise rejected lists the partitions the broker
 	// refused, each with its cause. It runs on a goroutine of its own,
 	// never two at a time, and may outlive the Core's wait for it.
-	Commit(offs []pipeline.Offset) (rejected []Rejected, err error)
+	Commit(offs []sluice.Offset) (rejected []Rejected, err error)
 	// ExpectedCommitError reports whether err is a commit rejection
 	// expected around rebalances (the group moved on or is rebalancing):
 	// logged at debug level, and no error for the final commit.
@@ -49,16 +49,16 @@ type Backend interface {
 
 	// Pause stops fetching tp (Deliver asked for it). On error the core
 	// logs it and asks again after the next Deliver.
-	Pause(tp pipeline.TopicPartition) error
+	Pause(tp sluice.TopicPartition) error
 	// Resume resumes fetching tps. On error the core retries them on
 	// every round of the poll loop while they are owned.
-	Resume(tps []pipeline.TopicPartition) error
+	Resume(tps []sluice.TopicPartition) error
 	// GaveUpPaused is told the partitions a revoke or a loss gave up
 	// while the core had them paused (or their resume had failed): the
 	// client may keep them paused across a later assignment, so the
 	// backend resumes them now or when they are assigned again. It runs
 	// inside Core.Revoked and Core.Lost, before the drain or the cancel.
-	GaveUpPaused(tps []pipeline.TopicPartition)
+	GaveUpPaused(tps []sluice.TopicPartition)
 
 	// Leave leaves the group, until deadline at the latest, on shutdown
 	// (and after a fatal error Fail handles). Nothing is owned any more
@@ -74,6 +74,6 @@ type Backend interface {
 // Rejected is one partition a commit did not commit: the offset that was
 // sent for it and the broker's reason.
 type Rejected struct {
-	Offset pipeline.Offset
+	Offset sluice.Offset
 	Err    error
 }

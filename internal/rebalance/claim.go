@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // ClaimTimeout bounds one call of the OffsetStore's Claim at an
@@ -20,11 +20,11 @@ const ClaimTimeout = 15 * time.Second
 // closing, or when every partition of tps is owned already. The error
 // names the store, the group and the partitions; a backend makes it
 // fatal (Run stops with it) and still answers its client.
-func (c *Core) Claim(tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (c *Core) Claim(tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	if c.o.OffsetStore == nil || c.closing {
 		return nil, nil
 	}
-	var fresh []pipeline.TopicPartition
+	var fresh []sluice.TopicPartition
 	for _, tp := range tps {
 		if !c.owned[tp] {
 			fresh = append(fresh, tp)

@@ -5,16 +5,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // commitRequest is one Backend.Commit call the core made; c.inflight
 // holds it until its outcome was handled on the poll goroutine.
 type commitRequest struct {
-	offs  []pipeline.Offset
-	owner map[pipeline.TopicPartition]uint64 // the ownership each offset belongs to
-	why   string                             // "interval", "revoke", "shutdown"
+	offs  []sluice.Offset
+	owner map[sluice.TopicPartition]uint64 // the ownership each offset belongs to
+	why   string                           // "interval", "revoke", "shutdown"
 	began time.Time
 	done  chan commitOutcome // buffered: the call's goroutine never blocks
 	// abandoned: a synchronous caller stopped waiting and reported the
@@ -30,7 +30,7 @@ type commitOutcome struct {
 
 // collect adds offsets reported by Group.Offsets to pending, fenced to
 // owned partitions.
-func (c *Core) collect(offs []pipeline.Offset) {
+func (c *Core) collect(offs []sluice.Offset) {
 	for _, o := range offs {
 		if !c.owned[o.TopicPartition] {
 			c.log.Debug("fenced offset of unowned partition", slog.String("topic", o.Topic), slog.Int("partition", int(o.Partition)), slog.Int64("next", o.Next))
@@ -57,11 +57,11 @@ func (c *Core) commitPending() {
 }
 
 // takePending removes the pending offsets of tps and returns them.
-func (c *Core) takePending(tps []pipeline.TopicPartition) []pipeline.Offset {
-	var out []pipeline.Offset
+func (c *Core) takePending(tps []sluice.TopicPartition) []sluice.Offset {
+	var out []sluice.Offset
 	for _, tp := range tps {
 		if next, ok := c.pending[tp]; ok {
-			out = append(out, pipeline.Offset{TopicPartition: tp, Next: next})
+			out = append(out, sluice.Offset{TopicPartition: tp, Next: next})
 			delete(c.pending, tp)
 		}
 	}
@@ -70,10 +70,10 @@ func (c *Core) takePending(tps []pipeline.TopicPartition) []pipeline.Offset {
 
 // send starts Backend.Commit of offs on its own goroutine and makes it
 // the commit in flight. The caller made sure none was.
-func (c *Core) send(offs []pipeline.Offset, why string) *commitRequest {
+func (c *Core) send(offs []sluice.Offset, why string) *commitRequest {
 	req := &commitRequest{
 		offs:  offs,
-		owner: make(map[pipeline.TopicPartition]uint64, len(offs)),
+		owner: make(map[sluice.TopicPartition]uint64, len(offs)),
 		why:   why,
 		began: time.Now(),
 		done:  make(chan commitOutcome, 1),
@@ -148,14 +148,14 @@ func (c *Core) finish(req *commitRequest, out commitOutcome) error {
 
 // commitFailures returns the offsets of offs that out did not commit and
 // the error to report.
-func commitFailures(offs []pipeline.Offset, out commitOutcome) ([]pipeline.Offset, error) {
+func commitFailures(offs []sluice.Offset, out commitOutcome) ([]sluice.Offset, error) {
 	if out.err != nil {
 		return offs, out.err
 	}
 	if len(out.rejected) == 0 {
 		return nil, nil
 	}
-	failed := make([]pipeline.Offset, len(out.rejected))
+	failed := make([]sluice.Offset, len(out.rejected))
 	for i, r := range out.rejected {
 		failed[i] = r.Offset
 	}
@@ -165,13 +165,13 @@ func commitFailures(offs []pipeline.Offset, out commitOutcome) ([]pipeline.Offse
 // report tells the group the outcome of a commit and logs it: a failure
 // at debug level when it is expected around rebalances, else as a
 // warning.
-func (c *Core) report(why string, offs []pipeline.Offset, took time.Duration, err error) {
+func (c *Core) report(why string, offs []sluice.Offset, took time.Duration, err error) {
 	if err == nil {
 		c.g.Committed(offs, took, nil)
 		c.log.Debug("offsets committed", "why", why, "offsets", offs, "took", took.String())
 		return
 	}
-	c.g.Committed(offs, took, &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
+	c.g.Committed(offs, took, &sluice.CommitError{Reason: why, Offsets: offs, Err: err})
 	if c.b.ExpectedCommitError(err) {
 		// Another member owns the partition now or will commit after
 		// the rebalance.
@@ -187,7 +187,7 @@ func (c *Core) report(why string, offs []pipeline.Offset, took time.Duration, er
 // the client answers); one that could not be sent is not sent. finished
 // reports whether the commit was sent and answered in time; err is its
 // error, or why it did not finish.
-func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time) (finished bool, err error) {
+func (c *Core) commitSync(offs []sluice.Offset, why string, deadline time.Time) (finished bool, err error) {
 	offs = validOffsets(offs)
 	if len(offs) == 0 {
 		return true, nil
@@ -198,7 +198,7 @@ func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time
 		err = fmt.Errorf("not sent: the earlier %s commit of %s was still unanswered after %v",
 			prev.why, engine.OffsetsString(prev.offs), time.Since(prev.began).Round(time.Millisecond))
 		c.log.Warn("commit not sent in time", "why", why, "offsets", offs, "err", err)
-		c.g.Committed(offs, time.Since(began), &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
+		c.g.Committed(offs, time.Since(began), &sluice.CommitError{Reason: why, Offsets: offs, Err: err})
 		return false, err
 	}
 	req := c.send(offs, why)
@@ -211,7 +211,7 @@ func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time
 		req.abandoned = true
 		err = fmt.Errorf("commit did not finish after %v", time.Since(req.began).Round(time.Millisecond))
 		c.log.Warn("commit did not finish in time; it goes on in the background", "why", why, "offsets", offs, "err", err)
-		c.g.Committed(offs, time.Since(began), &pipeline.CommitError{Reason: why, Offsets: offs, Err: err})
+		c.g.Committed(offs, time.Since(began), &sluice.CommitError{Reason: why, Offsets: offs, Err: err})
 		return false, err
 	}
 }
@@ -219,7 +219,7 @@ func (c *Core) commitSync(offs []pipeline.Offset, why string, deadline time.Time
 // awaitLost waits, bounded by the commit timeout, for the commit in
 // flight when it holds one of the lost partitions tps, so that it cannot
 // land after the next owner's commits (see "Offsets flow").
-func (c *Core) awaitLost(tps []pipeline.TopicPartition) {
+func (c *Core) awaitLost(tps []sluice.TopicPartition) {
 	if c.inflight == nil || len(filterTPs(c.inflight.offs, tps)) == 0 {
 		return
 	}

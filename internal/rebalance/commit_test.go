@@ -7,22 +7,22 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
-func wantOffsets(t *testing.T, what string, got []pipeline.Offset, want ...pipeline.Offset) {
+func wantOffsets(t *testing.T, what string, got []sluice.Offset, want ...sluice.Offset) {
 	t.Helper()
 	if g, w := engine.OffsetsString(got), engine.OffsetsString(want); g != w {
 		t.Fatalf("%s: %s, want %s", what, g, w)
 	}
 }
 
-func commitError(t *testing.T, c committed) *pipeline.CommitError {
+func commitError(t *testing.T, c committed) *sluice.CommitError {
 	t.Helper()
-	var ce *pipeline.CommitError
+	var ce *sluice.CommitError
 	if !errors.As(c.err, &ce) {
-		t.Fatalf("Committed(%v) error %v (%T), want a *pipeline.CommitError", c.offs, c.err, c.err)
+		t.Fatalf("Committed(%v) error %v (%T), want a *sluice.CommitError", c.offs, c.err, c.err)
 	}
 	return ce
 }
@@ -34,12 +34,12 @@ func TestFailedIntervalCommitRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		answer  commitAnswer
-		retried []pipeline.Offset
+		retried []sluice.Offset
 		errText string
 	}{
-		{"request", commitAnswer{err: errRebalancing}, []pipeline.Offset{off(tp0, 5), off(tp1, 7)},
+		{"request", commitAnswer{err: errRebalancing}, []sluice.Offset{off(tp0, 5), off(tp1, 7)},
 			"interval commit of [in/0@5 in/1@7]: REBALANCE_IN_PROGRESS"},
-		{"partition", commitAnswer{rejected: []Rejected{{Offset: off(tp0, 5), Err: errRebalancing}}}, []pipeline.Offset{off(tp0, 5)},
+		{"partition", commitAnswer{rejected: []Rejected{{Offset: off(tp0, 5), Err: errRebalancing}}}, []sluice.Offset{off(tp0, 5)},
 			"interval commit of [in/0@5 in/1@7]: partitions [in/0@5] not committed: REBALANCE_IN_PROGRESS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestCommitFencedToOwnedPartitions(t *testing.T) {
 		wantOffsets(t, "interval commit", c.offs, off(tp0, 5))
 		c.ok()
 		h.g.mu.Lock()
-		h.g.shutdown = []pipeline.Offset{off(tp0, 6), off(tp1, 8)}
+		h.g.shutdown = []sluice.Offset{off(tp0, 6), off(tp1, 8)}
 		h.g.mu.Unlock()
 		stopped := make(chan error, 1)
 		go func() { stopped <- h.stop() }()
@@ -159,7 +159,7 @@ func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 		h.g.report(off(tp0, 5))
 		c := h.nextCommit()
 		h.g.mu.Lock()
-		h.g.shutdown = []pipeline.Offset{off(tp0, 9)}
+		h.g.shutdown = []sluice.Offset{off(tp0, 9)}
 		h.g.mu.Unlock()
 		err := h.stop()
 		want := "test: shutdown: the final commit of [in/0@9] did not finish within Config.CloseTimeout (10s): " +
@@ -185,7 +185,7 @@ func TestRevokeCommitAbandoned(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
 		h.g.mu.Lock()
-		h.g.revoke = []pipeline.Offset{off(tp0, 3)}
+		h.g.revoke = []sluice.Offset{off(tp0, 3)}
 		h.g.mu.Unlock()
 		revoked := h.doAsync(func() {
 			h.core.Revoked([]TP{tp0})
@@ -288,7 +288,7 @@ func TestFinalCommitOutcomes(t *testing.T) {
 				h := start(t)
 				h.assign(tp0)
 				h.g.mu.Lock()
-				h.g.shutdown = []pipeline.Offset{off(tp0, 9)}
+				h.g.shutdown = []sluice.Offset{off(tp0, 9)}
 				h.g.mu.Unlock()
 				stopped := make(chan error, 1)
 				go func() { stopped <- h.stop() }()

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 const (
@@ -43,35 +43,35 @@ type Options struct {
 // goroutine only (see the package documentation).
 type Core struct {
 	b   Backend
-	g   pipeline.Group
+	g   sluice.Group
 	log *slog.Logger
 	o   Options
 
-	owned map[pipeline.TopicPartition]bool // fence: partitions we may deliver and commit
+	owned map[sluice.TopicPartition]bool // fence: partitions we may deliver and commit
 	// ownership numbers each assignment of a partition (from assigns),
 	// so that a failed commit of an earlier ownership is not retried.
-	ownership map[pipeline.TopicPartition]uint64
+	ownership map[sluice.TopicPartition]uint64
 	assigns   uint64
-	paused    map[pipeline.TopicPartition]bool // paused on Deliver's request
+	paused    map[sluice.TopicPartition]bool // paused on Deliver's request
 	// held: records of paused partitions the client returned after the
 	// pause, delivered when Resumable lists them (hold.go).
-	held        map[pipeline.TopicPartition]*heldRecs
+	held        map[sluice.TopicPartition]*heldRecs
 	heldRecords int
 	heldBytes   int64
 	lim         limits
 	avgWeight   int64 // of the records added, a moving average (Room)
 	// unresumed: partitions whose Resume failed, retried every loop.
-	unresumed []pipeline.TopicPartition
+	unresumed []sluice.TopicPartition
 
-	batchTP    pipeline.TopicPartition
-	batch      []pipeline.Record // pending records of batchTP, not yet delivered
-	batchBytes int64             // their weight
+	batchTP    sluice.TopicPartition
+	batch      []sluice.Record // pending records of batchTP, not yet delivered
+	batchBytes int64           // their weight
 
 	collectAt time.Time // next time to collect Group.Offsets
 	// pending: the newest offsets of owned partitions not sent yet, or
 	// whose background commit failed (Group.Offsets reports an offset
 	// once, when it moves).
-	pending map[pipeline.TopicPartition]int64
+	pending map[sluice.TopicPartition]int64
 	// commitDue: an interval passed since the last background commit was
 	// sent; inflight: the one commit sent and not handled yet, or nil.
 	commitDue bool
@@ -86,7 +86,7 @@ type Core struct {
 
 // New returns the core of one Run of b, feeding g. Call it once per Run,
 // on the goroutine that then calls Run.
-func New(b Backend, g pipeline.Group, o Options) *Core {
+func New(b Backend, g sluice.Group, o Options) *Core {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -98,13 +98,13 @@ func New(b Backend, g pipeline.Group, o Options) *Core {
 		g:         g,
 		log:       o.Log,
 		o:         o,
-		owned:     make(map[pipeline.TopicPartition]bool),
-		ownership: make(map[pipeline.TopicPartition]uint64),
-		paused:    make(map[pipeline.TopicPartition]bool),
-		held:      make(map[pipeline.TopicPartition]*heldRecs),
+		owned:     make(map[sluice.TopicPartition]bool),
+		ownership: make(map[sluice.TopicPartition]uint64),
+		paused:    make(map[sluice.TopicPartition]bool),
+		held:      make(map[sluice.TopicPartition]*heldRecs),
 		lim:       limitsOf(g),
-		pending:   make(map[pipeline.TopicPartition]int64),
-		batch:     make([]pipeline.Record, 0, MaxBatch),
+		pending:   make(map[sluice.TopicPartition]int64),
+		batch:     make([]sluice.Record, 0, MaxBatch),
 		collectAt: time.Now().Add(CommitIntervalOrDefault(o.CommitInterval)),
 	}
 }
@@ -139,11 +139,11 @@ func (c *Core) Run(ctx context.Context) error {
 }
 
 // Owns reports whether tp is owned (the fence).
-func (c *Core) Owns(tp pipeline.TopicPartition) bool { return c.owned[tp] }
+func (c *Core) Owns(tp sluice.TopicPartition) bool { return c.owned[tp] }
 
 // OwnedList returns the owned partitions, in no particular order.
-func (c *Core) OwnedList() []pipeline.TopicPartition {
-	tps := make([]pipeline.TopicPartition, 0, len(c.owned))
+func (c *Core) OwnedList() []sluice.TopicPartition {
+	tps := make([]sluice.TopicPartition, 0, len(c.owned))
 	for tp := range c.owned {
 		tps = append(tps, tp)
 	}
@@ -162,11 +162,11 @@ func (c *Core) Closing() bool { return c.closing }
 // batch, at its first record: a partition given up while its batch is
 // built (nothing does that between two Adds of one poll) is still fenced
 // by Flush.
-func (c *Core) Add(rec pipeline.Record) {
+func (c *Core) Add(rec sluice.Record) {
 	if c.closing {
 		return // fenced: the shutdown drained
 	}
-	tp := pipeline.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	tp := sluice.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 	w := Weight(&rec)
 	if len(c.batch) == 0 || tp != c.batchTP {
 		if !c.owned[tp] {
@@ -231,7 +231,7 @@ func (c *Core) Flush() {
 // once what the core held of them is delivered, and retries resumes that
 // failed before.
 func (c *Core) resume() {
-	var tps []pipeline.TopicPartition
+	var tps []sluice.TopicPartition
 	for _, tp := range c.unresumed {
 		if c.owned[tp] {
 			tps = append(tps, tp)

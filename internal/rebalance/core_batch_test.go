@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // newIdleCore returns a core over a fake backend and group whose loop
@@ -19,7 +19,7 @@ func TestAddAndFlushAllocateNothing(t *testing.T) {
 	g := newFakeGroup()
 	c := newIdleCore(g)
 	c.assign([]TP{tp0, tp1})
-	recs := make([]pipeline.Record, 3*MaxBatch)
+	recs := make([]sluice.Record, 3*MaxBatch)
 	for i := range recs {
 		recs[i] = rec(tp0, int64(i))
 	}

@@ -6,11 +6,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-func rec(tp TP, offset int64) pipeline.Record {
-	return pipeline.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
+func rec(tp TP, offset int64) sluice.Record {
+	return sluice.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: offset}
 }
 
 // Add batches consecutive records of one partition, up to MaxBatch per
@@ -104,6 +104,6 @@ func TestSettingsValidate(t *testing.T) {
 
 // mergeOffsets keeps the highest offset of a partition in both.
 func TestMergeOffsets(t *testing.T) {
-	got := mergeOffsets([]pipeline.Offset{off(tp0, 5), off(tp1, 9)}, []pipeline.Offset{off(tp0, 7), off(tp1, 2)})
+	got := mergeOffsets([]sluice.Offset{off(tp0, 5), off(tp1, 9)}, []sluice.Offset{off(tp0, 7), off(tp1, 2)})
 	wantOffsets(t, "merged", got, off(tp0, 7), off(tp1, 9))
 }

@@ -8,17 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
-type TP = pipeline.TopicPartition
+type TP = sluice.TopicPartition
 
 var (
 	tp0 = TP{Topic: "in", Partition: 0}
 	tp1 = TP{Topic: "in", Partition: 1}
 )
 
-func off(tp TP, next int64) pipeline.Offset { return pipeline.Offset{TopicPartition: tp, Next: next} }
+func off(tp TP, next int64) sluice.Offset { return sluice.Offset{TopicPartition: tp, Next: next} }
 
 // errRebalancing and errMovedOn stand for the client's
 // REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION.
@@ -29,7 +30,7 @@ var (
 
 // commitCall is one Backend.Commit the core made; the test answers it.
 type commitCall struct {
-	offs   []pipeline.Offset
+	offs   []sluice.Offset
 	answer chan commitAnswer
 }
 
@@ -84,7 +85,7 @@ func (b *fakeBackend) Fail(err error) error {
 
 func (b *fakeBackend) Interval() {}
 
-func (b *fakeBackend) Commit(offs []pipeline.Offset) ([]Rejected, error) {
+func (b *fakeBackend) Commit(offs []sluice.Offset) ([]Rejected, error) {
 	c := &commitCall{offs: offs, answer: make(chan commitAnswer, 1)}
 	b.commits <- c
 	a := <-c.answer
@@ -130,13 +131,13 @@ func (b *fakeBackend) event(e string) {
 	b.mu.Unlock()
 }
 
-// fakeGroup is the pipeline.Group the core feeds. Offsets returns what
+// fakeGroup is the sluice.Group the core feeds. Offsets returns what
 // the test set with report, once.
 type fakeGroup struct {
 	mu        sync.Mutex
-	offsets   []pipeline.Offset
-	revoke    []pipeline.Offset // what Revoke returns
-	shutdown  []pipeline.Offset // what Shutdown returns
+	offsets   []sluice.Offset
+	revoke    []sluice.Offset // what Revoke returns
+	shutdown  []sluice.Offset // what Shutdown returns
 	committed []committed
 	assigned  [][]TP // the partitions of each Assign call
 	revoked   [][]TP // the partitions of each Revoke call
@@ -159,7 +160,7 @@ type fakeGroup struct {
 }
 
 type committed struct {
-	offs []pipeline.Offset
+	offs []sluice.Offset
 	err  error
 }
 
@@ -167,7 +168,7 @@ func newFakeGroup() *fakeGroup {
 	return &fakeGroup{delivered: map[TP]int{}, wake: make(chan struct{}, 1)}
 }
 
-func (g *fakeGroup) report(offs ...pipeline.Offset) {
+func (g *fakeGroup) report(offs ...sluice.Offset) {
 	g.mu.Lock()
 	g.offsets = append(g.offsets, offs...)
 	g.mu.Unlock()
@@ -185,7 +186,7 @@ func (g *fakeGroup) Assign(tps []TP) error {
 	g.mu.Unlock()
 	return nil
 }
-func (g *fakeGroup) Revoke(tps []TP) []pipeline.Offset {
+func (g *fakeGroup) Revoke(tps []TP) []sluice.Offset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.revoked = append(g.revoked, tps)
@@ -196,14 +197,14 @@ func (g *fakeGroup) Lose(tps []TP) {
 	g.lost = append(g.lost, tps)
 	g.mu.Unlock()
 }
-func (g *fakeGroup) Shutdown() []pipeline.Offset {
+func (g *fakeGroup) Shutdown() []sluice.Offset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.shutdown
 }
 
-func (g *fakeGroup) Unfinished() []pipeline.TopicPartition { return nil }
-func (g *fakeGroup) DrainTimeout() time.Duration           { return 20 * time.Second }
+func (g *fakeGroup) Unfinished() []sluice.TopicPartition { return nil }
+func (g *fakeGroup) DrainTimeout() time.Duration         { return 20 * time.Second }
 func (g *fakeGroup) MaxInFlight() int {
 	if g.maxRecords > 0 {
 		return g.maxRecords
@@ -216,7 +217,7 @@ func (g *fakeGroup) MaxInFlightBytes() int64 {
 	}
 	return pipeline.DefaultMaxInFlightBytes
 }
-func (g *fakeGroup) Deliver(tp TP, recs []pipeline.Record) bool {
+func (g *fakeGroup) Deliver(tp TP, recs []sluice.Record) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	before := g.delivered[tp]
@@ -242,7 +243,7 @@ func (g *fakeGroup) Resumable() []TP {
 	return out
 }
 func (g *fakeGroup) Wake() <-chan struct{} { return g.wake }
-func (g *fakeGroup) Offsets() []pipeline.Offset {
+func (g *fakeGroup) Offsets() []sluice.Offset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := g.offsets
@@ -251,7 +252,7 @@ func (g *fakeGroup) Offsets() []pipeline.Offset {
 }
 func (g *fakeGroup) Polled() {}
 func (g *fakeGroup) Joined() {}
-func (g *fakeGroup) Committed(offs []pipeline.Offset, _ time.Duration, err error) {
+func (g *fakeGroup) Committed(offs []sluice.Offset, _ time.Duration, err error) {
 	g.mu.Lock()
 	g.committed = append(g.committed, committed{offs: offs, err: err})
 	g.mu.Unlock()

@@ -1,6 +1,9 @@
 package rebalance
 
-import "github.com/sluice-go/sluice/pipeline"
+import (
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+)
 
 // This file is what the core keeps of partitions it paused: the records
 // the client returned for a partition after Deliver asked to pause it
@@ -22,7 +25,7 @@ const holdShare = 8
 
 // Weight is what a record counts in the runtime's byte budget: its key
 // and value plus pipeline.RecordOverhead.
-func Weight(r *pipeline.Record) int64 {
+func Weight(r *sluice.Record) int64 {
 	return int64(len(r.Key)+len(r.Value)) + pipeline.RecordOverhead
 }
 
@@ -33,7 +36,7 @@ type limits struct {
 	batchBytes  int64 // bytes of one delivery at most (one record alone may weigh more)
 }
 
-func limitsOf(g pipeline.Group) limits {
+func limitsOf(g sluice.Group) limits {
 	records, bytes := g.MaxInFlight(), g.MaxInFlightBytes()
 	if records <= 0 {
 		records = pipeline.DefaultMaxInFlight
@@ -83,7 +86,7 @@ func (c *Core) Held() (records int, bytes int64) { return c.heldRecords, c.heldB
 
 // hold keeps recs (of tp, which the core paused) behind what it holds of
 // tp, in an array of its own.
-func (c *Core) hold(tp pipeline.TopicPartition, recs []pipeline.Record) {
+func (c *Core) hold(tp sluice.TopicPartition, recs []sluice.Record) {
 	h := c.held[tp]
 	if h == nil {
 		h = &heldRecs{}
@@ -97,13 +100,13 @@ func (c *Core) hold(tp pipeline.TopicPartition, recs []pipeline.Record) {
 }
 
 // heldRecs is what the core holds of one partition, oldest first.
-type heldRecs struct{ recs []pipeline.Record }
+type heldRecs struct{ recs []sluice.Record }
 
 // DropHeld drops what the core holds of tps: a backend calls it when it
 // moved the client's position of tps (an exactly-once rewind), so that
 // records fetched before are never delivered. The partitions stay paused
 // until Resumable lists them.
-func (c *Core) DropHeld(tps []pipeline.TopicPartition) {
+func (c *Core) DropHeld(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		h := c.held[tp]
 		if h == nil {
@@ -127,7 +130,7 @@ func (c *Core) dropAllHeld() {
 // one delivery at a time, until none is left or Deliver asks to pause it
 // again. It reports whether tp may resume: nothing is held and the last
 // Deliver did not ask to pause.
-func (c *Core) deliverHeld(tp pipeline.TopicPartition) bool {
+func (c *Core) deliverHeld(tp sluice.TopicPartition) bool {
 	for {
 		h := c.held[tp]
 		if h == nil {
@@ -152,7 +155,7 @@ func (c *Core) deliverHeld(tp pipeline.TopicPartition) bool {
 // nextDelivery returns how many records at the head of recs (not empty)
 // make one delivery, and their weight: at most MaxBatch records and
 // batchBytes bytes, at least one record.
-func (c *Core) nextDelivery(recs []pipeline.Record) (n int, bytes int64) {
+func (c *Core) nextDelivery(recs []sluice.Record) (n int, bytes int64) {
 	for n < len(recs) && n < MaxBatch {
 		w := Weight(&recs[n])
 		if n > 0 && bytes+w > c.lim.batchBytes {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -160,7 +161,7 @@ func TestRoomAndDeliverySize(t *testing.T) {
 		t.Fatalf("Room = %d with nothing held, want 1000", got)
 	}
 	value := make([]byte, 1024-pipeline.RecordOverhead) // weighs 1 KiB
-	r := func(o int64) pipeline.Record { x := rec(tp0, o); x.Value = value; return x }
+	r := func(o int64) sluice.Record { x := rec(tp0, o); x.Value = value; return x }
 	g.pauseNext = true
 	for i := range 25 {
 		c.Add(r(int64(i)))

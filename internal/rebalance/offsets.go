@@ -3,14 +3,14 @@ package rebalance
 import (
 	"slices"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // mergeOffsets returns the union of a and b, keeping the highest offset
 // of a partition in both.
-func mergeOffsets(a, b []pipeline.Offset) []pipeline.Offset {
-	idx := make(map[pipeline.TopicPartition]int, len(a)+len(b))
-	out := make([]pipeline.Offset, 0, len(a)+len(b))
+func mergeOffsets(a, b []sluice.Offset) []sluice.Offset {
+	idx := make(map[sluice.TopicPartition]int, len(a)+len(b))
+	out := make([]sluice.Offset, 0, len(a)+len(b))
 	for _, o := range slices.Concat(a, b) {
 		if i, ok := idx[o.TopicPartition]; ok {
 			out[i].Next = max(out[i].Next, o.Next)
@@ -23,7 +23,7 @@ func mergeOffsets(a, b []pipeline.Offset) []pipeline.Offset {
 }
 
 // validOffsets drops logical (negative) offsets, which are never sent.
-func validOffsets(offs []pipeline.Offset) []pipeline.Offset {
+func validOffsets(offs []sluice.Offset) []sluice.Offset {
 	out := offs[:0:0]
 	for _, o := range offs {
 		if o.Next >= 0 {
@@ -34,8 +34,8 @@ func validOffsets(offs []pipeline.Offset) []pipeline.Offset {
 }
 
 // filterTPs keeps the offsets of the given partitions.
-func filterTPs(offs []pipeline.Offset, tps []pipeline.TopicPartition) []pipeline.Offset {
-	keep := make(map[pipeline.TopicPartition]bool, len(tps))
+func filterTPs(offs []sluice.Offset, tps []sluice.TopicPartition) []sluice.Offset {
+	keep := make(map[sluice.TopicPartition]bool, len(tps))
 	for _, tp := range tps {
 		keep[tp] = true
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // An eager revoke-all then re-assignment of the same partition while an
@@ -30,7 +30,7 @@ func TestEagerRevokeThenReassignDuringCommitInFlight(t *testing.T) {
 			h.core.Flush() // held
 		})
 		h.g.mu.Lock()
-		h.g.revoke = []pipeline.Offset{off(tp0, 6)}
+		h.g.revoke = []sluice.Offset{off(tp0, 6)}
 		h.g.mu.Unlock()
 		revoked := h.doAsync(func() { h.core.Revoked([]TP{tp0}) })
 		inflight.answer <- commitAnswer{err: errMovedOn}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // This file is what a rebalance does to the core, whatever the client
@@ -26,12 +26,12 @@ import (
 // keeps its graph, its pause and what the core holds of it. Once closing
 // it does nothing: the backend only answers its client. A backend whose
 // Run already failed does not call it.
-func (c *Core) Assigned(tps []pipeline.TopicPartition, attrs ...any) {
+func (c *Core) Assigned(tps []sluice.TopicPartition, attrs ...any) {
 	if c.closing {
 		return
 	}
 	c.join()
-	var fresh []pipeline.TopicPartition
+	var fresh []sluice.TopicPartition
 	for _, tp := range tps {
 		if !c.owned[tp] {
 			fresh = append(fresh, tp)
@@ -52,7 +52,7 @@ func (c *Core) Assigned(tps []pipeline.TopicPartition, attrs ...any) {
 // pending offsets, synchronously after the commit in flight and bounded
 // by the commit timeout (drain, then commit). attrs are added to the log
 // line. Once closing it only drops tps out of the final commit.
-func (c *Core) Revoked(tps []pipeline.TopicPartition, attrs ...any) {
+func (c *Core) Revoked(tps []sluice.TopicPartition, attrs ...any) {
 	if c.closing {
 		c.drop(tps)
 		return
@@ -71,7 +71,7 @@ func (c *Core) Revoked(tps []pipeline.TopicPartition, attrs ...any) {
 // graphs of those it owned without committing anything of theirs, after
 // waiting for a commit in flight that holds one of them. Once closing it
 // only drops tps out of the final commit.
-func (c *Core) Lost(tps []pipeline.TopicPartition) {
+func (c *Core) Lost(tps []sluice.TopicPartition) {
 	if c.closing {
 		c.drop(tps)
 		return
@@ -96,7 +96,7 @@ func (c *Core) join() {
 // assign starts graphs for tps (Group.Assign) and owns them. A graph that
 // fails to build is logged: Run has recorded the error and cancels ctx,
 // so the source carries on and shuts down gracefully.
-func (c *Core) assign(tps []pipeline.TopicPartition) {
+func (c *Core) assign(tps []sluice.TopicPartition) {
 	if err := c.g.Assign(tps); err != nil {
 		// Partitions without a graph drop their records and report no
 		// offsets.
@@ -118,8 +118,8 @@ func (c *Core) assign(tps []pipeline.TopicPartition) {
 // offsets, and hands the partitions of tps the core had paused or failed
 // to resume to Backend.GaveUpPaused (the backend decides whether the
 // client keeps them paused).
-func (c *Core) giveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicPartition, pending []pipeline.Offset) {
-	var stillPaused []pipeline.TopicPartition
+func (c *Core) giveUp(tps []sluice.TopicPartition) (mine []sluice.TopicPartition, pending []sluice.Offset) {
+	var stillPaused []sluice.TopicPartition
 	for _, tp := range tps {
 		if c.owned[tp] {
 			mine = append(mine, tp)
@@ -139,7 +139,7 @@ func (c *Core) giveUp(tps []pipeline.TopicPartition) (mine []pipeline.TopicParti
 
 // drop removes tps from the owned set while closing: they drop out of
 // the final commit.
-func (c *Core) drop(tps []pipeline.TopicPartition) {
+func (c *Core) drop(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		delete(c.owned, tp)
 	}
@@ -150,7 +150,7 @@ func (c *Core) drop(tps []pipeline.TopicPartition) {
 // returned pending) and commits what they finished, merged with pending,
 // synchronously within the commit timeout, after the commit in flight.
 // attrs are added to the log line.
-func (c *Core) revoke(mine []pipeline.TopicPartition, pending []pipeline.Offset, attrs ...any) {
+func (c *Core) revoke(mine []sluice.TopicPartition, pending []sluice.Offset, attrs ...any) {
 	c.log.Info("partitions revoked", append([]any{"partitions", mine}, attrs...)...)
 	offs := c.g.Revoke(mine)
 	c.commitSync(mergeOffsets(filterTPs(offs, mine), pending), "revoke", time.Now().Add(c.commitTimeout()))
@@ -159,7 +159,7 @@ func (c *Core) revoke(mine []pipeline.TopicPartition, pending []pipeline.Offset,
 // lose cancels the graphs of mine (Group.Lose; giveUp gave them up) and
 // waits, bounded by the commit timeout, for a commit in flight that holds
 // one of them, so that it cannot land after the next owner's commits.
-func (c *Core) lose(mine []pipeline.TopicPartition) {
+func (c *Core) lose(mine []sluice.TopicPartition) {
 	c.log.Warn("partitions lost", "partitions", mine)
 	c.g.Lose(mine)
 	c.awaitLost(mine)

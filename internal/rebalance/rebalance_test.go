@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 var tp2 = TP{Topic: "in", Partition: 2}
@@ -43,7 +43,7 @@ func TestRevokedDrainsOwnedThenCommits(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
 		h.g.mu.Lock()
-		h.g.revoke = []pipeline.Offset{off(tp0, 3), off(tp2, 8)} // in/2 is not owned: fenced
+		h.g.revoke = []sluice.Offset{off(tp0, 3), off(tp2, 8)} // in/2 is not owned: fenced
 		h.g.pauseNext = true
 		h.g.mu.Unlock()
 		revokesBefore := -1
@@ -88,7 +88,7 @@ func TestLostCommitsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
-		h.do(func() { h.core.collect([]pipeline.Offset{off(tp0, 5)}) }) // pending, not sent yet
+		h.do(func() { h.core.collect([]sluice.Offset{off(tp0, 5)}) }) // pending, not sent yet
 		h.do(func() { h.core.Lost([]TP{tp0, tp2}) })
 		h.g.mu.Lock()
 		lost, revoked := fmt.Sprint(h.g.lost), len(h.g.revoked)
@@ -118,7 +118,7 @@ func TestRevokedOrLostWhileClosingDropsOutOfFinalCommit(t *testing.T) {
 				h := start(t)
 				h.assign(tp0, tp1)
 				h.g.mu.Lock()
-				h.g.shutdown = []pipeline.Offset{off(tp0, 4), off(tp1, 6)}
+				h.g.shutdown = []sluice.Offset{off(tp0, 4), off(tp1, 6)}
 				h.g.mu.Unlock()
 				h.b.beforeFinal = func() { serve(h.core, []TP{tp0}) }
 				h.cancel()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 const (
@@ -41,7 +41,7 @@ type Settings struct {
 	CloseTimeout   time.Duration
 	// OffsetStore, when not nil, is where newly assigned partitions
 	// start (Core.Claim).
-	OffsetStore pipeline.OffsetStore
+	OffsetStore sluice.OffsetStore
 }
 
 // Validate checks the fields and returns an error naming the first bad

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // FinalCommitRetry is how long the final commit waits
@@ -50,7 +50,7 @@ const FinalCommitRefused = "the group refused the final commit because its membe
 // answered when the deadline nears, is logged as a warning
 // (FinalCommitRefused) and is no error. Any other error wraps the last
 // commit error.
-func (c *Core) commitFinal(offs []pipeline.Offset, deadline time.Time) error {
+func (c *Core) commitFinal(offs []sluice.Offset, deadline time.Time) error {
 	p := c.o.Prefix
 	for {
 		c.b.BeforeFinalCommit()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // lockedBuffer is a log destination safe for concurrent writes.
@@ -45,7 +45,7 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 				h := startLogged(t, slog.New(slog.NewTextHandler(&logs, nil)))
 				h.assign(tp0)
 				h.g.mu.Lock()
-				h.g.shutdown = []pipeline.Offset{off(tp0, 9)}
+				h.g.shutdown = []sluice.Offset{off(tp0, 9)}
 				h.g.mu.Unlock()
 				stopped := make(chan error, 1)
 				go func() { stopped <- h.stop() }()

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // Timeout bounds one check. A cluster that does not answer in time is no
@@ -47,7 +47,7 @@ type Topic struct {
 // role and where it was given, followed by the fix: create them, or set
 // skip (the option that turns the check off, "Config.SkipTopicCheck").
 // The error starts with prefix ("source", "sink", "franz") and wraps
-// pipeline.ErrMissingTopic. What cannot be told (no answer in time, an
+// sluice.ErrMissingTopic. What cannot be told (no answer in time, an
 // authorization failure) is logged as a warning on log and is no error;
 // so is a ctx that ends during the check.
 func Check(ctx context.Context, prefix, skip string, topics []Topic, describe Describe, log *slog.Logger) error {
@@ -95,8 +95,8 @@ func Check(ctx context.Context, prefix, skip string, topics []Topic, describe De
 }
 
 // missingError is Check's error: its text names the topics, and it is
-// pipeline.ErrMissingTopic for errors.Is.
+// sluice.ErrMissingTopic for errors.Is.
 type missingError struct{ msg string }
 
 func (e *missingError) Error() string        { return e.msg }
-func (e *missingError) Is(target error) bool { return target == pipeline.ErrMissingTopic }
+func (e *missingError) Is(target error) bool { return target == sluice.ErrMissingTopic }

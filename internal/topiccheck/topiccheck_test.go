@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 func describeFrom(m map[string]error, err error) Describe {
@@ -20,8 +20,8 @@ func TestCheckNamesEveryMissingTopicAndTheFix(t *testing.T) {
 		describeFrom(map[string]error{"orderz": ErrUnknown, "ok": nil, "dlqq": ErrUnknown}, nil), log)
 	want := `source: the input topic "orderz" (Config.Topics) does not exist; the input topic "dlqq" (Config.Topics) does not exist: ` +
 		`create them, or set Config.SkipTopicCheck to start without this check`
-	if err == nil || err.Error() != want || !errors.Is(err, pipeline.ErrMissingTopic) {
-		t.Fatalf("Check = %v, want %s wrapping pipeline.ErrMissingTopic", err, want)
+	if err == nil || err.Error() != want || !errors.Is(err, sluice.ErrMissingTopic) {
+		t.Fatalf("Check = %v, want %s wrapping sluice.ErrMissingTopic", err, want)
 	}
 }
 

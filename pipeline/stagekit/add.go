@@ -10,9 +10,9 @@ import (
 // the builder returned; it must read in until Recv returns false and
 // return nil, or return the error from Stage.Fail. Returning closes the
 // output; what is left in the input is then discarded (not completed).
-// A panic in run stops Run with a *pipeline.PanicError. A zero or already
+// A panic in run stops Run with a *sluice.PanicError. A zero or already
 // consumed in, a call after the builder returned, a spec with a Problem
-// or a misused Shared fails the build with a *pipeline.BuildError naming
+// or a misused Shared fails the build with a *sluice.BuildError naming
 // the stage.
 func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) pipeline.Stream[Out] {
 	check(in, spec)

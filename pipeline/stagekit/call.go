@@ -14,8 +14,8 @@ import (
 //     out): Call returns context.Cause(ctx);
 //   - the value is marked on pr for the stuck detector while fn runs;
 //   - the call is timed and reported to the stage-call hooks, only when
-//     some hook implements pipeline.HookStageCall (Stage.Observed);
-//   - a panic becomes a *pipeline.PanicError (which s.Fail reports at the
+//     some hook implements sluice.HookStageCall (Stage.Observed);
+//   - a panic becomes a *sluice.PanicError (which s.Fail reports at the
 //     value's offset, and which is never retried);
 //   - a transient error is retried under the stage's retry policy
 //     (Stage.Retry), never once ctx is done nor after the partition
@@ -65,14 +65,14 @@ func call(ctx context.Context, s *Stage, pr *Probe, t Ticket, try func() error) 
 	}
 }
 
-// protect runs try once, turning a panic into a *pipeline.PanicError.
+// protect runs try once, turning a panic into a *sluice.PanicError.
 func protect(try func() error) (err error) {
 	defer engine.CatchPanic(&err)
 	return try()
 }
 
 // Protect calls fn(ctx, v) once, turning a panic into a
-// *pipeline.PanicError: no timing, no stuck mark, no retry. It is for the
+// *sluice.PanicError: no timing, no stuck mark, no retry. It is for the
 // small pure functions a stage is configured with (a predicate, a key, a
 // weight, a route chooser); the function a stage exists to call goes
 // through [Call].

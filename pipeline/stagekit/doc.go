@@ -49,7 +49,7 @@
 //     holding one, and a second completion (a Done, Drop or Fail, or the
 //     completion of a batch's joined ticket) frees nothing twice; Retain,
 //     Join and Split refuse one too. Each stops Run with a
-//     *pipeline.StageError wrapping [ErrTicketCompleted] that names the
+//     *sluice.StageError wrapping [ErrTicketCompleted] that names the
 //     stage that used the ticket, the partition and, while its record is
 //     still held, the offset; the partition's context is cancelled, and
 //     from then on nothing more of the partition is committed. The check
@@ -60,8 +60,8 @@
 //     timing, retries), and the small pure functions a stage is configured
 //     with through [Protect].
 //   - Pass a function's error to Stage.Fail. An error marked with
-//     pipeline.Invalid dead-letters the value's records and Fail returns
-//     nil: go on. For any other error Fail returns a *pipeline.StageError:
+//     sluice.Invalid dead-letters the value's records and Fail returns
+//     nil: go on. For any other error Fail returns a *sluice.StageError:
 //     Send what finished before it, then return that error, which stops
 //     Run. A panic in run stops Run too.
 //   - Cancellation: Stage.Context is the partition's context. When it is

@@ -2,7 +2,7 @@ package stagekit
 
 import "github.com/sluice-go/sluice/internal/engine"
 
-// ErrTicketCompleted is wrapped by the *pipeline.StageError that stops
+// ErrTicketCompleted is wrapped by the *sluice.StageError that stops
 // pipeline.Run when a stage used a ticket with no reference left: it
 // passed on a value whose ticket it had completed (Stage.Done, Drop or
 // Fail, then Outlet.Send), completed one reference twice, or called

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -30,8 +31,8 @@ func ExampleTransform() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			lines := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			lines := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 			return stages.Each(Words(lines), func(_ context.Context, w string) error {
 				fmt.Println(w)
 				return nil
@@ -76,9 +77,9 @@ func ExampleUse() {
 	fake := testkit.NewFake()
 	done := make(chan error)
 	go func() {
-		done <- pipeline.Run(context.Background(), fake, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		done <- pipeline.Run(context.Background(), fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			q := &Quota{left: 100} // wrong: create it once, before Run
-			vals := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) { return string(r.Value), nil })
+			vals := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 			return Spend(vals, q)
 		})
 	}()

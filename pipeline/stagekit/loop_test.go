@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/testkit"
@@ -20,8 +21,8 @@ type event struct {
 // holder adds a terminal stage on RunLoop that holds values until its
 // timer fires (1s after the first held value) or the input drains, then
 // completes them: the shape of a batching stage.
-func holder(in pipeline.Stream[pipeline.Record], seen *[]event) pipeline.End {
-	return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "Holder"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
+func holder(in pipeline.Stream[sluice.Record], seen *[]event) pipeline.End {
+	return stagekit.AddEnd(in, stagekit.StageSpec{Kind: "Holder"}, func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record]) error {
 		var held []stagekit.Ticket
 		timer := stagekit.NewTimer()
 		release := func(kind string) error {
@@ -30,8 +31,8 @@ func holder(in pipeline.Stream[pipeline.Record], seen *[]event) pipeline.End {
 			held = held[:0]
 			return nil
 		}
-		return stagekit.RunLoop(s, inl, stagekit.Loop[pipeline.Record, struct{}]{
-			OnChunk: func(chunk []stagekit.Item[pipeline.Record]) error {
+		return stagekit.RunLoop(s, inl, stagekit.Loop[sluice.Record, struct{}]{
+			OnChunk: func(chunk []stagekit.Item[sluice.Record]) error {
 				*seen = append(*seen, event{"chunk", len(chunk)})
 				for _, it := range chunk {
 					held = append(held, it.Ticket)
@@ -53,7 +54,7 @@ func holder(in pipeline.Stream[pipeline.Record], seen *[]event) pipeline.End {
 func TestRunLoopCallsOnTickAndOnDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []event
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return holder(in, &seen)
 		})
 		h.Assign("t", 0)

@@ -1,6 +1,7 @@
 package stagekit
 
 import (
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 	"github.com/sluice-go/sluice/pipeline"
 )
@@ -18,12 +19,12 @@ type StageSpec struct {
 	Buffer int
 	// Retry overrides Run's retry policy for this stage (see
 	// pipeline.WithRetry); zero fields take the defaults of
-	// pipeline.DefaultRetry, an invalid policy fails the build naming the
+	// sluice.DefaultRetry, an invalid policy fails the build naming the
 	// stage.
-	Retry *pipeline.RetryPolicy
+	Retry *sluice.RetryPolicy
 	// Problem is what the stage's constructor found wrong with its
 	// arguments (a nil function, a size below one), or nil. When set, the
-	// Add call fails the build with a *pipeline.BuildError naming the stage
+	// Add call fails the build with a *sluice.BuildError naming the stage
 	// and this error, and the stage never runs: a constructor checks its
 	// arguments, puts the first problem here and still calls Add, so that
 	// a misuse is a build error instead of a panic in the user's builder.
@@ -48,7 +49,7 @@ type StageSpec struct {
 // Use is a consumer-wide object a stage uses (see StageSpec.Uses), such
 // as stages.Limiter: unlike a [Shared] one, it may serve several stages
 // of a graph and several pipeline.Runs. Adding the stage fails the build,
-// with a *pipeline.BuildError naming the stage and Kind, when another
+// with a *sluice.BuildError naming the stage and Kind, when another
 // partition's graph of the same Run and topic uses a different object of
 // the same Kind at the same stage position: the builder creates one per
 // partition instead of once before Run, so what was meant to hold for the
@@ -64,7 +65,7 @@ type Use struct {
 // of one pipeline.Run, such as stages.SharedBatcher. The object holds a
 // Shared (the zero value is ready) and every stage using it sets
 // StageSpec.Shared to it. Adding such a stage fails the build, with a
-// *pipeline.BuildError naming the stage, when:
+// *sluice.BuildError naming the stage, when:
 //
 //   - the object already belongs to another Run (it belongs to the first
 //     Run that used it: create one per Run);

@@ -16,13 +16,13 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     work. A ticket with no reference left is not completed again: Run
 //     stops with an error wrapping [ErrTicketCompleted].
 //   - Drop(ts ...Ticket): like Done, for values the stage filtered out;
-//     counted as filtered for hooks (pipeline.HookValuesFiltered).
+//     counted as filtered for hooks (sluice.HookValuesFiltered).
 //   - Fail(t Ticket, err error) error: handles the error of a user function
-//     for the value holding t. For an error marked with pipeline.Invalid
+//     for the value holding t. For an error marked with sluice.Invalid
 //     it queues the records behind t for the partition's dead-letter
 //     goroutine (which delivers them in offset order, then completes t)
 //     and returns nil at once. For any other error it returns a
-//     *pipeline.StageError naming the stage and the record's position,
+//     *sluice.StageError naming the stage and the record's position,
 //     which the stage must return; t is not completed, so nothing past the
 //     record is committed. Fail(t, nil) is nil.
 //   - Retry(t Ticket, err error, attempt int) (again bool, final error):
@@ -32,7 +32,7 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     delay, err), waits the backoff delay and returns true (call again);
 //     false for an Invalid or Permanent error or a panic, once the
 //     attempts are spent (final then says "failed after N attempts" and
-//     suggests pipeline.Invalid and pipeline.Permanent), or when the
+//     suggests sluice.Invalid and sluice.Permanent), or when the
 //     partition starts draining meanwhile. [Call] uses it; a stage calling
 //     it itself passes final to Fail on false.
 //   - Retain(t Ticket, n int): adds n references to t, for a value that
@@ -52,7 +52,7 @@ import "github.com/sluice-go/sluice/internal/engine"
 //     (its input stopped or its context is done).
 //   - Probe() *Probe: a new [Probe] for one goroutine of the stage.
 //   - Observed() bool and Called(d time.Duration, err error): whether
-//     some hook implements pipeline.HookStageCall (else no clock is
+//     some hook implements sluice.HookStageCall (else no clock is
 //     read), and the report of one call (d, err) to those hooks.
 //     [Call] does both.
 //   - RecordOffset(t Ticket) (int64, bool): the offset of the one record

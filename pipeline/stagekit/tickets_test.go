@@ -7,20 +7,21 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// wantTicketError fails t unless err is the *pipeline.StageError of a
+// wantTicketError fails t unless err is the *sluice.StageError of a
 // ticket misuse by stage at offset on t/0.
 func wantTicketError(t *testing.T, err error, stage string, offset int64) {
 	t.Helper()
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) || !errors.Is(err, stagekit.ErrTicketCompleted) ||
 		se.Stage != stage || se.Topic != "t" || se.Partition != 0 || se.Offset != offset {
-		t.Fatalf("Run returned %v, want a *pipeline.StageError of stage %q on t/0 at offset %d wrapping stagekit.ErrTicketCompleted", err, stage, offset)
+		t.Fatalf("Run returned %v, want a *sluice.StageError of stage %q on t/0 at offset %d wrapping stagekit.ErrTicketCompleted", err, stage, offset)
 	}
 }
 
@@ -33,9 +34,9 @@ func TestPassingOnACompletedValueStopsRun(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		var ran []int64
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			leaky := stagekit.AddStage(in, stagekit.StageSpec{Name: "Leaky"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record], out *stagekit.Outlet[pipeline.Record]) error {
-				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[pipeline.Record]) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			leaky := stagekit.AddStage(in, stagekit.StageSpec{Name: "Leaky"}, func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record], out *stagekit.Outlet[sluice.Record]) error {
+				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[sluice.Record]) error {
 					buf := out.Buffer()
 					for _, it := range chunk {
 						if it.Value.Offset > 0 {
@@ -49,7 +50,7 @@ func TestPassingOnACompletedValueStopsRun(t *testing.T) {
 					return nil
 				})
 			})
-			return stages.Each(leaky, func(ctx context.Context, r pipeline.Record) error {
+			return stages.Each(leaky, func(ctx context.Context, r sluice.Record) error {
 				switch r.Offset {
 				case 0:
 					<-release
@@ -85,9 +86,9 @@ func TestPassingOnACompletedValueStopsRun(t *testing.T) {
 // the one the first completion reached.
 func TestCompletingAValueTwiceStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stagekit.AddEnd(in, stagekit.StageSpec{Name: "Twice"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
-				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[pipeline.Record]) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stagekit.AddEnd(in, stagekit.StageSpec{Name: "Twice"}, func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record]) error {
+				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[sluice.Record]) error {
 					for _, it := range chunk {
 						s.Done(it.Ticket)
 						if it.Value.Offset == 0 {
@@ -114,10 +115,10 @@ func TestCompletingAValueTwiceStopsRun(t *testing.T) {
 // are never committed. Run stops with an error naming the stage.
 func TestCompletingAJoinedTicketTwiceStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stagekit.AddEnd(in, stagekit.StageSpec{Name: "Batches"}, func(s *stagekit.Stage, inl *stagekit.Inlet[pipeline.Record]) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stagekit.AddEnd(in, stagekit.StageSpec{Name: "Batches"}, func(s *stagekit.Stage, inl *stagekit.Inlet[sluice.Record]) error {
 				var ts []stagekit.Ticket
-				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[pipeline.Record]) error {
+				return stagekit.ForEachChunk(s, inl, func(chunk []stagekit.Item[sluice.Record]) error {
 					for _, it := range chunk {
 						ts = append(ts, it.Ticket)
 					}

@@ -25,7 +25,7 @@ func (e *Emitter[Out]) Emit(v Out) { e.buf = append(e.buf, Item[Out]{Value: v, T
 //
 //   - fn is called through [Call]: no call once the partition's context
 //     is done, stuck detection, timing when observed, a panic becomes a
-//     *pipeline.PanicError, a transient error is retried under the stage's
+//     *sluice.PanicError, a transient error is retried under the stage's
 //     policy (what a failed attempt emitted is discarded first);
 //   - no value emitted: the input value is done (counted as filtered);
 //     n values: they carry its ticket (n references), in order;

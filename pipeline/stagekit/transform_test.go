@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -20,9 +21,9 @@ func TestTransformDiscardsTheEmitsOfAFailedAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []string
 		attempts := 0
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			out := stagekit.Transform(in, stagekit.StageSpec{Kind: "T", Retry: &pipeline.RetryPolicy{Attempts: 3, Initial: time.Millisecond}},
-				func(_ context.Context, r pipeline.Record, emit *stagekit.Emitter[string]) error {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			out := stagekit.Transform(in, stagekit.StageSpec{Kind: "T", Retry: &sluice.RetryPolicy{Attempts: 3, Initial: time.Millisecond}},
+				func(_ context.Context, r sluice.Record, emit *stagekit.Emitter[string]) error {
 					attempts++
 					emit.Emit("first")
 					if attempts == 1 {
@@ -50,9 +51,9 @@ func TestTransformDiscardsTheEmitsOfAFailedAttempt(t *testing.T) {
 func TestTransformCommitsAValueWhenAllItsEmitsCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			out := stagekit.Transform(in, stagekit.StageSpec{Kind: "T"},
-				func(_ context.Context, r pipeline.Record, emit *stagekit.Emitter[int64]) error {
+				func(_ context.Context, r sluice.Record, emit *stagekit.Emitter[int64]) error {
 					for range r.Offset { // offset 0: no emit; offset 2: two
 						emit.Emit(r.Offset)
 					}
@@ -84,13 +85,13 @@ func TestTransformCommitsAValueWhenAllItsEmitsCompleted(t *testing.T) {
 // the stage's goroutine.
 func TestTransformWithANilFunctionFailsTheBuild(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Discard(stagekit.Transform[pipeline.Record, int](in, stagekit.StageSpec{Name: "mine"}, nil))
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stagekit.Transform[sluice.Record, int](in, stagekit.StageSpec{Name: "mine"}, nil))
 		})
 		if err := h.Fake().Assign("t", 0); err == nil {
 			t.Fatal("Assign succeeded")
 		}
-		var be *pipeline.BuildError
+		var be *sluice.BuildError
 		if err := h.Wait(); !errors.As(err, &be) || err.Error() == "" || !containsAll(err.Error(), `"mine"`, "the function is nil") {
 			t.Fatalf("Run returned %v, want a BuildError naming stage \"mine\" and the nil function", err)
 		}

@@ -6,17 +6,16 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // classify marks err for the Writer (see package txsink, "Errors"):
 //
-//   - the value's fault, pipeline.Invalid: SQLSTATE class 22 (data
+//   - the value's fault, sluice.Invalid: SQLSTATE class 22 (data
 //     exception: a value out of range, a bad text representation, a
 //     string too long) and 23 (integrity constraint violation: unique,
 //     not null, foreign key, check);
-//   - the sink cannot be used, pipeline.Permanent: class 28 (invalid
+//   - the sink cannot be used, sluice.Permanent: class 28 (invalid
 //     authorization: bad credentials), 3D (the database does not exist),
 //     42 (syntax error or access rule violation: a missing table or
 //     column, a missing privilege) and 0A (feature not supported);
@@ -36,10 +35,10 @@ func classify(err error) error {
 	}
 	switch {
 	case strings.HasPrefix(pe.Code, "22"), strings.HasPrefix(pe.Code, "23"):
-		return pipeline.Invalid(err)
+		return sluice.Invalid(err)
 	case strings.HasPrefix(pe.Code, "28"), strings.HasPrefix(pe.Code, "3D"),
 		strings.HasPrefix(pe.Code, "42"), strings.HasPrefix(pe.Code, "0A"):
-		return pipeline.Permanent(err)
+		return sluice.Permanent(err)
 	}
 	return err
 }
@@ -51,7 +50,7 @@ func classifyValue(err error, conn *pgconn.PgConn) error {
 	var pe *pgconn.PgError
 	if err != nil && !errors.As(err, &pe) && conn != nil && !conn.IsClosed() &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !pgconn.SafeToRetry(err) && !pgconn.Timeout(err) {
-		return pipeline.Invalid(err)
+		return sluice.Invalid(err)
 	}
 	return classify(err)
 }

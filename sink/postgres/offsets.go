@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/txsink"
 )
 
@@ -59,15 +59,15 @@ func newOffsets(c *Config) offsets {
 // transaction, creating the rows that do not exist, and returns the
 // positions after the raise. Partitions are locked in a fixed order, so
 // that two members claiming overlapping sets cannot deadlock.
-func (o offsets) claim(ctx context.Context, db beginner, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]txsink.Position, error) {
+func (o offsets) claim(ctx context.Context, db beginner, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]txsink.Position, error) {
 	sorted := slices.Clone(tps)
-	slices.SortFunc(sorted, func(a, b pipeline.TopicPartition) int {
+	slices.SortFunc(sorted, func(a, b sluice.TopicPartition) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}
 		return int(a.Partition) - int(b.Partition)
 	})
-	out := make(map[pipeline.TopicPartition]txsink.Position, len(tps))
+	out := make(map[sluice.TopicPartition]txsink.Position, len(tps))
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if o.create != "" {
 			if _, err := tx.Exec(ctx, o.create); err != nil {
@@ -94,7 +94,7 @@ RETURNING epoch, next_offset, written_offset, invalid_offsets`
 }
 
 // read returns the stored position of tp.
-func (o offsets) read(ctx context.Context, db querier, group string, tp pipeline.TopicPartition) (txsink.Position, bool, error) {
+func (o offsets) read(ctx context.Context, db querier, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
 	var p txsink.Position
 	err := db.QueryRow(ctx, `SELECT epoch, next_offset, written_offset, invalid_offsets FROM `+o.table+
 		` WHERE consumer_group = $1 AND topic = $2 AND partition = $3`, group, tp.Topic, tp.Partition).
@@ -110,7 +110,7 @@ func (o offsets) read(ctx context.Context, db querier, group string, tp pipeline
 
 // store writes p as tp's position if p.Epoch is still the owner epoch;
 // the row stays locked until tx ends, so a claim waits for it.
-func (o offsets) store(ctx context.Context, tx pgx.Tx, group string, tp pipeline.TopicPartition, p txsink.Position) error {
+func (o offsets) store(ctx context.Context, tx pgx.Tx, group string, tp sluice.TopicPartition, p txsink.Position) error {
 	inv := p.Invalid
 	if inv == nil {
 		inv = []int64{}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/txsink"
 )
 
@@ -95,11 +95,11 @@ func (s *store) valuesStatement(n int) string {
 	return b.String()
 }
 
-func (s *store) Claim(ctx context.Context, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]txsink.Position, error) {
+func (s *store) Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]txsink.Position, error) {
 	delay := 50 * time.Millisecond
 	for {
 		pos, err := s.offsets.claim(ctx, s.db, group, tps)
-		if err == nil || pipeline.IsPermanent(err) || ctx.Err() != nil {
+		if err == nil || sluice.IsPermanent(err) || ctx.Err() != nil {
 			return pos, err
 		}
 		t := time.NewTimer(delay)
@@ -113,7 +113,7 @@ func (s *store) Claim(ctx context.Context, group string, tps []pipeline.TopicPar
 	}
 }
 
-func (s *store) Read(ctx context.Context, group string, tp pipeline.TopicPartition) (txsink.Position, bool, error) {
+func (s *store) Read(ctx context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
 	return s.offsets.read(ctx, s.db, group, tp)
 }
 
@@ -137,7 +137,7 @@ const maxParams = 65535
 func (t *txn) Write(ctx context.Context, rows []Row) error {
 	for _, r := range rows {
 		if len(r) != len(t.s.cols) {
-			return pipeline.Invalid(fmt.Errorf("row has %d values for the %d columns of %s", len(r), len(t.s.cols), t.s.table.Sanitize()))
+			return sluice.Invalid(fmt.Errorf("row has %d values for the %d columns of %s", len(r), len(t.s.cols), t.s.table.Sanitize()))
 		}
 	}
 	if t.s.upsert == "" {
@@ -164,7 +164,7 @@ func (t *txn) Write(ctx context.Context, rows []Row) error {
 
 func (t *txn) WriteOne(ctx context.Context, r Row) error {
 	if len(r) != len(t.s.cols) {
-		return pipeline.Invalid(fmt.Errorf("row has %d values for the %d columns of %s", len(r), len(t.s.cols), t.s.table.Sanitize()))
+		return sluice.Invalid(fmt.Errorf("row has %d values for the %d columns of %s", len(r), len(t.s.cols), t.s.table.Sanitize()))
 	}
 	sp, err := t.tx.Begin(ctx) // a savepoint
 	if err != nil {
@@ -172,7 +172,7 @@ func (t *txn) WriteOne(ctx context.Context, r Row) error {
 	}
 	if _, err := sp.Exec(ctx, t.s.insert, r...); err != nil {
 		err = classifyValue(fmt.Errorf("write a row into %s: %w", t.s.table.Sanitize(), err), t.tx.Conn().PgConn())
-		if rerr := sp.Rollback(ctx); rerr != nil && pipeline.IsInvalid(err) {
+		if rerr := sp.Rollback(ctx); rerr != nil && sluice.IsInvalid(err) {
 			return classify(fmt.Errorf("roll back to the savepoint on %s: %w", t.s.table.Sanitize(), rerr))
 		}
 		return err
@@ -183,7 +183,7 @@ func (t *txn) WriteOne(ctx context.Context, r Row) error {
 	return nil
 }
 
-func (t *txn) StoreOffset(ctx context.Context, group string, tp pipeline.TopicPartition, p txsink.Position) error {
+func (t *txn) StoreOffset(ctx context.Context, group string, tp sluice.TopicPartition, p txsink.Position) error {
 	return t.s.offsets.store(ctx, t.tx, group, tp, p)
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -75,11 +75,11 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil || p.fenced {
+		if (err != nil || p.fenced) && tx != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err = tx.Write(ctx, p.vals); pipeline.IsInvalid(err) {
+	if err = tx.Write(ctx, p.vals); sluice.IsInvalid(err) {
 		if tx, err = p.isolate(ctx, tx); err != nil {
 			return err
 		}
@@ -107,11 +107,11 @@ func (p *partWriter[T]) isolate(ctx context.Context, tx Tx[T]) (Tx[T], error) {
 	_ = tx.Rollback(ctx)
 	tx, err := p.w.store.Begin(ctx)
 	if err != nil {
-		return tx, err
+		return nil, err
 	}
 	for i, v := range p.vals {
 		err := tx.WriteOne(ctx, v)
-		if pipeline.IsInvalid(err) {
+		if sluice.IsInvalid(err) {
 			p.bad = append(p.bad, badValue{i: i, err: err})
 			continue
 		}

@@ -34,7 +34,7 @@
 //     values of records up to Written are skipped (completed without a
 //     write), since their rows are in the store already;
 //   - Invalid, the offsets at or past Next whose values the store refused
-//     (pipeline.Invalid): those are not skipped on resume but written
+//     (sluice.Invalid): those are not skipped on resume but written
 //     again, so their dead letters are sent again if they had not been.
 //
 // Fencing: a transaction stores the position only if the owner epoch it
@@ -43,6 +43,13 @@
 // (a zombie) cannot commit rows or offsets over its successor. A fenced
 // Writer rolls the batch back and stops writing that partition: its
 // records stay uncommitted until the source takes the partition away.
+//
+// One exactly-once Writer serves one consumer group, and a partition's
+// graph writes through it once: its Write stage takes the partition's
+// claim, and a second Write stage of the same Writer in that graph fails
+// for want of one. A second exactly-once Writer cannot be the source's
+// offset store too, so to fill several tables from one record, write them
+// from one Store (one transaction).
 //
 // Exactly-once needs each value to come from one record, in offset order:
 // put the Writer after Map and Filter, not after a Pool that reorders,
@@ -53,10 +60,10 @@
 //
 // # Errors
 //
-// A Store classifies its errors: marked with pipeline.Invalid, the
+// A Store classifies its errors: marked with sluice.Invalid, the
 // value's fault (a constraint violation, a bad value): the Writer writes
 // the batch's values one at a time (Tx.WriteOne) to find which, commits
-// the rest and dead-letters those. Marked with pipeline.Permanent, the
+// the rest and dead-letters those. Marked with sluice.Permanent, the
 // store cannot be used (bad credentials, a missing table): Run stops with
 // the error. Anything else is transient (a lost connection, a
 // serialization failure, a deadlock): the whole transaction is retried

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
@@ -30,8 +31,8 @@ func values(from, n int) [][]byte {
 }
 
 // toInt is the graph before the Writer: each record's value as an int.
-func toInt(in pipeline.Stream[pipeline.Record]) pipeline.Stream[int] {
-	return stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+func toInt(in pipeline.Stream[sluice.Record]) pipeline.Stream[int] {
+	return stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
 		return strconv.Atoi(string(r.Value))
 	})
 }
@@ -48,7 +49,7 @@ func startMember(t *testing.T, w *txsink.Writer[int], opts ...pipeline.Option) *
 	t.Helper()
 	f := testkit.NewFake()
 	f.UseOffsetStore(w, group)
-	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return w.Write(toInt(in))
 	}, opts...)
 	return &member{fake: f, run: r, w: w}
@@ -75,7 +76,7 @@ func seq(from, to int) []int {
 
 func position(t *testing.T, s *txsinktest.MemStore[int], p int32) txsink.Position {
 	t.Helper()
-	pos, ok := s.Position(group, pipeline.TopicPartition{Topic: topic, Partition: p})
+	pos, ok := s.Position(group, sluice.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
 		t.Fatalf("no position stored for %s[%d]", topic, p)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
@@ -13,7 +13,7 @@ import (
 type partWriter[T any] struct {
 	w     *Writer[T]
 	s     *stagekit.Stage
-	tp    pipeline.TopicPartition
+	tp    sluice.TopicPartition
 	pr    *stagekit.Probe
 	timer *stagekit.Timer
 

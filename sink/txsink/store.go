@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 // ErrFenced is returned by Tx.StoreOffset when the partition's owner
@@ -34,8 +34,8 @@ type Position struct {
 // goroutine; every method must be safe for concurrent use.
 //
 // Errors are classified by marking them (see the package documentation):
-// pipeline.Invalid for a value's fault (Tx.Write, Tx.WriteOne only),
-// pipeline.Permanent when the store cannot be used, anything else is
+// sluice.Invalid for a value's fault (Tx.Write, Tx.WriteOne only),
+// sluice.Permanent when the store cannot be used, anything else is
 // transient. An error names the table or object it concerns.
 type Store[T any] interface {
 	// Claim makes the caller the owner of each partition of tps in group:
@@ -44,10 +44,10 @@ type Store[T any] interface {
 	// returns the positions after the raise. Once it returned, a
 	// StoreOffset with an earlier epoch fails with ErrFenced, even one
 	// whose transaction started before the Claim.
-	Claim(ctx context.Context, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]Position, error)
+	Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]Position, error)
 	// Read returns the stored position of tp in group, without changing
 	// it; ok is false when there is none.
-	Read(ctx context.Context, group string, tp pipeline.TopicPartition) (p Position, ok bool, err error)
+	Read(ctx context.Context, group string, tp sluice.TopicPartition) (p Position, ok bool, err error)
 	// Begin starts a transaction.
 	Begin(ctx context.Context) (Tx[T], error)
 }
@@ -67,7 +67,7 @@ type Tx[T any] interface {
 	// are atomic with the transaction's commit: a Claim between this
 	// call and Commit makes Commit fail or wait for it, never lets both
 	// owners commit.
-	StoreOffset(ctx context.Context, group string, tp pipeline.TopicPartition, p Position) error
+	StoreOffset(ctx context.Context, group string, tp sluice.TopicPartition, p Position) error
 	// Commit commits the transaction. An error may leave it unknown
 	// whether it committed (the connection dropped during the commit):
 	// the Writer then reads the position back (Store.Read).

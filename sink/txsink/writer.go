@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
@@ -24,16 +25,16 @@ type Writer[T any] struct {
 	err   error // a bad argument of New: Write fails the build with it
 
 	mu     sync.Mutex
-	group  string                               // the group of the first Claim
-	claims map[pipeline.TopicPartition]Position // claimed, not yet taken by a stage
+	group  string                             // the group of the first Claim
+	claims map[sluice.TopicPartition]Position // claimed, not yet taken by a stage
 }
 
-var _ pipeline.OffsetStore = (*Writer[int])(nil)
+var _ sluice.OffsetStore = (*Writer[int])(nil)
 
 // New returns a Writer of store. A nil store or a bad option is reported
 // when Write is called, as a build error naming the stage.
 func New[T any](store Store[T], o Options[T]) *Writer[T] {
-	w := &Writer[T]{store: store, o: o, claims: make(map[pipeline.TopicPartition]Position)}
+	w := &Writer[T]{store: store, o: o, claims: make(map[sluice.TopicPartition]Position)}
 	if err := w.o.check(); err != nil {
 		w.err = fmt.Errorf("txsink.New: %w", err)
 	} else if store == nil {
@@ -42,13 +43,13 @@ func New[T any](store Store[T], o Options[T]) *Writer[T] {
 	return w
 }
 
-// Claim implements pipeline.OffsetStore for a source's Config: the source
+// Claim implements sluice.OffsetStore for a source's Config: the source
 // calls it at every assignment. It claims tps in the store (raising their
 // owner epochs, which fences their previous owners), keeps the positions
 // for the partitions' Write stages and returns where each partition with
 // a stored position resumes. It fails when the Writer is not in
 // exactly-once mode, or serves another group already.
-func (w *Writer[T]) Claim(ctx context.Context, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]int64, error) {
+func (w *Writer[T]) Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -66,7 +67,7 @@ func (w *Writer[T]) Claim(ctx context.Context, group string, tps []pipeline.Topi
 	if err != nil {
 		return nil, err
 	}
-	start := make(map[pipeline.TopicPartition]int64, len(tps))
+	start := make(map[sluice.TopicPartition]int64, len(tps))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, tp := range tps {
@@ -83,7 +84,7 @@ func (w *Writer[T]) Claim(ctx context.Context, group string, tps []pipeline.Topi
 }
 
 // take hands the claimed position of tp to its Write stage, once.
-func (w *Writer[T]) take(tp pipeline.TopicPartition) (string, Position, bool) {
+func (w *Writer[T]) take(tp sluice.TopicPartition) (string, Position, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.claims[tp]
@@ -118,7 +119,7 @@ func (w *Writer[T]) Write(in pipeline.Stream[T]) pipeline.End {
 // position in exactly-once mode.
 func (w *Writer[T]) partition(s *stagekit.Stage) (*partWriter[T], error) {
 	part := s.Partition()
-	tp := pipeline.TopicPartition{Topic: part.Topic, Partition: part.Partition}
+	tp := sluice.TopicPartition{Topic: part.Topic, Partition: part.Partition}
 	pw := &partWriter[T]{w: w, s: s, tp: tp, pr: s.Probe(), timer: stagekit.NewTimer(), last: -1}
 	if !w.o.ExactlyOnce {
 		return pw, nil

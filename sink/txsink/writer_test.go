@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
@@ -23,7 +24,7 @@ func TestAtLeastOnceWritesEveryValueThenCommits(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		w := txsink.New[int](s, txsink.Options[int]{BatchSize: 4})
 		f := testkit.NewFake()
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return w.Write(toInt(in))
 		})
 		must(t, f.Send(topic, 0, values(0, 10)...))
@@ -73,12 +74,12 @@ func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		stuck := testkit.NewDeadLetters()
-		stuck.FailWith(func(pipeline.DeadLetter) error { return errors.New("dead-letter topic down") })
+		stuck.FailWith(func(sluice.DeadLetter) error { return errors.New("dead-letter topic down") })
 		badAt2 := func(w *txsink.Writer[int]) pipeline.Builder {
-			return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-				return w.Write(stages.Map(in, func(_ context.Context, r pipeline.Record) (int, error) {
+			return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return w.Write(stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
 					if string(r.Value) == "bad" {
-						return 0, pipeline.Invalid(errors.New("bad record"))
+						return 0, sluice.Invalid(errors.New("bad record"))
 					}
 					return strconv.Atoi(string(r.Value))
 				}))
@@ -103,7 +104,7 @@ func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
 			t.Fatalf("position with offset 2's dead letter pending: %+v; want Next 2, Written 5", p)
 		}
 		must(t, f1.Lose(topic, 0))
-		if err := r1.Stop(t); err != nil && !errors.Is(err, pipeline.ErrNotDeadLettered) {
+		if err := r1.Stop(t); err != nil && !errors.Is(err, sluice.ErrNotDeadLettered) {
 			t.Fatal(err)
 		}
 
@@ -165,7 +166,7 @@ func TestRefusedValuesAreDeadLetteredAndTheRestCommits(t *testing.T) {
 				if eos {
 					f.UseOffsetStore(w, group)
 				}
-				r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 					return w.Write(toInt(in))
 				}, dl.Option())
 				must(t, f.Send(topic, 0, []byte("1"), []byte("-2"), []byte("3"), []byte("-4"), []byte("5")))
@@ -223,7 +224,7 @@ func TestExactlyOnceRefusesSeveralValuesPerRecord(t *testing.T) {
 		w := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true})
 		f := testkit.NewFake()
 		f.UseOffsetStore(w, group)
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return w.Write(stages.FlatMap(toInt(in), func(_ context.Context, v int) ([]int, error) { return []int{v, v}, nil }))
 		})
 		must(t, f.Send(topic, 0, values(0, 3)...))
@@ -243,7 +244,7 @@ func TestExactlyOnceWithoutOffsetStoreNamesTheFix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := txsink.New[int](txsinktest.NewMemStore[int](), txsink.Options[int]{ExactlyOnce: true})
 		f := testkit.NewFake()
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return w.Write(toInt(in))
 		})
 		must(t, f.Assign(topic, 0))
@@ -257,7 +258,7 @@ func TestExactlyOnceWithoutOffsetStoreNamesTheFix(t *testing.T) {
 // The Writer is an offset store only in exactly-once mode, for one group.
 func TestClaimRefusesMisuse(t *testing.T) {
 	ctx := context.Background()
-	tps := []pipeline.TopicPartition{{Topic: topic}}
+	tps := []sluice.TopicPartition{{Topic: topic}}
 	alo := txsink.New[int](txsinktest.NewMemStore[int](), txsink.Options[int]{})
 	if _, err := alo.Claim(ctx, group, tps); err == nil || !strings.Contains(err.Error(), "ExactlyOnce") {
 		t.Fatalf("Claim of an at-least-once Writer returned %v; want an error naming Options.ExactlyOnce", err)
@@ -273,4 +274,4 @@ func TestClaimRefusesMisuse(t *testing.T) {
 	}
 }
 
-func errOnly(_ map[pipeline.TopicPartition]int64, err error) error { return err }
+func errOnly(_ map[sluice.TopicPartition]int64, err error) error { return err }

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 func needApache(t *testing.T) {
@@ -36,9 +35,9 @@ func TestPooledBrokerForgetsThePreviousTest(t *testing.T) {
 		addr = b.Addr()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		var recs []pipeline.Record
+		var recs []sluice.Record
 		for i := range 9 {
-			recs = append(recs, pipeline.Record{Partition: int32(i % 3), Value: []byte{byte(i)}})
+			recs = append(recs, sluice.Record{Partition: int32(i % 3), Value: []byte{byte(i)}})
 		}
 		b.Produce(t, "t", recs...)
 		adm, err := b.Admin()
@@ -88,7 +87,7 @@ func TestPooledBrokerForgetsThePreviousTest(t *testing.T) {
 				t.Errorf("group %s: %s=%s left by the previous test", g, groupConfigOf(g), v)
 			}
 		}
-		b.Produce(t, "t", pipeline.Record{Partition: 1, Value: []byte("x")})
+		b.Produce(t, "t", sluice.Record{Partition: 1, Value: []byte("x")})
 		if got := b.ReadAll(t, "t"); len(got) != 1 || got[0].Offset != 0 {
 			t.Errorf("ReadAll after one record: %+v, want one record at offset 0", got)
 		}
@@ -228,7 +227,7 @@ func TestClosedBrokerIsGone(t *testing.T) {
 func TestPoolResetIsQuick(t *testing.T) {
 	needApache(t)
 	b := NewBroker(t, WithTopic("a", 3), WithTopic("b", 1))
-	b.Produce(t, "a", pipeline.Record{Partition: 2, Value: []byte("x")})
+	b.Produce(t, "a", sluice.Record{Partition: 2, Value: []byte("x")})
 	b.HighWatermarks(t, "a")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Broker is a Kafka cluster on loopback for tests, examples and tools:
@@ -156,7 +155,7 @@ func (b *Broker) Admin() (*kadm.Client, error) {
 // Each record goes to its Partition; Key, Value, Headers and a non-zero
 // Timestamp are kept; Topic and Offset are ignored. Records of one
 // partition are appended in slice order.
-func (b *Broker) ProduceContext(ctx context.Context, topic string, recs ...pipeline.Record) error {
+func (b *Broker) ProduceContext(ctx context.Context, topic string, recs ...sluice.Record) error {
 	cl, err := b.producer()
 	if err != nil {
 		return err
@@ -177,7 +176,7 @@ func (b *Broker) ProduceContext(ctx context.Context, topic string, recs ...pipel
 
 // Produce is ProduceContext for tests: it fails the test on error and gives
 // up after a minute.
-func (b *Broker) Produce(t testing.TB, topic string, recs ...pipeline.Record) {
+func (b *Broker) Produce(t testing.TB, topic string, recs ...sluice.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -197,7 +196,7 @@ func (b *Broker) Fill(t testing.TB, topic string, perPartition, valueSize int) i
 		value[i] = byte('a' + i%26)
 	}
 	const chunk = 20000
-	recs := make([]pipeline.Record, 0, chunk)
+	recs := make([]sluice.Record, 0, chunk)
 	n := 0
 	flush := func() {
 		if len(recs) > 0 {
@@ -208,7 +207,7 @@ func (b *Broker) Fill(t testing.TB, topic string, perPartition, valueSize int) i
 	}
 	for i := range perPartition {
 		for _, p := range parts {
-			recs = append(recs, pipeline.Record{Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, i), Value: value})
+			recs = append(recs, sluice.Record{Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, i), Value: value})
 			if len(recs) == chunk {
 				flush()
 			}
@@ -315,7 +314,7 @@ func (b *Broker) Group(t testing.TB, group string) Group {
 // with read_uncommitted (records of aborted transactions too; transaction
 // markers are not records). It fails the test if that takes longer than a
 // minute.
-func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
+func (b *Broker) ReadAll(t testing.TB, topic string) []sluice.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -327,7 +326,7 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []pipeline.Record {
 }
 
 // ReadAllContext is ReadAll with a context instead of a test.
-func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]pipeline.Record, error) {
+func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]sluice.Record, error) {
 	lso, hw, err := b.OffsetsContext(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -338,7 +337,7 @@ func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]pipeline.R
 			start[p] = kgo.NewOffset().At(lso[p])
 		}
 	}
-	var out []pipeline.Record
+	var out []sluice.Record
 	if len(start) == 0 {
 		return out, nil
 	}
@@ -375,17 +374,17 @@ func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]pipeline.R
 			if r.Attrs.IsControl() {
 				return
 			}
-			rec := pipeline.Record{
+			rec := sluice.Record{
 				Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 				Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 			}
 			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, pipeline.Header{Key: h.Key, Value: h.Value})
+				rec.Headers = append(rec.Headers, sluice.Header{Key: h.Key, Value: h.Value})
 			}
 			out = append(out, rec)
 		})
 	}
-	slices.SortStableFunc(out, func(x, y pipeline.Record) int {
+	slices.SortStableFunc(out, func(x, y sluice.Record) int {
 		if x.Partition != y.Partition {
 			return int(x.Partition - y.Partition)
 		}

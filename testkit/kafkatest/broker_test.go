@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
 func TestBrokerProduceReadAll(t *testing.T) {
 	b := NewBroker(t, WithTopic("seeded", 2))
 	b.CreateTopic(t, "t", 3)
 	ts := time.UnixMilli(1_700_000_000_000)
-	var recs []pipeline.Record
+	var recs []sluice.Record
 	for i := range 30 {
-		recs = append(recs, pipeline.Record{
+		recs = append(recs, sluice.Record{
 			Partition: int32(i % 3), Key: []byte{byte(i)}, Value: []byte{byte(i), 1},
-			Headers: []pipeline.Header{{Key: "h", Value: []byte{byte(i)}}}, Timestamp: ts,
+			Headers: []sluice.Header{{Key: "h", Value: []byte{byte(i)}}}, Timestamp: ts,
 		})
 	}
 	b.Produce(t, "t", recs...)

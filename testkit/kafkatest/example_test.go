@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
@@ -24,9 +25,9 @@ func ExampleNewBroker() {
 	runTest("ExampleNewBroker", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("orders-dlq", 1))
 		b.Produce(t, "orders",
-			pipeline.Record{Value: []byte("order 1")},
-			pipeline.Record{Value: []byte("garbage")},
-			pipeline.Record{Value: []byte("order 3")})
+			sluice.Record{Value: []byte("order 1")},
+			sluice.Record{Value: []byte("garbage")},
+			sluice.Record{Value: []byte("order 3")})
 
 		src, err := source.NewSource(source.Config{
 			Brokers:        b.Addrs(),
@@ -41,10 +42,10 @@ func ExampleNewBroker() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 				if string(r.Value) == "garbage" {
-					return pipeline.Invalid(fmt.Errorf("cannot parse %q", r.Value))
+					return sluice.Invalid(fmt.Errorf("cannot parse %q", r.Value))
 				}
 				return nil
 			}, stages.Name("parse"))

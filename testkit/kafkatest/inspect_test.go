@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // ReadAll returns the records of aborted transactions (read_uncommitted)
@@ -21,7 +20,7 @@ func TestReadAllOnATransactionalTopic(t *testing.T) {
 	b := NewBroker(t, WithTopic("tx", 2))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b.Produce(t, "tx", pipeline.Record{Partition: 0, Value: []byte("plain")})
+	b.Produce(t, "tx", sluice.Record{Partition: 0, Value: []byte("plain")})
 	txnProduce(ctx, t, b, "id", "tx", false) // p0: offset 1 record, 2 abort marker
 	txnProduce(ctx, t, b, "id", "tx", true)  // p0: offset 3 record, 4 commit marker
 	got := b.ReadAll(t, "tx")

@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// CheckingGroup is a pipeline.Group that forwards every call to the Group
+// CheckingGroup is a sluice.Group that forwards every call to the Group
 // that pipeline.Run handed a source and checks, on the way, that the source
 // keeps the Source contract (see the Clause constants): calls never
 // overlap and none comes after Source.Run returned (§1); records are
@@ -37,19 +37,19 @@ import (
 // Use [Check] to wrap a source; NewCheckingGroup is for sources that are
 // driven by hand. Violations may be read at any time, from any goroutine.
 type CheckingGroup struct {
-	g    pipeline.Group
+	g    sluice.Group
 	busy atomic.Bool
 
 	mu         sync.Mutex
 	violations []Violation
-	parts      map[pipeline.TopicPartition]*partState
+	parts      map[sluice.TopicPartition]*partState
 	returned   bool // Source.Run returned
 	shutdown   bool // Shutdown was called
 	// window: the partitions the last Revoke, Lose or Shutdown gave up,
 	// which may still be reported committed, and the final offsets still
 	// to be (none for Lose). A Revoke's or Lose's window closes at the
 	// source's next call (it went on), Shutdown's when Run returns.
-	window     map[pipeline.TopicPartition]int64
+	window     map[sluice.TopicPartition]int64
 	windowOpen bool
 	windowFrom string // "Revoke", "Lose" or "Shutdown"
 	counts     Counts
@@ -80,8 +80,8 @@ type Counts struct {
 
 // NewCheckingGroup returns a CheckingGroup forwarding to g. Pass it to the
 // source's Run in place of g, and call Returned once that Run returned.
-func NewCheckingGroup(g pipeline.Group) *CheckingGroup {
-	return &CheckingGroup{g: g, parts: map[pipeline.TopicPartition]*partState{}}
+func NewCheckingGroup(g sluice.Group) *CheckingGroup {
+	return &CheckingGroup{g: g, parts: map[sluice.TopicPartition]*partState{}}
 }
 
 // Violations returns the breaches seen so far, in the order they happened.
@@ -99,20 +99,20 @@ func (c *CheckingGroup) Counts() Counts {
 }
 
 // Owned returns the partitions assigned now, sorted by topic and partition.
-func (c *CheckingGroup) Owned() []pipeline.TopicPartition {
+func (c *CheckingGroup) Owned() []sluice.TopicPartition {
 	return c.where(func(st *partState) bool { return st.assigned })
 }
 
 // Paused returns the assigned partitions whose Deliver asked for a pause
 // and that Resumable has not listed since, sorted.
-func (c *CheckingGroup) Paused() []pipeline.TopicPartition {
+func (c *CheckingGroup) Paused() []sluice.TopicPartition {
 	return c.where(func(st *partState) bool { return st.assigned && st.paused })
 }
 
-func (c *CheckingGroup) where(keep func(*partState) bool) []pipeline.TopicPartition {
+func (c *CheckingGroup) where(keep func(*partState) bool) []sluice.TopicPartition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := map[pipeline.TopicPartition]int64{}
+	m := map[sluice.TopicPartition]int64{}
 	for tp, st := range c.parts {
 		if keep(st) {
 			m[tp] = 0
@@ -145,7 +145,7 @@ func (c *CheckingGroup) violate(clause int, format string, args ...any) {
 	c.violations = append(c.violations, Violation{Clause: clause, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (c *CheckingGroup) part(tp pipeline.TopicPartition) *partState {
+func (c *CheckingGroup) part(tp sluice.TopicPartition) *partState {
 	st := c.parts[tp]
 	if st == nil {
 		st = &partState{last: -1, committed: -1, returned: map[int64]bool{}}
@@ -189,9 +189,9 @@ func (c *CheckingGroup) closeWindow(clause int) {
 	c.window, c.windowOpen = nil, false
 }
 
-func (c *CheckingGroup) openWindow(from string, tps []pipeline.TopicPartition, offs []pipeline.Offset) {
+func (c *CheckingGroup) openWindow(from string, tps []sluice.TopicPartition, offs []sluice.Offset) {
 	if !c.windowOpen { // else Shutdown's, open until Run returns: add to it
-		c.window, c.windowOpen, c.windowFrom = map[pipeline.TopicPartition]int64{}, true, from
+		c.window, c.windowOpen, c.windowFrom = map[sluice.TopicPartition]int64{}, true, from
 	}
 	for _, tp := range tps {
 		c.part(tp).inWindow = true
@@ -201,14 +201,14 @@ func (c *CheckingGroup) openWindow(from string, tps []pipeline.TopicPartition, o
 	}
 }
 
-func (c *CheckingGroup) noteReturned(offs []pipeline.Offset) {
+func (c *CheckingGroup) noteReturned(offs []sluice.Offset) {
 	for _, o := range offs {
 		c.part(o.TopicPartition).returned[o.Next] = true
 	}
 }
 
-// Assign implements pipeline.Group.
-func (c *CheckingGroup) Assign(tps []pipeline.TopicPartition) error {
+// Assign implements sluice.Group.
+func (c *CheckingGroup) Assign(tps []sluice.TopicPartition) error {
 	c.enter("Assign", true)
 	if c.shutdown {
 		c.violate(ClauseShutdown, "Group.Assign(%v) called after Group.Shutdown", tps)
@@ -229,15 +229,15 @@ func (c *CheckingGroup) Assign(tps []pipeline.TopicPartition) error {
 	return err
 }
 
-// Revoke implements pipeline.Group.
-func (c *CheckingGroup) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset {
+// Revoke implements sluice.Group.
+func (c *CheckingGroup) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
 	c.enter("Revoke", true)
 	c.mu.Unlock()
 	defer c.exit()
 	offs := c.g.Revoke(tps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var mine []pipeline.TopicPartition
+	var mine []sluice.TopicPartition
 	for _, tp := range tps {
 		if st := c.parts[tp]; st != nil && st.assigned {
 			st.assigned, st.revoked = false, true
@@ -250,15 +250,15 @@ func (c *CheckingGroup) Revoke(tps []pipeline.TopicPartition) []pipeline.Offset 
 	return offs
 }
 
-// Lose implements pipeline.Group.
-func (c *CheckingGroup) Lose(tps []pipeline.TopicPartition) {
+// Lose implements sluice.Group.
+func (c *CheckingGroup) Lose(tps []sluice.TopicPartition) {
 	c.enter("Lose", true)
 	c.mu.Unlock()
 	defer c.exit()
 	c.g.Lose(tps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var mine []pipeline.TopicPartition
+	var mine []sluice.TopicPartition
 	for _, tp := range tps {
 		if st := c.parts[tp]; st != nil && st.assigned {
 			st.assigned, st.lost = false, true
@@ -271,8 +271,8 @@ func (c *CheckingGroup) Lose(tps []pipeline.TopicPartition) {
 	c.openWindow("Lose", mine, nil)
 }
 
-// Shutdown implements pipeline.Group.
-func (c *CheckingGroup) Shutdown() []pipeline.Offset {
+// Shutdown implements sluice.Group.
+func (c *CheckingGroup) Shutdown() []sluice.Offset {
 	c.enter("Shutdown", true)
 	c.mu.Unlock()
 	defer c.exit()
@@ -280,7 +280,7 @@ func (c *CheckingGroup) Shutdown() []pipeline.Offset {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.shutdown = true
-	var mine []pipeline.TopicPartition
+	var mine []sluice.TopicPartition
 	for tp, st := range c.parts {
 		if st.assigned {
 			st.assigned = false
@@ -293,9 +293,9 @@ func (c *CheckingGroup) Shutdown() []pipeline.Offset {
 }
 
 // Unfinished passes the wrapped Group's report through.
-func (c *CheckingGroup) Unfinished() []pipeline.TopicPartition { return c.g.Unfinished() }
+func (c *CheckingGroup) Unfinished() []sluice.TopicPartition { return c.g.Unfinished() }
 
-// DrainTimeout implements pipeline.Group.
+// DrainTimeout implements sluice.Group.
 func (c *CheckingGroup) DrainTimeout() time.Duration {
 	c.enter("DrainTimeout", false)
 	c.mu.Unlock()
@@ -303,16 +303,16 @@ func (c *CheckingGroup) DrainTimeout() time.Duration {
 	return c.g.DrainTimeout()
 }
 
-// MaxInFlight implements pipeline.Group: the wrapped Group's. It may be
+// MaxInFlight implements sluice.Group: the wrapped Group's. It may be
 // called from any goroutine, so it is not checked.
 func (c *CheckingGroup) MaxInFlight() int { return c.g.MaxInFlight() }
 
-// MaxInFlightBytes implements pipeline.Group: the wrapped Group's. It may
+// MaxInFlightBytes implements sluice.Group: the wrapped Group's. It may
 // be called from any goroutine, so it is not checked.
 func (c *CheckingGroup) MaxInFlightBytes() int64 { return c.g.MaxInFlightBytes() }
 
-// Deliver implements pipeline.Group.
-func (c *CheckingGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Record) bool {
+// Deliver implements sluice.Group.
+func (c *CheckingGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	c.enter("Deliver", true)
 	st := c.part(tp)
 	switch {
@@ -356,8 +356,8 @@ func (c *CheckingGroup) Deliver(tp pipeline.TopicPartition, recs []pipeline.Reco
 	return pause
 }
 
-// Resumable implements pipeline.Group.
-func (c *CheckingGroup) Resumable() []pipeline.TopicPartition {
+// Resumable implements sluice.Group.
+func (c *CheckingGroup) Resumable() []sluice.TopicPartition {
 	c.enter("Resumable", true)
 	c.mu.Unlock()
 	defer c.exit()
@@ -371,7 +371,7 @@ func (c *CheckingGroup) Resumable() []pipeline.TopicPartition {
 	return tps
 }
 
-// Wake implements pipeline.Group.
+// Wake implements sluice.Group.
 func (c *CheckingGroup) Wake() <-chan struct{} {
 	c.enter("Wake", false)
 	c.mu.Unlock()
@@ -379,8 +379,8 @@ func (c *CheckingGroup) Wake() <-chan struct{} {
 	return c.g.Wake()
 }
 
-// Offsets implements pipeline.Group.
-func (c *CheckingGroup) Offsets() []pipeline.Offset {
+// Offsets implements sluice.Group.
+func (c *CheckingGroup) Offsets() []sluice.Offset {
 	c.enter("Offsets", true)
 	c.mu.Unlock()
 	defer c.exit()
@@ -391,7 +391,7 @@ func (c *CheckingGroup) Offsets() []pipeline.Offset {
 	return offs
 }
 
-// Polled implements pipeline.Group.
+// Polled implements sluice.Group.
 func (c *CheckingGroup) Polled() {
 	c.enter("Polled", true)
 	for _, st := range c.parts {
@@ -404,7 +404,7 @@ func (c *CheckingGroup) Polled() {
 	c.g.Polled()
 }
 
-// Joined implements pipeline.Group.
+// Joined implements sluice.Group.
 func (c *CheckingGroup) Joined() {
 	c.enter("Joined", false)
 	c.mu.Unlock()
@@ -412,8 +412,8 @@ func (c *CheckingGroup) Joined() {
 	c.g.Joined()
 }
 
-// Committed implements pipeline.Group.
-func (c *CheckingGroup) Committed(offs []pipeline.Offset, took time.Duration, err error) {
+// Committed implements sluice.Group.
+func (c *CheckingGroup) Committed(offs []sluice.Offset, took time.Duration, err error) {
 	c.enter("Committed", false)
 	c.counts.Commits++
 	if err != nil {
@@ -446,23 +446,23 @@ func (c *CheckingGroup) Committed(offs []pipeline.Offset, took time.Duration, er
 	c.g.Committed(offs, took, err)
 }
 
-// HighWatermark implements pipeline.Group.
-func (c *CheckingGroup) HighWatermark(tp pipeline.TopicPartition, high int64) {
+// HighWatermark implements sluice.Group.
+func (c *CheckingGroup) HighWatermark(tp sluice.TopicPartition, high int64) {
 	c.enter("HighWatermark", false)
 	c.mu.Unlock()
 	defer c.exit()
 	c.g.HighWatermark(tp, high)
 }
 
-func sortedTPs(m map[pipeline.TopicPartition]int64) []pipeline.TopicPartition {
-	out := make([]pipeline.TopicPartition, 0, len(m))
+func sortedTPs(m map[sluice.TopicPartition]int64) []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, 0, len(m))
 	for tp := range m {
 		out = append(out, tp)
 	}
-	slices.SortFunc(out, func(a, b pipeline.TopicPartition) int {
+	slices.SortFunc(out, func(a, b sluice.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }
 
-var _ pipeline.Group = (*CheckingGroup)(nil)
+var _ sluice.Group = (*CheckingGroup)(nil)

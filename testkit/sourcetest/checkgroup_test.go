@@ -8,37 +8,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
-// stubGroup is a pipeline.Group whose answers the test sets.
+// stubGroup is a sluice.Group whose answers the test sets.
 type stubGroup struct {
 	pause     bool
-	resumable []pipeline.TopicPartition
-	offsets   []pipeline.Offset
-	final     []pipeline.Offset // what Revoke and Shutdown return
-	entered   chan struct{}     // if set, Deliver signals it and waits for release
+	resumable []sluice.TopicPartition
+	offsets   []sluice.Offset
+	final     []sluice.Offset // what Revoke and Shutdown return
+	entered   chan struct{}   // if set, Deliver signals it and waits for release
 	release   chan struct{}
 	wake      chan struct{}
 }
 
-func (s *stubGroup) Assign([]pipeline.TopicPartition) error             { return nil }
-func (s *stubGroup) Revoke([]pipeline.TopicPartition) []pipeline.Offset { return s.final }
-func (s *stubGroup) Lose([]pipeline.TopicPartition)                     {}
-func (s *stubGroup) Shutdown() []pipeline.Offset                        { return s.final }
-func (s *stubGroup) Unfinished() []pipeline.TopicPartition              { return nil }
-func (s *stubGroup) DrainTimeout() time.Duration                        { return time.Second }
-func (s *stubGroup) MaxInFlight() int                                   { return pipeline.DefaultMaxInFlight }
-func (s *stubGroup) MaxInFlightBytes() int64                            { return pipeline.DefaultMaxInFlightBytes }
-func (s *stubGroup) Resumable() []pipeline.TopicPartition               { return s.resumable }
-func (s *stubGroup) Wake() <-chan struct{}                              { return s.wake }
-func (s *stubGroup) Offsets() []pipeline.Offset                         { return s.offsets }
-func (s *stubGroup) Polled()                                            {}
-func (s *stubGroup) Joined()                                            {}
-func (s *stubGroup) Committed([]pipeline.Offset, time.Duration, error)  {}
-func (s *stubGroup) HighWatermark(pipeline.TopicPartition, int64)       {}
-func (s *stubGroup) Deliver(pipeline.TopicPartition, []pipeline.Record) bool {
+func (s *stubGroup) Assign([]sluice.TopicPartition) error            { return nil }
+func (s *stubGroup) Revoke([]sluice.TopicPartition) []sluice.Offset  { return s.final }
+func (s *stubGroup) Lose([]sluice.TopicPartition)                    {}
+func (s *stubGroup) Shutdown() []sluice.Offset                       { return s.final }
+func (s *stubGroup) Unfinished() []sluice.TopicPartition             { return nil }
+func (s *stubGroup) DrainTimeout() time.Duration                     { return time.Second }
+func (s *stubGroup) MaxInFlight() int                                { return pipeline.DefaultMaxInFlight }
+func (s *stubGroup) MaxInFlightBytes() int64                         { return pipeline.DefaultMaxInFlightBytes }
+func (s *stubGroup) Resumable() []sluice.TopicPartition              { return s.resumable }
+func (s *stubGroup) Wake() <-chan struct{}                           { return s.wake }
+func (s *stubGroup) Offsets() []sluice.Offset                        { return s.offsets }
+func (s *stubGroup) Polled()                                         {}
+func (s *stubGroup) Joined()                                         {}
+func (s *stubGroup) Committed([]sluice.Offset, time.Duration, error) {}
+func (s *stubGroup) HighWatermark(sluice.TopicPartition, int64)      {}
+func (s *stubGroup) Deliver(sluice.TopicPartition, []sluice.Record) bool {
 	if s.entered != nil {
 		s.entered <- struct{}{}
 		<-s.release
@@ -46,18 +47,18 @@ func (s *stubGroup) Deliver(pipeline.TopicPartition, []pipeline.Record) bool {
 	return s.pause
 }
 
-var tp0 = pipeline.TopicPartition{Topic: "t", Partition: 0}
+var tp0 = sluice.TopicPartition{Topic: "t", Partition: 0}
 
-func recs(offs ...int64) []pipeline.Record {
-	out := make([]pipeline.Record, len(offs))
+func recs(offs ...int64) []sluice.Record {
+	out := make([]sluice.Record, len(offs))
 	for i, o := range offs {
-		out[i] = pipeline.Record{Topic: "t", Offset: o}
+		out[i] = sluice.Record{Topic: "t", Offset: o}
 	}
 	return out
 }
 
-func off(next int64) []pipeline.Offset {
-	return []pipeline.Offset{{TopicPartition: tp0, Next: next}}
+func off(next int64) []sluice.Offset {
+	return []sluice.Offset{{TopicPartition: tp0, Next: next}}
 }
 
 // expect checks that cg saw exactly the violations of the given clauses,
@@ -81,19 +82,19 @@ func TestCheckingGroupAcceptsAWellBehavedSource(t *testing.T) {
 	g := &stubGroup{offsets: off(2), final: off(3)}
 	cg := sourcetest.NewCheckingGroup(g)
 	cg.Joined()
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	g.pause = true
 	cg.Deliver(tp0, recs(0, 1))
 	cg.Deliver(tp0, recs(2)) // same poll: allowed after the pause
 	cg.Polled()
-	g.resumable = []pipeline.TopicPartition{tp0}
+	g.resumable = []sluice.TopicPartition{tp0}
 	cg.Resumable()
 	g.pause = false
 	cg.Deliver(tp0, recs(3))
 	cg.Committed(cg.Offsets(), 0, nil)
-	cg.Committed(cg.Revoke([]pipeline.TopicPartition{tp0}), 0, nil)
+	cg.Committed(cg.Revoke([]sluice.TopicPartition{tp0}), 0, nil)
 	cg.Polled()
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Deliver(tp0, recs(3)) // a new assignment starts over
 	cg.Committed(cg.Shutdown(), 0, nil)
 	cg.Returned(true)
@@ -106,11 +107,11 @@ func TestCheckingGroupAcceptsAWellBehavedSource(t *testing.T) {
 func TestCheckingGroupDeliverClause(t *testing.T) {
 	cg := sourcetest.NewCheckingGroup(&stubGroup{})
 	cg.Deliver(tp0, recs(0))
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Deliver(tp0, recs(4, 5))
 	cg.Deliver(tp0, recs(5))
-	cg.Deliver(tp0, []pipeline.Record{{Topic: "u", Offset: 6}})
-	cg.Lose([]pipeline.TopicPartition{tp0})
+	cg.Deliver(tp0, []sluice.Record{{Topic: "u", Offset: 6}})
+	cg.Lose([]sluice.TopicPartition{tp0})
 	cg.Deliver(tp0, recs(7))
 	expect(t, cg,
 		sourcetest.ClauseDeliver, "t/0, which is never assigned",
@@ -122,7 +123,7 @@ func TestCheckingGroupDeliverClause(t *testing.T) {
 func TestCheckingGroupPauseClause(t *testing.T) {
 	g := &stubGroup{pause: true}
 	cg := sourcetest.NewCheckingGroup(g)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Deliver(tp0, recs(0))
 	cg.Polled()
 	cg.Deliver(tp0, recs(1, 2))
@@ -132,7 +133,7 @@ func TestCheckingGroupPauseClause(t *testing.T) {
 func TestCheckingGroupCommitClause(t *testing.T) {
 	g := &stubGroup{offsets: off(5)}
 	cg := sourcetest.NewCheckingGroup(g)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Committed(off(4), 0, nil)
 	cg.Offsets()
 	g.offsets = off(3)
@@ -147,13 +148,13 @@ func TestCheckingGroupCommitClause(t *testing.T) {
 func TestCheckingGroupGiveUpClause(t *testing.T) {
 	g := &stubGroup{offsets: off(2), final: off(3)}
 	cg := sourcetest.NewCheckingGroup(g)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Offsets()
-	cg.Revoke([]pipeline.TopicPartition{tp0})
+	cg.Revoke([]sluice.TopicPartition{tp0})
 	cg.Polled() // went on without committing 3
 	cg.Committed(off(3), 0, nil)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
-	cg.Lose([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
+	cg.Lose([]sluice.TopicPartition{tp0})
 	cg.Committed(off(3), 0, nil) // in the loss handling: an earlier commit answered
 	cg.Polled()
 	cg.Committed(off(3), 0, nil)
@@ -166,9 +167,9 @@ func TestCheckingGroupGiveUpClause(t *testing.T) {
 func TestCheckingGroupShutdownClause(t *testing.T) {
 	g := &stubGroup{final: off(3)}
 	cg := sourcetest.NewCheckingGroup(g)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Shutdown()
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Returned(true)
 	expect(t, cg,
 		sourcetest.ClauseShutdown, "Group.Assign([{t 0}]) called after Group.Shutdown",
@@ -189,7 +190,7 @@ func TestCheckingGroupShutdownClause(t *testing.T) {
 func TestCheckingGroupCallsClause(t *testing.T) {
 	g := &stubGroup{entered: make(chan struct{}), release: make(chan struct{})}
 	cg := sourcetest.NewCheckingGroup(g)
-	_ = cg.Assign([]pipeline.TopicPartition{tp0})
+	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	var wg sync.WaitGroup
 	wg.Go(func() { cg.Deliver(tp0, recs(0)) })
 	<-g.entered
@@ -199,11 +200,11 @@ func TestCheckingGroupCallsClause(t *testing.T) {
 	expect(t, cg, sourcetest.ClauseCalls, "Group.Offsets called while another Group call was running")
 }
 
-// The clauses quote pipeline.Source's documentation word for word.
-func TestClausesQuotePipelineSourceDoc(t *testing.T) {
-	src, err := os.ReadFile("../../pipeline/source.go")
+// The clauses quote sluice.Source's documentation word for word.
+func TestClausesQuoteSourceDoc(t *testing.T) {
+	src, err := os.ReadFile("../../source.go")
 	if err != nil {
-		t.Skipf("pipeline's source is not here: %v", err)
+		t.Skipf("package sluice's source is not here: %v", err)
 	}
 	var doc strings.Builder
 	for _, line := range strings.Split(string(src), "\n") {
@@ -215,7 +216,7 @@ func TestClausesQuotePipelineSourceDoc(t *testing.T) {
 	for clause := sourcetest.ClauseCalls; clause <= sourcetest.ClauseShutdown; clause++ {
 		rule := sourcetest.Violation{Clause: clause}.Rule()
 		if rule == "" || !strings.Contains(text, rule) {
-			t.Errorf("clause §%d quotes %q, which pipeline.Source's documentation does not say", clause, rule)
+			t.Errorf("clause §%d quotes %q, which sluice.Source's documentation does not say", clause, rule)
 		}
 	}
 }

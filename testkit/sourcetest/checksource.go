@@ -5,14 +5,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 )
 
-// CheckedSource is a pipeline.Source that runs another one with its Group
+// CheckedSource is a sluice.Source that runs another one with its Group
 // wrapped in a [CheckingGroup], so that every breach of the Source
 // contract is recorded. It runs once, as any source does.
 type CheckedSource struct {
-	src pipeline.Source
+	src sluice.Source
 
 	mu sync.Mutex
 	cg *CheckingGroup
@@ -20,11 +20,11 @@ type CheckedSource struct {
 
 // Check wraps src. Pass the result to pipeline.Run (or testkit.Start) and
 // read Violations, or call Verify, once Run returned.
-func Check(src pipeline.Source) *CheckedSource { return &CheckedSource{src: src} }
+func Check(src sluice.Source) *CheckedSource { return &CheckedSource{src: src} }
 
-// Run implements pipeline.Source: it runs the wrapped source with g
+// Run implements sluice.Source: it runs the wrapped source with g
 // wrapped in a CheckingGroup and tells the checker when it returned.
-func (s *CheckedSource) Run(ctx context.Context, g pipeline.Group) error {
+func (s *CheckedSource) Run(ctx context.Context, g sluice.Group) error {
 	cg := NewCheckingGroup(g)
 	s.mu.Lock()
 	s.cg = cg
@@ -59,7 +59,7 @@ func (s *CheckedSource) Counts() Counts {
 }
 
 // Owned returns the partitions the source holds now (none before Run).
-func (s *CheckedSource) Owned() []pipeline.TopicPartition {
+func (s *CheckedSource) Owned() []sluice.TopicPartition {
 	if cg := s.Group(); cg != nil {
 		return cg.Owned()
 	}
@@ -67,7 +67,7 @@ func (s *CheckedSource) Owned() []pipeline.TopicPartition {
 }
 
 // Paused returns the partitions paused now (see [CheckingGroup.Paused]).
-func (s *CheckedSource) Paused() []pipeline.TopicPartition {
+func (s *CheckedSource) Paused() []sluice.TopicPartition {
 	if cg := s.Group(); cg != nil {
 		return cg.Paused()
 	}

@@ -2,9 +2,9 @@ package sourcetest
 
 import "fmt"
 
-// The clauses of the contract of pipeline.Source (and of the pipeline.Group
+// The clauses of the contract of sluice.Source (and of the sluice.Group
 // handed to it), numbered as a [Violation] cites them. Each quotes the
-// sentence of pipeline.Source's documentation it checks:
+// sentence of sluice.Source's documentation it checks:
 //
 //	§1 The source calls the Group's methods only from the goroutine
 //	   running Source.Run (its poll loop), never concurrently.
@@ -30,7 +30,7 @@ const (
 	ClauseShutdown = 6
 )
 
-// clauses quotes pipeline.Source's documentation, by clause number; a test
+// clauses quotes sluice.Source's documentation, by clause number; a test
 // checks the quotes are still there.
 var clauses = map[int]string{
 	ClauseCalls:    "The source calls the Group's methods only from the goroutine running Source.Run (its poll loop), never concurrently.",
@@ -48,7 +48,7 @@ type Violation struct {
 	Detail string
 }
 
-// Rule returns the sentence of pipeline.Source's documentation that the
+// Rule returns the sentence of sluice.Source's documentation that the
 // clause quotes.
 func (v Violation) Rule() string { return clauses[v.Clause] }
 

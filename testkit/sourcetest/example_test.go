@@ -4,32 +4,33 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
-// sourceFunc turns a function into a pipeline.Source.
-type sourceFunc func(ctx context.Context, g pipeline.Group) error
+// sourceFunc turns a function into a sluice.Source.
+type sourceFunc func(ctx context.Context, g sluice.Group) error
 
-func (f sourceFunc) Run(ctx context.Context, g pipeline.Group) error { return f(ctx, g) }
+func (f sourceFunc) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }
 
 // Check wraps a source under test; each breach of the Source contract is
 // reported naming the clause it broke. This source delivers a partition
 // it never assigned, and commits an offset the group never gave it.
 func ExampleCheck() {
-	tp := pipeline.TopicPartition{Topic: "t", Partition: 0}
+	tp := sluice.TopicPartition{Topic: "t", Partition: 0}
 	ran := make(chan struct{})
-	src := sourcetest.Check(sourceFunc(func(ctx context.Context, g pipeline.Group) error {
-		_ = g.Assign([]pipeline.TopicPartition{tp})
-		g.Deliver(pipeline.TopicPartition{Topic: "t", Partition: 1}, []pipeline.Record{{Topic: "t", Partition: 1}})
-		g.Committed([]pipeline.Offset{{TopicPartition: tp, Next: 7}}, 0, nil)
+	src := sourcetest.Check(sourceFunc(func(ctx context.Context, g sluice.Group) error {
+		_ = g.Assign([]sluice.TopicPartition{tp})
+		g.Deliver(sluice.TopicPartition{Topic: "t", Partition: 1}, []sluice.Record{{Topic: "t", Partition: 1}})
+		g.Committed([]sluice.Offset{{TopicPartition: tp, Next: 7}}, 0, nil)
 		close(ran)
 		<-ctx.Done()
 		g.Shutdown() // nothing to commit: t/0 completed no record
 		return nil
 	}))
-	discard := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	discard := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(in)
 	}
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -23,7 +23,7 @@ import (
 // its partitions to the others the same way.
 type FakeDriver struct {
 	mu     sync.Mutex
-	topics map[string][][]pipeline.Record // by partition
+	topics map[string][][]sluice.Record // by partition
 	groups map[groupTopic]*fakeGroup
 }
 
@@ -47,7 +47,7 @@ type fakeMember struct {
 
 // NewFakeDriver returns an empty driver.
 func NewFakeDriver() *FakeDriver {
-	return &FakeDriver{topics: map[string][][]pipeline.Record{}, groups: map[groupTopic]*fakeGroup{}}
+	return &FakeDriver{topics: map[string][][]sluice.Record{}, groups: map[groupTopic]*fakeGroup{}}
 }
 
 // CreateTopic implements Driver.
@@ -58,11 +58,11 @@ func (d *FakeDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	if _, ok := d.topics[topic]; ok {
 		t.Fatalf("sourcetest: topic %q exists", topic)
 	}
-	d.topics[topic] = make([][]pipeline.Record, partitions)
+	d.topics[topic] = make([][]sluice.Record, partitions)
 }
 
 // Produce implements Driver.
-func (d *FakeDriver) Produce(t *testing.T, topic string, recs ...pipeline.Record) {
+func (d *FakeDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -104,7 +104,7 @@ func (d *FakeDriver) Committed(_ *testing.T, group, topic string) map[int32]int6
 }
 
 // NewSource implements Driver.
-func (d *FakeDriver) NewSource(_ *testing.T, group, topic string) pipeline.Source {
+func (d *FakeDriver) NewSource(_ *testing.T, group, topic string) sluice.Source {
 	return &fakeSource{d: d, key: groupTopic{group, topic}}
 }
 
@@ -218,15 +218,15 @@ type fakeSource struct {
 	key groupTopic
 }
 
-// Run implements pipeline.Source: it runs a new Fake and, from another
+// Run implements sluice.Source: it runs a new Fake and, from another
 // goroutine once that Fake runs, hands it every record of the topic and
 // joins the group (partitions move to it). When the Fake returned, the
 // member leaves the group and its partitions move to the others.
-func (s *fakeSource) Run(ctx context.Context, g pipeline.Group) error {
+func (s *fakeSource) Run(ctx context.Context, g sluice.Group) error {
 	d := s.d
 	d.mu.Lock()
 	logs, ok := d.topics[s.key.topic]
-	var backlog []pipeline.Record
+	var backlog []sluice.Record
 	for _, log := range logs {
 		backlog = append(backlog, log...)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -27,12 +28,12 @@ func lossThenReassign(t *testing.T, d Driver) {
 	s := newSeen()
 	var mu sync.Mutex
 	builds := map[int32]int{}
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		mu.Lock()
 		builds[p.Partition]++
 		first := builds[p.Partition] == 1
 		mu.Unlock()
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if first && r.Offset >= k {
 				<-ctx.Done()
 				return context.Cause(ctx)

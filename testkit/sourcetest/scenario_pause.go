@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -20,8 +21,8 @@ func pauseResume(t *testing.T, d Driver) {
 	s := newSeen()
 	gate := make(chan struct{})
 	last := []int64{-1, -1} // last[p] is written by partition p's Each only
-	build := func(p *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			select {
 			case <-gate:
 			case <-ctx.Done():

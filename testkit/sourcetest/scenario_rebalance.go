@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -23,8 +24,8 @@ func rebalanceMidStream(t *testing.T, d Driver) {
 	topic, group := newTopic(t, d, parts, n)
 
 	byA, byB := newSeen(), newSeen()
-	holdA := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	holdA := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if r.Offset >= k {
 				<-ctx.Done()
 				return context.Cause(ctx)
@@ -39,14 +40,14 @@ func rebalanceMidStream(t *testing.T, d Driver) {
 	waitCommitted(t, d, ra, group, topic, uniform(parts, k))
 
 	rb, b := start(t, d, group, topic, plainB, drain)
-	var moved []pipeline.TopicPartition
+	var moved []sluice.TopicPartition
 	rb.WaitUntil(t, "the partitions split between A and B", func() bool {
 		if ra.Err() != nil {
 			t.Fatalf("A's Run returned %v during the rebalance", ra.Err())
 		}
 		oa, ob := a.Owned(), b.Owned()
 		all := append(slices.Clone(oa), ob...)
-		slices.SortFunc(all, func(x, y pipeline.TopicPartition) int { return int(x.Partition - y.Partition) })
+		slices.SortFunc(all, func(x, y sluice.TopicPartition) int { return int(x.Partition - y.Partition) })
 		moved = ob
 		return len(oa) > 0 && len(ob) > 0 && len(all) == parts && len(slices.Compact(all)) == parts
 	})

@@ -1,9 +1,9 @@
-// Package sourcetest checks that a [pipeline.Source] honours the contract
+// Package sourcetest checks that a [sluice.Source] honours the contract
 // the runtime relies on, in the spirit of testing/slogtest. Two tools:
 //
 //   - [Check] wraps a source so that its Group is a [CheckingGroup], which
 //     checks every call the source makes against the clauses of
-//     pipeline.Source's documentation; each breach is a [Violation] whose
+//     sluice.Source's documentation; each breach is a [Violation] whose
 //     text names the clause it broke ("Source contract §3 (When Deliver
 //     returns pause=true, ...): ..."). A source author can run any test of
 //     their own through it.
@@ -15,7 +15,7 @@
 // The scenarios cover: every record processed once and committed to the
 // end; a filtered tail committed; invalid records dead-lettered and
 // committed; a stage error at offset k stopping Run with a
-// *pipeline.StageError and committing exactly k (healthy partitions to
+// *sluice.StageError and committing exactly k (healthy partitions to
 // their end); a graceful shutdown committing exactly what completed; a
 // second source of the same group resuming from the committed offset;
 // partitions paused by backpressure and resumed, nothing lost or repeated;
@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -56,7 +57,7 @@ type Driver interface {
 	// (from 0). Key, Value and Headers are kept; Topic, Offset and
 	// Timestamp are ignored. The suite produces only while no source of
 	// the topic runs.
-	Produce(t *testing.T, topic string, recs ...pipeline.Record)
+	Produce(t *testing.T, topic string, recs ...sluice.Record)
 
 	// NewSource returns a source consuming topic as a member of consumer
 	// group group: once its Run started it joins the group and gets the
@@ -68,7 +69,7 @@ type Driver interface {
 	// then splits the partitions between them, each partition moving
 	// gracefully (revoked from one, then assigned to the other), as when
 	// a member joins or leaves a Kafka consumer group.
-	NewSource(t *testing.T, group, topic string) pipeline.Source
+	NewSource(t *testing.T, group, topic string) sluice.Source
 
 	// Committed returns the offsets group has committed for topic, by
 	// partition; partitions without a commit are absent. It may be called
@@ -156,8 +157,8 @@ func newTopic(t *testing.T, d Driver, parts int32, n int) (topic, group string) 
 // checkAndCount builds graphs that check each record is the one records()
 // made for its position (checkRecord) and count it in s.
 func checkAndCount(t *testing.T, topic string, s *seen) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r pipeline.Record) error {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
 			checkRecord(t, topic, r)
 			s.add(r.Partition, r.Offset)
 			return nil
@@ -167,15 +168,15 @@ func checkAndCount(t *testing.T, topic string, s *seen) pipeline.Builder {
 
 // records makes n records for each of partitions, numbered from first:
 // key "p-i", value "value p-i", header "i" = i.
-func records(partitions int32, first, n int) []pipeline.Record {
-	var out []pipeline.Record
+func records(partitions int32, first, n int) []sluice.Record {
+	var out []sluice.Record
 	for i := first; i < first+n; i++ {
 		for p := range partitions {
-			out = append(out, pipeline.Record{
+			out = append(out, sluice.Record{
 				Partition: p,
 				Key:       fmt.Appendf(nil, "%d-%d", p, i),
 				Value:     fmt.Appendf(nil, "value %d-%d", p, i),
-				Headers:   []pipeline.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
+				Headers:   []sluice.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
 			})
 		}
 	}
@@ -183,7 +184,7 @@ func records(partitions int32, first, n int) []pipeline.Record {
 }
 
 // checkRecord checks that r is the record records() made for its position.
-func checkRecord(t *testing.T, topic string, r pipeline.Record) {
+func checkRecord(t *testing.T, topic string, r sluice.Record) {
 	t.Helper()
 	i := r.Offset // the suite produces consecutive offsets from 0
 	if r.Topic != topic || string(r.Key) != fmt.Sprintf("%d-%d", r.Partition, i) ||
@@ -316,9 +317,9 @@ func filteredTail(t *testing.T, d Driver) {
 	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		kept := stages.Filter(in, func(r pipeline.Record) bool { return r.Offset < keep })
-		return stages.Each(kept, func(_ context.Context, r pipeline.Record) error {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		kept := stages.Filter(in, func(r sluice.Record) bool { return r.Offset < keep })
+		return stages.Each(kept, func(_ context.Context, r sluice.Record) error {
 			s.add(r.Partition, r.Offset)
 			return nil
 		})
@@ -338,22 +339,22 @@ func invalidToDeadLetter(t *testing.T, d Driver) {
 	bad := func(off int64) bool { return off%10 == 3 }
 
 	var mu sync.Mutex
-	dead := map[int32][]pipeline.DeadLetter{}
-	deadLetter := func(_ context.Context, dl pipeline.DeadLetter) error {
+	dead := map[int32][]sluice.DeadLetter{}
+	deadLetter := func(_ context.Context, dl sluice.DeadLetter) error {
 		mu.Lock()
 		defer mu.Unlock()
 		dead[dl.Record.Partition] = append(dead[dl.Record.Partition], dl)
 		return nil
 	}
 	s := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		valid := stages.Map(in, func(_ context.Context, r pipeline.Record) (pipeline.Record, error) {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		valid := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 			if bad(r.Offset) {
-				return r, pipeline.Invalid(fmt.Errorf("offset %d: %w", r.Offset, errBad))
+				return r, sluice.Invalid(fmt.Errorf("offset %d: %w", r.Offset, errBad))
 			}
 			return r, nil
 		}, stages.Name("validate"))
-		return stages.Each(valid, func(_ context.Context, r pipeline.Record) error {
+		return stages.Each(valid, func(_ context.Context, r sluice.Record) error {
 			s.add(r.Partition, r.Offset)
 			return nil
 		})
@@ -384,7 +385,7 @@ func invalidToDeadLetter(t *testing.T, d Driver) {
 		for _, dl := range dead[p] {
 			got = append(got, dl.Record.Offset)
 			checkRecord(t, topic, dl.Record)
-			if dl.Stage != "validate" || !errors.Is(dl.Err, errBad) || !pipeline.IsInvalid(dl.Err) {
+			if dl.Stage != "validate" || !errors.Is(dl.Err, errBad) || !sluice.IsInvalid(dl.Err) {
 				t.Errorf("dead letter of %d@%d: stage %q err %v, want stage validate and the Invalid error",
 					p, dl.Record.Offset, dl.Stage, dl.Err)
 			}
@@ -411,8 +412,8 @@ func stageError(t *testing.T, d Driver) {
 	healthy := make(chan struct{}) // closed once the healthy partitions processed everything
 	var mu sync.Mutex
 	left := (parts - 1) * n
-	build := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		checked := stages.Map(in, func(ctx context.Context, r pipeline.Record) (pipeline.Record, error) {
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		checked := stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
 			if r.Partition == failP && r.Offset == k {
 				// Fail only once the other partitions are done, so that
 				// what they commit is known exactly.
@@ -420,11 +421,11 @@ func stageError(t *testing.T, d Driver) {
 				case <-healthy:
 				case <-ctx.Done():
 				}
-				return r, pipeline.Permanent(errBoom)
+				return r, sluice.Permanent(errBoom)
 			}
 			return r, nil
 		}, stages.Name("check"))
-		return stages.Each(checked, func(_ context.Context, r pipeline.Record) error {
+		return stages.Each(checked, func(_ context.Context, r sluice.Record) error {
 			s.add(r.Partition, r.Offset)
 			if r.Partition != failP {
 				mu.Lock()
@@ -438,9 +439,9 @@ func stageError(t *testing.T, d Driver) {
 	}
 	r, _ := start(t, d, group, topic, build)
 	err := r.Wait(t)
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if !errors.As(err, &se) {
-		t.Fatalf("Run = %v, want a *pipeline.StageError", err)
+		t.Fatalf("Run = %v, want a *sluice.StageError", err)
 	}
 	if se.Stage != "check" || se.Topic != topic || se.Partition != failP || se.Offset != k || !errors.Is(err, errBoom) {
 		t.Errorf("StageError = %+v, want stage check on %s/%d at %d wrapping %v", *se, topic, failP, k, errBoom)
@@ -487,7 +488,7 @@ type revokeObserver struct {
 	timedOut *sync.Map
 }
 
-func (o *revokeObserver) OnPartitionRevoked(tp pipeline.TopicPartition, _ time.Duration, timedOut bool) {
+func (o *revokeObserver) OnPartitionRevoked(tp sluice.TopicPartition, _ time.Duration, timedOut bool) {
 	o.timedOut.Store(tp.Partition, timedOut)
 }
 
@@ -498,8 +499,8 @@ func gateBuilder(s *seen, gateP int32, k int64, gate, other chan struct{}, total
 	var once sync.Once
 	var mu sync.Mutex
 	left := total
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r pipeline.Record) error {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if r.Partition == gateP && r.Offset == k {
 				once.Do(func() { close(gate) })
 				<-ctx.Done()

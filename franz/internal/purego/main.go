@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
@@ -24,8 +25,8 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-func build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-	upper := stages.Map(in, func(_ context.Context, r pipeline.Record) (string, error) {
+func build(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	upper := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) {
 		return strings.ToUpper(string(r.Value)), nil
 	})
 	return stages.Each(upper, func(_ context.Context, s string) error {
@@ -37,12 +38,12 @@ func build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.
 // produceBuilder writes every value to topic "out" with p (the pure-Go
 // producer) and marks "b" invalid (for the dead-letter destination).
 func produceBuilder(p *franz.Producer) pipeline.Builder {
-	return func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
-		return franz.Produce(in, p, "out", func(r pipeline.Record) (pipeline.Message, error) {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return franz.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
 			if string(r.Value) == "b" {
-				return pipeline.Message{}, pipeline.Invalid(errors.New("b is bad"))
+				return sluice.Message{}, sluice.Invalid(errors.New("b is bad"))
 			}
-			return pipeline.Message{Key: r.Key, Value: r.Value}, nil
+			return sluice.Message{Key: r.Key, Value: r.Value}, nil
 		})
 	}
 }
@@ -102,7 +103,7 @@ func produceNowhere() {
 	if err := fake.Send("in", 0, []byte("a"), []byte("b"), []byte("c")); err != nil {
 		log.Fatal(err)
 	}
-	var se *pipeline.StageError
+	var se *sluice.StageError
 	if err := <-done; !errors.As(err, &se) || se.Offset != 0 || !strings.Contains(err.Error(), "delivery to out failed") {
 		log.Fatalf("Run = %v, want a StageError at offset 0 naming the delivery to out", err)
 	}

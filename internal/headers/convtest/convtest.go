@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/headers"
-	"github.com/sluice-go/sluice/pipeline"
 )
 
 // Record describes the client record CheckToRecord asks newRecord for.
@@ -18,7 +18,7 @@ type Record struct {
 	Offset     int64
 	Key, Value []byte
 	Timestamp  time.Time
-	Headers    []pipeline.Header
+	Headers    []sluice.Header
 }
 
 // CheckToRecord checks toRecord on client records newRecord makes from a
@@ -26,12 +26,12 @@ type Record struct {
 // its own (appending to one's does not write into the next one's), and the
 // header slices of 64 records cost at most two allocations (the slab's),
 // not one per record.
-func CheckToRecord[M any](t *testing.T, newRecord func(Record) M, toRecord func(M, *headers.Slab) pipeline.Record) {
+func CheckToRecord[M any](t *testing.T, newRecord func(Record) M, toRecord func(M, *headers.Slab) sluice.Record) {
 	t.Helper()
 	ts := time.Unix(1700000000, 0)
 	rec := func(off int64) M {
 		return newRecord(Record{Topic: "orders", Partition: 3, Offset: off, Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
-			Headers: []pipeline.Header{{Key: "trace", Value: []byte("t1")}, {Key: "span", Value: []byte("s1")}}})
+			Headers: []sluice.Header{{Key: "trace", Value: []byte("t1")}, {Key: "span", Value: []byte("s1")}}})
 	}
 	var hdrs headers.Slab
 	a, b := toRecord(rec(7), &hdrs), toRecord(rec(8), &hdrs)

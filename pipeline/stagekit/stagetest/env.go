@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/testkit"
@@ -33,7 +34,7 @@ const (
 
 // retry is the suite's retry policy: its backoff (0.7s in all) fits in
 // the drain timeout.
-var retry = pipeline.RetryPolicy{Attempts: 4, Initial: 100 * time.Millisecond, Max: time.Second}
+var retry = sluice.RetryPolicy{Attempts: 4, Initial: 100 * time.Millisecond, Max: time.Second}
 
 // env is one check's Run: the stage between the suite's input stage and
 // sinks, over a testkit.Harness, inside the check's synctest bubble.
@@ -80,9 +81,9 @@ func start[T, U any](t *testing.T, s *Stage[T, U], clause string, hold bool) *en
 
 // build is the suite's builder: records become Input values, the stage
 // runs on them, the suite's sinks take its outputs.
-func (e *env[T, U]) build(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+func (e *env[T, U]) build(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	spec := stagekit.StageSpec{Name: "stagetest.input", Kind: "stagetest.input"}
-	vals := stagekit.Transform(in, spec, func(_ context.Context, r pipeline.Record, emit *stagekit.Emitter[T]) error {
+	vals := stagekit.Transform(in, spec, func(_ context.Context, r sluice.Record, emit *stagekit.Emitter[T]) error {
 		e.fed.Add(1)
 		emit.Emit(e.s.Input(int(r.Offset)))
 		return nil

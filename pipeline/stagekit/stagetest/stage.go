@@ -57,7 +57,7 @@ type Stage[T, U any] struct {
 	// 1 for every input.
 	Fanout func(v T) int
 	// Invalid reports whether the stage fails v with an error marked
-	// pipeline.Invalid (the test wires the stage's function to do so):
+	// sluice.Invalid (the test wires the stage's function to do so):
 	// v yields no output and its record is dead-lettered once, then
 	// commits. Nil means no input is invalid.
 	Invalid func(v T) bool

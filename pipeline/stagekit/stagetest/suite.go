@@ -161,7 +161,7 @@ func checkRevoke[T, U any](t *testing.T, s *Stage[T, U], clause string) {
 // checkLoss: a loss while output values are held cancels the stage at
 // once: nothing more commits, the graph's goroutines exit and Run goes on
 // (a stage still running after the exit grace would make Run stop with
-// pipeline.ErrAbandoned).
+// sluice.ErrAbandoned).
 func checkLoss[T, U any](t *testing.T, s *Stage[T, U], clause string) {
 	e := start(t, s, clause, true)
 	defer e.finish()

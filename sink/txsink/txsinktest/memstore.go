@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/txsink"
 )
 
@@ -22,7 +22,7 @@ import (
 type MemStore[T any] struct {
 	// Refuse, when not nil, returns a non-nil error for a value the store
 	// refuses (as a constraint would): Write and WriteOne return it
-	// marked with pipeline.Invalid. Set it before use.
+	// marked with sluice.Invalid. Set it before use.
 	Refuse func(T) error
 
 	mu      sync.Mutex
@@ -37,7 +37,7 @@ type MemStore[T any] struct {
 
 type memKey struct {
 	group string
-	tp    pipeline.TopicPartition
+	tp    sluice.TopicPartition
 }
 
 // NewMemStore returns an empty store.
@@ -79,7 +79,7 @@ func (m *MemStore[T]) LoseCommitReplies(errs ...error) {
 }
 
 // Position returns the stored position of tp in group.
-func (m *MemStore[T]) Position(group string, tp pipeline.TopicPartition) (txsink.Position, bool) {
+func (m *MemStore[T]) Position(group string, tp sluice.TopicPartition) (txsink.Position, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.pos[memKey{group, tp}]
@@ -88,7 +88,7 @@ func (m *MemStore[T]) Position(group string, tp pipeline.TopicPartition) (txsink
 }
 
 // Claim implements txsink.Store.
-func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []pipeline.TopicPartition) (map[pipeline.TopicPartition]txsink.Position, error) {
+func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]txsink.Position, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for {
@@ -111,7 +111,7 @@ func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []pipeline.To
 		}
 		m.mu.Lock()
 	}
-	out := make(map[pipeline.TopicPartition]txsink.Position, len(tps))
+	out := make(map[sluice.TopicPartition]txsink.Position, len(tps))
 	for _, tp := range tps {
 		k := memKey{group, tp}
 		p, ok := m.pos[k]
@@ -127,7 +127,7 @@ func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []pipeline.To
 }
 
 // Read implements txsink.Store.
-func (m *MemStore[T]) Read(_ context.Context, group string, tp pipeline.TopicPartition) (txsink.Position, bool, error) {
+func (m *MemStore[T]) Read(_ context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
 	p, ok := m.Position(group, tp)
 	return p, ok, nil
 }
@@ -187,13 +187,13 @@ func (t *memTx[T]) refused(v T) error {
 		return nil
 	}
 	if err := t.m.Refuse(v); err != nil {
-		return pipeline.Invalid(err)
+		return sluice.Invalid(err)
 	}
 	return nil
 }
 
 // StoreOffset implements txsink.Tx.
-func (t *memTx[T]) StoreOffset(ctx context.Context, group string, tp pipeline.TopicPartition, p txsink.Position) error {
+func (t *memTx[T]) StoreOffset(ctx context.Context, group string, tp sluice.TopicPartition, p txsink.Position) error {
 	if err := t.usable(); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/txsink"
 )
 
@@ -19,7 +19,7 @@ type Harness[T any] struct {
 	Value func(i int) T
 	// Refused returns a value numbered i that the store refuses (a
 	// constraint violation: its Write and WriteOne errors are marked
-	// pipeline.Invalid).
+	// sluice.Invalid).
 	Refused func(i int) T
 	// Rows returns the numbers of the values committed to s, in any
 	// order.
@@ -44,8 +44,8 @@ type clause[T any] struct {
 const group = "txsinktest"
 
 var (
-	tp0 = pipeline.TopicPartition{Topic: "txsinktest", Partition: 0}
-	tp1 = pipeline.TopicPartition{Topic: "txsinktest", Partition: 1}
+	tp0 = sluice.TopicPartition{Topic: "txsinktest", Partition: 0}
+	tp1 = sluice.TopicPartition{Topic: "txsinktest", Partition: 1}
 )
 
 func clauses[T any]() []clause[T] {
@@ -71,7 +71,7 @@ func must(t *testing.T, what string, err error) {
 	}
 }
 
-func claim[T any](t *testing.T, s txsink.Store[T], g string, tps ...pipeline.TopicPartition) map[pipeline.TopicPartition]txsink.Position {
+func claim[T any](t *testing.T, s txsink.Store[T], g string, tps ...sluice.TopicPartition) map[sluice.TopicPartition]txsink.Position {
 	t.Helper()
 	pos, err := s.Claim(context.Background(), g, tps)
 	must(t, "Claim", err)
@@ -83,7 +83,7 @@ func claim[T any](t *testing.T, s txsink.Store[T], g string, tps ...pipeline.Top
 	return pos
 }
 
-func read[T any](t *testing.T, s txsink.Store[T], g string, tp pipeline.TopicPartition) txsink.Position {
+func read[T any](t *testing.T, s txsink.Store[T], g string, tp sluice.TopicPartition) txsink.Position {
 	t.Helper()
 	p, ok, err := s.Read(context.Background(), g, tp)
 	must(t, "Read", err)
@@ -207,12 +207,12 @@ func claimWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
 	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}))
 	type result struct {
-		pos map[pipeline.TopicPartition]txsink.Position
+		pos map[sluice.TopicPartition]txsink.Position
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		pos, err := s.Claim(ctx, group, []pipeline.TopicPartition{tp0})
+		pos, err := s.Claim(ctx, group, []sluice.TopicPartition{tp0})
 		done <- result{pos, err}
 	}()
 	commitErr := tx.Commit(ctx)
@@ -233,8 +233,8 @@ func writeRefused[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 	must(t, "Begin", err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	err = tx.Write(ctx, []T{h.Value(1), h.Refused(2)})
-	if err == nil || !pipeline.IsInvalid(err) {
-		t.Fatalf("Write of a refused value returned %v; want an error marked pipeline.Invalid", err)
+	if err == nil || !sluice.IsInvalid(err) {
+		t.Fatalf("Write of a refused value returned %v; want an error marked sluice.Invalid", err)
 	}
 }
 
@@ -244,8 +244,8 @@ func writeOneRefused[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 	tx, err := s.Begin(ctx)
 	must(t, "Begin", err)
 	must(t, "WriteOne", tx.WriteOne(ctx, h.Value(1)))
-	if err := tx.WriteOne(ctx, h.Refused(2)); err == nil || !pipeline.IsInvalid(err) {
-		t.Fatalf("WriteOne of a refused value returned %v; want an error marked pipeline.Invalid", err)
+	if err := tx.WriteOne(ctx, h.Refused(2)); err == nil || !sluice.IsInvalid(err) {
+		t.Fatalf("WriteOne of a refused value returned %v; want an error marked sluice.Invalid", err)
 	}
 	must(t, "WriteOne after a refused value", tx.WriteOne(ctx, h.Value(3)))
 	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 0, Written: 3, Invalid: []int64{2}}))

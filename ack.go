@@ -1,36 +1,55 @@
-package pipeline
+package sluice
 
-import "github.com/sluice-go/sluice/internal/engine"
+import "fmt"
 
 // AckOutcome is what happened to one record of a share group source
-// (Kafka share groups, KIP-932): see [AckGroup].
-type AckOutcome = engine.AckOutcome
+// (Kafka share groups, KIP-932), as reported by [AckGroup.Acks].
+type AckOutcome int8
 
 // The outcomes [AckGroup.Acks] reports.
 const (
-	// AckAccepted: the record is done (it reached an End, was filtered
-	// out, or was invalid and the dead-letter destination stored it).
-	AckAccepted = engine.AckAccepted
+	// AckAccepted: the record is done. Its ticket completed (it reached an
+	// End or was filtered out), or it was invalid and the dead-letter
+	// destination stored it.
+	AckAccepted AckOutcome = iota + 1
 	// AckRejected: the record is invalid and Run has no dead-letter
 	// destination; it must never be delivered again.
-	AckRejected = engine.AckRejected
+	AckRejected
 	// AckReleased: a stage's retries were exhausted on the record; it is
 	// to be delivered again, to any member.
-	AckReleased = engine.AckReleased
+	AckReleased
 )
 
+// String returns the outcome's name as logged: accepted, rejected or
+// released.
+func (o AckOutcome) String() string {
+	switch o {
+	case AckAccepted:
+		return "accepted"
+	case AckRejected:
+		return "rejected"
+	case AckReleased:
+		return "released"
+	}
+	return fmt.Sprintf("AckOutcome(%d)", int8(o))
+}
+
 // Ack is the outcome of one record delivered to a Run in share mode.
-type Ack = engine.Ack
+type Ack struct {
+	TopicPartition
+	Offset  int64
+	Outcome AckOutcome
+}
 
 // MaxDeliveriesStage is the Stage of the dead letters handed over with
-// [AckGroup.DeadLetterRecord] (records delivered too many times, never run
-// through the graph).
-const MaxDeliveriesStage = engine.MaxDeliveriesStage
+// [AckGroup.DeadLetterRecord]: records delivered too many times, never run
+// through the graph.
+const MaxDeliveriesStage = "MaxDeliveries"
 
 // AckGroup is the [Group] of a source that acknowledges records one by one
-// (a share group) instead of committing offsets. The Group that [Run]
+// (a share group) instead of committing offsets. The Group that pipeline.Run
 // hands to Source.Run implements it; a source asserts it
-// (g.(pipeline.AckGroup)). Like Group's, its methods are called from the
+// (g.(sluice.AckGroup)). Like Group's, its methods are called from the
 // source's poll goroutine only.
 //
 // Contract for share sources, on top of Group's (where they differ, this
@@ -65,5 +84,3 @@ type AckGroup interface {
 	// being taken away.
 	DeadLetterRecord(tp TopicPartition, rec Record, reason error) bool
 }
-
-var _ AckGroup = (*engine.Group)(nil)

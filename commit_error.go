@@ -1,9 +1,9 @@
-package pipeline
+package sluice
 
 import (
 	"fmt"
-
-	"github.com/sluice-go/sluice/internal/engine"
+	"slices"
+	"strings"
 )
 
 // CommitError is the error the Kafka sources (source.NewSource,
@@ -29,8 +29,18 @@ type CommitError struct {
 // Error names the commit, its offsets (sorted) and the cause:
 // "interval commit of [topic/partition@next ...]: cause".
 func (e *CommitError) Error() string {
-	return fmt.Sprintf("%s commit of %s: %v", e.Reason, engine.OffsetsString(e.Offsets), e.Err)
+	return fmt.Sprintf("%s commit of %s: %v", e.Reason, offsetsString(e.Offsets), e.Err)
 }
 
 // Unwrap returns Err.
 func (e *CommitError) Unwrap() error { return e.Err }
+
+// offsetsString renders offsets as [topic/partition@next ...], sorted.
+func offsetsString(offs []Offset) string {
+	parts := make([]string, len(offs))
+	for i, o := range offs {
+		parts[i] = fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.Next)
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
+}

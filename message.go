@@ -1,4 +1,4 @@
-package pipeline
+package sluice
 
 // Message is what a producing stage writes to Kafka for one value: the
 // key, the value and the headers, in order. The topic and the partition

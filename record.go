@@ -1,4 +1,4 @@
-package engine
+package sluice
 
 import "time"
 
@@ -21,17 +21,4 @@ type Record struct {
 type Header struct {
 	Key   string
 	Value []byte
-}
-
-// TopicPartition names one partition of one topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// Offset is the next offset to consume for a partition: the value a source
-// commits to the consumer group.
-type Offset struct {
-	TopicPartition
-	Next int64
 }

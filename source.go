@@ -1,13 +1,13 @@
-package pipeline
+package sluice
 
 import (
 	"context"
 	"time"
 )
 
-// Source is what feeds records into [Run] and commits the offsets that Run
-// reports. Sluice ships five: source.NewSource (a consumer group on
-// librdkafka), franz.NewSource (a consumer group on franz-go),
+// Source is what feeds records into pipeline.Run and commits the offsets
+// that Run reports. Sluice ships five: source.NewSource (a consumer group
+// on librdkafka), franz.NewSource (a consumer group on franz-go),
 // franz.NewShareSource (a share group, KIP-932, through [AckGroup]),
 // follow.New (wraps another source so that it never processes past what
 // leader groups committed) and testkit.NewFake (in memory, for tests).
@@ -43,7 +43,7 @@ type Source interface {
 }
 
 // Group is the runtime side of a [Source]: the set of partition graphs that
-// [Run] manages. It is implemented by Run and handed to Source.Run; all of
+// pipeline.Run manages. It is implemented by Run and handed to Source.Run; all of
 // its methods must be called from the source's poll goroutine only.
 type Group interface {
 	// Assign builds and starts a graph for each partition. Partitions
@@ -57,13 +57,13 @@ type Group interface {
 	// Revoke drains the graphs of the given partitions gracefully (bounded
 	// by the drain timeout), waits for all their goroutines to exit (those
 	// of a function that ignores its context are abandoned after the exit
-	// grace, see [Run]) and returns the final offsets to commit: one per
+	// grace, see pipeline.Run) and returns the final offsets to commit: one per
 	// revoked partition that completed at least one record since it was
 	// assigned. Unknown partitions are ignored.
 	Revoke(tps []TopicPartition) []Offset
 
 	// Lose cancels the graphs of the given partitions at once and waits for
-	// them to exit (at most the exit grace, see [Run]). Nothing of theirs
+	// them to exit (at most the exit grace, see pipeline.Run). Nothing of theirs
 	// may be committed afterwards.
 	Lose(tps []TopicPartition)
 
@@ -85,14 +85,15 @@ type Group interface {
 	Unfinished() []TopicPartition
 
 	// DrainTimeout is the longest one Revoke or Shutdown call drains (the
-	// value of WithDrainTimeout). A source uses it to size the time its
-	// poll loop may spend inside a rebalance (for Kafka, the group's
-	// rebalance timeout, max.poll.interval.ms). It is constant for a Run.
+	// value of pipeline.WithDrainTimeout). A source uses it to size the
+	// time its poll loop may spend inside a rebalance (for Kafka, the
+	// group's rebalance timeout, max.poll.interval.ms). It is constant
+	// for a Run.
 	DrainTimeout() time.Duration
 
 	// MaxInFlight and MaxInFlightBytes are the in-flight limits (the
-	// values of WithMaxInFlight and WithMaxInFlightBytes), constant for a
-	// Run and safe to call from any goroutine. A source sizes from them
+	// values of pipeline.WithMaxInFlight and pipeline.WithMaxInFlightBytes),
+	// constant for a Run and safe to call from any goroutine. A source sizes from them
 	// what its client prefetches and what it holds for paused partitions.
 	// A Group that wraps another (as package follow does) returns the
 	// wrapped one's.

@@ -1,10 +1,10 @@
-package engine
+package sluice
 
 // wraps reports whether err, or any error in its tree, is an E, with the
 // rules of errors.As (Unwrap() error, Unwrap() []error, an As method)
 // but without allocating: errors.As needs a pointer to a target, which
-// escapes, and the engine asks on every invalid or failed value
-// (IsInvalid, IsPermanent, retryable).
+// escapes, and the runtime asks on every invalid or failed value
+// (IsInvalid, IsPermanent).
 func wraps[E error](err error) bool {
 	for err != nil {
 		if _, ok := err.(E); ok {
