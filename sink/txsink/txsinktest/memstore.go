@@ -33,6 +33,11 @@ type MemStore[T any] struct {
 	fail    []error // injected errors for the next Commits
 	lost    []error // injected errors reported after the next Commits applied
 	commits int
+
+	failReads  []error         // injected errors for the next Reads
+	failClaims []error         // injected errors for the next Claims
+	failBegins []error         // injected errors for the next Begins
+	commitGate chan chan error // HoldCommits: each Commit waits here
 }
 
 type memKey struct {
@@ -78,6 +83,51 @@ func (m *MemStore[T]) LoseCommitReplies(errs ...error) {
 	m.lost = append(m.lost, errs...)
 }
 
+// FailReads makes the next len(errs) Reads fail with errs, in order (as
+// when the connection is still down after a commit's reply was lost).
+func (m *MemStore[T]) FailReads(errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failReads = append(m.failReads, errs...)
+}
+
+// FailClaims makes the next len(errs) Claims fail with errs, in order,
+// without raising any epoch.
+func (m *MemStore[T]) FailClaims(errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failClaims = append(m.failClaims, errs...)
+}
+
+// FailBegins makes the next len(errs) Begins fail with errs, in order.
+func (m *MemStore[T]) FailBegins(errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failBegins = append(m.failBegins, errs...)
+}
+
+// HoldCommits makes every later Commit wait, before it applies, until the
+// test takes it from the returned channel: the test receives a reply
+// channel, and the Commit goes on (and applies) once the test sends nil,
+// or fails with the error sent without applying. The Commit's caller
+// keeps the partitions it locked meanwhile.
+func (m *MemStore[T]) HoldCommits() <-chan chan error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commitGate = make(chan chan error)
+	return m.commitGate
+}
+
+// takeErr pops the first of errs; m.mu is held.
+func takeErr(errs *[]error) error {
+	if len(*errs) == 0 {
+		return nil
+	}
+	err := (*errs)[0]
+	*errs = (*errs)[1:]
+	return err
+}
+
 // Position returns the stored position of tp in group.
 func (m *MemStore[T]) Position(group string, tp sluice.TopicPartition) (txsink.Position, bool) {
 	m.mu.Lock()
@@ -91,6 +141,9 @@ func (m *MemStore[T]) Position(group string, tp sluice.TopicPartition) (txsink.P
 func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]txsink.Position, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := takeErr(&m.failClaims); err != nil {
+		return nil, err
+	}
 	for {
 		held := false
 		for _, tp := range tps {
@@ -128,12 +181,24 @@ func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []sluice.Topi
 
 // Read implements txsink.Store.
 func (m *MemStore[T]) Read(_ context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
+	m.mu.Lock()
+	err := takeErr(&m.failReads)
+	m.mu.Unlock()
+	if err != nil {
+		return txsink.Position{}, false, err
+	}
 	p, ok := m.Position(group, tp)
 	return p, ok, nil
 }
 
 // Begin implements txsink.Store.
 func (m *MemStore[T]) Begin(context.Context) (txsink.Tx[T], error) {
+	m.mu.Lock()
+	err := takeErr(&m.failBegins)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return &memTx[T]{m: m, pos: map[memKey]txsink.Position{}}, nil
 }
 
@@ -228,9 +293,21 @@ func (t *memTx[T]) Commit(context.Context) error {
 	}
 	m := t.m
 	m.mu.Lock()
+	gate := m.commitGate
+	m.mu.Unlock()
+	var held error
+	if gate != nil {
+		reply := make(chan error)
+		gate <- reply
+		held = <-reply
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	t.ended = true
 	defer t.unlockLocked()
+	if held != nil {
+		return held
+	}
 	if len(m.fail) > 0 {
 		err := m.fail[0]
 		m.fail = m.fail[1:]
