@@ -48,8 +48,9 @@ type Fake struct {
 
 type fakePartition struct {
 	log      []sluice.Record
-	pos      int // index in log of the next record to deliver
-	start    int // pos at the last assignment
+	pos      int   // index in log of the next record to deliver
+	start    int   // pos at the last assignment
+	from     int64 // offset delivery started at: records appended later below it are passed over, as a broker would
 	assigned bool
 	paused   bool
 }
@@ -104,6 +105,10 @@ func (f *Fake) deliver(g sluice.Group) {
 		more = false
 		for _, tp := range f.order {
 			p := f.parts[tp]
+			for p.assigned && p.pos < len(p.log) && p.log[p.pos].Offset < p.from {
+				p.pos++ // appended after the assignment, below where it started
+				p.start++
+			}
 			if !p.assigned || p.paused || p.pos >= len(p.log) {
 				continue
 			}
@@ -193,6 +198,7 @@ func (f *Fake) Assign(topic string, partitions ...int32) error {
 				p.pos = len(p.log)
 			}
 			p.start = p.pos
+			p.from = next
 		}
 		if !f.joined {
 			f.joined = true

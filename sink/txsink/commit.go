@@ -3,6 +3,7 @@ package txsink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/sluice-go/sluice"
@@ -12,7 +13,9 @@ import (
 // flush writes the open batch in one transaction (retried under the
 // stage's policy while the error is transient), then completes its
 // values: Done for those written, Fail (a dead letter) for those the
-// store refused. A fenced partition's values are left uncompleted.
+// store refused. A fenced partition's values are left uncompleted. On a
+// final error every value of the batch goes to Fail (which stops Run, or
+// in a share group releases the record) and the batch is emptied.
 func (p *partWriter[T]) flush() error {
 	p.timer.Stop()
 	if p.fenced {
@@ -22,17 +25,22 @@ func (p *partWriter[T]) flush() error {
 	if len(p.vals) == 0 {
 		return nil
 	}
+	defer p.reset()
 	it := stagekit.Item[struct{}]{Ticket: p.tickets[0]}
 	_, err := stagekit.Call(p.s.Context(), p.s, p.pr, it, func(ctx context.Context, _ struct{}) (struct{}, error) {
 		return struct{}{}, p.attempt(ctx)
 	})
 	if err != nil {
-		return p.s.Fail(p.tickets[0], err)
+		for _, t := range p.tickets {
+			if ferr := p.s.Fail(t, err); ferr != nil {
+				return ferr
+			}
+		}
+		return nil
 	}
 	if p.fenced {
 		p.w.o.Logger.Warn("partition claimed by another member: its values are no longer written here",
 			"stage", p.w.o.Name, "topic", p.tp.Topic, "partition", p.tp.Partition, "epoch", p.pos.Epoch)
-		p.reset()
 		return nil
 	}
 	if p.eos {
@@ -49,11 +57,9 @@ func (p *partWriter[T]) flush() error {
 	p.s.Done(p.tickets...) // the zero Tickets of refused values complete nothing
 	for j, b := range p.bad {
 		if err := p.s.Fail(refused[j], b.err); err != nil {
-			p.reset()
 			return err
 		}
 	}
-	p.reset()
 	return nil
 }
 
@@ -62,20 +68,33 @@ func (p *partWriter[T]) reset() {
 	clear(p.vals)
 	p.vals, p.tickets, p.offs, p.weight = p.vals[:0], p.tickets[:0], p.offs[:0], 0
 	p.bad = p.bad[:0]
+	p.unknown = nil
 }
 
 // attempt is one transaction of the open batch. It returns nil when the
 // batch committed, or when the partition turned out fenced (p.fenced);
-// otherwise the error to retry (transient) or to stop Run with.
+// otherwise the error to retry (transient) or to stop Run with. A
+// transaction that did not commit is rolled back, whatever ended it (a
+// panic included), so that it never keeps the partition's position
+// locked.
 func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
+	if p.unknown != nil {
+		// An earlier attempt's commit failed and its outcome could not be
+		// read back: find it out before anything is written again.
+		if done, err := p.resolve(ctx, p.unknown); done || err != nil {
+			return err
+		}
+		p.unknown = nil
+	}
 	p.bad = p.bad[:0]
 	st := p.w.store
 	tx, err := st.Begin(ctx)
 	if err != nil {
-		return err
+		return notValue(err)
 	}
+	finished := false
 	defer func() {
-		if (err != nil || p.fenced) && tx != nil {
+		if !finished && tx != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
@@ -92,11 +111,33 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 			p.fenced = true
 			return nil
 		} else if err != nil {
-			return err
+			return notValue(err)
 		}
 	}
-	if err = tx.Commit(ctx); err != nil && p.eos {
-		return p.committedAnyway(ctx, err)
+	err = tx.Commit(ctx)
+	finished = err == nil
+	if err != nil && p.eos {
+		attempted := p.stored
+		done, rerr := p.resolve(ctx, &attempted)
+		if rerr != nil {
+			// Unknown: the next attempt resolves it first.
+			p.unknown = &attempted
+			return notValue(err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return notValue(err)
+}
+
+// notValue keeps a store's error from passing for a value's: only Write
+// and WriteOne report refused values (a constraint checked at commit
+// names no value), so an error marked sluice.Invalid from another call
+// is made permanent.
+func notValue(err error) error {
+	if err != nil && sluice.IsInvalid(err) {
+		return sluice.Permanent(fmt.Errorf("the store refused the transaction, not one value (a constraint checked at commit?): %v", err))
 	}
 	return err
 }
@@ -107,7 +148,7 @@ func (p *partWriter[T]) isolate(ctx context.Context, tx Tx[T]) (Tx[T], error) {
 	_ = tx.Rollback(ctx)
 	tx, err := p.w.store.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, notValue(err)
 	}
 	for i, v := range p.vals {
 		err := tx.WriteOne(ctx, v)
@@ -123,53 +164,62 @@ func (p *partWriter[T]) isolate(ctx context.Context, tx Tx[T]) (Tx[T], error) {
 }
 
 // position is what the batch's transaction stores: resume at the oldest
-// record not finished once the batch's written values are, the batch's
-// last offset written, and the refused offsets not behind the resume
-// point (the refused values' dead letters are still to be delivered).
+// record not finished once the batch's written values are; the newest
+// offset written, this batch's or an earlier one's; and the refused
+// offsets not behind the resume point (their dead letters are still to
+// be delivered), without those this batch wrote.
 func (p *partWriter[T]) position() Position {
-	var done []stagekit.Ticket
-	if len(p.bad) == 0 {
-		done = p.tickets
-	} else {
-		done = make([]stagekit.Ticket, 0, len(p.tickets))
-		for i, t := range p.tickets {
-			if !slices.ContainsFunc(p.bad, func(b badValue) bool { return b.i == i }) {
-				done = append(done, t)
-			}
+	refused := make(map[int64]bool, len(p.bad))
+	for _, b := range p.bad {
+		refused[p.offs[b.i]] = true
+	}
+	done := make([]stagekit.Ticket, 0, len(p.tickets))
+	written := make(map[int64]bool, len(p.offs))
+	for i, t := range p.tickets {
+		if !refused[p.offs[i]] {
+			done = append(done, t)
+			written[p.offs[i]] = true
 		}
 	}
 	next := p.s.Watermark(done...)
-	inv := make([]int64, 0, len(p.pos.Invalid)+len(p.bad))
+	inv := make([]int64, 0, len(p.pos.Invalid)+len(refused))
 	for _, off := range p.pos.Invalid {
-		if off >= next {
+		if off >= next && !written[off] {
 			inv = append(inv, off)
 		}
 	}
-	for _, b := range p.bad {
-		inv = append(inv, p.offs[b.i])
+	for off := range refused {
+		inv = append(inv, off)
 	}
 	slices.Sort(inv)
-	return Position{Epoch: p.pos.Epoch, Next: next, Written: p.offs[len(p.offs)-1], Invalid: slices.Compact(inv)}
+	return Position{Epoch: p.pos.Epoch, Next: next, Written: max(p.pos.Written, p.offs[len(p.offs)-1]),
+		Invalid: slices.Compact(inv)}
 }
 
-// committedAnyway decides, after Commit failed, whether the transaction
-// committed all the same (the connection dropped during the commit): it
-// reads the position back. Stored by this owner with this batch: nil.
-// Claimed by another owner since: fenced. Otherwise the commit error, to
-// retry the batch.
-func (p *partWriter[T]) committedAnyway(ctx context.Context, commitErr error) error {
+// resolve finds out, after a commit failed, whether the transaction that
+// stored attempted committed all the same (the connection dropped during
+// the commit): it reads the position back. The position attempted, under
+// this owner's epoch: it committed (done). Another epoch: fenced (done).
+// Anything else: it did not commit. A batch whose position equals the one
+// stored before wrote no row (every value of a batch either raises
+// Written, leaves Invalid, or is refused again), so the comparison cannot
+// mistake an earlier transaction for this one where it matters.
+func (p *partWriter[T]) resolve(ctx context.Context, attempted *Position) (done bool, err error) {
 	got, ok, err := p.w.store.Read(ctx, p.group, p.tp)
-	if err != nil || !ok {
-		return commitErr
+	if err != nil {
+		return false, notValue(err)
 	}
 	switch {
-	case got.Epoch != p.pos.Epoch:
+	case !ok:
+		return false, nil
+	case got.Epoch != attempted.Epoch:
 		p.fenced = true
-		return nil
-	case got.Written >= p.stored.Written:
+		return true, nil
+	case got.Next == attempted.Next && got.Written == attempted.Written && slices.Equal(got.Invalid, attempted.Invalid):
+		p.stored = *attempted
 		p.w.o.Logger.Info("commit reported an error but the position is stored: the batch committed",
-			"stage", p.w.o.Name, "topic", p.tp.Topic, "partition", p.tp.Partition, "err", commitErr)
-		return nil
+			"stage", p.w.o.Name, "topic", p.tp.Topic, "partition", p.tp.Partition)
+		return true, nil
 	}
-	return commitErr
+	return false, nil
 }

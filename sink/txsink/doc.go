@@ -37,6 +37,15 @@
 //     (sluice.Invalid): those are not skipped on resume but written
 //     again, so their dead letters are sent again if they had not been.
 //
+// A commit that fails may have committed all the same (the connection
+// dropped during it): the Writer reads the position back (Store.Read) and
+// takes the batch as committed if it finds exactly the position it
+// stored; when even the read fails, it writes nothing until a later read
+// tells. A partition whose first record comes before the stored Next
+// means the source could not start there (the topic was deleted and
+// created again, or truncated): Run stops with an error naming the
+// partition rather than skip the new records as written.
+//
 // Fencing: a transaction stores the position only if the owner epoch it
 // was claimed with is still the partition's (Tx.StoreOffset, [ErrFenced]);
 // the next owner's Claim raised it, so a member that lost the partition
@@ -67,5 +76,8 @@
 // store cannot be used (bad credentials, a missing table): Run stops with
 // the error. Anything else is transient (a lost connection, a
 // serialization failure, a deadlock): the whole transaction is retried
-// under the stage's retry policy.
+// under the stage's retry policy. Only Write's and WriteOne's errors are
+// taken for values' faults: one marked sluice.Invalid from Begin,
+// StoreOffset or Commit (a deferred constraint checked at commit names no
+// value) stops Run as permanent.
 package txsink

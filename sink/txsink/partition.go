@@ -30,8 +30,9 @@ type partWriter[T any] struct {
 	fenced  bool           // another member claimed the partition
 
 	// Set by an attempt (commit.go) for the batch being written.
-	bad    []badValue
-	stored Position
+	bad     []badValue
+	stored  Position
+	unknown *Position // a commit failed and its outcome is not known yet
 }
 
 // badValue is a value of the batch the store refused.
@@ -96,6 +97,9 @@ func (p *partWriter[T]) order(t stagekit.Ticket) (off int64, skip bool, err erro
 	off, ok := p.s.RecordOffset(t)
 	if !ok {
 		return 0, false, fmt.Errorf("%s: exactly-once needs each value to come from one record: this value stands for several (a Batch before the Writer?)", p.w.o.Name)
+	}
+	if p.last < 0 && p.pos.Next >= 0 && off < p.pos.Next {
+		return 0, false, fmt.Errorf("%s: %s[%d] resumed at offset %d, before the store's position %d: the source did not start where the store says, so the log no longer holds that offset (the topic was deleted and created again, or truncated); remove the partition's position from the store to start over", p.w.o.Name, p.tp.Topic, p.tp.Partition, off, p.pos.Next)
 	}
 	if off <= p.last {
 		return 0, false, fmt.Errorf("%s: exactly-once needs values in offset order, one per record: offset %d came after offset %d (a Pool that reorders, or a FlatMap, before the Writer?)", p.w.o.Name, off, p.last)
