@@ -177,28 +177,7 @@ func postgresResumes(t *testing.T, client, mode string) {
 	for i := n; i < n+more; i++ {
 		recs = append(recs, pipeline.Record{Partition: int32(i % 8), Value: demo.Value(i)})
 	}
-	b.Produce(t, o.input, recs...)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runCluster(ctx, o, b.Addrs(), slog.New(slog.DiscardHandler), &out) }()
-	hw := b.HighWatermarks(t, o.input)
-	deadline := time.After(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !maps.Equal(b.Committed(t, o.group, o.input), hw) {
-		select {
-		case err := <-done:
-			t.Fatalf("runCluster returned early: %v\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("committed %v after a minute, want %v", b.Committed(t, o.group, o.input), hw)
-		case <-tick.C:
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("runCluster: %v\n%s", err, out.String())
-	}
+	consumeBatches(t, o, b, recs)
 
 	rows := readEvents(t, srv.Pool(t, dsn), o.postgresTable)
 	for i := range n + more {
@@ -213,6 +192,41 @@ func postgresResumes(t *testing.T, client, mode string) {
 		if len(rows[id]) != want {
 			t.Fatalf("%s: event %s has %d rows, want %d", mode, id, len(rows[id]), want)
 		}
+	}
+}
+
+// consumeBatches runs the --brokers mode on b and, for each batch in
+// turn, produces it to o.input and waits until the group committed every
+// partition up to its high watermark; then it stops the run, as SIGINT
+// does, and checks that it returned nil.
+func consumeBatches(t *testing.T, o options, b *kafkatest.Broker, batches ...[]pipeline.Record) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runCluster(ctx, o, b.Addrs(), slog.New(slog.DiscardHandler), &out) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for _, recs := range batches {
+		b.Produce(t, o.input, recs...)
+		hw := b.HighWatermarks(t, o.input)
+		deadline := time.After(time.Minute)
+		for !maps.Equal(b.Committed(t, o.group, o.input), hw) {
+			select {
+			case err := <-done:
+				t.Fatalf("runCluster returned early: %v\n%s", err, out.String())
+			case <-deadline:
+				cancel()
+				<-done
+				t.Fatalf("committed %v after a minute, want %v", b.Committed(t, o.group, o.input), hw)
+			case <-tick.C:
+			}
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("runCluster: %v\n%s", err, out.String())
 	}
 }
 
