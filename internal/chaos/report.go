@@ -59,7 +59,7 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 		if !r.postgres || !r.checked {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s/%s/seed%d postgres: %d rows for %d valid events; %d partition claims in %s; %d dead letters for %d malformed events, %d copies beyond the first (%d outside every kill window)\n",
+		fmt.Fprintf(w, "\n%s/%s/seed%d postgres: %d rows for %d valid events; %d partition claims in %s; %d dead letters for %d malformed events (extra copies: %d, outside every kill window: %d)\n",
 			r.client, r.protocol, r.seed, r.rows, r.v.valid, r.claims, offsetsTable, r.v.deadLetters, r.v.malformed, r.v.deadDuplicates, len(r.v.deadOutside))
 		for _, d := range r.v.deadOutside[:min(5, len(r.v.deadOutside))] {
 			fmt.Fprintf(w, "  dead letter again: %s\n", d)
