@@ -41,21 +41,22 @@ type backend struct {
 }
 
 // newBackend builds the source and the producer of --client on brokers,
-// configured by the group flags.
-func newBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+// configured by the group flags; store, when not nil, is the source's
+// Config.OffsetStore.
+func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
 	switch o.client {
 	case "", "librdkafka":
-		return newLibrdkafkaBackend(o, brokers, logger)
+		return newLibrdkafkaBackend(o, brokers, logger, store)
 	case "franz":
-		return newFranzBackend(o, brokers, logger)
+		return newFranzBackend(o, brokers, logger, store)
 	}
 	return nil, fmt.Errorf("--client=%q: want one of %s", o.client, strings.Join(clients, ", "))
 }
 
-func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
 	src, err := source.NewSource(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
-		Overrides:      o.consumerOverrides()})
+		Overrides:      o.consumerOverrides(), OffsetStore: store})
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +74,10 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger) (*ba
 	}, nil
 }
 
-func newFranzBackend(o options, brokers []string, logger *slog.Logger) (*backend, error) {
+func newFranzBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
 	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
-		Opts:           o.franzConsumerOpts()})
+		Opts:           o.franzConsumerOpts(), OffsetStore: store})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func TestClientFlagRefusesUnknownValues(t *testing.T) {
 		if err := o.validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate: %v, want an error containing %q", err, want)
 		}
-		if _, err := newBackend(o, []string{"127.0.0.1:1"}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := newBackend(o, []string{"127.0.0.1:1"}, slog.New(slog.DiscardHandler), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("newBackend: %v, want an error containing %q", err, want)
 		}
 	}

@@ -17,7 +17,13 @@ type event struct {
 	fields map[string]json.RawMessage
 	id     string
 	amount float64
-	source string
+	user   *string // nil when the event has no "user"
+	source string  // the input record: "topic/partition/offset"
+
+	// The input record's coordinates, which source renders.
+	topic     string
+	partition int32
+	offset    int64
 }
 
 // decode parses and validates one input record. Anything that is not a
@@ -28,7 +34,8 @@ func decode(_ context.Context, r sluice.Record) (event, error) {
 	if err := json.Unmarshal(r.Value, &fields); err != nil || fields == nil {
 		return event{}, sluice.Invalid(errors.New("value is not a JSON object"))
 	}
-	ev := event{fields: fields, source: fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)}
+	ev := event{fields: fields, source: fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset),
+		topic: r.Topic, partition: r.Partition, offset: r.Offset}
 	raw, ok := fields["id"]
 	if !ok {
 		return event{}, sluice.Invalid(errors.New(`"id" is missing`))
@@ -51,13 +58,17 @@ func decode(_ context.Context, r sluice.Record) (event, error) {
 		if err := json.Unmarshal(raw, &user); err != nil || raw[0] != '"' {
 			return event{}, sluice.Invalid(errors.New(`"user" is not a string`))
 		}
+		ev.user = &user
 	}
 	return ev, nil
 }
 
+// cents is amount in cents, rounded to the nearest.
+func cents(amount float64) int64 { return int64(math.Round(amount * 100)) }
+
 // enrich adds amount_cents and source and renders the output message.
 func enrich(_ context.Context, ev event) (sink.Message, error) {
-	cents, err := json.Marshal(int64(math.Round(ev.amount * 100)))
+	amountCents, err := json.Marshal(cents(ev.amount))
 	if err != nil {
 		return sink.Message{}, sluice.Invalid(fmt.Errorf("amount %v has no cents value: %w", ev.amount, err))
 	}
@@ -66,7 +77,7 @@ func enrich(_ context.Context, ev event) (sink.Message, error) {
 	for k, v := range ev.fields {
 		out[k] = v
 	}
-	out["amount_cents"] = cents
+	out["amount_cents"] = amountCents
 	out["source"] = src
 	value, err := json.Marshal(out)
 	if err != nil {

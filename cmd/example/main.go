@@ -23,6 +23,20 @@
 // readers of the output with isolation.level=read_committed see every event
 // once, whatever crashes. See docs/exactly-once.md.
 //
+// --sink postgres writes the enriched events to a PostgreSQL table
+// instead of the output topic (package sink/postgres): --postgres-dsn
+// names the database (required), --postgres-table the table ("events";
+// created when missing, with the event's fields, the input record's
+// topic, partition and offset, and the enriched event as a jsonb payload;
+// no unique key, so that a duplicate would be a second row), and
+// --postgres-mode exactly-once (the default: each batch's rows and the
+// partition's offsets commit in one database transaction, in the offsets
+// table sluice_offsets, created when missing, and the source resumes
+// where that table says) or at-least-once (rows are written again after
+// a crash). Malformed events still go to the dead-letter topic, at least
+// once. --exactly-once is refused with it. Each partition's graph is
+// decode, enrich into a row, write (package sink/postgres).
+//
 // Prometheus metrics (see docs/metrics.md) are served on --metrics-addr
 // (default 127.0.0.1:9464; empty disables) at /metrics, with liveness and
 // readiness probes at /healthz and /readyz.
@@ -89,6 +103,8 @@ type options struct {
 	groupFlags
 	// exactlyOnce is --exactly-once (exactlyonce.go).
 	exactlyOnce bool
+	// sinkFlags are --sink and the --postgres-* flags (postgres.go).
+	sinkFlags
 }
 
 func main() {
@@ -107,6 +123,11 @@ func main() {
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long revoked partitions may drain; 0 means the default 20s")
 	flag.StringVar(&o.clientID, "client-id", "", "client.id of the consumer and the producer; empty keeps the client's (rdkafka, kgo)")
 	flag.BoolVar(&o.exactlyOnce, "exactly-once", false, "produce the outputs and commit the input offsets in one Kafka transaction per commit interval (read the output with isolation.level=read_committed; both clients)")
+	flag.StringVar(&o.sink, "sink", sinks[0], "where the enriched events go: "+strings.Join(sinks, ", ")+" (a table, --postgres-*)")
+	flag.StringVar(&o.postgresDSN, "postgres-dsn", "", "--sink postgres: the database, e.g. postgres://user@host:5432/db")
+	flag.StringVar(&o.postgresMode, "postgres-mode", postgresModes[0], "--sink postgres: "+strings.Join(postgresModes, " or ")+
+		" (exactly-once keeps the offsets in the database, in the rows' transactions)")
+	flag.StringVar(&o.postgresTable, "postgres-table", "events", "--sink postgres: the table, created when missing")
 	flag.BoolVar(&o.verbose, "v", false, "log assignments, revocations and the Kafka client's warnings")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -155,5 +176,6 @@ func (o options) validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.groupFlags.validate()...)
+	errs = append(errs, o.sinkFlags.validate(o.exactlyOnce)...)
 	return errors.Join(errs...)
 }

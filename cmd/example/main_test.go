@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(kafkatest.Pooled(m)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgServer.StopAfter(kafkatest.Pooled(m))) }
 
 // TestDemoEndToEnd runs the demo against an embedded broker with each
 // --client and checks the output and dead-letter topics record by record.

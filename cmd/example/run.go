@@ -28,7 +28,7 @@ type telemetry struct {
 	reg      *prometheus.Registry
 	metrics  *metrics.Metrics
 	health   *metrics.Health
-	produced atomic.Int64 // records handed to the producer (no sluice_ metric counts these)
+	produced atomic.Int64 // results handed to the sink: messages to the producer, or rows (no sluice_ metric counts these)
 }
 
 func newTelemetry() (*telemetry, error) {
@@ -128,9 +128,19 @@ func startTelemetry(o options, out io.Writer) (*telemetry, func(), error) {
 }
 
 // consume runs the pipeline on brokers, with the source and the producer
-// of --client, until ctx is cancelled.
+// of --client, until ctx is cancelled. With --sink postgres the events go
+// to the table and, in exactly-once mode, the sink is the source's
+// offset store; the producer sends the dead letters only.
 func consume(ctx context.Context, o options, brokers []string, logger *slog.Logger, t *telemetry) error {
-	b, err := newBackend(o, brokers, logger)
+	var pg *postgresSink
+	if o.toPostgres() {
+		var err error
+		if pg, err = openPostgres(ctx, o.sinkFlags, logger); err != nil {
+			return err
+		}
+		defer pg.close() // deferred first: runs after the producer closed
+	}
+	b, err := newBackend(o, brokers, logger, pg.offsetStore())
 	if err != nil {
 		return err
 	}
@@ -141,6 +151,9 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 		}
 	}()
 	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		if pg != nil {
+			return pg.build(in, o.workers, func() { t.produced.Add(1) })
+		}
 		events := stages.Map(in, decode, stages.Name("decode"))
 		enriched := stages.Pool(events, o.workers, enrich, stages.Name("enrich"))
 		return b.produce(enriched, o.output, func(m sink.Message) (sink.Message, error) {
@@ -194,7 +207,7 @@ func runDemo(ctx context.Context, o options, b *kafkatest.Broker, logger *slog.L
 			cancel()
 			return <-done
 		case <-tick.C:
-			progress(out, t, committed(), start)
+			progress(out, o, t, committed(), start)
 		}
 	}
 	cancel()
@@ -202,8 +215,8 @@ func runDemo(ctx context.Context, o options, b *kafkatest.Broker, logger *slog.L
 		return err
 	}
 	elapsed := time.Since(start)
-	fmt.Fprintf(out, "done: consumed %d, produced %d, dead-lettered %d, committed %d of %d in %v (%.0f msg/s)\n",
-		t.consumed(), t.produced.Load(), t.deadLettered(), committed(), o.messages,
+	fmt.Fprintf(out, "done: consumed %d, %s %d, dead-lettered %d, committed %d of %d in %v (%.0f msg/s)\n",
+		t.consumed(), o.resultsName(), t.produced.Load(), t.deadLettered(), committed(), o.messages,
 		elapsed.Round(time.Millisecond), float64(o.messages)/elapsed.Seconds())
 	return nil
 }
@@ -223,18 +236,18 @@ func runCluster(ctx context.Context, o options, brokers []string, logger *slog.L
 	for {
 		select {
 		case err := <-done:
-			fmt.Fprintf(out, "stopped: consumed %d, produced %d, dead-lettered %d\n",
-				t.consumed(), t.produced.Load(), t.deadLettered())
+			fmt.Fprintf(out, "stopped: consumed %d, %s %d, dead-lettered %d\n",
+				t.consumed(), o.resultsName(), t.produced.Load(), t.deadLettered())
 			return err
 		case <-tick.C:
-			progress(out, t, -1, start)
+			progress(out, o, t, -1, start)
 		}
 	}
 }
 
-func progress(out io.Writer, t *telemetry, committed int64, start time.Time) {
+func progress(out io.Writer, o options, t *telemetry, committed int64, start time.Time) {
 	n := t.consumed()
-	line := fmt.Sprintf("consumed %d, produced %d, dead-lettered %d", n, t.produced.Load(), t.deadLettered())
+	line := fmt.Sprintf("consumed %d, %s %d, dead-lettered %d", n, o.resultsName(), t.produced.Load(), t.deadLettered())
 	if committed >= 0 {
 		line += fmt.Sprintf(", committed %d", committed)
 	}

@@ -27,6 +27,9 @@ func (s *scenario) args() []string {
 	if s.set.exactlyOnce {
 		a = append(a, "--exactly-once")
 	}
+	if s.set.sink == sinkPostgres {
+		a = append(a, "--sink", "postgres", "--postgres-dsn", s.dsn) // --postgres-mode exactly-once, --postgres-table events
+	}
 	return a
 }
 

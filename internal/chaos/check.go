@@ -30,6 +30,11 @@ type observed struct {
 	// exactly one result there: no duplicate is explained by a kill, and
 	// no result may be committed past its input's committed offset.
 	exactlyOnce bool
+	// rowsOnce (-sink postgres): output holds the rows of the events
+	// table, which must hold each valid input exactly once, kills
+	// included; dead letters are sent at least once, and their copies
+	// are counted (verdict.deadDuplicates), not violations.
+	rowsOnce bool
 }
 
 // window is a range of input offsets [from, to) of one partition that an
@@ -61,7 +66,7 @@ type verdict struct {
 	pending int
 	// duplicates counts the copies beyond the first of every output and
 	// dead letter; unexplained are those outside every kill window (in
-	// exactly-once mode: all of them).
+	// exactly-once mode: all of them; with rowsOnce: every second row).
 	duplicates  int
 	unexplained []string
 	// unexplainedAt lists the offsets of the unexplained duplicates by
@@ -76,6 +81,11 @@ type verdict struct {
 	wrong []string
 	// behind: partitions whose committed offset is not the high watermark.
 	behind []string
+	// deadDuplicates (rowsOnce only) counts the dead letters' copies
+	// beyond the first, which are not violations there; deadOutside
+	// lists those outside every kill window.
+	deadDuplicates int
+	deadOutside    []string
 	// ahead (exactly-once mode only): inputs at or past their
 	// partition's committed offset whose result is committed: a
 	// transaction committed outputs without their input offsets.
@@ -102,7 +112,9 @@ func (r inputRef) String() string { return fmt.Sprintf("%d/%d", r.partition, r.o
 // the committed offset (what is past it counts as pending); copies beyond the
 // first are duplicates, which must lie in windows[partition] (in
 // exactly-once mode there must be none, and no result past the committed
-// offset); and every partition must be committed up to its high watermark.
+// offset; with rowsOnce no second row of a valid input, while copies of
+// dead letters are only counted); and every partition must be committed
+// up to its high watermark.
 func check(o observed, windows map[int32][]window) verdict {
 	var v verdict
 	inputs := make(map[inputRef]sluice.Record, len(o.input))
@@ -182,10 +194,20 @@ func check(o observed, windows map[int32][]window) verdict {
 		}
 		v.duplicates += n - 1
 		w, ok := covering(windows[ref.partition], ref.offset)
+		malformed := demo.IsMalformed(inputs[ref].Value)
 		switch {
 		case o.exactlyOnce:
 			v.unexplain(ref, fmt.Sprintf("%s/%s in the committed output %d times (%s), want exactly once", o.inputTopic, ref, n,
 				strings.Join(copiesAt[ref], ", ")))
+		case o.rowsOnce && !malformed:
+			v.unexplain(ref, fmt.Sprintf("%s/%s has %d rows (%s), want exactly one", o.inputTopic, ref, n,
+				strings.Join(copiesAt[ref], ", ")))
+		case o.rowsOnce:
+			v.deadDuplicates += n - 1
+			if !ok {
+				v.deadOutside = append(v.deadOutside, fmt.Sprintf("%s/%s dead-lettered %d times (%s)", o.inputTopic, ref, n,
+					strings.Join(copiesAt[ref], ", ")))
+			}
 		case !ok:
 			v.unexplain(ref, fmt.Sprintf("%s/%s processed %d times, outside every kill window", o.inputTopic, ref, n))
 		default:

@@ -16,6 +16,13 @@
 //	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
 //	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
 //	go run ./internal/chaos -short -broker apache   # the same on Apache Kafka (a cluster per scenario; Java 17+ and Maven)
+//	go run ./internal/chaos -short -sink postgres   # cmd/example --sink postgres: every valid event exactly once in a table
+//
+// With -sink postgres the suite starts a PostgreSQL server (internal/pgtest)
+// with a database per scenario, the consumers write each valid event as a
+// row (exactly once, the offsets in the database), and the check reads the
+// table instead of the output topic: any duplicate row is a violation,
+// kills included; dead letters are at least once.
 //
 // The plan (which process, which signal, the pauses between steps) is
 // deterministic given -seed; how the consumers interleave with it is not.
@@ -35,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/pgtest"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -119,6 +127,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.race, "race", false, "build cmd/example with the race detector")
 	fs.BoolVar(&o.keep, "keep", false, "keep the process logs even when everything passed")
 	fs.BoolVar(&o.set.verbose, "v", false, "print every process start")
+	fs.StringVar(&o.set.sink, "sink", sinkKafka, "where the consumers write: "+strings.Join(sinks, ", ")+
+		" (cmd/example --sink postgres, exactly once, into a PostgreSQL server the suite starts; any duplicate row is a violation)")
 	fs.BoolVar(&o.set.exactlyOnce, "exactly-once", false, "run cmd/example --exactly-once and read the outputs with read_committed: any duplicate is a violation")
 	fs.BoolVar(&o.rss, "rss", false, "instead of the chaos scenarios: peak RSS of one consumer per partition count (-rss-* flags)")
 	o.rssSet.register(fs)
@@ -188,6 +198,15 @@ func (o options) validate() error {
 	}
 	if len(o.protocolList()) == 0 {
 		errs = append(errs, errors.New("-protocols is empty"))
+	}
+	if !slices.Contains(sinks, o.set.sink) {
+		errs = append(errs, fmt.Errorf("-sink: %q is not one of %s", o.set.sink, strings.Join(sinks, ", ")))
+	}
+	if o.set.sink == sinkPostgres && o.set.exactlyOnce {
+		errs = append(errs, errors.New("-sink postgres and -exactly-once: the table is exactly once by itself, -exactly-once is Kafka transactions; choose one"))
+	}
+	if o.set.sink == sinkPostgres && o.rss {
+		errs = append(errs, errors.New("-sink postgres and -rss: -rss measures a consumer without a sink; choose one"))
 	}
 	if o.client != "" && o.client != clientBoth && !slices.Contains(clients, o.client) {
 		errs = append(errs, fmt.Errorf("-client: %q is not one of %s, %s", o.client, strings.Join(clients, ", "), clientBoth))
@@ -277,6 +296,20 @@ func run(o options) (status int) {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 1
 	}
+	var pg *pgtest.Server
+	if o.set.sink == sinkPostgres {
+		srv, stopPG, err := startPostgres()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+		defer func() {
+			if err := stopPG(); err != nil {
+				fmt.Fprintln(os.Stderr, "chaos: stopping PostgreSQL:", err)
+			}
+		}()
+		pg = srv
+	}
 	sup := newSupervisor(bin)
 	defer func() {
 		// Also on a panic: no child outlives the program.
@@ -297,6 +330,9 @@ func run(o options) (status int) {
 	if o.set.exactlyOnce {
 		mode += ", exactly once (read_committed, no duplicate allowed)"
 	}
+	if pg != nil {
+		mode += fmt.Sprintf(", PostgreSQL sink on %s (exactly once: no duplicate row allowed; dead letters at least once)", pg.Addr())
+	}
 	fmt.Printf("chaos: broker %s, %d processes, %s, seeds %d..%d, clients/protocols %s, %d events/s; session timeout %v, drain timeout %v; logs in %s\n",
 		o.set.broker, o.set.procs, mode, o.seed, o.seed+int64(o.seeds)-1, strings.Join(names, ","), o.set.rate,
 		o.set.sessionTimeout, o.set.drainTimeout, dir)
@@ -312,7 +348,7 @@ func run(o options) (status int) {
 				break
 			}
 			s := &scenario{set: o.set, client: c.client, protocol: c.protocol, seed: seed, plan: plan, bin: bin, sup: sup,
-				logDir: logDirFor(dir, c, seed), out: os.Stdout}
+				logDir: logDirFor(dir, c, seed), out: os.Stdout, pg: pg}
 			results = append(results, s.run(ctx))
 		}
 	}

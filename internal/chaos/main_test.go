@@ -14,7 +14,7 @@ import (
 // The supervisor's spawn goroutine (newSupervisor) never ends by design:
 // the children's PR_SET_PDEATHSIG is tied to its locked OS thread.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(kafkatest.Pooled(m), goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
+	goleak.VerifyTestMain(pgServer.StopAfter(kafkatest.Pooled(m)), goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
 }
 
 func TestFlagsNameWhatIsWrong(t *testing.T) {
@@ -31,6 +31,9 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 		{[]string{"-client", "sarama"}, `-client: "sarama" is not one of librdkafka, franz, both`},
 		{[]string{"-broker", "confluent"}, `flag -broker: "confluent" is not one of kfake, apache`},
 		{[]string{"-broker", ""}, `flag -broker: "" is not one of kfake, apache`},
+		{[]string{"-sink", "mysql"}, `-sink: "mysql" is not one of kafka, postgres`},
+		{[]string{"-sink", "postgres", "-exactly-once"}, "-sink postgres and -exactly-once"},
+		{[]string{"-sink", "postgres", "-rss"}, "-sink postgres and -rss"},
 	} {
 		_, err := parseFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -41,8 +44,11 @@ func TestFlagsNameWhatIsWrong(t *testing.T) {
 	if err != nil || o.plan != planStopAll || o.rounds != 20 || fmt.Sprint(o.rssSet.partitions) != "[8 64]" {
 		t.Fatalf("parseFlags: %+v, %v", o, err)
 	}
-	if o.set.broker != kafkatest.Kfake {
-		t.Fatalf("the default broker is %q, want kfake", o.set.broker)
+	if o.set.broker != kafkatest.Kfake || o.set.sink != sinkKafka {
+		t.Fatalf("the default broker is %q and sink %q, want kfake and kafka", o.set.broker, o.set.sink)
+	}
+	if o, err := parseFlags([]string{"-short", "-sink", "postgres"}); err != nil || o.set.sink != sinkPostgres {
+		t.Fatalf("parseFlags(-short -sink postgres): sink %q, %v", o.set.sink, err)
 	}
 	o, err = parseFlags([]string{"-short", "-broker", "apache"})
 	if err != nil || o.set.broker != kafkatest.Apache || o.timeout != 10*time.Minute {

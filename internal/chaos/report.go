@@ -21,6 +21,8 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 			dups = fmt.Sprint(r.v.duplicates)
 			if n := len(r.v.unexplained); n > 0 {
 				dups += fmt.Sprintf(" (%d unexplained)", n)
+			} else if r.postgres && r.v.duplicates > 0 {
+				dups += " (dead letters)"
 			} else if r.v.duplicates > 0 {
 				dups += fmt.Sprintf(" (<= %v old)", r.v.maxDupAge.Round(time.Millisecond))
 			}
@@ -51,6 +53,16 @@ func printSummary(w io.Writer, results []result, took time.Duration) (failed boo
 			r.client, r.protocol, r.seed, r.killsInTxn, r.kills, ended, r.stableAfter.Round(10*time.Millisecond), r.rewinds, len(r.aborts))
 		for _, a := range r.aborts {
 			fmt.Fprintf(w, "  aborted: %s\n", a)
+		}
+	}
+	for _, r := range results {
+		if !r.postgres || !r.checked {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s/%s/seed%d postgres: %d rows for %d valid events; %d partition claims in %s; %d dead letters for %d malformed events (extra copies: %d, outside every kill window: %d)\n",
+			r.client, r.protocol, r.seed, r.rows, r.v.valid, r.claims, offsetsTable, r.v.deadLetters, r.v.malformed, r.v.deadDuplicates, len(r.v.deadOutside))
+		for _, d := range r.v.deadOutside[:min(5, len(r.v.deadOutside))] {
+			fmt.Fprintf(w, "  dead letter again: %s\n", d)
 		}
 	}
 	for _, r := range results {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/internal/demo"
+	"github.com/sluice-go/sluice/internal/pgtest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -38,6 +39,11 @@ type settings struct {
 	// duplicate is a violation; a process that stops with
 	// exactlyonce.ErrAborted is restarted (aborts.go).
 	exactlyOnce bool
+	// sink is where cmd/example writes: sinkKafka (the output topic) or
+	// sinkPostgres (--sink postgres, exactly once: a table in a database
+	// of the scenario's own, read back and checked instead of the
+	// output topic; postgres.go).
+	sink string
 }
 
 // dupAgeBound is the oldest work a kill may leave uncommitted: offsets
@@ -67,7 +73,11 @@ type scenario struct {
 	all     []*proc
 	windows map[int32][]window
 	txns    *killedTxns // exactly-once mode: the transactions kills left open
-	res     result
+	// pg is the PostgreSQL server of -sink postgres (shared by the
+	// run's scenarios) and dsn the scenario's database on it.
+	pg  *pgtest.Server
+	dsn string
+	res result
 }
 
 // result is one row of the summary table, and the details behind it.
@@ -99,6 +109,12 @@ type result struct {
 	txnEnded []time.Duration
 	txnOpen  int
 	rewinds  int // the in-place rewinds the processes logged (rewoundLog)
+
+	// -sink postgres: the rows of the events table, and the claims of
+	// partitions the offsets table counted (the sum of their epochs).
+	postgres bool
+	rows     int
+	claims   int64
 
 	violations []string
 	notes      []string // WARN/ERROR counts of the processes' logs
@@ -137,13 +153,23 @@ func firstLine(s string) string {
 // result. Every process it started is gone when it returns.
 func (s *scenario) run(ctx context.Context) result {
 	s.began = time.Now()
-	s.res = result{client: s.client, protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir, exactlyOnce: s.set.exactlyOnce}
+	s.res = result{client: s.client, protocol: s.protocol, seed: s.seed, steps: len(s.plan), logDir: s.logDir, exactlyOnce: s.set.exactlyOnce,
+		postgres: s.set.sink == sinkPostgres}
 	s.live, s.inc, s.windows = map[int]*proc{}, map[int]int{}, map[int32][]window{}
 	s.txns = newKilledTxns()
 	defer func() { s.res.took = time.Since(s.began) }()
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		s.violate("log directory: %v", err)
 		return s.res
+	}
+	if s.set.sink == sinkPostgres {
+		dsn, err := createDatabase(ctx, s.pg, databaseName(combo{s.client, s.protocol}, s.seed))
+		if err != nil {
+			s.violate("%v", err)
+			return s.res
+		}
+		s.dsn = dsn
+		defer s.keepPostgresLog()
 	}
 	t := time.Now()
 	c, err := startCluster(ctx, s.set.broker, s.set.partitions, s.set.sessionTimeout)
@@ -274,11 +300,27 @@ func (s *scenario) finish(ctx context.Context) {
 		s.violate("reading the topics: %v", err)
 		return
 	}
+	var positionsWrong, rowsWrong []string
+	if s.set.sink == sinkPostgres {
+		tab, err := readTable(octx, s.dsn)
+		if err != nil {
+			s.violate("reading the table: %v", err)
+			return
+		}
+		o.output, o.rowsOnce = tab.outputs, true
+		positionsWrong, s.res.claims = checkPositions(tab.positions, tab.outputs, o.high)
+		s.res.rows, rowsWrong = len(tab.outputs), tab.wrong
+	}
 	s.res.v = check(o, s.windows)
+	s.res.v.wrong = append(s.res.v.wrong, rowsWrong...)
 	s.res.checked = true
 	v := s.res.v
-	s.logf("checked %d inputs (%d malformed), %d outputs, %d dead letters: lost %d, not processed yet %d, duplicates %d (unexplained %d), wrong %d",
-		v.inputs, v.malformed, v.outputs, v.deadLetters, len(v.lost), v.pending, v.duplicates, len(v.unexplained), len(v.wrong))
+	outputs := "outputs"
+	if s.set.sink == sinkPostgres {
+		outputs = "rows"
+	}
+	s.logf("checked %d inputs (%d malformed), %d %s, %d dead letters: lost %d, not processed yet %d, duplicates %d (unexplained %d), wrong %d",
+		v.inputs, v.malformed, v.outputs, outputs, v.deadLetters, len(v.lost), v.pending, v.duplicates, len(v.unexplained), len(v.wrong))
 	report := func(what string, items []string) {
 		if len(items) > 0 {
 			s.violate("%d %s, e.g. %s", len(items), what, strings.Join(items[:min(5, len(items))], "; "))
@@ -303,10 +345,14 @@ func (s *scenario) finish(ctx context.Context) {
 		if s.set.exactlyOnce {
 			rule = "in the committed output (exactly once: none allowed, kills included)"
 		}
+		if s.set.sink == sinkPostgres {
+			rule = "in the table (exactly once: none allowed, kills included)"
+		}
 		s.violate("%d duplicates %s: %s; %s; e.g. %s", len(v.unexplained), rule, offsetRanges(v.unexplainedAt), why,
 			strings.Join(v.unexplained[:min(5, len(v.unexplained))], "; "))
 	}
 	report("wrong outputs or dead letters", v.wrong)
+	report("positions in "+offsetsTable+" that disagree with the rows or the input", positionsWrong)
 	report("partitions not committed up to their high watermark at the end", v.behind)
 	report("results committed past their input's committed offset (a transaction committed outputs without their offsets)", v.ahead)
 	if v.maxDupAge > dupAgeBound {

@@ -47,3 +47,8 @@ func logOnFailure(tb testing.TB, s *Server) {
 		}
 	})
 }
+
+// LogTail returns the last lines of the server's log (its output since
+// initdb, across restarts), for a program that keeps it when something
+// failed; tests get it logged on failure without asking.
+func (s *Server) LogTail(lines int) string { return readLog(s.logPath(), 0, lines) }
