@@ -28,6 +28,7 @@ type partWriter[T any] struct {
 	invalid map[int64]bool // pos.Invalid
 	last    int64          // offset of the last value received, -1 before
 	fenced  bool           // another member claimed the partition
+	drained bool           // the input closed: a graceful revoke or shutdown
 
 	// Set by an attempt (commit.go) for the batch being written.
 	bad     []badValue

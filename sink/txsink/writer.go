@@ -97,8 +97,11 @@ func (w *Writer[T]) take(tp sluice.TopicPartition) (string, Position, bool) {
 // transaction and completes the values' records once it committed (see
 // the package documentation for errors, exactly-once and revokes). On a
 // graceful revoke or shutdown it writes what it holds before the
-// partition goes; once the partition's context is done (lost, drain
-// timed out) it writes nothing more.
+// partition goes, and in exactly-once mode, once the graph finished,
+// stores the partition's final position if it moved past the last one
+// stored (dead letters delivered after the last rows, records filtered
+// out), so that the next owner resumes there; once the partition's
+// context is done (lost, drain timed out) it writes nothing more.
 func (w *Writer[T]) Write(in pipeline.Stream[T]) pipeline.End {
 	spec := stagekit.StageSpec{Name: w.o.Name, Kind: "txsink.Write", Problem: w.err}
 	return stagekit.AddEnd(in, spec, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
@@ -110,7 +113,7 @@ func (w *Writer[T]) Write(in pipeline.Stream[T]) pipeline.End {
 			OnChunk: pw.chunk,
 			Timer:   pw.timer,
 			OnTick:  func(_ time.Time) error { return pw.flush() },
-			OnDrain: pw.flush,
+			OnDrain: func() error { pw.drained = true; return pw.flush() },
 		})
 	})
 }
@@ -134,5 +137,6 @@ func (w *Writer[T]) partition(s *stagekit.Stage) (*partWriter[T], error) {
 		pw.invalid[off] = true
 	}
 	slices.Sort(pw.pos.Invalid)
+	part.OnClose(pw.storeFinal)
 	return pw, nil
 }
