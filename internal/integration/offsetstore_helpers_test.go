@@ -27,6 +27,8 @@ import (
 // it to both clients).
 type storeClient struct {
 	client, protocol string
+	// commitEvery is the sources' Config.CommitInterval (0: 50ms).
+	commitEvery time.Duration
 }
 
 func (c storeClient) String() string { return c.client + "/" + c.protocol }
@@ -36,7 +38,7 @@ func storeClients() []storeClient {
 	var out []storeClient
 	for _, client := range []string{"librdkafka", "franz"} {
 		for _, protocol := range []string{"range", "cooperative-sticky", "consumer"} {
-			out = append(out, storeClient{client, protocol})
+			out = append(out, storeClient{client: client, protocol: protocol})
 		}
 	}
 	return out
@@ -53,6 +55,10 @@ func (c storeClient) names(t *testing.T, prefix string) (topic, group string) {
 // Config.OffsetStore and test timings (fast heartbeats and commits).
 func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic string, store pipeline.OffsetStore) pipeline.Source {
 	t.Helper()
+	every := c.commitEvery
+	if every == 0 {
+		every = 50 * time.Millisecond
+	}
 	switch c.client {
 	case "librdkafka":
 		ov := map[string]any{"group.protocol": "consumer"}
@@ -67,7 +73,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 			Brokers:        b.Addrs(),
 			Group:          group,
 			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
+			CommitInterval: every,
 			OffsetStore:    store,
 			Logger:         testLogger(t),
 			Overrides:      ov,
@@ -90,7 +96,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 			Brokers:        b.Addrs(),
 			Group:          group,
 			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
+			CommitInterval: every,
 			OffsetStore:    store,
 			Logger:         testLogger(t),
 			Opts:           opts,

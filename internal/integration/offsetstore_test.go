@@ -303,7 +303,7 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	for _, client := range []string{"librdkafka", "franz"} {
 		t.Run(client, func(t *testing.T) {
-			c := storeClient{client, "cooperative-sticky"}
+			c := storeClient{client: client, protocol: "cooperative-sticky"}
 			topic, group := c.names(t, "ostxn")
 			b.CreateTopic(t, topic, 1)
 			b.Fill(t, topic, 10, 8)
