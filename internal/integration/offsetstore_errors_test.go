@@ -61,3 +61,46 @@ func TestOffsetStoreClaimErrorStopsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestOffsetStoreClaimErrorOnLaterAssignment: A's store answers its first
+// claim and fails the next. A consumes alone; B joins, then leaves: the
+// rebalance that gives A partitions it did not own (B's join under eager
+// assignment, B's leave under cooperative and KIP-848) makes A's claim
+// fail, and A's Run returns an error naming those partitions, wrapping
+// the store's, while B's Run ends cleanly.
+func TestOffsetStoreClaimErrorOnLaterAssignment(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	for _, c := range storeClients() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			const parts = 4
+			topic, group := c.names(t, "oserr2")
+			b.CreateTopic(t, topic, parts)
+			b.Fill(t, topic, 10, 8)
+			l := &storeLog{}
+			errStore := errors.New("store unreachable")
+			discard := func(_ *pipeline.Partition, in pipeline.Stream[pipeline.Record]) pipeline.End {
+				return stages.Discard(in)
+			}
+			a := startConsumer(t, "A", c.newSource(t, b, group, topic, &recordingStore{member: "A", log: l, err: errStore, okCalls: 1}), discard)
+			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+			bObs := newGroupObserver()
+			bm := startConsumer(t, "B", c.newSource(t, b, group, topic, &recordingStore{member: "B", log: l}), discard, pipeline.WithHooks(bObs))
+			waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, bm)
+			bm.stop(t)
+			err := a.Wait(t)
+			if !errors.Is(err, errStore) {
+				t.Fatalf("A's Run = %v, want an error wrapping the store's", err)
+			}
+			claims := l.claims("A")
+			if len(claims) != 2 {
+				t.Fatalf("A's Claim calls %v, want two", claims)
+			}
+			for _, tp := range claims[1] {
+				if w := fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition); !strings.Contains(err.Error(), w) {
+					t.Errorf("A's Run = %q, want it to name %s", err, w)
+				}
+			}
+		})
+	}
+}

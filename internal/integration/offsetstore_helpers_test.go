@@ -210,14 +210,15 @@ func (l *storeLog) firsts(member string) map[int32]int64 {
 }
 
 // recordingStore is a pipeline.OffsetStore that logs every Claim, then
-// fails it with err, or asks inner, or returns start (restricted to the
-// partitions claimed).
+// fails it with err (once okCalls calls succeeded), or asks inner, or
+// returns start (restricted to the partitions claimed).
 type recordingStore struct {
-	member string
-	log    *storeLog
-	err    error
-	inner  pipeline.OffsetStore
-	start  map[int32]int64
+	member  string
+	log     *storeLog
+	err     error
+	okCalls int
+	inner   pipeline.OffsetStore
+	start   map[int32]int64
 
 	mu     sync.Mutex
 	groups []string // the group of each call
@@ -229,8 +230,9 @@ func (s *recordingStore) Claim(ctx context.Context, group string, tps []pipeline
 	s.log.add(storeEvent{member: s.member, kind: evClaim, tps: sorted})
 	s.mu.Lock()
 	s.groups = append(s.groups, group)
+	n := len(s.groups)
 	s.mu.Unlock()
-	if s.err != nil {
+	if s.err != nil && n > s.okCalls {
 		return nil, s.err
 	}
 	if s.inner != nil {
