@@ -76,7 +76,9 @@
 // store was not asked to claim) stops Run with an error naming
 // Config.OffsetStore, the group and the partitions; nothing of them is
 // delivered. The group's commits go on as usual, so lag tools keep
-// working. The store and a transactional producer
+// working; a partition's commit moves once a record of it completed (a
+// partition started past the group's commit, with nothing new to read,
+// shows that difference as lag until then). The store and a transactional producer
 // (sink.NewTransactionalProducer) are two exactly-once modes: Run refuses
 // a source with both before it joins the group.
 //
