@@ -16,7 +16,9 @@ import "context"
 // read what Claim recorded as soon as they start. A partition in the
 // returned map starts at that offset instead of the group's committed
 // one; a partition missing from it starts where the group's committed
-// offset (or, without one, the reset policy) says. The group's commits
+// offset (or, without one, the reset policy) says. The map names only
+// partitions of tps, each with an offset of 0 or more: the Kafka sources
+// treat any other reply as a failed Claim. The group's commits
 // still follow the runtime's progress as usual, so lag tools keep
 // working; the store is the truth.
 //

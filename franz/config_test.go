@@ -171,3 +171,18 @@ func TestRunRefusesSmallRebalanceTimeout(t *testing.T) {
 		t.Fatalf("second Run = %v, want 'called twice'", err)
 	}
 }
+
+// kgo.AdjustFetchOffsetsFn is the source's own: the error says where
+// partitions start instead and points to Config.OffsetStore for another
+// start offset.
+func TestNewSourceRefusesAdjustFetchOffsetsFnForOffsetStore(t *testing.T) {
+	cfg := validConfig()
+	cfg.Opts = []kgo.Opt{kgo.AdjustFetchOffsetsFn(func(_ context.Context, m map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+		return m, nil
+	})}
+	_, err := NewSource(cfg)
+	want := "franz: Config.Opts: kgo.AdjustFetchOffsetsFn cannot be set: the source sets it: partitions start at the group's committed offsets, or where Config.OffsetStore says"
+	if err == nil || err.Error() != want {
+		t.Fatalf("NewSource = %v, want %q", err, want)
+	}
+}

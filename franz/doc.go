@@ -75,6 +75,31 @@
 // failures expected around rebalances are logged at debug level. Every
 // commit runs under a context bounded by Config.CloseTimeout.
 //
+// # Offset store
+//
+// With Config.OffsetStore set (a sink that keeps its partitions' offsets
+// in its own transactions, such as a txsink.Writer in exactly-once mode),
+// every assignment calls its Claim once, on the poll goroutine while
+// OnPartitionsAssigned waits, with the partitions this member does not own
+// yet (the whole new assignment under an eager balancer, the added
+// partitions under cooperative-sticky and KIP-848), before their graphs
+// are built. kgo then fetches the group's committed offsets of the new
+// partitions and, before it fetches any of their records, passes them to
+// the source's kgo.AdjustFetchOffsetsFn, which replaces those the store
+// named: such a partition starts at the store's offset, earlier or later
+// than the group's commit; one it left out starts at the group's committed
+// offset (or the reset offset). The claim is also where the store fences
+// the partition's previous owner: that member's writes are refused from
+// then on. A Claim error (or a negative offset, or one for a partition
+// the store was not asked to claim) stops Run with an error naming
+// Config.OffsetStore, the group and the partitions; nothing of them is
+// delivered. The group's commits go on as usual, so lag tools keep
+// working; a partition's commit moves once a record of it completed (a
+// partition started past the group's commit, with nothing new to read,
+// shows that difference as lag until then). The store and a transactional producer
+// ([NewTransactionalProducer]) are two exactly-once modes: Run refuses a
+// source with both before it joins the group.
+//
 // # Defaults and options
 //
 // Before Config.Opts the source sets kgo.FetchMaxWait(100ms) (kgo's 5s

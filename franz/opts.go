@@ -33,7 +33,7 @@ var reservedOpts = []reservedOpt{
 	{kgo.AutoCommitCallback, "kgo's auto-commit is off; commit outcomes reach pipeline hooks (OnCommitted)"},
 	{kgo.OnPartitionsCallbackBlocked, "the source handles rebalances"},
 	{kgo.BlockRebalanceOnPoll, "the source serves rebalances on its poll loop itself; blocking polls would deadlock it"},
-	{kgo.AdjustFetchOffsetsFn, "partitions start at the group's committed offsets, which the runtime's commits rely on"},
+	{kgo.AdjustFetchOffsetsFn, "the source sets it: partitions start at the group's committed offsets, or where Config.OffsetStore says"},
 	{kgo.WithLogger, "use Config.Logger"},
 }
 

@@ -59,6 +59,29 @@
 // earlier assignment is resumed, as librdkafka keeps a partition paused
 // across revoke and re-assign; the others are not touched.
 //
+// # Offset store
+//
+// With Config.OffsetStore set (a sink that keeps its partitions' offsets
+// in its own transactions, such as a txsink.Writer in exactly-once mode),
+// every assignment calls its Claim once, inside the rebalance callback on
+// the poll goroutine, with the partitions this member does not own yet
+// (the whole new assignment under an eager assignor, the added partitions
+// under cooperative-sticky and KIP-848), before their graphs are built and
+// before librdkafka is given them. Each partition the store returns an
+// offset for is assigned at that offset, earlier or later than the
+// group's commit; one it leaves out starts at the group's committed offset
+// (or auto.offset.reset). The claim is also where the store fences the
+// partition's previous owner: that member's writes are refused from then
+// on. A Claim error (or a negative offset, or one for a partition the
+// store was not asked to claim) stops Run with an error naming
+// Config.OffsetStore, the group and the partitions; nothing of them is
+// delivered. The group's commits go on as usual, so lag tools keep
+// working; a partition's commit moves once a record of it completed (a
+// partition started past the group's commit, with nothing new to read,
+// shows that difference as lag until then). The store and a transactional producer
+// (sink.NewTransactionalProducer) are two exactly-once modes: Run refuses
+// a source with both before it joins the group.
+//
 // # Defaults
 //
 // On top of librdkafka's defaults the source sets auto.offset.reset=earliest,

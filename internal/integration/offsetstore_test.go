@@ -1,0 +1,350 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/txsink"
+	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
+	"github.com/sluice-go/sluice/source"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// The tests of Config.OffsetStore on both Kafka sources, each on every
+// client and rebalance protocol (storeClients), on the broker
+// kafkatest.NewBroker picks.
+
+// TestOffsetStoreStartOffsets: the group committed 5 on every partition;
+// the store names a later offset for partition 0 and an earlier one for
+// partition 1, and leaves partition 2 out. The first record delivered of
+// each partition is exactly the store's offset (12, 2), or the group's
+// (5) for the one left out; every offset from there is processed once,
+// none before; the store was asked once, for the group, with every
+// partition; the commits then reach the end.
+func TestOffsetStoreStartOffsets(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	for _, c := range storeClients() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			const parts, n = 3, 20
+			topic, group := c.names(t, "osstart")
+			b.CreateTopic(t, topic, parts)
+			b.Fill(t, topic, n, 8)
+			commitGroup(t, b, group, topic, map[int32]int64{0: 5, 1: 5, 2: 5})
+			want := map[int32]int64{0: 12, 1: 2, 2: 5}
+
+			l := &storeLog{}
+			store := &recordingStore{member: "A", log: l, start: map[int32]int64{0: 12, 1: 2}}
+			hw := b.HighWatermarks(t, topic)
+			seen := newOffsets(hw)
+			build := loggingBuilder(l, "A", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+					seen.add(r.Partition, r.Offset)
+					return nil
+				})
+			})
+			a := startConsumer(t, "A", c.newSource(t, b, group, topic, store), build)
+			waitFor(t, "the commits reaching the end", func() bool {
+				return maps.Equal(b.Committed(t, group, topic), hw)
+			}, a)
+			c.checkGroupType(t, b, group)
+			a.stop(t)
+
+			if got := l.firsts("A"); !maps.Equal(got, want) {
+				t.Errorf("first record delivered by partition: %v, want %v (store: 0 at 12, 1 at 2; group: 5)", got, want)
+			}
+			for p, from := range want {
+				for off := range hw[p] {
+					exp := int32(0)
+					if int64(off) >= from {
+						exp = 1
+					}
+					if got := seen.n[p][off].Load(); got != exp {
+						t.Errorf("partition %d offset %d processed %d times, want %d (start %d)", p, off, got, exp, from)
+					}
+				}
+			}
+			wantClaims := [][]sluice.TopicPartition{tpsOf(topic, 0, 1, 2)}
+			if got := l.claims("A"); !slices.EqualFunc(got, wantClaims, slices.Equal) {
+				t.Errorf("Claim calls %v, want %v", got, wantClaims)
+			}
+			if got := store.calls(); !slices.Equal(got, []string{group}) {
+				t.Errorf("Claim called for groups %v, want [%s]", got, group)
+			}
+			checkCommittedEquals(t, b, group, topic, hw)
+		})
+	}
+}
+
+// TestOffsetStoreClaimOrder: A consumes alone, B joins, records are
+// produced, B leaves, records are produced again. Each member's store
+// is called once per assignment, with exactly the partitions whose
+// graphs that assignment then built (under eager assignment every
+// partition of the new assignment, under cooperative and KIP-848 only
+// those added), and before the first record of each of those graphs.
+// The store names no offset: every ownership starts at the group's
+// committed offset.
+func TestOffsetStoreClaimOrder(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	for _, c := range storeClients() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			const parts, n = 4, 50
+			topic, group := c.names(t, "osorder")
+			b.CreateTopic(t, topic, parts)
+			b.Fill(t, topic, n, 8)
+			l := &storeLog{}
+			es := &epochs{b: b, group: group, topic: topic}
+			member := func(name string) (*consumer, *groupObserver) {
+				obs := newGroupObserver()
+				build := loggingBuilder(l, name, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					e := es.begin(name, p.Partition)
+					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+						e.record(r.Offset)
+						return nil
+					})
+				})
+				store := &recordingStore{member: name, log: l}
+				return startConsumer(t, name, c.newSource(t, b, group, topic, store), build, pipeline.WithHooks(obs)), obs
+			}
+			a, aObs := member("A")
+			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+			bm, bObs := member("B")
+			waitFor(t, "A and B sharing the partitions", func() bool {
+				return aObs.owns() == 2 && bObs.owns() == 2
+			}, a, bm)
+			c.checkGroupType(t, b, group)
+			b.Fill(t, topic, n, 8)
+			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+			bm.stop(t)
+			waitFor(t, "A owning every partition again", func() bool { return aObs.owns() == parts }, a)
+			b.Fill(t, topic, n, 8)
+			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+			a.stop(t)
+
+			checkClaimOrder(t, l, "A")
+			checkClaimOrder(t, l, "B")
+			es.check(t)
+			all := tpsOf(topic, 0, 1, 2, 3)
+			claimsA, claimsB := l.claims("A"), l.claims("B")
+			if len(claimsB) != 1 || len(claimsB[0]) != 2 {
+				t.Fatalf("B's Claim calls %v, want one, of its 2 partitions", claimsB)
+			}
+			rest := slices.DeleteFunc(slices.Clone(all), func(tp sluice.TopicPartition) bool { return slices.Contains(claimsB[0], tp) })
+			// Eager: B's join revokes all of A's partitions and gives A
+			// back the others; cooperative: A keeps them, nothing is new.
+			wantA := [][]sluice.TopicPartition{all, claimsB[0]}
+			if c.protocol == "range" {
+				wantA = [][]sluice.TopicPartition{all, rest, all}
+			}
+			if !slices.EqualFunc(claimsA, wantA, slices.Equal) {
+				t.Errorf("A's Claim calls %v, want %v", claimsA, wantA)
+			}
+			t.Logf("claims: A %v, B %v", claimsA, claimsB)
+		})
+	}
+}
+
+func tpsOf(topic string, parts ...int32) []sluice.TopicPartition {
+	out := make([]sluice.TopicPartition, len(parts))
+	for i, p := range parts {
+		out[i] = sluice.TopicPartition{Topic: topic, Partition: p}
+	}
+	return out
+}
+
+// TestOffsetStoreExactlyOnceAcrossRebalance: two members of a group,
+// each with a txsink.Writer in exactly-once mode over one MemStore, as
+// two processes writing to one database. Records are produced the whole
+// time; A consumes alone, B joins mid-stream (the rebalance moves half
+// the partitions to B, fencing A's claim on them), production stops.
+// The store holds every value exactly once, no gap, no duplicate; its
+// positions and the group's commits end at the log end.
+func TestOffsetStoreExactlyOnceAcrossRebalance(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	for _, c := range storeClients() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			const parts, round = 4, 25 // records produced per partition a round
+			topic, group := c.names(t, "oseos")
+			b.CreateTopic(t, topic, parts)
+			mem := txsinktest.NewMemStore[string]()
+			member := func(name string) (*consumer, *groupObserver) {
+				w := txsink.New(mem, txsink.Options[string]{Name: "mem " + name, ExactlyOnce: true, BatchSize: 20,
+					Linger: 5 * time.Millisecond, Logger: discardLogger(t)})
+				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return w.Write(stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) {
+						return string(r.Value), nil
+					}))
+				}
+				obs := newGroupObserver()
+				return startConsumer(t, name, c.newSource(t, b, group, topic, w), build, pipeline.WithHooks(obs)), obs
+			}
+			prod := startProducing(t, b, topic, parts, round)
+			a, _ := member("A")
+			waitFor(t, "A writing", func() bool { return len(mem.Rows()) >= 4*parts*round }, a)
+			bm, bObs := member("B")
+			waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, a, bm)
+			c.checkGroupType(t, b, group)
+			at := len(mem.Rows())
+			waitFor(t, "records written after B joined", func() bool { return len(mem.Rows()) >= at+4*parts*round }, a, bm)
+			produced := prod.stop(t)
+			hw := b.HighWatermarks(t, topic)
+			waitFor(t, "every record written and committed", func() bool {
+				return len(mem.Rows()) >= len(produced) && maps.Equal(b.Committed(t, group, topic), hw)
+			}, a, bm)
+			bm.stop(t)
+			a.stop(t)
+
+			rows := mem.Rows()
+			count := map[string]int{}
+			for _, v := range rows {
+				count[v]++
+			}
+			for _, v := range produced {
+				if count[v] != 1 {
+					t.Errorf("value %q written %d times, want once", v, count[v])
+				}
+				delete(count, v)
+			}
+			if len(count) > 0 {
+				t.Errorf("%d values written that were not produced: %v", len(count), count)
+			}
+			if len(rows) != len(produced) {
+				t.Errorf("%d rows written, %d values produced", len(rows), len(produced))
+			}
+			for p, h := range hw {
+				pos, ok := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p})
+				if !ok || pos.Next != h || pos.Written != h-1 {
+					t.Errorf("partition %d: stored position %+v (found %v), want Next %d, Written %d", p, pos, ok, h, h-1)
+				}
+			}
+			checkCommittedEquals(t, b, group, topic, hw)
+			t.Logf("%d values, %d transactions", len(produced), mem.Commits())
+		})
+	}
+}
+
+// producing produces to a topic in the background (startProducing).
+type producing struct {
+	stopc chan struct{}
+	done  chan struct{}
+	vals  []string
+	err   error
+}
+
+// startProducing produces rounds of n records to each of the parts
+// partitions of topic, values "<partition>-<i>", until stop.
+func startProducing(t *testing.T, b *kafkatest.Broker, topic string, parts int32, n int) *producing {
+	pr := &producing{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		next := make([]int, parts)
+		for {
+			select {
+			case <-pr.stopc:
+				return
+			default:
+			}
+			var recs []sluice.Record
+			var vals []string
+			for range n {
+				for p := range parts {
+					v := fmt.Sprintf("%d-%d", p, next[p])
+					next[p]++
+					recs = append(recs, sluice.Record{Partition: p, Value: []byte(v)})
+					vals = append(vals, v)
+				}
+			}
+			if err := b.ProduceContext(ctx, topic, recs...); err != nil {
+				pr.err = err
+				return
+			}
+			pr.vals = append(pr.vals, vals...)
+		}
+	}()
+	t.Cleanup(func() { _ = pr.stop(t) })
+	return pr
+}
+
+// stop stops producing and returns every value produced; it fails t if
+// a produce failed.
+func (pr *producing) stop(t *testing.T) []string {
+	t.Helper()
+	select {
+	case <-pr.stopc:
+	default:
+		close(pr.stopc)
+	}
+	<-pr.done
+	if pr.err != nil {
+		t.Fatalf("produce: %v", pr.err)
+	}
+	return pr.vals
+}
+
+// TestOffsetStoreRefusesTransactionalProducer: a source with an
+// OffsetStore and a transactional producer bound to it: Run returns an
+// error naming both before it joins the group; the store is not asked,
+// no graph is built.
+func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	for _, client := range []string{"librdkafka", "franz"} {
+		t.Run(client, func(t *testing.T) {
+			c := storeClient{client: client, protocol: "cooperative-sticky"}
+			topic, group := c.names(t, "ostxn")
+			b.CreateTopic(t, topic, 1)
+			b.Fill(t, topic, 10, 8)
+			store := &recordingStore{member: "A", log: &storeLog{}}
+			src := c.newSource(t, b, group, topic, store)
+			switch s := src.(type) {
+			case *source.Source:
+				p, err := sink.NewTransactionalProducer(s, sink.TransactionalConfig{
+					ProducerConfig: sink.ProducerConfig{Brokers: b.Addrs()}, TransactionalID: group + "-txn"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+			case *franz.Source:
+				p, err := franz.NewTransactionalProducer(s, franz.TransactionalConfig{TransactionalID: group + "-txn"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+			}
+			var built atomic.Int64
+			build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				built.Add(1)
+				return stages.Discard(in)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			err := pipeline.Run(ctx, src, build)
+			if err == nil || !strings.Contains(err.Error(), "Config.OffsetStore") || !strings.Contains(err.Error(), "transactional producer") {
+				t.Fatalf("Run = %v, want an error naming Config.OffsetStore and the transactional producer", err)
+			}
+			if n := len(store.calls()); n != 0 {
+				t.Errorf("the store was asked %d times, want never", n)
+			}
+			if n := built.Load(); n != 0 {
+				t.Errorf("%d graphs built, want none", n)
+			}
+			if g := b.Group(t, group); g.Type != "" {
+				t.Errorf("group %s exists (%+v), want no join", group, g)
+			}
+		})
+	}
+}
