@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sluice-go/sluice"
 )
@@ -27,7 +28,11 @@ func (f *Fake) claim(list []sluice.TopicPartition) (map[sluice.TopicPartition]in
 	}
 	start, err := f.store.Claim(context.Background(), f.storeGroup, list)
 	if err != nil {
-		return nil, fmt.Errorf("testkit: offset store claim of %v: %w", list, err)
+		names := make([]string, len(list))
+		for i, tp := range list {
+			names[i] = fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition)
+		}
+		return nil, fmt.Errorf("testkit: offset store claim of %s: %w", strings.Join(names, ", "), err)
 	}
 	return start, nil
 }
