@@ -54,11 +54,14 @@
 // # Errors
 //
 // A Store classifies its errors: marked with pipeline.Invalid, the
-// value's fault (a constraint violation, a bad value): the Writer writes
-// the batch's values one at a time (Tx.WriteOne) to find which, commits
-// the rest and dead-letters those. Marked with pipeline.Permanent, the
+// value's fault (a constraint violation, a bad value, when writing or at
+// commit): the Writer writes the batch's values one at a time
+// (Tx.WriteOne) to find which, commits the rest and dead-letters those. Marked with pipeline.Permanent, the
 // store cannot be used (bad credentials, a missing table): Run stops with
 // the error. Anything else is transient (a lost connection, a
 // serialization failure, a deadlock): the whole transaction is retried
-// under the stage's retry policy.
+// under the stage's retry policy. In exactly-once mode, a retry after a
+// Commit that failed without saying whether it committed first reads the
+// position back (Store.Read), and writes the batch again only if it did
+// not commit.
 package txsink

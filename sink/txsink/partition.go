@@ -31,7 +31,8 @@ type partWriter[T any] struct {
 
 	// Set by an attempt (commit.go) for the batch being written.
 	bad    []badValue
-	stored Position
+	stored Position // the position its transaction stores
+	unsure bool     // its last Commit failed, and whether it committed is not known
 }
 
 // badValue is a value of the batch the store refused.
