@@ -136,8 +136,10 @@ RETURNING epoch, next_offset, written_offset, invalid_offsets`
 }
 
 // read returns the stored position of tp, waiting for a transaction
-// that stored it to end (a locking read). Before the sink created the
-// table there is none.
+// that stored it to end: a locking read (FOR SHARE), which needs the
+// UPDATE privilege the sink has anyway and, as it marks the row, commits
+// like a write (with synchronous replication, it waits for the standby).
+// Before the sink created the table there is none.
 func (o *offsets) read(ctx context.Context, db querier, group string, tp pipeline.TopicPartition) (txsink.Position, bool, error) {
 	var p txsink.Position
 	err := db.QueryRow(ctx, `SELECT epoch, next_offset, written_offset, invalid_offsets FROM `+o.table+
