@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-go/sluice/sink/txsink"
 )
 
 // DefaultOffsetsTable is the offsets table of exactly-once mode when
@@ -16,7 +18,9 @@ const DefaultOffsetsTable = "sluice_offsets"
 // Config configures a PostgreSQL sink. Table and Columns are required.
 type Config struct {
 	// Table is the table rows are written to, optionally schema-qualified
-	// ("events", "analytics.events"). It must exist.
+	// ("events", "analytics.events"). It must exist. Names here and in
+	// the other fields are quoted, so they are case-sensitive: "Events"
+	// is not the table events.
 	Table string
 	// Columns are the table's columns a Row fills, in Row order.
 	Columns []string
@@ -39,8 +43,9 @@ type Config struct {
 	// schema-qualified; empty means DefaultOffsetsTable. See OffsetsDDL.
 	OffsetsTable string
 	// CreateOffsetsTable creates OffsetsTable when it does not exist
-	// (CREATE TABLE IF NOT EXISTS, at the first claim). False: it must
-	// exist (see OffsetsDDL).
+	// (OffsetsDDL's statement, at the first claim; the role then needs
+	// the CREATE privilege on its schema). False: it must exist, and a
+	// claim fails naming it and OffsetsDDL. Only with ExactlyOnce.
 	CreateOffsetsTable bool
 
 	// BatchSize, BatchBytes and Linger bound a batch (one transaction): the
@@ -88,7 +93,18 @@ func (c *Config) check() error {
 		}
 	}
 	if c.OffsetsTable != "" && !c.ExactlyOnce {
-		return fmt.Errorf("postgres: Config.OffsetsTable is set without Config.ExactlyOnce")
+		return fmt.Errorf("postgres: Config.OffsetsTable is set without Config.ExactlyOnce (table %q)", c.Table)
+	}
+	if c.CreateOffsetsTable && !c.ExactlyOnce {
+		return fmt.Errorf("postgres: Config.CreateOffsetsTable is set without Config.ExactlyOnce (table %q)", c.Table)
+	}
+	switch {
+	case c.BatchSize < 0:
+		return fmt.Errorf("postgres: Config.BatchSize is %d; want 0 (the default, %d) or more (table %q)", c.BatchSize, txsink.DefaultBatchSize, c.Table)
+	case c.BatchBytes < 0:
+		return fmt.Errorf("postgres: Config.BatchBytes is %d; want 0 (no cap) or more (table %q)", c.BatchBytes, c.Table)
+	case c.Linger < 0:
+		return fmt.Errorf("postgres: Config.Linger is %v; want 0 (the default, %v) or more (table %q)", c.Linger, txsink.DefaultLinger, c.Table)
 	}
 	if c.OffsetsTable == "" {
 		c.OffsetsTable = DefaultOffsetsTable

@@ -5,7 +5,9 @@
 // Config.Columns): add its Write stage at the end of each partition's
 // graph. Rows go in batches, one transaction each: through COPY for plain
 // inserts, through multi-row INSERT ... ON CONFLICT DO UPDATE with
-// Config.Conflict (an upsert, which makes redelivered rows harmless).
+// Config.Conflict (an upsert, which makes redelivered rows harmless; rows
+// of one batch with the same key are written in order, the later
+// updating the earlier).
 //
 // # Exactly once
 //
@@ -33,12 +35,19 @@
 //
 // # Errors
 //
-// A row PostgreSQL refuses (a constraint violation, SQLSTATE class 23; a
-// bad value, class 22; a value pgx cannot encode for its column) is
-// dead-lettered and the rest of its batch committed. Bad credentials, a
+// A row PostgreSQL refuses (a constraint violation, SQLSTATE class 23,
+// including a deferred constraint checked at commit; a bad value, class
+// 22), a value pgx cannot encode for its column and a Row with the wrong
+// number of values are dead-lettered, with an error naming the table, and
+// the rest of their batch committed: the batch is written again row by
+// row, each in a savepoint, to find them. Bad credentials, a
 // missing database, table, column or privilege (classes 28, 3D, 42) stop
-// Run with the error, which names them. Everything else (a lost
-// connection, a serialization failure, a deadlock, a server restart) is
-// transient: the batch's transaction is retried under the stage's retry
-// policy (pipeline.WithRetry).
+// Run with the error, which names them; so does a missing offsets table
+// without Config.CreateOffsetsTable, at the first claim. Everything else
+// (a lost connection, a serialization failure, a deadlock, a server
+// restart) is transient: the batch's transaction is retried under the
+// stage's retry policy (pipeline.WithRetry), on a new connection when the
+// old one broke. In exactly-once mode, a commit that failed without
+// saying whether it committed is settled by reading the position back
+// before the batch is written again.
 package postgres

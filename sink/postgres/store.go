@@ -41,7 +41,7 @@ type store struct {
 	cols    []string
 	insert  string // INSERT ... VALUES ($1..$n) [ON CONFLICT ...] for one row
 	upsert  string // the ON CONFLICT clause, or "" for COPY inserts
-	offsets offsets
+	offsets *offsets
 }
 
 var _ txsink.Store[Row] = (*store)(nil)
@@ -127,8 +127,9 @@ func (s *store) Begin(ctx context.Context) (txsink.Tx[Row], error) {
 
 // txn is one transaction of the store.
 type txn struct {
-	s  *store
-	tx pgx.Tx
+	s         *store
+	tx        pgx.Tx
+	immediate bool // SET CONSTRAINTS ALL IMMEDIATE ran (WriteOne)
 }
 
 // maxParams is PostgreSQL's limit of bind parameters in one statement.
@@ -143,7 +144,7 @@ func (t *txn) Write(ctx context.Context, rows []Row) error {
 	if t.s.upsert == "" {
 		_, err := t.tx.CopyFrom(ctx, t.s.table, t.s.cols, pgx.CopyFromRows(rows))
 		if err != nil {
-			return classifyValue(fmt.Errorf("copy %d rows into %s: %w", len(rows), t.s.table.Sanitize(), err), t.tx.Conn().PgConn())
+			return classifyBatch(ctx, fmt.Errorf("copy %d rows into %s: %w", len(rows), t.s.table.Sanitize(), err), t.tx.Conn().PgConn())
 		}
 		return nil
 	}
@@ -155,7 +156,7 @@ func (t *txn) Write(ctx context.Context, rows []Row) error {
 			args = append(args, r...)
 		}
 		if _, err := t.tx.Exec(ctx, t.s.valuesStatement(n), args...); err != nil {
-			return classifyValue(fmt.Errorf("upsert %d rows into %s: %w", n, t.s.table.Sanitize(), err), t.tx.Conn().PgConn())
+			return classifyBatch(ctx, fmt.Errorf("upsert %d rows into %s: %w", n, t.s.table.Sanitize(), err), t.tx.Conn().PgConn())
 		}
 		rows = rows[n:]
 	}
@@ -165,6 +166,13 @@ func (t *txn) Write(ctx context.Context, rows []Row) error {
 func (t *txn) WriteOne(ctx context.Context, r Row) error {
 	if len(r) != len(t.s.cols) {
 		return sluice.Invalid(fmt.Errorf("row has %d values for the %d columns of %s", len(r), len(t.s.cols), t.s.table.Sanitize()))
+	}
+	if !t.immediate {
+		// A deferred constraint refuses the row here, not at Commit.
+		if _, err := t.tx.Exec(ctx, "SET CONSTRAINTS ALL IMMEDIATE"); err != nil {
+			return classify(fmt.Errorf("check the constraints of %s at once: %w", t.s.table.Sanitize(), err))
+		}
+		t.immediate = true
 	}
 	sp, err := t.tx.Begin(ctx) // a savepoint
 	if err != nil {

@@ -73,10 +73,13 @@ func (p *partWriter[T]) reset() {
 
 // attempt is one transaction of the open batch. It returns nil when the
 // batch committed, or when the partition turned out fenced (p.fenced);
-// otherwise the error to retry (transient) or to stop Run with. A
-// transaction that did not commit is rolled back, whatever ended it (a
-// panic included), so that it never keeps the partition's position
-// locked.
+// otherwise the error to retry (transient) or to stop Run with. A batch
+// the store refuses (an error marked sluice.Invalid from Write, or from
+// Commit for a constraint checked at commit) is written again value by
+// value in a new transaction (isolate), which commits without the values
+// the store refused (p.bad). A transaction that did not commit is rolled
+// back, whatever ended it (a panic included), so that it never keeps the
+// partition's position locked.
 func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 	if p.unknown != nil {
 		// An earlier attempt's commit failed and its outcome could not be
@@ -87,8 +90,7 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 		p.unknown = nil
 	}
 	p.bad = p.bad[:0]
-	st := p.w.store
-	tx, err := st.Begin(ctx)
+	tx, err := p.w.store.Begin(ctx)
 	if err != nil {
 		return notValue(err)
 	}
@@ -98,43 +100,67 @@ func (p *partWriter[T]) attempt(ctx context.Context) (err error) {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
+	isolated := false
 	if err = tx.Write(ctx, p.vals); sluice.IsInvalid(err) {
 		if tx, err = p.isolate(ctx, tx); err != nil {
 			return err
 		}
+		isolated = true
 	} else if err != nil {
 		return err
 	}
+	finished, err = p.commit(ctx, tx)
+	if sluice.IsInvalid(err) && !isolated {
+		if tx, err = p.isolate(ctx, tx); err != nil {
+			return err
+		}
+		finished, err = p.commit(ctx, tx)
+	}
+	if sluice.IsInvalid(err) {
+		return sluice.Permanent(fmt.Errorf("the store refused a batch of %d values at commit although it accepted each value alone (no value is to blame): %v", len(p.vals), err))
+	}
+	return err
+}
+
+// commit stores the batch's position in tx (exactly-once) and commits
+// tx. It reports whether tx committed (finished) and returns nil when it
+// did or when the partition is fenced, the error otherwise: marked
+// sluice.Invalid when the store refused a value at commit; else, in
+// exactly-once mode, it reads the position back to tell whether tx
+// committed all the same (the connection dropped during the commit), and
+// keeps the attempted position in p.unknown when it cannot tell yet.
+func (p *partWriter[T]) commit(ctx context.Context, tx Tx[T]) (finished bool, err error) {
 	if p.eos {
 		p.stored = p.position()
-		if err = tx.StoreOffset(ctx, p.group, p.tp, p.stored); errors.Is(err, ErrFenced) {
+		if err := tx.StoreOffset(ctx, p.group, p.tp, p.stored); errors.Is(err, ErrFenced) {
 			p.fenced = true
-			return nil
+			return false, nil
 		} else if err != nil {
-			return notValue(err)
+			return false, notValue(err)
 		}
 	}
 	err = tx.Commit(ctx)
-	finished = err == nil
-	if err != nil && p.eos {
-		attempted := p.stored
-		done, rerr := p.resolve(ctx, &attempted)
-		if rerr != nil {
-			// Unknown: the next attempt resolves it first.
-			p.unknown = &attempted
-			return notValue(err)
-		}
-		if done {
-			return nil
-		}
+	if err == nil {
+		return true, nil
 	}
-	return notValue(err)
+	if !p.eos || sluice.IsInvalid(err) {
+		return false, err
+	}
+	attempted := p.stored
+	done, rerr := p.resolve(ctx, &attempted)
+	switch {
+	case rerr != nil:
+		p.unknown = &attempted // the next attempt resolves it first
+		return false, err
+	case done:
+		return !p.fenced, nil
+	}
+	return false, err
 }
 
-// notValue keeps a store's error from passing for a value's: only Write
-// and WriteOne report refused values (a constraint checked at commit
-// names no value), so an error marked sluice.Invalid from another call
-// is made permanent.
+// notValue keeps a store's error from passing for a value's: only Write,
+// WriteOne and Commit report refused values, so an error marked
+// sluice.Invalid from another call is made permanent.
 func notValue(err error) error {
 	if err != nil && sluice.IsInvalid(err) {
 		return sluice.Permanent(fmt.Errorf("the store refused the transaction, not one value (a constraint checked at commit?): %v", err))

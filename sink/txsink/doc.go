@@ -69,15 +69,15 @@
 //
 // # Errors
 //
-// A Store classifies its errors: marked with sluice.Invalid, the
-// value's fault (a constraint violation, a bad value): the Writer writes
-// the batch's values one at a time (Tx.WriteOne) to find which, commits
-// the rest and dead-letters those. Marked with sluice.Permanent, the
-// store cannot be used (bad credentials, a missing table): Run stops with
-// the error. Anything else is transient (a lost connection, a
-// serialization failure, a deadlock): the whole transaction is retried
-// under the stage's retry policy. Only Write's and WriteOne's errors are
-// taken for values' faults: one marked sluice.Invalid from Begin,
-// StoreOffset or Commit (a deferred constraint checked at commit names no
-// value) stops Run as permanent.
+// A Store classifies its errors: marked with sluice.Invalid, the value's
+// fault (a constraint violation, a bad value, when writing or at commit):
+// the Writer writes the batch's values one at a time (Tx.WriteOne) to
+// find which, commits the rest and dead-letters those; if the store then
+// still refuses the batch, which it accepted value by value, no value is
+// to blame and Run stops. Marked with sluice.Permanent, the store cannot
+// be used (bad credentials, a missing table): Run stops with the error.
+// Anything else is transient (a lost connection, a serialization
+// failure, a deadlock): the whole transaction is retried under the
+// stage's retry policy. An error marked sluice.Invalid from Begin or
+// StoreOffset names no value either: Run stops with it as permanent.
 package txsink

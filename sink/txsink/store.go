@@ -34,9 +34,10 @@ type Position struct {
 // goroutine; every method must be safe for concurrent use.
 //
 // Errors are classified by marking them (see the package documentation):
-// sluice.Invalid for a value's fault (Tx.Write, Tx.WriteOne only),
-// sluice.Permanent when the store cannot be used, anything else is
-// transient. An error names the table or object it concerns.
+// sluice.Invalid for a value's fault (Tx.Write, Tx.WriteOne and
+// Tx.Commit only), sluice.Permanent when the store cannot be used,
+// anything else is transient. An error names the table or object it
+// concerns.
 type Store[T any] interface {
 	// Claim makes the caller the owner of each partition of tps in group:
 	// it raises the partition's owner epoch (creating its position with
@@ -46,7 +47,10 @@ type Store[T any] interface {
 	// whose transaction started before the Claim.
 	Claim(ctx context.Context, group string, tps []sluice.TopicPartition) (map[sluice.TopicPartition]Position, error)
 	// Read returns the stored position of tp in group, without changing
-	// it; ok is false when there is none.
+	// it; ok is false when there is none. Like Claim, it waits for a
+	// transaction that stored the position and has not ended (in SQL, a
+	// locking read), so that after a Commit whose outcome is unknown it
+	// tells for good whether that transaction committed.
 	Read(ctx context.Context, group string, tp sluice.TopicPartition) (p Position, ok bool, err error)
 	// Begin starts a transaction.
 	Begin(ctx context.Context) (Tx[T], error)
@@ -59,7 +63,9 @@ type Tx[T any] interface {
 	Write(ctx context.Context, values []T) error
 	// WriteOne writes v so that its failure leaves the transaction
 	// usable (in SQL, inside a savepoint): the Writer calls it value by
-	// value to find which values of a batch the store refuses.
+	// value to find which values of a batch the store refuses. A value
+	// the store would refuse only at Commit (a deferred constraint) is
+	// refused here already (in SQL, SET CONSTRAINTS ALL IMMEDIATE).
 	WriteOne(ctx context.Context, v T) error
 	// StoreOffset stores p as tp's position in group, if p.Epoch is still
 	// the partition's owner epoch; otherwise it returns ErrFenced (and
@@ -68,9 +74,13 @@ type Tx[T any] interface {
 	// call and Commit makes Commit fail or wait for it, never lets both
 	// owners commit.
 	StoreOffset(ctx context.Context, group string, tp sluice.TopicPartition, p Position) error
-	// Commit commits the transaction. An error may leave it unknown
+	// Commit commits the transaction. An error marked sluice.Invalid
+	// says a value was refused at commit (a constraint checked at commit)
+	// and nothing committed: the Writer then writes the batch again
+	// value by value (WriteOne). Another error may leave it unknown
 	// whether it committed (the connection dropped during the commit):
-	// the Writer then reads the position back (Store.Read).
+	// the Writer then reads the position back (Store.Read) before it
+	// writes the batch again.
 	Commit(ctx context.Context) error
 	// Rollback ends the transaction without committing; it is called
 	// after any error, and must be safe to call after a failed Commit.

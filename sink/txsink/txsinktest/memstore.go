@@ -144,25 +144,8 @@ func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []sluice.Topi
 	if err := takeErr(&m.failClaims); err != nil {
 		return nil, err
 	}
-	for {
-		held := false
-		for _, tp := range tps {
-			if m.locks[memKey{group, tp}] != nil {
-				held = true
-			}
-		}
-		if !held {
-			break
-		}
-		ch := m.changed
-		m.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			m.mu.Lock()
-			return nil, ctx.Err()
-		}
-		m.mu.Lock()
+	if err := m.waitUnlocked(ctx, group, tps...); err != nil {
+		return nil, err
 	}
 	out := make(map[sluice.TopicPartition]txsink.Position, len(tps))
 	for _, tp := range tps {
@@ -179,16 +162,46 @@ func (m *MemStore[T]) Claim(ctx context.Context, group string, tps []sluice.Topi
 	return out, nil
 }
 
-// Read implements txsink.Store.
-func (m *MemStore[T]) Read(_ context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
+// Read implements txsink.Store: it waits, as Claim does, for a
+// transaction that stored the position to end.
+func (m *MemStore[T]) Read(ctx context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
 	m.mu.Lock()
-	err := takeErr(&m.failReads)
-	m.mu.Unlock()
-	if err != nil {
+	defer m.mu.Unlock()
+	if err := takeErr(&m.failReads); err != nil {
 		return txsink.Position{}, false, err
 	}
-	p, ok := m.Position(group, tp)
+	if err := m.waitUnlocked(ctx, group, tp); err != nil {
+		return txsink.Position{}, false, err
+	}
+	p, ok := m.pos[memKey{group, tp}]
+	p.Invalid = slices.Clone(p.Invalid)
 	return p, ok, nil
+}
+
+// waitUnlocked returns once no open transaction holds the position of
+// any of tps in group (StoreOffset locks it until the transaction ends),
+// or with ctx's error. m.mu is held, and released while it waits.
+func (m *MemStore[T]) waitUnlocked(ctx context.Context, group string, tps ...sluice.TopicPartition) error {
+	for {
+		held := false
+		for _, tp := range tps {
+			if m.locks[memKey{group, tp}] != nil {
+				held = true
+			}
+		}
+		if !held {
+			return nil
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			m.mu.Lock()
+			return ctx.Err()
+		}
+		m.mu.Lock()
+	}
 }
 
 // Begin implements txsink.Store.

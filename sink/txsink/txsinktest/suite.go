@@ -58,6 +58,7 @@ func clauses[T any]() []clause[T] {
 		{"Rollback leaves neither rows nor position", rollbackNothing[T]},
 		{"StoreOffset with an older epoch fails with ErrFenced", fenced[T]},
 		{"a Claim waits for a transaction that stored the position", claimWaits[T]},
+		{"a Read waits for a transaction that stored the position", readWaits[T]},
 		{"Write of a refused value fails marked Invalid", writeRefused[T]},
 		{"WriteOne of a refused value leaves the transaction usable", writeOneRefused[T]},
 		{"Invalid offsets are stored and read back", invalidRoundTrip[T]},
@@ -224,6 +225,36 @@ func claimWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 		t.Fatalf("the old owner's Commit succeeded but the concurrent Claim returned %+v, not its position (Written 4): both owners could commit", got)
 	case commitErr != nil && got.Written != -1:
 		t.Fatalf("the old owner's Commit failed (%v) but the Claim returned %+v", commitErr, got)
+	}
+}
+
+func readWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
+	ctx := context.Background()
+	p := claim(t, s, group, tp0)[tp0]
+	tx, err := s.Begin(ctx)
+	must(t, "Begin", err)
+	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
+	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}))
+	type result struct {
+		pos txsink.Position
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pos, ok, err := s.Read(ctx, group, tp0)
+		done <- result{pos, ok, err}
+	}()
+	commitErr := tx.Commit(ctx)
+	r := <-done
+	must(t, "Read", r.err)
+	switch {
+	case !r.ok:
+		t.Fatal("Read of a claimed partition found no position")
+	case commitErr == nil && r.pos.Written != 4:
+		t.Fatalf("the Commit succeeded but the concurrent Read returned %+v, not its position (Written 4): a Read must wait for a transaction that stored the position", r.pos)
+	case commitErr != nil && r.pos.Written != -1:
+		t.Fatalf("the Commit failed (%v) but the Read returned %+v", commitErr, r.pos)
 	}
 }
 
