@@ -115,8 +115,10 @@
 // the wire, which compressed batches exceed once decompressed, so from
 // the first batch read on the source lowers them (Client.UpdateFetchMaxBytes)
 // to what decompresses to a 32nd of the byte budget and holds a 32nd of
-// the record limit, at the compression ratio and record size of the
-// batches read lately; its first fetch asks for one batch. kgo's defaults
+// the record limit (or 1 MiB on the wire when that holds more records),
+// one partition's part an eighth of the record limit at most, at the
+// compression ratio and record size of the batches read lately; its first
+// fetch asks for one batch. kgo's defaults
 // (50 MiB a fetch, one fetch buffered per broker) held 600 MiB with a
 // 16 MiB budget on the embedded broker. Config.Opts may change all of
 // them (the source then leaves the fetch sizes alone), and everything else

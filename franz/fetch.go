@@ -19,16 +19,31 @@ import (
 // Fetch sizes are bytes on the wire; compressed batches take more once
 // decompressed (zstd on repetitive values: 60 times more). So the source
 // watches the batches kgo reads (fetchSizer, a kgo.HookFetchBatchRead)
-// and sizes each fetch so that it decompresses to about its share of the
-// byte limit, and holds about its share of the record limit, at the
-// compression ratio and record size of the batches read lately. Until
-// the first batch is read a fetch asks for one byte: a broker answers
-// with one batch (always at least one, whatever the limits).
+// and sizes each fetch, at the compression ratio and record size of the
+// batches read lately:
+//
+//   - a fetch decompresses to at most its share of the byte limit;
+//   - it holds its share of the record limit, or minRecordFetch bytes on
+//     the wire when those hold more records (never more than the byte
+//     share): every fetch costs the broker and the client a request's
+//     work whatever it carries, and with small records the record share
+//     alone (100 B records: about 60 KiB on the wire at the default limit)
+//     is a few batches, and fetches of it are 80 times as many as kgo's
+//     defaults make;
+//   - one partition's part of it (FetchMaxPartitionBytes) holds at most
+//     records/fetchShare records, below the runtime's default partition
+//     queue (pipeline.DefaultPartitionQueue): a fetch that fills a
+//     partition's queue gets it paused, and kgo drops the rest of a paused
+//     partition's buffered records, to be fetched again on resume.
+//
+// Until the first batch is read a fetch asks for one byte: a broker
+// answers with one batch (always at least one, whatever the limits).
 const (
 	// fetchShare is the share of each in-flight limit kgo's buffered and
 	// in-flight fetches may hold: budget/fetchShare bytes (decompressed;
 	// between minFetchTotal and the most maxConcurrentFetches fetches of
-	// kgo's default size hold on the wire) and records/fetchShare records.
+	// kgo's default size hold on the wire) and records/fetchShare records
+	// (or minRecordFetch bytes on the wire per fetch, when more).
 	fetchShare = 8
 	// maxConcurrentFetches caps the fetches in flight or buffered across
 	// all brokers (kgo.MaxConcurrentFetches; kgo's default is one per
@@ -42,6 +57,10 @@ const (
 	// grow past them.
 	kgoFetchMaxBytes          = 50 << 20
 	kgoFetchMaxPartitionBytes = 1 << 20
+	// minRecordFetch is the least the record share lowers a fetch to, in
+	// bytes on the wire: kgo's default per partition. The byte share
+	// (maxBytes, and what decompresses to it) still caps the fetch.
+	minRecordFetch = kgoFetchMaxPartitionBytes
 	// batchDecay weighs the batches read in fetchSizer's averages: each
 	// new batch counts 1/batchDecay.
 	batchDecay = 16
@@ -82,6 +101,7 @@ func fetchSizes(budget int64) (maxBytes, maxPartBytes int32, concurrent int) {
 type fetchSizer struct {
 	maxBytes, maxPartBytes int32   // fetchSizes(budget): the ceiling
 	perFetchRecords        float64 // records/fetchShare/maxConcurrentFetches, at least 1
+	perPartRecords         float64 // records/fetchShare, at least 1
 
 	cl atomic.Pointer[kgo.Client] // set by start when the sizes are the source's
 
@@ -89,7 +109,7 @@ type fetchSizer struct {
 	// Decaying sums over the batches read (each new one counts
 	// 1/batchDecay): bytes decompressed, bytes on the wire, records.
 	uncompressed, compressed, records float64
-	cur                               int32 // FetchMaxBytes asked for now
+	cur, curPart                      int32 // FetchMaxBytes, FetchMaxPartitionBytes asked for now
 }
 
 var _ kgo.HookFetchBatchRead = (*fetchSizer)(nil)
@@ -97,7 +117,8 @@ var _ kgo.HookFetchBatchRead = (*fetchSizer)(nil)
 func newFetchSizer(budget int64, records int) *fetchSizer {
 	maxBytes, maxPartBytes, _ := fetchSizes(budget)
 	return &fetchSizer{maxBytes: maxBytes, maxPartBytes: maxPartBytes,
-		perFetchRecords: max(1, float64(records)/fetchShare/maxConcurrentFetches)}
+		perFetchRecords: max(1, float64(records)/fetchShare/maxConcurrentFetches),
+		perPartRecords:  max(1, float64(records)/fetchShare)}
 }
 
 // opts returns the kgo options of fetchSizes and the hook; they come
@@ -118,7 +139,7 @@ func (f *fetchSizer) start(cl *kgo.Client) {
 	if cl.OptValue(kgo.FetchMaxBytes) != f.maxBytes || cl.OptValue(kgo.FetchMaxPartitionBytes) != f.maxPartBytes {
 		return // the user's
 	}
-	f.cur = 1
+	f.cur, f.curPart = 1, 1
 	cl.UpdateFetchMaxBytes(1, 1)
 	f.cl.Store(cl)
 }
@@ -138,17 +159,23 @@ func (f *fetchSizer) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m
 	f.uncompressed = f.uncompressed*keep + float64(m.UncompressedBytes)
 	f.compressed = f.compressed*keep + float64(m.CompressedBytes)
 	f.records = f.records*keep + float64(m.NumRecords)
-	if n := f.size(); n != f.cur {
-		f.cur = n
-		cl.UpdateFetchMaxBytes(n, min(n, f.maxPartBytes))
+	if n, p := f.size(); n != f.cur || p != f.curPart {
+		f.cur, f.curPart = n, p
+		cl.UpdateFetchMaxBytes(n, p)
 	}
 }
 
-// size is FetchMaxBytes for the averages: what decompresses to maxBytes
-// and holds perFetchRecords records, at most maxBytes, at least one.
-// Callers hold mu.
-func (f *fetchSizer) size() int32 {
+// size returns FetchMaxBytes and FetchMaxPartitionBytes for the
+// averages. FetchMaxBytes: what holds perFetchRecords records, or
+// minRecordFetch if that is more; no more than what decompresses to
+// maxBytes, nor maxBytes. FetchMaxPartitionBytes: what holds
+// perPartRecords records, no more than FetchMaxBytes and maxPartBytes.
+// Both are at least one. Callers hold mu.
+func (f *fetchSizer) size() (maxBytes, maxPartBytes int32) {
+	wirePerRecord := f.compressed / f.records
 	byBytes := float64(f.maxBytes) * f.compressed / f.uncompressed
-	byRecords := f.perFetchRecords * f.compressed / f.records
-	return int32(max(1, min(float64(f.maxBytes), byBytes, byRecords)))
+	byRecords := max(f.perFetchRecords*wirePerRecord, minRecordFetch)
+	n := max(1, min(float64(f.maxBytes), byBytes, byRecords))
+	part := max(1, min(n, float64(f.maxPartBytes), f.perPartRecords*wirePerRecord))
+	return int32(n), int32(part)
 }

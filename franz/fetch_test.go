@@ -63,28 +63,36 @@ func TestBudgetOf(t *testing.T) {
 
 // The fetch sizer starts at one byte (a broker answers with one batch),
 // then asks for what decompresses to a 32nd of the byte budget and holds
-// a 32nd of the record limit, at the ratio and record size of the batches
-// read, never more than fetchSizes; it leaves sizes set in Config.Opts
-// alone.
+// a 32nd of the record limit, or at least minRecordFetch (1 MiB) on the
+// wire when the byte share allows it, never more than fetchSizes; one
+// partition's part holds at most an eighth of the record limit. It
+// leaves sizes set in Config.Opts alone.
 func TestFetchSizer(t *testing.T) {
-	const budget, records = 16 << 20, 100_000 // per fetch: 512 KiB, 3125 records
+	const records = 100_000 // per fetch 3125, per partition 12,500
+	const small, dflt = 16 << 20, pipeline.DefaultMaxInFlightBytes
 	batch := func(uncompressed, compressed, n int) kgo.FetchBatchMetrics {
 		return kgo.FetchBatchMetrics{UncompressedBytes: uncompressed, CompressedBytes: compressed, NumRecords: n}
 	}
 	for _, c := range []struct {
 		name                     string
+		budget                   int64 // per fetch: 512 KiB (small), 8 MiB (dflt)
 		opts                     []kgo.Opt
 		batch                    kgo.FetchBatchMetrics
 		first, maxBytes, maxPart int32
 	}{
-		{"uncompressed, big records: the bytes", nil, batch(1<<20, 1<<20, 100), 1, 512 << 10, 512 << 10},
-		{"uncompressed, small records: the records", nil, batch(1<<20, 1<<20, 10_000), 1, 327_680, 327_680},
-		{"compressed 16x: a 16th", nil, batch(16<<20, 1<<20, 100), 1, 32 << 10, 32 << 10},
-		{"more than one batch decompresses to the share: one batch", nil, batch(1<<30, 1<<10, 1000), 1, 1, 1},
-		{"set in Config.Opts: left alone", []kgo.Opt{kgo.FetchMaxBytes(1 << 20)}, batch(16<<20, 1<<20, 100), 1 << 20, 1 << 20, 512 << 10},
+		{"uncompressed, big records: the bytes", small, nil, batch(1<<20, 1<<20, 100), 1, 512 << 10, 512 << 10},
+		{"uncompressed, big records, default budget: the bytes, 1 MiB a partition", dflt, nil, batch(1<<20, 1<<20, 100), 1, 8 << 20, 1 << 20},
+		// 64 B a record: 3125 records are 200,000 B, 12,500 are 800,000.
+		{"uncompressed, small records: the byte share below minRecordFetch", small, nil, batch(1<<20, 1<<20, 16384), 1, 512 << 10, 512 << 10},
+		{"uncompressed, small records: minRecordFetch, an eighth of the records a partition", dflt, nil, batch(1<<20, 1<<20, 16384), 1, 1 << 20, 800_000},
+		// Compressed 4x, 16 B a record on the wire: the byte share is 2 MiB.
+		{"compressed, small records: minRecordFetch, an eighth of the records a partition", dflt, nil, batch(4<<20, 1<<20, 65536), 1, 1 << 20, 200_000},
+		{"compressed 16x: a 16th", small, nil, batch(16<<20, 1<<20, 100), 1, 32 << 10, 32 << 10},
+		{"more than one batch decompresses to the share: one batch", small, nil, batch(1<<30, 1<<10, 1000), 1, 1, 1},
+		{"set in Config.Opts: left alone", small, []kgo.Opt{kgo.FetchMaxBytes(1 << 20)}, batch(16<<20, 1<<20, 100), 1 << 20, 1 << 20, 512 << 10},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFetchSizer(budget, records)
+			f := newFetchSizer(c.budget, records)
 			cl, err := kgo.NewClient(append(f.opts(), c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
