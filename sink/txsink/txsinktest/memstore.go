@@ -66,44 +66,41 @@ func (m *MemStore[T]) Commits() int {
 	return m.commits
 }
 
+// push queues errs for the calls that take them (takeErr).
+func (m *MemStore[T]) push(q *[]error, errs []error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	*q = append(*q, errs...)
+}
+
 // FailCommits makes the next len(errs) Commits fail with errs, in order,
 // without committing (a transient error, unless marked otherwise).
 func (m *MemStore[T]) FailCommits(errs ...error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fail = append(m.fail, errs...)
+	m.push(&m.fail, errs)
 }
 
 // LoseCommitReplies makes the next len(errs) Commits apply and then fail
 // with errs, as when the connection drops after the database committed:
 // the caller cannot tell whether the transaction committed.
 func (m *MemStore[T]) LoseCommitReplies(errs ...error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lost = append(m.lost, errs...)
+	m.push(&m.lost, errs)
 }
 
 // FailReads makes the next len(errs) Reads fail with errs, in order (as
 // when the connection is still down after a commit's reply was lost).
 func (m *MemStore[T]) FailReads(errs ...error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.failReads = append(m.failReads, errs...)
+	m.push(&m.failReads, errs)
 }
 
 // FailClaims makes the next len(errs) Claims fail with errs, in order,
 // without raising any epoch.
 func (m *MemStore[T]) FailClaims(errs ...error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.failClaims = append(m.failClaims, errs...)
+	m.push(&m.failClaims, errs)
 }
 
 // FailBegins makes the next len(errs) Begins fail with errs, in order.
 func (m *MemStore[T]) FailBegins(errs ...error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.failBegins = append(m.failBegins, errs...)
+	m.push(&m.failBegins, errs)
 }
 
 // HoldCommits makes every later Commit wait, before it applies, until the
