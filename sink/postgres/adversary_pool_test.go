@@ -1,0 +1,61 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// poolOf returns a pool to dsn of at most maxConns connections, closed
+// when the test ends.
+func poolOf(t *testing.T, dsn string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	must(t, err)
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	must(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Pools of one connection: several partitions' transactions, the final
+// positions of a revoke and another member's claims share it without
+// deadlocking, and every row is written once.
+func TestAdversaryOneConnectionPool(t *testing.T) {
+	srv := pg.Get(t)
+	dsn := srv.CreateDatabase(t, t.Name())
+	admin := srv.Pool(t, dsn)
+	exec(t, admin, rowsDDL)
+	a := startMember(t, poolOf(t, dsn, 1), config(true))
+	b := startMember(t, poolOf(t, dsn, 1), config(true))
+	for p := range int32(4) {
+		must(t, a.fake.Send(topic, p, values(int(p)*100, 20)...))
+		must(t, b.fake.Send(topic, p, values(int(p)*100, 40)...))
+	}
+	must(t, a.fake.Assign(topic, 0, 1, 2, 3))
+	for p := range int32(4) {
+		a.fake.WaitCommitted(t, topic, p, 20)
+	}
+	for p := range int32(4) {
+		must(t, a.fake.Send(topic, p, values(int(p)*100+20, 20)...))
+	}
+	must(t, b.fake.Assign(topic, 2, 3)) // fences a on 2 and 3
+	must(t, a.fake.Lose(topic, 2, 3))
+	must(t, a.fake.Revoke(topic, 1))
+	must(t, b.fake.Assign(topic, 1))
+	a.fake.WaitCommitted(t, topic, 0, 40)
+	must(t, b.fake.Send(topic, 1, values(140, 1)...)) // b resumes p1 at 40, where a left it
+	b.fake.WaitCommitted(t, topic, 1, 41)
+	b.fake.WaitCommitted(t, topic, 2, 40)
+	b.fake.WaitCommitted(t, topic, 3, 40)
+	must(t, a.run.Stop(t))
+	must(t, b.run.Stop(t))
+	var want []int
+	for p := range 4 {
+		want = append(want, seq(p*100, p*100+40)...)
+	}
+	want = append(want[:80], append([]int{140}, want[80:]...)...)
+	sameInts(t, "rows", ints(t, admin), want)
+}
