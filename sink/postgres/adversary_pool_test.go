@@ -5,6 +5,13 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/postgres"
+	"github.com/sluice-go/sluice/sink/txsink"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // poolOf returns a pool to dsn of at most maxConns connections, closed
@@ -58,4 +65,16 @@ func TestAdversaryOneConnectionPool(t *testing.T) {
 	}
 	want = append(want[:80], append([]int{140}, want[80:]...)...)
 	sameInts(t, "rows", ints(t, admin), want)
+}
+
+// startMemberWith is startMember with a Writer made already (exactly
+// once).
+func startMemberWith(t *testing.T, w *txsink.Writer[postgres.Row]) *member {
+	t.Helper()
+	f := testkit.NewFake()
+	f.UseOffsetStore(w, group)
+	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return w.Write(stages.Map(in, toRow))
+	})
+	return &member{fake: f, run: r, w: w}
 }

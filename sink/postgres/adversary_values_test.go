@@ -54,6 +54,9 @@ func TestAdversaryQuotedNames(t *testing.T) {
 // the bad row dead-lettered, every other row written once, and the
 // connection is usable afterwards.
 func TestAdversaryEncodingFailureDeepInALargeCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 20000 rows one by one")
+	}
 	db := newDB(t, rowsDDL)
 	cfg := config(true)
 	cfg.BatchSize = 20000
