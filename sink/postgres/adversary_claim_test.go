@@ -86,7 +86,7 @@ func TestAdversaryOverlappingClaimsRace(t *testing.T) {
 // with an error naming it, as for a missing database or privilege, not
 // retry until the source's claim timeout (15 s) runs out.
 func TestAdversaryOffsetsTableInMissingSchemaIsPermanent(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	db := newDB(t, rowsDDL)
 	cfg := config(true)
