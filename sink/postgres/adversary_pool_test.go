@@ -1,0 +1,81 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/postgres"
+	"github.com/sluice-go/sluice/sink/txsink"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// poolOf returns a pool to dsn of at most maxConns connections, closed
+// when the test ends.
+func poolOf(t *testing.T, dsn string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	must(t, err)
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	must(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Pools of one connection: several partitions' transactions, the final
+// positions of a revoke and another member's claims share it without
+// deadlocking, and every row is written once.
+func TestAdversaryOneConnectionPool(t *testing.T) {
+	srv := pg.Get(t)
+	dsn := srv.CreateDatabase(t, t.Name())
+	admin := srv.Pool(t, dsn)
+	exec(t, admin, rowsDDL)
+	a := startMember(t, poolOf(t, dsn, 1), config(true))
+	b := startMember(t, poolOf(t, dsn, 1), config(true))
+	for p := range int32(4) {
+		must(t, a.fake.Send(topic, p, values(int(p)*100, 20)...))
+		must(t, b.fake.Send(topic, p, values(int(p)*100, 40)...))
+	}
+	must(t, a.fake.Assign(topic, 0, 1, 2, 3))
+	for p := range int32(4) {
+		a.fake.WaitCommitted(t, topic, p, 20)
+	}
+	for p := range int32(4) {
+		must(t, a.fake.Send(topic, p, values(int(p)*100+20, 20)...))
+	}
+	must(t, b.fake.Assign(topic, 2, 3)) // fences a on 2 and 3
+	must(t, a.fake.Lose(topic, 2, 3))
+	must(t, a.fake.Revoke(topic, 1))
+	must(t, b.fake.Assign(topic, 1))
+	a.fake.WaitCommitted(t, topic, 0, 40)
+	// One more record each on b, which resumes where the table says (a
+	// may have written all 40 already): b's commits then show it is done.
+	for p := range int32(3) {
+		must(t, b.fake.Send(topic, p+1, values(int(p+1)*100+40, 1)...))
+		b.fake.WaitCommitted(t, topic, p+1, 41)
+	}
+	must(t, a.run.Stop(t))
+	must(t, b.run.Stop(t))
+	want := seq(0, 40)
+	for p := 1; p < 4; p++ {
+		want = append(want, seq(p*100, p*100+41)...)
+	}
+	sameInts(t, "rows", ints(t, admin), want)
+}
+
+// startMemberWith is startMember with a Writer made already (exactly
+// once).
+func startMemberWith(t *testing.T, w *txsink.Writer[postgres.Row]) *member {
+	t.Helper()
+	f := testkit.NewFake()
+	f.UseOffsetStore(w, group)
+	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return w.Write(stages.Map(in, toRow))
+	})
+	return &member{fake: f, run: r, w: w}
+}
