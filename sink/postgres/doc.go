@@ -41,7 +41,7 @@
 // number of values are dead-lettered, with an error naming the table, and
 // the rest of their batch committed: the batch is written again row by
 // row, each in a savepoint, to find them. Bad credentials, a
-// missing database, table, column or privilege (classes 28, 3D, 42) stop
+// missing database, schema, table, column or privilege (classes 28, 3D, 3F, 42) stop
 // Run with the error, which names them; so does a missing offsets table
 // without Config.CreateOffsetsTable, at the first claim. Everything else
 // (a lost connection, a serialization failure, a deadlock, a server

@@ -18,6 +18,7 @@ import (
 //     not null, foreign key, check);
 //   - the sink cannot be used, sluice.Permanent: class 28 (invalid
 //     authorization: bad credentials), 3D (the database does not exist),
+//     3F (the schema does not exist),
 //     42 (syntax error or access rule violation: a missing table or
 //     column, a missing privilege) and 0A (feature not supported);
 //   - anything else is transient (retried): a lost connection (class 08),
@@ -38,7 +39,7 @@ func classify(err error) error {
 	switch {
 	case valueClass(pe.Code):
 		return sluice.Invalid(err)
-	case strings.HasPrefix(pe.Code, "28"), strings.HasPrefix(pe.Code, "3D"),
+	case strings.HasPrefix(pe.Code, "28"), strings.HasPrefix(pe.Code, "3D"), strings.HasPrefix(pe.Code, "3F"),
 		strings.HasPrefix(pe.Code, "42"), strings.HasPrefix(pe.Code, "0A"):
 		return sluice.Permanent(err)
 	}

@@ -150,7 +150,7 @@ func (t *txn) Write(ctx context.Context, rows []Row) error {
 	}
 	per := max(1, maxParams/len(t.s.cols))
 	for len(rows) > 0 {
-		n := min(per, len(rows))
+		n := statementRows(len(rows), per)
 		args := make([]any, 0, n*len(t.s.cols))
 		for _, r := range rows[:n] {
 			args = append(args, r...)
@@ -216,4 +216,18 @@ func quoteList(cols []string) string {
 		q[i] = pgx.Identifier{c}.Sanitize()
 	}
 	return strings.Join(q, ", ")
+}
+
+// statementRows is how many of left rows the next multi-row statement
+// takes: the largest power of two not above left nor per (the most rows
+// whose values fit in one statement's parameters). Every statement text
+// is then one of about log2(per) sizes, so the statements pgx prepares
+// and caches on each connection stay a handful, whatever sizes batches
+// close at (a linger, a byte cap, a drain).
+func statementRows(left, per int) int {
+	n := 1
+	for n*2 <= left && n*2 <= per {
+		n *= 2
+	}
+	return n
 }
