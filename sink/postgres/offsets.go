@@ -65,6 +65,12 @@ func (o *offsets) ensure(ctx context.Context, tx pgx.Tx) error {
 	if o.create == "" || o.created.Load() {
 		return nil
 	}
+	// Members starting together would race to create the table (one of
+	// them failing on the catalog's unique keys): the creation is
+	// serialized by a lock held until this transaction ends.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "sluice offsets table "+o.table); err != nil {
+		return fmt.Errorf("lock the creation of offsets table %s: %w", o.table, err)
+	}
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, o.table).Scan(&exists); err != nil {
 		return fmt.Errorf("look up offsets table %s: %w", o.table, err)
@@ -129,8 +135,10 @@ RETURNING epoch, next_offset, written_offset, invalid_offsets`
 	case err == nil:
 		o.created.Store(true)
 		return out, nil
-	case o.create != "" && errors.As(err, &pe) && pe.Code == "23505":
-		return nil, err // another member created the table at the same time: retried
+	case o.create != "" && errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42710" || pe.Code == "42P07"):
+		// Another session created the table at the same time (one that
+		// does not take the creation lock): retried.
+		return nil, err
 	}
 	return nil, o.classify(err)
 }
