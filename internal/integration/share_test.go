@@ -695,8 +695,10 @@ func TestShareHooksHealthAndBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Hooks are called in the order given: health sees a stuck value
+	// before hooks records it, so Live is checked after health's update.
 	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
-		pipeline.WithHooks(hooks, health), pipeline.WithMaxInFlight(budget),
+		pipeline.WithHooks(health, hooks), pipeline.WithMaxInFlight(budget),
 		pipeline.WithStuckThreshold(100*time.Millisecond))
 	waitUntil(t, "offset 7 reported stuck", func() bool { return hooks.stuckOffset.Load() == hang }, m)
 	if err := health.Live(); err == nil {
