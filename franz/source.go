@@ -196,6 +196,9 @@ type runner struct {
 	// starts: offsets the offset store claimed, for adjustOffsets
 	// (start_offsets.go).
 	starts map[sluice.TopicPartition]int64
+	// pausing: partitions the core paused whose pause in kgo waits for
+	// the end of the poll's handling (pause.go).
+	pausing []sluice.TopicPartition
 }
 
 var _ rebalance.Backend = (*runner)(nil)
@@ -226,6 +229,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	fetches := r.poll(ctx, timeout)
 	r.g.Polled()
 	r.handle(fetches)
+	r.pausePending()
 	if r.s.polled != nil {
 		n, b := r.core.Held()
 		r.s.polled(held{core: n, coreBytes: b, kgo: int(r.cl.BufferedFetchRecords()), kgoBytes: r.cl.BufferedFetchBytes()})
@@ -322,22 +326,6 @@ func (r *runner) fetchError(topic string, p int32, err error) {
 	if fatal := fetchErrorFatal(r.log, "client", topic, p, err); fatal != nil {
 		r.fatal = fatal
 	}
-}
-
-// Pause pauses tp in kgo.
-func (r *runner) Pause(tp sluice.TopicPartition) error {
-	r.cl.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
-	return nil
-}
-
-// Resume resumes tps in kgo.
-func (r *runner) Resume(tps []sluice.TopicPartition) error {
-	m := map[string][]int32{}
-	for _, tp := range tps {
-		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
-	}
-	r.cl.ResumeFetchPartitions(m)
-	return nil
 }
 
 // Fail loses every owned partition and closes the client after a fatal

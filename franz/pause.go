@@ -1,0 +1,79 @@
+package franz
+
+import (
+	"github.com/sluice-go/sluice"
+)
+
+// This file pauses and resumes partitions in kgo for the core.
+//
+// kgo strips a paused partition's records from the fetch it has buffered
+// and fetches them again after the resume (pkg/kgo/source.go,
+// takeNBuffered: the partition's cursor stays where the last poll left
+// it). A pause asked while the poll's records are handled is therefore
+// not passed to kgo at once: at the end of the handling the source first
+// takes what kgo has buffered, as far as the core has room for it
+// (Core.Room), and hands it to the core, which holds the records of the
+// partitions it paused and delivers the others; only then are the
+// partitions paused in kgo. Records come out of kgo in order and the core
+// holds a paused partition's records behind the ones it already held, so
+// the order of a partition is kept; what the core had no room for is
+// stripped and fetched again, as without this step.
+//
+// With a transactional producer the buffered records are not taken: an
+// aborted transaction moves kgo's positions (Rewind) while the poll's
+// records are handled, and a record taken after that move could not be
+// told from one fetched before it.
+
+// Pause marks tp to be paused in kgo at the end of the poll's handling
+// (pausePending). The core calls it from Flush, on the poll loop.
+func (r *runner) Pause(tp sluice.TopicPartition) error {
+	r.pausing = append(r.pausing, tp)
+	return nil
+}
+
+// pausePending takes what kgo has buffered (as far as the core has room)
+// and hands it to the core, then pauses in kgo the partitions the core
+// paused meanwhile that it still owns. Pauses asked while the buffered
+// records are handed over are applied too; their own buffered records are
+// left to kgo.
+func (r *runner) pausePending() {
+	if len(r.pausing) == 0 {
+		return
+	}
+	if room := r.core.Room(); room > 0 && r.txns == nil && r.cl.BufferedFetchRecords() > 0 {
+		r.handle(r.cl.PollRecords(nil, room)) // nil: only what is buffered, without waiting
+	}
+	m := map[string][]int32{}
+	for _, tp := range r.pausing {
+		if r.core.Owns(tp) {
+			m[tp.Topic] = append(m[tp.Topic], tp.Partition)
+		}
+	}
+	r.pausing = r.pausing[:0]
+	if len(m) > 0 {
+		r.cl.PauseFetchPartitions(m)
+	}
+}
+
+// Resume resumes tps in kgo. A partition whose pause is still pending is
+// not paused after all.
+func (r *runner) Resume(tps []sluice.TopicPartition) error {
+	m := map[string][]int32{}
+	for _, tp := range tps {
+		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
+		r.unpend(tp)
+	}
+	r.cl.ResumeFetchPartitions(m)
+	return nil
+}
+
+// unpend removes tp from the pauses pending.
+func (r *runner) unpend(tp sluice.TopicPartition) {
+	for i := 0; i < len(r.pausing); {
+		if r.pausing[i] == tp {
+			r.pausing = append(r.pausing[:i], r.pausing[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
