@@ -28,9 +28,7 @@ func TestLostCommitReplyIsNotWrittenTwice(t *testing.T) {
 				s.FailReads(c.reads...)
 				m := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, testkit.NewDeadLetters().Option())
 				m.assign(t, values(0, 8)...)
-				m.fake.WaitCommitted(t, topic, 0, 8)
-				sameInts(t, "rows", s.Rows(), seq(0, 8))
-				must(t, m.run.Stop(t))
+				m.finish(t, s, 8)
 			})
 		})
 	}
@@ -43,27 +41,14 @@ func TestLostCommitReplyIsNotWrittenTwice(t *testing.T) {
 // is retried and the value's row written.
 func TestFailedCommitRewritingARefusedValueIsNotTakenForCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		s.Refuse = refuseNegative
-		log := bs("0", "-1", "2")
-		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
-		a := startMember(t, s, o, stuckDeadLetters())
-		a.assign(t, log...)
-		linger(t)
-		if p := position(t, s, 0); p.Next != 1 || p.Written != 2 || len(p.Invalid) != 1 {
-			t.Fatalf("life 1 stored %+v; want Next 1, Written 2, Invalid [1]", p)
-		}
-		a.lose(t)
-
+		s, o, log := refusedThenLost(t)
 		s.Refuse = nil // the table now takes -1
 		s.FailCommits(errors.New("serialization failure"))
 		dl := testkit.NewDeadLetters()
 		b := startMember(t, s, o, dl.Option())
 		b.assign(t, log...)
 		b.fake.WaitCommitted(t, topic, 0, 3)
-		if got := dl.Offsets(topic, 0); len(got) != 0 {
-			t.Fatalf("dead letters at %v; want none (the store accepts -1 now)", got)
-		}
+		deadLettered(t, dl) // none: the store accepts -1 now
 		sameInts(t, "rows", s.Rows(), []int{0, -1, 2})
 		must(t, b.run.Stop(t))
 	})
@@ -75,22 +60,18 @@ func TestFailedCommitRewritingARefusedValueIsNotTakenForCommitted(t *testing.T) 
 // says. Each row once, whichever happens first.
 func TestLostCommitReplyRacingAClaimWritesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		gate := s.HoldCommits()
-		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
-		a := startMember(t, s, o, testkit.NewDeadLetters().Option())
-		a.assign(t, values(0, 4)...)
-		reply := <-gate
+		h := holdFirstCommit(t)
+		s, a := h.s, h.a
 		s.LoseCommitReplies(errors.New("connection reset"))
-		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		b := startMember(t, s, h.o, testkit.NewDeadLetters().Option())
 		claimed := make(chan struct{})
 		go func() {
 			b.assign(t, values(0, 8)...)
 			close(claimed)
 		}()
 		synctest.Wait() // b's Claim waits for a's lock
-		reply <- nil
-		defer passCommits(gate)()
+		h.reply <- nil
+		defer passCommits(h.gate)()
 		<-claimed
 		b.fake.WaitCommitted(t, topic, 0, 8)
 		synctest.Wait()

@@ -96,6 +96,34 @@ func (m *member) lose(t *testing.T) {
 	}
 }
 
+// finish waits until the member committed partition 0 up to offset n,
+// checks that s holds the rows 0..n-1, each once, and stops the member.
+func (m *member) finish(t *testing.T, s *txsinktest.MemStore[int], n int) {
+	t.Helper()
+	m.fake.WaitCommitted(t, topic, 0, int64(n))
+	sameInts(t, "rows", s.Rows(), seq(0, n))
+	must(t, m.run.Stop(t))
+}
+
+// deadLettered fails unless dl holds the dead letters of exactly the
+// offsets want of partition 0, in order.
+func deadLettered(t *testing.T, dl *testkit.DeadLetters, want ...int64) {
+	t.Helper()
+	if got := dl.Offsets(topic, 0); !slices.Equal(got, want) {
+		t.Fatalf("dead letters at offsets %v; want %v", got, want)
+	}
+}
+
+// inBothModes runs test in a synctest bubble twice, as the subtests "at
+// least once" and "exactly once"; eos tells which.
+func inBothModes(t *testing.T, test func(t *testing.T, eos bool)) {
+	for _, eos := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at least once", true: "exactly once"}[eos], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { test(t, eos) })
+		})
+	}
+}
+
 // stuckDeadLetters is a dead-letter destination that never delivers.
 func stuckDeadLetters() pipeline.Option {
 	dl := testkit.NewDeadLetters()

@@ -41,20 +41,12 @@ func TestZombieIsFencedByTheNextClaim(t *testing.T) {
 // the revoke commits exactly what the store committed.
 func TestRevokeWaitsForACommitInProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		gate := s.HoldCommits()
-		a := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, testkit.NewDeadLetters().Option())
-		a.assign(t, values(0, 4)...)
-		reply := <-gate // the batch is committing
-		revoked := make(chan error)
-		go func() { revoked <- a.fake.Revoke(topic, 0) }()
-		synctest.Wait()
-		reply <- nil
-		must(t, <-revoked)
-		if got, p := a.fake.Committed(topic, 0), position(t, s, 0); got != 4 || p.Next != 4 {
+		h := holdFirstCommit(t)
+		must(t, h.during(func() error { return h.a.fake.Revoke(topic, 0) }))
+		if got, p := h.a.fake.Committed(topic, 0), position(t, h.s, 0); got != 4 || p.Next != 4 {
 			t.Fatalf("after the revoke: group %d, store %+v; want 4 and Next 4", got, p)
 		}
-		must(t, a.run.Stop(t))
+		must(t, h.a.run.Stop(t))
 	})
 }
 
@@ -91,24 +83,13 @@ func TestRevokeDuringRetriesCommitsNothingAndReassignWritesOnce(t *testing.T) {
 // next owner resumes from what it stored: each row once.
 func TestLossDuringACommitResumesFromTheStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		gate := s.HoldCommits()
-		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
-		a := startMember(t, s, o, testkit.NewDeadLetters().Option())
-		a.assign(t, values(0, 4)...)
-		reply := <-gate
-		lost := make(chan error)
-		go func() { lost <- a.fake.Lose(topic, 0) }()
-		synctest.Wait()
-		reply <- nil
-		must(t, <-lost)
-		defer passCommits(gate)() // later commits of the test pass the gate
-		must(t, a.run.Stop(t))
-		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		h := holdFirstCommit(t)
+		must(t, h.during(func() error { return h.a.fake.Lose(topic, 0) }))
+		defer passCommits(h.gate)() // later commits of the test pass the gate
+		must(t, h.a.run.Stop(t))
+		b := startMember(t, h.s, h.o, testkit.NewDeadLetters().Option())
 		b.assign(t, values(0, 8)...)
-		b.fake.WaitCommitted(t, topic, 0, 8)
-		sameInts(t, "rows", s.Rows(), seq(0, 8))
-		must(t, b.run.Stop(t))
+		b.finish(t, h.s, 8)
 	})
 }
 
@@ -128,10 +109,40 @@ func TestFailedClaimFailsAssign(t *testing.T) {
 			t.Fatalf("after a failed claim: %d delivered, rows %v; want none", n, s.Rows())
 		}
 		m.assign(t)
-		m.fake.WaitCommitted(t, topic, 0, 4)
-		sameInts(t, "rows", s.Rows(), seq(0, 4))
-		must(t, m.run.Stop(t))
+		m.finish(t, s, 4)
 	})
+}
+
+// heldCommit is a member whose first batch, the values 0..3, waits in
+// its Commit (MemStore.HoldCommits) until the test sends reply.
+type heldCommit struct {
+	s     *txsinktest.MemStore[int]
+	o     txsink.Options[int]
+	gate  <-chan chan error // every later Commit waits here
+	a     *member
+	reply chan error // the first batch's Commit goes on once nil is sent
+}
+
+// holdFirstCommit starts a heldCommit over a new store and returns once
+// its first batch's Commit waits.
+func holdFirstCommit(t *testing.T) *heldCommit {
+	t.Helper()
+	h := &heldCommit{s: txsinktest.NewMemStore[int](), o: txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}}
+	h.gate = h.s.HoldCommits()
+	h.a = startMember(t, h.s, h.o, testkit.NewDeadLetters().Option())
+	h.a.assign(t, values(0, 4)...)
+	h.reply = <-h.gate
+	return h
+}
+
+// during runs op (a revoke, a loss) while the first batch's Commit waits,
+// lets the Commit apply once op blocks, and returns op's error.
+func (h *heldCommit) during(op func() error) error {
+	done := make(chan error)
+	go func() { done <- op() }()
+	synctest.Wait()
+	h.reply <- nil
+	return <-done
 }
 
 // passCommits lets every Commit held at gate go on until the returned

@@ -43,9 +43,7 @@ func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
 		b.assign(t, append(log, []byte("6"))...)
 		b.fake.WaitCommitted(t, topic, 0, 7)
 		sameInts(t, "rows", s.Rows(), []int{0, 1, 3, 4, 5, 6})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 2 {
-			t.Fatalf("dead letters after the restart at offsets %v; want [2]", got)
-		}
+		deadLettered(t, dl, 2)
 		must(t, b.run.Stop(t))
 	})
 }
@@ -85,19 +83,7 @@ func TestExactlyOnceRetryOfRefusedValuesKeepsWritten(t *testing.T) {
 // which are in the store already.
 func TestWrittenNeverMovesBackAcrossLives(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		s.Refuse = refuseNegative
-		log := bs("0", "-1", "2")
-		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
-
-		// Life 1: rows 0 and 2 commit; offset 1 waits for its dead letter.
-		a := startMember(t, s, o, stuckDeadLetters())
-		a.assign(t, log...)
-		linger(t)
-		if p := position(t, s, 0); p.Next != 1 || p.Written != 2 {
-			t.Fatalf("life 1 stored %+v; want Next 1, Written 2", p)
-		}
-		a.lose(t)
+		s, o, log := refusedThenLost(t)
 
 		// Life 2: offset 1 is written again (refused again, its dead
 		// letter still stuck), offset 2 is skipped.
@@ -157,9 +143,7 @@ func TestExactlyOnceRefusedValueAcceptedLaterIsWrittenOnce(t *testing.T) {
 		m.assign(t, log...)
 		m.fake.WaitCommitted(t, topic, 0, 4)
 		sameInts(t, "rows", s.Rows(), []int{-2, 0, 3})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 1 {
-			t.Fatalf("dead letters at %v; want [1]", got)
-		}
+		deadLettered(t, dl, 1)
 		must(t, m.run.Stop(t))
 	})
 }
@@ -266,6 +250,27 @@ func TestCompactedOffsetsResumeAtTheNextRecord(t *testing.T) {
 		sameInts(t, "rows", s.Rows(), []int{3, 7, 8, 20, 21, 40})
 		must(t, b.run.Stop(t))
 	})
+}
+
+// refusedThenLost is the first life of a member over the log 0, -1, 2 in
+// batches of 3, with a store that refuses negative values: rows 0 and 2
+// commit, offset 1 waits for a dead letter that is never delivered, and
+// the partition is lost. It returns the store, the options and the log,
+// for the next lives.
+func refusedThenLost(t *testing.T) (*txsinktest.MemStore[int], txsink.Options[int], [][]byte) {
+	t.Helper()
+	s := txsinktest.NewMemStore[int]()
+	s.Refuse = refuseNegative
+	log := bs("0", "-1", "2")
+	o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
+	m := startMember(t, s, o, stuckDeadLetters())
+	m.assign(t, log...)
+	linger(t)
+	if p := position(t, s, 0); p.Next != 1 || p.Written != 2 || len(p.Invalid) != 1 || p.Invalid[0] != 1 {
+		t.Fatalf("life 1 stored %+v; want Next 1, Written 2, Invalid [1]", p)
+	}
+	m.lose(t)
+	return s, o, log
 }
 
 // Two partitions interleaved, each with a refused value: positions and

@@ -22,9 +22,7 @@ func TestTransientCommitFailureIsRetried(t *testing.T) {
 		s.FailCommits(errors.New("serialization failure"), errors.New("deadlock"))
 		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4})
 		m.assign(t, values(0, 8)...)
-		m.fake.WaitCommitted(t, topic, 0, 8)
-		sameInts(t, "rows", s.Rows(), seq(0, 8))
-		must(t, m.run.Stop(t))
+		m.finish(t, s, 8)
 	})
 }
 
@@ -43,9 +41,7 @@ func TestFailedBeginIsRetried(t *testing.T) {
 		linger(t)
 		m.fake.WaitCommitted(t, topic, 0, 3)
 		sameInts(t, "rows", s.Rows(), []int{0, 2})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 1 {
-			t.Fatalf("dead letters %v; want [1]", got)
-		}
+		deadLettered(t, dl, 1)
 		must(t, m.run.Stop(t))
 	})
 }
@@ -54,25 +50,21 @@ func TestFailedBeginIsRetried(t *testing.T) {
 // makes the Writer write the batch value by value, as a refused Write
 // does: here no value is refused then, and every value is written once.
 func TestInvalidCommitIsolatesTheBatch(t *testing.T) {
-	for _, eos := range []bool{false, true} {
-		t.Run(map[bool]string{false: "at least once", true: "exactly once"}[eos], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := txsinktest.NewMemStore[int]()
-				s.FailCommits(sluice.Invalid(errors.New("deferred constraint violated")))
-				dl := testkit.NewDeadLetters()
-				m := startMember(t, s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 4}, dl.Option())
-				m.assign(t, values(0, 4)...)
-				m.fake.WaitCommitted(t, topic, 0, 4)
-				must(t, m.fake.Send(topic, 0, values(4, 4)...))
-				m.fake.WaitCommitted(t, topic, 0, 8)
-				sameInts(t, "rows", s.Rows(), seq(0, 8))
-				if dl.Len() != 0 {
-					t.Fatalf("%d dead letters; want none", dl.Len())
-				}
-				must(t, m.run.Stop(t))
-			})
-		})
-	}
+	inBothModes(t, func(t *testing.T, eos bool) {
+		s := txsinktest.NewMemStore[int]()
+		s.FailCommits(sluice.Invalid(errors.New("deferred constraint violated")))
+		dl := testkit.NewDeadLetters()
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 4}, dl.Option())
+		m.assign(t, values(0, 4)...)
+		m.fake.WaitCommitted(t, topic, 0, 4)
+		must(t, m.fake.Send(topic, 0, values(4, 4)...))
+		m.fake.WaitCommitted(t, topic, 0, 8)
+		sameInts(t, "rows", s.Rows(), seq(0, 8))
+		if dl.Len() != 0 {
+			t.Fatalf("%d dead letters; want none", dl.Len())
+		}
+		must(t, m.run.Stop(t))
+	})
 }
 
 // Transient errors that outlast the retry policy stop Run with the
@@ -95,9 +87,7 @@ func TestExhaustedRetriesStopRunAndCommitNothing(t *testing.T) {
 		}
 		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
 		b.assign(t, values(0, 4)...)
-		b.fake.WaitCommitted(t, topic, 0, 4)
-		sameInts(t, "rows", s.Rows(), seq(0, 4))
-		must(t, b.run.Stop(t))
+		b.finish(t, s, 4)
 	})
 }
 

@@ -59,26 +59,20 @@ func TestExactlyOnceResumesFromTheStoreNotTheGroup(t *testing.T) {
 // Values the store refuses are dead-lettered; the rest of their batch
 // commits.
 func TestRefusedValuesAreDeadLetteredAndTheRestCommits(t *testing.T) {
-	for _, eos := range []bool{false, true} {
-		t.Run(map[bool]string{false: "at least once", true: "exactly once"}[eos], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := txsinktest.NewMemStore[int]()
-				s.Refuse = refuseNegative
-				dl := testkit.NewDeadLetters()
-				m := startMember(t, s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 10}, dl.Option())
-				m.assign(t, bs("1", "-2", "3", "-4", "5")...)
-				m.fake.WaitCommitted(t, topic, 0, 5)
-				sameInts(t, "rows", s.Rows(), []int{1, 3, 5})
-				if got := dl.Offsets(topic, 0); len(got) != 2 || got[0] != 1 || got[1] != 3 {
-					t.Fatalf("dead letters at %v; want [1 3]", got)
-				}
-				if msg := dl.Records()[0].Err.Error(); !strings.Contains(msg, "value is negative") {
-					t.Fatalf("dead letter's error %q does not carry the store's", msg)
-				}
-				must(t, m.run.Stop(t))
-			})
-		})
-	}
+	inBothModes(t, func(t *testing.T, eos bool) {
+		s := txsinktest.NewMemStore[int]()
+		s.Refuse = refuseNegative
+		dl := testkit.NewDeadLetters()
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 10}, dl.Option())
+		m.assign(t, bs("1", "-2", "3", "-4", "5")...)
+		m.fake.WaitCommitted(t, topic, 0, 5)
+		sameInts(t, "rows", s.Rows(), []int{1, 3, 5})
+		deadLettered(t, dl, 1, 3)
+		if msg := dl.Records()[0].Err.Error(); !strings.Contains(msg, "value is negative") {
+			t.Fatalf("dead letter's error %q does not carry the store's", msg)
+		}
+		must(t, m.run.Stop(t))
+	})
 }
 
 // Refused values first, last, and all of a batch: each dead-lettered
