@@ -59,8 +59,8 @@ func TestUpsertOfOneKeyTwiceInABatch(t *testing.T) {
 // one multi-row INSERT whose text depends on the number of rows, and pgx
 // (QueryExecModeCacheStatement, the default) prepares and keeps each
 // distinct text on the connection, while a batch closes at any size up
-// to BatchSize (Linger, BatchBytes, a drain): statements of a few sizes
-// keep the statements, and their cached plans, few.
+// to BatchSize (Linger, BatchBytes, a drain): the Writer writes through
+// statements of a few sizes, so that they and their cached plans stay few.
 func TestUpsertBatchesOfEverySizePrepareFewStatements(t *testing.T) {
 	ctx := context.Background()
 	dsn, _ := newDatabase(t, keyedDDL)
