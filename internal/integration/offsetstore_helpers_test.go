@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/txsink"
+	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -45,11 +48,35 @@ func storeClients() []storeClient {
 	return out
 }
 
+// forEachClient runs test as a parallel subtest for each of
+// storeClients, named for the client.
+func forEachClient(t *testing.T, test func(t *testing.T, c storeClient)) {
+	for _, c := range storeClients() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			test(t, c)
+		})
+	}
+}
+
 // names returns a topic and a group unique to the subtest t on a broker
 // its parent's subtests share.
 func (c storeClient) names(t *testing.T, prefix string) (topic, group string) {
 	n := prefix + "-" + strings.NewReplacer("/", "-", " ", "_").Replace(c.String())
 	return n, n + "-g"
+}
+
+// topic creates a topic of parts partitions unique to the subtest t (names)
+// on b, filled with perPartition records of each partition, and returns
+// it with the group of the subtest.
+func (c storeClient) topic(t *testing.T, b *kafkatest.Broker, prefix string, parts int32, perPartition int) (topic, group string) {
+	t.Helper()
+	topic, group = c.names(t, prefix)
+	b.CreateTopic(t, topic, parts)
+	if perPartition > 0 {
+		b.Fill(t, topic, perPartition, 8)
+	}
+	return topic, group
 }
 
 // newSource returns a source of group/topic on b with store as its
@@ -332,4 +359,60 @@ func discardLogger(t testing.TB) *slog.Logger {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// countingDiscard is a Builder whose graphs discard their records, and
+// the count of the graphs it built.
+func countingDiscard() (pipeline.Builder, *atomic.Int64) {
+	built := new(atomic.Int64)
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		built.Add(1)
+		return stages.Discard(in)
+	}, built
+}
+
+// memWriter is member name's exactly-once txsink.Writer over mem, in
+// batches of batch values.
+func memWriter(t testing.TB, mem *txsinktest.MemStore[string], name string, batch int) *txsink.Writer[string] {
+	return txsink.New(mem, txsink.Options[string]{Name: "mem " + name, ExactlyOnce: true, BatchSize: batch,
+		Linger: 5 * time.Millisecond, Logger: discardLogger(t)})
+}
+
+// writeValues is a Builder whose graphs write each record's value with w.
+func writeValues(w *txsink.Writer[string]) pipeline.Builder {
+	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return w.Write(stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) {
+			return string(r.Value), nil
+		}))
+	}
+}
+
+// checkWrittenOnce fails t unless mem holds every value of produced
+// once and nothing else, and its position of each partition p of group
+// and topic is the end of its log, hw[p]: Next hw[p], Written hw[p]-1.
+func checkWrittenOnce(t *testing.T, mem *txsinktest.MemStore[string], produced []string, group, topic string, hw map[int32]int64) {
+	t.Helper()
+	rows := mem.Rows()
+	count := map[string]int{}
+	for _, v := range rows {
+		count[v]++
+	}
+	for _, v := range produced {
+		if count[v] != 1 {
+			t.Errorf("value %q written %d times, want once", v, count[v])
+		}
+		delete(count, v)
+	}
+	if len(count) > 0 {
+		t.Errorf("%d values written that were not produced: %v", len(count), count)
+	}
+	if len(rows) != len(produced) {
+		t.Errorf("%d rows written, %d values produced", len(rows), len(produced))
+	}
+	for p, h := range hw {
+		pos, ok := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p})
+		if !ok || pos.Next != h || pos.Written != h-1 {
+			t.Errorf("partition %d: stored position %+v (found %v), want Next %d, Written %d", p, pos, ok, h, h-1)
+		}
+	}
 }

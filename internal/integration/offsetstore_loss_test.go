@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -13,9 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -33,97 +30,66 @@ func TestOffsetStoreExactlyOnceAfterLoss(t *testing.T) {
 	// A KIP-848 member thrown out stays in the group until its session
 	// expires (its leave is rejected too): 3s, not Kafka's 45s.
 	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.session.timeout.ms": "3000"}))
-	for _, c := range storeClients() {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			const parts, n, k = 4, 60, 25
-			topic, group := c.names(t, "osloss")
-			b.CreateTopic(t, topic, parts)
-			var produced []string
-			produce := func(from, to int) {
-				var recs []sluice.Record
-				for i := from; i < to; i++ {
-					for p := range int32(parts) {
-						v := fmt.Sprintf("%d-%d", p, i)
-						produced = append(produced, v)
-						recs = append(recs, sluice.Record{Partition: p, Value: []byte(v)})
-					}
-				}
-				b.Produce(t, topic, recs...)
-			}
-			produce(0, k)
-			mem := txsinktest.NewMemStore[string]()
-			writer := func(name string) *txsink.Writer[string] {
-				return txsink.New(mem, txsink.Options[string]{Name: "mem " + name, ExactlyOnce: true, BatchSize: 10,
-					Linger: 5 * time.Millisecond, Logger: discardLogger(t)})
-			}
-			value := func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil }
-
-			wa := writer("A")
-			buildA := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return wa.Write(stages.Map(in, value))
-			}
-			aObs := newGroupObserver()
-			slow := c
-			slow.commitEvery = time.Hour
-			a := startConsumer(t, "A", slow.newSource(t, b, group, topic, wa), buildA, pipeline.WithHooks(aObs))
-			waitFor(t, "A storing [0, k) of every partition", func() bool {
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		const parts, n, k = 4, 60, 25
+		topic, group := c.topic(t, b, "osloss", parts, 0)
+		var produced []string
+		produce := func(from, to int) {
+			var recs []sluice.Record
+			for i := from; i < to; i++ {
 				for p := range int32(parts) {
-					if pos, _ := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p}); pos.Next != int64(k) {
-						return false
-					}
+					v := fmt.Sprintf("%d-%d", p, i)
+					produced = append(produced, v)
+					recs = append(recs, sluice.Record{Partition: p, Value: []byte(v)})
 				}
-				return true
-			}, a)
-			faults := b.Cluster().Fault(
-				kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
-				kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
-				kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
-			)
-			waitFor(t, "A losing its partitions", func() bool { return aObs.lost.Load() >= parts && aObs.owns() == 0 }, a)
-			a.stop(t)
-			faults.Remove()
-			if got := b.Committed(t, group, topic); len(got) != 0 {
-				t.Fatalf("the group committed %v before B joined; the test needs the store ahead of the group", got)
 			}
-			produce(k, n)
-
-			l := &storeLog{}
-			wb := writer("B")
-			storeB := &recordingStore{member: "B", log: l, inner: wb}
-			buildB := loggingBuilder(l, "B", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return wb.Write(stages.Map(in, value))
-			})
-			bm := startConsumer(t, "B", c.newSource(t, b, group, topic, storeB), buildB)
-			hw := b.HighWatermarks(t, topic)
-			b.WaitCommitted(t, group, topic, hw)
-			bm.stop(t)
-
-			want := map[int32]int64{}
+			b.Produce(t, topic, recs...)
+		}
+		produce(0, k)
+		mem := txsinktest.NewMemStore[string]()
+		wa := memWriter(t, mem, "A", 10)
+		aObs := newGroupObserver()
+		slow := c
+		slow.commitEvery = time.Hour
+		a := startConsumer(t, "A", slow.newSource(t, b, group, topic, wa), writeValues(wa), pipeline.WithHooks(aObs))
+		waitFor(t, "A storing [0, k) of every partition", func() bool {
 			for p := range int32(parts) {
-				want[p] = int64(k)
-			}
-			if got := l.firsts("B"); !maps.Equal(got, want) {
-				t.Errorf("B's first record by partition: %v, want the store's %d everywhere", got, k)
-			}
-			checkClaimOrder(t, l, "B")
-			count := map[string]int{}
-			for _, v := range mem.Rows() {
-				count[v]++
-			}
-			for _, v := range produced {
-				if count[v] != 1 {
-					t.Errorf("value %q written %d times, want once", v, count[v])
+				if pos, _ := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p}); pos.Next != int64(k) {
+					return false
 				}
 			}
-			if got := len(mem.Rows()); got != len(produced) {
-				t.Errorf("%d rows written, %d values produced", got, len(produced))
-			}
-			for p, h := range hw {
-				if pos, _ := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p}); pos.Next != h {
-					t.Errorf("partition %d: stored position %+v, want Next %d", p, pos, h)
-				}
-			}
-		})
-	}
+			return true
+		}, a)
+		faults := b.Cluster().Fault(
+			kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
+			kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
+			kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
+		)
+		waitFor(t, "A losing its partitions", func() bool { return aObs.lost.Load() >= parts && aObs.owns() == 0 }, a)
+		a.stop(t)
+		faults.Remove()
+		if got := b.Committed(t, group, topic); len(got) != 0 {
+			t.Fatalf("the group committed %v before B joined; the test needs the store ahead of the group", got)
+		}
+		produce(k, n)
+
+		l := &storeLog{}
+		wb := memWriter(t, mem, "B", 10)
+		storeB := &recordingStore{member: "B", log: l, inner: wb}
+		buildB := loggingBuilder(l, "B", writeValues(wb))
+		bm := startConsumer(t, "B", c.newSource(t, b, group, topic, storeB), buildB)
+		hw := b.HighWatermarks(t, topic)
+		b.WaitCommitted(t, group, topic, hw)
+		bm.stop(t)
+
+		want := map[int32]int64{}
+		for p := range int32(parts) {
+			want[p] = int64(k)
+		}
+		if got := l.firsts("B"); !maps.Equal(got, want) {
+			t.Errorf("B's first record by partition: %v, want the store's %d everywhere", got, k)
+		}
+		checkClaimOrder(t, l, "B")
+		checkWrittenOnce(t, mem, produced, group, topic, hw)
+	})
 }

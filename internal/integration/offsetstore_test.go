@@ -6,15 +6,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -34,57 +31,51 @@ import (
 // partition; the commits then reach the end.
 func TestOffsetStoreStartOffsets(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	for _, c := range storeClients() {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			const parts, n = 3, 20
-			topic, group := c.names(t, "osstart")
-			b.CreateTopic(t, topic, parts)
-			b.Fill(t, topic, n, 8)
-			commitGroup(t, b, group, topic, map[int32]int64{0: 5, 1: 5, 2: 5})
-			want := map[int32]int64{0: 12, 1: 2, 2: 5}
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		topic, group := c.topic(t, b, "osstart", 3, 20)
+		commitGroup(t, b, group, topic, map[int32]int64{0: 5, 1: 5, 2: 5})
+		want := map[int32]int64{0: 12, 1: 2, 2: 5}
 
-			l := &storeLog{}
-			store := &recordingStore{member: "A", log: l, start: map[int32]int64{0: 12, 1: 2}}
-			hw := b.HighWatermarks(t, topic)
-			seen := newOffsets(hw)
-			build := loggingBuilder(l, "A", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-					seen.add(r.Partition, r.Offset)
-					return nil
-				})
+		l := &storeLog{}
+		store := &recordingStore{member: "A", log: l, start: map[int32]int64{0: 12, 1: 2}}
+		hw := b.HighWatermarks(t, topic)
+		seen := newOffsets(hw)
+		build := loggingBuilder(l, "A", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+				seen.add(r.Partition, r.Offset)
+				return nil
 			})
-			a := startConsumer(t, "A", c.newSource(t, b, group, topic, store), build)
-			waitFor(t, "the commits reaching the end", func() bool {
-				return maps.Equal(b.Committed(t, group, topic), hw)
-			}, a)
-			c.checkGroupType(t, b, group)
-			a.stop(t)
+		})
+		a := startConsumer(t, "A", c.newSource(t, b, group, topic, store), build)
+		waitFor(t, "the commits reaching the end", func() bool {
+			return maps.Equal(b.Committed(t, group, topic), hw)
+		}, a)
+		c.checkGroupType(t, b, group)
+		a.stop(t)
 
-			if got := l.firsts("A"); !maps.Equal(got, want) {
-				t.Errorf("first record delivered by partition: %v, want %v (store: 0 at 12, 1 at 2; group: 5)", got, want)
-			}
-			for p, from := range want {
-				for off := range hw[p] {
-					exp := int32(0)
-					if int64(off) >= from {
-						exp = 1
-					}
-					if got := seen.n[p][off].Load(); got != exp {
-						t.Errorf("partition %d offset %d processed %d times, want %d (start %d)", p, off, got, exp, from)
-					}
+		if got := l.firsts("A"); !maps.Equal(got, want) {
+			t.Errorf("first record delivered by partition: %v, want %v (store: 0 at 12, 1 at 2; group: 5)", got, want)
+		}
+		for p, from := range want {
+			for off := range hw[p] {
+				exp := int32(0)
+				if int64(off) >= from {
+					exp = 1
+				}
+				if got := seen.n[p][off].Load(); got != exp {
+					t.Errorf("partition %d offset %d processed %d times, want %d (start %d)", p, off, got, exp, from)
 				}
 			}
-			wantClaims := [][]sluice.TopicPartition{tpsOf(topic, 0, 1, 2)}
-			if got := l.claims("A"); !slices.EqualFunc(got, wantClaims, slices.Equal) {
-				t.Errorf("Claim calls %v, want %v", got, wantClaims)
-			}
-			if got := store.calls(); !slices.Equal(got, []string{group}) {
-				t.Errorf("Claim called for groups %v, want [%s]", got, group)
-			}
-			checkCommittedEquals(t, b, group, topic, hw)
-		})
-	}
+		}
+		wantClaims := [][]sluice.TopicPartition{tpsOf(topic, 0, 1, 2)}
+		if got := l.claims("A"); !slices.EqualFunc(got, wantClaims, slices.Equal) {
+			t.Errorf("Claim calls %v, want %v", got, wantClaims)
+		}
+		if got := store.calls(); !slices.Equal(got, []string{group}) {
+			t.Errorf("Claim called for groups %v, want [%s]", got, group)
+		}
+		checkCommittedEquals(t, b, group, topic, hw)
+	})
 }
 
 // TestOffsetStoreClaimOrder: A consumes alone, B joins, records are
@@ -97,63 +88,58 @@ func TestOffsetStoreStartOffsets(t *testing.T) {
 // committed offset.
 func TestOffsetStoreClaimOrder(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	for _, c := range storeClients() {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			const parts, n = 4, 50
-			topic, group := c.names(t, "osorder")
-			b.CreateTopic(t, topic, parts)
-			b.Fill(t, topic, n, 8)
-			l := &storeLog{}
-			es := &epochs{b: b, group: group, topic: topic}
-			member := func(name string) (*consumer, *groupObserver) {
-				obs := newGroupObserver()
-				build := loggingBuilder(l, name, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					e := es.begin(name, p.Partition)
-					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-						e.record(r.Offset)
-						return nil
-					})
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		const parts, n = 4, 50
+		topic, group := c.topic(t, b, "osorder", parts, n)
+		l := &storeLog{}
+		es := &epochs{b: b, group: group, topic: topic}
+		member := func(name string) (*consumer, *groupObserver) {
+			obs := newGroupObserver()
+			build := loggingBuilder(l, name, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				e := es.begin(name, p.Partition)
+				return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+					e.record(r.Offset)
+					return nil
 				})
-				store := &recordingStore{member: name, log: l}
-				return startConsumer(t, name, c.newSource(t, b, group, topic, store), build, pipeline.WithHooks(obs)), obs
-			}
-			a, aObs := member("A")
-			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
-			bm, bObs := member("B")
-			waitFor(t, "A and B sharing the partitions", func() bool {
-				return aObs.owns() == 2 && bObs.owns() == 2
-			}, a, bm)
-			c.checkGroupType(t, b, group)
-			b.Fill(t, topic, n, 8)
-			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
-			bm.stop(t)
-			waitFor(t, "A owning every partition again", func() bool { return aObs.owns() == parts }, a)
-			b.Fill(t, topic, n, 8)
-			b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
-			a.stop(t)
+			})
+			store := &recordingStore{member: name, log: l}
+			return startConsumer(t, name, c.newSource(t, b, group, topic, store), build, pipeline.WithHooks(obs)), obs
+		}
+		a, aObs := member("A")
+		b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+		bm, bObs := member("B")
+		waitFor(t, "A and B sharing the partitions", func() bool {
+			return aObs.owns() == 2 && bObs.owns() == 2
+		}, a, bm)
+		c.checkGroupType(t, b, group)
+		b.Fill(t, topic, n, 8)
+		b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+		bm.stop(t)
+		waitFor(t, "A owning every partition again", func() bool { return aObs.owns() == parts }, a)
+		b.Fill(t, topic, n, 8)
+		b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+		a.stop(t)
 
-			checkClaimOrder(t, l, "A")
-			checkClaimOrder(t, l, "B")
-			es.check(t)
-			all := tpsOf(topic, 0, 1, 2, 3)
-			claimsA, claimsB := l.claims("A"), l.claims("B")
-			if len(claimsB) != 1 || len(claimsB[0]) != 2 {
-				t.Fatalf("B's Claim calls %v, want one, of its 2 partitions", claimsB)
-			}
-			rest := slices.DeleteFunc(slices.Clone(all), func(tp sluice.TopicPartition) bool { return slices.Contains(claimsB[0], tp) })
-			// Eager: B's join revokes all of A's partitions and gives A
-			// back the others; cooperative: A keeps them, nothing is new.
-			wantA := [][]sluice.TopicPartition{all, claimsB[0]}
-			if c.protocol == "range" {
-				wantA = [][]sluice.TopicPartition{all, rest, all}
-			}
-			if !slices.EqualFunc(claimsA, wantA, slices.Equal) {
-				t.Errorf("A's Claim calls %v, want %v", claimsA, wantA)
-			}
-			t.Logf("claims: A %v, B %v", claimsA, claimsB)
-		})
-	}
+		checkClaimOrder(t, l, "A")
+		checkClaimOrder(t, l, "B")
+		es.check(t)
+		all := tpsOf(topic, 0, 1, 2, 3)
+		claimsA, claimsB := l.claims("A"), l.claims("B")
+		if len(claimsB) != 1 || len(claimsB[0]) != 2 {
+			t.Fatalf("B's Claim calls %v, want one, of its 2 partitions", claimsB)
+		}
+		rest := slices.DeleteFunc(slices.Clone(all), func(tp sluice.TopicPartition) bool { return slices.Contains(claimsB[0], tp) })
+		// Eager: B's join revokes all of A's partitions and gives A
+		// back the others; cooperative: A keeps them, nothing is new.
+		wantA := [][]sluice.TopicPartition{all, claimsB[0]}
+		if c.protocol == "range" {
+			wantA = [][]sluice.TopicPartition{all, rest, all}
+		}
+		if !slices.EqualFunc(claimsA, wantA, slices.Equal) {
+			t.Errorf("A's Claim calls %v, want %v", claimsA, wantA)
+		}
+		t.Logf("claims: A %v, B %v", claimsA, claimsB)
+	})
 }
 
 func tpsOf(topic string, parts ...int32) []sluice.TopicPartition {
@@ -173,67 +159,35 @@ func tpsOf(topic string, parts ...int32) []sluice.TopicPartition {
 // positions and the group's commits end at the log end.
 func TestOffsetStoreExactlyOnceAcrossRebalance(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	for _, c := range storeClients() {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			const parts, round = 4, 25 // records produced per partition a round
-			topic, group := c.names(t, "oseos")
-			b.CreateTopic(t, topic, parts)
-			mem := txsinktest.NewMemStore[string]()
-			member := func(name string) (*consumer, *groupObserver) {
-				w := txsink.New(mem, txsink.Options[string]{Name: "mem " + name, ExactlyOnce: true, BatchSize: 20,
-					Linger: 5 * time.Millisecond, Logger: discardLogger(t)})
-				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return w.Write(stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) {
-						return string(r.Value), nil
-					}))
-				}
-				obs := newGroupObserver()
-				return startConsumer(t, name, c.newSource(t, b, group, topic, w), build, pipeline.WithHooks(obs)), obs
-			}
-			prod := startProducing(t, b, topic, parts, round)
-			a, _ := member("A")
-			waitFor(t, "A writing", func() bool { return len(mem.Rows()) >= 4*parts*round }, a)
-			bm, bObs := member("B")
-			waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, a, bm)
-			c.checkGroupType(t, b, group)
-			at := len(mem.Rows())
-			waitFor(t, "records written after B joined", func() bool { return len(mem.Rows()) >= at+4*parts*round }, a, bm)
-			produced := prod.stop(t)
-			hw := b.HighWatermarks(t, topic)
-			waitFor(t, "every record written and committed", func() bool {
-				return len(mem.Rows()) >= len(produced) && maps.Equal(b.Committed(t, group, topic), hw)
-			}, a, bm)
-			bm.stop(t)
-			a.stop(t)
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		const parts, round = 4, 25 // records produced per partition a round
+		topic, group := c.topic(t, b, "oseos", parts, 0)
+		mem := txsinktest.NewMemStore[string]()
+		member := func(name string) (*consumer, *groupObserver) {
+			w := memWriter(t, mem, name, 20)
+			obs := newGroupObserver()
+			return startConsumer(t, name, c.newSource(t, b, group, topic, w), writeValues(w), pipeline.WithHooks(obs)), obs
+		}
+		prod := startProducing(t, b, topic, parts, round)
+		a, _ := member("A")
+		waitFor(t, "A writing", func() bool { return len(mem.Rows()) >= 4*parts*round }, a)
+		bm, bObs := member("B")
+		waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, a, bm)
+		c.checkGroupType(t, b, group)
+		at := len(mem.Rows())
+		waitFor(t, "records written after B joined", func() bool { return len(mem.Rows()) >= at+4*parts*round }, a, bm)
+		produced := prod.stop(t)
+		hw := b.HighWatermarks(t, topic)
+		waitFor(t, "every record written and committed", func() bool {
+			return len(mem.Rows()) >= len(produced) && maps.Equal(b.Committed(t, group, topic), hw)
+		}, a, bm)
+		bm.stop(t)
+		a.stop(t)
 
-			rows := mem.Rows()
-			count := map[string]int{}
-			for _, v := range rows {
-				count[v]++
-			}
-			for _, v := range produced {
-				if count[v] != 1 {
-					t.Errorf("value %q written %d times, want once", v, count[v])
-				}
-				delete(count, v)
-			}
-			if len(count) > 0 {
-				t.Errorf("%d values written that were not produced: %v", len(count), count)
-			}
-			if len(rows) != len(produced) {
-				t.Errorf("%d rows written, %d values produced", len(rows), len(produced))
-			}
-			for p, h := range hw {
-				pos, ok := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p})
-				if !ok || pos.Next != h || pos.Written != h-1 {
-					t.Errorf("partition %d: stored position %+v (found %v), want Next %d, Written %d", p, pos, ok, h, h-1)
-				}
-			}
-			checkCommittedEquals(t, b, group, topic, hw)
-			t.Logf("%d values, %d transactions", len(produced), mem.Commits())
-		})
-	}
+		checkWrittenOnce(t, mem, produced, group, topic, hw)
+		checkCommittedEquals(t, b, group, topic, hw)
+		t.Logf("%d values, %d transactions", len(produced), mem.Commits())
+	})
 }
 
 // producing produces to a topic in the background (startProducing).
@@ -305,9 +259,7 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 	for _, client := range []string{"librdkafka", "franz"} {
 		t.Run(client, func(t *testing.T) {
 			c := storeClient{client: client, protocol: "cooperative-sticky"}
-			topic, group := c.names(t, "ostxn")
-			b.CreateTopic(t, topic, 1)
-			b.Fill(t, topic, 10, 8)
+			topic, group := c.topic(t, b, "ostxn", 1, 10)
 			store := &recordingStore{member: "A", log: &storeLog{}}
 			src := c.newSource(t, b, group, topic, store)
 			switch s := src.(type) {
@@ -325,11 +277,7 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 				}
 				t.Cleanup(func() { _ = p.Close() })
 			}
-			var built atomic.Int64
-			build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				built.Add(1)
-				return stages.Discard(in)
-			}
+			build, built := countingDiscard()
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			err := pipeline.Run(ctx, src, build)

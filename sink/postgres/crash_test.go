@@ -2,143 +2,113 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/pgtest"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/postgres"
 )
 
-// blockDDL makes every insert into rows wait while another session holds
-// the advisory lock blockKey, so that a test can hold a batch's
-// transaction in the middle of its write.
-const (
-	blockKey = 4242
-	blockDDL = `CREATE FUNCTION block() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$;
-CREATE TRIGGER block BEFORE INSERT ON rows FOR EACH ROW EXECUTE FUNCTION block()`
-)
+// crashRetry retries a batch for long enough (about 20 s) that the
+// server can be killed and restarted meanwhile.
+var crashRetry = pipeline.WithRetry(sluice.RetryPolicy{Attempts: 200, Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond})
 
-// A server crash is a transient error: the batch being written when it
-// comes, and the batches written while the server is down, are retried
-// on new connections once it is back, and each row is in the table once.
-func TestServerCrashIsRetried(t *testing.T) {
-	srv := pg.Get(t)
-	dsn := srv.CreateDatabase(t, t.Name())
-	db := srv.Pool(t, dsn)
-	exec(t, db, rowsDDL)
-	exec(t, db, blockDDL)
-	retry := pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond})
-	m := startMember(t, db, config(true), retry)
-	must(t, m.fake.Send(topic, 0, values(0, 10)...))
-	must(t, m.fake.Assign(topic, 0))
-	m.fake.WaitCommitted(t, topic, 0, 10)
-
-	// A crash while a batch is written: its transaction waits in the
-	// trigger for the lock this test holds.
-	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, dsn)
-	must(t, err)
-	defer holder.Close(ctx)
-	_, err = holder.Exec(ctx, "SELECT pg_advisory_lock($1)", blockKey)
-	must(t, err)
-	must(t, m.fake.Send(topic, 0, values(10, 10)...))
-	poll(t, "an insert waiting for the advisory lock", func() bool {
-		var n int
-		err := holder.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
-		return err == nil && n > 0
-	})
-	must(t, srv.Kill())
-	srv.Restart(t)
-	m.fake.WaitCommitted(t, topic, 0, 20)
-
-	// A crash between batches: the next batches find the server down.
-	must(t, srv.Kill())
-	must(t, m.fake.Send(topic, 0, values(20, 10)...))
-	srv.Restart(t)
-	m.fake.WaitCommitted(t, topic, 0, 30)
-	must(t, m.run.Stop(t))
-	sameInts(t, "rows", intsAfterRestart(t, dsn), seq(0, 30))
+// startCommitted starts an exactly-once member of cfg, retrying under
+// crashRetry, on a database of the test's own (the table rows, then
+// ddl), and returns once it wrote and committed the rows 0..3: its
+// claim is made, and the server may be killed from here on.
+func startCommitted(t *testing.T, cfg postgres.Config, ddl ...string) (string, *pgxpool.Pool, *member) {
+	t.Helper()
+	dsn, db := newDatabase(t, append([]string{rowsDDL}, ddl...)...)
+	m := startMember(t, db, cfg, crashRetry)
+	m.assign(t, values(0, 4)...)
+	m.fake.WaitCommitted(t, topic, 0, 4)
+	return dsn, db, m
 }
 
-// intsAfterRestart is ints on a new connection: the pools' connections
-// to the server before its restart fail when next used.
-func intsAfterRestart(t *testing.T, dsn string) []int {
+// killAndRestart kills the server (SIGKILL, a crash) and starts it
+// again.
+func killAndRestart(t *testing.T) {
 	t.Helper()
+	srv := pg.Get(t)
+	must(t, srv.Kill())
+	srv.Restart(t)
+}
+
+// finishAfterRestart is finish, then checks that the table rows holds
+// the rows 0..n-1 once each, read on a new connection (the pools'
+// connections to the server before its restart fail when next used).
+func (m *member) finishAfterRestart(t *testing.T, dsn string, n int) {
+	t.Helper()
+	m.finish(t, n)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	must(t, err)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT n FROM rows ORDER BY n`)
 	must(t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	must(t, err)
-	return out
+	sameInts(t, "rows", got, seq(0, n))
 }
 
-// A commit that completes on the server while the connection drops (its
-// reply lost): the Writer reads the position back, finds the batch
-// committed and does not write it again. The commit waits for a
-// synchronous standby that does not exist, and its session is then
-// terminated: the transaction has committed locally, and the client gets
-// an error instead of the commit's reply.
-func TestCommitReplyLostIsNotWrittenTwice(t *testing.T) {
-	ctx := context.Background()
+// A server crash is a transient error: the batch being written when it
+// comes, and the batches written while the server is down, are retried
+// on new connections once it is back, and each row is in the table once.
+func TestServerCrashIsRetried(t *testing.T) {
+	dsn, _, m := startCommitted(t, config(true), holdFunc("true", "NEW"), holdInserts)
+
+	// A crash while a batch is written: its transaction waits in the
+	// trigger for the lock this test holds.
+	holder := holdLock(t, dsn)
+	must(t, m.fake.Send(topic, 0, values(4, 16)...))
+	waitAdvisory(t, holder)
+	killAndRestart(t)
+	m.fake.WaitCommitted(t, topic, 0, 20)
+
+	// A crash between batches: the next batches find the server down.
 	srv := pg.Get(t)
-	db := srv.Pool(t, srv.CreateDatabase(t, t.Name()))
-	exec(t, db, rowsDDL)
-	readBack := newLogWatch("the batch committed")
-	cfg := config(true)
-	cfg.Logger = readBack.Logger()
-	retry := pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond})
-	m := startMember(t, db, cfg, retry)
-	must(t, m.fake.Send(topic, 0, values(0, 4)...))
-	must(t, m.fake.Assign(topic, 0))
-	m.fake.WaitCommitted(t, topic, 0, 4)
-
-	syncStandby(t, srv, "nobody")
-	t.Cleanup(func() { syncStandby(t, srv, "") })
-	must(t, m.fake.Send(topic, 0, values(4, 4)...))
-	var pid int
-	poll(t, "a commit waiting for the synchronous standby", func() bool {
-		err := db.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event = 'SyncRep'`).Scan(&pid)
-		return err == nil
-	})
-	exec(t, db, "SELECT pg_terminate_backend($1)", pid)
-	syncStandby(t, srv, "") // the Writer's locking read waits for the standby too
-	m.fake.WaitCommitted(t, topic, 0, 8)
-	readBack.wait(t)
-	must(t, m.run.Stop(t))
-	sameInts(t, "rows", ints(t, db), seq(0, 8))
+	must(t, srv.Kill())
+	must(t, m.fake.Send(topic, 0, values(20, 10)...))
+	srv.Restart(t)
+	m.finishAfterRestart(t, dsn, 30)
 }
 
-// syncStandby sets synchronous_standby_names on the server and returns
-// once new sessions see it (a session that existed takes it before its
-// next statement): with a name no standby has, every commit that wrote
-// something waits until it is reset or its session ends.
-func syncStandby(t *testing.T, srv *pgtest.Server, names string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, srv.DSN("postgres"))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET synchronous_standby_names = '%s'", names))
-	must(t, err)
-	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
-	must(t, err)
-	poll(t, "synchronous_standby_names = '"+names+"' in a new session", func() bool {
-		fresh, err := pgx.Connect(ctx, srv.DSN("postgres"))
-		if err != nil {
-			return false
-		}
-		defer fresh.Close(ctx)
-		var got string
-		return fresh.QueryRow(ctx, "SHOW synchronous_standby_names").Scan(&got) == nil && got == names
-	})
+// The server is killed while an exactly-once batch's transaction is
+// stopped at one point of its life (during COPY, between StoreOffset and
+// COMMIT, during COMMIT); once the server is back, every record's row is
+// in the table once and the group commits the end of the log.
+func TestKillAtAnyPointOfABatchWritesEachRowOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the server")
+	}
+	points := []struct {
+		name string
+		ddl  []string
+	}{
+		{name: "during COPY", ddl: []string{holdFunc("NEW.n >= 4", "NEW"), holdInserts}},
+		{name: "between StoreOffset and COMMIT", ddl: []string{
+			postgres.OffsetsDDL(""),
+			holdFunc("NEW.next_offset <> OLD.next_offset AND NEW.next_offset > 4", "NEW"),
+			`CREATE TRIGGER hold AFTER UPDATE ON sluice_offsets FOR EACH ROW EXECUTE FUNCTION hold()`,
+		}},
+		{name: "during COMMIT (deferred trigger)", ddl: []string{
+			holdFunc("NEW.n >= 4", "NULL"),
+			`CREATE CONSTRAINT TRIGGER hold AFTER INSERT ON rows DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold()`,
+		}},
+	}
+	for _, pt := range points {
+		t.Run(pt.name, func(t *testing.T) {
+			dsn, _, m := startCommitted(t, config(true), pt.ddl...)
+			holder := holdLock(t, dsn)
+			must(t, m.fake.Send(topic, 0, values(4, 8)...))
+			waitAdvisory(t, holder)
+			killAndRestart(t)
+			m.finishAfterRestart(t, dsn, 12)
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/postgres"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -34,10 +35,8 @@ func TestAtLeastOnceWritesEveryRowThenCommits(t *testing.T) {
 func TestExactlyOnceResumesFromTheTableNotTheGroup(t *testing.T) {
 	db := newDB(t, rowsDDL)
 	m1 := startMember(t, db, config(true))
-	must(t, m1.fake.Send(topic, 0, values(0, 10)...))
-	must(t, m1.fake.Assign(topic, 0))
-	m1.fake.WaitCommitted(t, topic, 0, 10)
-	must(t, m1.run.Stop(t))
+	m1.assign(t, values(0, 10)...)
+	m1.finish(t, 10)
 
 	m2 := startMember(t, db, config(true))
 	must(t, m2.fake.Send(topic, 0, values(0, 15)...))
@@ -66,8 +65,7 @@ func TestZombieIsFencedByTheNextClaim(t *testing.T) {
 	cfgA := config(true)
 	cfgA.Logger = fenced.Logger()
 	a := startMember(t, db, cfgA)
-	must(t, a.fake.Send(topic, 0, values(0, 5)...))
-	must(t, a.fake.Assign(topic, 0))
+	a.assign(t, values(0, 5)...)
 	a.fake.WaitCommitted(t, topic, 0, 5)
 
 	b := startMember(t, db, config(true))
@@ -122,10 +120,8 @@ func TestRefusedRowsAreDeadLetteredAndTheRestCommits(t *testing.T) {
 				log = append(log, strconv.Itoa(10*i), b.value, strconv.Itoa(10*i+1))
 				want = append(want, 10*i, 10*i+1)
 			}
-			must(t, m.fake.Send(topic, 0, bytesOf(log...)...))
-			must(t, m.fake.Assign(topic, 0))
-			m.fake.WaitCommitted(t, topic, 0, int64(len(log)))
-			must(t, m.run.Stop(t))
+			m.assign(t, bytesOf(log...)...)
+			m.finish(t, len(log))
 			sameInts(t, "rows", ints(t, db), want)
 			letters := dl.Records()
 			if len(letters) != len(bad) {
@@ -145,53 +141,6 @@ func TestRefusedRowsAreDeadLetteredAndTheRestCommits(t *testing.T) {
 	}
 }
 
-// With Config.Conflict a redelivered record's row is written once: the
-// upsert updates it.
-func TestUpsertWritesARedeliveredRowOnce(t *testing.T) {
-	db := newDB(t, keyedDDL)
-	cfg := config(false)
-	cfg.Conflict = []string{"n"}
-	m1 := startMember(t, db, cfg)
-	must(t, m1.fake.Send(topic, 0, bytesOf("1=a", "2=a", "3=a")...))
-	must(t, m1.fake.Assign(topic, 0))
-	m1.fake.WaitCommitted(t, topic, 0, 3)
-	must(t, m1.run.Stop(t))
-
-	m2 := startMember(t, db, cfg)
-	must(t, m2.fake.Send(topic, 0, bytesOf("1=a", "2=a", "3=a", "2=b")...))
-	must(t, m2.fake.SetCommitted(topic, 0, 1)) // 2=a and 3=a again
-	must(t, m2.fake.Assign(topic, 0))
-	m2.fake.WaitCommitted(t, topic, 0, 4)
-	must(t, m2.run.Stop(t))
-	sameInts(t, "rows", ints(t, db), []int{1, 2, 3})
-	var v string
-	must(t, db.QueryRow(context.Background(), `SELECT v FROM rows WHERE n = 2`).Scan(&v))
-	if v != "b" {
-		t.Fatalf("row 2 has v %q; want %q (updated by the last record)", v, "b")
-	}
-}
-
-// Records of one batch with the same key are upserted in order: the
-// last one wins, none is refused.
-func TestUpsertOfOneKeyTwiceInABatch(t *testing.T) {
-	db := newDB(t, keyedDDL)
-	cfg := config(false)
-	cfg.Conflict = []string{"n"}
-	cfg.BatchSize = 10
-	dl := testkit.NewDeadLetters()
-	m := startMember(t, db, cfg, dl.Option(), pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2}))
-	must(t, m.fake.Send(topic, 0, bytesOf("1=a", "2=a", "1=b", "3=a", "1=c")...))
-	must(t, m.fake.Assign(topic, 0))
-	m.fake.WaitCommitted(t, topic, 0, 5)
-	must(t, m.run.Stop(t))
-	sameInts(t, "rows", ints(t, db), []int{1, 2, 3})
-	var v string
-	must(t, db.QueryRow(context.Background(), `SELECT v FROM rows WHERE n = 1`).Scan(&v))
-	if v != "c" || dl.Len() != 0 {
-		t.Fatalf("row 1 has v %q with %d dead letters; want %q (the batch's last) and none", v, dl.Len(), "c")
-	}
-}
-
 // A constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refuses
 // rows as one checked at once does: they are dead-lettered and the rest
 // of their batch commits.
@@ -204,10 +153,8 @@ func TestDeferredConstraintViolationIsDeadLettered(t *testing.T) {
 				`CREATE TABLE rows (n integer NOT NULL CONSTRAINT rows_parent REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED, v varchar(8))`)
 			dl := testkit.NewDeadLetters()
 			m := startMember(t, db, config(eos), dl.Option(), pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2}))
-			must(t, m.fake.Send(topic, 0, bytesOf("1", "42", "2", "3", "4", "5")...))
-			must(t, m.fake.Assign(topic, 0))
-			m.fake.WaitCommitted(t, topic, 0, 6)
-			must(t, m.run.Stop(t))
+			m.assign(t, bytesOf("1", "42", "2", "3", "4", "5")...)
+			m.finish(t, 6)
 			sameInts(t, "rows", ints(t, db), []int{1, 2, 3, 4, 5})
 			if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 1 {
 				t.Fatalf("dead letters at offsets %v; want [1]", got)
@@ -215,4 +162,18 @@ func TestDeferredConstraintViolationIsDeadLettered(t *testing.T) {
 			wantIn(t, dl.Records()[0].Err, `"rows"`, "rows_parent", "23503")
 		})
 	}
+}
+
+// One Writer serving two Runs of the group, one after the other: the
+// second resumes where the first stored, and no row is written twice.
+func TestWriterReusedAcrossRunsResumesWhereItStored(t *testing.T) {
+	db := newDB(t, rowsDDL)
+	w, err := postgres.New(db, config(true))
+	must(t, err)
+	for life := range 2 {
+		m := runWriter(t, w, true, toRow)
+		m.assign(t, values(0, 10*(life+1))...)
+		m.finish(t, 10*(life+1))
+	}
+	sameInts(t, "rows", ints(t, db), seq(0, 20))
 }

@@ -70,29 +70,20 @@ func TestUnusableSinkStopsRun(t *testing.T) {
 		db := lazyPool(t, srv.DSN("nope"))
 		wantIn(t, runError(t, db, config(false)), `"nope"`, "3D000")
 	})
-	t.Run("bad password", func(t *testing.T) {
-		srv := pg.Get(t)
-		dsn := srv.CreateDatabase(t, t.Name())
-		role := requirePassword(t, srv, "right")
-		u, err := url.Parse(dsn)
-		must(t, err)
-		u.User = url.UserPassword(role, "wrong")
-		err = runError(t, lazyPool(t, u.String()), config(false))
-		wantIn(t, err, fmt.Sprintf("%q", role), "28P01")
-	})
-	t.Run("bad password exactly once", func(t *testing.T) {
-		srv := pg.Get(t)
-		dsn := srv.CreateDatabase(t, t.Name())
-		role := requirePassword(t, srv, "right")
-		u, err := url.Parse(dsn)
-		must(t, err)
-		u.User = url.UserPassword(role, "wrong")
-		err = runError(t, lazyPool(t, u.String()), config(true))
-		wantIn(t, err, fmt.Sprintf("%q", role), "28P01")
-		if !sluice.IsPermanent(err) {
-			t.Fatalf("claim error %v is not marked permanent", err)
-		}
-	})
+	for _, eos := range []bool{false, true} {
+		t.Run(map[bool]string{false: "bad password", true: "bad password exactly once"}[eos], func(t *testing.T) {
+			dsn, _ := newDatabase(t)
+			role := requirePassword(t, pg.Get(t), "right")
+			u, err := url.Parse(dsn)
+			must(t, err)
+			u.User = url.UserPassword(role, "wrong")
+			err = runError(t, lazyPool(t, u.String()), config(eos))
+			wantIn(t, err, fmt.Sprintf("%q", role), "28P01")
+			if !sluice.IsPermanent(err) {
+				t.Fatalf("error %v is not marked permanent", err)
+			}
+		})
+	}
 }
 
 // lazyPool is a pool to dsn that connects when first used.

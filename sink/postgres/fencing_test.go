@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -141,5 +143,45 @@ func TestReadWaitsForATransactionStoringThePosition(t *testing.T) {
 	must(t, r.err)
 	if r.pos.Next != 1 || r.pos.Written != 0 {
 		t.Fatalf("Read returned %+v; want the committed position (Next 1, Written 0)", r.pos)
+	}
+}
+
+// Two members claim overlapping partition sets over and over, in
+// opposite orders: the claims lock the offsets rows in one order, so
+// none deadlocks, and every claim raises each partition's epoch once.
+func TestOverlappingClaimsNeitherDeadlockNorSkipAnEpoch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db := newDB(t, rowsDDL)
+	var up, down []sluice.TopicPartition
+	for p := range int32(8) {
+		up = append(up, sluice.TopicPartition{Topic: topic, Partition: p})
+		down = append(down, sluice.TopicPartition{Topic: topic, Partition: 7 - p})
+	}
+	// partitions 10 and 9 sort differently as strings and as numbers
+	up = append(up, sluice.TopicPartition{Topic: topic, Partition: 10}, sluice.TopicPartition{Topic: topic, Partition: 9})
+	down = append(down, sluice.TopicPartition{Topic: topic, Partition: 9}, sluice.TopicPartition{Topic: topic, Partition: 10})
+	const rounds = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*rounds)
+	for _, tps := range [][]sluice.TopicPartition{up, down} {
+		s := newStore(t, db)
+		wg.Go(func() {
+			for range rounds {
+				if _, err := s.Claim(ctx, group, tps); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var lo, hi int64
+	must(t, db.QueryRow(ctx, `SELECT min(epoch), max(epoch) FROM sluice_offsets`).Scan(&lo, &hi))
+	if lo != 2*rounds || hi != 2*rounds {
+		t.Fatalf("epochs from %d to %d; want %d (one raise per claim)", lo, hi, 2*rounds)
 	}
 }

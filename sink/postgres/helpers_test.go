@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -38,11 +39,33 @@ const (
 // ddl in it and returns a pool to it.
 func newDB(t *testing.T, ddl ...string) *pgxpool.Pool {
 	t.Helper()
+	_, db := newDatabase(t, ddl...)
+	return db
+}
+
+// newDatabase is newDB that returns the database's DSN too, for the
+// tests that open connections of their own.
+func newDatabase(t *testing.T, ddl ...string) (string, *pgxpool.Pool) {
+	t.Helper()
 	srv := pg.Get(t)
-	pool := srv.Pool(t, srv.CreateDatabase(t, t.Name()))
+	dsn := srv.CreateDatabase(t, t.Name())
+	pool := srv.Pool(t, dsn)
 	for _, stmt := range ddl {
 		exec(t, pool, stmt)
 	}
+	return dsn, pool
+}
+
+// poolOf returns a pool to dsn of at most maxConns connections, closed
+// when the test ends.
+func poolOf(t *testing.T, dsn string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	must(t, err)
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	must(t, err)
+	t.Cleanup(pool.Close)
 	return pool
 }
 
@@ -152,20 +175,42 @@ type member struct {
 	w    *txsink.Writer[postgres.Row]
 }
 
+// startMember starts a member of the Writer of cfg on db, whose graph
+// maps each record with toRow.
 func startMember(t *testing.T, db postgres.DB, cfg postgres.Config, opts ...pipeline.Option) *member {
 	t.Helper()
 	w, err := postgres.New(db, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	return runWriter(t, w, cfg.ExactlyOnce, toRow, opts...)
+}
+
+// runWriter starts a member whose graph maps each record with row and
+// ends in w, which is the source's offset store when eos.
+func runWriter(t *testing.T, w *txsink.Writer[postgres.Row], eos bool, row func(context.Context, sluice.Record) (postgres.Row, error), opts ...pipeline.Option) *member {
+	t.Helper()
 	f := testkit.NewFake()
-	if cfg.ExactlyOnce {
+	if eos {
 		f.UseOffsetStore(w, group)
 	}
 	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return w.Write(stages.Map(in, toRow))
+		return w.Write(stages.Map(in, row))
 	}, opts...)
 	return &member{fake: f, run: r, w: w}
+}
+
+// assign sends log to partition 0 and assigns it to the member.
+func (m *member) assign(t *testing.T, log ...[]byte) {
+	t.Helper()
+	must(t, m.fake.Send(topic, 0, log...))
+	must(t, m.fake.Assign(topic, 0))
+}
+
+// finish waits until the member committed partition 0 up to offset n,
+// and stops it.
+func (m *member) finish(t *testing.T, n int) {
+	t.Helper()
+	m.fake.WaitCommitted(t, topic, 0, int64(n))
+	must(t, m.run.Stop(t))
 }
 
 func must(t *testing.T, err error) {
@@ -225,4 +270,45 @@ func poll(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// holdKey is the advisory lock a test holds (holdLock) to stop a batch's
+// transaction where a trigger function of holdFunc waits for it.
+const holdKey = 4343
+
+// holdInserts makes the trigger function hold run before each insert
+// into rows.
+const holdInserts = `CREATE TRIGGER hold BEFORE INSERT ON rows FOR EACH ROW EXECUTE FUNCTION hold()`
+
+// holdFunc is the DDL of the trigger function hold(): for a row where
+// cond holds, it waits while another session holds the advisory lock
+// holdKey; it returns ret.
+func holdFunc(cond, ret string) string {
+	return fmt.Sprintf(`CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF %s THEN PERFORM pg_advisory_xact_lock_shared(%d); END IF; RETURN %s; END $$`, cond, holdKey, ret)
+}
+
+// holdLock takes the advisory lock holdKey on a session of its own to
+// dsn's database, which it returns; the session ends with the test.
+func holdLock(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, dsn)
+	must(t, err)
+	t.Cleanup(func() { _ = holder.Close(context.Background()) })
+	_, err = holder.Exec(ctx, "SELECT pg_advisory_lock($1)", holdKey)
+	must(t, err)
+	return holder
+}
+
+// waitAdvisory polls until a session of holder's database waits for an
+// advisory lock.
+func waitAdvisory(t *testing.T, holder *pgx.Conn) {
+	t.Helper()
+	poll(t, "a statement waiting for the advisory lock", func() bool {
+		var n int
+		err := holder.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+		return err == nil && n > 0
+	})
 }

@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/postgres"
@@ -64,4 +67,52 @@ func TestMissingOffsetsTableNamesOffsetsDDL(t *testing.T) {
 	exec(t, db, postgres.OffsetsDDL(""))
 	_, err = w.Claim(context.Background(), group, []sluice.TopicPartition{tp0})
 	must(t, err)
+}
+
+// Two members whose Writers create the offsets table race at their first
+// claims: both claims succeed, whichever created the table.
+func TestOffsetsTableCreatedByTwoMembersAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db := newDB(t, rowsDDL)
+	for round := range 10 {
+		cfg := config(true)
+		cfg.OffsetsTable = fmt.Sprintf("offsets_%d", round)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i := range 2 {
+			s, err := postgres.NewStore(db, cfg)
+			must(t, err)
+			wg.Go(func() {
+				<-start
+				_, errs[i] = s.Claim(ctx, group, []sluice.TopicPartition{{Topic: topic, Partition: int32(i)}})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: claim %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// An offsets table in a schema that does not exist cannot be created
+// (SQLSTATE 3F000, invalid_schema_name): the claim stops at once with a
+// permanent error, as for a missing database or privilege, instead of
+// being retried until the source's claim timeout runs out.
+func TestOffsetsTableInAMissingSchemaIsPermanent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	db := newDB(t, rowsDDL)
+	cfg := config(true)
+	cfg.OffsetsTable = "nosuchschema.offsets"
+	s, err := postgres.NewStore(db, cfg)
+	must(t, err)
+	_, err = s.Claim(ctx, group, []sluice.TopicPartition{tp0})
+	if err == nil || !sluice.IsPermanent(err) {
+		t.Fatalf("claim returned %v; want a permanent error naming the missing schema", err)
+	}
 }

@@ -1,78 +1,51 @@
 package txsink_test
 
 import (
-	"context"
 	"errors"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// flaky is a MemStore whose next Begins and Reads fail with the errors
-// queued (a nil error lets the call through).
-type flaky struct {
-	*txsinktest.MemStore[int]
-	mu     sync.Mutex
-	begins []error
-	reads  []error
-}
+// Exactly once across a loss while a record before the written ones waits
+// for its dead letter: the store's position resumes at that record (its
+// dead letter is sent again), and the rows after it, written already, are
+// not written again.
+func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := txsinktest.NewMemStore[int]()
+		log := bs("0", "1", "bad", "3", "4", "5")
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
 
-func pop(mu *sync.Mutex, q *[]error) error {
-	mu.Lock()
-	defer mu.Unlock()
-	if len(*q) == 0 {
-		return nil
-	}
-	err := (*q)[0]
-	*q = (*q)[1:]
-	return err
-}
+		a := startGraph(t, s, o, badIsInvalid, stuckDeadLetters())
+		a.assign(t, log...)
+		// Rows 0, 1, 3, 4, 5 in two transactions; offset 2 waits for its
+		// dead letter, so the position resumes there.
+		time.Sleep(txsink.DefaultLinger) // fake time: the second batch's linger passes
+		synctest.Wait()
+		if got := s.Commits(); got != 2 {
+			t.Fatalf("%d transactions; want 2", got)
+		}
+		if p := position(t, s, 0); p.Next != 2 || p.Written != 5 {
+			t.Fatalf("position with offset 2's dead letter pending: %+v; want Next 2, Written 5", p)
+		}
+		a.lose(t)
 
-func (f *flaky) Begin(ctx context.Context) (txsink.Tx[int], error) {
-	if err := pop(&f.mu, &f.begins); err != nil {
-		return nil, err
-	}
-	return f.MemStore.Begin(ctx)
-}
-
-func (f *flaky) Read(ctx context.Context, group string, tp sluice.TopicPartition) (txsink.Position, bool, error) {
-	if err := pop(&f.mu, &f.reads); err != nil {
-		return txsink.Position{}, false, err
-	}
-	return f.MemStore.Read(ctx, group, tp)
-}
-
-// run is one member's Run over the log of partition 0, with the dead
-// letters dl, until the test stops it.
-func run(t *testing.T, s txsink.Store[int], o txsink.Options[int], dl *testkit.DeadLetters, log [][]byte) (*testkit.Fake, *testkit.Running) {
-	t.Helper()
-	o.ExactlyOnce = true
-	w := txsink.New[int](s, o)
-	f := testkit.NewFake()
-	f.UseOffsetStore(w, group)
-	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return w.Write(toInt(in))
-	}, dl.Option())
-	must(t, f.Send(topic, 0, log...))
-	must(t, f.Assign(topic, 0))
-	return f, r
-}
-
-// lose takes partition 0 away as lost and stops the member; its refused
-// values' dead letters were not delivered.
-func lose(t *testing.T, f *testkit.Fake, r *testkit.Running) {
-	t.Helper()
-	must(t, f.Lose(topic, 0))
-	if err := r.Stop(t); err != nil && !errors.Is(err, sluice.ErrNotDeadLettered) {
-		t.Fatal(err)
-	}
+		dl := testkit.NewDeadLetters()
+		b := startGraph(t, s, o, badIsInvalid, dl.Option())
+		b.assign(t, append(log, []byte("6"))...)
+		b.fake.WaitCommitted(t, topic, 0, 7)
+		sameInts(t, "rows", s.Rows(), []int{0, 1, 3, 4, 5, 6})
+		deadLettered(t, dl, 2)
+		must(t, b.run.Stop(t))
+	})
 }
 
 // A batch of refused values retried after a restart stores the position
@@ -82,23 +55,53 @@ func TestExactlyOnceRetryOfRefusedValuesKeepsWritten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		s.Refuse = refuseNegative
-		log := [][]byte{[]byte("0"), []byte("1"), []byte("-2"), []byte("3"), []byte("4"), []byte("5")}
+		log := bs("0", "1", "-2", "3", "4", "5")
 
-		f, r := run(t, s, txsink.Options[int]{BatchSize: 6}, stuckDeadLetters(), log)
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 6}, stuckDeadLetters())
+		m.assign(t, log...)
 		synctest.Wait()
 		if p := position(t, s, 0); p.Next != 2 || p.Written != 5 {
 			t.Fatalf("position with offset 2's dead letter pending: %+v; want Next 2, Written 5", p)
 		}
-		lose(t, f, r)
+		m.lose(t)
 
 		// Offset 2 is written again (refused again) in a batch of its own.
-		f, r = run(t, s, txsink.Options[int]{BatchSize: 1}, stuckDeadLetters(), log)
+		m = startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 1}, stuckDeadLetters())
+		m.assign(t, log...)
 		synctest.Wait()
 		sameInts(t, "rows", s.Rows(), []int{0, 1, 3, 4, 5})
 		if p := position(t, s, 0); p.Next != 2 || p.Written != 5 || len(p.Invalid) != 1 || p.Invalid[0] != 2 {
 			t.Fatalf("position after offset 2 was refused again: %+v; want Next 2, Written 5, Invalid [2]", p)
 		}
-		lose(t, f, r)
+		m.lose(t)
+	})
+}
+
+// Written never moves back: a member that resumes and writes again only
+// a refused value (its dead letter still pending) keeps the stored
+// Written, so a later member still skips the rows after that value,
+// which are in the store already.
+func TestWrittenNeverMovesBackAcrossLives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, o, log := refusedThenLost(t)
+
+		// Life 2: offset 1 is written again (refused again, its dead
+		// letter still stuck), offset 2 is skipped.
+		b := startMember(t, s, o, stuckDeadLetters())
+		b.assign(t, log...)
+		linger(t)
+		p := position(t, s, 0)
+		b.lose(t)
+
+		// Life 3: dead letters flow.
+		c := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		c.assign(t, log...)
+		c.fake.WaitCommitted(t, topic, 0, 3)
+		sameInts(t, "rows after three lives", s.Rows(), []int{0, 2})
+		if p.Written != 2 {
+			t.Fatalf("life 2 stored %+v; want Written to stay 2", p)
+		}
+		must(t, c.run.Stop(t))
 	})
 }
 
@@ -115,97 +118,208 @@ func TestExactlyOnceRefusedValueAcceptedLaterIsWrittenOnce(t *testing.T) {
 			}
 			return nil
 		}
-		log := [][]byte{[]byte("0"), []byte("-1"), []byte("-2"), []byte("3")}
+		log := bs("0", "-1", "-2", "3")
 
-		f, r := run(t, s, txsink.Options[int]{BatchSize: 4}, stuckDeadLetters(), log)
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, stuckDeadLetters())
+		m.assign(t, log...)
 		synctest.Wait()
 		if p := position(t, s, 0); p.Next != 1 || p.Written != 3 || len(p.Invalid) != 2 {
 			t.Fatalf("position with offsets 1 and 2 refused: %+v; want Next 1, Written 3, Invalid [1 2]", p)
 		}
-		lose(t, f, r)
+		m.lose(t)
 
 		// -2 is accepted from now on, -1 still refused; [-1 -2] is a batch.
 		refuseAll.Store(false)
-		f, r = run(t, s, txsink.Options[int]{BatchSize: 2}, stuckDeadLetters(), log)
+		m = startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 2}, stuckDeadLetters())
+		m.assign(t, log...)
 		synctest.Wait()
 		if p := position(t, s, 0); p.Next != 1 || p.Written != 3 || len(p.Invalid) != 1 || p.Invalid[0] != 1 {
 			t.Fatalf("position after -2 was accepted: %+v; want Next 1, Written 3, Invalid [1]", p)
 		}
-		lose(t, f, r)
+		m.lose(t)
 
 		dl := testkit.NewDeadLetters()
-		f, r = run(t, s, txsink.Options[int]{BatchSize: 4}, dl, log)
-		f.WaitCommitted(t, topic, 0, 4)
+		m = startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, dl.Option())
+		m.assign(t, log...)
+		m.fake.WaitCommitted(t, topic, 0, 4)
 		sameInts(t, "rows", s.Rows(), []int{-2, 0, 3})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 1 {
-			t.Fatalf("dead letters at %v; want [1]", got)
-		}
-		must(t, r.Stop(t))
+		deadLettered(t, dl, 1)
+		must(t, m.run.Stop(t))
 	})
 }
 
-// A transient failure to begin the transaction that writes a batch value
-// by value is retried like any other.
-func TestBeginFailureWhileIsolatingIsRetried(t *testing.T) {
+// A refused offset whose value is written again on resume and accepted
+// this time (the constraint was fixed) leaves Position.Invalid, its row
+// being in the store: the next member does not write it a third time.
+func TestRefusedOffsetAcceptedOnResumeLeavesInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &flaky{MemStore: txsinktest.NewMemStore[int]()}
+		s := txsinktest.NewMemStore[int]()
 		s.Refuse = refuseNegative
-		s.begins = []error{nil, errors.New("connection reset")} // the second Begin: the isolating one
-		dl := testkit.NewDeadLetters()
-		f, r := run(t, s, txsink.Options[int]{BatchSize: 3}, dl, [][]byte{[]byte("1"), []byte("-2"), []byte("3")})
-		f.WaitCommitted(t, topic, 0, 3)
-		sameInts(t, "rows", s.Rows(), []int{1, 3})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 1 {
-			t.Fatalf("dead letters at %v; want [1]", got)
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
+
+		// Life 1: -1 and -2 refused, dead letters stuck.
+		a := startMember(t, s, o, stuckDeadLetters())
+		a.assign(t, bs("0", "-1", "-2", "3")...)
+		linger(t)
+		if p := position(t, s, 0); p.Next != 1 || p.Written != 3 || len(p.Invalid) != 2 {
+			t.Fatalf("life 1 stored %+v; want Next 1, Written 3, Invalid [1 2]", p)
 		}
-		must(t, r.Stop(t))
+		a.lose(t)
+
+		// Life 2: the table takes -2 now, still refuses -1 (whose dead
+		// letter is still stuck); a new record 4 follows.
+		s.Refuse = func(v int) error {
+			if v == -1 {
+				return errors.New("value is -1")
+			}
+			return nil
+		}
+		b := startMember(t, s, o, stuckDeadLetters())
+		b.assign(t, bs("0", "-1", "-2", "3", "4")...)
+		linger(t)
+		p := position(t, s, 0)
+		b.lose(t)
+
+		// Life 3: dead letters flow.
+		c := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		c.assign(t, bs("0", "-1", "-2", "3", "4")...)
+		c.fake.WaitCommitted(t, topic, 0, 5)
+		sameInts(t, "rows after three lives", s.Rows(), []int{0, -2, 3, 4})
+		if len(p.Invalid) != 1 || p.Invalid[0] != 1 {
+			t.Errorf("life 2 stored %+v; want Invalid [1] (offset 2's row is written)", p)
+		}
+		must(t, c.run.Stop(t))
 	})
 }
 
-// A commit whose reply was lost, when the position cannot be read back
-// at once, is checked again before the batch is written again: it
-// committed, so it is not written twice.
-func TestExactlyOnceUnknownCommitIsCheckedBeforeTheRetry(t *testing.T) {
+// A stored position past the log's end (the topic was recreated, or
+// truncated): the source cannot start at Next, and the records it hands
+// over sit below the claimed Next. Their values were never written
+// (nothing at those offsets of this log was seen), so each is written
+// although its offset is <= Written.
+func TestPositionPastTheLogEndStillWritesNewRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &flaky{MemStore: txsinktest.NewMemStore[int]()}
-		s.LoseCommitReplies(errors.New("connection reset"))
-		s.reads = []error{errors.New("connection refused")}
-		f, r := run(t, s, txsink.Options[int]{BatchSize: 4}, testkit.NewDeadLetters(), values(0, 8))
-		f.WaitCommitted(t, topic, 0, 8)
-		sameInts(t, "rows", s.Rows(), seq(0, 8))
-		must(t, r.Stop(t))
+		s := txsinktest.NewMemStore[int]()
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
+		a := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		a.assign(t, values(0, 10)...)
+		a.fake.WaitCommitted(t, topic, 0, 10)
+		must(t, a.run.Stop(t))
+		if p := position(t, s, 0); p.Next != 10 || p.Written != 9 {
+			t.Fatalf("life 1 stored %+v; want Next 10, Written 9", p)
+		}
+
+		// The topic is recreated: its log ends at 3 when the member starts.
+		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		b.assign(t, values(100, 3)...)
+		must(t, b.fake.Send(topic, 0, values(103, 10)...)) // offsets 3..12
+		b.fake.WaitCommitted(t, topic, 0, 13)
+		got := s.Rows()
+		delivered := b.fake.Delivered(topic, 0)
+		sameInts(t, "rows of the recreated topic's delivered records", got[10:], seq(113-delivered, 113))
+		must(t, b.run.Stop(t))
 	})
 }
 
-// A commit the store refuses as Invalid (a constraint checked at commit)
-// makes the Writer write the batch value by value, as a refused Write
-// does: here no value is refused then, and every value is written once.
-func TestInvalidCommitIsolatesTheBatch(t *testing.T) {
-	for _, eos := range []bool{false, true} {
-		t.Run(map[bool]string{false: "at least once", true: "exactly once"}[eos], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := txsinktest.NewMemStore[int]()
-				s.FailCommits(sluice.Invalid(errors.New("deferred constraint violated")))
-				w := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 4})
-				dl := testkit.NewDeadLetters()
-				f := testkit.NewFake()
-				if eos {
-					f.UseOffsetStore(w, group)
-				}
-				r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return w.Write(toInt(in))
-				}, dl.Option())
-				must(t, f.Send(topic, 0, values(0, 4)...))
-				must(t, f.Assign(topic, 0))
-				f.WaitCommitted(t, topic, 0, 4)
-				must(t, f.Send(topic, 0, values(4, 4)...))
-				f.WaitCommitted(t, topic, 0, 8)
-				sameInts(t, "rows", s.Rows(), seq(0, 8))
-				if dl.Len() != 0 {
-					t.Fatalf("%d dead letters; want none", dl.Len())
-				}
-				must(t, r.Stop(t))
-			})
-		})
+// Offsets with gaps (a compacted log): Next and Written are real offsets
+// and a restart inside a gap resumes at the next record.
+func TestCompactedOffsetsResumeAtTheNextRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := txsinktest.NewMemStore[int]()
+		recs := func() []sluice.Record {
+			var out []sluice.Record
+			for _, off := range []int64{3, 7, 8, 20, 21, 40} {
+				out = append(out, sluice.Record{Topic: topic, Offset: off, Value: []byte(strconv.FormatInt(off, 10))})
+			}
+			return out
+		}
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 2}
+		a := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		a.assign(t)
+		must(t, a.fake.SendRecords(recs()[:4]...))
+		a.fake.WaitCommitted(t, topic, 0, 21)
+		if p := position(t, s, 0); p.Next != 21 || p.Written != 20 {
+			t.Fatalf("stored %+v; want Next 21, Written 20", p)
+		}
+		must(t, a.fake.Lose(topic, 0))
+		must(t, a.run.Stop(t))
+		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		b.assign(t)
+		must(t, b.fake.SendRecords(recs()...))
+		b.fake.WaitCommitted(t, topic, 0, 41)
+		sameInts(t, "rows", s.Rows(), []int{3, 7, 8, 20, 21, 40})
+		must(t, b.run.Stop(t))
+	})
+}
+
+// refusedThenLost is the first life of a member over the log 0, -1, 2 in
+// batches of 3, with a store that refuses negative values: rows 0 and 2
+// commit, offset 1 waits for a dead letter that is never delivered, and
+// the partition is lost. It returns the store, the options and the log,
+// for the next lives.
+func refusedThenLost(t *testing.T) (*txsinktest.MemStore[int], txsink.Options[int], [][]byte) {
+	t.Helper()
+	s := txsinktest.NewMemStore[int]()
+	s.Refuse = refuseNegative
+	log := bs("0", "-1", "2")
+	o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
+	m := startMember(t, s, o, stuckDeadLetters())
+	m.assign(t, log...)
+	linger(t)
+	if p := position(t, s, 0); p.Next != 1 || p.Written != 2 || len(p.Invalid) != 1 || p.Invalid[0] != 1 {
+		t.Fatalf("life 1 stored %+v; want Next 1, Written 2, Invalid [1]", p)
 	}
+	m.lose(t)
+	return s, o, log
+}
+
+// Two partitions interleaved, each with a refused value: positions and
+// rows are kept per partition, nothing crosses, and a restart writes no
+// row again.
+func TestInterleavedPartitionsKeepSeparatePositions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := txsinktest.NewMemStore[int]()
+		s.Refuse = refuseNegative
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}
+		// interleave assigns partitions 0 and 1 to m and sends 1i, -1i to
+		// partition 0 and 2i to partition 1, for i in 0..2.
+		interleave := func(m *member) {
+			m.assign(t)
+			must(t, m.fake.Assign(topic, 1))
+			for i := range 3 {
+				d := strconv.Itoa(i)
+				must(t, m.fake.Send(topic, 0, bs("1"+d, "-1"+d)...))
+				must(t, m.fake.Send(topic, 1, bs("2"+d)...))
+			}
+			linger(t)
+		}
+		dl := testkit.NewDeadLetters()
+		a := startMember(t, s, o, dl.Option())
+		interleave(a)
+		a.fake.WaitCommitted(t, topic, 0, 6)
+		a.fake.WaitCommitted(t, topic, 1, 3)
+		sameInts(t, "rows", s.Rows(), []int{10, 11, 12, 20, 21, 22})
+		// Partition 0's Next stays at a refused offset whose dead letter
+		// was pending at its last transaction (1 or 3).
+		if p0, p1 := position(t, s, 0), position(t, s, 1); p0.Next > 3 || p0.Written != 5 || p1.Next != 3 || p1.Written != 2 {
+			t.Fatalf("stored %+v and %+v; want Next 1 or 3, Written 5 and Next 3, Written 2", p0, p1)
+		}
+		if got := dl.Offsets(topic, 0); len(got) != 3 {
+			t.Fatalf("dead letters of partition 0 at %v; want [1 3 5]", got)
+		}
+		must(t, a.fake.Lose(topic, 0, 1))
+		must(t, a.run.Stop(t))
+
+		// Restart: rows once; refused values dead-lettered again at most.
+		b := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		interleave(b)
+		b.fake.WaitCommitted(t, topic, 0, 6)
+		// Partition 1 resumes at the store's offset 3, past its log: no
+		// record, nothing to commit.
+		if got := b.fake.Delivered(topic, 1); got != 0 {
+			t.Fatalf("partition 1 delivered %d records after resuming at its end; want 0", got)
+		}
+		sameInts(t, "rows after the restart", s.Rows(), []int{10, 11, 12, 20, 21, 22})
+		must(t, b.run.Stop(t))
+	})
 }

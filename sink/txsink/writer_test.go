@@ -2,18 +2,13 @@ package txsink_test
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/txsink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -22,19 +17,14 @@ import (
 func TestAtLeastOnceWritesEveryValueThenCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
-		w := txsink.New[int](s, txsink.Options[int]{BatchSize: 4})
-		f := testkit.NewFake()
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return w.Write(toInt(in))
-		})
-		must(t, f.Send(topic, 0, values(0, 10)...))
-		must(t, f.Assign(topic, 0))
-		f.WaitCommitted(t, topic, 0, 10)
+		m := startMember(t, s, txsink.Options[int]{BatchSize: 4})
+		m.assign(t, values(0, 10)...)
+		m.fake.WaitCommitted(t, topic, 0, 10)
 		sameInts(t, "rows", s.Rows(), seq(0, 10))
 		if got := s.Commits(); got != 3 {
 			t.Fatalf("%d transactions for 10 values in batches of 4; want 3", got)
 		}
-		must(t, r.Stop(t))
+		must(t, m.run.Stop(t))
 	})
 }
 
@@ -44,19 +34,19 @@ func TestAtLeastOnceWritesEveryValueThenCommits(t *testing.T) {
 func TestExactlyOnceResumesFromTheStoreNotTheGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
-		m1 := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}))
-		must(t, m1.fake.Send(topic, 0, values(0, 10)...))
-		must(t, m1.fake.Assign(topic, 0))
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
+		m1 := startMember(t, s, o)
+		m1.assign(t, values(0, 10)...)
 		m1.fake.WaitCommitted(t, topic, 0, 10)
 		must(t, m1.run.Stop(t))
 		if p := position(t, s, 0); p.Written != 9 {
 			t.Fatalf("position after 10 values: %+v; want Written 9", p)
 		}
 
-		m2 := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}))
+		m2 := startMember(t, s, o)
 		must(t, m2.fake.Send(topic, 0, values(0, 15)...))
 		must(t, m2.fake.SetCommitted(topic, 0, 0)) // the group's commit was lost
-		must(t, m2.fake.Assign(topic, 0))
+		m2.assign(t)
 		m2.fake.WaitCommitted(t, topic, 0, 15)
 		sameInts(t, "rows", s.Rows(), seq(0, 15))
 		if got := m2.fake.Delivered(topic, 0); got != 5 {
@@ -66,176 +56,64 @@ func TestExactlyOnceResumesFromTheStoreNotTheGroup(t *testing.T) {
 	})
 }
 
-// Exactly once across a loss while a record before the written ones waits
-// for its dead letter: the store's position resumes at that record (its
-// dead letter is sent again), and the rows after it, written already, are
-// not written again.
-func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		stuck := testkit.NewDeadLetters()
-		stuck.FailWith(func(sluice.DeadLetter) error { return errors.New("dead-letter topic down") })
-		badAt2 := func(w *txsink.Writer[int]) pipeline.Builder {
-			return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return w.Write(stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
-					if string(r.Value) == "bad" {
-						return 0, sluice.Invalid(errors.New("bad record"))
-					}
-					return strconv.Atoi(string(r.Value))
-				}))
-			}
-		}
-		log := [][]byte{[]byte("0"), []byte("1"), []byte("bad"), []byte("3"), []byte("4"), []byte("5")}
-
-		w1 := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 3})
-		f1 := testkit.NewFake()
-		f1.UseOffsetStore(w1, group)
-		r1 := testkit.Start(t, f1, badAt2(w1), stuck.Option())
-		must(t, f1.Send(topic, 0, log...))
-		must(t, f1.Assign(topic, 0))
-		// Rows 0, 1, 3, 4, 5 in two transactions; offset 2 waits for its
-		// dead letter, so the position resumes there.
-		time.Sleep(txsink.DefaultLinger) // fake time: the second batch's linger passes
-		synctest.Wait()
-		if got := s.Commits(); got != 2 {
-			t.Fatalf("%d transactions; want 2", got)
-		}
-		if p := position(t, s, 0); p.Next != 2 || p.Written != 5 {
-			t.Fatalf("position with offset 2's dead letter pending: %+v; want Next 2, Written 5", p)
-		}
-		must(t, f1.Lose(topic, 0))
-		if err := r1.Stop(t); err != nil && !errors.Is(err, sluice.ErrNotDeadLettered) {
-			t.Fatal(err)
-		}
-
-		dl := testkit.NewDeadLetters()
-		w2 := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 3})
-		f2 := testkit.NewFake()
-		f2.UseOffsetStore(w2, group)
-		r2 := testkit.Start(t, f2, badAt2(w2), dl.Option())
-		must(t, f2.Send(topic, 0, log...))
-		must(t, f2.Send(topic, 0, []byte("6")))
-		must(t, f2.Assign(topic, 0))
-		f2.WaitCommitted(t, topic, 0, 7)
-		sameInts(t, "rows", s.Rows(), []int{0, 1, 3, 4, 5, 6})
-		if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 2 {
-			t.Fatalf("dead letters after the restart at offsets %v; want [2]", got)
-		}
-		must(t, r2.Stop(t))
-	})
-}
-
-// A member whose partition another member claimed (a zombie) cannot
-// write or commit: its batch is rolled back, its offsets stay, and the
-// new owner writes each row once.
-func TestZombieIsFencedByTheNextClaim(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := txsinktest.NewMemStore[int]()
-		a := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 5}))
-		must(t, a.fake.Send(topic, 0, values(0, 5)...))
-		must(t, a.fake.Assign(topic, 0))
-		a.fake.WaitCommitted(t, topic, 0, 5)
-
-		b := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 5}))
-		must(t, b.fake.Send(topic, 0, values(0, 10)...))
-		must(t, b.fake.Assign(topic, 0)) // claims: a is fenced from here on
-
-		must(t, a.fake.Send(topic, 0, values(5, 5)...)) // a still believes it owns the partition
-		b.fake.WaitCommitted(t, topic, 0, 10)
-		synctest.Wait()
-		sameInts(t, "rows", s.Rows(), seq(0, 10))
-		if got := a.fake.Committed(topic, 0); got != 5 {
-			t.Fatalf("the fenced member committed offset %d; want 5 (nothing after the claim)", got)
-		}
-		must(t, a.run.Stop(t))
-		must(t, b.run.Stop(t))
-	})
-}
-
 // Values the store refuses are dead-lettered; the rest of their batch
 // commits.
 func TestRefusedValuesAreDeadLetteredAndTheRestCommits(t *testing.T) {
-	for _, eos := range []bool{false, true} {
-		t.Run(map[bool]string{false: "at least once", true: "exactly once"}[eos], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := txsinktest.NewMemStore[int]()
-				s.Refuse = refuseNegative
-				w := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 10})
-				dl := testkit.NewDeadLetters()
-				f := testkit.NewFake()
-				if eos {
-					f.UseOffsetStore(w, group)
-				}
-				r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return w.Write(toInt(in))
-				}, dl.Option())
-				must(t, f.Send(topic, 0, []byte("1"), []byte("-2"), []byte("3"), []byte("-4"), []byte("5")))
-				must(t, f.Assign(topic, 0))
-				f.WaitCommitted(t, topic, 0, 5)
-				sameInts(t, "rows", s.Rows(), []int{1, 3, 5})
-				if got := dl.Offsets(topic, 0); len(got) != 2 || got[0] != 1 || got[1] != 3 {
-					t.Fatalf("dead letters at %v; want [1 3]", got)
-				}
-				if msg := dl.Records()[0].Err.Error(); !strings.Contains(msg, "value is negative") {
-					t.Fatalf("dead letter's error %q does not carry the store's", msg)
-				}
-				must(t, r.Stop(t))
-			})
-		})
-	}
-}
-
-// A commit whose reply was lost (it applied) is not written again: the
-// Writer reads the position back.
-func TestExactlyOnceLostCommitReplyIsNotWrittenTwice(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBothModes(t, func(t *testing.T, eos bool) {
 		s := txsinktest.NewMemStore[int]()
-		s.LoseCommitReplies(errors.New("connection reset"))
-		s.FailCommits() // none
-		m := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}))
-		must(t, m.fake.Send(topic, 0, values(0, 8)...))
-		must(t, m.fake.Assign(topic, 0))
-		m.fake.WaitCommitted(t, topic, 0, 8)
-		sameInts(t, "rows", s.Rows(), seq(0, 8))
+		s.Refuse = refuseNegative
+		dl := testkit.NewDeadLetters()
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: eos, BatchSize: 10}, dl.Option())
+		m.assign(t, bs("1", "-2", "3", "-4", "5")...)
+		m.fake.WaitCommitted(t, topic, 0, 5)
+		sameInts(t, "rows", s.Rows(), []int{1, 3, 5})
+		deadLettered(t, dl, 1, 3)
+		if msg := dl.Records()[0].Err.Error(); !strings.Contains(msg, "value is negative") {
+			t.Fatalf("dead letter's error %q does not carry the store's", msg)
+		}
 		must(t, m.run.Stop(t))
 	})
 }
 
-// A transient commit failure is retried: every row once, exactly-once or
-// not (nothing applied).
-func TestTransientCommitFailureIsRetried(t *testing.T) {
+// Refused values first, last, and all of a batch: each dead-lettered
+// once, the others written once, Next exact after each batch.
+func TestRefusedValuesAnywhereInABatchAreDeadLetteredOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
-		s.FailCommits(errors.New("serialization failure"), errors.New("deadlock"))
-		m := startMember(t, txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}))
-		must(t, m.fake.Send(topic, 0, values(0, 8)...))
-		must(t, m.fake.Assign(topic, 0))
-		m.fake.WaitCommitted(t, topic, 0, 8)
-		sameInts(t, "rows", s.Rows(), seq(0, 8))
+		s.Refuse = refuseNegative
+		dl := testkit.NewDeadLetters()
+		m := startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 3}, dl.Option())
+		m.assign(t, bs("-0", "1", "2" /**/, "3", "4", "-5" /**/, "-6", "-7", "-8" /**/, "9")...)
+		m.fake.WaitCommitted(t, topic, 0, 9)
+		linger(t)
+		m.fake.WaitCommitted(t, topic, 0, 10)
+		sameInts(t, "rows", s.Rows(), []int{0, 1, 2, 3, 4, 9}) // "-0" is 0: accepted
+		want := []int64{5, 6, 7, 8}
+		if got := dl.Offsets(topic, 0); len(got) != len(want) {
+			t.Fatalf("dead letters %v; want %v", got, want)
+		}
+		if p := position(t, s, 0); p.Next != 10 || p.Written != 9 || len(p.Invalid) != 0 {
+			t.Fatalf("stored %+v; want Next 10, Written 9, no Invalid", p)
+		}
 		must(t, m.run.Stop(t))
 	})
 }
 
-// Exactly once refuses values that do not come one per record in offset
-// order, naming the offset.
-func TestExactlyOnceRefusesSeveralValuesPerRecord(t *testing.T) {
+// BatchBytes with values heavier than the cap: one value per
+// transaction, none lost.
+func TestValuesHeavierThanBatchBytesGoOneATransaction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
-		w := txsink.New[int](s, txsink.Options[int]{ExactlyOnce: true})
-		f := testkit.NewFake()
-		f.UseOffsetStore(w, group)
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return w.Write(stages.FlatMap(toInt(in), func(_ context.Context, v int) ([]int, error) { return []int{v, v}, nil }))
-		})
-		must(t, f.Send(topic, 0, values(0, 3)...))
-		must(t, f.Assign(topic, 0))
-		err := r.Wait(t)
-		if err == nil || !strings.Contains(err.Error(), "offset 0 came after offset 0") {
-			t.Fatalf("Run returned %v; want an error naming offset 0 twice", err)
+		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 100, BatchBytes: 10, Weigh: func(v int) int { return v }}
+		m := startMember(t, s, o, testkit.NewDeadLetters().Option())
+		m.assign(t, bs("50", "1", "2", "60", "3", "70")...)
+		linger(t)
+		m.fake.WaitCommitted(t, topic, 0, 6)
+		sameInts(t, "rows", s.Rows(), []int{50, 1, 2, 60, 3, 70})
+		if got := s.Commits(); got != 5 {
+			t.Fatalf("%d transactions; want 5 ([50] [1 2] [60] [3] [70])", got)
 		}
-		if len(s.Rows()) != 0 {
-			t.Fatalf("rows %v written; want none", s.Rows())
-		}
+		must(t, m.run.Stop(t))
 	})
 }
 
@@ -244,9 +122,7 @@ func TestExactlyOnceWithoutOffsetStoreNamesTheFix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := txsink.New[int](txsinktest.NewMemStore[int](), txsink.Options[int]{ExactlyOnce: true})
 		f := testkit.NewFake()
-		r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return w.Write(toInt(in))
-		})
+		r := testkit.Start(t, f, intsInto(w))
 		must(t, f.Assign(topic, 0))
 		err := r.Wait(t)
 		if err == nil || !strings.Contains(err.Error(), "Config.OffsetStore") {

@@ -189,15 +189,23 @@ func (m *MemStore[T]) waitUnlocked(ctx context.Context, group string, tps ...slu
 		if !held {
 			return nil
 		}
-		ch := m.changed
-		m.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			m.mu.Lock()
-			return ctx.Err()
+		if err := m.awaitChange(ctx); err != nil {
+			return err
 		}
-		m.mu.Lock()
+	}
+}
+
+// awaitChange waits until a lock is released, or ctx is done (its error).
+// m.mu is held, and released while it waits.
+func (m *MemStore[T]) awaitChange(ctx context.Context) error {
+	ch := m.changed
+	m.mu.Unlock()
+	defer m.mu.Lock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -276,15 +284,9 @@ func (t *memTx[T]) StoreOffset(ctx context.Context, group string, tp sluice.Topi
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for m.locks[k] != nil && m.locks[k] != t {
-		ch := m.changed
-		m.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			m.mu.Lock()
-			return ctx.Err()
+		if err := m.awaitChange(ctx); err != nil {
+			return err
 		}
-		m.mu.Lock()
 	}
 	if cur, ok := m.pos[k]; !ok || cur.Epoch != p.Epoch {
 		t.broken = txsink.ErrFenced

@@ -94,20 +94,46 @@ func read[T any](t *testing.T, s txsink.Store[T], g string, tp sluice.TopicParti
 	return p
 }
 
-// commitBatch writes values numbered nums and stores p for tp0 in one
-// transaction.
-func commitBatch[T any](t *testing.T, h Harness[T], s txsink.Store[T], p txsink.Position, nums ...int) {
+// writing begins a transaction that writes the values numbered nums.
+func writing[T any](t *testing.T, h Harness[T], s txsink.Store[T], nums ...int) txsink.Tx[T] {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := s.Begin(ctx)
+	tx, err := s.Begin(context.Background())
 	must(t, "Begin", err)
 	vals := make([]T, len(nums))
 	for i, n := range nums {
 		vals[i] = h.Value(n)
 	}
-	must(t, "Write", tx.Write(ctx, vals))
-	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, p))
-	must(t, "Commit", tx.Commit(ctx))
+	must(t, "Write", tx.Write(context.Background(), vals))
+	return tx
+}
+
+// storing is writing, then stores p for tp0 in the transaction, which it
+// leaves open.
+func storing[T any](t *testing.T, h Harness[T], s txsink.Store[T], p txsink.Position, nums ...int) txsink.Tx[T] {
+	t.Helper()
+	tx := writing(t, h, s, nums...)
+	must(t, "StoreOffset", tx.StoreOffset(context.Background(), group, tp0, p))
+	return tx
+}
+
+// commitBatch writes values numbered nums and stores p for tp0 in one
+// transaction.
+func commitBatch[T any](t *testing.T, h Harness[T], s txsink.Store[T], p txsink.Position, nums ...int) {
+	t.Helper()
+	must(t, "Commit", storing(t, h, s, p, nums...).Commit(context.Background()))
+}
+
+// whileCommitting runs call in a goroutine, commits tx meanwhile, and
+// returns the Commit's error once call returned: call races a commit.
+func whileCommitting[T any](tx txsink.Tx[T], call func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	err := tx.Commit(context.Background())
+	<-done
+	return err
 }
 
 func sameRows(t *testing.T, what string, got []int, want ...int) {
@@ -170,13 +196,9 @@ func commitTogether[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 }
 
 func rollbackNothing[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
-	ctx := context.Background()
 	p := claim(t, s, group, tp0)[tp0]
-	tx, err := s.Begin(ctx)
-	must(t, "Begin", err)
-	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
-	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 1, Written: 1}))
-	must(t, "Rollback", tx.Rollback(ctx))
+	tx := storing(t, h, s, txsink.Position{Epoch: p.Epoch, Next: 1, Written: 1}, 1)
+	must(t, "Rollback", tx.Rollback(context.Background()))
 	sameRows(t, "after Rollback", h.Rows(t, s))
 	if got := read(t, s, group, tp0); got.Next != -1 || got.Written != -1 {
 		t.Fatalf("position after Rollback %+v; want the claimed one (Next -1, Written -1)", got)
@@ -189,10 +211,8 @@ func fenced[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 	ctx := context.Background()
 	old := claim(t, s, group, tp0)[tp0]
 	claim(t, s, group, tp0) // the next owner
-	tx, err := s.Begin(ctx)
-	must(t, "Begin", err)
-	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
-	err = tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: old.Epoch, Next: 1, Written: 1})
+	tx := writing(t, h, s, 1)
+	err := tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: old.Epoch, Next: 1, Written: 1})
 	if !errors.Is(err, txsink.ErrFenced) {
 		t.Fatalf("StoreOffset with the fenced epoch %d returned %v; want ErrFenced", old.Epoch, err)
 	}
@@ -201,25 +221,13 @@ func fenced[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 }
 
 func claimWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
-	ctx := context.Background()
 	p := claim(t, s, group, tp0)[tp0]
-	tx, err := s.Begin(ctx)
-	must(t, "Begin", err)
-	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
-	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}))
-	type result struct {
-		pos map[sluice.TopicPartition]txsink.Position
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		pos, err := s.Claim(ctx, group, []sluice.TopicPartition{tp0})
-		done <- result{pos, err}
-	}()
-	commitErr := tx.Commit(ctx)
-	r := <-done
-	must(t, "Claim", r.err)
-	got := r.pos[tp0]
+	tx := storing(t, h, s, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}, 1)
+	var pos map[sluice.TopicPartition]txsink.Position
+	var err error
+	commitErr := whileCommitting(tx, func() { pos, err = s.Claim(context.Background(), group, []sluice.TopicPartition{tp0}) })
+	must(t, "Claim", err)
+	got := pos[tp0]
 	switch {
 	case commitErr == nil && got.Written != 4:
 		t.Fatalf("the old owner's Commit succeeded but the concurrent Claim returned %+v, not its position (Written 4): both owners could commit", got)
@@ -229,32 +237,20 @@ func claimWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
 }
 
 func readWaits[T any](t *testing.T, h Harness[T], s txsink.Store[T]) {
-	ctx := context.Background()
 	p := claim(t, s, group, tp0)[tp0]
-	tx, err := s.Begin(ctx)
-	must(t, "Begin", err)
-	must(t, "Write", tx.Write(ctx, []T{h.Value(1)}))
-	must(t, "StoreOffset", tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}))
-	type result struct {
-		pos txsink.Position
-		ok  bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		pos, ok, err := s.Read(ctx, group, tp0)
-		done <- result{pos, ok, err}
-	}()
-	commitErr := tx.Commit(ctx)
-	r := <-done
-	must(t, "Read", r.err)
+	tx := storing(t, h, s, txsink.Position{Epoch: p.Epoch, Next: 4, Written: 4}, 1)
+	var pos txsink.Position
+	var ok bool
+	var err error
+	commitErr := whileCommitting(tx, func() { pos, ok, err = s.Read(context.Background(), group, tp0) })
+	must(t, "Read", err)
 	switch {
-	case !r.ok:
+	case !ok:
 		t.Fatal("Read of a claimed partition found no position")
-	case commitErr == nil && r.pos.Written != 4:
-		t.Fatalf("the Commit succeeded but the concurrent Read returned %+v, not its position (Written 4): a Read must wait for a transaction that stored the position", r.pos)
-	case commitErr != nil && r.pos.Written != -1:
-		t.Fatalf("the Commit failed (%v) but the Read returned %+v", commitErr, r.pos)
+	case commitErr == nil && pos.Written != 4:
+		t.Fatalf("the Commit succeeded but the concurrent Read returned %+v, not its position (Written 4): a Read must wait for a transaction that stored the position", pos)
+	case commitErr != nil && pos.Written != -1:
+		t.Fatalf("the Commit failed (%v) but the Read returned %+v", commitErr, pos)
 	}
 }
 

@@ -11,12 +11,10 @@ import (
 
 // The batch written at a graceful revoke fails for good (a trigger
 // raises insufficient_privilege, SQLSTATE 42501: permanent): the revoke
-// leaves the records uncommitted, and none of the batch's rows is in the
-// table. The partition's final
-// position, stored once the graph finished, must not move past them, or
-// the next owner skips them: lost rows.
-func TestAdversaryFailedDrainBatchIsNotStoredAsFinished(t *testing.T) {
-	ctx := context.Background()
+// leaves the records uncommitted, none of the batch's rows is in the
+// table, and the partition's final position, stored once the graph
+// finished, stays before them, so that the next owner writes them.
+func TestFailedDrainBatchIsNotStoredAsFinished(t *testing.T) {
 	db := newDB(t, rowsDDL,
 		`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN IF NEW.n >= 4 THEN RAISE EXCEPTION 'no' USING ERRCODE = '42501'; END IF; RETURN NEW; END $$`,
@@ -24,13 +22,12 @@ BEGIN IF NEW.n >= 4 THEN RAISE EXCEPTION 'no' USING ERRCODE = '42501'; END IF; R
 	cfg := config(true)
 	cfg.Linger = time.Hour
 	m := startMember(t, db, cfg, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
-	must(t, m.fake.Send(topic, 0, values(0, 6)...))
-	must(t, m.fake.Assign(topic, 0))
+	m.assign(t, values(0, 6)...)
 	m.fake.WaitCommitted(t, topic, 0, 4) // 0..3: one full batch
 	must(t, m.fake.Revoke(topic, 0))     // 4 and 5 are written at the drain, and refused for good
 	_ = m.run.Stop(t)
 	var next, written int64
-	must(t, db.QueryRow(ctx, `SELECT next_offset, written_offset FROM sluice_offsets`).Scan(&next, &written))
+	must(t, db.QueryRow(context.Background(), `SELECT next_offset, written_offset FROM sluice_offsets`).Scan(&next, &written))
 	sameInts(t, "rows", ints(t, db), seq(0, 4))
 	if next != 4 || written != 3 {
 		t.Fatalf("stored next %d, written %d; want 4 and 3 (rows 4 and 5 were never written)", next, written)

@@ -1,40 +1,14 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink/postgres"
-	"github.com/sluice-go/sluice/sink/txsink"
-	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 )
-
-// poolOf returns a pool to dsn of at most maxConns connections, closed
-// when the test ends.
-func poolOf(t *testing.T, dsn string, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	must(t, err)
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	must(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // Pools of one connection: several partitions' transactions, the final
 // positions of a revoke and another member's claims share it without
 // deadlocking, and every row is written once.
-func TestAdversaryOneConnectionPool(t *testing.T) {
-	srv := pg.Get(t)
-	dsn := srv.CreateDatabase(t, t.Name())
-	admin := srv.Pool(t, dsn)
-	exec(t, admin, rowsDDL)
+func TestOneConnectionPoolsDoNotDeadlock(t *testing.T) {
+	dsn, admin := newDatabase(t, rowsDDL)
 	a := startMember(t, poolOf(t, dsn, 1), config(true))
 	b := startMember(t, poolOf(t, dsn, 1), config(true))
 	for p := range int32(4) {
@@ -66,16 +40,4 @@ func TestAdversaryOneConnectionPool(t *testing.T) {
 		want = append(want, seq(p*100, p*100+41)...)
 	}
 	sameInts(t, "rows", ints(t, admin), want)
-}
-
-// startMemberWith is startMember with a Writer made already (exactly
-// once).
-func startMemberWith(t *testing.T, w *txsink.Writer[postgres.Row]) *member {
-	t.Helper()
-	f := testkit.NewFake()
-	f.UseOffsetStore(w, group)
-	r := testkit.Start(t, f, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return w.Write(stages.Map(in, toRow))
-	})
-	return &member{fake: f, run: r, w: w}
 }

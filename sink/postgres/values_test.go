@@ -16,7 +16,7 @@ import (
 // Names that need quoting (upper case, spaces, double quotes) for the
 // schema, the table, the columns and the offsets table, exactly once, in
 // both COPY and upsert modes.
-func TestAdversaryQuotedNames(t *testing.T) {
+func TestNamesThatNeedQuotingWork(t *testing.T) {
 	for _, upsert := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copy", true: "upsert"}[upsert], func(t *testing.T) {
 			db := newDB(t,
@@ -35,10 +35,8 @@ func TestAdversaryQuotedNames(t *testing.T) {
 				cfg.Conflict = []string{"Key Col"}
 			}
 			m := startMember(t, db, cfg)
-			must(t, m.fake.Send(topic, 0, values(0, 10)...))
-			must(t, m.fake.Assign(topic, 0))
-			m.fake.WaitCommitted(t, topic, 0, 10)
-			must(t, m.run.Stop(t))
+			m.assign(t, values(0, 10)...)
+			m.finish(t, 10)
 			sameInts(t, "rows", intsOf(t, db, `(SELECT "Key Col" AS n FROM "My Schema"."Odd ""Tab""") q`), seq(0, 10))
 			var next int64
 			must(t, db.QueryRow(context.Background(), `SELECT next_offset FROM "My Schema"."Off ""Sets"""`).Scan(&next))
@@ -53,7 +51,7 @@ func TestAdversaryQuotedNames(t *testing.T) {
 // streaming when the encoding fails): the batch is written row by row,
 // the bad row dead-lettered, every other row written once, and the
 // connection is usable afterwards.
-func TestAdversaryEncodingFailureDeepInALargeCopy(t *testing.T) {
+func TestEncodingFailureDeepInALargeCopyDeadLettersOnlyThatRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 20000 rows one by one")
 	}
@@ -69,12 +67,10 @@ func TestAdversaryEncodingFailureDeepInALargeCopy(t *testing.T) {
 		vals[i] = []byte(strconv.Itoa(i))
 	}
 	vals[15000] = []byte("chan")
-	must(t, m.fake.Send(topic, 0, vals...))
-	must(t, m.fake.Assign(topic, 0))
+	m.assign(t, vals...)
 	m.fake.WaitCommitted(t, topic, 0, n)
 	must(t, m.fake.Send(topic, 0, values(n, 4)...))
-	m.fake.WaitCommitted(t, topic, 0, n+4)
-	must(t, m.run.Stop(t))
+	m.finish(t, n+4)
 	want := append(seq(0, 15000), seq(15001, n+4)...)
 	sameInts(t, "rows", ints(t, db), want)
 	if got := dl.Offsets(topic, 0); len(got) != 1 || got[0] != 15000 {
@@ -85,7 +81,7 @@ func TestAdversaryEncodingFailureDeepInALargeCopy(t *testing.T) {
 // NULLs, jsonb, bytea, timestamptz and numeric go through COPY and
 // through the row-by-row INSERT alike (a refused row in the batch sends
 // it row by row).
-func TestAdversaryTypedValues(t *testing.T) {
+func TestTypedValuesThroughCopyAndRowByRow(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copy", true: "row by row"}[refuse], func(t *testing.T) {
 			db := newDB(t, `CREATE TABLE typed (n integer NOT NULL CHECK (n >= 0), j jsonb, b bytea, ts timestamptz, num numeric(10,2), s text)`)
