@@ -89,27 +89,7 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // committed is absent. An error names the group (and partition) whose
 // offsets could not be read, or the request that failed.
 func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
-	byTopic := map[string][]int32{}
-	var topics []string
-	for _, tp := range tps {
-		if _, ok := byTopic[tp.Topic]; !ok {
-			topics = append(topics, tp.Topic)
-		}
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	for _, g := range l.groups {
-		rg := kmsg.NewOffsetFetchRequestGroup()
-		rg.Group = g
-		for _, t := range topics {
-			rt := kmsg.NewOffsetFetchRequestGroupTopic()
-			rt.Topic = t
-			rt.Partitions = slices.Clone(byTopic[t])
-			rg.Topics = append(rg.Topics, rt)
-		}
-		req.Groups = append(req.Groups, rg)
-	}
-	resp, err := req.RequestWith(ctx, l.cl)
+	resp, err := offsetFetchRequest(l.groups, tps).RequestWith(ctx, l.cl)
 	if err != nil {
 		return nil, fmt.Errorf("franz: reading the committed offsets of %v: %w", l.groups, err)
 	}
