@@ -19,7 +19,7 @@ import (
 type monitor struct {
 	c    *cluster
 	stop context.CancelFunc
-	done chan struct{}
+	done <-chan struct{}
 
 	mu      sync.Mutex
 	last    groupState
@@ -35,21 +35,9 @@ type change struct {
 
 func startMonitor(c *cluster) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &monitor{c: c, stop: cancel, done: make(chan struct{}), held: map[string]map[int32]time.Time{}}
+	m := &monitor{c: c, stop: cancel, held: map[string]map[int32]time.Time{}}
 	m.sample()
-	go func() {
-		defer close(m.done)
-		t := time.NewTicker(c.pollEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				m.sample()
-			}
-		}
-	}()
+	m.done = tick(ctx, c.pollEvery, func() { m.sample() })
 	return m
 }
 
