@@ -255,15 +255,9 @@ func (st *producing[E]) settle(ctx context.Context) error {
 // ignores the rest).
 func (st *producing[E]) waitAll() {
 	for st.outstanding > 0 {
-		var ev E
-		select {
-		case ev = <-st.reports:
-		case <-st.tr.Gone():
-			select {
-			case ev = <-st.reports:
-			default:
-				return // never reported
-			}
+		ev, ok := nextReport(st.tr, st.reports)
+		if !ok {
+			return // never reported
 		}
 		t, err, ok := st.c.Report(ev)
 		if !ok {
