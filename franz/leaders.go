@@ -62,10 +62,7 @@ var _ follow.Leaders = (*Leaders)(nil)
 // Brokers or Groups, an empty or repeated group name, a refused kgo
 // option, or what kgo rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if err := rebalance.CheckBrokers("franz", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
-		return nil, err
-	}
-	if err := rebalance.CheckLeaderGroups("franz", "LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := rebalance.CheckLeadersConfig("franz", cfg.Brokers, cfg.Groups); err != nil {
 		return nil, err
 	}
 	for i, o := range cfg.Opts {
@@ -133,24 +130,7 @@ func leadersMin(groups []string, tps []sluice.TopicPartition, resp *kmsg.OffsetF
 			return nil, fmt.Errorf("franz: the OffsetFetch response has no answer for group %q", g)
 		}
 	}
-	out := make(map[sluice.TopicPartition]int64, len(tps))
-	for _, tp := range tps {
-		low := int64(-1)
-		for i, g := range groups {
-			v, ok := per[g][tp]
-			if !ok || v < 0 {
-				low = -1
-				break
-			}
-			if i == 0 || v < low {
-				low = v
-			}
-		}
-		if low >= 0 {
-			out[tp] = low
-		}
-	}
-	return out, nil
+	return rebalance.LowestCommitted(groups, tps, per), nil
 }
 
 // Close closes the client. Call it once the follower's Run returned (no
