@@ -58,24 +58,9 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 // in it or right after, not a whole poll later. It reads the members
 // only, not the commits. The monitor samples on its own meanwhile.
 func (s *scenario) pollFast(ctx context.Context, what string, cond func(groupState) (bool, string)) (groupState, error) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.set.recoveryTimeout)
 	defer cancel()
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		g := s.c.describe(ctx)
-		ok, why := cond(g)
-		if ok {
-			return g, nil
-		}
-		select {
-		case <-ctx.Done():
-			return g, fmt.Errorf("%s: not reached after %v (%v): %s; group %v",
-				what, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
-		case <-t.C:
-		}
-	}
+	return pollGroup(ctx, time.Millisecond, what, s.c.describe, cond)
 }
 
 // joinRounds counts, from successive looks at a classic group, the join
