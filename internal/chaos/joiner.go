@@ -13,10 +13,7 @@ import (
 // killed once it is a member. Then the group must recover without it
 // within the recovery timeout, and the slot is started again.
 func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
-	t := time.Now()
-	p := s.live[slot]
-	s.terminate([]*proc{p}, "restart before killing the joiner")
-	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+	if err := s.termAndRecover(ctx, slot, "restart before killing the joiner"); err != nil {
 		return err
 	}
 	if err := s.start(slot); err != nil {
@@ -44,7 +41,7 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 	if r.need > 0 {
 		why = fmt.Sprintf("once joined, %d of %d rounds answered, group %v", r.answered, r.need, g)
 	}
-	t = time.Now()
+	t := time.Now()
 	s.kill(joining, why)
 	if err := s.recovered(ctx, "SIGKILL of "+joining.name+" once joined", t); err != nil {
 		return err
