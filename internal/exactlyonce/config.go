@@ -12,15 +12,6 @@ import (
 // unless their TransactionalConfig sets one.
 const DefaultTransactionTimeout = 10 * time.Second
 
-// TransactionTimeoutOrDefault is d, or DefaultTransactionTimeout when d
-// is 0 (a TransactionalConfig.TransactionTimeout left unset).
-func TransactionTimeoutOrDefault(d time.Duration) time.Duration {
-	if d == 0 {
-		return DefaultTransactionTimeout
-	}
-	return d
-}
-
 // CheckConfig checks the fields the backends' TransactionalConfig share:
 // a TransactionalID that is not blank, a TransactionTimeout and a
 // CommitTimeout that are not negative. Its errors start with prefix
@@ -38,4 +29,13 @@ func CheckConfig(prefix, transactionalID string, transactionTimeout, commitTimeo
 		}
 	}
 	return nil
+}
+
+// TransactionTimeoutOrDefault is d, or DefaultTransactionTimeout when d
+// is 0 (a TransactionalConfig.TransactionTimeout left unset).
+func TransactionTimeoutOrDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultTransactionTimeout
+	}
+	return d
 }
