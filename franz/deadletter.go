@@ -26,9 +26,7 @@ import (
 // ProducerConfig.SkipTopicCheck), is then an error naming it; without that
 // check an empty topic fails every call with a permanent error.
 func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
-	const name = "franz: Producer.DeadLetter"
-	c := client{p}
-	return produce.CheckedDeadLetter(c, produce.DeadLetter(c, p.tr, name, topic), name, topic)
+	return produce.CheckedDeadLetter(client{p}, p.tr, "franz: Producer.DeadLetter", topic)
 }
 
 // DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]

@@ -62,10 +62,7 @@ var _ follow.Leaders = (*Leaders)(nil)
 // Brokers or Groups, an empty or repeated group name, a refused kgo
 // option, or what kgo rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if err := rebalance.CheckBrokers("franz", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
-		return nil, err
-	}
-	if err := rebalance.CheckLeaderGroups("franz", "LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := rebalance.CheckLeadersConfig("franz", cfg.Brokers, cfg.Groups); err != nil {
 		return nil, err
 	}
 	for i, o := range cfg.Opts {
@@ -89,27 +86,7 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // committed is absent. An error names the group (and partition) whose
 // offsets could not be read, or the request that failed.
 func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
-	byTopic := map[string][]int32{}
-	var topics []string
-	for _, tp := range tps {
-		if _, ok := byTopic[tp.Topic]; !ok {
-			topics = append(topics, tp.Topic)
-		}
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	for _, g := range l.groups {
-		rg := kmsg.NewOffsetFetchRequestGroup()
-		rg.Group = g
-		for _, t := range topics {
-			rt := kmsg.NewOffsetFetchRequestGroupTopic()
-			rt.Topic = t
-			rt.Partitions = slices.Clone(byTopic[t])
-			rg.Topics = append(rg.Topics, rt)
-		}
-		req.Groups = append(req.Groups, rg)
-	}
-	resp, err := req.RequestWith(ctx, l.cl)
+	resp, err := offsetFetchRequest(l.groups, tps).RequestWith(ctx, l.cl)
 	if err != nil {
 		return nil, fmt.Errorf("franz: reading the committed offsets of %v: %w", l.groups, err)
 	}
@@ -153,24 +130,7 @@ func leadersMin(groups []string, tps []sluice.TopicPartition, resp *kmsg.OffsetF
 			return nil, fmt.Errorf("franz: the OffsetFetch response has no answer for group %q", g)
 		}
 	}
-	out := make(map[sluice.TopicPartition]int64, len(tps))
-	for _, tp := range tps {
-		low := int64(-1)
-		for i, g := range groups {
-			v, ok := per[g][tp]
-			if !ok || v < 0 {
-				low = -1
-				break
-			}
-			if i == 0 || v < low {
-				low = v
-			}
-		}
-		if low >= 0 {
-			out[tp] = low
-		}
-	}
-	return out, nil
+	return rebalance.LowestCommitted(groups, tps, per), nil
 }
 
 // Close closes the client. Call it once the follower's Run returned (no

@@ -38,10 +38,9 @@ import (
 // using it is built, unless ProducerConfig.SkipTopicCheck). Options:
 // stages.Name, stages.Buffer, stages.Retry (for toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (sluice.Message, error), opts ...stages.CallOption) pipeline.End {
-	var c produce.Client[report]
-	var tr *produce.Tracker
-	if p != nil {
-		c, tr = client{p}, p.tr
-	}
-	return produce.Stage(in, "franz.Produce", c, tr, topic, toMsg, opts)
+	return produce.ProducerStage(in, "franz.Produce", p, (*Producer).stageClient, topic, toMsg, opts)
 }
+
+// stageClient is what a Produce stage sends with: the producer's client
+// and tracker.
+func (p *Producer) stageClient() (produce.Client[report], *produce.Tracker) { return client{p}, p.tr }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -93,10 +94,7 @@ func (c ShareConfig) maxDeliveries() int32 {
 }
 
 func (c ShareConfig) closeTimeout() time.Duration {
-	if c.CloseTimeout == 0 {
-		return DefaultCloseTimeout
-	}
-	return c.CloseTimeout
+	return rebalance.CloseTimeoutOrDefault(c.CloseTimeout)
 }
 
 // shareReservedOpts lists the options NewShareSource refuses in

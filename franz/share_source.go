@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -62,11 +63,7 @@ func NewShareSource(cfg ShareConfig) (*ShareSource, error) {
 	cfg.Brokers = slices.Clone(cfg.Brokers)
 	cfg.Topics = slices.Clone(cfg.Topics)
 	cfg.Opts = slices.Clone(cfg.Opts)
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &ShareSource{cfg: cfg, log: log.With("component", "sluice/franz-share", "group", cfg.Group)}, nil
+	return &ShareSource{cfg: cfg, log: rebalance.SourceLogger(cfg.Logger, "sluice/franz-share", cfg.Group)}, nil
 }
 
 // Run joins the share group, consumes ShareConfig.Topics and feeds the

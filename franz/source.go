@@ -73,11 +73,7 @@ func NewSource(cfg Config) (*Source, error) {
 	cfg.Brokers = slices.Clone(cfg.Brokers)
 	cfg.Topics = slices.Clone(cfg.Topics)
 	cfg.Opts = slices.Clone(cfg.Opts)
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Source{cfg: cfg, ut: ut, log: log.With("component", "sluice/franz", "group", cfg.Group)}, nil
+	return &Source{cfg: cfg, ut: ut, log: rebalance.SourceLogger(cfg.Logger, "sluice/franz", cfg.Group)}, nil
 }
 
 // Run joins the group, consumes Config.Topics and feeds the records to g

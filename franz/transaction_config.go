@@ -65,9 +65,7 @@ func (cfg TransactionalConfig) validate(src *Source) (TransactionalConfig, error
 	if err := exactlyonce.CheckConfig("franz", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
 		return cfg, err
 	}
-	if cfg.TransactionTimeout == 0 {
-		cfg.TransactionTimeout = DefaultTransactionTimeout
-	}
+	cfg.TransactionTimeout = exactlyonce.TransactionTimeoutOrDefault(cfg.TransactionTimeout)
 	if cfg.TransactionTimeout < time.Millisecond {
 		return cfg, fmt.Errorf("franz: TransactionalConfig.TransactionTimeout = %v: kgo counts it in milliseconds, want at least 1ms", cfg.TransactionTimeout)
 	}

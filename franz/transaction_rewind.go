@@ -65,23 +65,8 @@ func (t *kgoTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) error 
 // committed returns the group's committed offsets of tps (a partition
 // without one is absent), retrying UNSTABLE_OFFSET_COMMIT until ctx ends.
 func (t *kgoTxn) committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
-	req := kmsg.NewPtrOffsetFetchRequest()
+	req := offsetFetchRequest([]string{t.group}, tps)
 	req.RequireStable = true
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = t.group
-	idx := map[string]int{}
-	for _, tp := range tps {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			i = len(rg.Topics)
-			idx[tp.Topic] = i
-			rt := kmsg.NewOffsetFetchRequestGroupTopic()
-			rt.Topic = tp.Topic
-			rg.Topics = append(rg.Topics, rt)
-		}
-		rg.Topics[i].Partitions = append(rg.Topics[i].Partitions, tp.Partition)
-	}
-	req.Groups = append(req.Groups, rg)
 	for {
 		resp, err := req.RequestWith(ctx, t.cl)
 		if err != nil {
@@ -123,19 +108,16 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) 
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	req.IsolationLevel = 1 // read_committed: the end is the last stable offset
-	idx := map[string]int{}
-	for _, tp := range tps {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[tp.Topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
+	topics, by := byTopic(tps, tpTopic)
+	for _, topic := range topics {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, tp := range by[topic] {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = tp.Partition, eo.Offset // -2 earliest, -1 latest
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp = tp.Partition, eo.Offset // -2 earliest, -1 latest
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, t.cl)
 	if err != nil {

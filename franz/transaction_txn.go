@@ -186,19 +186,16 @@ func (t *kgoTxn) sendOffsets(ctx context.Context, offs []sluice.Offset) error {
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = t.txnID, t.group, id, epoch
 	req.MemberID, req.Generation, req.InstanceID = member, generation, t.instanceID
-	idx := map[string]int{}
-	for _, o := range offs {
-		i, ok := idx[o.Topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[o.Topic] = i
-			rt := kmsg.NewTxnOffsetCommitRequestTopic()
-			rt.Topic, rt.TopicID = o.Topic, t.topicIDs[o.Topic]
-			req.Topics = append(req.Topics, rt)
+	topics, by := byTopic(offs, func(o sluice.Offset) string { return o.Topic })
+	for _, topic := range topics {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = topic, t.topicIDs[topic]
+		for _, o := range by[topic] {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = o.Partition, o.Next
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = o.Partition, o.Next
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, t.cl)
 	if err != nil {

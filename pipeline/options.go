@@ -68,6 +68,18 @@ func (c *config) bad(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("sluice: "+format, args...))
 }
 
+// positive is the Option that sets the field of config that field points
+// to to v, and records an error naming the option (name(v): what must be
+// positive) when v is not positive.
+func positive[T ~int | ~int64](name, what string, v T, field func(*config) *T) Option {
+	return func(c *config) {
+		if v <= 0 {
+			c.bad("%s(%v): %s must be positive", name, v, what)
+		}
+		*field(c) = v
+	}
+}
+
 // WithDrainTimeout sets how long a revoked partition's graph may take to
 // finish its in-flight records (default 20 s). Keep it well below the
 // source's poll interval limit (Kafka's max.poll.interval.ms): the poll loop
@@ -85,12 +97,7 @@ func (c *config) bad(format string, args ...any) {
 // drain timeout above the longest a record takes. See docs/lifecycle.md,
 // "Pacing what a graph holds".
 func WithDrainTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.bad("WithDrainTimeout(%v): the drain timeout must be positive", d)
-		}
-		c.DrainTimeout = d
-	}
+	return positive("WithDrainTimeout", "the drain timeout", d, func(c *config) *time.Duration { return &c.DrainTimeout })
 }
 
 // WithMaxInFlight caps the records in flight (admitted into the graphs
@@ -110,12 +117,7 @@ func WithDrainTimeout(d time.Duration) Option {
 // docs/lifecycle.md, "Backpressure". Paused partitions resume in turn:
 // only as many at once as the free budget has room for one delivery each.
 func WithMaxInFlight(records int) Option {
-	return func(c *config) {
-		if records <= 0 {
-			c.bad("WithMaxInFlight(%d): the limit must be positive", records)
-		}
-		c.MaxInFlight = records
-	}
+	return positive("WithMaxInFlight", "the limit", records, func(c *config) *int { return &c.MaxInFlight })
 }
 
 // WithMaxInFlightBytes caps the bytes of the records in flight across all
@@ -136,12 +138,7 @@ func WithMaxInFlight(records int) Option {
 // per fetch), librdkafka's queue holds n/8 of keys and values plus a
 // fetch response per broker. See docs/lifecycle.md, "Backpressure".
 func WithMaxInFlightBytes(n int64) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.bad("WithMaxInFlightBytes(%d): the limit must be positive", n)
-		}
-		c.MaxInFlightBytes = n
-	}
+	return positive("WithMaxInFlightBytes", "the limit", n, func(c *config) *int64 { return &c.MaxInFlightBytes })
 }
 
 // WithPartitionQueue sets how many records one partition may hold
@@ -155,12 +152,7 @@ func WithMaxInFlightBytes(n int64) Option {
 // graph was fed is, and that is paced to the drain timeout (see
 // [WithDrainTimeout]), so this limit does not lengthen drains.
 func WithPartitionQueue(records int) Option {
-	return func(c *config) {
-		if records <= 0 {
-			c.bad("WithPartitionQueue(%d): the limit must be positive", records)
-		}
-		c.PartitionQueue = records
-	}
+	return positive("WithPartitionQueue", "the limit", records, func(c *config) *int { return &c.PartitionQueue })
 }
 
 // WithLogger sets the logger for assignment, revocation, drain, retries,

@@ -42,9 +42,7 @@ const (
 // without that check an empty topic fails every call with a permanent
 // error.
 func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
-	const name = "sink: Producer.DeadLetter"
-	c := client{p}
-	return produce.CheckedDeadLetter(c, produce.DeadLetter(c, p.tr, name, topic), name, topic)
+	return produce.CheckedDeadLetter(client{p}, p.tr, "sink: Producer.DeadLetter", topic)
 }
 
 // DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]

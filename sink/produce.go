@@ -41,10 +41,11 @@ type Message = sluice.Message
 // ProducerConfig.SkipTopicCheck). Options: stages.Name, stages.Buffer,
 // stages.Retry (for toMsg).
 func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (Message, error), opts ...stages.CallOption) pipeline.End {
-	var c produce.Client[kafka.Event]
-	var tr *produce.Tracker
-	if p != nil {
-		c, tr = client{p}, p.tr
-	}
-	return produce.Stage(in, "sink.Produce", c, tr, topic, toMsg, opts)
+	return produce.ProducerStage(in, "sink.Produce", p, (*Producer).stageClient, topic, toMsg, opts)
+}
+
+// stageClient is what a Produce stage sends with: the producer's client
+// and tracker.
+func (p *Producer) stageClient() (produce.Client[kafka.Event], *produce.Tracker) {
+	return client{p}, p.tr
 }

@@ -72,10 +72,7 @@ func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Pro
 	if err != nil {
 		return nil, err
 	}
-	timeout := cfg.TransactionTimeout
-	if timeout == 0 {
-		timeout = DefaultTransactionTimeout
-	}
+	timeout := exactlyonce.TransactionTimeoutOrDefault(cfg.TransactionTimeout)
 	m["transactional.id"] = cfg.TransactionalID
 	m["transaction.timeout.ms"] = int(timeout.Milliseconds())
 	if _, ok := cfg.Overrides["message.timeout.ms"]; !ok {

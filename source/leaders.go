@@ -48,10 +48,7 @@ var _ follow.Leaders = (*Leaders)(nil)
 // offending field: an empty Brokers or Groups, an empty or repeated group
 // name, a refused or invalid override, or what librdkafka rejects.
 func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
-	if err := rebalance.CheckBrokers("source", "LeadersConfig.Brokers", cfg.Brokers); err != nil {
-		return nil, err
-	}
-	if err := rebalance.CheckLeaderGroups("source", "LeadersConfig.Groups", cfg.Groups); err != nil {
+	if err := rebalance.CheckLeadersConfig("source", cfg.Brokers, cfg.Groups); err != nil {
 		return nil, err
 	}
 	cm := kafka.ConfigMap{}
@@ -78,8 +75,8 @@ func NewLeaders(cfg LeadersConfig) (*Leaders, error) {
 // committed is absent. An error names the group (and partition) whose
 // offsets could not be read.
 func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
-	low := make(map[sluice.TopicPartition]int64, len(tps))
-	for i, g := range l.groups {
+	per := make(map[string]map[sluice.TopicPartition]int64, len(l.groups))
+	for _, g := range l.groups {
 		res, err := l.admin.ListConsumerGroupOffsets(ctx,
 			[]kafka.ConsumerGroupTopicPartitions{{Group: g, Partitions: kafkaTPs(tps)}})
 		got := map[sluice.TopicPartition]int64{}
@@ -103,22 +100,13 @@ func (l *Leaders) Committed(ctx context.Context, tps []sluice.TopicPartition) (m
 			}
 		}
 		for _, tp := range tps {
-			v, ok := got[tp]
-			if !ok {
+			if _, ok := got[tp]; !ok {
 				return nil, fmt.Errorf("source: committed offsets of group %q: no answer for %s/%d", g, tp.Topic, tp.Partition)
 			}
-			if cur, seen := low[tp]; i == 0 || (seen && v < cur) {
-				low[tp] = v
-			}
 		}
+		per[g] = got
 	}
-	out := make(map[sluice.TopicPartition]int64, len(tps))
-	for tp, v := range low {
-		if v >= 0 {
-			out[tp] = v
-		}
-	}
-	return out, nil
+	return rebalance.LowestCommitted(l.groups, tps, per), nil
 }
 
 func groupNotFound(err error) bool {

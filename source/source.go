@@ -70,13 +70,9 @@ func NewSource(cfg Config) (*Source, error) {
 	cfg.Overrides = ov
 	cfg.Brokers = append([]string(nil), cfg.Brokers...)
 	cfg.Topics = append([]string(nil), cfg.Topics...)
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Source{
 		cfg:           cfg,
-		log:           log.With("component", "sluice/source", "group", cfg.Group),
+		log:           rebalance.SourceLogger(cfg.Logger, "sluice/source", cfg.Group),
 		commitOffsets: (*kafka.Consumer).CommitOffsets,
 	}, nil
 }

@@ -53,6 +53,22 @@ func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.O
 	return nil, fmt.Errorf("--client=%q: want one of %s", o.client, strings.Join(clients, ", "))
 }
 
+// producerBackend is the backend of src and prod: produce is the Produce
+// of prod's package (sink.Produce, franz.Produce), deadLetter and close
+// are prod's.
+func producerBackend[P any](src sluice.Source, prod P,
+	produce func(pipeline.Stream[sink.Message], P, string, func(sink.Message) (sink.Message, error), ...stages.CallOption) pipeline.End,
+	deadLetter pipeline.Option, close func() error) *backend {
+	return &backend{
+		src: src,
+		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
+			return produce(in, prod, topic, toMsg, opts...)
+		},
+		deadLetter: deadLetter,
+		close:      close,
+	}
+}
+
 func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
 	src, err := source.NewSource(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
@@ -64,14 +80,7 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, stor
 	if err != nil {
 		return nil, err
 	}
-	return &backend{
-		src: src,
-		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
-			return sink.Produce(in, prod, topic, toMsg, opts...)
-		},
-		deadLetter: pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)),
-		close:      prod.Close,
-	}, nil
+	return producerBackend(src, prod, sink.Produce[sink.Message], pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)), prod.Close), nil
 }
 
 func newFranzBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
@@ -85,14 +94,7 @@ func newFranzBackend(o options, brokers []string, logger *slog.Logger, store slu
 	if err != nil {
 		return nil, err
 	}
-	return &backend{
-		src: src,
-		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
-			return franz.Produce(in, prod, topic, toMsg, opts...)
-		},
-		deadLetter: pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)),
-		close:      prod.Close,
-	}, nil
+	return producerBackend(src, prod, franz.Produce[sink.Message], pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)), prod.Close), nil
 }
 
 // franzConsumerOpts are the kgo options of the franz source

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
 )
 
@@ -23,44 +20,9 @@ import (
 // errBenchInvalid is the error every record of a -dlq case is invalid with.
 var errBenchInvalid = errors.New("bench: every record is invalid")
 
-// deadLetterProducer is a backend's producer as the dead-letter cases use
-// it.
-type deadLetterProducer interface {
-	io.Closer
-	deadLetter(topic string) func(context.Context, sluice.DeadLetter) error
-}
-
-type sinkDLQ struct{ *sink.Producer }
-
-func (p sinkDLQ) deadLetter(topic string) func(context.Context, sluice.DeadLetter) error {
-	return p.DeadLetter(topic)
-}
-
-type franzDLQ struct{ *franz.Producer }
-
-func (p franzDLQ) deadLetter(topic string) func(context.Context, sluice.DeadLetter) error {
-	return p.DeadLetter(topic)
-}
-
-func confluentDLQProducer(cfg runConfig) (deadLetterProducer, error) {
-	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: cfg.brokers})
-	if err != nil {
-		return nil, err
-	}
-	return sinkDLQ{p}, nil
-}
-
-func franzDLQProducer(cfg runConfig) (deadLetterProducer, error) {
-	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: cfg.brokers})
-	if err != nil {
-		return nil, err
-	}
-	return franzDLQ{p}, nil
-}
-
 // sluiceDeadLetters is a dead-letter case on one backend: every record
 // invalid when invalid is set, every record valid otherwise.
-func sluiceDeadLetters(src newSource, newProd func(runConfig) (deadLetterProducer, error), invalid bool) caseFunc {
+func sluiceDeadLetters(src newSource, newProd newProducer, invalid bool) caseFunc {
 	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
 		prod, err := newProd(cfg)
 		if err != nil {

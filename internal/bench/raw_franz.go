@@ -47,29 +47,43 @@ func rawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error 
 	}
 	defer cl.Close()
 	target := int64(cfg.l.records)
-	var n int64
-	var bad error
-	for n < target && bad == nil {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
+	for n := int64(0); n < target; {
+		polled, err := pollRecorded(ctx, ctx, cl, tr, w, nil)
+		if err != nil {
 			return err
 		}
-		if err := fetchErr(fs); err != nil {
-			return err
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			w.open()
-			if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
-				bad = fmt.Errorf("record of unknown partition %d", r.Partition)
-			}
-			n++
-		})
-	}
-	if bad != nil {
-		return bad
+		n += polled
 	}
 	w.close()
 	return cl.CommitUncommittedOffsets(ctx)
+}
+
+// pollRecorded polls cl once, within pctx, and records every record it
+// returns (tr, w), then hands it to each (if not nil). It returns how
+// many records it polled, or an error: the poll failed, ctx is done, or
+// a record is of a partition tr does not know (the records after it are
+// still recorded and handed on).
+func pollRecorded(ctx, pctx context.Context, cl *kgo.Client, tr *tracker, w *window, each func(*kgo.Record)) (int64, error) {
+	fs := cl.PollFetches(pctx)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := fetchErr(fs); err != nil {
+		return 0, err
+	}
+	var n int64
+	var bad error
+	fs.EachRecord(func(r *kgo.Record) {
+		w.open()
+		if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
+			bad = fmt.Errorf("record of unknown partition %d", r.Partition)
+		}
+		n++
+		if each != nil {
+			each(r)
+		}
+	})
+	return n, bad
 }
 
 // k2kRawFranz is the raw consume → produce loop on franz-go: one client
@@ -101,9 +115,8 @@ func k2kRawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) err
 	}
 	target := int64(cfg.l.records)
 	var n int64
-	var bad error
 	lastMark := time.Now()
-	for bad == nil {
+	for {
 		select {
 		case err := <-failed:
 			return err
@@ -121,20 +134,7 @@ func k2kRawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) err
 			// Everything consumed: wait for the last deliveries.
 			pctx, cancel = context.WithTimeout(ctx, 10*time.Millisecond)
 		}
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fetchErr(fs); err != nil {
-			return err
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			w.open()
-			if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
-				bad = fmt.Errorf("record of unknown partition %d", r.Partition)
-			}
-			n++
+		polled, err := pollRecorded(ctx, pctx, cl, tr, w, func(r *kgo.Record) {
 			p, o := r.Partition, r.Offset
 			cl.Produce(ctx, &kgo.Record{Topic: cfg.out, Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
 				if err != nil {
@@ -149,9 +149,11 @@ func k2kRawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) err
 				}
 			})
 		})
-	}
-	if bad != nil {
-		return bad
+		cancel()
+		if err != nil {
+			return err
+		}
+		n += polled
 	}
 	mark()
 	return cl.CommitMarkedOffsets(ctx)

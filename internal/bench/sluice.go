@@ -9,7 +9,6 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -80,33 +79,21 @@ func sluiceGraph(src newSource) caseFunc {
 	}
 }
 
-// k2kSluiceConfluent is Map (record the input) → Pool(8) (build the
-// message) → sink.Produce to the output topic, on the librdkafka source
-// and producer. A record commits only after its delivery report.
-func k2kSluiceConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-	prod, err := sink.NewProducer(sink.ProducerConfig{Brokers: cfg.brokers})
-	if err != nil {
-		return err
+// k2kSluice is Map (record the input) → Pool(8) (build the message) →
+// the backend's Produce (sink.Produce, franz.Produce) to the output
+// topic, on one backend's source and producer. A record commits only
+// after its delivery report.
+func k2kSluice(src newSource, newProd newProducer) caseFunc {
+	return func(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+		prod, err := newProd(cfg)
+		if err != nil {
+			return err
+		}
+		err = runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return prod.produce(toMessages(in, tr), cfg.out)
+		})
+		return errors.Join(err, prod.Close())
 	}
-	err = runSluice(ctx, cfg, confluentSource, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		msgs := toMessages(in, tr)
-		return sink.Produce(msgs, prod, cfg.out, func(m sluice.Message) (sluice.Message, error) { return m, nil })
-	})
-	return errors.Join(err, prod.Close())
-}
-
-// k2kSluiceFranz is k2kSluiceConfluent on franz-go: franz.NewSource,
-// franz.NewProducer and franz.Produce.
-func k2kSluiceFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-	prod, err := franz.NewProducer(franz.ProducerConfig{Brokers: cfg.brokers})
-	if err != nil {
-		return err
-	}
-	err = runSluice(ctx, cfg, franzSource, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		msgs := toMessages(in, tr)
-		return franz.Produce(msgs, prod, cfg.out, func(m sluice.Message) (sluice.Message, error) { return m, nil })
-	})
-	return errors.Join(err, prod.Close())
 }
 
 // toMessages is the k2k graph before its Produce: Map records the input

@@ -286,10 +286,7 @@ func (s *scenario) do(ctx context.Context, st step) error {
 	case killInRebalance:
 		s.res.restarts++
 		s.res.kills++
-		t := time.Now()
-		p := s.live[st.slot]
-		s.terminate([]*proc{p}, "restart before a kill in the rebalance")
-		if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+		if err := s.termAndRecover(ctx, st.slot, "restart before a kill in the rebalance"); err != nil {
 			return err
 		}
 		if err := s.start(st.slot); err != nil {
@@ -303,7 +300,7 @@ func (s *scenario) do(ctx context.Context, st step) error {
 			return errAbort
 		}
 		victim := s.live[st.victim]
-		t = time.Now()
+		t := time.Now()
 		s.kill(victim, fmt.Sprintf("while %s joins, group %v", joining.name, g))
 		if err := s.recovered(ctx, "SIGKILL of "+victim.name+" during the rebalance", t); err != nil {
 			return err
@@ -330,13 +327,19 @@ func (s *scenario) do(ctx context.Context, st step) error {
 // termThenStart stops slot's process gracefully, waits for the group to
 // recover without it, starts it again and waits for recovery.
 func (s *scenario) termThenStart(ctx context.Context, slot int) error {
-	t := time.Now()
-	p := s.live[slot]
-	s.terminate([]*proc{p}, "restart")
-	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+	if err := s.termAndRecover(ctx, slot, "restart"); err != nil {
 		return err
 	}
 	return s.startAndRecover(ctx, slot)
+}
+
+// termAndRecover stops slot's process gracefully (SIGTERM, for why) and
+// waits for the group to recover without it.
+func (s *scenario) termAndRecover(ctx context.Context, slot int, why string) error {
+	t := time.Now()
+	p := s.live[slot]
+	s.terminate([]*proc{p}, why)
+	return s.recovered(ctx, "SIGTERM of "+p.name, t)
 }
 
 func (s *scenario) startAndRecover(ctx context.Context, slot int) error {

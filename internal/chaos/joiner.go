@@ -13,10 +13,7 @@ import (
 // killed once it is a member. Then the group must recover without it
 // within the recovery timeout, and the slot is started again.
 func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
-	t := time.Now()
-	p := s.live[slot]
-	s.terminate([]*proc{p}, "restart before killing the joiner")
-	if err := s.recovered(ctx, "SIGTERM of "+p.name, t); err != nil {
+	if err := s.termAndRecover(ctx, slot, "restart before killing the joiner"); err != nil {
 		return err
 	}
 	if err := s.start(slot); err != nil {
@@ -44,7 +41,7 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 	if r.need > 0 {
 		why = fmt.Sprintf("once joined, %d of %d rounds answered, group %v", r.answered, r.need, g)
 	}
-	t = time.Now()
+	t := time.Now()
 	s.kill(joining, why)
 	if err := s.recovered(ctx, "SIGKILL of "+joining.name+" once joined", t); err != nil {
 		return err
@@ -58,24 +55,9 @@ func (s *scenario) killJoinerOnceJoined(ctx context.Context, slot int) error {
 // in it or right after, not a whole poll later. It reads the members
 // only, not the commits. The monitor samples on its own meanwhile.
 func (s *scenario) pollFast(ctx context.Context, what string, cond func(groupState) (bool, string)) (groupState, error) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.set.recoveryTimeout)
 	defer cancel()
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		g := s.c.describe(ctx)
-		ok, why := cond(g)
-		if ok {
-			return g, nil
-		}
-		select {
-		case <-ctx.Done():
-			return g, fmt.Errorf("%s: not reached after %v (%v): %s; group %v",
-				what, time.Since(start).Round(time.Millisecond), context.Cause(ctx), why, g)
-		case <-t.C:
-		}
-	}
+	return pollGroup(ctx, time.Millisecond, what, s.c.describe, cond)
 }
 
 // joinRounds counts, from successive looks at a classic group, the join

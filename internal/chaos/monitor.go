@@ -19,7 +19,7 @@ import (
 type monitor struct {
 	c    *cluster
 	stop context.CancelFunc
-	done chan struct{}
+	done <-chan struct{}
 
 	mu      sync.Mutex
 	last    groupState
@@ -35,21 +35,9 @@ type change struct {
 
 func startMonitor(c *cluster) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &monitor{c: c, stop: cancel, done: make(chan struct{}), held: map[string]map[int32]time.Time{}}
+	m := &monitor{c: c, stop: cancel, held: map[string]map[int32]time.Time{}}
 	m.sample()
-	go func() {
-		defer close(m.done)
-		t := time.NewTicker(c.pollEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				m.sample()
-			}
-		}
-	}()
+	m.done = tick(ctx, c.pollEvery, func() { m.sample() })
 	return m
 }
 
@@ -111,13 +99,20 @@ func (m *monitor) history(since time.Time) string {
 // waitUntil samples the group until cond holds or the deadline passes;
 // on timeout the error names what, why cond last said no, and the state.
 func (m *monitor) waitUntil(ctx context.Context, deadline time.Time, what string, cond func(groupState) (bool, string)) (groupState, error) {
-	start := time.Now()
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	t := time.NewTicker(m.c.pollEvery)
+	return pollGroup(ctx, m.c.pollEvery, what, func(context.Context) groupState { return m.sample() }, cond)
+}
+
+// pollGroup looks at the group (look) every every until cond holds, and
+// returns what it saw last; once ctx is done the error names what, why
+// cond last said no, and that state.
+func pollGroup(ctx context.Context, every time.Duration, what string, look func(context.Context) groupState, cond func(groupState) (bool, string)) (groupState, error) {
+	start := time.Now()
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		s := m.sample()
+		s := look(ctx)
 		ok, why := cond(s)
 		if ok {
 			return s, nil

@@ -300,20 +300,7 @@ func sampleHeapObjects(ctx context.Context) func() int64 {
 			peak.Store(v)
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
+	done := tick(ctx, 10*time.Millisecond, read)
 	return func() int64 {
 		<-done
 		read()

@@ -30,3 +30,12 @@ func CheckConfig(prefix, transactionalID string, transactionTimeout, commitTimeo
 	}
 	return nil
 }
+
+// TransactionTimeoutOrDefault is d, or DefaultTransactionTimeout when d
+// is 0 (a TransactionalConfig.TransactionTimeout left unset).
+func TransactionTimeoutOrDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultTransactionTimeout
+	}
+	return d
+}

@@ -182,16 +182,10 @@ func (d *deadLetterReport[E]) Ready() bool {
 // delivery timeout (or when Close gives up on it), and leaving would
 // drop it.
 func (d *deadLetterReport[E]) Wait() error {
-	var ev E
-	select {
-	case ev = <-d.report:
-	case <-d.tr.Gone():
-		select {
-		case ev = <-d.report:
-		default:
-			// The report may still come: d is not recycled.
-			return sluice.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", d.u.Topic, d.tr.names.ErrClosed))
-		}
+	ev, ok := nextReport(d.tr, d.report)
+	if !ok {
+		// The report may still come: d is not recycled.
+		return sluice.Permanent(fmt.Errorf("dead letter to %s: %w before its delivery was reported", d.u.Topic, d.tr.names.ErrClosed))
 	}
 	_, err, ok := d.c.Report(ev)
 	if !ok {

@@ -21,6 +21,18 @@ const QueueFullWait = 5 * time.Millisecond
 // the most messages it has outstanding.
 const ReportBuffer = 1024
 
+// ProducerStage is [Stage] for the Produce of a backend whose producer
+// is p: bind gives p's client and tracker, and is not called for a nil p
+// (the stage then fails its build, naming name).
+func ProducerStage[T, P, E any](in pipeline.Stream[T], name string, p *P, bind func(*P) (Client[E], *Tracker), topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
+	var c Client[E]
+	var tr *Tracker
+	if p != nil {
+		c, tr = bind(p)
+	}
+	return Stage(in, name, c, tr, topic, toMsg, opts)
+}
+
 // Stage adds the Produce stage of a backend: name is the user's function
 // ("sink.Produce"), c the producer's client (nil when the user's producer
 // is nil: a build error) with its tracker tr. See sink.Produce for the
@@ -255,15 +267,9 @@ func (st *producing[E]) settle(ctx context.Context) error {
 // ignores the rest).
 func (st *producing[E]) waitAll() {
 	for st.outstanding > 0 {
-		var ev E
-		select {
-		case ev = <-st.reports:
-		case <-st.tr.Gone():
-			select {
-			case ev = <-st.reports:
-			default:
-				return // never reported
-			}
+		ev, ok := nextReport(st.tr, st.reports)
+		if !ok {
+			return // never reported
 		}
 		t, err, ok := st.c.Report(ev)
 		if !ok {

@@ -72,11 +72,13 @@ func (t *Topics) check(ctx context.Context, topic, role, given string) error {
 // producing.
 type startCheckKey struct{}
 
-// CheckedDeadLetter returns the dead-letter destination send (made by
-// [DeadLetter] for topic), which also answers [CheckStart]: an empty topic
-// is an error naming name (the user's method, "sink: Producer.DeadLetter"),
-// and a topic that does not exist is one naming it and its role.
-func CheckedDeadLetter[E any](c Client[E], send func(context.Context, sluice.DeadLetter) error, name, topic string) func(context.Context, sluice.DeadLetter) error {
+// CheckedDeadLetter returns the dead-letter destination of topic on c
+// ([DeadLetter]), which also answers [CheckStart]: an empty topic is an
+// error naming name (the user's method, "sink: Producer.DeadLetter"), and
+// a topic that does not exist is one naming it and its role. It is the
+// whole of the backends' Producer.DeadLetter.
+func CheckedDeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
+	send := DeadLetter(c, tr, name, topic)
 	topics := topicsOf(c)
 	return func(ctx context.Context, dl sluice.DeadLetter) error {
 		if ctx.Value(startCheckKey{}) == nil {

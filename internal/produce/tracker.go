@@ -151,3 +151,21 @@ func (tr *Tracker) Gone() <-chan struct{} { return tr.gone }
 
 // MarkGone closes Gone; later calls do nothing.
 func (tr *Tracker) MarkGone() { tr.goneOnce.Do(func() { close(tr.gone) }) }
+
+// nextReport receives the next delivery report from reports. Once the
+// client is gone (tr.Gone) it still takes a report already sent, and
+// returns false when there is none: that report may never come.
+func nextReport[E any](tr *Tracker, reports <-chan E) (E, bool) {
+	select {
+	case ev := <-reports:
+		return ev, true
+	case <-tr.Gone():
+		select {
+		case ev := <-reports:
+			return ev, true
+		default:
+			var none E
+			return none, false
+		}
+	}
+}

@@ -53,16 +53,9 @@ func (c *Core) Assigned(tps []sluice.TopicPartition, attrs ...any) {
 // by the commit timeout (drain, then commit). attrs are added to the log
 // line. Once closing it only drops tps out of the final commit.
 func (c *Core) Revoked(tps []sluice.TopicPartition, attrs ...any) {
-	if c.closing {
-		c.drop(tps)
-		return
+	if mine, pending := c.leaving(tps); len(mine) > 0 {
+		c.revoke(mine, pending, attrs...)
 	}
-	c.Flush()
-	mine, pending := c.giveUp(tps)
-	if len(mine) == 0 {
-		return
-	}
-	c.revoke(mine, pending, attrs...)
 }
 
 // Lost serves a loss the client reported (the group moved tps on
@@ -72,16 +65,22 @@ func (c *Core) Revoked(tps []sluice.TopicPartition, attrs ...any) {
 // waiting for a commit in flight that holds one of them. Once closing it
 // only drops tps out of the final commit.
 func (c *Core) Lost(tps []sluice.TopicPartition) {
+	if mine, _ := c.leaving(tps); len(mine) > 0 {
+		c.lose(mine)
+	}
+}
+
+// leaving is what a revoke and a loss of tps start with: once closing it
+// only drops tps out of the final commit (and returns nothing); otherwise
+// it delivers the batch being built and gives tps up (giveUp), returning
+// those that were owned and their pending offsets.
+func (c *Core) leaving(tps []sluice.TopicPartition) (mine []sluice.TopicPartition, pending []sluice.Offset) {
 	if c.closing {
 		c.drop(tps)
-		return
+		return nil, nil
 	}
 	c.Flush()
-	mine, _ := c.giveUp(tps)
-	if len(mine) == 0 {
-		return
-	}
-	c.lose(mine)
+	return c.giveUp(tps)
 }
 
 // join reports Group.Joined once, at the first assignment, unless the
