@@ -41,7 +41,10 @@ func (r *runner) pausePending() {
 		return
 	}
 	if room := r.core.Room(); room > 0 && r.txns == nil && r.cl.BufferedFetchRecords() > 0 {
-		r.handle(r.cl.PollRecords(nil, room)) // nil: only what is buffered, without waiting
+		// kgo takes a nil context to mean: what is buffered, without
+		// waiting (a cancelled one returns its error and nothing else).
+		//lint:ignore SA1012 see above
+		r.handle(r.cl.PollRecords(nil, room))
 	}
 	m := map[string][]int32{}
 	for _, tp := range r.pausing {
