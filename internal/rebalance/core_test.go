@@ -60,7 +60,9 @@ func TestPauseAndResume(t *testing.T) {
 		h.g.resumable = []TP{tp0}
 		h.g.mu.Unlock()
 		h.g.wake <- struct{}{}
-		time.Sleep(PollPaused)
+		// The poll that ran the pause may have been one started before
+		// anything was paused, waiting PollIdle, not PollPaused.
+		time.Sleep(PollIdle)
 		synctest.Wait()
 		h.b.mu.Lock()
 		events := strings.Join(h.b.events, " ")
