@@ -61,18 +61,15 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 
 func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 9, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []sluice.Record) error {
 				if b[0].Offset == 3 {
 					return sluice.Invalid(errors.New("bad batch"))
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 9)
-		h.WaitCommitted("t", 0, 9)
-		if got := dead.String(); got != "[3 4 5]" {
+		})
+		if got != "[3 4 5]" {
 			t.Fatalf("dead-lettered %s, want [3 4 5]", got)
 		}
 	})
@@ -272,8 +269,7 @@ func TestDeadLetterLimits(t *testing.T) {
 
 func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 3, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			pairs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]sluice.Record, error) {
 				return []sluice.Record{r, r}, nil // two values per record
 			})
@@ -283,10 +279,8 @@ func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T)
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 3)
-		h.WaitCommitted("t", 0, 3)
-		if got := dead.String(); got != "[1]" {
+		})
+		if got != "[1]" {
 			t.Fatalf("dead-lettered %s, want offset 1 once", got)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -24,6 +25,18 @@ func values(n int) [][]byte {
 func assignAndSend(h *testkit.Harness, n int) {
 	h.Assign("t", 0)
 	h.Send("t", 0, values(n)...)
+}
+
+// deadLettered runs build on t/0 with a dead-letter destination, sends n
+// records, waits until all n are committed, and returns the offsets
+// dead-lettered in the order they arrived ("[3 5]").
+func deadLettered(t *testing.T, n int, build pipeline.Builder) string {
+	t.Helper()
+	var dead deadLog
+	h := testkit.New(t, build, pipeline.WithDeadLetter(dead.fn))
+	assignAndSend(h, n)
+	h.WaitCommitted("t", 0, int64(n))
+	return dead.String()
 }
 
 // checkCommitted checks t/0's committed offset; when says when, or why
