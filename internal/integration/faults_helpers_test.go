@@ -408,18 +408,12 @@ func waitHits(t *testing.T, h *kfake.FaultHandle, n int, what string, cs ...*con
 // timeout under the fault tests' faults) and the close.
 const stopBound = 45 * time.Second
 
-// waitGroupAt waits until the group's commits for topic equal want.
-func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, cs ...*consumer) {
+// waitGroupAt waits until the group's commits for topic equal want
+// (testkit.Running.WaitCommitted), asking again while the broker cannot
+// answer.
+func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, c *consumer) {
 	t.Helper()
-	var got map[int32]int64
-	waitFor(t, fmt.Sprintf("group %s committing %v", group, want), func() bool {
-		c, err := b.CommittedContext(t.Context(), group, topic)
-		if err != nil { // a node of the cluster may be down: ask again
-			return false
-		}
-		got = c
-		return maps.Equal(got, want)
-	}, cs...)
+	c.WaitCommitted(t, func() (map[int32]int64, error) { return b.CommittedContext(t.Context(), group, topic) }, want)
 }
 
 // eachCase runs fn for every case in a parallel subtest of t named

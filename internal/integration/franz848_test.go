@@ -31,10 +31,7 @@ func franz848() []kgo.Opt {
 // it (kfake drops a KIP-848 group once it is empty).
 func groupType(t testing.TB, b *kafkatest.Broker, group string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := kafkaClient(t, b)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

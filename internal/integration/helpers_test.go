@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -80,6 +81,27 @@ func newFranzSourceEvery(t testing.TB, b *kafkatest.Broker, group, topic string,
 		t.Fatal(err)
 	}
 	return src
+}
+
+// kafkaClient returns a kgo client of b's cluster for the requests a test
+// makes itself; the caller closes it.
+func kafkaClient(t testing.TB, b *kafkatest.Broker) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// admin returns b's admin client (b closes it).
+func admin(t testing.TB, b *kafkatest.Broker) *kadm.Client {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adm
 }
 
 // consumer is one pipeline.Run in the background (testkit.Start), named

@@ -54,10 +54,7 @@ func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkate
 // default, latest, skips what was produced before the group existed).
 func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := kafkaClient(t, b)
 	defer cl.Close()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -83,12 +80,7 @@ func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
 // state for it.
 func shareOffset(t *testing.T, b *kafkatest.Broker, group, topic string) (o kadm.ShareOffset, ok bool) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	got, err := kadm.NewClient(cl).DescribeShareGroupOffsets(t.Context(), group)
+	got, err := admin(t, b).DescribeShareGroupOffsets(t.Context(), group)
 	if err != nil {
 		return o, false
 	}
@@ -115,12 +107,7 @@ func shareAcked(t *testing.T, b *kafkatest.Broker, group, topic string) bool {
 // shareMembers returns how many members the share group has.
 func shareMembers(t *testing.T, b *kafkatest.Broker, group string) int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	got, err := kadm.NewClient(cl).DescribeShareGroups(t.Context(), group)
+	got, err := admin(t, b).DescribeShareGroups(t.Context(), group)
 	if err != nil {
 		return 0
 	}
