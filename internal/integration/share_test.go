@@ -33,20 +33,23 @@ import (
 const shareLock = 2 * time.Second
 
 // newShareBroker starts a broker with one topic of one partition and the
-// share group timings above.
-func newShareBroker(t *testing.T, topic string) *kafkatest.Broker {
+// share group timings above, on which share group group reads from the
+// earliest record (shareFromEarliest).
+func newShareBroker(t *testing.T, topic, group string) *kafkatest.Broker {
 	t.Helper()
-	return newShareBrokerLock(t, topic, shareLock)
+	return newShareBrokerLock(t, topic, group, shareLock)
 }
 
 // newShareBrokerLock is newShareBroker with an acquisition lock of lock.
-func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkatest.Broker {
+func newShareBrokerLock(t *testing.T, topic, group string, lock time.Duration) *kafkatest.Broker {
 	t.Helper()
-	return kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithBrokerConfig(map[string]string{
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithBrokerConfig(map[string]string{
 		"group.share.record.lock.duration.ms": strconv.Itoa(int(lock / time.Millisecond)),
 		"share.record.lock.sweep.interval.ms": "100",
 		"group.share.heartbeat.interval.ms":   "100",
 	}))
+	shareFromEarliest(t, b, group)
+	return b
 }
 
 // shareFromEarliest sets the group config share.auto.offset.reset to
@@ -227,8 +230,7 @@ func longOffset0(started *atomic.Bool, d time.Duration) func(context.Context, sl
 func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-split", "share-split-g", 2000
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	done := newTally()
 	work := func(_ context.Context, r sluice.Record) error {
 		if r.Offset%4 == 0 {
@@ -260,8 +262,7 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 func TestShareLagCountsHeldRecords(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-lag", "share-lag-g", 200, 150
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	release := make(chan struct{})
@@ -334,8 +335,7 @@ func (d *killableDialer) kill() {
 func TestShareCrashReleasesToOtherMember(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-crash", "share-crash-g", 200, 20
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
@@ -409,9 +409,8 @@ func checkMaxDeliveriesDeadLetter(t *testing.T, b *kafkatest.Broker, dlq string,
 func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 	t.Parallel()
 	const topic, dlq, group, n, poison = "share-poison", "share-poison-dlq", "share-poison-g", 10, 3
-	b := newShareBroker(t, topic)
+	b := newShareBroker(t, topic, group)
 	b.CreateTopic(t, dlq, 1)
-	shareFromEarliest(t, b, group)
 	b.Fill(t, topic, n, 16)
 	var runs atomic.Int32 // runs of the poison record through a graph
 	done := newTally()
@@ -462,9 +461,8 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 			topic := fmt.Sprintf("share-dlr-%d", first)
 			dlq, group := topic+"-dlq", topic+"-g"
 			poison := int64(first - 1)
-			b := newShareBroker(t, topic)
+			b := newShareBroker(t, topic, group)
 			b.CreateTopic(t, dlq, 1)
-			shareFromEarliest(t, b, group)
 			b.Fill(t, topic, first, 16)
 			var mu sync.Mutex
 			runs := map[int64]int{}
@@ -515,8 +513,7 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 func TestShareRetriesExhaustedRelease(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, flaky = "share-release", "share-release-g", 5, 2
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	var calls atomic.Int32
 	done := newTally()
@@ -552,8 +549,7 @@ func TestShareShutdownReleasesUnfinished(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-stop", "share-stop-g", 100, 20
 	const lock = 60 * time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
@@ -586,8 +582,7 @@ func TestShareLongProcessingRenewsLock(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-renew", "share-renew-g", 10
 	const lock = time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var started atomic.Bool
@@ -608,8 +603,7 @@ func TestShareDrainRenewsLock(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-drain-renew", "share-drain-renew-g", 10
 	const lock = time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	done := newTally()
 	var started atomic.Bool
 	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)), pipeline.WithDrainTimeout(time.Minute))
@@ -659,8 +653,7 @@ func (h *shareHooks) OnStuck(_ string, _ sluice.TopicPartition, offset int64, _ 
 func TestShareHooksHealthAndBudget(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang, budget = "share-hooks", "share-hooks-g", 200, 7, 10
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	unblock := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
