@@ -125,7 +125,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		var broken atomic.Bool
 		broken.Store(true)
 		called := make(chan struct{}, 1)
-		var dead deadLog
+		dead := testkit.NewDeadLetters()
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse))
 		}, pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
@@ -136,7 +136,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 				}
 				return errFlaky
 			}
-			return dead.fn(ctx, dl)
+			return dead.Func()(ctx, dl)
 		}))
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"))
@@ -149,7 +149,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		if err := h.Stop(); err != nil {
 			t.Fatalf("Stop returned %v; a revoke must not stop Run", err)
 		}
-		if got := dead.String(); got != "[1]" {
+		if got := deadOffsets(dead); got != "[1]" {
 			t.Fatalf("dead letters %s, want [1]", got)
 		}
 	})

@@ -1,13 +1,10 @@
 package pipeline_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -32,11 +29,11 @@ func assignAndSend(h *testkit.Harness, n int) {
 // dead-lettered in the order they arrived ("[3 5]").
 func deadLettered(t *testing.T, n int, build pipeline.Builder) string {
 	t.Helper()
-	var dead deadLog
-	h := testkit.New(t, build, pipeline.WithDeadLetter(dead.fn))
+	dead := testkit.NewDeadLetters()
+	h := testkit.New(t, build, dead.Option())
 	assignAndSend(h, n)
 	h.WaitCommitted("t", 0, int64(n))
-	return dead.String()
+	return deadOffsets(dead)
 }
 
 // checkCommitted checks t/0's committed offset; when says when, or why
@@ -51,21 +48,12 @@ func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
 	}
 }
 
-// deadLog records the offsets handed to the dead-letter destination.
-type deadLog struct {
-	mu   sync.Mutex
-	offs []int64
-}
-
-func (d *deadLog) fn(_ context.Context, dl sluice.DeadLetter) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offs = append(d.offs, dl.Record.Offset)
-	return nil
-}
-
-func (d *deadLog) String() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fmt.Sprint(d.offs)
+// deadOffsets lists the offsets of dead, in the order they arrived
+// ("[3 5]").
+func deadOffsets(dead *testkit.DeadLetters) string {
+	var offs []int64
+	for _, dl := range dead.Records() {
+		offs = append(offs, dl.Record.Offset)
+	}
+	return fmt.Sprint(offs)
 }
