@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -26,24 +25,19 @@ func parse(_ context.Context, r sluice.Record) (int, error) {
 
 func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var dead []sluice.DeadLetter
+		letters := testkit.NewDeadLetters()
 		var sum int
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			nums := stages.Map(in, parse, stages.Name("parse"))
 			return stages.Each(nums, func(_ context.Context, n int) error { sum += n; return nil })
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			mu.Lock()
-			defer mu.Unlock()
-			dead = append(dead, dl)
-			return nil
-		}))
+		}, letters.Option())
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"), []byte("y"))
 		h.WaitCommitted("t", 0, 4)
 		if sum != 3 {
 			t.Fatalf("sum %d, want 3", sum)
 		}
+		dead := letters.Records()
 		if len(dead) != 2 {
 			t.Fatalf("%d dead letters, want 2", len(dead))
 		}
