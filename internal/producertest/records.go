@@ -72,8 +72,9 @@ func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeli
 	return stages.Discard(stages.Map(in, decode, stages.Name("decode")))
 }
 
-// allInvalid is a builder whose one stage finds every record invalid.
-func allInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+// AllInvalid is a builder whose one stage, "decode", finds every record
+// invalid. The backends' own tests use it too.
+func AllInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		return r, sluice.Invalid(errors.New("bad record"))
 	}, stages.Name("decode")))
