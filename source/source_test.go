@@ -308,7 +308,9 @@ func TestTwoConsumersKIP848(t *testing.T) {
 	twoConsumers(t, "kip848")
 }
 
-func TestPauseResume(t *testing.T) {
+// Partitions the runtime pauses at every 100 records and resumes later
+// deliver every record once, and the group commits to the end.
+func TestPausedPartitionsResumeWithoutLossOrRepeat(t *testing.T) {
 	t.Parallel()
 	b := topicIn(t, kafkatest.NewBroker(t), 3, 3000)
 	total := 3 * 3000
