@@ -108,36 +108,38 @@ func TestGroupTimeouts(t *testing.T) {
 		t.Cleanup(cl.Close)
 		return cl
 	}
-	t.Run("derived", func(t *testing.T) {
-		opts, err := validConfig().groupTimeouts(userTimeouts{}, drain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl := probe(opts)
+	for _, tc := range []struct {
+		name                          string
+		user                          userTimeouts
+		drain                         time.Duration
+		rebalance, session, heartbeat time.Duration // 0: not checked
+		why                           string
+	}{
 		// 20s drain + 4s (40% of the 10s CloseTimeout) + 6s.
-		if got := cl.OptValue(kgo.RebalanceTimeout); got != 30*time.Second {
-			t.Errorf("RebalanceTimeout = %v, want 30s", got)
-		}
-		if got := cl.OptValue(kgo.SessionTimeout); got != 10*time.Second {
-			t.Errorf("SessionTimeout = %v, want 10s", got)
-		}
-		if got := cl.OptValue(kgo.HeartbeatInterval); got != 3*time.Second {
-			t.Errorf("HeartbeatInterval = %v, want 3s", got)
-		}
-	})
-	t.Run("user session", func(t *testing.T) {
-		opts, err := validConfig().groupTimeouts(userTimeouts{session: 40 * time.Second}, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl := probe(opts)
-		if got := cl.OptValue(kgo.RebalanceTimeout); got != 40*time.Second {
-			t.Errorf("RebalanceTimeout = %v, want the session timeout 40s (above 1s+4s+6s)", got)
-		}
-		if got := cl.OptValue(kgo.HeartbeatInterval); got != 3*time.Second {
-			t.Errorf("HeartbeatInterval = %v, want 3s", got)
-		}
-	})
+		{"derived", userTimeouts{}, drain, 30 * time.Second, 10 * time.Second, 3 * time.Second, "20s drain + 4s + 6s"},
+		{"user session", userTimeouts{session: 40 * time.Second}, time.Second, 40 * time.Second, 0, 3 * time.Second, "the session timeout, above 1s+4s+6s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, err := validConfig().groupTimeouts(tc.user, tc.drain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := probe(opts)
+			for _, c := range []struct {
+				name string
+				opt  any
+				want time.Duration
+			}{
+				{"RebalanceTimeout", kgo.RebalanceTimeout, tc.rebalance},
+				{"SessionTimeout", kgo.SessionTimeout, tc.session},
+				{"HeartbeatInterval", kgo.HeartbeatInterval, tc.heartbeat},
+			} {
+				if got := cl.OptValue(c.opt); c.want != 0 && got != c.want {
+					t.Errorf("%s = %v, want %v (%s)", c.name, got, c.want, tc.why)
+				}
+			}
+		})
+	}
 	t.Run("user rebalance too small", func(t *testing.T) {
 		_, err := validConfig().groupTimeouts(userTimeouts{rebalance: 23 * time.Second}, drain)
 		if err == nil || !strings.Contains(err.Error(), "kgo.RebalanceTimeout(23s) is below what a revoke needs") {

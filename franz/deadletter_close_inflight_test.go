@@ -25,7 +25,7 @@ func TestDeadLetterCloseWhileInFlightCommitsOnlyStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := testkit.New(t, allInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	h := testkit.New(t, producertest.AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	for part := int32(0); part < parts; part++ {
 		h.Assign("in", part)
 	}

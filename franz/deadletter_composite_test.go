@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -31,7 +32,7 @@ func TestDeadLetterCompositeDestinationErrorKeepsTheRecordUncommitted(t *testing
 		}
 		return errAudit
 	}
-	h := testkit.New(t, allInvalid, pipeline.WithDeadLetter(fn))
+	h := testkit.New(t, producertest.AllInvalid, pipeline.WithDeadLetter(fn))
 	h.Assign("in", 0)
 	h.Send("in", 0, []byte("a"))
 	done := make(chan error, 1)

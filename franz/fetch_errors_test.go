@@ -16,7 +16,7 @@ import (
 // A poll's own timeout is no fetch error, a closed client ends Run (the
 // error names the client), anything else is a warning naming the
 // partition.
-func TestFetchErrorFatal(t *testing.T) {
+func TestOnlyAClosedClientIsAFatalFetchError(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	for _, err := range []error{context.Canceled, fmt.Errorf("poll: %w", context.DeadlineExceeded)} {

@@ -3,6 +3,7 @@ package franz_test
 import (
 	"testing"
 
+	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -20,9 +21,8 @@ func TestTransactionalProducerClosedBeforeRunCommitsNothing(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close before Run = %v", err)
 	}
-	r := runInBackground(src, produceTo(p, "out"))
-	err := r.returned(t, wait)
-	r.cancel()
+	r := testkit.Start(t, src, produceTo(p, "out"))
+	err := within(t, wait, r.Wait)
 	t.Logf("Run = %v", err)
 	if err == nil {
 		t.Error("Run with a transactional producer closed before it returned nil")

@@ -11,39 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// running is a pipeline.Run in the background whose return a test
-// waits for with a bound: unlike testkit.Start, a Run that never returns
-// fails the test (and goleak then reports its goroutines) instead of
-// hanging the cleanup.
-type running struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func runInBackground(src sluice.Source, build pipeline.Builder) *running {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- pipeline.Run(ctx, src, build) }()
-	return r
-}
-
-// returned waits up to within for Run's error and fails the test if Run
-// has not returned by then.
-func (r *running) returned(t *testing.T, within time.Duration) error {
+// within calls wait (a testkit.Running's Wait or Stop) and fails the
+// test unless Run returned within bound.
+func within(t *testing.T, bound time.Duration, wait func(testing.TB) error) error {
 	t.Helper()
-	select {
-	case err := <-r.done:
-		return err
-	case <-time.After(within):
-		t.Fatalf("Run did not return within %v", within)
-		return nil
+	began := time.Now()
+	err := wait(t)
+	if took := time.Since(began); took > bound {
+		t.Fatalf("Run returned after %v, not within %v", took, bound)
 	}
+	return err
 }
 
 // newTxnSource returns a franz source of group on topic with a
@@ -86,9 +68,8 @@ func TestTransactionalRunReturnsWhenTheProducerIDCannotInit(t *testing.T) {
 	refused, synced := initRefused(b, "g")
 	src, p := newTxnSource(t, b, "g", "in", "txn-init-refused", commitTimeout)
 
-	r := runInBackground(src, produceTo(p, "out"))
-	err := r.returned(t, commitTimeout+wait)
-	r.cancel()
+	r := testkit.Start(t, src, produceTo(p, "out"))
+	err := within(t, commitTimeout+wait, r.Wait)
 	if synced.Hits() == 0 {
 		t.Fatalf("Run returned %v before kgo joined the group: the assignment did not wait for the producer", err)
 	}
@@ -113,14 +94,13 @@ func TestTransactionalRunReturnsWhenCancelledDuringProducerIDInit(t *testing.T) 
 	_, synced := initRefused(b, "g")
 	src, p := newTxnSource(t, b, "g", "in", "txn-init-cancelled", time.Hour)
 
-	r := runInBackground(src, produceTo(p, "out"))
+	r := testkit.Start(t, src, produceTo(p, "out"))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := synced.Wait(ctx, 1); err != nil {
 		t.Fatalf("kgo did not join the group: %v", err)
 	}
-	r.cancel()
-	if err := r.returned(t, wait); err != nil {
+	if err := within(t, wait, r.Stop); err != nil {
 		t.Fatalf("Run = %v, want nil: cancelled before anything was assigned to the graphs", err)
 	}
 }

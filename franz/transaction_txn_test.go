@@ -14,7 +14,7 @@ import (
 // ErrGroupMoved (the exactly-once shutdown then aborts without failing
 // Run), keeping the cause; other refusals, and those of a producer that
 // also failed fatally, are not.
-func TestGroupMovedTxn(t *testing.T) {
+func TestTxnRefusedByAMovedGroupIsErrGroupMoved(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want bool

@@ -36,11 +36,11 @@ func values(vs ...string) [][]byte {
 	return out
 }
 
-// TestScenario runs a real pipeline over the fake source through a known
-// scenario and checks every metric it touches, exactly: 10 records, one
-// invalid (dead-lettered), two filtered, one transient store failure
-// (retried once), then a revoke.
-func TestScenario(t *testing.T) {
+// A real pipeline over the fake source runs a known scenario, and every
+// metric it touches is exact: 10 records, one invalid (dead-lettered),
+// two filtered, one transient store failure (retried once), then a
+// revoke.
+func TestEveryMetricOfAKnownRunIsExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		var mu sync.Mutex
@@ -205,8 +205,8 @@ func TestStuckValue(t *testing.T) {
 	})
 }
 
-// TestLostPartition deletes the lag series and counts the loss.
-func TestLostPartition(t *testing.T) {
+// A lost partition's lag series is deleted and the loss counted.
+func TestLostPartitionDeletesItsLagAndIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, m := newMetrics(t)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -249,7 +249,9 @@ func TestStageFailure(t *testing.T) {
 	})
 }
 
-func TestCommitFailure(t *testing.T) {
+// A failed commit is counted but moves no lag: the lag follows the last
+// successful commit, and a stale high watermark never makes it negative.
+func TestFailedCommitIsCountedAndMovesNoLag(t *testing.T) {
 	reg, m := newMetrics(t)
 	tp := sluice.TopicPartition{Topic: "t", Partition: 3}
 	m.OnPartitionAssigned(tp)
@@ -292,7 +294,8 @@ func TestPauseEndsOnRevoke(t *testing.T) {
 	want(t, reg, 1, "sluice_partition_drain_timeouts_total")
 }
 
-func TestLastPoll(t *testing.T) {
+// Every poll sets the last poll's timestamp and is counted.
+func TestPollSetsLastPollTimestamp(t *testing.T) {
 	reg, m := newMetrics(t)
 	want(t, reg, 0, "sluice_last_poll_timestamp_seconds")
 	m.OnPolled(time.Unix(1700000000, 500_000_000))
@@ -300,7 +303,9 @@ func TestLastPoll(t *testing.T) {
 	want(t, reg, 1, "sluice_polls_total")
 }
 
-func TestErrorKinds(t *testing.T) {
+// Stage errors are counted by kind (invalid, permanent, panic,
+// retryable), and every call's duration observed.
+func TestStageErrorsCountedByKind(t *testing.T) {
 	reg, m := newMetrics(t)
 	tp := sluice.TopicPartition{Topic: "t"}
 	m.OnStageCall("s", tp, time.Millisecond, nil)

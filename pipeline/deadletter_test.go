@@ -18,9 +18,8 @@ import (
 // offset 5 invalid: 3 still reaches the destination first.
 func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
 		found5 := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 8, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			checked := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 				if r.Offset == 5 {
 					close(found5)
@@ -35,10 +34,8 @@ func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 				}
 				return nil
 			}, stages.Name("write"))
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 8)
-		h.WaitCommitted("t", 0, 8)
-		if got := dead.String(); got != "[3 5]" {
+		})
+		if got != "[3 5]" {
 			t.Fatalf("dead letters %s, want [3 5] (offset order)", got)
 		}
 	})
@@ -48,8 +45,7 @@ func TestDeadLettersArriveInOffsetOrderAcrossStages(t *testing.T) {
 // out record by record in offset order, not batch by batch.
 func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 4, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			branches := stages.Route(in, 2, func(r sluice.Record) int { return int(r.Offset % 2) })
 			var ends []pipeline.End
 			for _, b := range branches {
@@ -58,10 +54,8 @@ func TestDeadLettersOfInterleavedBatchesArriveInOffsetOrder(t *testing.T) {
 				}))
 			}
 			return pipeline.All(ends...)
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 4)
-		h.WaitCommitted("t", 0, 4)
-		if got := dead.String(); got != "[0 1 2 3]" {
+		})
+		if got != "[0 1 2 3]" {
 			t.Fatalf("dead letters %s, want [0 1 2 3]", got)
 		}
 	})
@@ -131,7 +125,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		var broken atomic.Bool
 		broken.Store(true)
 		called := make(chan struct{}, 1)
-		var dead deadLog
+		dead := testkit.NewDeadLetters()
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Map(in, parse))
 		}, pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
@@ -142,7 +136,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 				}
 				return errFlaky
 			}
-			return dead.fn(ctx, dl)
+			return dead.Func()(ctx, dl)
 		}))
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"))
@@ -155,7 +149,7 @@ func TestRevokeWhileDeadLettersFailLeavesTheRecordForTheNextOwner(t *testing.T) 
 		if err := h.Stop(); err != nil {
 			t.Fatalf("Stop returned %v; a revoke must not stop Run", err)
 		}
-		if got := dead.String(); got != "[1]" {
+		if got := deadOffsets(dead); got != "[1]" {
 			t.Fatalf("dead letters %s, want [1]", got)
 		}
 	})

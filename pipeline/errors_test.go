@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -26,24 +25,19 @@ func parse(_ context.Context, r sluice.Record) (int, error) {
 
 func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var dead []sluice.DeadLetter
+		letters := testkit.NewDeadLetters()
 		var sum int
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			nums := stages.Map(in, parse, stages.Name("parse"))
 			return stages.Each(nums, func(_ context.Context, n int) error { sum += n; return nil })
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			mu.Lock()
-			defer mu.Unlock()
-			dead = append(dead, dl)
-			return nil
-		}))
+		}, letters.Option())
 		h.Assign("t", 0)
 		h.Send("t", 0, []byte("1"), []byte("x"), []byte("2"), []byte("y"))
 		h.WaitCommitted("t", 0, 4)
 		if sum != 3 {
 			t.Fatalf("sum %d, want 3", sum)
 		}
+		dead := letters.Records()
 		if len(dead) != 2 {
 			t.Fatalf("%d dead letters, want 2", len(dead))
 		}
@@ -61,18 +55,15 @@ func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 
 func TestInvalidBatchDeadLettersEveryRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 9, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(stages.Batch(in, 3, 0), func(_ context.Context, b []sluice.Record) error {
 				if b[0].Offset == 3 {
 					return sluice.Invalid(errors.New("bad batch"))
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 9)
-		h.WaitCommitted("t", 0, 9)
-		if got := dead.String(); got != "[3 4 5]" {
+		})
+		if got != "[3 4 5]" {
 			t.Fatalf("dead-lettered %s, want [3 4 5]", got)
 		}
 	})
@@ -272,8 +263,7 @@ func TestDeadLetterLimits(t *testing.T) {
 
 func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadLog
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		got := deadLettered(t, 3, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			pairs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]sluice.Record, error) {
 				return []sluice.Record{r, r}, nil // two values per record
 			})
@@ -283,10 +273,8 @@ func TestARecordIsDeadLetteredOnceWhenSeveralOfItsValuesAreInvalid(t *testing.T)
 				}
 				return nil
 			})
-		}, pipeline.WithDeadLetter(dead.fn))
-		assignAndSend(h, 3)
-		h.WaitCommitted("t", 0, 3)
-		if got := dead.String(); got != "[1]" {
+		})
+		if got != "[1]" {
 			t.Fatalf("dead-lettered %s, want offset 1 once", got)
 		}
 	})

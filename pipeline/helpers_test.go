@@ -1,13 +1,11 @@
 package pipeline_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -26,6 +24,18 @@ func assignAndSend(h *testkit.Harness, n int) {
 	h.Send("t", 0, values(n)...)
 }
 
+// deadLettered runs build on t/0 with a dead-letter destination, sends n
+// records, waits until all n are committed, and returns the offsets
+// dead-lettered in the order they arrived ("[3 5]").
+func deadLettered(t *testing.T, n int, build pipeline.Builder) string {
+	t.Helper()
+	dead := testkit.NewDeadLetters()
+	h := testkit.New(t, build, dead.Option())
+	assignAndSend(h, n)
+	h.WaitCommitted("t", 0, int64(n))
+	return deadOffsets(dead)
+}
+
 // checkCommitted checks t/0's committed offset; when says when, or why
 // want is right.
 func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
@@ -38,21 +48,12 @@ func checkCommitted(t *testing.T, h *testkit.Harness, want int64, when string) {
 	}
 }
 
-// deadLog records the offsets handed to the dead-letter destination.
-type deadLog struct {
-	mu   sync.Mutex
-	offs []int64
-}
-
-func (d *deadLog) fn(_ context.Context, dl sluice.DeadLetter) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offs = append(d.offs, dl.Record.Offset)
-	return nil
-}
-
-func (d *deadLog) String() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fmt.Sprint(d.offs)
+// deadOffsets lists the offsets of dead, in the order they arrived
+// ("[3 5]").
+func deadOffsets(dead *testkit.DeadLetters) string {
+	var offs []int64
+	for _, dl := range dead.Records() {
+		offs = append(offs, dl.Record.Offset)
+	}
+	return fmt.Sprint(offs)
 }

@@ -166,7 +166,10 @@ func TestBatchFlushesOnTimeoutAndSize(t *testing.T) {
 	})
 }
 
-func TestBatchByWeight(t *testing.T) {
+// BatchByWeight closes a batch before the value that would make it
+// heavier than the limit, sends a value heavier than the limit alone, and
+// flushes the rest after maxWait.
+func TestBatchByWeightClosesABatchAtItsWeight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sizes []int
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {

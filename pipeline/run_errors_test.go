@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // shutdownFailingSource assigns t/0, delivers one record and, once Run
@@ -52,17 +53,12 @@ func TestSourceShutdownErrorIsJoinedAfterTheStageError(t *testing.T) {
 func TestSourceShutdownErrorAloneIsReturned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errCommit := errors.New("final commit failed")
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() {
-			done <- pipeline.Run(ctx, shutdownFailingSource{err: errCommit},
-				func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Discard(in)
-				})
-		}()
+		r := testkit.Start(t, shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Discard(in)
+			})
 		synctest.Wait()
-		cancel()
-		if err := <-done; err == nil || err.Error() != "sluice: source failed: final commit failed" || !errors.Is(err, errCommit) {
+		if err := r.Stop(t); err == nil || err.Error() != "sluice: source failed: final commit failed" || !errors.Is(err, errCommit) {
 			t.Fatalf("Run returned %v, want the source's error", err)
 		}
 	})

@@ -69,6 +69,27 @@ var tunings = []struct {
 	{"librdkafka-backoff", map[string]any{"fetch.queue.backoff.ms": 1000}},
 }
 
+// rawConsumer returns a bare confluent-kafka-go consumer with the
+// librdkafka settings a source of cfg would have, subscribed to its
+// topics.
+func rawConsumer(b *testing.B, cfg Config) *kafka.Consumer {
+	b.Helper()
+	cm, err := cfg.configMap(pipeline.DefaultDrainTimeout)
+	if err != nil {
+		b.Fatal(err)
+	}
+	delete(cm, "go.logs.channel.enable")
+	cm["log_level"] = 3
+	c, err := kafka.NewConsumer(&cm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 // BenchmarkRawPollLoop is the floor: a bare confluent-kafka-go consumer
 // polling messages and dropping them, same librdkafka settings as the source.
 func BenchmarkRawPollLoop(b *testing.B) {
@@ -77,20 +98,7 @@ func BenchmarkRawPollLoop(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var window time.Duration
 			for range b.N {
-				cfg := Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov}
-				cm, err := cfg.configMap(pipeline.DefaultDrainTimeout)
-				if err != nil {
-					b.Fatal(err)
-				}
-				delete(cm, "go.logs.channel.enable")
-				cm["log_level"] = 3
-				c, err := kafka.NewConsumer(&cm)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
-					b.Fatal(err)
-				}
+				c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
 				var n int
 				var first time.Time
 				for n < benchMsgs {

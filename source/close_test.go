@@ -21,10 +21,8 @@ func TestCloseDuringCooperativeRebalance(t *testing.T) {
 	t.Parallel()
 	for round := range 4 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			b := kafkatest.NewBroker(t)
 			const parts = 6
-			b.CreateTopic(t, "in", parts)
-			b.Produce(t, "in", records(parts, 0, 200)...)
+			b := topicIn(t, kafkatest.NewBroker(t), parts, 200)
 
 			ctxA, cancelA := context.WithCancel(context.Background())
 			defer cancelA()
@@ -76,10 +74,8 @@ func TestThreeMembersStopTogether(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			b := kafkatest.NewBroker(t)
 			const parts = 9
-			b.CreateTopic(t, "in", parts)
-			b.Produce(t, "in", records(parts, 0, 100)...)
+			b := topicIn(t, kafkatest.NewBroker(t), parts, 100)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var (

@@ -119,9 +119,7 @@ func TestFailedBackgroundCommitRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := kafkatest.NewBroker(t)
-			b.CreateTopic(t, "in", 1)
-			b.Produce(t, "in", records(1, 0, 100)...)
+			b := topicIn(t, kafkatest.NewBroker(t), 1, 100)
 			src := newSource(t, b, "g", "in", nil)
 			var calls atomic.Int64
 			src.commitOffsets = func(c *kafka.Consumer, kos []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
@@ -166,6 +164,27 @@ func TestFailedBackgroundCommitRetried(t *testing.T) {
 	}
 }
 
+// runBehindHeldCommit runs a source of group "g" on topic "in" (one
+// partition of 100 records) whose first commit stays unanswered until
+// spy.release is closed, then has it deliver 100 more: a commit in
+// flight, newer offsets ready. closeTimeout, when not 0, is the source's
+// CloseTimeout.
+func runBehindHeldCommit(t *testing.T, closeTimeout time.Duration) (*kafkatest.Broker, *Source, *commitSpy, *fakeGroup, *running) {
+	t.Helper()
+	b := topicIn(t, kafkatest.NewBroker(t), 1, 100)
+	src := newSource(t, b, "g", "in", nil)
+	if closeTimeout != 0 {
+		src.cfg.CloseTimeout = closeTimeout
+	}
+	spy := newCommitSpy(true)
+	src.commitOffsets = spy.commit
+	g, r := runFor(t, src, 100)
+	spy.waitHeld(t)
+	b.Produce(t, "in", records(1, 100, 100)...)
+	g.waitUntil(t, wait, "the next 100 records", delivered(200))
+	return b, src, spy, g, r
+}
+
 // One commit at a time: while the answer to a background commit is
 // outstanding (librdkafka may be retrying it), intervals send nothing
 // else, and the shutdown's final commit is sent only once that answer
@@ -175,17 +194,7 @@ func TestFailedBackgroundCommitRetried(t *testing.T) {
 // internal/integration).
 func TestOneCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", records(1, 0, 100)...)
-	src := newSource(t, b, "g", "in", nil)
-	spy := newCommitSpy(true)
-	src.commitOffsets = spy.commit
-	g, r := runFor(t, src, 100)
-	spy.waitHeld(t)
-
-	b.Produce(t, "in", records(1, 100, 100)...)
-	g.waitUntil(t, wait, "the next 100 records", delivered(200))
+	b, _, spy, g, r := runBehindHeldCommit(t, 0)
 	var calls int
 	g.with(func(f *fakeGroup) { calls = f.offsetsCalls })
 	g.waitUntil(t, wait, "three more intervals", func(f *fakeGroup) bool { return f.offsetsCalls >= calls+3 })
@@ -221,17 +230,7 @@ func TestOneCommitInFlight(t *testing.T) {
 // (it could land before the older one), and Run says so.
 func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", records(1, 0, 100)...)
-	src := newSource(t, b, "g", "in", nil)
-	src.cfg.CloseTimeout = time.Second
-	spy := newCommitSpy(true)
-	src.commitOffsets = spy.commit
-	g, r := runFor(t, src, 100)
-	spy.waitHeld(t)
-	b.Produce(t, "in", records(1, 100, 100)...)
-	g.waitUntil(t, wait, "the next 100 records", delivered(200))
+	_, src, spy, g, r := runBehindHeldCommit(t, time.Second)
 
 	err := r.stop(t)
 	close(spy.release)
@@ -255,9 +254,7 @@ func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 // poll loop goes on.
 func TestRevokeCommitWaitsForCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 4)
-	b.Produce(t, "in", records(4, 0, 50)...)
+	b := topicIn(t, kafkatest.NewBroker(t), 4, 50)
 	srcA := newSource(t, b, "g", "in", nil)
 	srcA.cfg.CloseTimeout = time.Second
 	spy := newCommitSpy(true)
@@ -305,9 +302,7 @@ func TestRevokeCommitWaitsForCommitInFlight(t *testing.T) {
 // rebalance callback, before the poll loop goes on.
 func TestLossWaitsForCommitInFlight(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 100)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 2, 100)
 	src := newSource(t, b, "g", "in", nil)
 	spy := newCommitSpy(true)
 	src.commitOffsets = spy.commit

@@ -38,20 +38,7 @@ func BenchmarkGraphB(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		var w window
 		for range b.N {
-			cfg := Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}
-			cm, err := cfg.configMap(pipeline.DefaultDrainTimeout)
-			if err != nil {
-				b.Fatal(err)
-			}
-			delete(cm, "go.logs.channel.enable")
-			cm["log_level"] = 3
-			c, err := kafka.NewConsumer(&cm)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
-				b.Fatal(err)
-			}
+			c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 			batches := make(map[int32][]int, benchParts)
 			var n int
 			for n < benchMsgs {

@@ -76,10 +76,8 @@ func joinAndDie(t *testing.T, b *kafkatest.Broker, group, topic string) {
 // heartbeat.
 func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
 	const parts = 4
-	b.CreateTopic(t, "in", parts)
-	b.Produce(t, "in", records(parts, 0, 50)...)
+	b := topicIn(t, kafkatest.NewBroker(t), parts, 50)
 
 	src, err := NewSource(Config{ // the source's own group timeouts: no overrides
 		Brokers:        b.Addrs(),

@@ -13,10 +13,14 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// swallow makes the broker never answer requests of key while on is set
-// (the client sees an unresponsive coordinator); once on is cleared the
-// next such request is handled normally and the control is dropped.
-func swallow(b *kafkatest.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.Int64) {
+// swallow makes the broker never answer requests of key (the client sees
+// an unresponsive coordinator) until end is called; the next such request
+// is then handled normally and the control is dropped. end fails t unless
+// at least one request was swallowed.
+func swallow(t *testing.T, b *kafkatest.Broker, key kmsg.Key) (end func()) {
+	var on atomic.Bool
+	var seen atomic.Int64
+	on.Store(true)
 	b.Cluster().ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 		if !on.Load() {
 			b.Cluster().DropControl()
@@ -26,6 +30,13 @@ func swallow(b *kafkatest.Broker, key kmsg.Key, on *atomic.Bool, seen *atomic.In
 		b.Cluster().KeepControl()
 		return nil, nil, true // no response, connection kept
 	})
+	return func() {
+		t.Helper()
+		on.Store(false)
+		if seen.Load() == 0 {
+			t.Errorf("no %s reached the broker", key.Name())
+		}
+	}
 }
 
 // waitBackground waits for the client calls Run left running to end, so
@@ -56,9 +67,7 @@ func runFor(t *testing.T, src *Source, n int) (*fakeGroup, *running) {
 // level and dropped, leaving the group's offsets a commit interval behind.
 func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 100)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 2, 100)
 	src := newSource(t, b, "g", "in", nil)
 	src.cfg.CommitInterval = time.Hour // only the synchronous commits
 	_, r := runFor(t, src, 200)
@@ -77,9 +86,7 @@ func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 // is abandoned after Config.CloseTimeout and Run names it.
 func TestFinalCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 50)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 2, 50)
 	// socket.timeout.ms: librdkafka gives up on the swallowed request after
 	// 5s, so what Run leaves in the background ends within the test.
 	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
@@ -87,22 +94,16 @@ func TestFinalCommitBounded(t *testing.T) {
 	src.cfg.CloseTimeout = time.Second
 	_, r := runFor(t, src, 100)
 
-	var on atomic.Bool
-	var seen atomic.Int64
-	on.Store(true)
-	swallow(b, kmsg.OffsetCommit, &on, &seen)
+	end := swallow(t, b, kmsg.OffsetCommit)
 	began := time.Now()
 	err := r.stop(t)
 	took := time.Since(began)
-	on.Store(false)
+	end()
 	if err == nil || !strings.Contains(err.Error(), "final commit") || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("Run = %v, want an error naming the final commit", err)
 	}
 	if took > 3*time.Second {
 		t.Errorf("Run took %v after cancel with CloseTimeout 1s", took)
-	}
-	if seen.Load() == 0 {
-		t.Errorf("no OffsetCommit reached the broker")
 	}
 	t.Logf("Run returned after %v: %v", took, err)
 	waitBackground(t, src, 30*time.Second)
@@ -113,22 +114,17 @@ func TestFinalCommitBounded(t *testing.T) {
 // final commit landed.
 func TestCloseBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 50)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 2, 50)
 	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
 	src.cfg.CommitInterval = time.Hour
 	src.cfg.CloseTimeout = 2 * time.Second // Close gets 1.2s: less than librdkafka's 5s LeaveGroup timeout
 	_, r := runFor(t, src, 100)
 
-	var on atomic.Bool
-	var seen atomic.Int64
-	on.Store(true)
-	swallow(b, kmsg.LeaveGroup, &on, &seen)
+	end := swallow(t, b, kmsg.LeaveGroup)
 	began := time.Now()
 	err := r.stop(t)
 	took := time.Since(began)
-	on.Store(false)
+	end()
 	if err == nil || !strings.Contains(err.Error(), "closing the client did not finish") {
 		t.Errorf("Run = %v, want an error naming the client close", err)
 	}
@@ -137,9 +133,6 @@ func TestCloseBounded(t *testing.T) {
 	}
 	if took > 4*time.Second {
 		t.Errorf("Run took %v after cancel with CloseTimeout 2s", took)
-	}
-	if seen.Load() == 0 {
-		t.Errorf("no LeaveGroup reached the broker")
 	}
 	checkCommitted(t, b, "g", "in")
 	waitBackground(t, src, 30*time.Second)
@@ -150,9 +143,7 @@ func TestCloseBounded(t *testing.T) {
 // CloseTimeout after the revoke, not after librdkafka's request timeout.
 func TestRevokeCommitBounded(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 4)
-	b.Produce(t, "in", records(4, 0, 50)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 4, 50)
 	ov := map[string]any{"socket.timeout.ms": 5000}
 	srcA := newSource(t, b, "g", "in", ov)
 	srcA.cfg.CommitInterval = time.Hour
@@ -174,10 +165,7 @@ func TestRevokeCommitBounded(t *testing.T) {
 	ra := start(t, srcA, a)
 	a.waitUntil(t, wait, "A consumes all", delivered(200))
 
-	var on atomic.Bool
-	var seen atomic.Int64
-	on.Store(true)
-	swallow(b, kmsg.OffsetCommit, &on, &seen)
+	end := swallow(t, b, kmsg.OffsetCommit)
 	bg := newFakeGroup()
 	rb := start(t, newSource(t, b, "g", "in", ov), bg)
 	var m mark
@@ -191,10 +179,7 @@ func TestRevokeCommitBounded(t *testing.T) {
 		t.Errorf("A's poll loop was held %v by the revoke's commit, CloseTimeout 1s", took)
 	}
 	bg.waitUntil(t, wait, "B gets partitions", func(f *fakeGroup) bool { return len(f.assigned) > 0 })
-	on.Store(false)
-	if seen.Load() == 0 {
-		t.Errorf("no OffsetCommit reached the broker")
-	}
+	end()
 	// kfake answers a connection's requests in order: nothing more is
 	// committed on A's connection until librdkafka gives up on the
 	// swallowed commit (socket.timeout.ms), which also ends A's abandoned

@@ -77,6 +77,15 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 	return src
 }
 
+// topicIn creates topic "in" of parts partitions on b, each holding n
+// records (records(parts, 0, n)), and returns b.
+func topicIn(t testing.TB, b *kafkatest.Broker, parts int32, n int) *kafkatest.Broker {
+	t.Helper()
+	b.CreateTopic(t, "in", parts)
+	b.Produce(t, "in", records(parts, 0, n)...)
+	return b
+}
+
 // records makes n records per partition, numbered from first.
 func records(partitions int32, first, n int) []sluice.Record {
 	var out []sluice.Record
@@ -150,9 +159,7 @@ func TestConsumeAllCommitsHighWatermarks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := kafkatest.NewBroker(t)
-			b.CreateTopic(t, "in", 4)
-			b.Produce(t, "in", records(4, 0, 500)...)
+			b := topicIn(t, kafkatest.NewBroker(t), 4, 500)
 			want := b.ReadAll(t, "in")
 
 			g := newFakeGroup()
@@ -301,11 +308,11 @@ func TestTwoConsumersKIP848(t *testing.T) {
 	twoConsumers(t, "kip848")
 }
 
-func TestPauseResume(t *testing.T) {
+// Partitions the runtime pauses at every 100 records and resumes later
+// deliver every record once, and the group commits to the end.
+func TestPausedPartitionsResumeWithoutLossOrRepeat(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 3)
-	b.Produce(t, "in", records(3, 0, 3000)...)
+	b := topicIn(t, kafkatest.NewBroker(t), 3, 3000)
 	total := 3 * 3000
 
 	g := newFakeGroup()
@@ -348,9 +355,7 @@ func TestPauseResume(t *testing.T) {
 // polled, and a re-assignment resumes it.
 func TestPausedStaysPausedUntilResumable(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", records(1, 0, 5000)...)
+	b := topicIn(t, kafkatest.NewBroker(t), 1, 5000)
 
 	g := newFakeGroup()
 	g.pauseEvery = 1 // pause at once, never released
@@ -385,9 +390,7 @@ func TestPausedStaysPausedUntilResumable(t *testing.T) {
 
 func TestLostAssignmentCommitsNothing(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 200)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 2, 200)
 
 	g := newFakeGroup()
 	src := newSource(t, b, "g", "in", nil)
@@ -427,9 +430,7 @@ func TestLostAssignmentCommitsNothing(t *testing.T) {
 // every partition.
 func TestFatalErrorLosesAll(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "in", 2)
-	b.Produce(t, "in", records(2, 0, 10)...)
+	b := topicIn(t, kafkatest.NewBroker(t), 2, 10)
 	ov := map[string]any{"group.instance.id": "same"}
 
 	g1 := newFakeGroup()
@@ -542,9 +543,7 @@ func TestSecretsNotLogged(t *testing.T) {
 // it is assigned again the source must resume it, or it never delivers.
 func TestPartitionLostWhilePausedIsResumedOnReassign(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewKfake(t)
-	b.CreateTopic(t, "in", 1)
-	b.Produce(t, "in", records(1, 0, 300)...)
+	b := topicIn(t, kafkatest.NewKfake(t), 1, 300)
 
 	g := newFakeGroup()
 	g.pauseEvery = 1 // pause at the first delivery, never released

@@ -13,7 +13,7 @@ import (
 // A transaction's offsets refused because the membership moved on are
 // marked ErrGroupMoved (the exactly-once shutdown then aborts without
 // failing Run); other errors, and fatal ones, are not.
-func TestGroupMovedTxn(t *testing.T) {
+func TestTxnRefusedByAMovedGroupIsErrGroupMoved(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want bool

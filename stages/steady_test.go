@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // TestSteadyStateAllocations runs graphs on genSource and checks the heap
@@ -63,29 +64,25 @@ func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.En
 	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return wire(stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil }))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
 	// A queue of 4096 (not the default 16384) keeps the tracker's ring,
 	// whose size follows the records in flight, at its final size by the
 	// end of the warm-up: a doubling in the window would count as bytes
 	// per record.
-	go func() { errc <- pipeline.Run(ctx, src, build, pipeline.WithPartitionQueue(4096)) }()
+	r := testkit.Start(t, src, build, pipeline.WithPartitionQueue(4096))
 	var before, after runtime.MemStats
 	select {
 	case <-src.warmed:
-	case err := <-errc:
-		t.Fatalf("Run returned during the warm-up: %v", err)
+	case <-r.Done():
+		t.Fatalf("Run returned during the warm-up: %v", r.Err())
 	}
 	runtime.ReadMemStats(&before)
 	select {
 	case <-src.done:
-	case err := <-errc:
-		t.Fatalf("Run returned early: %v", err)
+	case <-r.Done():
+		t.Fatalf("Run returned early: %v", r.Err())
 	}
 	runtime.ReadMemStats(&after)
-	cancel()
-	if err := <-errc; err != nil {
+	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}
 	n := float64(src.timed())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,23 +14,13 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// deadOffsets records the offsets of dead-lettered records.
-type deadOffsets struct {
-	mu   sync.Mutex
-	offs []int64
-}
-
-func (d *deadOffsets) deadLetter(_ context.Context, dl sluice.DeadLetter) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offs = append(d.offs, dl.Record.Offset)
-	return nil
-}
-
-func (d *deadOffsets) list() []int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.offs)
+// deadOffsets returns the offsets of dead, in the order they arrived.
+func deadOffsets(dead *testkit.DeadLetters) []int64 {
+	var offs []int64
+	for _, dl := range dead.Records() {
+		offs = append(offs, dl.Record.Offset)
+	}
+	return offs
 }
 
 // failAt returns a check that fails the record at offset bad with err.
@@ -48,15 +37,15 @@ func failAt(bad int64, err error) func(context.Context, sluice.Record) (sluice.R
 // invalid element dead-letters only its record.
 func TestUnbatchAfterBatchDeadLettersOnlyTheInvalidElementsRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadOffsets
+		dead := testkit.NewDeadLetters()
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			elems := stages.Unbatch(stages.Batch(in, 3, time.Second))
 			return stages.Discard(stages.Map(elems, failAt(1, sluice.Invalid(errors.New("bad")))))
-		}, pipeline.WithDeadLetter(dead.deadLetter))
+		}, dead.Option())
 		h.Assign("t", 0)
 		h.Send("t", 0, nValues(3)...)
 		h.WaitCommitted("t", 0, 3)
-		if got := dead.list(); !slices.Equal(got, []int64{1}) {
+		if got := deadOffsets(dead); !slices.Equal(got, []int64{1}) {
 			t.Fatalf("dead-lettered offsets %v, want [1]", got)
 		}
 	})
@@ -81,7 +70,7 @@ func TestUnbatchAfterBatchFailsAtTheElementsOffset(t *testing.T) {
 // invalid element dead-letters all of its records, and nothing is lost.
 func TestUnbatchAfterAMappedBatchDeadLettersTheWholeBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var dead deadOffsets
+		dead := testkit.NewDeadLetters()
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			reversed := stages.Map(stages.Batch(in, 3, time.Second), func(_ context.Context, b []sluice.Record) ([]sluice.Record, error) {
 				out := slices.Clone(b)
@@ -90,11 +79,11 @@ func TestUnbatchAfterAMappedBatchDeadLettersTheWholeBatch(t *testing.T) {
 			})
 			elems := stages.Unbatch(reversed)
 			return stages.Discard(stages.Map(elems, failAt(2, sluice.Invalid(errors.New("bad")))))
-		}, pipeline.WithDeadLetter(dead.deadLetter))
+		}, dead.Option())
 		h.Assign("t", 0)
 		h.Send("t", 0, nValues(3)...)
 		h.WaitCommitted("t", 0, 3)
-		if got := dead.list(); !slices.Equal(got, []int64{0, 1, 2}) {
+		if got := deadOffsets(dead); !slices.Equal(got, []int64{0, 1, 2}) {
 			t.Fatalf("dead-lettered offsets %v, want [0 1 2]", got)
 		}
 	})

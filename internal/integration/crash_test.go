@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
@@ -83,14 +84,36 @@ func (o *lossObserver) OnPartitionLost(tp sluice.TopicPartition) {
 }
 
 // TestCrashedMemberIsReplaced: consumer A is thrown out of the group in
-// the middle of the stream (the broker rejects its heartbeats, so
-// librdkafka reports its assignment lost, and it cannot rejoin), the way
-// a crashed or partitioned process is, then stopped. A commits nothing
-// after the loss. Consumer B then processes exactly what follows the last
-// commit: nothing is lost, what A processed without committing is
-// processed again (counted), and the group ends at the high watermarks.
+// the middle of the stream, the way a crashed or partitioned process is,
+// then stopped: the coordinator rejects its heartbeats with
+// ILLEGAL_GENERATION (librdkafka reports its assignment lost, kgo calls
+// OnPartitionsLost) and its joins, so it cannot rejoin. A commits nothing
+// after the loss. Consumer B then processes exactly [A's last commit, high
+// watermark): nothing is lost, what A processed without committing is
+// processed again (counted), every ownership of B starts exactly at the
+// commit A left, and the group ends at the high watermarks. It runs on
+// both sources.
 func TestCrashedMemberIsReplaced(t *testing.T) {
-	t.Parallel()
+	// B joins once the coordinator expired A's session (A's leave may be
+	// lost with its joins faulted): keep that short.
+	t.Run("librdkafka", func(t *testing.T) {
+		t.Parallel()
+		crashedMemberIsReplaced(t, func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
+			return newSource(t, b, group, topic, map[string]any{"session.timeout.ms": 2000})
+		})
+	})
+	t.Run("franz", func(t *testing.T) {
+		t.Parallel()
+		crashedMemberIsReplaced(t, func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
+			return newFranzSource(t, b, group, topic, kgo.SessionTimeout(2*time.Second))
+		})
+	})
+}
+
+// newMemberSource returns a source of one member of group on topic.
+type newMemberSource func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source
+
+func crashedMemberIsReplaced(t *testing.T, newSrc newMemberSource) {
 	const parts, perPartition = 4, 10_000
 	b := kafkatest.NewKfake(t)
 	const topic, group = "crash", "crash-g"
@@ -100,9 +123,6 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	all, byA, byB := newOffsets(hw), newOffsets(hw), newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 
-	// B joins once the coordinator expired A's session (A's leave may be
-	// lost with its joins faulted): keep that short.
-	ov := map[string]any{"session.timeout.ms": 2000}
 	builder := func(name string, mine *offsets) pipeline.Builder {
 		return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := es.begin(name, p.Partition)
@@ -119,7 +139,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 	}
 
 	aObs := &lossObserver{groupObserver: newGroupObserver(), b: b, group: group, topic: topic, lost: make(chan struct{})}
-	a := startConsumer(t, "A", newSource(t, b, group, topic, ov), builder("A", byA), pipeline.WithHooks(aObs))
+	a := startConsumer(t, "A", newSrc(t, b, group, topic), builder("A", byA), pipeline.WithHooks(aObs))
 	waitFor(t, "A processing and committing on every partition", func() bool {
 		c := b.Committed(t, group, topic)
 		return all.total.Load() >= int64(total/5) && len(c) == parts
@@ -152,7 +172,7 @@ func TestCrashedMemberIsReplaced(t *testing.T) {
 
 	bObs := newGroupObserver()
 	bStart := time.Now()
-	bc := startConsumer(t, "B", newSource(t, b, group, topic, ov), builder("B", byB), pipeline.WithHooks(bObs))
+	bc := startConsumer(t, "B", newSrc(t, b, group, topic), builder("B", byB), pipeline.WithHooks(bObs))
 	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, bc)
 	t.Logf("B joined in %v", time.Since(bStart))
 	b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))

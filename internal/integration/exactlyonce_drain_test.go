@@ -106,26 +106,15 @@ func eosDrainUnfinished(t *testing.T, b *kafkatest.Broker, in, out, group string
 	checkExactlyOnce(t, b, out, parts, hw)
 }
 
-// TestExactlyOnceShutdownDrainUnfinished is eosDrainUnfinished on
-// librdkafka (sink.NewTransactionalProducer).
+// TestExactlyOnceShutdownDrainUnfinished is eosDrainUnfinished on both
+// clients (sink.NewTransactionalProducer, franz.NewTransactionalProducer).
 func TestExactlyOnceShutdownDrainUnfinished(t *testing.T) {
-	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "eosd-in", "eosd-out", "eosd-g"
-	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer {
-		src, p := newTxnSource(t, b, group, in, "eosd-"+name)
-		return startConsumer(t, name, src, build(sinkProduce(p, out)), eosQueue)
-	})
-}
-
-// TestFranzExactlyOnceShutdownDrainUnfinished is eosDrainUnfinished on
-// franz (franz.NewTransactionalProducer).
-func TestFranzExactlyOnceShutdownDrainUnfinished(t *testing.T) {
-	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	const in, out, group = "feosd-in", "feosd-out", "feosd-g"
-	eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer {
-		src, p := newFranzTxnSource(t, b, group, in, "feosd-"+name)
-		return startConsumer(t, name, src, build(franzProduce(p, out)), eosQueue)
+	eachCase(t, txnClients, txnClient.String, func(t *testing.T, c txnClient) {
+		b := kafkatest.NewBroker(t)
+		const in, out, group = "eosd-in", "eosd-out", "eosd-g"
+		eosDrainUnfinished(t, b, in, out, group, func(name string, build func(func(pipeline.Stream[sluice.Message]) pipeline.End) pipeline.Builder) *consumer {
+			src, produce := c.member(t, b, group, in, "eosd-"+name)
+			return startConsumer(t, name, src, build(produce(out)), eosQueue)
+		})
 	})
 }

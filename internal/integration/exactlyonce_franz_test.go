@@ -97,31 +97,6 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	e.finish(t, hw, finish...)
 }
 
-// TestFranzExactlyOnceRevokeUnderLoad: B joins while A is mid-stream; A's
-// revoke commits its transaction (TxnOffsetCommit sent from the revoke
-// callback's hand-off, on the poll loop) before kgo lets the partitions
-// go, and B starts from there: no output is committed twice, none is
-// missing.
-func TestFranzExactlyOnceRevokeUnderLoad(t *testing.T) {
-	t.Parallel()
-	const parts, perPartition = 4, 6000
-	e := newEOSCase(t, kafkatest.NewBroker(t), "feosr", parts, 100)
-
-	obsA := newGroupObserver()
-	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosr-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 1), pipeline.WithHooks(obsA), eosQueue)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
-	e.b.Fill(t, e.in, perPartition, 16) // A is mid-stream in these when B joins
-	hw := e.hw(t)
-	srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feosr-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 1), eosQueue)
-	waitFor(t, "A revoking partitions to B", func() bool { return obsA.revoked.Load() > 0 }, a, bc)
-	if done, _ := committedSum(t, e.b, e.group, e.in); done >= parts*(perPartition+100) {
-		t.Fatalf("A finished the input (%d records) before B joined: the revoke was not under load", done)
-	}
-	e.finish(t, hw, a, bc)
-}
-
 // TestFranzExactlyOnceZombieFenced: A2 starts with A's transactional id
 // while A still runs (a zombie: A's replacement started before A died).
 // A2's InitProducerID bumps the id's epoch: A's next transactional

@@ -62,6 +62,33 @@ func (e *eosCase) finish(t *testing.T, hw map[int32]int64, cs ...*consumer) {
 	checkExactlyOnce(t, e.b, e.out, e.parts, hw)
 }
 
+// produceTo is an exactly-once member's Produce stage writing its input
+// to topic.
+type produceTo func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End
+
+// txnClient makes exactly-once members with one client: a source of group
+// on topic in with a transactional producer of id txnID bound to it, and
+// that producer's Produce stage.
+type txnClient struct {
+	name   string
+	member func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo)
+}
+
+func (c txnClient) String() string { return c.name }
+
+// txnClients are librdkafka's (newTxnSource) and franz's
+// (newFranzTxnSource).
+var txnClients = []txnClient{
+	{"librdkafka", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+		src, p := newTxnSource(t, b, group, in, txnID)
+		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return sinkProduce(p, topic) }
+	}},
+	{"franz", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+		src, p := newFranzTxnSource(t, b, group, in, txnID)
+		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return franzProduce(p, topic) }
+	}},
+}
+
 // committedSum is the sum of the group's committed offsets on topic, and
 // how many partitions have one.
 func committedSum(t *testing.T, b *kafkatest.Broker, group, topic string) (n int64, parts int) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/pipeline"
@@ -78,10 +77,7 @@ func TestExactlyOnceFencedMemberStops(t *testing.T) {
 // previous producer left open (CONCURRENT_TRANSACTIONS).
 func fence(t *testing.T, b *kafkatest.Broker, txnID string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := kafkaClient(t, b)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

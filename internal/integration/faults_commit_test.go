@@ -65,13 +65,7 @@ func (f commitFault) slug() string {
 // drops the assignment as lost on every faulted commit and the
 // partitions restart exactly at the group's commit.
 func TestFaultBackgroundCommit(t *testing.T) {
-	t.Parallel()
-	for _, f := range commitFaults {
-		t.Run(f.name(), func(t *testing.T) {
-			t.Parallel()
-			backgroundCommitFault(t, f)
-		})
-	}
+	eachCase(t, commitFaults, commitFault.name, backgroundCommitFault)
 }
 
 func backgroundCommitFault(t *testing.T, f commitFault) {
@@ -85,7 +79,7 @@ func backgroundCommitFault(t *testing.T, f commitFault) {
 
 	h := r.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: r.group, Err: f.err, Count: -1})
 	g.open()
-	waitUntil(t, "every record processed", func() bool { return r.seen.distinct() == r.total }, a)
+	waitFor(t, "every record processed", func() bool { return r.seen.distinct() == r.total }, a)
 	waitHits(t, h, 3, "background commits", a)
 	during := r.b.Committed(t, r.group, r.topic)
 	a.stillRunning(t, "the commit fault")
@@ -126,13 +120,7 @@ func backgroundCommitFault(t *testing.T, f commitFault) {
 // answering the error. Once the fault is removed and A leaves (its
 // shutdown commit succeeds), the group commits the high watermarks.
 func TestFaultCommitAtRevoke(t *testing.T) {
-	t.Parallel()
-	for _, f := range commitFaults {
-		t.Run(f.name(), func(t *testing.T) {
-			t.Parallel()
-			revokeCommitFault(t, f)
-		})
-	}
+	eachCase(t, commitFaults, commitFault.name, revokeCommitFault)
 }
 
 func revokeCommitFault(t *testing.T, f commitFault) {
@@ -145,7 +133,7 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 
 	aObs := newCommitLog(b, group, topic)
 	a := r.start(t, "A", time.Hour, nil, nil, opts(aObs)...)
-	waitUntil(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
+	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
 		t.Fatalf("A committed %v before any revoke; its background commit interval is an hour", c)
 	}
@@ -157,7 +145,7 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 	})
 	bObs := newCommitLog(b, group, topic)
 	bc := r.start(t, "B", 50*time.Millisecond, nil, nil, opts(bObs)...)
-	waitUntil(t, "A revoking partitions for B, its commit failing", func() bool {
+	waitFor(t, "A revoking partitions for B, its commit failing", func() bool {
 		return aObs.revoked.Load() > 0 && len(aObs.syncErrors()) > 0 && bObs.owns() > 0 && aObs.owns()+bObs.owns() == parts
 	}, a, bc)
 	a.stillRunning(t, "the failed revoke commit")
@@ -168,9 +156,9 @@ func revokeCommitFault(t *testing.T, f commitFault) {
 		t.Errorf("A's synchronous commit errors %v: none is %s", aObs.syncErrors(), f.err.Message)
 	}
 
-	a.stopClean(t) // its shutdown commit goes through: the fault is gone
+	a.stop(t) // its shutdown commit goes through: the fault is gone
 	waitGroupAt(t, b, group, topic, hw, bc)
-	bc.stopClean(t)
+	bc.stop(t)
 
 	r.check(t, nil)
 	es := r.es
@@ -239,13 +227,13 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 
 	aObs := newCommitLog(b, group, topic)
 	a := r.start(t, "A", time.Hour, nil, nil, pipeline.WithHooks(aObs))
-	waitUntil(t, "A processing every record", func() bool { return r.seen.distinct() == r.total }, a)
+	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
 		t.Fatalf("A committed %v; its background commit interval is an hour", c)
 	}
 
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: f.err, Count: count})
-	took, err := a.stop(t)
+	took, err := a.stopTimed(t)
 	h.Remove()
 	left := b.Committed(t, group, topic)
 	t.Logf("A stopped in %v: Run = %v; %d commits faulted; sync commit errors %v; the group kept %v",
@@ -273,7 +261,7 @@ func shutdownCommitFault(t *testing.T, f commitFault, count int) {
 	bObs := newCommitLog(b, group, topic)
 	bc := r.start(t, "B", 50*time.Millisecond, nil, nil, pipeline.WithHooks(bObs))
 	waitGroupAt(t, b, group, topic, hw, bc)
-	bc.stopClean(t)
+	bc.stop(t)
 
 	// B starts exactly where the group was left.
 	r.check(t, func(p int32, off int64) int32 {
@@ -319,9 +307,9 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 		return counting(p, in)
 	}
 	aObs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, ov), buildA,
+	a := startConsumer(t, "A", newSourceWith(t, b, group, topic, "A", time.Hour, ov), buildA,
 		pipeline.WithHooks(aObs), pipeline.WithDrainTimeout(5*time.Second))
-	waitUntil(t, "A processing every record", func() bool { return seen.distinct() == total && aObs.owns() == parts }, a)
+	waitFor(t, "A processing every record", func() bool { return seen.distinct() == total && aObs.owns() == parts }, a)
 	aID := memberID(t, b, group, "A")
 	var slept atomic.Int64
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
@@ -337,16 +325,16 @@ func TestFaultCoordinatorHangsAtRevoke(t *testing.T) {
 	bObs := newCommitLog(b, group, topic)
 	bc := r.start(t, "B", 50*time.Millisecond, ov, nil, pipeline.WithHooks(bObs))
 	began := time.Now()
-	waitUntil(t, "A's revoke commit giving up", func() bool { return slept.Load() > 0 && len(aObs.syncErrors()) > 0 }, a, bc)
+	waitFor(t, "A's revoke commit giving up", func() bool { return slept.Load() > 0 && len(aObs.syncErrors()) > 0 }, a, bc)
 	t.Logf("A's revoke commit gave up after %v: %v", time.Since(began).Round(time.Millisecond), aObs.syncErrors())
 	a.stillRunning(t, "the coordinator hang")
 	hang.Store(false)
 	unhang()
 
-	waitUntil(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, a, bc)
-	a.stopClean(t)
+	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, a, bc)
+	a.stop(t)
 	waitGroupAt(t, b, group, topic, hw, bc)
-	bc.stopClean(t)
+	bc.stop(t)
 
 	es.checkCounts(t, seen)
 	r.check(t, nil)

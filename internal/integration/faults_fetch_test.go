@@ -62,13 +62,7 @@ var fetchFaults = []fetchFault{
 // librdkafka resets the position on OFFSET_OUT_OF_RANGE), never
 // rebalances, and the group commits the high watermarks.
 func TestFaultFetch(t *testing.T) {
-	t.Parallel()
-	for _, f := range fetchFaults {
-		t.Run(f.name(), func(t *testing.T) {
-			t.Parallel()
-			fetchFaultRun(t, f)
-		})
-	}
+	eachCase(t, fetchFaults, fetchFault.name, fetchFaultRun)
 }
 
 func fetchFaultRun(t *testing.T, f fetchFault) {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/tcpproxy"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -397,128 +398,39 @@ func memberID(t *testing.T, b *kafkatest.Broker, group, clientID string) string 
 }
 
 // waitHits waits until the faults of h answered at least n requests.
-func waitHits(t *testing.T, h *kfake.FaultHandle, n int, what string, ms ...*member) {
+func waitHits(t *testing.T, h *kfake.FaultHandle, n int, what string, cs ...*consumer) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d requests faulted (%s)", n, what), func() bool { return h.Hits() >= n }, ms...)
+	waitFor(t, fmt.Sprintf("%d requests faulted (%s)", n, what), func() bool { return h.Hits() >= n }, cs...)
 }
 
-// stopBound is how long a graceful stop may take in the fault tests: the
-// drain, the final commit (which librdkafka retries and defers for at
-// most about a session timeout) and the close.
+// stopBound is how long a graceful stop may take: the drain, the final
+// commit (which librdkafka retries and defers for at most about a session
+// timeout under the fault tests' faults) and the close.
 const stopBound = 45 * time.Second
 
-// member is one pipeline.Run in the background, like testkit.Start, but
-// its stop is bounded by stopBound and dumps every goroutine's stack when
-// Run hangs, so a hang is reported with its cause.
-type member struct {
-	name   string
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-func startMember(t *testing.T, name string, src sluice.Source, build pipeline.Builder, opts ...pipeline.Option) *member {
+// waitGroupAt waits until the group's commits for topic equal want
+// (testkit.Running.WaitCommitted), asking again while the broker cannot
+// answer.
+func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, c *consumer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{name: name, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		m.err = pipeline.Run(ctx, src, build, opts...)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-m.done:
-		case <-time.After(stopBound):
-			t.Errorf("consumer %s: Run still running %v after cleanup cancelled it; goroutines:\n%s", name, stopBound, stacks())
-		}
-	})
-	return m
+	c.WaitCommitted(t, func() (map[int32]int64, error) { return b.CommittedContext(t.Context(), group, topic) }, want)
 }
 
-// Done is closed when Run returned.
-func (m *member) Done() <-chan struct{} { return m.done }
-
-// Err is Run's error once Done is closed.
-func (m *member) Err() error {
-	select {
-	case <-m.done:
-		return m.err
-	default:
-		return nil
+// eachCase runs fn for every case in a parallel subtest of t named
+// name(case); t runs in parallel too.
+func eachCase[C any](t *testing.T, cases []C, name func(C) string, fn func(*testing.T, C)) {
+	t.Parallel()
+	for _, c := range cases {
+		t.Run(name(c), func(t *testing.T) {
+			t.Parallel()
+			fn(t, c)
+		})
 	}
 }
 
-// stop cancels Run and returns its error, failing t (with every
-// goroutine's stack) if Run does not return within stopBound.
-func (m *member) stop(t *testing.T) (time.Duration, error) {
-	t.Helper()
-	began := time.Now()
-	m.cancel()
-	select {
-	case <-m.done:
-		return time.Since(began), m.err
-	case <-time.After(stopBound):
-		t.Fatalf("consumer %s: Run did not return within %v of its cancellation; goroutines:\n%s", m.name, stopBound, stacks())
-		return 0, nil
-	}
-}
-
-// stopClean stops m and fails t unless Run returns nil.
-func (m *member) stopClean(t *testing.T) {
-	t.Helper()
-	if _, err := m.stop(t); err != nil {
-		t.Fatalf("consumer %s: Run = %v, want nil", m.name, err)
-	}
-}
-
-// stillRunning fails t if m's Run returned.
-func (m *member) stillRunning(t *testing.T, during string) {
-	t.Helper()
-	select {
-	case <-m.done:
-		t.Fatalf("consumer %s: Run returned during %s: %v", m.name, during, m.err)
-	default:
-	}
-}
-
-// waitUntil polls cond every 10ms until it holds, failing t after wait or
-// as soon as one of ms's Run returns.
-func waitUntil(t *testing.T, what string, cond func() bool, ms ...*member) {
-	t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		for _, m := range ms {
-			select {
-			case <-m.done:
-				t.Fatalf("waiting for %s: consumer %s stopped: %v", what, m.name, m.err)
-			default:
-			}
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("waiting for %s: not within %v", what, wait)
-		}
-	}
-}
-
-// waitGroupAt waits until the group's commits for topic equal want.
-func waitGroupAt(t *testing.T, b *kafkatest.Broker, group, topic string, want map[int32]int64, ms ...*member) {
-	t.Helper()
-	var got map[int32]int64
-	waitUntil(t, fmt.Sprintf("group %s committing %v", group, want), func() bool {
-		c, err := b.CommittedContext(t.Context(), group, topic)
-		if err != nil { // a node of the cluster may be down: ask again
-			return false
-		}
-		got = c
-		return maps.Equal(got, want)
-	}, ms...)
-}
+// outages are the ways the network to the broker fails: connections cut,
+// data stalled.
+var outages = []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled}
 
 // uniform returns {p: off} for partitions 0..parts-1.
 func uniform(parts int, off int64) map[int32]int64 {
@@ -624,9 +536,9 @@ func newFaultRunSized(t *testing.T, b *kafkatest.Broker, topic string, parts, pe
 // start starts member name on the topic, committing every interval,
 // with the librdkafka overrides ov, its graph counting what it processes
 // and holding each partition at the offsets of gs.
-func (r *faultRun) start(t *testing.T, name string, every time.Duration, ov map[string]any, gs gates, opts ...pipeline.Option) *member {
+func (r *faultRun) start(t *testing.T, name string, every time.Duration, ov map[string]any, gs gates, opts ...pipeline.Option) *consumer {
 	t.Helper()
-	return startMember(t, name, newSourceWith(t, r.b, r.group, r.topic, name, every, ov), countingBuilder(name, r.es, r.seen, gs), opts...)
+	return startConsumer(t, name, newSourceWith(t, r.b, r.group, r.topic, name, every, ov), countingBuilder(name, r.es, r.seen, gs), opts...)
 }
 
 // check fails t on a commit request past what was processed, on an
@@ -648,12 +560,12 @@ func (r *faultRun) check(t *testing.T, times func(p int32, off int64) int32) {
 // once is the processing count of every offset when nothing is redone.
 func once(int32, int64) int32 { return 1 }
 
-// stopCountingLosses stops m cleanly and returns how many partitions obs
+// stopCountingLosses stops c cleanly and returns how many partitions obs
 // saw lost and revoked before the shutdown.
-func stopCountingLosses(t *testing.T, m *member, obs *commitLog) (lost, revoked int64) {
+func stopCountingLosses(t *testing.T, c *consumer, obs *commitLog) (lost, revoked int64) {
 	t.Helper()
 	lost, revoked = obs.groupObserver.lost.Load(), obs.revoked.Load()
-	m.stopClean(t)
+	c.stop(t)
 	return lost, revoked
 }
 

@@ -33,7 +33,7 @@ func TestBrokerNodesStopAndCrash(t *testing.T) {
 
 	first, second := newGate(), newGate()
 	obs := newCommitLog(b, group, topic)
-	a := startMember(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
+	a := startConsumer(t, "A", newSourceWith(t, b, group, topic, "A", 50*time.Millisecond, nil),
 		countingBuilder("A", es, seen, gates{1000: first, 2000: second}),
 		pipeline.WithHooks(obs), pipeline.WithDrainTimeout(5*time.Second))
 
@@ -64,7 +64,7 @@ func TestBrokerNodesStopAndCrash(t *testing.T) {
 	checkCommittedEquals(t, b, group, topic, hw)
 	a.stillRunning(t, "the node outages")
 	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
-	a.stopClean(t)
+	a.stop(t)
 
 	es.check(t)
 	if lost == 0 && revoked == 0 {

@@ -52,7 +52,7 @@ type proxiedRun struct {
 	watch        *commitWatch
 	obs          *commitLog
 	ov           map[string]any // the source's overrides: the session timeout
-	a            *member
+	a            *consumer
 }
 
 // startProxied fills the topic name-mode with perPartition records in each
@@ -71,11 +71,11 @@ func startProxied(t *testing.T, name string, mode tcpproxy.Mode, parts, perParti
 	r.watch = watchCommits(t, r.b, r.group, r.topic, r.seen)
 	r.obs = newCommitLog(r.b, r.group, r.topic)
 	r.ov = map[string]any{"session.timeout.ms": int(session.Milliseconds())}
-	r.a = startMember(t, "A", newSourceWith(t, r.b, r.group, r.topic, "A", 50*time.Millisecond, r.ov),
+	r.a = startConsumer(t, "A", newSourceWith(t, r.b, r.group, r.topic, "A", 50*time.Millisecond, r.ov),
 		countingBuilder("A", r.es, r.seen, gs),
 		pipeline.WithHooks(r.obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, r.b, r.group, r.topic, uniform(parts, held), r.a)
-	waitUntil(t, fmt.Sprintf("the first %d records of every partition delivered", delivered), func() bool {
+	waitFor(t, fmt.Sprintf("the first %d records of every partition delivered", delivered), func() bool {
 		return r.obs.deliveredAtLeast(parts, delivered)
 	}, r.a)
 	return r
@@ -119,13 +119,7 @@ func (r *proxiedRun) check(t *testing.T, times func(int32, int64) int32) {
 // exactly once, and the group commits the high watermarks. Run never
 // returns during any of it.
 func TestFaultNetworkPartition(t *testing.T) {
-	t.Parallel()
-	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
-		t.Run(mode.String(), func(t *testing.T) {
-			t.Parallel()
-			networkPartition(t, mode)
-		})
-	}
+	eachCase(t, outages, tcpproxy.Mode.String, networkPartition)
 }
 
 func networkPartition(t *testing.T, mode tcpproxy.Mode) {
@@ -138,9 +132,9 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	began := time.Now()
 	r.fail(mode)
 	beforeCut.open()
-	waitUntil(t, "the records up to the cut processed", func() bool { return r.seen.processedThrough(cutAt - 1) }, a)
-	waitUntil(t, "A losing every partition", func() bool { return obs.groupObserver.lost.Load() == parts }, a)
-	waitUntil(t, "the broker expiring A's session", func() bool {
+	waitFor(t, "the records up to the cut processed", func() bool { return r.seen.processedThrough(cutAt - 1) }, a)
+	waitFor(t, "A losing every partition", func() bool { return obs.groupObserver.lost.Load() == parts }, a)
+	waitFor(t, "the broker expiring A's session", func() bool {
 		gi := b.Cluster().GroupInfo(group)
 		return gi == nil || len(gi.Members) == 0
 	}, a)
@@ -155,7 +149,7 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 
 	r.px.Restore()
 	healed := time.Now()
-	waitUntil(t, "A getting every partition back", func() bool {
+	waitFor(t, "A getting every partition back", func() bool {
 		return obs.assigned.Load() == 2*parts && obs.owns() == parts
 	}, a)
 	t.Logf("%s: down for %v (session timeout %v); every partition back %v after the network healed",
@@ -164,7 +158,7 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	waitGroupAt(t, b, group, r.topic, r.hw, a)
 	a.stillRunning(t, "the recovery")
 	lost, revoked, assigned := obs.groupObserver.lost.Load(), obs.revoked.Load(), obs.assigned.Load()
-	a.stopClean(t)
+	a.stop(t)
 
 	// The second ownership of each partition starts at the group's commit.
 	r.check(t, func(_ int32, off int64) int32 {
@@ -187,13 +181,7 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 // heals, a new consumer starts exactly at the last commit and the group
 // commits the high watermarks.
 func TestFaultShutdownWhileCutOff(t *testing.T) {
-	t.Parallel()
-	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
-		t.Run(mode.String(), func(t *testing.T) {
-			t.Parallel()
-			shutdownCutOff(t, mode)
-		})
-	}
+	eachCase(t, outages, tcpproxy.Mode.String, shutdownCutOff)
 }
 
 func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
@@ -205,8 +193,8 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 
 	r.fail(mode)
 	beforeCut.open()
-	waitUntil(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, r.a)
-	took, err := r.a.stop(t)
+	waitFor(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, r.a)
+	took, err := r.a.stopTimed(t)
 	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, r.obs.syncErrors())
 	if err != nil && !strings.Contains(err.Error(), "final commit") {
 		t.Errorf("A: Run = %v, want nil or an error naming the failed final commit", err)
@@ -216,10 +204,10 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 	}
 	r.px.Restore()
 
-	bc := startMember(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, r.ov),
+	bc := startConsumer(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, r.ov),
 		countingBuilder("B", r.es, r.seen, nil))
 	waitGroupAt(t, b, group, topic, r.hw, bc)
-	bc.stopClean(t)
+	bc.stop(t)
 
 	r.check(t, func(_ int32, off int64) int32 {
 		if off >= held {
@@ -237,13 +225,7 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 // commit reaches the broker while it is cut off, and the group commits the
 // high watermarks once the network is back.
 func TestFaultNetworkBlip(t *testing.T) {
-	t.Parallel()
-	for _, mode := range []tcpproxy.Mode{tcpproxy.Cut, tcpproxy.Stalled} {
-		t.Run(mode.String(), func(t *testing.T) {
-			t.Parallel()
-			networkBlip(t, mode)
-		})
-	}
+	eachCase(t, outages, tcpproxy.Mode.String, networkBlip)
 }
 
 func networkBlip(t *testing.T, mode tcpproxy.Mode) {
@@ -257,13 +239,13 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	accepted := px.Accepted()
 	r.fail(mode)
 	g.open()
-	waitUntil(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, a)
+	waitFor(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, a)
 	if mode == tcpproxy.Cut {
 		// librdkafka reconnects with a backoff doubling from 100ms,
 		// over its bootstrap, broker and coordinator connections.
-		waitUntil(t, "six refused reconnects", func() bool { return px.Accepted() >= accepted+6 }, a)
+		waitFor(t, "six refused reconnects", func() bool { return px.Accepted() >= accepted+6 }, a)
 	} else {
-		waitUntil(t, "requests held by the stall", func() bool { return px.Held() >= 2 }, a)
+		waitFor(t, "requests held by the stall", func() bool { return px.Held() >= 2 }, a)
 	}
 	if got, want := r.b.Committed(t, r.group, r.topic), uniform(parts, held); !maps.Equal(got, want) {
 		t.Errorf("the group's commits while cut off: %v, want %v", got, want)
@@ -278,7 +260,7 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 	}
 	a.stillRunning(t, "the blip")
 	lost, revoked := obs.groupObserver.lost.Load(), obs.revoked.Load()
-	a.stopClean(t)
+	a.stop(t)
 
 	r.check(t, func(int32, int64) int32 { return 1 })
 	if lost != 0 || revoked != 0 {

@@ -60,7 +60,7 @@ func retriedCommit(t *testing.T, ferr *kerr.Error) {
 	waitHits(t, h, 1, "the commit of the records up to 2000", a)
 	second.open()
 	waitGroupAt(t, b, group, topic, hw, a) // the newer commit, sent once the retried one was answered
-	a.stopClean(t)
+	a.stop(t)
 
 	r.check(t, once)
 	for _, reg := range r.watch.regressions() {

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
@@ -32,10 +31,7 @@ func franz848() []kgo.Opt {
 // it (kfake drops a KIP-848 group once it is empty).
 func groupType(t testing.TB, b *kafkatest.Broker, group string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := kafkaClient(t, b)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -51,65 +47,11 @@ func groupType(t testing.TB, b *kafkatest.Broker, group string) string {
 	return ""
 }
 
-// franz848Driver runs the source conformance suite against the franz
-// source in KIP-848 groups on the embedded broker.
-type franz848Driver struct {
-	b     *kafkatest.Broker
-	types *groupTypes
-}
-
-// groupTypes counts the group types Committed saw.
+// groupTypes counts the group types seen when reading commits.
 type groupTypes struct {
 	mu sync.Mutex
 	n  map[string]int
 }
-
-func (d franz848Driver) CreateTopic(t *testing.T, topic string, partitions int32) {
-	d.b.CreateTopic(t, topic, partitions)
-}
-
-func (d franz848Driver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
-	d.b.Produce(t, topic, recs...)
-}
-
-// NewSource returns a franz source in a KIP-848 group (newFranzSource's
-// classic heartbeat and session options are ignored by kgo there: the
-// broker's group.consumer.* settings decide).
-func (d franz848Driver) NewSource(t *testing.T, group, topic string) sluice.Source {
-	return newFranzSource(t, d.b, group, topic, franz848()...)
-}
-
-// Committed also records the type of the scenario's group, for
-// TestFranzSourceConformanceConsumerProtocol to check that kgo did not
-// fall back to the classic protocol.
-func (d franz848Driver) Committed(t *testing.T, group, topic string) map[int32]int64 {
-	typ := groupType(t, d.b, group)
-	d.types.mu.Lock()
-	d.types.n[typ]++
-	d.types.mu.Unlock()
-	return d.b.Committed(t, group, topic)
-}
-
-// Evict answers every ConsumerGroupHeartbeat of the group with
-// FENCED_MEMBER_EPOCH until readmit: kgo abandons its partitions as lost
-// (OnPartitionsLost) and rejoins with epoch 0, which is fenced again. The
-// classic keys are faulted too, so that a fallback cannot dodge it (the
-// check in Committed would then fail).
-func (d franz848Driver) Evict(t *testing.T, group, _ string) (readmit func()) {
-	cluster, ok := d.b.Kfake()
-	if !ok {
-		t.Skip("evicting a member takes kfake's fault injection (rejected heartbeats and joins); Apache Kafka has no such control")
-	}
-	faults := cluster.Fault(
-		kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
-		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
-		kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
-	)
-	t.Cleanup(faults.Remove)
-	return faults.Remove
-}
-
-var _ sourcetest.Evicter = franz848Driver{}
 
 // TestFranzSourceConformanceConsumerProtocol runs testkit/sourcetest
 // (the same exact commits as the fake and the librdkafka source) on the
@@ -125,16 +67,33 @@ func TestFranzSourceConformanceConsumerProtocol(t *testing.T) {
 		}
 		t.Logf("group types seen when reading commits: %v", types.n)
 	})
-	sourcetest.Run(t, franz848Driver{b: kafkatest.NewBroker(t), types: types})
+	b := kafkatest.NewBroker(t)
+	sourcetest.Run(t, kafkadriver.Driver{
+		Broker: b,
+		// newFranzSource's classic heartbeat and session options are
+		// ignored by kgo in a KIP-848 group: the broker's
+		// group.consumer.* settings decide.
+		Source: func(t *testing.T, group, topic string) sluice.Source {
+			return newFranzSource(t, b, group, topic, franz848()...)
+		},
+		// Every scenario's group type, to check that kgo did not fall
+		// back to the classic protocol.
+		ReadingCommits: func(t *testing.T, group string) {
+			typ := groupType(t, b, group)
+			types.mu.Lock()
+			types.n[typ]++
+			types.mu.Unlock()
+		},
+	})
 }
 
-// TestFranzGroupMembershipChurnConsumerProtocol is
-// TestFranzGroupMembershipChurn in a KIP-848 group: three members join and
+// TestGroupMembershipChurnConsumerProtocol is TestGroupMembershipChurn on
+// the franz source in a KIP-848 group: three members join and
 // leave mid-stream, the broker assigns; every offset is processed, every
 // ownership starts at the committed offset, the commits end at the high
 // watermarks, the group is a KIP-848 one and, the protocol being
 // incremental, nothing is processed twice.
-func TestFranzGroupMembershipChurnConsumerProtocol(t *testing.T) {
+func TestGroupMembershipChurnConsumerProtocol(t *testing.T) {
 	t.Parallel()
-	franzChurn(t, "consumer", franz848()...)
+	churn(t, "consumer", 10_000, franzMember(franz848()...))
 }

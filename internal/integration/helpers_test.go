@@ -12,10 +12,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // librdkafka's threads are C threads, invisible to goleak; the Go side of
@@ -56,7 +59,53 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 	return src
 }
 
-// consumer is one pipeline.Run in the background.
+// newFranzSource returns a franz source for group/topic with test timings
+// (fast heartbeats and commits); opts are applied after them.
+func newFranzSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *franz.Source {
+	t.Helper()
+	return newFranzSourceEvery(t, b, group, topic, 50*time.Millisecond, opts...)
+}
+
+// newFranzSourceEvery is newFranzSource committing every interval.
+func newFranzSourceEvery(t testing.TB, b *kafkatest.Broker, group, topic string, every time.Duration, opts ...kgo.Opt) *franz.Source {
+	t.Helper()
+	src, err := franz.NewSource(franz.Config{
+		Brokers:        b.Addrs(),
+		Group:          group,
+		Topics:         []string{topic},
+		CommitInterval: every,
+		Logger:         testLogger(t),
+		Opts:           append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// kafkaClient returns a kgo client of b's cluster for the requests a test
+// makes itself; the caller closes it.
+func kafkaClient(t testing.TB, b *kafkatest.Broker) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// admin returns b's admin client (b closes it).
+func admin(t testing.TB, b *kafkatest.Broker) *kadm.Client {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adm
+}
+
+// consumer is one pipeline.Run in the background (testkit.Start), named
+// in failures.
 type consumer struct {
 	name string
 	*testkit.Running
@@ -68,11 +117,45 @@ func startConsumer(t testing.TB, name string, src sluice.Source, build pipeline.
 }
 
 // stop cancels the consumer (graceful shutdown) and fails t unless Run
-// returns nil.
+// returns nil within stopBound.
 func (c *consumer) stop(t testing.TB) {
 	t.Helper()
-	if err := c.Stop(t); err != nil {
+	if _, err := c.stopTimed(t); err != nil {
 		t.Fatalf("consumer %s: Run = %v, want nil", c.name, err)
+	}
+}
+
+// stopTimed cancels the consumer and returns how long Run took to return,
+// and its error. It fails t, with every goroutine's stack as it was at
+// stopBound, if Run does not return within stopBound.
+func (c *consumer) stopTimed(t testing.TB) (time.Duration, error) {
+	t.Helper()
+	var hung atomic.Pointer[string]
+	dump := time.AfterFunc(stopBound, func() {
+		s := stacks()
+		hung.Store(&s)
+	})
+	began := time.Now()
+	err := c.Stop(t)
+	took := time.Since(began)
+	dump.Stop()
+	if took > stopBound {
+		s := hung.Load()
+		if s == nil {
+			s = new(string)
+		}
+		t.Fatalf("consumer %s: Run returned %v after its cancellation, not within %v; goroutines at %v:\n%s", c.name, took, stopBound, stopBound, *s)
+	}
+	return took, err
+}
+
+// stillRunning fails t if c's Run returned.
+func (c *consumer) stillRunning(t testing.TB, during string) {
+	t.Helper()
+	select {
+	case <-c.Done():
+		t.Fatalf("consumer %s: Run returned during %s: %v", c.name, during, c.Err())
+	default:
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -89,25 +91,49 @@ func (es *epochs) check(t *testing.T) (perMember map[string]int) {
 	return perMember
 }
 
-// TestGroupMembershipChurn: three consumers over an 8-partition topic of
-// 200k records; A starts, B joins, C joins, B leaves gracefully, all while
-// records flow. Every offset is processed, the group ends committed at the
-// high watermarks, every member's ownership of a partition starts exactly
-// at the committed offset, and with cooperative-sticky nothing is
-// processed twice. With the eager range assignor every member drains and
-// commits on every rebalance, so duplicates could only come from a commit
-// the group rejected; they are counted and logged.
+// TestGroupMembershipChurn: three consumers over an 8-partition topic;
+// A starts, B joins, C joins, B leaves gracefully, all while records flow.
+// Every offset is processed, the group ends committed at the high
+// watermarks, every member's ownership of a partition starts exactly at
+// the committed offset, and with cooperative-sticky nothing is processed
+// twice. With the eager range assignor every member drains and commits on
+// every rebalance, so duplicates could only come from a commit the group
+// rejected; they are counted and logged. It runs on both sources
+// (TestGroupMembershipChurnConsumerProtocol: in a KIP-848 group).
 func TestGroupMembershipChurn(t *testing.T) {
 	for _, strategy := range []string{"cooperative-sticky", "range"} {
-		t.Run(strategy, func(t *testing.T) {
+		t.Run("librdkafka/"+strategy, func(t *testing.T) {
 			t.Parallel()
-			churn(t, strategy)
+			ov := map[string]any{"partition.assignment.strategy": strategy}
+			churn(t, strategy, 25_000, func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
+				return newSource(t, b, group, topic, ov)
+			})
+		})
+	}
+	for name, balancer := range map[string]kgo.GroupBalancer{
+		"cooperative-sticky": kgo.CooperativeStickyBalancer(),
+		"range":              kgo.RangeBalancer(),
+	} {
+		t.Run("franz/"+name, func(t *testing.T) {
+			t.Parallel()
+			churn(t, name, 10_000, franzMember(kgo.Balancers(balancer)))
 		})
 	}
 }
 
-func churn(t *testing.T, strategy string) {
-	const parts, perPartition = 8, 25_000
+// franzMember makes franz sources with the kgo options opts.
+func franzMember(opts ...kgo.Opt) newMemberSource {
+	return func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
+		return newFranzSource(t, b, group, topic, opts...)
+	}
+}
+
+// churn runs the churn over perPartition records a partition with members
+// of newSrc; strategy names their assignor, and "consumer" (KIP-848) also
+// checks the group's type and, as cooperative-sticky, that nothing is
+// processed twice.
+func churn(t *testing.T, strategy string, perPartition int, newSrc newMemberSource) {
+	const parts = 8
 	// Work: 1ms every 2nd record (Go timers have about a millisecond of
 	// resolution) bounds the consumption rate at about 16k records/s, so
 	// that joins and leaves (each a rebalance of one to two seconds) happen
@@ -123,7 +149,6 @@ func churn(t *testing.T, strategy string) {
 	seen := newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 
-	ov := map[string]any{"partition.assignment.strategy": strategy}
 	member := func(name string) (*consumer, *groupObserver) {
 		obs := newGroupObserver()
 		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -137,7 +162,7 @@ func churn(t *testing.T, strategy string) {
 				return nil
 			})
 		}
-		return startConsumer(t, name, newSource(t, b, group, topic, ov), build, pipeline.WithHooks(obs)), obs
+		return startConsumer(t, name, newSrc(t, b, group, topic), build, pipeline.WithHooks(obs)), obs
 	}
 	progress := func(frac float64) func() bool {
 		return func() bool { return seen.total.Load() >= int64(frac*float64(total)) }
@@ -149,6 +174,11 @@ func churn(t *testing.T, strategy string) {
 	bc, bObs := member("B")
 	waitFor(t, "B getting partitions", func() bool { return bObs.owns() > 0 }, a, bc)
 	t.Logf("B owns %d partitions at %d processed (%v)", bObs.owns(), seen.total.Load(), time.Since(began))
+	if strategy == "consumer" {
+		if typ := groupType(t, b, group); typ != "consumer" {
+			t.Errorf("group of type %q, want consumer (KIP-848)", typ)
+		}
+	}
 	waitFor(t, "35% processed", progress(0.35), a, bc)
 	cc, cObs := member("C")
 	waitFor(t, "C getting partitions", func() bool { return cObs.owns() > 0 }, a, bc, cc)
@@ -170,8 +200,8 @@ func churn(t *testing.T, strategy string) {
 			t.Errorf("member %s processed nothing: the churn happened after the stream ended", m)
 		}
 	}
-	if strategy == "cooperative-sticky" && dups != 0 {
-		t.Errorf("cooperative-sticky: %d records processed twice, want none", dups)
+	if (strategy == "cooperative-sticky" || strategy == "consumer") && dups != 0 {
+		t.Errorf("%s: %d records processed twice, want none", strategy, dups)
 	}
 	checkCommittedEquals(t, b, group, topic, hw)
 }

@@ -33,20 +33,23 @@ import (
 const shareLock = 2 * time.Second
 
 // newShareBroker starts a broker with one topic of one partition and the
-// share group timings above.
-func newShareBroker(t *testing.T, topic string) *kafkatest.Broker {
+// share group timings above, on which share group group reads from the
+// earliest record (shareFromEarliest).
+func newShareBroker(t *testing.T, topic, group string) *kafkatest.Broker {
 	t.Helper()
-	return newShareBrokerLock(t, topic, shareLock)
+	return newShareBrokerLock(t, topic, group, shareLock)
 }
 
 // newShareBrokerLock is newShareBroker with an acquisition lock of lock.
-func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkatest.Broker {
+func newShareBrokerLock(t *testing.T, topic, group string, lock time.Duration) *kafkatest.Broker {
 	t.Helper()
-	return kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithBrokerConfig(map[string]string{
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic(topic, 1), kafkatest.WithBrokerConfig(map[string]string{
 		"group.share.record.lock.duration.ms": strconv.Itoa(int(lock / time.Millisecond)),
 		"share.record.lock.sweep.interval.ms": "100",
 		"group.share.heartbeat.interval.ms":   "100",
 	}))
+	shareFromEarliest(t, b, group)
+	return b
 }
 
 // shareFromEarliest sets the group config share.auto.offset.reset to
@@ -54,10 +57,7 @@ func newShareBrokerLock(t *testing.T, topic string, lock time.Duration) *kafkate
 // default, latest, skips what was produced before the group existed).
 func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := kafkaClient(t, b)
 	defer cl.Close()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -83,12 +83,7 @@ func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
 // state for it.
 func shareOffset(t *testing.T, b *kafkatest.Broker, group, topic string) (o kadm.ShareOffset, ok bool) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	got, err := kadm.NewClient(cl).DescribeShareGroupOffsets(t.Context(), group)
+	got, err := admin(t, b).DescribeShareGroupOffsets(t.Context(), group)
 	if err != nil {
 		return o, false
 	}
@@ -115,12 +110,7 @@ func shareAcked(t *testing.T, b *kafkatest.Broker, group, topic string) bool {
 // shareMembers returns how many members the share group has.
 func shareMembers(t *testing.T, b *kafkatest.Broker, group string) int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	got, err := kadm.NewClient(cl).DescribeShareGroups(t.Context(), group)
+	got, err := admin(t, b).DescribeShareGroups(t.Context(), group)
 	if err != nil {
 		return 0
 	}
@@ -240,8 +230,7 @@ func longOffset0(started *atomic.Bool, d time.Duration) func(context.Context, sl
 func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-split", "share-split-g", 2000
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	done := newTally()
 	work := func(_ context.Context, r sluice.Record) error {
 		if r.Offset%4 == 0 {
@@ -249,15 +238,15 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 		}
 		return nil
 	}
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("A", work))
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("B", work))
+	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("A", work))
+	bm := startConsumer(t, "B", newShareSource(t, b, group, topic, 0, kgo.ShareMaxRecordsStrict()), done.builder("B", work))
 	// Both members are in the group before the records exist, so that
 	// neither can take them all before the other joined.
-	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
+	waitFor(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
 	b.Fill(t, topic, n, 16)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
-	a.stopClean(t)
-	bm.stopClean(t)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
+	a.stop(t)
+	bm.stop(t)
 	done.checkOnce(t, n, "")
 	if done.count("A") == 0 || done.count("B") == 0 {
 		t.Fatalf("processed by A %d, by B %d: want both to share the partition", done.count("A"), done.count("B"))
@@ -273,8 +262,7 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 func TestShareLagCountsHeldRecords(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-lag", "share-lag-g", 200, 150
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	release := make(chan struct{})
@@ -287,9 +275,9 @@ func TestShareLagCountsHeldRecords(t *testing.T) {
 			return nil
 		})
 	}
-	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build)
+	m := startConsumer(t, "m", newShareSource(t, b, group, topic, 0), build)
 	var held kadm.ShareOffset
-	waitUntil(t, "a lag of the 50 held records", func() bool {
+	waitFor(t, "a lag of the 50 held records", func() bool {
 		o, ok := shareOffset(t, b, group, topic)
 		held = o
 		return done.count("m") == hang && ok && o.Lag == n-hang
@@ -299,8 +287,8 @@ func TestShareLagCountsHeldRecords(t *testing.T) {
 		t.Fatal("every record acknowledged while 50 are held")
 	}
 	close(release)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
-	m.stopClean(t)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
+	m.stop(t)
 	if got := done.count("m"); got != n {
 		t.Errorf("%d records processed, want %d", got, n)
 	}
@@ -347,21 +335,20 @@ func (d *killableDialer) kill() {
 func TestShareCrashReleasesToOtherMember(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-crash", "share-crash-g", 200, 20
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
 	aBuild, bBuild := done.builder("A", hangFrom(hang, &hanging)), done.builder("B", nil)
 	nw := &killableDialer{}
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0, kgo.Dialer(nw.dial)), aBuild,
+	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0, kgo.Dialer(nw.dial)), aBuild,
 		pipeline.WithDrainTimeout(200*time.Millisecond))
-	waitUntil(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
+	waitFor(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
 	nw.kill()
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
-	bm.stopClean(t)
-	_, aErr := a.stop(t) // a crashed member: its shutdown cannot reach the broker
+	bm := startConsumer(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
+	bm.stop(t)
+	_, aErr := a.stopTimed(t) // a crashed member: its shutdown cannot reach the broker
 	t.Logf("A (crashed) returned %v", aErr)
 	redone := 0
 	for off := int64(0); off < n; off++ {
@@ -380,6 +367,38 @@ func TestShareCrashReleasesToOtherMember(t *testing.T) {
 	t.Logf("B processed again %d of the %d records A finished", redone, hang)
 }
 
+// deadLetterTo dead-letters to topic dlq on b, with the dead letter's
+// stage and the record's offset as headers.
+func deadLetterTo(b *kafkatest.Broker, dlq string) pipeline.Option {
+	return pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
+		return b.ProduceContext(ctx, dlq, sluice.Record{Key: dl.Record.Key, Value: dl.Record.Value,
+			Headers: []sluice.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
+	})
+}
+
+// checkMaxDeliveriesDeadLetter fails t unless dlq (written by
+// deadLetterTo) holds one dead letter: poison's, of the stage
+// sluice.MaxDeliveriesStage.
+func checkMaxDeliveriesDeadLetter(t *testing.T, b *kafkatest.Broker, dlq string, poison int64) {
+	t.Helper()
+	dead := b.ReadAll(t, dlq)
+	if len(dead) != 1 {
+		t.Fatalf("dead-letter topic holds %d records, want 1", len(dead))
+	}
+	var stage, off string
+	for _, h := range dead[0].Headers {
+		switch h.Key {
+		case "stage":
+			stage = string(h.Value)
+		case "offset":
+			off = string(h.Value)
+		}
+	}
+	if stage != sluice.MaxDeliveriesStage || off != strconv.FormatInt(poison, 10) {
+		t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, sluice.MaxDeliveriesStage, poison)
+	}
+}
+
 // TestSharePoisonDeadLetteredAcrossRestart: offset 3 fails every
 // attempt. The first consumer runs it twice (retries exhausted: released;
 // then it hangs and is released at shutdown); the second consumer gets it
@@ -390,9 +409,8 @@ func TestShareCrashReleasesToOtherMember(t *testing.T) {
 func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 	t.Parallel()
 	const topic, dlq, group, n, poison = "share-poison", "share-poison-dlq", "share-poison-g", 10, 3
-	b := newShareBroker(t, topic)
+	b := newShareBroker(t, topic, group)
 	b.CreateTopic(t, dlq, 1)
-	shareFromEarliest(t, b, group)
 	b.Fill(t, topic, n, 16)
 	var runs atomic.Int32 // runs of the poison record through a graph
 	done := newTally()
@@ -410,38 +428,20 @@ func TestSharePoisonDeadLetteredAcrossRestart(t *testing.T) {
 			})
 		}
 	}
-	toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
-		return b.ProduceContext(ctx, dlq, sluice.Record{Key: dl.Record.Key, Value: dl.Record.Value,
-			Headers: []sluice.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
-	})
+	toDLQ := deadLetterTo(b, dlq)
 	noRetry := pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1})
-	first := startMember(t, "first", newShareSource(t, b, group, topic, 2), build("first"), toDLQ, noRetry,
+	first := startConsumer(t, "first", newShareSource(t, b, group, topic, 2), build("first"), toDLQ, noRetry,
 		pipeline.WithDrainTimeout(200*time.Millisecond))
-	waitUntil(t, "the poison record's second run", func() bool { return runs.Load() == 2 && done.count("first") == n-1 }, first)
-	first.stopClean(t)
+	waitFor(t, "the poison record's second run", func() bool { return runs.Load() == 2 && done.count("first") == n-1 }, first)
+	first.stop(t)
 
-	second := startMember(t, "second", newShareSource(t, b, group, topic, 2), build("second"), toDLQ, noRetry)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, second)
-	second.stopClean(t)
+	second := startConsumer(t, "second", newShareSource(t, b, group, topic, 2), build("second"), toDLQ, noRetry)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, second)
+	second.stop(t)
 	if got := runs.Load(); got != 2 {
 		t.Errorf("the poison record ran through a graph %d times, want 2 (MaxDeliveries)", got)
 	}
-	dead := b.ReadAll(t, dlq)
-	if len(dead) != 1 {
-		t.Fatalf("dead-letter topic holds %d records, want 1", len(dead))
-	}
-	var stage, off string
-	for _, h := range dead[0].Headers {
-		switch h.Key {
-		case "stage":
-			stage = string(h.Value)
-		case "offset":
-			off = string(h.Value)
-		}
-	}
-	if stage != sluice.MaxDeliveriesStage || off != strconv.Itoa(poison) {
-		t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, sluice.MaxDeliveriesStage, poison)
-	}
+	checkMaxDeliveriesDeadLetter(t, b, dlq, poison)
 }
 
 // TestShareDeadLetteredRecordNeverRunsTheGraph: with MaxDeliveries 1, a
@@ -461,9 +461,8 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 			topic := fmt.Sprintf("share-dlr-%d", first)
 			dlq, group := topic+"-dlq", topic+"-g"
 			poison := int64(first - 1)
-			b := newShareBroker(t, topic)
+			b := newShareBroker(t, topic, group)
 			b.CreateTopic(t, dlq, 1)
-			shareFromEarliest(t, b, group)
 			b.Fill(t, topic, first, 16)
 			var mu sync.Mutex
 			runs := map[int64]int{}
@@ -482,19 +481,16 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 					return nil
 				})
 			}
-			toDLQ := pipeline.WithDeadLetter(func(ctx context.Context, dl sluice.DeadLetter) error {
-				return b.ProduceContext(ctx, dlq, sluice.Record{Key: dl.Record.Key, Value: dl.Record.Value,
-					Headers: []sluice.Header{{Key: "stage", Value: []byte(dl.Stage)}, {Key: "offset", Value: fmt.Appendf(nil, "%d", dl.Record.Offset)}}})
-			})
-			m := startMember(t, "m", newShareSource(t, b, group, topic, 1), build, toDLQ,
+			toDLQ := deadLetterTo(b, dlq)
+			m := startConsumer(t, "m", newShareSource(t, b, group, topic, 1), build, toDLQ,
 				pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
-			waitUntil(t, "the first records acknowledged, the poison dead-lettered", func() bool {
+			waitFor(t, "the first records acknowledged, the poison dead-lettered", func() bool {
 				return shareAcked(t, b, group, topic) // the high watermark is first
 			}, m)
 			b.Fill(t, topic, 64, 16) // delivered after the poison's dead letter was stored
 			total := int64(first + 64)
-			waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
-			m.stopClean(t)
+			waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
+			m.stop(t)
 
 			mu.Lock()
 			defer mu.Unlock()
@@ -506,22 +502,7 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 					t.Errorf("offset %d never ran", off)
 				}
 			}
-			dead := b.ReadAll(t, dlq)
-			if len(dead) != 1 {
-				t.Fatalf("dead-letter topic holds %d records, want 1", len(dead))
-			}
-			var stage, off string
-			for _, h := range dead[0].Headers {
-				switch h.Key {
-				case "stage":
-					stage = string(h.Value)
-				case "offset":
-					off = string(h.Value)
-				}
-			}
-			if stage != sluice.MaxDeliveriesStage || off != strconv.FormatInt(poison, 10) {
-				t.Errorf("dead letter: stage %q offset %s, want %q offset %d", stage, off, sluice.MaxDeliveriesStage, poison)
-			}
+			checkMaxDeliveriesDeadLetter(t, b, dlq, poison)
 		})
 	}
 }
@@ -532,8 +513,7 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 func TestShareRetriesExhaustedRelease(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, flaky = "share-release", "share-release-g", 5, 2
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	var calls atomic.Int32
 	done := newTally()
@@ -546,10 +526,10 @@ func TestShareRetriesExhaustedRelease(t *testing.T) {
 			return nil
 		})
 	}
-	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
+	m := startConsumer(t, "m", newShareSource(t, b, group, topic, 0), build,
 		pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1}))
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
-	m.stopClean(t)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
+	m.stop(t)
 	if got := calls.Load(); got != 3 {
 		t.Errorf("the flaky record ran %d times, want 3 (released twice, accepted the third time)", got)
 	}
@@ -569,22 +549,21 @@ func TestShareShutdownReleasesUnfinished(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-stop", "share-stop-g", 100, 20
 	const lock = 60 * time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var hanging atomic.Bool
 	aBuild, bBuild := done.builder("A", hangFrom(hang, &hanging)), done.builder("B", nil)
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), aBuild, pipeline.WithDrainTimeout(200*time.Millisecond))
-	waitUntil(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
-	a.stopClean(t)
+	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0), aBuild, pipeline.WithDrainTimeout(200*time.Millisecond))
+	waitFor(t, "A hanging on offset 20", func() bool { return hanging.Load() && done.count("A") == hang }, a)
+	a.stop(t)
 	began := time.Now()
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
+	bm := startConsumer(t, "B", newShareSource(t, b, group, topic, 0), bBuild)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
 	if took := time.Since(began); took >= lock/2 {
 		t.Errorf("B finished A's unfinished records after %v: they came back by lock expiry, not released", took)
 	}
-	bm.stopClean(t)
+	bm.stop(t)
 	for off := int64(0); off < n; off++ {
 		want := 0
 		if off >= hang {
@@ -603,17 +582,16 @@ func TestShareLongProcessingRenewsLock(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-renew", "share-renew-g", 10
 	const lock = time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	b.Fill(t, topic, n, 16)
 	done := newTally()
 	var started atomic.Bool
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)))
-	waitUntil(t, "A processing offset 0", started.Load, a)
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", longOffset0(&started, 3*lock)))
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
-	a.stopClean(t)
-	bm.stopClean(t)
+	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)))
+	waitFor(t, "A processing offset 0", started.Load, a)
+	bm := startConsumer(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", longOffset0(&started, 3*lock)))
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, a, bm)
+	a.stop(t)
+	bm.stop(t)
 	done.checkOnce(t, n, "")
 }
 
@@ -625,18 +603,17 @@ func TestShareDrainRenewsLock(t *testing.T) {
 	t.Parallel()
 	const topic, group, n = "share-drain-renew", "share-drain-renew-g", 10
 	const lock = time.Second
-	b := newShareBrokerLock(t, topic, lock)
-	shareFromEarliest(t, b, group)
+	b := newShareBrokerLock(t, topic, group, lock)
 	done := newTally()
 	var started atomic.Bool
-	a := startMember(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)), pipeline.WithDrainTimeout(time.Minute))
+	a := startConsumer(t, "A", newShareSource(t, b, group, topic, 0), done.builder("A", longOffset0(&started, 3*lock)), pipeline.WithDrainTimeout(time.Minute))
 	b.Fill(t, topic, n, 16)
-	waitUntil(t, "A processing offset 0", started.Load, a)
-	bm := startMember(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", nil))
-	waitUntil(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
-	a.stopClean(t) // drains: returns once offset 0 (and what follows it on A) is done
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
-	bm.stopClean(t)
+	waitFor(t, "A processing offset 0", started.Load, a)
+	bm := startConsumer(t, "B", newShareSource(t, b, group, topic, 0), done.builder("B", nil))
+	waitFor(t, "two share group members", func() bool { return shareMembers(t, b, group) == 2 }, a, bm)
+	a.stop(t) // drains: returns once offset 0 (and what follows it on A) is done
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, bm)
+	bm.stop(t)
 	if got := done.times("A", 0); got != 1 {
 		t.Errorf("offset 0 completed on A %d times, want 1", got)
 	}
@@ -676,8 +653,7 @@ func (h *shareHooks) OnStuck(_ string, _ sluice.TopicPartition, offset int64, _ 
 func TestShareHooksHealthAndBudget(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang, budget = "share-hooks", "share-hooks-g", 200, 7, 10
-	b := newShareBroker(t, topic)
-	shareFromEarliest(t, b, group)
+	b := newShareBroker(t, topic, group)
 	b.Fill(t, topic, n, 16)
 	unblock := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -697,23 +673,23 @@ func TestShareHooksHealthAndBudget(t *testing.T) {
 	}
 	// Hooks are called in the order given: health sees a stuck value
 	// before hooks records it, so Live is checked after health's update.
-	m := startMember(t, "m", newShareSource(t, b, group, topic, 0), build,
+	m := startConsumer(t, "m", newShareSource(t, b, group, topic, 0), build,
 		pipeline.WithHooks(health, hooks), pipeline.WithMaxInFlight(budget),
 		pipeline.WithStuckThreshold(100*time.Millisecond))
-	waitUntil(t, "offset 7 reported stuck", func() bool { return hooks.stuckOffset.Load() == hang }, m)
+	waitFor(t, "offset 7 reported stuck", func() bool { return hooks.stuckOffset.Load() == hang }, m)
 	if err := health.Live(); err == nil {
 		t.Error("Live passes while offset 7 is stuck")
 	}
 	close(unblock)
-	waitUntil(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
-	waitUntil(t, "every record completed", func() bool { return hooks.completed.Load() == n }, m)
+	waitFor(t, "every record acknowledged", func() bool { return shareAcked(t, b, group, topic) }, m)
+	waitFor(t, "every record completed", func() bool { return hooks.completed.Load() == n }, m)
 	if err := health.Live(); err != nil {
 		t.Errorf("Live after the stuck record finished: %v", err)
 	}
 	if err := health.Ready(); err != nil {
 		t.Errorf("Ready: %v", err)
 	}
-	m.stopClean(t)
+	m.stop(t)
 	if got := hooks.delivered.Load(); got != n {
 		t.Errorf("OnRecordsDelivered counted %d records, want %d", got, n)
 	}

@@ -1,7 +1,6 @@
 package produce_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -9,16 +8,9 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 )
-
-// invalidAll is a builder whose one stage finds every record invalid.
-func invalidAll(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
-		return r, sluice.Invalid(errors.New("bad record"))
-	}, stages.Name("decode")))
-}
 
 // checkCommitted checks in/0's committed offset once everything settled.
 func checkCommitted(t *testing.T, committed func() int64, want int64, when string) {
@@ -36,7 +28,7 @@ func checkCommitted(t *testing.T, committed func() int64, want int64, when strin
 func TestDeadLettersGoOutBeforeTheirReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr, c, dl := newDeadLetter(true)
-		f, r := run(t, invalidAll, pipeline.WithDeadLetter(dl))
+		f, r := run(t, producertest.AllInvalid, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, 6)...))
 		synctest.Wait()
 		if got := c.sentValues(); !slices.Equal(got, valueNames(0, 6)) {
@@ -66,7 +58,7 @@ func TestDeadLettersOutstandingAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = engine.MaxOutstandingDeadLetters
 		_, c, dl := newDeadLetter(true)
-		f, r := run(t, invalidAll, pipeline.WithDeadLetter(dl))
+		f, r := run(t, producertest.AllInvalid, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, limit+10)...))
 		waitOutPacing() // only the bound holds the rest back
 		if got := len(c.sentValues()); got != limit {
@@ -103,7 +95,7 @@ func TestDeadLetterFailingMidwayIsRetriedAfterTheOthers(t *testing.T) {
 		c.mu.Lock()
 		c.fail["v2"] = errTimedOut // transient: not marked permanent
 		c.mu.Unlock()
-		f, r := run(t, invalidAll, pipeline.WithDeadLetter(dl))
+		f, r := run(t, producertest.AllInvalid, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, 6)...))
 		synctest.Wait()
 		c.deliverAll()  // v2's report fails, the others' succeed
@@ -134,7 +126,7 @@ func TestDeadLetterFailingForGoodStopsRunAtItsRecord(t *testing.T) {
 		c.mu.Lock()
 		c.fail["v2"] = errFatal
 		c.mu.Unlock()
-		f, r := run(t, invalidAll, pipeline.WithDeadLetter(dl))
+		f, r := run(t, producertest.AllInvalid, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, 6)...))
 		synctest.Wait()
 		c.deliverAll() // v2's report fails, the others' succeed

@@ -1,7 +1,6 @@
 package produce_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // A value's record commits only once its own delivery report succeeded,
@@ -180,17 +179,13 @@ func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 			}
 			return recordMessage(rec)
 		}
-		var dead []int64
-		dl := pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
-			dead = append(dead, d.Record.Offset)
-			return nil
-		})
-		f, r := c.start(t, 3, toMsg, dl)
+		dead := testkit.NewDeadLetters()
+		f, r := c.start(t, 3, toMsg, dead.Option())
 		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
 		checkSent(t, c, "v0", "v2")
-		if !slices.Equal(dead, []int64{1}) {
-			t.Errorf("dead-lettered offsets %v, want [1]", dead)
+		if got := dead.Offsets("in", 0); dead.Len() != 1 || !slices.Equal(got, []int64{1}) {
+			t.Errorf("dead-lettered offsets %v (%d dead letters), want [1]", got, dead.Len())
 		}
 	})
 }

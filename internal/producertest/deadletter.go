@@ -135,7 +135,7 @@ func (s *suite[P, D]) deadLettersInOrder(t *T) {
 	createTopics(t, b, parts, n, "dlq", 1)
 	sizes := observeProduceSizes(b, "dlq")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
 	Stop(t, r)
 
@@ -159,7 +159,7 @@ func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 1, n, "dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), allInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 	b.Produce(t, "in", Input(1, n, n)...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -73,8 +72,9 @@ func dlqBuilder(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeli
 	return stages.Discard(stages.Map(in, decode, stages.Name("decode")))
 }
 
-// allInvalid is a builder whose one stage finds every record invalid.
-func allInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+// AllInvalid is a builder whose one stage, "decode", finds every record
+// invalid. The backends' own tests use it too.
+func AllInvalid(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 	return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 		return r, sluice.Invalid(errors.New("bad record"))
 	}, stages.Name("decode")))
@@ -104,13 +104,12 @@ func Stop(t testing.TB, r *testkit.Running) {
 	}
 }
 
-// WaitCommitted waits until the group's commits of topic on b equal want,
-// failing the test when Run returns first or after testkit.WaitTimeout.
+// WaitCommitted waits until the group's commits of topic on b equal want
+// (testkit.Running.WaitCommitted: failing the test when a partition goes
+// past it, when Run returns first or after testkit.WaitTimeout).
 func WaitCommitted(t testing.TB, b *kafkatest.Broker, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
-	r.WaitUntil(t, fmt.Sprintf("commits of %s on %s to be %v", group, topic, want), func() bool {
-		return maps.Equal(b.Committed(t, group, topic), want)
-	})
+	r.WaitCommitted(t, func() (map[int32]int64, error) { return b.CommittedContext(t.Context(), group, topic) }, want)
 }
 
 // DeadLetterOffsets returns, for each source partition, the offsets named

@@ -238,18 +238,11 @@ func (s *seen) exactly(t *testing.T, p int32, from, to int64) {
 }
 
 // waitCommitted waits until the group's commits equal want exactly,
-// failing at once if a partition goes past its wanted offset.
+// failing at once if a partition goes past its wanted offset
+// (testkit.Running.WaitCommitted).
 func waitCommitted(t *testing.T, d Driver, r *testkit.Running, group, topic string, want map[int32]int64) {
 	t.Helper()
-	r.WaitUntil(t, fmt.Sprintf("commits %v", want), func() bool {
-		got := d.Committed(t, group, topic)
-		for p, c := range got {
-			if w, ok := want[p]; !ok || c > w {
-				t.Fatalf("committed %v, want %v: partition %d went past it", got, want, p)
-			}
-		}
-		return maps.Equal(got, want)
-	})
+	r.WaitCommitted(t, func() (map[int32]int64, error) { return d.Committed(t, group, topic), nil }, want)
 }
 
 // finishAll waits until every one of parts partitions committed n, stops
