@@ -35,7 +35,9 @@
 // (and can be told to fail), to assert which records a pipeline rejected,
 // from which stage and why. [Start] runs pipeline.Run in the background
 // for the length of a test with any source; [Running.WaitUntil] waits for
-// state outside the process, such as a broker's committed offsets.
+// state outside the process, and [Running.WaitCommitted] for a group's
+// exact committed offsets, read from a broker or wherever the source
+// commits.
 //
 // Package testkit/sourcetest checks that a sluice.Source keeps the
 // contract the runtime relies on; it is for people who write sources.
