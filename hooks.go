@@ -83,10 +83,12 @@ type HookRecordsDelivered interface {
 // HookRecordsCompleted is called when records become committable.
 type HookRecordsCompleted interface {
 	// OnRecordsCompleted: n records of tp became committable; next is
-	// the offset the source will commit for tp. Called from the goroutine
-	// that completed them (a stage, a pool worker, a shared batcher's
-	// writer, a dead-letter goroutine); for one partition the calls
-	// come one at a time, with next increasing.
+	// the offset the source will commit for tp. Called from a goroutine
+	// that completed records of tp (a stage, a pool worker, a shared
+	// batcher's writer, a dead-letter goroutine); for one partition the
+	// calls come one at a time, with next increasing: records that
+	// complete during a call are reported by the next one, from the
+	// goroutine of the call before it.
 	OnRecordsCompleted(tp TopicPartition, n int, next int64)
 }
 
