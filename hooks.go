@@ -116,9 +116,10 @@ type HookInFlight interface {
 	// OnInFlight: records and their bytes (key, value and
 	// pipeline.RecordOverhead each, as pipeline.WithMaxInFlightBytes
 	// counts them) admitted but not yet committable, across all
-	// partitions, after a change. Called from whichever goroutine changed
-	// them; calls from different goroutines may arrive out of order, so
-	// the values are a gauge's, not a sequence.
+	// partitions, after a change. Called from a goroutine that changed
+	// them, one call at a time; the last call reports the totals as they
+	// are after the last change. Changes made during a call are reported
+	// together by the next, so the values are a gauge's, not a sequence.
 	OnInFlight(records, bytes int64)
 }
 
