@@ -83,10 +83,12 @@ type HookRecordsDelivered interface {
 // HookRecordsCompleted is called when records become committable.
 type HookRecordsCompleted interface {
 	// OnRecordsCompleted: n records of tp became committable; next is
-	// the offset the source will commit for tp. Called from the goroutine
-	// that completed them (a stage, a pool worker, a shared batcher's
-	// writer, a dead-letter goroutine); for one partition the calls
-	// come one at a time, with next increasing.
+	// the offset the source will commit for tp. Called from a goroutine
+	// that completed records of tp (a stage, a pool worker, a shared
+	// batcher's writer, a dead-letter goroutine); for one partition the
+	// calls come one at a time, with next increasing: records that
+	// complete during a call are reported by the next one, from the
+	// goroutine of the call before it.
 	OnRecordsCompleted(tp TopicPartition, n int, next int64)
 }
 
@@ -114,9 +116,10 @@ type HookInFlight interface {
 	// OnInFlight: records and their bytes (key, value and
 	// pipeline.RecordOverhead each, as pipeline.WithMaxInFlightBytes
 	// counts them) admitted but not yet committable, across all
-	// partitions, after a change. Called from whichever goroutine changed
-	// them; calls from different goroutines may arrive out of order, so
-	// the values are a gauge's, not a sequence.
+	// partitions, after a change. Called from a goroutine that changed
+	// them, one call at a time; the last call reports the totals as they
+	// are after the last change. Changes made during a call are reported
+	// together by the next, so the values are a gauge's, not a sequence.
 	OnInFlight(records, bytes int64)
 }
 

@@ -138,10 +138,7 @@ func TestReadTable(t *testing.T) {
 	srv := pgServer.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := createDatabase(ctx, srv, "readtable")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := srv.CreateDatabase(t, "readtable") // a name of its own, dropped at the end
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

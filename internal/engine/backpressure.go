@@ -43,10 +43,9 @@ func (rt *Group) fitLocked(recs []Record) int {
 // once the lock is released. The first few deliveries are kept inline, so
 // that a Deliver (one admission) allocates nothing.
 type admission struct {
-	first         [4]delivery
-	n             int
-	more          []delivery
-	records, byts int64 // the budget after the last admission
+	first [4]delivery
+	n     int
+	more  []delivery
 }
 
 func (a *admission) add(d delivery) {
@@ -71,7 +70,7 @@ func (a *admission) report(rt *Group) {
 		rt.hooks.RecordsDelivered(d.tp, d.n)
 	}
 	if a.n > 0 {
-		rt.hooks.InFlight(a.records, a.byts)
+		rt.reportInFlight()
 	}
 }
 
@@ -85,7 +84,8 @@ func (rt *Group) admitLocked(g *graph, recs []Record, a *admission) bool {
 	for i := range recs {
 		b += recordBytes(&recs[i])
 	}
-	a.records, a.byts = rt.inflight.Add(int64(len(recs))), rt.bytes.Add(b)
+	rt.inflight.Add(int64(len(recs)))
+	rt.bytes.Add(b)
 	a.add(delivery{tp: g.tp, n: len(recs)})
 	return true
 }

@@ -40,6 +40,13 @@ type tracker struct {
 	next   int64 // next offset to commit; -1 before anything completed
 	bytes  int64 // payload bytes of live slots
 	onDone func(records int, bytes int64, next int64)
+	// Completions are passed to onDone one call at a time, with next
+	// increasing: the goroutine that finds no call running (reporting
+	// unset) makes the calls, and completions that arrive meanwhile are
+	// added to unreported, for it to pass on before it stops.
+	reporting         bool
+	unreportedRecords int
+	unreportedBytes   int64
 
 	limit    *dlLimiter // nil without a DeadLetterLimit
 	onLimit  func(error)
@@ -183,7 +190,13 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		}
 	}
 	n, b := tr.advance()
-	next := tr.next
+	tr.unreportedRecords += n
+	tr.unreportedBytes += b
+	n, b, next := 0, int64(0), tr.next
+	if !tr.reporting && tr.unreportedRecords > 0 {
+		tr.reporting = true
+		n, b = tr.takeUnreported()
+	}
 	var acks []Ack
 	if tr.share != nil {
 		acks, tr.acks = tr.acks, nil
@@ -203,12 +216,46 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		}
 	}
 	if n > 0 {
-		tr.onDone(n, b, next)
+		tr.report(n, b, next)
 	}
 	if tripped != nil {
 		tr.onLimit(tripped)
 	}
 	return fault
+}
+
+// takeUnreported returns the completions not passed to onDone yet and
+// clears them. Callers hold mu.
+func (tr *tracker) takeUnreported() (int, int64) {
+	n, b := tr.unreportedRecords, tr.unreportedBytes
+	tr.unreportedRecords, tr.unreportedBytes = 0, 0
+	return n, b
+}
+
+// report passes n records, b bytes and next to onDone, then the
+// completions that arrived during the call, until there are none; the
+// caller set reporting, and report clears it when it returns, also when
+// onDone panics.
+func (tr *tracker) report(n int, b int64, next int64) {
+	done := false
+	defer func() {
+		if !done { // onDone panicked
+			tr.mu.Lock()
+			tr.reporting = false
+			tr.mu.Unlock()
+		}
+	}()
+	for n > 0 {
+		tr.onDone(n, b, next)
+		tr.mu.Lock()
+		n, b = tr.takeUnreported()
+		next = tr.next
+		if n == 0 {
+			tr.reporting = false
+		}
+		tr.mu.Unlock()
+	}
+	done = true
 }
 
 // release completes one reference of t. It returns false, changing

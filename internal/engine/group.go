@@ -28,6 +28,10 @@ type Group struct {
 	inflight atomic.Int64
 	bytes    atomic.Int64
 	nwaiting atomic.Int32 // len(waiting)
+	// The InFlight hooks are called one at a time, by whoever holds
+	// inFlightMu, while inFlightChanged is set (inflight_report.go).
+	inFlightMu      sync.Mutex
+	inFlightChanged atomic.Bool
 	// segments holds the trackers' free slot segments, shared by every
 	// partition (segments.go).
 	segments segmentPool
@@ -134,7 +138,8 @@ func (rt *Group) signal() {
 // Resumable call resumes paused partitions that have room. It locks only
 // when records wait for admission.
 func (rt *Group) release(n int, b int64) {
-	records, bytes := rt.inflight.Add(int64(-n)), rt.bytes.Add(-b)
+	rt.inflight.Add(int64(-n))
+	rt.bytes.Add(-b)
 	var a admission
 	if rt.nwaiting.Load() > 0 {
 		rt.mu.Lock()
@@ -142,7 +147,7 @@ func (rt *Group) release(n int, b int64) {
 		rt.mu.Unlock()
 	}
 	rt.signal()
-	rt.hooks.InFlight(records, bytes)
+	rt.reportInFlight()
 	a.report(rt)
 }
 

@@ -93,9 +93,10 @@ func (rt *Group) DeadLetterRecord(tp TopicPartition, rec Record, reason error) b
 	seq := g.tr.addUnfed(rec)
 	g.pending.Add(1)
 	g.qmu.Unlock()
-	records, bytes := rt.inflight.Add(1), rt.bytes.Add(recordBytes(&rec))
+	rt.inflight.Add(1)
+	rt.bytes.Add(recordBytes(&rec))
 	rt.hooks.RecordsDelivered(tp, 1)
-	rt.hooks.InFlight(records, bytes)
+	rt.reportInFlight()
 	if !g.deadLetter(&Stage{name: sluice.MaxDeliveriesStage, g: g}, ticketAt(seq), sluice.Invalid(reason)) {
 		g.tr.done(ticketAt(seq)) // the graph exited: give the slot back
 		return false

@@ -48,7 +48,16 @@ func TestStatementTimeoutOnACopyWritesRowByRow(t *testing.T) {
 BEGIN PERFORM pg_sleep(0.03); RETURN NEW; END $$`,
 		`CREATE TRIGGER slow BEFORE INSERT ON rows FOR EACH ROW EXECUTE FUNCTION slow()`,
 		`CREATE ROLE slowpoke LOGIN SUPERUSER`)
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP ROLE IF EXISTS slowpoke`) })
+	// A role is the server's, not the database's: it is dropped, with what
+	// it owns (the offsets table it created), so that the next run of the
+	// test on the same server can create it again.
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP OWNED BY slowpoke`, `DROP ROLE slowpoke`} {
+			if _, err := admin.Exec(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
 	exec(t, admin, `ALTER ROLE slowpoke SET statement_timeout = '80ms'`)
 	u, err := url.Parse(dsn)
 	must(t, err)

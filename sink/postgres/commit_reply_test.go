@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,9 +69,13 @@ WHERE datname = current_database() AND wait_event = 'SyncRep'`).Scan(&pid) == ni
 }
 
 // syncStandby sets synchronous_standby_names on the server and returns
-// once new sessions see it (a session that existed takes it before its
-// next statement): with a name no standby has, every commit that wrote
-// something waits until it is reset or its session ends.
+// once commits follow it: with a name no standby has, every commit that
+// wrote something waits until it is reset or its session ends. A new
+// session sees the setting at once (a session that existed takes it
+// before its next statement), but a commit waits for a standby only once
+// the checkpointer took the setting too (it keeps, for every backend,
+// whether synchronous standbys are defined): with a name, syncStandby
+// also waits until a probe commit waits for the standby.
 func syncStandby(t *testing.T, names string) {
 	t.Helper()
 	ctx := context.Background()
@@ -91,4 +96,50 @@ func syncStandby(t *testing.T, names string) {
 		var got string
 		return fresh.QueryRow(ctx, "SHOW synchronous_standby_names").Scan(&got) == nil && got == names
 	})
+	if names != "" {
+		poll(t, "a probe commit waiting for the synchronous standby", func() bool { return commitWaits(t, dsn, conn) })
+	}
+}
+
+// commitWaits commits a probe transaction that writes to the WAL (a
+// transactional logical decoding message; one that only takes a
+// transaction ID does not wait), in a session of its own, and reports
+// whether the commit waited for a synchronous standby; a wait is
+// cancelled through admin (the probe stays committed locally).
+func commitWaits(t *testing.T, dsn string, admin *pgx.Conn) bool {
+	t.Helper()
+	ctx := context.Background()
+	probe, err := pgx.Connect(ctx, dsn)
+	must(t, err)
+	defer probe.Close(ctx)
+	var pid int
+	must(t, probe.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	done := make(chan error, 1)
+	go func() {
+		_, err := probe.Exec(ctx, "SELECT pg_logical_emit_message(true, 'sluice-test', 'probe')")
+		done <- err
+	}()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			must(t, err)
+			return false // committed without waiting
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("the probe commit neither finished nor waited for the standby within %v", waitLimit)
+		}
+		var waiting bool
+		must(t, admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE pid = $1 AND wait_event = 'SyncRep')`, pid).Scan(&waiting))
+		if waiting {
+			_, err := admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid)
+			must(t, err)
+			must(t, <-done)
+			return true
+		}
+	}
 }
