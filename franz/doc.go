@@ -13,9 +13,9 @@
 // of at most 128 (and at most an eighth of pipeline.WithMaxInFlightBytes;
 // a heavier record goes alone); when Deliver asks for a pause the
 // partition is paused in kgo (PauseFetchPartitions) once the poll's
-// records are handled, after the source took what kgo had buffered (as
-// far as its share below has room), since kgo drops a paused partition's
-// buffered records and fetches them again. The rest of what the
+// records are handled, after the source took what kgo had buffered (up
+// to half its share below), since kgo drops a paused partition's buffered
+// records and fetches them again. The rest of what the
 // source took for a paused partition is kept by it, not delivered: when
 // Group.Resumable lists the partition (checked whenever Group.Wake fires)
 // the source delivers it, and resumes the partition in kgo

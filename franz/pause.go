@@ -11,8 +11,10 @@ import (
 // takeNBuffered: the partition's cursor stays where the last poll left
 // it). A pause asked while the poll's records are handled is therefore
 // not passed to kgo at once: at the end of the handling the source first
-// takes what kgo has buffered, as far as the core has room for it
-// (Core.Room), and hands it to the core, which holds the records of the
+// takes what kgo has buffered, as far as the core's spare room goes
+// (Core.SpareRoom: up to half its share, so that the records held for a
+// partition the runtime does not resume leave room for the polls that
+// feed the others), and hands it to the core, which holds the records of the
 // partitions it paused and delivers the others; only then are the
 // partitions paused in kgo. Records come out of kgo in order and the core
 // holds a paused partition's records behind the ones it already held, so
@@ -31,7 +33,8 @@ func (r *runner) Pause(tp sluice.TopicPartition) error {
 	return nil
 }
 
-// pausePending takes what kgo has buffered (as far as the core has room)
+// pausePending takes what kgo has buffered (as far as the core has spare
+// room)
 // and hands it to the core, then pauses in kgo the partitions the core
 // paused meanwhile that it still owns. Pauses asked while the buffered
 // records are handed over are applied too; their own buffered records are
@@ -40,7 +43,7 @@ func (r *runner) pausePending() {
 	if len(r.pausing) == 0 {
 		return
 	}
-	if room := r.core.Room(); room > 0 && r.txns == nil && r.cl.BufferedFetchRecords() > 0 {
+	if room := r.core.SpareRoom(); room > 0 && r.txns == nil && r.cl.BufferedFetchRecords() > 0 {
 		// kgo takes a nil context to mean: what is buffered, without
 		// waiting (a cancelled one returns its error and nothing else).
 		//lint:ignore SA1012 see above

@@ -78,12 +78,15 @@ func TestPausedPartitionsRecordsNotFetchedAgain(t *testing.T) {
 	if pc.count() == 0 {
 		t.Fatal("no partition was paused: the test did not exercise a pause")
 	}
-	// What the source has no room for when it pauses a partition, and a
-	// fetch in flight at the pause, are still fetched again; here the
-	// source's share (an eighth of the limit) holds what kgo buffered.
-	// Letting kgo strip a paused partition's buffered records fetched
-	// 3 to 5 times the topic in this test.
-	if got := fetched.n.Load(); got > int64(n)*5/4 {
-		t.Errorf("kgo fetched %d records for the %d of the topic; want at most a quarter fetched again", got, n)
+	// What the source has no spare room for when it pauses a partition
+	// (it takes kgo's buffer up to half its share, an eighth of the
+	// limit), and a fetch in flight at the pause, are still fetched
+	// again. Letting kgo strip a paused partition's buffered records
+	// fetched the topic 3.4 to 5.2 times in this test; taking them, 1.1
+	// to 1.9 times.
+	fetchedN := fetched.n.Load()
+	t.Logf("kgo fetched %d records for the %d of the topic", fetchedN, n)
+	if fetchedN > int64(n)*5/2 {
+		t.Errorf("kgo fetched %d records for the %d of the topic; want at most 2.5 times the topic", fetchedN, n)
 	}
 }

@@ -52,18 +52,33 @@ func limitsOf(g sluice.Group) limits {
 // its next poll, so that what the core holds stays within its share of
 // both limits: the records it may still hold, and as many records of the
 // average weight of those delivered so far as its share of bytes has room
-// for (at least one while it has any). A backend whose client can be left
-// alone (kgo) takes nothing at 0; the held records are delivered as the
-// runtime resumes their partitions.
+// for (at least one while it has any). Before any record was weighed it
+// is one: the first poll's records could weigh anything. A backend whose
+// client can be left alone (kgo) takes nothing at 0; the held records are
+// delivered as the runtime resumes their partitions.
 func (c *Core) Room() int {
 	if c.heldRecords >= c.lim.holdRecords || c.heldBytes >= c.lim.holdBytes {
 		return 0
 	}
-	n := c.lim.holdRecords - c.heldRecords
-	if c.avgWeight > 0 {
-		n = min(n, max(1, int((c.lim.holdBytes-c.heldBytes)/c.avgWeight)))
+	if c.avgWeight == 0 {
+		return 1
 	}
-	return n
+	n := c.lim.holdRecords - c.heldRecords
+	return min(n, max(1, int((c.lim.holdBytes-c.heldBytes)/c.avgWeight)))
+}
+
+// SpareRoom is Room while the core holds less than half of its share of
+// both limits, up to that half, and 0 beyond: what a backend may take
+// from its client beyond what a poll asked for (the franz source takes
+// kgo's buffered records before a pause), leaving the other half for the
+// polls, so that the records held for partitions the runtime does not
+// resume leave room for the others.
+func (c *Core) SpareRoom() int {
+	half := c.lim.holdRecords / 2
+	if c.heldRecords >= half || c.heldBytes >= c.lim.holdBytes/2 || c.avgWeight == 0 {
+		return 0
+	}
+	return min(half-c.heldRecords, max(1, int((c.lim.holdBytes/2-c.heldBytes)/c.avgWeight)))
 }
 
 // weighed updates the average weight of a record with a batch of n

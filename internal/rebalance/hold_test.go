@@ -157,8 +157,8 @@ func TestRoomAndDeliverySize(t *testing.T) {
 	g.maxRecords, g.maxBytes = 8000, 80<<10 // share: 1000 records, 10 KiB
 	c := New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test"}})
 	c.assign([]TP{tp0})
-	if got := c.Room(); got != 1000 {
-		t.Fatalf("Room = %d with nothing held, want 1000", got)
+	if got := c.Room(); got != 1 {
+		t.Fatalf("Room = %d before any record was weighed, want 1", got)
 	}
 	value := make([]byte, 1024-pipeline.RecordOverhead) // weighs 1 KiB
 	r := func(o int64) sluice.Record { x := rec(tp0, o); x.Value = value; return x }
@@ -191,5 +191,47 @@ func TestRoomAndDeliverySize(t *testing.T) {
 	c.Flush()
 	if !slices.Equal(g.sizes[3:], []int{1, 1}) {
 		t.Errorf("deliveries of %v records for a 20 KiB record then a 1 KiB one, want 1, 1", g.sizes[3:])
+	}
+}
+
+// Room is one record until a record was weighed (the byte share cannot
+// be counted in records before), then the records and bytes left of the
+// share; SpareRoom is what is left of half the share, 0 from that half
+// on.
+func TestRoomAndSpareRoom(t *testing.T) {
+	g := newFakeGroup()
+	g.pauseNext = true
+	b := &fakeBackend{}
+	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
+	c.assign([]TP{tp0})
+	share := c.lim.holdRecords
+	if got := c.Room(); got != 1 {
+		t.Fatalf("Room before any record = %d, want 1", got)
+	}
+	if got := c.SpareRoom(); got != 0 {
+		t.Fatalf("SpareRoom before any record = %d, want 0", got)
+	}
+	c.Add(rec(tp0, 0))
+	c.Flush() // delivered; the partition pauses
+	if got := c.Room(); got != share {
+		t.Fatalf("Room with nothing held = %d, want the share %d", got, share)
+	}
+	if got := c.SpareRoom(); got != share/2 {
+		t.Fatalf("SpareRoom with nothing held = %d, want half the share %d", got, share/2)
+	}
+	for i := range share/2 - 1 {
+		c.Add(rec(tp0, int64(1+i)))
+	}
+	c.Flush() // held: tp0 is paused
+	if got := c.SpareRoom(); got != 1 {
+		t.Fatalf("SpareRoom holding %d = %d, want 1", share/2-1, got)
+	}
+	c.Add(rec(tp0, int64(share/2)))
+	c.Flush()
+	if got, want := c.Room(), share-share/2; got != want {
+		t.Fatalf("Room holding half the share = %d, want %d", got, want)
+	}
+	if got := c.SpareRoom(); got != 0 {
+		t.Fatalf("SpareRoom holding half the share = %d, want 0", got)
 	}
 }
