@@ -66,6 +66,12 @@ type Core struct {
 	batchTP    sluice.TopicPartition
 	batch      []sluice.Record // pending records of batchTP, not yet delivered
 	batchBytes int64           // their weight
+	// last: the offset of the newest record added of each owned partition
+	// since its assignment or rewind (repeats.go); batchLast is batchTP's,
+	// -1 when none.
+	last      map[sluice.TopicPartition]int64
+	batchLast int64
+	repeating bool // the record added before was a repeat (logged once a run)
 
 	collectAt time.Time // next time to collect Group.Offsets
 	// pending: the newest offsets of owned partitions not sent yet, or
@@ -102,6 +108,7 @@ func New(b Backend, g sluice.Group, o Options) *Core {
 		ownership: make(map[sluice.TopicPartition]uint64),
 		paused:    make(map[sluice.TopicPartition]bool),
 		held:      make(map[sluice.TopicPartition]*heldRecs),
+		last:      make(map[sluice.TopicPartition]int64),
 		lim:       limitsOf(g),
 		pending:   make(map[sluice.TopicPartition]int64),
 		batch:     make([]sluice.Record, 0, MaxBatch),
@@ -174,9 +181,17 @@ func (c *Core) Add(rec sluice.Record) {
 		}
 		c.Flush()
 		c.batchTP = tp
+		c.batchLast = c.lastOf(tp)
 	} else if len(c.batch) == MaxBatch || c.batchBytes+w > c.lim.batchBytes {
 		c.Flush()
+		c.batchLast = c.lastOf(tp) // a rewind during the delivery forgot it
 	}
+	if rec.Offset <= c.batchLast {
+		c.repeated(tp, rec.Offset)
+		return
+	}
+	c.repeating = false
+	c.batchLast = rec.Offset
 	c.batch = append(c.batch, rec)
 	c.batchBytes += w
 }
@@ -203,6 +218,7 @@ func (c *Core) Flush() {
 		return
 	}
 	tp, recs := c.batchTP, c.batch
+	c.last[tp] = c.batchLast // before Deliver: a rewind inside it forgets it (DropHeld)
 	c.weighed(len(recs), c.batchBytes)
 	// The batch's array is handed to Deliver and reused for the next
 	// batch: every Group copies what it keeps (the runtime's tracker

@@ -24,10 +24,14 @@ func TestAddAndFlushAllocateNothing(t *testing.T) {
 		recs[i] = rec(tp0, int64(i))
 	}
 	other := rec(tp1, 0)
+	var next int64 // each run's records follow the last run's
 	allocs := testing.AllocsPerRun(10, func() {
-		for _, r := range recs {
-			c.Add(r)
+		for i := range recs {
+			recs[i].Offset = next
+			next++
+			c.Add(recs[i])
 		}
+		other.Offset = next
 		c.Add(other) // another partition: delivers the batch of tp0
 		c.Flush()
 	})

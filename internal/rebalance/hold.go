@@ -119,10 +119,12 @@ type heldRecs struct{ recs []sluice.Record }
 
 // DropHeld drops what the core holds of tps: a backend calls it when it
 // moved the client's position of tps (an exactly-once rewind), so that
-// records fetched before are never delivered. The partitions stay paused
+// records fetched before are never delivered, and the records from the
+// new position on are not taken for repeats (repeats.go). The partitions stay paused
 // until Resumable lists them.
 func (c *Core) DropHeld(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
+		delete(c.last, tp) // the client's position moved: records may come again
 		h := c.held[tp]
 		if h == nil {
 			continue

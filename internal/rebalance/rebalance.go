@@ -109,6 +109,7 @@ func (c *Core) assign(tps []sluice.TopicPartition) {
 		c.ownership[tp] = c.assigns
 		c.owned[tp] = true
 		delete(c.paused, tp)
+		delete(c.last, tp)
 	}
 }
 
