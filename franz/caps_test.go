@@ -137,6 +137,21 @@ func TestHeldRecordsDeliveredInOrderOnFranz(t *testing.T) {
 	if err := run.Stop(t); err != nil {
 		t.Fatal(err)
 	}
+	checkEveryOffsetInOrder(t, got, partitions, perPart)
+	if records, _ := m.Peaks(); records > partitions*(queue+rebalance.MaxBatch) {
+		t.Errorf("the runtime held up to %d records; want at most %d partitions x (%d + %d)", records, partitions, queue, rebalance.MaxBatch)
+	}
+	held := peaks.get()
+	if held.core == 0 {
+		t.Error("the source never held a record: the test did not pause a partition mid-poll")
+	}
+	t.Logf("source held up to %d records", held.core)
+}
+
+// checkEveryOffsetInOrder fails t unless got holds, for each of the
+// partitions, the offsets 0..perPart-1 in order, each once.
+func checkEveryOffsetInOrder(t *testing.T, got map[int32][]int64, partitions int, perPart int) {
+	t.Helper()
 	for p := range int32(partitions) {
 		offs := got[p]
 		ok := len(offs) == perPart
@@ -147,12 +162,4 @@ func TestHeldRecordsDeliveredInOrderOnFranz(t *testing.T) {
 			t.Errorf("partition %d: processed %d records, not 0..%d in order", p, len(offs), perPart-1)
 		}
 	}
-	if records, _ := m.Peaks(); records > partitions*(queue+rebalance.MaxBatch) {
-		t.Errorf("the runtime held up to %d records; want at most %d partitions x (%d + %d)", records, partitions, queue, rebalance.MaxBatch)
-	}
-	held := peaks.get()
-	if held.core == 0 {
-		t.Error("the source never held a record: the test did not pause a partition mid-poll")
-	}
-	t.Logf("source held up to %d records", held.core)
 }

@@ -115,14 +115,5 @@ func stuckPartition(t *testing.T, valueSize int, limit pipeline.Option) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for p := range int32(partitions) {
-		offs := got[p]
-		ok := len(offs) == perPart
-		for i := 0; ok && i < len(offs); i++ {
-			ok = offs[i] == int64(i)
-		}
-		if !ok {
-			t.Errorf("partition %d: processed %d records, not 0..%d in order", p, len(offs), perPart-1)
-		}
-	}
+	checkEveryOffsetInOrder(t, got, partitions, perPart)
 }

@@ -65,16 +65,7 @@ func TestPausedPartitionsRecordsNotFetchedAgain(t *testing.T) {
 	if err := run.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	for p := range int32(partitions) {
-		offs := got[p]
-		ok := len(offs) == perPart
-		for i := 0; ok && i < len(offs); i++ {
-			ok = offs[i] == int64(i)
-		}
-		if !ok {
-			t.Errorf("partition %d: processed %d records, not 0..%d in order", p, len(offs), perPart-1)
-		}
-	}
+	checkEveryOffsetInOrder(t, got, partitions, perPart)
 	if pc.count() == 0 {
 		t.Fatal("no partition was paused: the test did not exercise a pause")
 	}
