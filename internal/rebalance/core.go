@@ -66,12 +66,11 @@ type Core struct {
 	batchTP    sluice.TopicPartition
 	batch      []sluice.Record // pending records of batchTP, not yet delivered
 	batchBytes int64           // their weight
-	// last: the offset of the newest record added of each owned partition
-	// since its assignment or rewind (repeats.go); batchLast is batchTP's,
+	// last: the newest record added of each owned partition since its
+	// assignment or rewind (repeats.go); batchLast is batchTP's, offset
 	// -1 when none.
-	last      map[sluice.TopicPartition]int64
-	batchLast int64
-	repeating bool // the record added before was a repeat (logged once a run)
+	last      map[sluice.TopicPartition]lastAdded
+	batchLast lastAdded
 
 	collectAt time.Time // next time to collect Group.Offsets
 	// pending: the newest offsets of owned partitions not sent yet, or
@@ -108,7 +107,7 @@ func New(b Backend, g sluice.Group, o Options) *Core {
 		ownership: make(map[sluice.TopicPartition]uint64),
 		paused:    make(map[sluice.TopicPartition]bool),
 		held:      make(map[sluice.TopicPartition]*heldRecs),
-		last:      make(map[sluice.TopicPartition]int64),
+		last:      make(map[sluice.TopicPartition]lastAdded),
 		lim:       limitsOf(g),
 		pending:   make(map[sluice.TopicPartition]int64),
 		batch:     make([]sluice.Record, 0, MaxBatch),
@@ -186,12 +185,11 @@ func (c *Core) Add(rec sluice.Record) {
 		c.Flush()
 		c.batchLast = c.lastOf(tp) // a rewind during the delivery forgot it
 	}
-	if rec.Offset <= c.batchLast {
+	if c.batchLast.repeatedBy(&rec) {
 		c.repeated(tp, rec.Offset)
 		return
 	}
-	c.repeating = false
-	c.batchLast = rec.Offset
+	c.batchLast = lastAdded{offset: rec.Offset, timestamp: rec.Timestamp}
 	c.batch = append(c.batch, rec)
 	c.batchBytes += w
 }
