@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/heldtest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -28,14 +27,7 @@ func TestHeldBytesWithinShareFromTheFirstPoll(t *testing.T) {
 		budget     = 1 << 20
 	)
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("firstpoll", partitions))
-	value := make([]byte, valueSize)
-	for p := range int32(partitions) {
-		recs := make([]sluice.Record, perPart)
-		for i := range recs {
-			recs[i] = sluice.Record{Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, i), Value: value}
-		}
-		b.Produce(t, "firstpoll", recs...)
-	}
+	producePartitionByPartition(t, b, "firstpoll", partitions, perPart, valueSize)
 	src, m, peaks := meteredSource(t, b, "g-firstpoll", "firstpoll")
 	heldtest.GatedRun(t, src, m, partitions*perPart, pipeline.WithMaxInFlightBytes(budget), pipeline.WithPartitionQueue(16))
 	held := peaks.get()

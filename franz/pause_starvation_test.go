@@ -50,14 +50,7 @@ func stuckPartition(t *testing.T, valueSize int, limit pipeline.Option) {
 		perPart    = 2000
 	)
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("stuck", partitions))
-	value := make([]byte, valueSize)
-	for p := range int32(partitions) {
-		recs := make([]sluice.Record, perPart)
-		for i := range recs {
-			recs[i] = sluice.Record{Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, i), Value: value}
-		}
-		b.Produce(t, "stuck", recs...)
-	}
+	producePartitionByPartition(t, b, "stuck", partitions, perPart, valueSize)
 	src := newTestSource(t, b, "g-stuck", "stuck")
 	peaks := &srcPeaks{}
 	src.polled = peaks.polled
@@ -116,4 +109,20 @@ func stuckPartition(t *testing.T, valueSize int, limit pipeline.Option) {
 	mu.Lock()
 	defer mu.Unlock()
 	checkEveryOffsetInOrder(t, got, partitions, perPart)
+}
+
+// producePartitionByPartition produces perPart records of valueSize bytes
+// to each of the partitions of topic, one partition after the other, so
+// that each partition's log is a few large batches (a broker answers a
+// fetch with whole batches).
+func producePartitionByPartition(t *testing.T, b *kafkatest.Broker, topic string, partitions, perPart, valueSize int) {
+	t.Helper()
+	value := make([]byte, valueSize)
+	for p := range int32(partitions) {
+		recs := make([]sluice.Record, perPart)
+		for i := range recs {
+			recs[i] = sluice.Record{Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, i), Value: value}
+		}
+		b.Produce(t, topic, recs...)
+	}
 }
