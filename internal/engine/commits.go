@@ -39,14 +39,18 @@ type tracker struct {
 
 	next   int64 // next offset to commit; -1 before anything completed
 	bytes  int64 // payload bytes of live slots
-	onDone func(records int, bytes int64, next int64)
-	// Completions are passed to onDone one call at a time, with next
-	// increasing: the goroutine that finds no call running (reporting
-	// unset) makes the calls, and completions that arrive meanwhile are
-	// added to unreported, for it to pass on before it stops.
-	reporting         bool
-	unreportedRecords int
-	unreportedBytes   int64
+	// onDone is passed the records and bytes of every completion that
+	// advanced next, outside mu, in no particular order: it returns
+	// budget, which needs no order.
+	onDone func(records int, bytes int64)
+	// onCompleted, nil when nobody listens, is passed the same
+	// completions one call at a time, with next increasing: the goroutine
+	// that finds no call running (reporting unset) makes the calls, and
+	// completions that arrive meanwhile are added to unreported, for it to
+	// pass on before it stops. Without it a completion takes mu once.
+	onCompleted func(records int, next int64)
+	reporting   bool
+	unreported  int
 
 	limit    *dlLimiter // nil without a DeadLetterLimit
 	onLimit  func(error)
@@ -92,7 +96,7 @@ type join struct {
 
 // newTracker returns a tracker whose slots come from pool (one per Run,
 // shared by its partitions).
-func newTracker(pool *segmentPool, onDone func(records int, bytes int64, next int64)) *tracker {
+func newTracker(pool *segmentPool, onDone func(records int, bytes int64)) *tracker {
 	return &tracker{q: slots{pool: pool}, next: -1, onDone: onDone}
 }
 
@@ -190,12 +194,13 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		}
 	}
 	n, b := tr.advance()
-	tr.unreportedRecords += n
-	tr.unreportedBytes += b
-	n, b, next := 0, int64(0), tr.next
-	if !tr.reporting && tr.unreportedRecords > 0 {
-		tr.reporting = true
-		n, b = tr.takeUnreported()
+	reported, next := 0, tr.next
+	if n > 0 && tr.onCompleted != nil {
+		tr.unreported += n
+		if !tr.reporting {
+			tr.reporting = true
+			reported, tr.unreported = tr.unreported, 0
+		}
 	}
 	var acks []Ack
 	if tr.share != nil {
@@ -215,8 +220,11 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		default:
 		}
 	}
+	if reported > 0 {
+		tr.report(reported, next)
+	}
 	if n > 0 {
-		tr.report(n, b, next)
+		tr.onDone(n, b)
 	}
 	if tripped != nil {
 		tr.onLimit(tripped)
@@ -224,31 +232,23 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 	return fault
 }
 
-// takeUnreported returns the completions not passed to onDone yet and
-// clears them. Callers hold mu.
-func (tr *tracker) takeUnreported() (int, int64) {
-	n, b := tr.unreportedRecords, tr.unreportedBytes
-	tr.unreportedRecords, tr.unreportedBytes = 0, 0
-	return n, b
-}
-
-// report passes n records, b bytes and next to onDone, then the
-// completions that arrived during the call, until there are none; the
-// caller set reporting, and report clears it when it returns, also when
-// onDone panics.
-func (tr *tracker) report(n int, b int64, next int64) {
+// report passes n records and next to onCompleted, then the completions
+// that arrived during the call, until there are none; the caller set
+// reporting, and report clears it when it returns, also when onCompleted
+// panics.
+func (tr *tracker) report(n int, next int64) {
 	done := false
 	defer func() {
-		if !done { // onDone panicked
+		if !done { // onCompleted panicked
 			tr.mu.Lock()
 			tr.reporting = false
 			tr.mu.Unlock()
 		}
 	}()
 	for n > 0 {
-		tr.onDone(n, b, next)
+		tr.onCompleted(n, next)
 		tr.mu.Lock()
-		n, b = tr.takeUnreported()
+		n, tr.unreported = tr.unreported, 0
 		next = tr.next
 		if n == 0 {
 			tr.reporting = false

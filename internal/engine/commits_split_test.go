@@ -9,7 +9,7 @@ import (
 // each member: members then complete one by one, and a second holder of
 // the joined ticket still holds every member.
 func TestTrackerSplitHandsAJoinBackAsItsMembers(t *testing.T) {
-	tr := newTracker(&segmentPool{}, func(int, int64, int64) {})
+	tr := newTracker(&segmentPool{}, func(int, int64) {})
 	first := tr.add([]Record{{Offset: 10}, {Offset: 11}, {Offset: 12}})
 	ts := []Ticket{ticketAt(first), ticketAt(first + 1), ticketAt(first + 2)}
 	j, _ := tr.join(slices.Clone(ts))

@@ -14,7 +14,7 @@ func TestTrackerMatchesAModel(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		var released int
-		tr := newTracker(&segmentPool{}, func(n int, _ int64, _ int64) { released += n })
+		tr := newTracker(&segmentPool{}, func(n int, _ int64) { released += n })
 
 		var offsets []int64              // by sequence number
 		var live []Ticket                // tickets held by "values" in flight

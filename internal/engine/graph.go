@@ -68,7 +68,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 	}
 	g.part = &Partition{Topic: tp.Topic, Partition: tp.Partition, ctx: ctx}
 	g.pace.init(rt.cfg.DrainTimeout, rt.cfg.Chunk)
-	g.tr = newTracker(&rt.segments, func(n int, b int64, next int64) {
+	g.tr = newTracker(&rt.segments, func(n int, b int64) {
 		g.pending.Add(int64(-n))
 		if g.pace.waiting.Load() {
 			select {
@@ -76,9 +76,11 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 			default:
 			}
 		}
-		rt.hooks.RecordsCompleted(tp, n, next)
 		rt.release(n, b)
 	})
+	if rt.hooks.completesRecords() {
+		g.tr.onCompleted = func(n int, next int64) { rt.hooks.RecordsCompleted(tp, n, next) }
+	}
 	g.tr.settled = g.dl.wake
 	g.dl.call.Context = ctx
 	g.tr.limit = newDLLimiter(rt.cfg.DeadLetterLimit)

@@ -143,6 +143,9 @@ func (hs *hookSet) InFlight(records, bytes int64) {
 	}
 }
 
+// completesRecords reports whether some hook wants completed records.
+func (hs *hookSet) completesRecords() bool { return len(hs.recordsCompleted) > 0 }
+
 // timesStages reports whether some hook wants stage-call timings.
 func (hs *hookSet) timesStages() bool { return len(hs.stageCall) > 0 }
 

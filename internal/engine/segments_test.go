@@ -16,7 +16,7 @@ import (
 // number is kept), and the next burst reuses them instead of allocating.
 func TestTrackerGivesSegmentsBackWhenRecordsComplete(t *testing.T) {
 	pool := &segmentPool{}
-	tr := newTracker(pool, func(int, int64, int64) {})
+	tr := newTracker(pool, func(int, int64) {})
 	burst := func(n int) {
 		recs := make([]Record, n)
 		for i := range recs {

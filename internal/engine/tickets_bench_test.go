@@ -14,7 +14,7 @@ func BenchmarkTrackerChunk(b *testing.B) {
 	}{{"NoCheck", false, false}, {"Check", true, false}, {"CheckOutOfOrder", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			const chunk = 256
-			tr := newTracker(&segmentPool{}, func(int, int64, int64) {})
+			tr := newTracker(&segmentPool{}, func(int, int64) {})
 			recs := make([]Record, chunk)
 			buf := make([]Item[Record], 0, chunk)
 			ts := make([]Ticket, chunk)

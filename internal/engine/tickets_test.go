@@ -5,7 +5,7 @@ import "testing"
 // newTestTracker returns a tracker holding n records (offsets 0 to n-1),
 // and the ticket of the first.
 func newTestTracker(n int) (*tracker, Ticket) {
-	tr := newTracker(&segmentPool{}, func(int, int64, int64) {})
+	tr := newTracker(&segmentPool{}, func(int, int64) {})
 	recs := make([]Record, n)
 	for i := range recs {
 		recs[i].Offset = int64(i)
