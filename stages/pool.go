@@ -3,6 +3,8 @@ package stages
 import (
 	"context"
 	"hash/maphash"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -19,7 +21,9 @@ import (
 //
 // workers is a limit per partition: each partition's graph has its own
 // pool, so a consumer owning n partitions makes up to n*workers calls at
-// once. For a limit across the consumer give a [Limiter] as an option
+// once. Workers are goroutines started as values arrive (one more while a
+// chunk has values no worker took, up to workers) that leave once
+// nothing is queued, so a partition whose pool is idle holds none. For a limit across the consumer give a [Limiter] as an option
 // (and [LockKey] for one call at a time per key across the consumer).
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
@@ -72,6 +76,7 @@ type workerPool[In, Out any] struct {
 	// with the other Pools of the same types (pool_chunks.go).
 	free *poolChunkPool[In, Out]
 	pcs  []piece[In, Out] // dispatch's scratch (pieces are sent by value)
+	crew *crew            // the workers running now
 }
 
 // poolChunk is one input chunk being processed by the workers. fin[i] is
@@ -170,11 +175,16 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	// (or nothing more will be), so the workers stop. The queues are
 	// never closed: workers post pieces to them too (see work).
 	quit := make(chan struct{})
+	var workers sync.WaitGroup
+	defer workers.Wait() // a worker leaves once quit is closed
+	p.crew = newCrew(s, len(queues), p.workers/len(queues), func(w *worker) {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			p.work(ctx, w, queues[w.queue], quit, progress)
+		}()
+	})
 
-	for w := range p.workers {
-		q := queues[w%len(queues)]
-		g.Go(func() error { p.work(ctx, q, quit, progress); return nil })
-	}
 	g.Go(func() error {
 		defer close(quit)
 		return p.emit(ctx, s, out, ordered, progress)
@@ -214,17 +224,18 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		return stagekit.ErrStop
 	}
 	for _, pc := range pcs {
-		q := queues[0]
+		qi := 0
 		if p.key != nil {
-			q = queues[pc.lo]
+			qi = pc.lo
 		}
 		select {
-		case q <- pc:
+		case queues[qi] <- pc:
 		case <-ctx.Done():
 			return stagekit.ErrStop
 		case <-quit:
 			return stagekit.ErrStop
 		}
+		p.crew.posted(qi)
 	}
 	return splitErr
 }
@@ -276,16 +287,17 @@ func (p *workerPool[In, Out]) pieces(c *poolChunk[In, Out]) []piece[In, Out] {
 
 func (p *workerPool[In, Out]) keyOf(_ context.Context, v In) (string, error) { return p.key(v), nil }
 
-// work runs fn on the values of the pieces it takes from q until quit is
-// closed. An unkeyed piece is a chunk whose values the worker claims one
+// work runs fn on the values of the pieces it takes from q, the queue of
+// w, until q is empty or quit is closed; then it hands w back and returns
+// (see crew). An unkeyed piece is a chunk whose values the worker claims one
 // at a time; before calling fn on its first claimed value it posts the
 // piece again (without waiting) while values are left unclaimed and fewer
 // than workers pieces of the chunk were posted, so that an idle worker
 // joins in. A slow fn so has every worker busy within a few wake-ups,
 // while a fast one finishes a chunk on one or two workers instead of
 // waking all of them for a few values each.
-func (p *workerPool[In, Out]) work(ctx context.Context, q chan piece[In, Out], quit <-chan struct{}, progress chan<- struct{}) {
-	pr := p.s.Probe()
+func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[In, Out], quit <-chan struct{}, progress chan<- struct{}) {
+	pr := w.probe
 	one := func(c *poolChunk[In, Out], i int) {
 		if err := ctx.Err(); err != nil {
 			// The emitter failed or the partition is gone: nothing of
@@ -304,13 +316,29 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q chan piece[In, Out], q
 			}
 		}
 	}
+	yielded := false
 	for {
 		var pc piece[In, Out]
 		select {
 		case pc = <-q:
 		case <-quit:
+			p.crew.leave(w, func() bool { return true })
 			return
+		default:
+			// Nothing queued: yield once first, so that a worker whose
+			// dispatcher is about to post the next chunk takes it
+			// instead of leaving and a new one starting.
+			if !yielded {
+				yielded = true
+				runtime.Gosched()
+				continue
+			}
+			if p.crew.leave(w, func() bool { return len(q) == 0 }) {
+				return
+			}
+			continue
 		}
+		yielded = false
 		if pc.idx != nil {
 			for _, i := range pc.idx {
 				one(pc.c, int(i))
@@ -323,7 +351,7 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q chan piece[In, Out], q
 				break
 			}
 			if first && i+1 < pc.n {
-				p.help(pc, q)
+				p.help(pc, w.queue, q)
 			}
 			one(pc.c, i)
 		}
@@ -333,13 +361,14 @@ func (p *workerPool[In, Out]) work(ctx context.Context, q chan piece[In, Out], q
 // help posts pc to q for another worker, unless workers pieces of its
 // chunk were posted already or q is full (then workers are busy with
 // other chunks' pieces).
-func (p *workerPool[In, Out]) help(pc piece[In, Out], q chan<- piece[In, Out]) {
+func (p *workerPool[In, Out]) help(pc piece[In, Out], qi int, q chan<- piece[In, Out]) {
 	if pc.c.helpers.Add(1) > int32(p.workers) {
 		pc.c.helpers.Add(-1)
 		return
 	}
 	select {
 	case q <- pc:
+		p.crew.posted(qi)
 	default:
 		pc.c.helpers.Add(-1)
 	}
