@@ -66,12 +66,7 @@ func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := startRig(t, nil)
 		t0 := tp("orders", 0)
-		if err := r.fake.Send("orders", 0, values(3)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, r.fake, 3, 0)
 		settle()
 		wantStatus(t, r.hooks, "no leader commit", follow.Status{TopicPartition: t0, Leaders: -1, Held: 3, Lag: -1, Owned: true})
 		r.leaders.set("orders", 0, 0) // nothing handed on yet: the position is the first held record
@@ -90,12 +85,7 @@ func TestLagResetsOnReassign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := startRig(t, map[int32]int64{0: 9})
 		t0 := tp("orders", 0)
-		if err := r.fake.Send("orders", 0, values(5)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, r.fake, 5, 0)
 		settle()
 		wantStatus(t, r.hooks, "first ownership", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 4, Owned: true})
 		if err := r.fake.Revoke("orders", 0); err != nil {
