@@ -37,6 +37,9 @@ func (g *gate) wait(ctx context.Context, off int64) error {
 	return nil
 }
 
+// waitRecord is wait for a record's offset: a function for an Each stage.
+func (g *gate) waitRecord(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) }
+
 func (g *gate) open(off int64) { close(g.blocked[off]) }
 
 func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
@@ -250,9 +253,7 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 func TestByteBudgetPausesPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
-		}, pipeline.WithMaxInFlightBytes(1000))
+		h := eachHarness(t, g.waitRecord, pipeline.WithMaxInFlightBytes(1000))
 		big := make([][]byte, 200)
 		for i := range big {
 			big[i] = make([]byte, 100)

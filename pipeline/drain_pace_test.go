@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -79,19 +80,17 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs lockedBuffer
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				d := 10 * time.Millisecond
-				if r.Offset >= 1000 {
-					d = time.Hour
-				}
-				select {
-				case <-time.After(d):
-					return nil
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
-			})
+		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+			d := 10 * time.Millisecond
+			if r.Offset >= 1000 {
+				d = time.Hour
+			}
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}, pipeline.WithDrainTimeout(4*time.Second), pipeline.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		assignAndSend(h, 2000)
 		time.Sleep(10*time.Second + time.Second/2) // 1000 records at 100/s, then offset 1000 waits
@@ -147,6 +146,78 @@ func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 		}
 		if got := out.of(0); len(got) != 3 || got[0] != 1000 || got[1] != 1000 || got[2] != 1000 {
 			t.Fatalf("batches %v, want [1000 1000 1000]", got)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A Batch larger than the feeder's first limit (one chunk, 256 records)
+// gets its first batch whole at once: the records of a new partition do
+// not wait for maxWait (here an hour) nor for the stall rule (625 ms with
+// the default drain timeout) before they commit.
+func TestANewGraphFeedsItsBatchsFirstBatchWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 600, time.Hour), func(_ context.Context, b []sluice.Record) error {
+				out.add(p.Partition, int64(len(b)))
+				return nil
+			})
+		})
+		start := time.Now()
+		assignAndSend(h, 1800)
+		h.WaitCommitted("t", 0, 1800)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("3 batches of 600 took %v, want no wait", took)
+		}
+		if got := out.of(0); len(got) != 3 || got[0] != 600 || got[1] != 600 || got[2] != 600 {
+			t.Fatalf("batches %v, want [600 600 600]", got)
+		}
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// One record in 50 is slow (2 s, all of one key in a PoolByKey), the
+// others fast: the committable offset stands still for 2 s at every slow
+// record, then jumps. The measured rate is about 25 records/s, so the
+// feeder keeps about 250 records (5 slow ones, 10 s of work) in the
+// graph, and a revoke after three minutes (the first measurements long
+// past) drains within the drain timeout.
+func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20000
+		var hook revokes
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			key := func(r sluice.Record) string {
+				if r.Offset%50 == 0 {
+					return "slow"
+				}
+				return fmt.Sprint(r.Offset)
+			}
+			done := stages.PoolByKey(in, 8, key, func(ctx context.Context, r sluice.Record) (int64, error) {
+				d := time.Millisecond
+				if r.Offset%50 == 0 {
+					d = 2 * time.Second
+				}
+				select {
+				case <-time.After(d):
+					return r.Offset, nil
+				case <-ctx.Done():
+					return 0, context.Cause(ctx)
+				}
+			})
+			return stages.Discard(done)
+		}, pipeline.WithHooks(&hook))
+		assignAndSend(h, n)
+		time.Sleep(3 * time.Minute)
+		h.Revoke("t", 0)
+		if len(hook.timedOut) != 1 || hook.timedOut[0] {
+			t.Fatalf("revoke: timed out %v after %v, want a drain within the drain timeout (%v)",
+				hook.timedOut, hook.took, pipeline.DefaultDrainTimeout)
 		}
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)

@@ -230,13 +230,11 @@ func TestDeadLetterLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-						if string(r.Value) == "x" {
-							return sluice.Invalid(errors.New("bad"))
-						}
-						return nil
-					})
+				h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+					if string(r.Value) == "x" {
+						return sluice.Invalid(errors.New("bad"))
+					}
+					return nil
 				}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }),
 					pipeline.WithDeadLetterLimit(tc.limit))
 				h.Assign("t", 0)

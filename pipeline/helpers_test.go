@@ -1,11 +1,14 @@
 package pipeline_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"testing"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -56,4 +59,13 @@ func deadOffsets(dead *testkit.DeadLetters) string {
 		offs = append(offs, dl.Record.Offset)
 	}
 	return fmt.Sprint(offs)
+}
+
+// eachHarness starts a Harness with opts whose graph is one Each stage
+// calling do for every record.
+func eachHarness(t *testing.T, do func(context.Context, sluice.Record) error, opts ...pipeline.Option) *testkit.Harness {
+	t.Helper()
+	return testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, do)
+	}, opts...)
 }

@@ -42,13 +42,11 @@ func (a *attempts) of(off int64) []time.Time {
 func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-				if a.call(r.Offset) <= 3 && r.Offset == 1 {
-					return errFlaky
-				}
-				return nil
-			})
+		h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+			if a.call(r.Offset) <= 3 && r.Offset == 1 {
+				return errFlaky
+			}
+			return nil
 		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}))
 		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
@@ -98,11 +96,9 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a attempts
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-						a.call(r.Offset)
-						return failure
-					})
+				h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+					a.call(r.Offset)
+					return failure
 				})
 				assignAndSend(h, 1)
 				if err := h.Wait(); err == nil {
@@ -119,14 +115,12 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-				a.call(r.Offset)
-				if r.Partition == 0 && r.Offset == 1 {
-					return errFlaky // the database stays down
-				}
-				return nil
-			})
+		h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+			a.call(r.Offset)
+			if r.Partition == 0 && r.Offset == 1 {
+				return errFlaky // the database stays down
+			}
+			return nil
 		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: time.Minute, Max: time.Hour}))
 		h.Assign("t", 0, 1)
 		h.Send("t", 0, values(3)...)

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -60,6 +61,58 @@ func TestMapEachCommitsEverything(t *testing.T) {
 		}
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// shutdownFailingSource assigns t/0, delivers one record and, once Run
+// stops it, shuts the group down and fails as a Kafka source whose final
+// commit failed does.
+type shutdownFailingSource struct{ err error }
+
+func (s shutdownFailingSource) Run(ctx context.Context, g sluice.Group) error {
+	tp := sluice.TopicPartition{Topic: "t", Partition: 0}
+	if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
+		return err
+	}
+	g.Deliver(tp, []sluice.Record{{Topic: "t", Partition: 0, Offset: 0, Value: []byte("x")}})
+	<-ctx.Done()
+	g.Shutdown()
+	return s.err
+}
+
+// A source that fails in the shutdown a stage error started is not
+// hidden behind the stage error: Run returns both.
+func TestSourceShutdownErrorIsJoinedAfterTheStageError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		errWrite := errors.New("schema mismatch")
+		err := pipeline.Run(context.Background(), shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(context.Context, sluice.Record) error { return sluice.Permanent(errWrite) }, stages.Name("write"))
+			})
+		var se *sluice.StageError
+		if !errors.As(err, &se) || !errors.Is(err, errWrite) || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the *StageError and the source's error", err)
+		}
+		want := "sluice: stage \"write\" on t/0 at offset 0: schema mismatch\nsluice: source failed: final commit failed"
+		if err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+	})
+}
+
+// Without a stage error, the source's shutdown error is what Run returns.
+func TestSourceShutdownErrorAloneIsReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		r := testkit.Start(t, shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Discard(in)
+			})
+		synctest.Wait()
+		if err := r.Stop(t); err == nil || err.Error() != "sluice: source failed: final commit failed" || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the source's error", err)
 		}
 	})
 }
