@@ -13,35 +13,6 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// gate blocks chosen offsets until released.
-type gate struct {
-	blocked map[int64]chan struct{}
-}
-
-func newGate(offsets ...int64) *gate {
-	g := &gate{blocked: map[int64]chan struct{}{}}
-	for _, o := range offsets {
-		g.blocked[o] = make(chan struct{})
-	}
-	return g
-}
-
-func (g *gate) wait(ctx context.Context, off int64) error {
-	if ch, ok := g.blocked[off]; ok {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
-}
-
-// waitRecord is wait for a record's offset: a function for an Each stage.
-func (g *gate) waitRecord(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) }
-
-func (g *gate) open(off int64) { close(g.blocked[off]) }
-
 func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 500

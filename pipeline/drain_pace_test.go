@@ -18,17 +18,16 @@ import (
 )
 
 // revokes records what the revoke hook saw.
-type revokes struct {
-	mu       sync.Mutex
-	timedOut []bool
-	took     []time.Duration
+type revokes struct{ lockedList[revoke] }
+
+// revoke is one call of the revoke hook.
+type revoke struct {
+	took     time.Duration
+	timedOut bool
 }
 
 func (r *revokes) OnPartitionRevoked(_ sluice.TopicPartition, took time.Duration, timedOut bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.timedOut = append(r.timedOut, timedOut)
-	r.took = append(r.took, took)
+	r.push(revoke{took, timedOut})
 }
 
 // A slow key (every record 50 ms, all of one key in a PoolByKey) with the
@@ -53,9 +52,9 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 		assignAndSend(h, n)
 		time.Sleep(time.Minute) // the rate is measured
 		h.Revoke("t", 0)
-		if len(hook.timedOut) != 1 || hook.timedOut[0] || hook.took[0] > pipeline.DefaultDrainTimeout/2+time.Second {
-			t.Fatalf("revoke: timed out %v after %v, want a drain of about half the drain timeout (%v) at most",
-				hook.timedOut, hook.took, pipeline.DefaultDrainTimeout/2)
+		if got := hook.list(); len(got) != 1 || got[0].timedOut || got[0].took > pipeline.DefaultDrainTimeout/2+time.Second {
+			t.Fatalf("revokes %+v, want one drain of about half the drain timeout (%v) at most, not timed out",
+				got, pipeline.DefaultDrainTimeout/2)
 		}
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, n)
@@ -215,9 +214,8 @@ func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
 		assignAndSend(h, n)
 		time.Sleep(3 * time.Minute)
 		h.Revoke("t", 0)
-		if len(hook.timedOut) != 1 || hook.timedOut[0] {
-			t.Fatalf("revoke: timed out %v after %v, want a drain within the drain timeout (%v)",
-				hook.timedOut, hook.took, pipeline.DefaultDrainTimeout)
+		if got := hook.list(); len(got) != 1 || got[0].timedOut {
+			t.Fatalf("revokes %+v, want one drain within the drain timeout (%v)", got, pipeline.DefaultDrainTimeout)
 		}
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)

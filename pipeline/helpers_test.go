@@ -3,8 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -68,4 +73,131 @@ func eachHarness(t *testing.T, do func(context.Context, sluice.Record) error, op
 	return testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, do)
 	}, opts...)
+}
+
+// lockedList is a list that goroutines (stages, hooks, loggers) add to
+// while the test reads it.
+type lockedList[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+func (l *lockedList[T]) push(v T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items = append(l.items, v)
+}
+
+// list returns a copy of the items, in the order they were pushed.
+func (l *lockedList[T]) list() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.items)
+}
+
+// sink collects what reaches an End, per partition, in order.
+type sink struct {
+	mu  sync.Mutex
+	got map[int32][]int64
+}
+
+func (s *sink) add(p int32, off int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.got == nil {
+		s.got = map[int32][]int64{}
+	}
+	s.got[p] = append(s.got[p], off)
+}
+
+func (s *sink) of(p int32) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.got[p]...)
+}
+
+// gate blocks chosen offsets until released.
+type gate struct {
+	blocked map[int64]chan struct{}
+}
+
+func newGate(offsets ...int64) *gate {
+	g := &gate{blocked: map[int64]chan struct{}{}}
+	for _, o := range offsets {
+		g.blocked[o] = make(chan struct{})
+	}
+	return g
+}
+
+func (g *gate) wait(ctx context.Context, off int64) error {
+	if ch, ok := g.blocked[off]; ok {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// waitRecord is wait for a record's offset: a function for an Each stage.
+func (g *gate) waitRecord(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) }
+
+func (g *gate) open(off int64) { close(g.blocked[off]) }
+
+// attempts counts calls per offset and when they happened.
+type attempts struct {
+	mu    sync.Mutex
+	calls map[int64][]time.Time
+}
+
+func (a *attempts) call(off int64) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.calls == nil {
+		a.calls = map[int64][]time.Time{}
+	}
+	a.calls[off] = append(a.calls[off], time.Now())
+	return len(a.calls[off])
+}
+
+func (a *attempts) of(off int64) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls[off]
+}
+
+// logLines records the log records of one level and above, with their
+// attributes as text, for exact assertions.
+type logLines struct {
+	level slog.Level
+	lockedList[logLine]
+}
+
+type logLine struct {
+	msg   string
+	attrs map[string]string
+}
+
+func (l *logLines) Enabled(_ context.Context, lv slog.Level) bool { return lv >= l.level }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler            { return l }
+func (l *logLines) WithGroup(string) slog.Handler                 { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	line := logLine{msg: r.Message, attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		line.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	l.push(line)
+	return nil
+}
+
+func (l *logLines) withMessage(prefix string) []logLine {
+	var out []logLine
+	for _, line := range l.list() {
+		if strings.HasPrefix(line.msg, prefix) {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -39,22 +39,9 @@ func TestWithHooksRejectsNilAndValuesThatHandleNoEvent(t *testing.T) {
 }
 
 // eventLog records the events of several hooks in one list.
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
+type eventLog struct{ lockedList[string] }
 
-func (l *eventLog) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf(format, args...))
-}
-
-func (l *eventLog) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.events)
-}
+func (l *eventLog) add(format string, args ...any) { l.push(fmt.Sprintf(format, args...)) }
 
 // assignAndComplete handles two events; assignOnly one.
 type assignAndComplete struct{ log *eventLog }

@@ -20,21 +20,17 @@ import (
 // time.Duration: slog's JSON handler writes those as bare nanoseconds
 // ("drain":92999).
 type durationAttrs struct {
-	mu    sync.Mutex
-	found []string
-	msgs  []string
+	found, msgs lockedList[string]
 }
 
 func (d *durationAttrs) Enabled(context.Context, slog.Level) bool { return true }
 func (d *durationAttrs) WithAttrs([]slog.Attr) slog.Handler       { return d }
 func (d *durationAttrs) WithGroup(string) slog.Handler            { return d }
 func (d *durationAttrs) Handle(_ context.Context, r slog.Record) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.msgs = append(d.msgs, r.Message)
+	d.msgs.push(r.Message)
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Value.Kind() == slog.KindDuration {
-			d.found = append(d.found, r.Message+": "+a.Key)
+			d.found.push(r.Message + ": " + a.Key)
 		}
 		return true
 	})
@@ -67,18 +63,17 @@ func TestLoggedDurationsCarryTheirUnit(t *testing.T) {
 		if err := h.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		if len(logs.found) != 0 {
-			t.Errorf("durations logged as time.Duration: %v", logs.found)
+		if found := logs.found.list(); len(found) != 0 {
+			t.Errorf("durations logged as time.Duration: %v", found)
 		}
+		msgs := logs.msgs.list()
 		for _, want := range []string{"sluice: partition drained", "sluice: partition drain timed out; committing only what finished"} {
 			seen := false
-			for _, m := range logs.msgs {
+			for _, m := range msgs {
 				seen = seen || strings.HasPrefix(m, want)
 			}
 			if !seen {
-				t.Errorf("no %q line in %q", want, logs.msgs)
+				t.Errorf("no %q line in %q", want, msgs)
 			}
 		}
 	})
@@ -141,7 +136,7 @@ func TestStuckWarningIsShortAndStacksAreDebug(t *testing.T) {
 				}
 				warn := logs.withMessage(`sluice: value stuck in stage "slow"`)
 				if len(warn) != 1 {
-					t.Fatalf("stuck warnings %+v, want one", logs.lines)
+					t.Fatalf("stuck warnings %+v, want one", logs.list())
 				}
 				size := 0
 				for k, v := range warn[0].attrs {

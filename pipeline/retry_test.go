@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,28 +15,6 @@ import (
 )
 
 var errFlaky = errors.New("connection refused")
-
-// attempts counts calls per offset and when they happened.
-type attempts struct {
-	mu    sync.Mutex
-	calls map[int64][]time.Time
-}
-
-func (a *attempts) call(off int64) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.calls == nil {
-		a.calls = map[int64][]time.Time{}
-	}
-	a.calls[off] = append(a.calls[off], time.Now())
-	return len(a.calls[off])
-}
-
-func (a *attempts) of(off int64) []time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls[off]
-}
 
 func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -160,21 +137,10 @@ func TestDeadLetterDeliveryIsRetried(t *testing.T) {
 }
 
 // stuckRecorder records Stuck events.
-type stuckRecorder struct {
-	mu     sync.Mutex
-	events []string
-}
+type stuckRecorder struct{ lockedList[string] }
 
 func (s *stuckRecorder) OnStuck(stage string, tp sluice.TopicPartition, offset int64, since time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
-}
-
-func (s *stuckRecorder) list() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.events...)
+	s.push(fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
 }
 
 func TestStuckDetectorReportsAValueOnceWithItsPosition(t *testing.T) {

@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -12,27 +11,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// sink collects what reaches an End, per partition, in order.
-type sink struct {
-	mu  sync.Mutex
-	got map[int32][]int64
-}
-
-func (s *sink) add(p int32, off int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.got == nil {
-		s.got = map[int32][]int64{}
-	}
-	s.got[p] = append(s.got[p], off)
-}
-
-func (s *sink) of(p int32) []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.got[p]...)
-}
 
 func TestMapEachCommitsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
