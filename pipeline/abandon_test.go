@@ -18,17 +18,6 @@ import (
 // function and the synctest bubble waits for every goroutine to exit, so
 // nothing outlives the test (goleak, in TestMain, sees nothing).
 
-// ignoringCtx is a stage function that blocks at offset stuck until
-// release is closed, whatever its context says.
-func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, sluice.Record) error {
-	return func(_ context.Context, r sluice.Record) error {
-		if r.Offset == stuck {
-			<-release
-		}
-		return nil
-	}
-}
-
 // stuckError checks that err is the *sluice.StageError of an abandoned function:
 // ErrAbandoned, naming stage, partition 0 and offset.
 func stuckError(t *testing.T, err error, stage string, offset int64) {

@@ -204,12 +204,7 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 				}
 				return b, nil
 			})
-			return stages.Each(stages.Unbatch(empty), func(_ context.Context, r sluice.Record) error {
-				if r.Offset == 7 {
-					<-hold
-				}
-				return nil
-			})
+			return stages.Each(stages.Unbatch(empty), ignoringCtx(7, hold))
 		})
 		assignAndSend(h, 9)
 		synctest.Wait()

@@ -201,3 +201,14 @@ func (l *logLines) withMessage(prefix string) []logLine {
 	}
 	return out
 }
+
+// ignoringCtx is a stage function that blocks at offset stuck until
+// release is closed, whatever its context says.
+func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, sluice.Record) error {
+	return func(_ context.Context, r sluice.Record) error {
+		if r.Offset == stuck {
+			<-release
+		}
+		return nil
+	}
+}
