@@ -46,7 +46,7 @@ func TestShutdownAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 		if err := fake.Assign("t", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Send("t", 0, values(10)...); err != nil {
+		if err := fake.Send("t", 0, testkit.Values(10)...); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // offsets 0-2 done, 3 blocked
@@ -123,7 +123,7 @@ func TestOnCloseHookThatIgnoresItsContextIsAbandoned(t *testing.T) {
 		if err := fake.Assign("t", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Send("t", 0, values(3)...); err != nil {
+		if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // A paused partition resumes whatever the global limits, up to the largest
@@ -145,8 +146,8 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 			seen[tp] = append(seen[tp], r.Offset)
 			return nil
 		}, pipeline.WithMaxInFlight(10))
-		h.Send("t", 0, values(64)...)
-		h.Send("t", 1, values(64)...)
+		h.Send("t", 0, testkit.Values(64)...)
+		h.Send("t", 1, testkit.Values(64)...)
 		h.Assign("t", 0, 1)
 		synctest.Wait() // 10 records of partition 0 in flight; the rest waits
 		h.Revoke("t", 1)

@@ -115,7 +115,7 @@ func TestDeferredDeadLetterFailureIsRetriedOnceTheOthersSettled(t *testing.T) {
 		d.settle(nil, 0, 1)
 		d.settle(errFlaky, 2)
 		expect(t, h, d, "0 1 2 3 4 5", 2)
-		h.Send("t", 0, values(2)...) // offsets 6 and 7: queued behind the failure
+		h.Send("t", 0, testkit.Values(2)...) // offsets 6 and 7: queued behind the failure
 		d.settle(nil, 3, 4)
 		expect(t, h, d, "0 1 2 3 4 5", 2)
 		d.settle(nil, 5) // every outcome known: 2 is retried after its backoff, then 6 and 7 go
@@ -310,7 +310,7 @@ func TestDeadLettersFoundOutOfOrderAreDeliveredOnceInOrder(t *testing.T) {
 		}, pipeline.WithDeadLetter(d.fn))
 		h.Assign("t", 0)
 		for i := 0; i < n; i += 100 {
-			h.Send("t", 0, values(100)...)
+			h.Send("t", 0, testkit.Values(100)...)
 		}
 		h.WaitCommitted("t", 0, n)
 		if err := h.Stop(); err != nil {

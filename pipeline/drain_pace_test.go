@@ -67,9 +67,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 		if len(got) != n {
 			t.Fatalf("processed %d records, want %d", len(got), n)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -101,9 +99,7 @@ func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 				t.Fatalf("log %q does not say %q", line, want)
 			}
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -146,9 +142,7 @@ func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 		if got := out.of(0); len(got) != 3 || got[0] != 1000 || got[1] != 1000 || got[2] != 1000 {
 			t.Fatalf("batches %v, want [1000 1000 1000]", got)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -174,9 +168,7 @@ func TestANewGraphFeedsItsBatchsFirstBatchWhole(t *testing.T) {
 		if got := out.of(0); len(got) != 3 || got[0] != 600 || got[1] != 600 || got[2] != 600 {
 			t.Fatalf("batches %v, want [600 600 600]", got)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -217,8 +209,6 @@ func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
 		if got := hook.list(); len(got) != 1 || got[0].timedOut {
 			t.Fatalf("revokes %+v, want one drain within the drain timeout (%v)", got, pipeline.DefaultDrainTimeout)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }

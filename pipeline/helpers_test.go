@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,19 +16,10 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// values returns n payloads "0".."n-1".
-func values(n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = []byte(strconv.Itoa(i))
-	}
-	return out
-}
-
-// assignAndSend assigns t/0 to h and sends it n records, values(n).
+// assignAndSend assigns t/0 to h and sends it n records, testkit.Values(n).
 func assignAndSend(h *testkit.Harness, n int) {
 	h.Assign("t", 0)
-	h.Send("t", 0, values(n)...)
+	h.Send("t", 0, testkit.Values(n)...)
 }
 
 // deadLettered runs build on t/0 with a dead-letter destination, sends n
@@ -210,5 +200,13 @@ func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, slu
 			<-release
 		}
 		return nil
+	}
+}
+
+// stopClean stops h and fails the test if Run returned an error.
+func stopClean(t *testing.T, h *testkit.Harness) {
+	t.Helper()
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

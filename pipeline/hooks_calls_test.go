@@ -63,9 +63,7 @@ func TestRecordsCompletedOneAtATimeInOrder(t *testing.T) {
 		}
 		close(hook.release)
 		h.WaitCommitted("t", 0, 2)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		hook.mu.Lock()
 		defer hook.mu.Unlock()
 		if want := [][2]int64{{1, 1}, {1, 2}}; !slices.Equal(hook.calls, want) {
@@ -113,8 +111,6 @@ func TestInFlightLastCallIsCurrent(t *testing.T) {
 		if records != 0 || byts != 0 {
 			t.Errorf("last OnInFlight(%d, %d) with nothing in flight, want (0, 0)", records, byts)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }

@@ -125,9 +125,7 @@ func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
 		assignAndSend(h, 7)
 		synctest.Wait()
 		checkCommitted(t, h, -1, "before the batch flushed")
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		checkCommitted(t, h, 7, "after shutdown")
 		want := []string{"batch", "close-second-registered", "close-first-registered"}
 		if !slices.Equal(order, want) {
@@ -219,7 +217,7 @@ func TestGlobalInFlightLimitBoundsAllPartitions(t *testing.T) {
 		parts := []int32{0, 1, 2, 3, 4, 5, 6, 7}
 		h.Assign("t", parts...)
 		for _, p := range parts {
-			h.Send("t", p, values(500)...)
+			h.Send("t", p, testkit.Values(500)...)
 		}
 		synctest.Wait()
 		total := 0

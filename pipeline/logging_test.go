@@ -60,9 +60,7 @@ func TestLoggedDurationsCarryTheirUnit(t *testing.T) {
 		h.Send("t", 1, []byte("hang"))
 		synctest.Wait()
 		h.Revoke("t", 1) // drain timed out
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if found := logs.found.list(); len(found) != 0 {
 			t.Errorf("durations logged as time.Duration: %v", found)
 		}
@@ -131,9 +129,7 @@ func TestStuckWarningIsShortAndStacksAreDebug(t *testing.T) {
 				synctest.Wait()
 				close(release)
 				h.WaitCommitted("t", 0, 1)
-				if err := h.Stop(); err != nil {
-					t.Fatal(err)
-				}
+				stopClean(t, h)
 				warn := logs.withMessage(`sluice: value stuck in stage "slow"`)
 				if len(warn) != 1 {
 					t.Fatalf("stuck warnings %+v, want one", logs.list())

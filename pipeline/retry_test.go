@@ -100,9 +100,9 @@ func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 			return nil
 		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: time.Minute, Max: time.Hour}))
 		h.Assign("t", 0, 1)
-		h.Send("t", 0, values(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		synctest.Wait() // offset 1 waits in its first backoff
-		h.Send("t", 1, values(4)...)
+		h.Send("t", 1, testkit.Values(4)...)
 		h.WaitCommitted("t", 1, 4) // other partitions go on meanwhile
 		start := time.Now()
 		h.Revoke("t", 0)

@@ -20,8 +20,8 @@ func TestMapEachCommitsEverything(t *testing.T) {
 			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
 		h.Assign("events", 0, 1)
-		h.Send("events", 0, values(1000)...)
-		h.Send("events", 1, values(3)...)
+		h.Send("events", 0, testkit.Values(1000)...)
+		h.Send("events", 1, testkit.Values(3)...)
 		h.WaitCommitted("events", 0, 1000)
 		h.WaitCommitted("events", 1, 3)
 		synctest.Wait()
@@ -37,9 +37,7 @@ func TestMapEachCommitsEverything(t *testing.T) {
 				t.Fatalf("value %d has offset %d: order broken", i, o)
 			}
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 

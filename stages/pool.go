@@ -49,10 +49,7 @@ func pool[In, Out any](in pipeline.Stream[In], cs *callSpec, fname string, worke
 	if workers < 1 {
 		problem(&cs.StageSpec, "stages.%s: workers is %d; want at least 1", fname, workers)
 	}
-	if fn == nil {
-		problem(&cs.StageSpec, "stages.%s: fn is nil", fname)
-	}
-	fn = wrap(limitsOf(cs, fname, key), fn)
+	fn = limitedFn(cs, fname, key, fn)
 	return stagekit.AddStage(in, cs.StageSpec, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed(),
 			free: poolChunksOf[In, Out]()}
@@ -206,11 +203,7 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		p.recycle(c)
 		return splitErr
 	}
-	select {
-	case ordered <- c:
-	case <-ctx.Done():
-		return stagekit.ErrStop
-	case <-quit:
+	if !sendOrStop(ctx, ordered, c, quit) {
 		return stagekit.ErrStop
 	}
 	for _, pc := range pcs {
@@ -218,15 +211,24 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		if p.key != nil {
 			q = queues[pc.lo]
 		}
-		select {
-		case q <- pc:
-		case <-ctx.Done():
-			return stagekit.ErrStop
-		case <-quit:
+		if !sendOrStop(ctx, q, pc, quit) {
 			return stagekit.ErrStop
 		}
 	}
 	return splitErr
+}
+
+// sendOrStop sends v on ch and reports true, or reports false when ctx
+// ends or quit is closed first.
+func sendOrStop[T any](ctx context.Context, ch chan<- T, v T, quit <-chan struct{}) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-quit:
+		return false
+	}
 }
 
 // split cuts a chunk into pieces: one piece to claim its values from

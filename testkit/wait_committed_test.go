@@ -16,7 +16,7 @@ func TestFakeWaitCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := testkit.NewFake()
 		r := testkit.Start(t, fake, discard)
-		if err := fake.Send("t", 0, values(3)...); err != nil {
+		if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
 			t.Fatal(err)
 		}
 		if err := fake.Assign("t", 0); err != nil {
@@ -49,7 +49,7 @@ func TestRunningWaitCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 		for p := range int32(2) {
-			if err := fake.Send("t", p, values(3)...); err != nil {
+			if err := fake.Send("t", p, testkit.Values(3)...); err != nil {
 				t.Fatal(err)
 			}
 		}
