@@ -100,15 +100,26 @@ func groupConfigOf(group string) string {
 	return "consumer.session.timeout.ms"
 }
 
+// adminRequest sends req with b's admin client and returns the response,
+// failing the test when the request fails.
+func adminRequest[R kmsg.Response](ctx context.Context, t *testing.T, b *Broker, req kmsg.Request) R {
+	t.Helper()
+	cl, err := b.client(&b.adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(R)
+}
+
 // setGroupConfig sets a group config (IncrementalAlterConfigs on a GROUP).
 func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, value string) {
 	t.Helper()
 	if name == "consumer.session.timeout.ms" {
 		value = "7000"
-	}
-	cl, err := b.client(&b.adm)
-	if err != nil {
-		t.Fatal(err)
 	}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -117,10 +128,7 @@ func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, v
 	c.Name, c.Value = name, kmsg.StringPtr(value)
 	res.Configs = append(res.Configs, c)
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminRequest[*kmsg.IncrementalAlterConfigsResponse](ctx, t, b, req)
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
 			t.Fatalf("set %s of group %s: error code %d", name, group, r.ErrorCode)
@@ -131,19 +139,12 @@ func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, v
 // groupConfig returns the dynamic value of a group config, if one is set.
 func groupConfig(ctx context.Context, t *testing.T, b *Broker, group, name string) (string, bool) {
 	t.Helper()
-	cl, err := b.client(&b.adm)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	res := kmsg.NewDescribeConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
 	res.ConfigNames = []string{name}
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminRequest[*kmsg.DescribeConfigsResponse](ctx, t, b, req)
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
 			t.Fatalf("describe group %s config: error code %d", group, r.ErrorCode)
