@@ -14,9 +14,7 @@ import (
 // what it processed.
 func TestHoldsUntilLeadersCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, nil)
-		sendAndAssign(t, r.fake, 10, 0)
-		settle()
+		r := startWithRecords(t, nil, 10, 0)
 		r.wantProcessed(t, "leaders committed nothing", 0, nil)
 		for _, step := range []int64{3, 7, 10} {
 			r.leaders.set("orders", 0, step)
@@ -34,9 +32,7 @@ func TestHoldsUntilLeadersCommit(t *testing.T) {
 // holds the other up.
 func TestPartitionsAreIndependent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 100})
-		sendAndAssign(t, r.fake, 5, 0, 1)
-		settle()
+		r := startWithRecords(t, map[int32]int64{0: 100}, 5, 0, 1)
 		r.wantProcessed(t, "leaders ahead", 0, span(0, 5))
 		r.wantProcessed(t, "no leader commit", 1, nil)
 		r.wantCommitted(t, "no leader commit", 1, -1)
@@ -48,9 +44,7 @@ func TestPartitionsAreIndependent(t *testing.T) {
 // the graph in offset order, once each, when the leaders pass them.
 func TestLateRecordsQueueBehindHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 2})
-		sendAndAssign(t, r.fake, 4, 0)
-		settle()
+		r := startWithRecords(t, map[int32]int64{0: 2}, 4, 0)
 		if err := r.fake.Send("orders", 0, values(4)...); err != nil { // offsets 4..7
 			t.Fatal(err)
 		}
@@ -68,9 +62,7 @@ func TestLateRecordsQueueBehindHeld(t *testing.T) {
 // gets each record once.
 func TestRevokeDropsHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 4})
-		sendAndAssign(t, r.fake, 10, 0)
-		settle()
+		r := startWithRecords(t, map[int32]int64{0: 4}, 10, 0)
 		if got := r.hooks.last()[tp("orders", 0)]; got.Held == 0 {
 			t.Fatalf("status %+v: want held records before the revoke", got)
 		}
@@ -96,9 +88,7 @@ func TestRevokeDropsHeld(t *testing.T) {
 // records are held returns nil having committed what was processed.
 func TestLoseAndShutdownDropHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 3, 1: 5})
-		sendAndAssign(t, r.fake, 10, 0, 1)
-		settle()
+		r := startWithRecords(t, map[int32]int64{0: 3, 1: 5}, 10, 0, 1)
 		if err := r.fake.Lose("orders", 0); err != nil {
 			t.Fatal(err)
 		}
@@ -148,9 +138,7 @@ func TestBackpressureAndLeadersCombine(t *testing.T) {
 // nothing past them, and the next successful read releases the rest.
 func TestFailedReadKeepsPreviousOffsets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 2})
-		sendAndAssign(t, r.fake, 6, 0)
-		settle()
+		r := startWithRecords(t, map[int32]int64{0: 2}, 6, 0)
 		r.leaders.fail(errors.New("coordinator not available"))
 		r.leaders.set("orders", 0, 6) // not readable yet
 		settle()

@@ -255,6 +255,17 @@ func startRig(t *testing.T, lead map[int32]int64, opts ...pipeline.Option) *rig 
 	return r
 }
 
+// startWithRecords starts a rig with the leaders' offsets lead, sends the
+// n values of values(n) to each of partitions of "orders", assigns them,
+// and lets the follower settle.
+func startWithRecords(t *testing.T, lead map[int32]int64, n int, partitions ...int32) *rig {
+	t.Helper()
+	r := startRig(t, lead)
+	sendAndAssign(t, r.fake, n, partitions...)
+	settle()
+	return r
+}
+
 // start runs the follower with the rig's hook; opts go to the runtime.
 func (r *rig) start(t *testing.T, opts ...pipeline.Option) {
 	t.Helper()

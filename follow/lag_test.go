@@ -64,15 +64,8 @@ func TestLagIsLeadersMinusPosition(t *testing.T) {
 // records held; once they did, the first held record is the position.
 func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, nil)
+		r := startWithRecords(t, nil, 3, 0)
 		t0 := tp("orders", 0)
-		if err := r.fake.Send("orders", 0, values(3)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
-		settle()
 		wantStatus(t, r.hooks, "no leader commit", follow.Status{TopicPartition: t0, Leaders: -1, Held: 3, Lag: -1, Owned: true})
 		r.leaders.set("orders", 0, 0) // nothing handed on yet: the position is the first held record
 		settle()
@@ -88,15 +81,8 @@ func TestLagUnknownWithoutLeaderCommit(t *testing.T) {
 // a record arrives, not the value of the previous ownership.
 func TestLagResetsOnReassign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startRig(t, map[int32]int64{0: 9})
+		r := startWithRecords(t, map[int32]int64{0: 9}, 5, 0)
 		t0 := tp("orders", 0)
-		if err := r.fake.Send("orders", 0, values(5)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.Assign("orders", 0); err != nil {
-			t.Fatal(err)
-		}
-		settle()
 		wantStatus(t, r.hooks, "first ownership", follow.Status{TopicPartition: t0, Leaders: 9, Lag: 4, Owned: true})
 		if err := r.fake.Revoke("orders", 0); err != nil {
 			t.Fatal(err)

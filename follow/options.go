@@ -38,25 +38,25 @@ func defaultConfig() config {
 // it, and is the load the follower puts on the group coordinators. It must
 // be at least 1ms; the default is [DefaultInterval].
 func WithInterval(d time.Duration) Option {
-	return func(c *config) {
-		if d < time.Millisecond {
-			c.errs = append(c.errs, fmt.Errorf("follow: WithInterval(%v): must be at least 1ms", d))
-			return
-		}
-		c.interval = d
-	}
+	return atLeastMillisecond("WithInterval", d, func(c *config) *time.Duration { return &c.interval })
 }
 
 // WithRequestTimeout bounds one Leaders.Committed call; a call past it is
 // a failed read (logged, retried at the next interval). It must be at least
 // 1ms; the default is [DefaultRequestTimeout].
 func WithRequestTimeout(d time.Duration) Option {
+	return atLeastMillisecond("WithRequestTimeout", d, func(c *config) *time.Duration { return &c.timeout })
+}
+
+// atLeastMillisecond is the option named name that sets the duration
+// field returns to d, or records an error when d is under 1ms.
+func atLeastMillisecond(name string, d time.Duration, field func(*config) *time.Duration) Option {
 	return func(c *config) {
 		if d < time.Millisecond {
-			c.errs = append(c.errs, fmt.Errorf("follow: WithRequestTimeout(%v): must be at least 1ms", d))
+			c.errs = append(c.errs, fmt.Errorf("follow: %s(%v): must be at least 1ms", name, d))
 			return
 		}
-		c.timeout = d
+		*field(c) = d
 	}
 }
 

@@ -33,25 +33,26 @@ func (c *healthConfig) bad(format string, args ...any) {
 // WithPollTimeout sets how old the last poll may be for [Health.Live] to
 // pass (default [DefaultPollTimeout]). It must be positive.
 func WithPollTimeout(d time.Duration) HealthOption {
-	return func(c *healthConfig) {
-		if d <= 0 {
-			c.bad("WithPollTimeout(%v): the timeout must be positive", d)
-			return
-		}
-		c.pollTimeout = d
-	}
+	return positive("WithPollTimeout", "timeout", d, func(c *healthConfig) *time.Duration { return &c.pollTimeout })
 }
 
 // WithStartupGrace sets how long after NewHealth [Health.Live] passes
 // before the first poll (default [DefaultStartupGrace]). It must be
 // positive.
 func WithStartupGrace(d time.Duration) HealthOption {
+	return positive("WithStartupGrace", "grace", d, func(c *healthConfig) *time.Duration { return &c.grace })
+}
+
+// positive is the option named name that sets the duration field returns
+// to d, or records an error (calling the value what) when d is not
+// positive.
+func positive(name, what string, d time.Duration, field func(*healthConfig) *time.Duration) HealthOption {
 	return func(c *healthConfig) {
 		if d <= 0 {
-			c.bad("WithStartupGrace(%v): the grace must be positive", d)
+			c.bad("%s(%v): the %s must be positive", name, d, what)
 			return
 		}
-		c.grace = d
+		*field(c) = d
 	}
 }
 

@@ -118,3 +118,14 @@ func startFollower(t *testing.T, lead *atomic.Int64) (*prometheus.Registry, *tes
 	}, pipeline.WithHooks(m))
 	return reg, fake, run
 }
+
+// holdUntil is a stage function that holds the record at offset until
+// release is closed and lets every other record through.
+func holdUntil(offset int64, release <-chan struct{}) func(context.Context, sluice.Record) error {
+	return func(_ context.Context, r sluice.Record) error {
+		if r.Offset == offset {
+			<-release
+		}
+		return nil
+	}
+}

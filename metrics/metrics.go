@@ -115,40 +115,34 @@ func (b *builder) add(name string, c prometheus.Collector) {
 	b.collectors = append(b.collectors, named{name, c})
 }
 
-func (b *builder) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels})
+// added is c, once b registered it under name.
+func added[C prometheus.Collector](b *builder, name string, c C) C {
 	b.add(name, c)
 	return c
+}
+
+func (b *builder) counter(name, help string) prometheus.Counter {
+	return added(b, name, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels}))
 }
 
 func (b *builder) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels)
-	b.add(name, c)
-	return c
+	return added(b, name, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels))
 }
 
 func (b *builder) gauge(name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels})
-	b.add(name, g)
-	return g
+	return added(b, name, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels}))
 }
 
 func (b *builder) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels)
-	b.add(name, g)
-	return g
+	return added(b, name, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.constLabels}, labels))
 }
 
 func (b *builder) histogram(name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels})
-	b.add(name, h)
-	return h
+	return added(b, name, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels}))
 }
 
 func (b *builder) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels}, labels)
-	b.add(name, h)
-	return h
+	return added(b, name, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.constLabels}, labels))
 }
 
 // register registers every collector, or none.

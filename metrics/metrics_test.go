@@ -147,12 +147,7 @@ func TestBackpressurePauseIsTimed(t *testing.T) {
 		reg, m := newMetrics(t)
 		release := make(chan struct{})
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				if r.Offset == 0 {
-					<-release
-				}
-				return nil
-			})
+			return stages.Each(in, holdUntil(0, release))
 		}, pipeline.WithHooks(m), pipeline.WithPartitionQueue(2))
 		h.Assign("t", 0)
 		h.Send("t", 0, values("a", "b", "c")...)
@@ -179,12 +174,7 @@ func TestStuckValue(t *testing.T) {
 		health := newHealth(t, metrics.WithPollTimeout(time.Hour))
 		release := make(chan struct{})
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				if r.Offset == 1 {
-					<-release
-				}
-				return nil
-			}, stages.Name("slow"))
+			return stages.Each(in, holdUntil(1, release), stages.Name("slow"))
 		}, pipeline.WithHooks(m, health), pipeline.WithStuckThreshold(time.Second))
 		h.Assign("t", 0)
 		h.Send("t", 0, values("a", "b", "c")...)

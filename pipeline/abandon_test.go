@@ -18,17 +18,6 @@ import (
 // function and the synctest bubble waits for every goroutine to exit, so
 // nothing outlives the test (goleak, in TestMain, sees nothing).
 
-// ignoringCtx is a stage function that blocks at offset stuck until
-// release is closed, whatever its context says.
-func ignoringCtx(stuck int64, release <-chan struct{}) func(context.Context, sluice.Record) error {
-	return func(_ context.Context, r sluice.Record) error {
-		if r.Offset == stuck {
-			<-release
-		}
-		return nil
-	}
-}
-
 // stuckError checks that err is the *sluice.StageError of an abandoned function:
 // ErrAbandoned, naming stage, partition 0 and offset.
 func stuckError(t *testing.T, err error, stage string, offset int64) {
@@ -57,7 +46,7 @@ func TestShutdownAbandonsAFunctionThatIgnoresItsContext(t *testing.T) {
 		if err := fake.Assign("t", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Send("t", 0, values(10)...); err != nil {
+		if err := fake.Send("t", 0, testkit.Values(10)...); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // offsets 0-2 done, 3 blocked
@@ -134,7 +123,7 @@ func TestOnCloseHookThatIgnoresItsContextIsAbandoned(t *testing.T) {
 		if err := fake.Assign("t", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := fake.Send("t", 0, values(3)...); err != nil {
+		if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

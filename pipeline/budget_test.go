@@ -28,9 +28,7 @@ func TestHugeInFlightLimitsStillResumePausedPartitions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := newGate(0)
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
-				}, opt, pipeline.WithPartitionQueue(100))
+				h := eachHarness(t, g.waitRecord, opt, pipeline.WithPartitionQueue(100))
 				assignAndSend(h, 1000)
 				synctest.Wait()
 				if got := h.Fake().Delivered("t", 0); got != 128 {
@@ -90,11 +88,9 @@ func TestInFlightLimitsAreCapsWithManyPartitions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				obs := newPeakObserver(perPart)
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-						time.Sleep(time.Millisecond) // a slow consumer: the budget fills up
-						return nil
-					})
+				h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+					time.Sleep(time.Millisecond) // a slow consumer: the budget fills up
+					return nil
 				}, append(tc.opts, pipeline.WithHooks(obs))...)
 				ids := make([]int32, parts)
 				for i := range ids {
@@ -138,22 +134,20 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 		g := newGate(0)
 		var mu sync.Mutex
 		seen := map[sluice.TopicPartition][]int64{}
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				if r.Partition == 0 {
-					if err := g.wait(ctx, r.Offset); err != nil {
-						return err
-					}
+		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+			if r.Partition == 0 {
+				if err := g.wait(ctx, r.Offset); err != nil {
+					return err
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				tp := sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-				seen[tp] = append(seen[tp], r.Offset)
-				return nil
-			})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			tp := sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			seen[tp] = append(seen[tp], r.Offset)
+			return nil
 		}, pipeline.WithMaxInFlight(10))
-		h.Send("t", 0, values(64)...)
-		h.Send("t", 1, values(64)...)
+		h.Send("t", 0, testkit.Values(64)...)
+		h.Send("t", 1, testkit.Values(64)...)
 		h.Assign("t", 0, 1)
 		synctest.Wait() // 10 records of partition 0 in flight; the rest waits
 		h.Revoke("t", 1)
@@ -180,11 +174,9 @@ func TestWaitingRecordsOfARevokedPartitionAreRedelivered(t *testing.T) {
 func TestARecordHeavierThanTheByteLimitGoesAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := newPeakObserver(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(context.Context, sluice.Record) error {
-				time.Sleep(time.Millisecond)
-				return nil
-			})
+		h := eachHarness(t, func(context.Context, sluice.Record) error {
+			time.Sleep(time.Millisecond)
+			return nil
 		}, pipeline.WithMaxInFlightBytes(10), pipeline.WithHooks(obs))
 		big := make([][]byte, 20)
 		for i := range big {
@@ -272,5 +264,34 @@ func TestPausedPartitionsResumeInTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// The byte budget counts RecordOverhead per record on top of its key and
+// value, so that it bounds what the runtime holds per record: a budget of
+// exactly ten 10-byte records with their overhead admits ten of them, not
+// the hundreds their values alone would allow.
+func TestByteBudgetCountsTheRecordOverhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const perRecord = 10 + pipeline.RecordOverhead
+		obs := newPeakObserver(0)
+		g := newGate(0)
+		h := eachHarness(t, g.waitRecord, pipeline.WithMaxInFlightBytes(10*perRecord), pipeline.WithHooks(obs))
+		vals := make([][]byte, 100)
+		for i := range vals {
+			vals[i] = []byte("0123456789")
+		}
+		h.Assign("t", 0)
+		h.Send("t", 0, vals...)
+		synctest.Wait()
+		obs.mu.Lock()
+		recs, byts := obs.records, obs.bytes
+		obs.mu.Unlock()
+		if recs != 10 || byts != 10*perRecord {
+			t.Fatalf("peak in flight %d records, %d bytes while record 0 is held; want 10 records, %d bytes (%d each)",
+				recs, byts, 10*perRecord, perRecord)
+		}
+		g.open(0)
+		h.WaitCommitted("t", 0, 100)
 	})
 }

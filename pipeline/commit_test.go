@@ -13,32 +13,6 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// gate blocks chosen offsets until released.
-type gate struct {
-	blocked map[int64]chan struct{}
-}
-
-func newGate(offsets ...int64) *gate {
-	g := &gate{blocked: map[int64]chan struct{}{}}
-	for _, o := range offsets {
-		g.blocked[o] = make(chan struct{})
-	}
-	return g
-}
-
-func (g *gate) wait(ctx context.Context, off int64) error {
-	if ch, ok := g.blocked[off]; ok {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
-}
-
-func (g *gate) open(off int64) { close(g.blocked[off]) }
-
 func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 500
@@ -230,12 +204,7 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 				}
 				return b, nil
 			})
-			return stages.Each(stages.Unbatch(empty), func(_ context.Context, r sluice.Record) error {
-				if r.Offset == 7 {
-					<-hold
-				}
-				return nil
-			})
+			return stages.Each(stages.Unbatch(empty), ignoringCtx(7, hold))
 		})
 		assignAndSend(h, 9)
 		synctest.Wait()
@@ -250,9 +219,7 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 func TestByteBudgetPausesPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
-		}, pipeline.WithMaxInFlightBytes(1000))
+		h := eachHarness(t, g.waitRecord, pipeline.WithMaxInFlightBytes(1000))
 		big := make([][]byte, 200)
 		for i := range big {
 			big[i] = make([]byte, 100)

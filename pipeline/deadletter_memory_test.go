@@ -17,7 +17,7 @@ import (
 func liveHeapGrowth(t *testing.T, build pipeline.Builder, opts ...pipeline.Option) int64 {
 	h := testkit.New(t, build, opts...)
 	h.Assign("t", 0)
-	vals := values(1000)
+	vals := testkit.Values(1000)
 	live := func() int64 {
 		runtime.GC()
 		runtime.GC()
@@ -36,9 +36,7 @@ func liveHeapGrowth(t *testing.T, build pipeline.Builder, opts ...pipeline.Optio
 		}
 	}
 	grown := live() - base
-	if err := h.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	stopClean(t, h)
 	return grown
 }
 

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,17 +18,16 @@ import (
 )
 
 // revokes records what the revoke hook saw.
-type revokes struct {
-	mu       sync.Mutex
-	timedOut []bool
-	took     []time.Duration
+type revokes struct{ lockedList[revoke] }
+
+// revoke is one call of the revoke hook.
+type revoke struct {
+	took     time.Duration
+	timedOut bool
 }
 
 func (r *revokes) OnPartitionRevoked(_ sluice.TopicPartition, took time.Duration, timedOut bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.timedOut = append(r.timedOut, timedOut)
-	r.took = append(r.took, took)
+	r.push(revoke{took, timedOut})
 }
 
 // A slow key (every record 50 ms, all of one key in a PoolByKey) with the
@@ -52,9 +52,9 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 		assignAndSend(h, n)
 		time.Sleep(time.Minute) // the rate is measured
 		h.Revoke("t", 0)
-		if len(hook.timedOut) != 1 || hook.timedOut[0] || hook.took[0] > pipeline.DefaultDrainTimeout/2+time.Second {
-			t.Fatalf("revoke: timed out %v after %v, want a drain of about half the drain timeout (%v) at most",
-				hook.timedOut, hook.took, pipeline.DefaultDrainTimeout/2)
+		if got := hook.list(); len(got) != 1 || got[0].timedOut || got[0].took > pipeline.DefaultDrainTimeout/2+time.Second {
+			t.Fatalf("revokes %+v, want one drain of about half the drain timeout (%v) at most, not timed out",
+				got, pipeline.DefaultDrainTimeout/2)
 		}
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, n)
@@ -67,9 +67,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 		if len(got) != n {
 			t.Fatalf("processed %d records, want %d", len(got), n)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -79,19 +77,17 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs lockedBuffer
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				d := 10 * time.Millisecond
-				if r.Offset >= 1000 {
-					d = time.Hour
-				}
-				select {
-				case <-time.After(d):
-					return nil
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
-			})
+		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+			d := 10 * time.Millisecond
+			if r.Offset >= 1000 {
+				d = time.Hour
+			}
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}, pipeline.WithDrainTimeout(4*time.Second), pipeline.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		assignAndSend(h, 2000)
 		time.Sleep(10*time.Second + time.Second/2) // 1000 records at 100/s, then offset 1000 waits
@@ -103,9 +99,7 @@ func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 				t.Fatalf("log %q does not say %q", line, want)
 			}
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -148,8 +142,73 @@ func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 		if got := out.of(0); len(got) != 3 || got[0] != 1000 || got[1] != 1000 || got[2] != 1000 {
 			t.Fatalf("batches %v, want [1000 1000 1000]", got)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
+		stopClean(t, h)
+	})
+}
+
+// A Batch larger than the feeder's first limit (one chunk, 256 records)
+// gets its first batch whole at once: the records of a new partition do
+// not wait for maxWait (here an hour) nor for the stall rule (625 ms with
+// the default drain timeout) before they commit.
+func TestANewGraphFeedsItsBatchsFirstBatchWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sink
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(stages.Batch(in, 600, time.Hour), func(_ context.Context, b []sluice.Record) error {
+				out.add(p.Partition, int64(len(b)))
+				return nil
+			})
+		})
+		start := time.Now()
+		assignAndSend(h, 1800)
+		h.WaitCommitted("t", 0, 1800)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("3 batches of 600 took %v, want no wait", took)
 		}
+		if got := out.of(0); len(got) != 3 || got[0] != 600 || got[1] != 600 || got[2] != 600 {
+			t.Fatalf("batches %v, want [600 600 600]", got)
+		}
+		stopClean(t, h)
+	})
+}
+
+// One record in 50 is slow (2 s, all of one key in a PoolByKey), the
+// others fast: the committable offset stands still for 2 s at every slow
+// record, then jumps. The measured rate is about 25 records/s, so the
+// feeder keeps about 250 records (5 slow ones, 10 s of work) in the
+// graph, and a revoke after three minutes (the first measurements long
+// past) drains within the drain timeout.
+func TestASlowRecordAtTheHeadDoesNotUnpaceTheFeeder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20000
+		var hook revokes
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			key := func(r sluice.Record) string {
+				if r.Offset%50 == 0 {
+					return "slow"
+				}
+				return fmt.Sprint(r.Offset)
+			}
+			done := stages.PoolByKey(in, 8, key, func(ctx context.Context, r sluice.Record) (int64, error) {
+				d := time.Millisecond
+				if r.Offset%50 == 0 {
+					d = 2 * time.Second
+				}
+				select {
+				case <-time.After(d):
+					return r.Offset, nil
+				case <-ctx.Done():
+					return 0, context.Cause(ctx)
+				}
+			})
+			return stages.Discard(done)
+		}, pipeline.WithHooks(&hook))
+		assignAndSend(h, n)
+		time.Sleep(3 * time.Minute)
+		h.Revoke("t", 0)
+		if got := hook.list(); len(got) != 1 || got[0].timedOut {
+			t.Fatalf("revokes %+v, want one drain within the drain timeout (%v)", got, pipeline.DefaultDrainTimeout)
+		}
+		stopClean(t, h)
 	})
 }

@@ -108,9 +108,9 @@ func TestStageErrorStopsRunAndCommitsWhatFinished(t *testing.T) {
 		})
 		h.Assign("t", 0)
 		h.Assign("u", 0)
-		h.Send("u", 0, values(3)...)
+		h.Send("u", 0, testkit.Values(3)...)
 		h.WaitCommitted("u", 0, 3)
-		h.Send("t", 0, values(10)...)
+		h.Send("t", 0, testkit.Values(10)...)
 		err := h.Wait()
 		if !errors.Is(err, boom) {
 			t.Fatalf("Run returned %v, want it to wrap %v", err, boom)
@@ -230,13 +230,11 @@ func TestDeadLetterLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-						if string(r.Value) == "x" {
-							return sluice.Invalid(errors.New("bad"))
-						}
-						return nil
-					})
+				h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+					if string(r.Value) == "x" {
+						return sluice.Invalid(errors.New("bad"))
+					}
+					return nil
 				}, pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error { return nil }),
 					pipeline.WithDeadLetterLimit(tc.limit))
 				h.Assign("t", 0)
@@ -247,9 +245,7 @@ func TestDeadLetterLimits(t *testing.T) {
 				h.Send("t", 0, vals...)
 				if !tc.stopped {
 					h.WaitCommitted("t", 0, int64(len(tc.values)))
-					if err := h.Stop(); err != nil {
-						t.Fatal(err)
-					}
+					stopClean(t, h)
 					return
 				}
 				err := h.Wait()

@@ -39,14 +39,12 @@ func TestRevokeAfterDrainTimeoutCommitsOnlyWhatFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(4)
 		var cause error
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				err := g.wait(ctx, r.Offset)
-				if err != nil {
-					cause = err
-				}
-				return err
-			})
+		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+			err := g.wait(ctx, r.Offset)
+			if err != nil {
+				cause = err
+			}
+			return err
 		}, pipeline.WithDrainTimeout(3*time.Second))
 		assignAndSend(h, 10)
 		synctest.Wait()
@@ -127,9 +125,7 @@ func TestShutdownDrainsAndCommitsEveryPartition(t *testing.T) {
 		assignAndSend(h, 7)
 		synctest.Wait()
 		checkCommitted(t, h, -1, "before the batch flushed")
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		checkCommitted(t, h, 7, "after shutdown")
 		want := []string{"batch", "close-second-registered", "close-first-registered"}
 		if !slices.Equal(order, want) {
@@ -194,9 +190,7 @@ func TestBatchByWeightClosesABatchAtItsWeight(t *testing.T) {
 func TestBackpressurePausesAFullPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error { return g.wait(ctx, r.Offset) })
-		}, pipeline.WithPartitionQueue(100))
+		h := eachHarness(t, g.waitRecord, pipeline.WithPartitionQueue(100))
 		assignAndSend(h, 1000)
 		synctest.Wait()
 		// The fake delivers 64 records at a time; the partition pauses once
@@ -212,20 +206,18 @@ func TestBackpressurePausesAFullPartition(t *testing.T) {
 func TestGlobalInFlightLimitBoundsAllPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				select {
-				case <-release:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
+		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}, pipeline.WithMaxInFlight(200))
 		parts := []int32{0, 1, 2, 3, 4, 5, 6, 7}
 		h.Assign("t", parts...)
 		for _, p := range parts {
-			h.Send("t", p, values(500)...)
+			h.Send("t", p, testkit.Values(500)...)
 		}
 		synctest.Wait()
 		total := 0

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,46 +14,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// logLines records the log records of one level and above, with their
-// attributes as text, for exact assertions.
-type logLines struct {
-	mu    sync.Mutex
-	level slog.Level
-	lines []logLine
-}
-
-type logLine struct {
-	msg   string
-	attrs map[string]string
-}
-
-func (l *logLines) Enabled(_ context.Context, lv slog.Level) bool { return lv >= l.level }
-func (l *logLines) WithAttrs([]slog.Attr) slog.Handler            { return l }
-func (l *logLines) WithGroup(string) slog.Handler                 { return l }
-func (l *logLines) Handle(_ context.Context, r slog.Record) error {
-	line := logLine{msg: r.Message, attrs: map[string]string{}}
-	r.Attrs(func(a slog.Attr) bool {
-		line.attrs[a.Key] = a.Value.String()
-		return true
-	})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, line)
-	return nil
-}
-
-func (l *logLines) withMessage(prefix string) []logLine {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []logLine
-	for _, line := range l.lines {
-		if strings.HasPrefix(line.msg, prefix) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // The documented sums of the default policy are the policy's: 11.3 s of
 // backoff at most, half of it at least, both below the drain timeout.
@@ -227,5 +185,31 @@ func TestInvalidRetryPoliciesNameTheField(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("WithRetry(%+v): Run returned %v, want %s", c.p, err, c.want)
 		}
+	}
+}
+
+// A retry policy whose backoff adds up to more than the drain timeout is
+// accepted with one warning at start naming both values; the default
+// policy, below it, gets none.
+func TestRetryLongerThanTheDrainTimeoutIsAWarningNamingBoth(t *testing.T) {
+	long := sluice.RetryPolicy{Attempts: 30, Initial: time.Second, Max: time.Minute} // 1+2+4+8+16+32 s, then 23 minutes
+	if got := long.MaxBackoff(); got != 24*time.Minute+3*time.Second {
+		t.Fatalf("MaxBackoff = %v", got)
+	}
+	logs := &logLines{level: slog.LevelWarn}
+	if err := runWith(pipeline.WithRetry(long), pipeline.WithLogger(slog.New(logs))); err != nil {
+		t.Fatal(err)
+	}
+	lines := logs.withMessage("sluice: the retry policy")
+	if len(lines) != 1 || lines[0].attrs["retry_backoff"] != "24m3s" || lines[0].attrs["drain_timeout"] != "20s" {
+		t.Fatalf("warnings %+v, want one naming retry_backoff=24m3s and drain_timeout=20s", logs.list())
+	}
+
+	logs = &logLines{level: slog.LevelWarn}
+	if err := runWith(pipeline.WithLogger(slog.New(logs))); err != nil {
+		t.Fatal(err)
+	}
+	if len(logs.list()) != 0 {
+		t.Fatalf("warnings %+v with the default policy, want none", logs.list())
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,38 +16,14 @@ import (
 
 var errFlaky = errors.New("connection refused")
 
-// attempts counts calls per offset and when they happened.
-type attempts struct {
-	mu    sync.Mutex
-	calls map[int64][]time.Time
-}
-
-func (a *attempts) call(off int64) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.calls == nil {
-		a.calls = map[int64][]time.Time{}
-	}
-	a.calls[off] = append(a.calls[off], time.Now())
-	return len(a.calls[off])
-}
-
-func (a *attempts) of(off int64) []time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls[off]
-}
-
 func TestTransientErrorsAreRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-				if a.call(r.Offset) <= 3 && r.Offset == 1 {
-					return errFlaky
-				}
-				return nil
-			})
+		h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+			if a.call(r.Offset) <= 3 && r.Offset == 1 {
+				return errFlaky
+			}
+			return nil
 		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 5, Initial: time.Second, Max: 3 * time.Second}))
 		assignAndSend(h, 3)
 		h.WaitCommitted("t", 0, 3)
@@ -98,11 +73,9 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a attempts
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-						a.call(r.Offset)
-						return failure
-					})
+				h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+					a.call(r.Offset)
+					return failure
 				})
 				assignAndSend(h, 1)
 				if err := h.Wait(); err == nil {
@@ -119,19 +92,17 @@ func TestPermanentInvalidAndPanicsAreNotRetried(t *testing.T) {
 func TestRevokeInterruptsARetryAndLeavesTheRecordUncommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a attempts
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-				a.call(r.Offset)
-				if r.Partition == 0 && r.Offset == 1 {
-					return errFlaky // the database stays down
-				}
-				return nil
-			})
+		h := eachHarness(t, func(_ context.Context, r sluice.Record) error {
+			a.call(r.Offset)
+			if r.Partition == 0 && r.Offset == 1 {
+				return errFlaky // the database stays down
+			}
+			return nil
 		}, pipeline.WithRetry(sluice.RetryPolicy{Attempts: 100, Initial: time.Minute, Max: time.Hour}))
 		h.Assign("t", 0, 1)
-		h.Send("t", 0, values(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		synctest.Wait() // offset 1 waits in its first backoff
-		h.Send("t", 1, values(4)...)
+		h.Send("t", 1, testkit.Values(4)...)
 		h.WaitCommitted("t", 1, 4) // other partitions go on meanwhile
 		start := time.Now()
 		h.Revoke("t", 0)
@@ -166,21 +137,10 @@ func TestDeadLetterDeliveryIsRetried(t *testing.T) {
 }
 
 // stuckRecorder records Stuck events.
-type stuckRecorder struct {
-	mu     sync.Mutex
-	events []string
-}
+type stuckRecorder struct{ lockedList[string] }
 
 func (s *stuckRecorder) OnStuck(stage string, tp sluice.TopicPartition, offset int64, since time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
-}
-
-func (s *stuckRecorder) list() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.events...)
+	s.push(fmt.Sprintf("%s@%s/%d:%d", stage, tp.Topic, tp.Partition, offset))
 }
 
 func TestStuckDetectorReportsAValueOnceWithItsPosition(t *testing.T) {

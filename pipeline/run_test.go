@@ -2,7 +2,7 @@ package pipeline_test
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"testing"
 	"testing/synctest"
 
@@ -12,27 +12,6 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// sink collects what reaches an End, per partition, in order.
-type sink struct {
-	mu  sync.Mutex
-	got map[int32][]int64
-}
-
-func (s *sink) add(p int32, off int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.got == nil {
-		s.got = map[int32][]int64{}
-	}
-	s.got[p] = append(s.got[p], off)
-}
-
-func (s *sink) of(p int32) []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.got[p]...)
-}
-
 func TestMapEachCommitsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out sink
@@ -41,8 +20,8 @@ func TestMapEachCommitsEverything(t *testing.T) {
 			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
 		})
 		h.Assign("events", 0, 1)
-		h.Send("events", 0, values(1000)...)
-		h.Send("events", 1, values(3)...)
+		h.Send("events", 0, testkit.Values(1000)...)
+		h.Send("events", 1, testkit.Values(3)...)
 		h.WaitCommitted("events", 0, 1000)
 		h.WaitCommitted("events", 1, 3)
 		synctest.Wait()
@@ -58,8 +37,58 @@ func TestMapEachCommitsEverything(t *testing.T) {
 				t.Fatalf("value %d has offset %d: order broken", i, o)
 			}
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
+		stopClean(t, h)
+	})
+}
+
+// shutdownFailingSource assigns t/0, delivers one record and, once Run
+// stops it, shuts the group down and fails as a Kafka source whose final
+// commit failed does.
+type shutdownFailingSource struct{ err error }
+
+func (s shutdownFailingSource) Run(ctx context.Context, g sluice.Group) error {
+	tp := sluice.TopicPartition{Topic: "t", Partition: 0}
+	if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
+		return err
+	}
+	g.Deliver(tp, []sluice.Record{{Topic: "t", Partition: 0, Offset: 0, Value: []byte("x")}})
+	<-ctx.Done()
+	g.Shutdown()
+	return s.err
+}
+
+// A source that fails in the shutdown a stage error started is not
+// hidden behind the stage error: Run returns both.
+func TestSourceShutdownErrorIsJoinedAfterTheStageError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		errWrite := errors.New("schema mismatch")
+		err := pipeline.Run(context.Background(), shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(in, func(context.Context, sluice.Record) error { return sluice.Permanent(errWrite) }, stages.Name("write"))
+			})
+		var se *sluice.StageError
+		if !errors.As(err, &se) || !errors.Is(err, errWrite) || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the *StageError and the source's error", err)
+		}
+		want := "sluice: stage \"write\" on t/0 at offset 0: schema mismatch\nsluice: source failed: final commit failed"
+		if err.Error() != want {
+			t.Fatalf("Run returned\n%v\nwant\n%s", err, want)
+		}
+	})
+}
+
+// Without a stage error, the source's shutdown error is what Run returns.
+func TestSourceShutdownErrorAloneIsReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errCommit := errors.New("final commit failed")
+		r := testkit.Start(t, shutdownFailingSource{err: errCommit},
+			func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Discard(in)
+			})
+		synctest.Wait()
+		if err := r.Stop(t); err == nil || err.Error() != "sluice: source failed: final commit failed" || !errors.Is(err, errCommit) {
+			t.Fatalf("Run returned %v, want the source's error", err)
 		}
 	})
 }

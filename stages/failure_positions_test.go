@@ -120,7 +120,7 @@ func TestPoolFailureDoesNotRetryTheBacklog(t *testing.T) {
 		})
 		h.Assign("t", 0)
 		start := time.Now()
-		h.Send("t", 0, nValues(200)...)
+		h.Send("t", 0, testkit.Values(200)...)
 		err := h.Wait()
 		var se *sluice.StageError
 		if !errors.As(err, &se) || se.Offset != 0 {

@@ -3,7 +3,6 @@ package stages_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -49,13 +48,14 @@ func (g *gate) wait(ctx context.Context, r sluice.Record) error {
 	return nil
 }
 
-// nValues returns n values "0".."n-1".
-func nValues(n int) [][]byte {
-	vs := make([][]byte, n)
-	for i := range vs {
-		vs[i] = fmt.Appendf(nil, "%d", i)
+// then returns a stage function that waits at g, then calls next.
+func (g *gate) then(next func(context.Context, sluice.Record) error) func(context.Context, sluice.Record) error {
+	return func(ctx context.Context, r sluice.Record) error {
+		if err := g.wait(ctx, r); err != nil {
+			return err
+		}
+		return next(ctx, r)
 	}
-	return vs
 }
 
 // expectBuildError runs build for partition t/3 and checks that Run fails
@@ -87,7 +87,7 @@ func expectBuildError(t *testing.T, build builder, want ...string) {
 func failsAt(t *testing.T, h *testkit.Harness, n int, offset int64, panicked bool) *sluice.StageError {
 	t.Helper()
 	h.Assign("t", 0)
-	h.Send("t", 0, nValues(n)...)
+	h.Send("t", 0, testkit.Values(n)...)
 	err := h.Wait()
 	var se *sluice.StageError
 	if !errors.As(err, &se) || se.Offset != offset {
@@ -118,4 +118,12 @@ func sharedWrites(t *testing.T, size int, maxWait time.Duration) (*writes, *test
 	t.Helper()
 	w := &writes{}
 	return w, sharedHarness(t, stages.NewSharedBatcher(w.write, size, maxWait))
+}
+
+// stopClean stops h and fails the test if Run returned an error.
+func stopClean(t *testing.T, h *testkit.Harness) {
+	t.Helper()
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
 }

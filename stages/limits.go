@@ -270,6 +270,16 @@ func typeName[T any]() string {
 	return t.String()
 }
 
+// limitedFn returns fn, the function of the calling stage fname, wrapped
+// in the limits cs gives it (key is the stage's own key function, if
+// any). A nil fn is a build problem of the stage.
+func limitedFn[In, Out any](cs *callSpec, fname string, key func(In) string, fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	if fn == nil {
+		problem(&cs.StageSpec, "stages.%s: fn is nil", fname)
+	}
+	return wrap(limitsOf(cs, fname, key), fn)
+}
+
 // wrap returns fn calling the user's function under the limits: its key's
 // lock first, then a slot. Without limits it returns fn itself.
 func wrap[In, Out any](l limits[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {

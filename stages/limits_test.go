@@ -94,13 +94,11 @@ func TestLimiterBoundsCallsAcrossPartitions(t *testing.T) {
 			return stages.Discard(stages.Pool(in, 4, g.call, lim))
 		})
 		h.Assign("t", 0, 1)
-		h.Send("t", 0, nValues(12)...)
-		h.Send("t", 1, nValues(12)...)
+		h.Send("t", 0, testkit.Values(12)...)
+		h.Send("t", 1, testkit.Values(12)...)
 		h.WaitCommitted("t", 0, 12)
 		h.WaitCommitted("t", 1, 12)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if all, _ := g.maxima(); all != 3 {
 			t.Fatalf("at most %d calls ran at once, want 3 (the Limiter's n)", all)
 		}
@@ -125,9 +123,7 @@ func TestKeyLockOnPoolByKeyHoldsAcrossPartitions(t *testing.T) {
 		for p := range int32(3) {
 			h.WaitCommitted("t", p, 10)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		all, perKey := g.maxima()
 		if perKey["acct"] != 1 || perKey["other"] != 1 || all != 2 {
 			t.Fatalf("calls at once: %d in all, per key %v; want 2 in all, one per key", all, perKey)
@@ -153,9 +149,7 @@ func TestPoolByKeyAloneIsPerPartition(t *testing.T) {
 		h.Send("t", 1, repeat("acct", 4)...)
 		h.WaitCommitted("t", 0, 4)
 		h.WaitCommitted("t", 1, 4)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if _, perKey := g.maxima(); perKey["acct"] != 2 {
 			t.Fatalf("one key ran %d calls at once on two partitions, want 2", perKey["acct"])
 		}
@@ -199,9 +193,7 @@ func TestLimitsOnEveryCallingStage(t *testing.T) {
 				for p := range int32(3) {
 					h.WaitCommitted("t", p, 4)
 				}
-				if err := h.Stop(); err != nil {
-					t.Fatal(err)
-				}
+				stopClean(t, h)
 				all, perKey := g.maxima()
 				want := map[string]int{"a": 1, "b": 1, "c": 1}
 				if all != 2 || len(perKey) != 3 || perKey["a"] != 1 || perKey["b"] != 1 || perKey["c"] != 1 {
@@ -239,13 +231,25 @@ func TestLimiterSlotIsFreeDuringBackoff(t *testing.T) {
 		h.Send("t", 1, []byte("p1"))
 		h.WaitCommitted("t", 1, 1) // during p0's backoff
 		h.WaitCommitted("t", 0, 1)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if want := []string{"p0", "p1", "p0"}; !slices.Equal(calls, want) {
 			t.Fatalf("calls %v, want %v", calls, want)
 		}
 	})
+}
+
+// holdingTheSlot starts a Harness with opts whose graph is one Each stage
+// under a Limiter of one slot that holds the value "hold" at the returned
+// gate, and assigns it t/0 and t/1.
+func holdingTheSlot(t *testing.T, opts ...pipeline.Option) (*testkit.Harness, *gate) {
+	t.Helper()
+	lim := stages.NewLimiter(1)
+	b := holdValue("hold")
+	h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, b.wait, lim)
+	}, opts...)
+	h.Assign("t", 0, 1)
+	return h, b
 }
 
 // Waiting for a slot ends with the partition's context: a lost partition
@@ -253,12 +257,7 @@ func TestLimiterSlotIsFreeDuringBackoff(t *testing.T) {
 // value uncommitted; the holder goes on.
 func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := stages.NewLimiter(1)
-		b := holdValue("hold")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, b.wait, lim)
-		})
-		h.Assign("t", 0, 1)
+		h, b := holdingTheSlot(t)
 		h.Send("t", 0, []byte("hold"))
 		<-b.closed
 		h.Send("t", 1, []byte("x"), []byte("y"))
@@ -269,9 +268,7 @@ func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 		}
 		close(b.open)
 		h.WaitCommitted("t", 0, 1)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -280,12 +277,7 @@ func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 // stays uncommitted and what finished before it is committed.
 func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := stages.NewLimiter(1)
-		b := holdValue("hold")
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(in, b.wait, lim)
-		}, pipeline.WithDrainTimeout(5*time.Second))
-		h.Assign("t", 0, 1)
+		h, b := holdingTheSlot(t, pipeline.WithDrainTimeout(5*time.Second))
 		h.Send("t", 1, []byte("x"))
 		h.WaitCommitted("t", 1, 1)
 		h.Send("t", 0, []byte("hold"))
@@ -302,9 +294,7 @@ func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 		}
 		close(b.open)
 		h.WaitCommitted("t", 0, 1)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 
@@ -429,8 +419,8 @@ func TestLimiterServesSeveralStagesAndRuns(t *testing.T) {
 		a, b := testkit.New(t, build), testkit.New(t, build)
 		a.Assign("t", 0)
 		b.Assign("t", 1)
-		a.Send("t", 0, nValues(3)...)
-		b.Send("t", 1, nValues(3)...)
+		a.Send("t", 0, testkit.Values(3)...)
+		b.Send("t", 1, testkit.Values(3)...)
 		a.WaitCommitted("t", 0, 3)
 		b.WaitCommitted("t", 1, 3)
 		if err := errors.Join(a.Stop(), b.Stop()); err != nil {

@@ -16,10 +16,7 @@ import (
 // [LockKey] (one call at a time per key) as an option.
 func Map[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Map", opts)
-	if fn == nil {
-		problem(&cs.StageSpec, "stages.Map: fn is nil")
-	}
-	fn = wrap(limitsOf[In](cs, "Map", nil), fn)
+	fn = limitedFn(cs, "Map", nil, fn)
 	return stagekit.Transform(in, cs.StageSpec, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
 		out, err := fn(ctx, v)
 		if err == nil {
@@ -53,10 +50,7 @@ func Filter[T any](in pipeline.Stream[T], keep func(T) bool, opts ...Option) pip
 // down several branches, use [Tee].
 func FlatMap[In, Out any](in pipeline.Stream[In], fn func(context.Context, In) ([]Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("FlatMap", opts)
-	if fn == nil {
-		problem(&cs.StageSpec, "stages.FlatMap: fn is nil")
-	}
-	fn = wrap(limitsOf[In](cs, "FlatMap", nil), fn)
+	fn = limitedFn(cs, "FlatMap", nil, fn)
 	return stagekit.Transform(in, cs.StageSpec, func(ctx context.Context, v In, emit *stagekit.Emitter[Out]) error {
 		outs, err := fn(ctx, v)
 		if err != nil {

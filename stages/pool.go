@@ -53,10 +53,7 @@ func pool[In, Out any](in pipeline.Stream[In], cs *callSpec, fname string, worke
 	if workers < 1 {
 		problem(&cs.StageSpec, "stages.%s: workers is %d; want at least 1", fname, workers)
 	}
-	if fn == nil {
-		problem(&cs.StageSpec, "stages.%s: fn is nil", fname)
-	}
-	fn = wrap(limitsOf(cs, fname, key), fn)
+	fn = limitedFn(cs, fname, key, fn)
 	return stagekit.AddStage(in, cs.StageSpec, func(s *stagekit.Stage, inl *stagekit.Inlet[In], out *stagekit.Outlet[Out]) error {
 		p := &workerPool[In, Out]{s: s, fn: fn, key: key, workers: workers, seed: maphash.MakeSeed(),
 			free: poolChunksOf[In, Out]()}
@@ -216,11 +213,7 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		p.recycle(c)
 		return splitErr
 	}
-	select {
-	case ordered <- c:
-	case <-ctx.Done():
-		return stagekit.ErrStop
-	case <-quit:
+	if !sendOrStop(ctx, ordered, c, quit) {
 		return stagekit.ErrStop
 	}
 	for _, pc := range pcs {
@@ -228,16 +221,25 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		if p.key != nil {
 			qi = pc.lo
 		}
-		select {
-		case queues[qi] <- pc:
-		case <-ctx.Done():
-			return stagekit.ErrStop
-		case <-quit:
+		if !sendOrStop(ctx, queues[qi], pc, quit) {
 			return stagekit.ErrStop
 		}
 		p.crew.posted(qi)
 	}
 	return splitErr
+}
+
+// sendOrStop sends v on ch and reports true, or reports false when ctx
+// ends or quit is closed first.
+func sendOrStop[T any](ctx context.Context, ch chan<- T, v T, quit <-chan struct{}) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-quit:
+		return false
+	}
 }
 
 // split cuts a chunk into pieces: one piece to claim its values from

@@ -51,14 +51,14 @@ func TestPoolIdleHoldsNoWorkers(t *testing.T) {
 				if got := workersRunning(); got != 0 {
 					t.Fatalf("%d workers before any value, want 0", got)
 				}
-				h.Send("t", 0, nValues(n)...)
+				h.Send("t", 0, testkit.Values(n)...)
 				h.WaitCommitted("t", 0, n)
 				synctest.Wait()
 				if got := workersRunning(); got != 0 {
 					t.Fatalf("%d workers running with nothing to do, want 0", got)
 				}
 				// Values that block keep their workers until released.
-				h.Send("t", 0, nValues(2 * n)[n:]...)
+				h.Send("t", 0, testkit.Values(2 * n)[n:]...)
 				synctest.Wait()
 				if got := workersRunning(); got < 1 || got > workers {
 					t.Fatalf("%d workers running with %d blocked values, want 1 to %d", got, n, workers)

@@ -31,7 +31,7 @@ func TestPoolRunsWorkersCallsAtOnceFromOneChunk(t *testing.T) {
 			}))
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(n)...) // one delivery: one chunk
+		h.Send("t", 0, testkit.Values(n)...) // one delivery: one chunk
 		synctest.Wait()
 		if got := running.Load(); got != workers {
 			t.Fatalf("%d calls run at once with every worker blocked, want %d", got, workers)
@@ -63,7 +63,7 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 			}))
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(n)...)
+		h.Send("t", 0, testkit.Values(n)...)
 		synctest.Wait()
 		// The first worker is blocked on value 0; its helper (and the
 		// helpers it posted) claimed and finished every other value.

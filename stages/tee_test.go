@@ -45,16 +45,11 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 			b := stages.Tee(in, 2)
 			return pipeline.All(
 				stages.Each(b[0], fast.add),
-				stages.Each(b[1], func(ctx context.Context, r sluice.Record) error {
-					if err := g.wait(ctx, r); err != nil {
-						return err
-					}
-					return slow.add(ctx, r)
-				}),
+				stages.Each(b[1], g.then(slow.add)),
 			)
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(5)...)
+		h.Send("t", 0, testkit.Values(5)...)
 		<-g.closed
 		synctest.Wait()
 		if got := fast.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
@@ -65,9 +60,7 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 		}
 		close(g.open)
 		h.WaitCommitted("t", 0, 5)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if got := slow.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
 			t.Fatalf("the slow branch processed %v, want 0..4", got)
 		}
@@ -88,11 +81,9 @@ func TestTeeBranchThatFiltersCountsAsDone(t *testing.T) {
 			return pipeline.All(stages.Each(even, evens.add), stages.Each(b[1], all.add))
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(5)...)
+		h.Send("t", 0, testkit.Values(5)...)
 		h.WaitCommitted("t", 0, 5)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if got := evens.list(); !slices.Equal(got, []int64{0, 2, 4}) {
 			t.Fatalf("the filtering branch processed %v, want [0 2 4]", got)
 		}
@@ -136,11 +127,9 @@ func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
 					)
 				}, dead.Option())
 				h.Assign("t", 0)
-				h.Send("t", 0, nValues(3)...)
+				h.Send("t", 0, testkit.Values(3)...)
 				h.WaitCommitted("t", 0, 3)
-				if err := h.Stop(); err != nil {
-					t.Fatal(err)
-				}
+				stopClean(t, h)
 				if got := dead.Offsets("t", 0); !slices.Equal(got, []int64{1}) || dead.Len() != 1 {
 					t.Fatalf("dead-lettered offsets %v (%d letters), want [1] once", got, dead.Len())
 				}
@@ -210,9 +199,7 @@ func TestTeeSlowBranchIsBackpressure(t *testing.T) {
 			t.Fatalf("committed %d, want nothing (-1)", got)
 		}
 		h.Lose("t", 0) // returns once both branches exited
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if got := h.Committed("t", 0); got != -1 {
 			t.Fatalf("committed %d after the loss, want nothing (-1)", got)
 		}
@@ -228,16 +215,10 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 		g := holdOffset(50)
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			br := stages.Tee(in, 3)
-			held := func(ctx context.Context, r sluice.Record) error {
-				if err := g.wait(ctx, r); err != nil {
-					return err
-				}
-				return a.add(ctx, r)
-			}
-			return pipeline.All(stages.Each(br[0], held), stages.Each(br[1], b.add), stages.Discard(br[2]))
+			return pipeline.All(stages.Each(br[0], g.then(a.add)), stages.Each(br[1], b.add), stages.Discard(br[2]))
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(100)...)
+		h.Send("t", 0, testkit.Values(100)...)
 		<-g.closed
 		synctest.Wait()
 		if got := h.Committed("t", 0); got != 50 {
@@ -254,9 +235,7 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 		if len(a.list()) != 100 || len(b.list()) != 100 {
 			t.Fatalf("branches processed %d and %d values, want 100 each", len(a.list()), len(b.list()))
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }
 

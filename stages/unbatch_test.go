@@ -43,7 +43,7 @@ func TestUnbatchAfterBatchDeadLettersOnlyTheInvalidElementsRecord(t *testing.T) 
 			return stages.Discard(stages.Map(elems, failAt(1, sluice.Invalid(errors.New("bad")))))
 		}, dead.Option())
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		h.WaitCommitted("t", 0, 3)
 		if got := deadOffsets(dead); !slices.Equal(got, []int64{1}) {
 			t.Fatalf("dead-lettered offsets %v, want [1]", got)
@@ -81,7 +81,7 @@ func TestUnbatchAfterAMappedBatchDeadLettersTheWholeBatch(t *testing.T) {
 			return stages.Discard(stages.Map(elems, failAt(2, sluice.Invalid(errors.New("bad")))))
 		}, dead.Option())
 		h.Assign("t", 0)
-		h.Send("t", 0, nValues(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		h.WaitCommitted("t", 0, 3)
 		if got := deadOffsets(dead); !slices.Equal(got, []int64{0, 1, 2}) {
 			t.Fatalf("dead-lettered offsets %v, want [0 1 2]", got)

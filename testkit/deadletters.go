@@ -3,10 +3,7 @@ package testkit
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -23,17 +20,12 @@ import (
 // Wait is used there). The zero value is not usable; call
 // [NewDeadLetters].
 type DeadLetters struct {
-	mu      sync.Mutex
-	recs    []sluice.DeadLetter
-	calls   int
-	fail    func(sluice.DeadLetter) error
-	changed chan struct{} // closed and replaced on every recorded letter
-	timeout time.Duration
+	r recorder[sluice.DeadLetter]
 }
 
 // NewDeadLetters returns an empty recorder that accepts every dead letter.
 func NewDeadLetters() *DeadLetters {
-	return &DeadLetters{changed: make(chan struct{}), timeout: WaitTimeout}
+	return &DeadLetters{r: newRecorder[sluice.DeadLetter]()}
 }
 
 // Func returns the dead-letter function to pass to pipeline.WithDeadLetter.
@@ -43,23 +35,7 @@ func NewDeadLetters() *DeadLetters {
 // unless it is sluice.Permanent); otherwise the letter is recorded and
 // the call returns nil. The context is not looked at.
 func (d *DeadLetters) Func() func(context.Context, sluice.DeadLetter) error {
-	return func(_ context.Context, dl sluice.DeadLetter) error {
-		d.mu.Lock()
-		d.calls++
-		fail := d.fail
-		d.mu.Unlock()
-		if fail != nil {
-			if err := fail(dl); err != nil {
-				return err
-			}
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		d.recs = append(d.recs, dl)
-		close(d.changed)
-		d.changed = make(chan struct{})
-		return nil
-	}
+	return func(_ context.Context, dl sluice.DeadLetter) error { return d.r.accept(dl) }
 }
 
 // Option returns pipeline.WithDeadLetter(d.Func()).
@@ -71,27 +47,17 @@ func (d *DeadLetters) Option() pipeline.Option { return pipeline.WithDeadLetter(
 // outside the recorder's lock, from the partitions' dead-letter goroutines,
 // possibly concurrently. FailWith(nil) accepts everything again. It may be
 // called at any time, also while Run runs.
-func (d *DeadLetters) FailWith(fn func(sluice.DeadLetter) error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.fail = fn
-}
+func (d *DeadLetters) FailWith(fn func(sluice.DeadLetter) error) { d.r.failWith(fn) }
 
 // Records returns a copy of the dead letters recorded so far, in the order
 // they arrived (offset order within a partition; partitions interleave).
-func (d *DeadLetters) Records() []sluice.DeadLetter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.recs)
-}
+func (d *DeadLetters) Records() []sluice.DeadLetter { return d.r.recorded() }
 
 // Offsets returns the offsets of the partition's recorded dead letters, in
 // arrival order (nil when there are none).
 func (d *DeadLetters) Offsets(topic string, partition int32) []int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var out []int64
-	for _, dl := range d.recs {
+	for _, dl := range d.r.recorded() {
 		if dl.Record.Topic == topic && dl.Record.Partition == partition {
 			out = append(out, dl.Record.Offset)
 		}
@@ -101,17 +67,15 @@ func (d *DeadLetters) Offsets(topic string, partition int32) []int64 {
 
 // Len returns how many dead letters were recorded.
 func (d *DeadLetters) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.recs)
+	n, _ := d.r.counts()
+	return n
 }
 
 // Calls returns how many times the function was called, failed calls
 // (see [DeadLetters.FailWith]) included.
 func (d *DeadLetters) Calls() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.calls
+	_, calls := d.r.counts()
+	return calls
 }
 
 // Wait blocks until at least n dead letters were recorded and returns a
@@ -121,34 +85,15 @@ func (d *DeadLetters) Calls() int {
 // fails the test.
 func (d *DeadLetters) Wait(t testing.TB, n int) []sluice.DeadLetter {
 	t.Helper()
-	if n < 0 {
-		t.Fatalf("testkit: DeadLetters.Wait(%d): n must not be negative", n)
-		return nil
-	}
-	timer := time.NewTimer(d.timeout)
-	defer timer.Stop()
-	for {
-		d.mu.Lock()
-		got, changed := len(d.recs), d.changed
-		d.mu.Unlock()
-		if got >= n {
-			return d.Records()
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			t.Fatalf("testkit: %s after %v, waiting for %d", d.describe(), d.timeout, n)
-			return nil
-		}
-	}
+	return d.r.wait(t, n, "DeadLetters.Wait", d.describe)
 }
 
 // describe says what was recorded, for failure messages.
 func (d *DeadLetters) describe() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := fmt.Sprintf("%d dead letters recorded (%d calls)", len(d.recs), d.calls)
-	for i, dl := range d.recs {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	s := fmt.Sprintf("%d dead letters recorded (%d calls)", len(d.r.items), d.r.calls)
+	for i, dl := range d.r.items {
 		if i == 5 {
 			s += ", ..."
 			break

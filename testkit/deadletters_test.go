@@ -33,8 +33,8 @@ func TestDeadLettersRecordsEachPartitionInOffsetOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dead := testkit.NewDeadLetters()
 		h := testkit.New(t, rejectOdd, dead.Option())
-		h.Send("t", 0, values(10)...)
-		h.Send("t", 1, values(7)...)
+		h.Send("t", 0, testkit.Values(10)...)
+		h.Send("t", 1, testkit.Values(7)...)
 		h.Assign("t", 0, 1)
 		got := dead.Wait(t, 8)
 		if len(got) != 8 || dead.Len() != 8 || dead.Calls() != 8 {
@@ -42,9 +42,7 @@ func TestDeadLettersRecordsEachPartitionInOffsetOrder(t *testing.T) {
 		}
 		h.WaitCommitted("t", 0, 10)
 		h.WaitCommitted("t", 1, 7)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if o := dead.Offsets("t", 0); !slices.Equal(o, []int64{1, 3, 5, 7, 9}) {
 			t.Errorf("t/0 dead letters at %v, want [1 3 5 7 9]", o)
 		}
@@ -94,12 +92,10 @@ func TestDeadLettersFailWithTransientIsRetried(t *testing.T) {
 			return errors.New("destination down")
 		})
 		h := testkit.New(t, rejectOdd, dead.Option())
-		h.Send("t", 0, values(2)...)
+		h.Send("t", 0, testkit.Values(2)...)
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 2)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if dead.Calls() != 3 || !slices.Equal(dead.Offsets("t", 0), []int64{1}) {
 			t.Fatalf("%d calls, letters at %v; want 3 calls (2 failed) and offset 1 recorded once",
 				dead.Calls(), dead.Offsets("t", 0))
@@ -114,7 +110,7 @@ func TestDeadLettersFailWithPermanentStopsRun(t *testing.T) {
 		dead := testkit.NewDeadLetters()
 		dead.FailWith(func(sluice.DeadLetter) error { return sluice.Permanent(errors.New("rejected")) })
 		h := testkit.New(t, rejectOdd, dead.Option())
-		h.Send("t", 0, values(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		h.Assign("t", 0)
 		err := h.Wait()
 		if !errors.Is(err, sluice.ErrNotDeadLettered) || !strings.Contains(err.Error(), "rejected") {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -15,30 +14,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// values returns n payloads "0".."n-1".
-func values(n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = []byte(strconv.Itoa(i))
-	}
-	return out
-}
-
-func discard(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-	return stages.Discard(in)
-}
-
-// collectOffsets builds graphs that append each record's offset to
-// *seen (one partition at a time: no lock).
-func collectOffsets(seen *[]int64) pipeline.Builder {
-	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			*seen = append(*seen, r.Offset)
-			return nil
-		})
-	}
-}
 
 func TestSendRecordsRejectsOffsetsThatDoNotIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -68,9 +43,7 @@ func TestReassignRedeliversFromTheCommittedOffset(t *testing.T) {
 		h.Send("t", 0, []byte("c"))
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 3)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if len(seen) != 3 || seen[2] != 2 {
 			t.Fatalf("saw offsets %v, want [0 1 2]", seen)
 		}
@@ -80,9 +53,7 @@ func TestReassignRedeliversFromTheCommittedOffset(t *testing.T) {
 func TestControlAfterStopReportsErrStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testkit.New(t, discard)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if err := h.Fake().Send("t", 0, []byte("x")); !errors.Is(err, testkit.ErrStopped) {
 			t.Fatalf("Send after Stop returned %v, want ErrStopped", err)
 		}
@@ -113,7 +84,7 @@ func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
 				return nil
 			})
 		}, pipeline.WithPartitionQueue(3))
-		h.Send("t", 0, values(8)...)
+		h.Send("t", 0, testkit.Values(8)...)
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 5) // offsets 5 to 7 are in flight
 		synctest.Wait()
@@ -125,9 +96,7 @@ func TestAssignOfAnOwnedPartitionIsANoOp(t *testing.T) {
 		}
 		close(release)
 		h.WaitCommitted("t", 0, 8)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if fmt.Sprint(seen) != "[0 1 2 3 4 5 6 7]" || builds != 1 {
 			t.Fatalf("processed %v with %d graphs, want [0 1 2 3 4 5 6 7] once, one graph", seen, builds)
 		}
@@ -140,7 +109,7 @@ func TestSetCommittedStartsTheNextAssignmentThere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int64
 		h := testkit.New(t, collectOffsets(&seen))
-		h.Send("t", 0, values(6)...)
+		h.Send("t", 0, testkit.Values(6)...)
 		if err := h.Fake().SetCommitted("t", 0, 4); err != nil {
 			t.Fatal(err)
 		}
@@ -156,9 +125,7 @@ func TestSetCommittedStartsTheNextAssignmentThere(t *testing.T) {
 		if err := h.Fake().SetCommitted("t", 1, -1); err == nil || !strings.Contains(err.Error(), "t/1, -1") {
 			t.Fatalf("SetCommitted(-1) returned %v, want an error naming the offset", err)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if fmt.Sprint(seen) != "[4 5]" {
 			t.Fatalf("processed %v, want [4 5]: delivery starts at the offset set", seen)
 		}
@@ -217,9 +184,7 @@ func TestSendRecordsNumbersZeroOffsets(t *testing.T) {
 		h.SendRecords(sluice.Record{Topic: "t", Value: []byte("f")})
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 14)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		want := []string{"0:a@0", "0:b@1", "0:c@10", "0:d@11", "0:e@12", "0:f@13"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("processed %v, want %v", got, want)
@@ -242,9 +207,7 @@ func TestSendMessagesKeepsKeysAndHeaders(t *testing.T) {
 			Headers: []sluice.Header{{Key: "trace-id", Value: []byte("abc")}}})
 		h.Assign("t", 0)
 		h.WaitCommitted("t", 0, 2)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		r := got[1]
 		if len(got) != 2 || r.Offset != 1 || string(r.Key) != "k" || string(r.Value) != "v" ||
 			len(r.Headers) != 1 || r.Headers[0].Key != "trace-id" || string(r.Headers[0].Value) != "abc" {

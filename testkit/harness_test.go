@@ -62,7 +62,7 @@ func TestCleanupReportsAnUncheckedRunError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tb := &recordingTB{TB: t}
 		h := testkit.New(tb, failAt1)
-		h.Send("t", 0, values(3)...)
+		h.Send("t", 0, testkit.Values(3)...)
 		h.Assign("t", 0)
 		<-h.Fake().Stopped()
 		errs := tb.cleanup()
@@ -83,7 +83,7 @@ func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tb := &recordingTB{TB: t}
 				h := testkit.New(tb, failAt1)
-				h.Send("t", 0, values(3)...)
+				h.Send("t", 0, testkit.Values(3)...)
 				h.Assign("t", 0)
 				check(tb, h)
 				if errs := tb.cleanup(); len(errs) != 0 {
@@ -102,7 +102,7 @@ func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
 				tb := &recordingTB{TB: t}
 				fake := testkit.NewFake()
 				r := testkit.Start(tb, fake, failAt1)
-				if err := fake.Send("t", 0, values(3)...); err != nil {
+				if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
 					t.Fatal(err)
 				}
 				if err := fake.Assign("t", 0); err != nil {

@@ -3,10 +3,9 @@ package testkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
@@ -43,13 +42,7 @@ type Produced struct {
 // there). The zero value is not usable; call [NewProducer].
 type Producer struct {
 	tr *produce.Tracker
-
-	mu      sync.Mutex
-	msgs    []Produced
-	calls   int
-	fail    func(Produced) error
-	changed chan struct{} // closed and replaced on every recorded message
-	timeout time.Duration
+	r  recorder[Produced]
 }
 
 // errProducerClosed is the fake producer's ErrClosed sentinel: a Producer
@@ -59,9 +52,8 @@ var errProducerClosed = errors.New("testkit: the producer is closed")
 // NewProducer returns a producer that accepts every message.
 func NewProducer() *Producer {
 	return &Producer{
-		tr:      produce.NewTracker(produce.Names{Package: "testkit", ErrClosed: errProducerClosed}),
-		changed: make(chan struct{}),
-		timeout: WaitTimeout,
+		tr: produce.NewTracker(produce.Names{Package: "testkit", ErrClosed: errProducerClosed}),
+		r:  newRecorder[Produced](),
 	}
 }
 
@@ -89,27 +81,17 @@ func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func
 // called from the partitions' Produce stages, possibly concurrently.
 // FailWith(nil) accepts everything again. It may be called at any time,
 // also while Run runs.
-func (p *Producer) FailWith(fn func(Produced) error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.fail = fn
-}
+func (p *Producer) FailWith(fn func(Produced) error) { p.r.failWith(fn) }
 
 // Messages returns a copy of the messages recorded so far, in the order
 // they were sent.
-func (p *Producer) Messages() []Produced {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.msgs)
-}
+func (p *Producer) Messages() []Produced { return p.r.recorded() }
 
 // Values returns the values of the messages recorded for topic, as
 // strings, in the order they were sent (nil when there are none).
 func (p *Producer) Values(topic string) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var out []string
-	for _, m := range p.msgs {
+	for _, m := range p.r.recorded() {
 		if m.Topic == topic {
 			out = append(out, string(m.Message.Value))
 		}
@@ -119,17 +101,15 @@ func (p *Producer) Values(topic string) []string {
 
 // Len returns how many messages were recorded.
 func (p *Producer) Len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.msgs)
+	n, _ := p.r.counts()
+	return n
 }
 
 // Calls returns how many messages were sent to p, failed ones (see
 // [Producer.FailWith]) included.
 func (p *Producer) Calls() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls
+	_, calls := p.r.counts()
+	return calls
 }
 
 // Wait blocks until at least n messages were recorded and returns a
@@ -139,47 +119,16 @@ func (p *Producer) Calls() int {
 // negative n fails the test.
 func (p *Producer) Wait(t testing.TB, n int) []Produced {
 	t.Helper()
-	if n < 0 {
-		t.Fatalf("testkit: Producer.Wait(%d): n must not be negative", n)
-		return nil
-	}
-	timer := time.NewTimer(p.timeout)
-	defer timer.Stop()
-	for {
-		p.mu.Lock()
-		got, calls, changed := len(p.msgs), p.calls, p.changed
-		p.mu.Unlock()
-		if got >= n {
-			return p.Messages()
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			t.Fatalf("testkit: %d messages produced (%d sent) after %v, waiting for %d", got, calls, p.timeout, n)
-			return nil
-		}
-	}
+	return p.r.wait(t, n, "Producer.Wait", func() string {
+		got, calls := p.r.counts()
+		return fmt.Sprintf("%d messages produced (%d sent)", got, calls)
+	})
 }
 
 // send handles one message of a Produce stage: it records it, or fails it,
 // and returns its delivery report.
 func (p *Producer) send(topic string, m sluice.Message) error {
-	pm := Produced{Topic: topic, Message: copyMessage(m)}
-	p.mu.Lock()
-	p.calls++
-	fail := p.fail
-	p.mu.Unlock()
-	if fail != nil {
-		if err := fail(pm); err != nil {
-			return err
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.msgs = append(p.msgs, pm)
-	close(p.changed)
-	p.changed = make(chan struct{})
-	return nil
+	return p.r.accept(Produced{Topic: topic, Message: copyMessage(m)})
 }
 
 // copyMessage returns a copy of m that shares no memory with it: the

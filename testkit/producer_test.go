@@ -49,9 +49,7 @@ func TestProduceRecordsEveryMessageInOrder(t *testing.T) {
 		h.SendMessages("orders", 0, sluice.Message{Key: []byte("k1"), Value: []byte("a")}, sluice.Message{Value: []byte("b")})
 		h.Send("orders", 0, []byte("c"))
 		h.WaitCommitted("orders", 0, 3)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if got := prod.Values("alerts"); !slices.Equal(got, []string{"A", "B", "C"}) {
 			t.Fatalf("produced %v, want [A B C]", got)
 		}
@@ -107,9 +105,7 @@ func TestProduceInvalidMessageIsDeadLettered(t *testing.T) {
 		h := startAlerts(t, prod, dead.Option())
 		h.Send("orders", 0, []byte("a"), []byte("bad"), []byte("c"))
 		h.WaitCommitted("orders", 0, 3)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		if got := dead.Offsets("orders", 0); !slices.Equal(got, []int64{1}) {
 			t.Fatalf("dead-lettered %v, want [1]", got)
 		}
@@ -162,8 +158,6 @@ func TestProducerWait(t *testing.T) {
 		if !strings.Contains(msg, "2 messages produced (2 sent)") || !strings.Contains(msg, "waiting for 3") {
 			t.Fatalf("Wait failed with %q, want it to say what it got and waited for", msg)
 		}
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 	})
 }

@@ -14,6 +14,16 @@ import (
 
 var errUnknownTopic = errors.New("topic does not exist")
 
+// describedOne returns group's entry of a describe call's answer ds, or
+// the call's error err, or the entry's own error (errOf).
+func describedOne[D any](ds map[string]D, err error, group string, errOf func(D) error) (D, error) {
+	d := ds[group]
+	if err == nil {
+		err = errOf(d)
+	}
+	return d, err
+}
+
 // describeGroup asks the broker for group through the admin API, which
 // kfake and Apache Kafka both answer: its type from ListGroups, then the
 // describe request of that type.
@@ -32,12 +42,9 @@ func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group 
 	switch g.Type {
 	case "classic":
 		ds, err := adm.DescribeGroups(ctx, group)
+		d, err := describedOne(ds, err, group, func(d kadm.DescribedGroup) error { return d.Err })
 		if err != nil {
 			return g, err
-		}
-		d := ds[group]
-		if d.Err != nil {
-			return g, d.Err
 		}
 		g.State = d.State
 		for _, m := range d.Members {
@@ -51,12 +58,9 @@ func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group 
 		}
 	case "consumer":
 		ds, err := adm.DescribeConsumerGroups(ctx, group)
+		d, err := describedOne(ds, err, group, func(d kadm.DescribedConsumerGroup) error { return d.Err })
 		if err != nil {
 			return g, err
-		}
-		d := ds[group]
-		if d.Err != nil {
-			return g, d.Err
 		}
 		g.State, g.Epoch = d.State, d.Epoch
 		for _, m := range d.Members {
@@ -67,12 +71,9 @@ func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group 
 		}
 	case "share":
 		ds, err := adm.DescribeShareGroups(ctx, group)
+		d, err := describedOne(ds, err, group, func(d kadm.DescribedShareGroup) error { return d.Err })
 		if err != nil {
 			return g, err
-		}
-		d := ds[group]
-		if d.Err != nil {
-			return g, d.Err
 		}
 		g.State, g.Epoch = d.GroupState, d.GroupEpoch
 		for _, m := range d.Members {

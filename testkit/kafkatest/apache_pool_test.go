@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
 )
 
 func needApache(t *testing.T) {
@@ -33,8 +34,7 @@ func TestPooledBrokerForgetsThePreviousTest(t *testing.T) {
 	t.Run("first", func(t *testing.T) {
 		b := NewBroker(t, WithTopic("t", 3))
 		addr = b.Addr()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		ctx := minuteContext(t)
 		var recs []sluice.Record
 		for i := range 9 {
 			recs = append(recs, sluice.Record{Partition: int32(i % 3), Value: []byte{byte(i)}})
@@ -65,8 +65,7 @@ func TestPooledBrokerForgetsThePreviousTest(t *testing.T) {
 		if b.Addr() != addr {
 			t.Skip("the pool handed out another broker")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		ctx := minuteContext(t)
 		if _, _, err := b.OffsetsContext(ctx, "t"); !errors.Is(err, errUnknownTopic) {
 			t.Errorf("offsets of the previous test's topic: %v, want %v", err, errUnknownTopic)
 		}
@@ -101,15 +100,26 @@ func groupConfigOf(group string) string {
 	return "consumer.session.timeout.ms"
 }
 
+// adminRequest sends req with b's admin client and returns the response,
+// failing the test when the request fails.
+func adminRequest[R kmsg.Response](ctx context.Context, t *testing.T, b *Broker, req kmsg.Request) R {
+	t.Helper()
+	cl, err := b.client(&b.adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(R)
+}
+
 // setGroupConfig sets a group config (IncrementalAlterConfigs on a GROUP).
 func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, value string) {
 	t.Helper()
 	if name == "consumer.session.timeout.ms" {
 		value = "7000"
-	}
-	cl, err := b.client(&b.adm)
-	if err != nil {
-		t.Fatal(err)
 	}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -118,10 +128,7 @@ func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, v
 	c.Name, c.Value = name, kmsg.StringPtr(value)
 	res.Configs = append(res.Configs, c)
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminRequest[*kmsg.IncrementalAlterConfigsResponse](ctx, t, b, req)
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
 			t.Fatalf("set %s of group %s: error code %d", name, group, r.ErrorCode)
@@ -132,19 +139,12 @@ func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, v
 // groupConfig returns the dynamic value of a group config, if one is set.
 func groupConfig(ctx context.Context, t *testing.T, b *Broker, group, name string) (string, bool) {
 	t.Helper()
-	cl, err := b.client(&b.adm)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	res := kmsg.NewDescribeConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
 	res.ConfigNames = []string{name}
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminRequest[*kmsg.DescribeConfigsResponse](ctx, t, b, req)
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
 			t.Fatalf("describe group %s config: error code %d", group, r.ErrorCode)
@@ -162,21 +162,31 @@ func groupConfig(ctx context.Context, t *testing.T, b *Broker, group, name strin
 // of txnID, and commits or aborts it.
 func txnProduce(ctx context.Context, t *testing.T, b *Broker, txnID, topic string, commit bool) {
 	t.Helper()
+	cl := openTxn(ctx, t, b, txnID, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("txn")})
+	defer cl.Close()
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openTxn returns a client of txnID that began a transaction and produced
+// r in it; the caller ends the transaction and closes the client.
+func openTxn(ctx context.Context, t *testing.T, b *Broker, txnID string, r *kgo.Record) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.TransactionalID(txnID),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
 	if err := cl.BeginTransaction(); err != nil {
+		cl.Close()
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("txn")}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		cl.Close()
 		t.Fatal(err)
 	}
-	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		t.Fatal(err)
-	}
+	return cl
 }
 
 // consumeOne polls a group consumer of opts until it has a record, commits
@@ -229,8 +239,7 @@ func TestPoolResetIsQuick(t *testing.T) {
 	b := NewBroker(t, WithTopic("a", 3), WithTopic("b", 1))
 	b.Produce(t, "a", sluice.Record{Partition: 2, Value: []byte("x")})
 	b.HighWatermarks(t, "a")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	start := time.Now()
 	if err := b.ac.reset(ctx); err != nil {
 		t.Fatal(err)
@@ -247,8 +256,7 @@ func TestPoolResetIsQuick(t *testing.T) {
 func TestPoolResetWaitsForTransactionMarkers(t *testing.T) {
 	needApache(t)
 	b := NewBroker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	for i := range 10 {
 		b.CreateTopic(t, "t", 1)
 		txnProduce(ctx, t, b, "tx", "t", i%2 == 0)

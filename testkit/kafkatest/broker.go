@@ -274,13 +274,7 @@ func (b *Broker) CommittedContext(ctx context.Context, group, topic string) (map
 // Committed is CommittedContext for tests: it fails the test on error.
 func (b *Broker) Committed(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := b.CommittedContext(ctx, group, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return mustWithinAMinute(t, func(ctx context.Context) (map[int32]int64, error) { return b.CommittedContext(ctx, group, topic) })
 }
 
 // GroupContext describes group: its type, state, epoch and members with
@@ -300,13 +294,7 @@ func (b *Broker) GroupContext(ctx context.Context, group string) (Group, error) 
 // Group is GroupContext for tests: it fails the test on error.
 func (b *Broker) Group(t testing.TB, group string) Group {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	g, err := b.GroupContext(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return mustWithinAMinute(t, func(ctx context.Context) (Group, error) { return b.GroupContext(ctx, group) })
 }
 
 // ReadAll reads every record of topic, from the log start to the high
@@ -316,13 +304,7 @@ func (b *Broker) Group(t testing.TB, group string) Group {
 // minute.
 func (b *Broker) ReadAll(t testing.TB, topic string) []sluice.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := b.ReadAllContext(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return mustWithinAMinute(t, func(ctx context.Context) ([]sluice.Record, error) { return b.ReadAllContext(ctx, topic) })
 }
 
 // ReadAllContext is ReadAll with a context instead of a test.
@@ -399,4 +381,17 @@ func slicesKeys[K comparable, V any](m map[K]V) []K {
 		out = append(out, k)
 	}
 	return out
+}
+
+// mustWithinAMinute returns what f returns given a context of a minute,
+// failing t when f fails.
+func mustWithinAMinute[T any](t testing.TB, f func(context.Context) (T, error)) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -1,7 +1,6 @@
 package kafkatest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -13,8 +12,7 @@ import (
 // brokers (kfake's ConsumerGroupDescribe sends topic ids only).
 func TestGroupNamesTheTopicsOfAKIP848Assignment(t *testing.T) {
 	b := NewBroker(t, WithTopic("t", 2))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.ClientID("c1"),
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
 	if err != nil {

@@ -3,14 +3,13 @@
 package kafkatest
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/sluice-go/sluice"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
 )
 
 // ReadAll returns the records of aborted transactions (read_uncommitted)
@@ -18,8 +17,7 @@ import (
 // partition, and the offsets are those of the log on both brokers.
 func TestReadAllOnATransactionalTopic(t *testing.T) {
 	b := NewBroker(t, WithTopic("tx", 2))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	b.Produce(t, "tx", sluice.Record{Partition: 0, Value: []byte("plain")})
 	txnProduce(ctx, t, b, "id", "tx", false) // p0: offset 1 record, 2 abort marker
 	txnProduce(ctx, t, b, "id", "tx", true)  // p0: offset 3 record, 4 commit marker
@@ -51,18 +49,8 @@ func TestReadAllOnATransactionalTopic(t *testing.T) {
 	}
 	// A transaction still open: its record is below the high watermark
 	// and ReadAll returns it.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.TransactionalID("open"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := openTxn(ctx, t, b, "open", &kgo.Record{Topic: "tx", Partition: 1, Value: []byte("open")})
 	defer cl.Close()
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "tx", Partition: 1, Value: []byte("open")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
 	if hw := b.HighWatermarks(t, "tx"); fmt.Sprint(hw) != "map[0:5 1:1]" {
 		t.Errorf("HighWatermarks with a transaction open = %v, want map[0:5 1:1]", hw)
 	}
@@ -78,8 +66,7 @@ func TestReadAllOnATransactionalTopic(t *testing.T) {
 // for a group that does not exist.
 func TestCommittedOfAnUnknownTopicIsEmpty(t *testing.T) {
 	b := NewBroker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	c, err := b.CommittedContext(ctx, "nobody", "missing")
 	if err != nil || len(c) != 0 {
 		t.Fatalf("Committed(nobody, missing) = %v, %v; want an empty map", c, err)

@@ -3,7 +3,6 @@
 package kafkatest
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -32,8 +31,7 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 // past the offset it waits for.
 func TestWaitCommitted(t *testing.T) {
 	b := NewBroker(t, WithTopic("w", 2))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteContext(t)
 	b.Fill(t, "w", 3, 1)
 	adm, err := b.Admin()
 	if err != nil {

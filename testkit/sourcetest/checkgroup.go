@@ -237,17 +237,24 @@ func (c *CheckingGroup) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
 	offs := c.g.Revoke(tps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var mine []sluice.TopicPartition
-	for _, tp := range tps {
-		if st := c.parts[tp]; st != nil && st.assigned {
-			st.assigned, st.revoked = false, true
-			mine = append(mine, tp)
-			c.counts.Revoked++
-		}
-	}
+	mine := c.release(tps, func(st *partState) { st.revoked = true; c.counts.Revoked++ })
 	c.noteReturned(offs)
 	c.openWindow("Revoke", mine, offs)
 	return offs
+}
+
+// release marks the partitions of tps the group had assigned as no longer
+// assigned, calls how for each, and returns them.
+func (c *CheckingGroup) release(tps []sluice.TopicPartition, how func(*partState)) []sluice.TopicPartition {
+	var mine []sluice.TopicPartition
+	for _, tp := range tps {
+		if st := c.parts[tp]; st != nil && st.assigned {
+			st.assigned = false
+			how(st)
+			mine = append(mine, tp)
+		}
+	}
+	return mine
 }
 
 // Lose implements sluice.Group.
@@ -258,14 +265,7 @@ func (c *CheckingGroup) Lose(tps []sluice.TopicPartition) {
 	c.g.Lose(tps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var mine []sluice.TopicPartition
-	for _, tp := range tps {
-		if st := c.parts[tp]; st != nil && st.assigned {
-			st.assigned, st.lost = false, true
-			mine = append(mine, tp)
-			c.counts.Lost++
-		}
-	}
+	mine := c.release(tps, func(st *partState) { st.lost = true; c.counts.Lost++ })
 	// A commit sent before the loss may still be answered while the
 	// source handles it: reports until its next call are taken as those.
 	c.openWindow("Lose", mine, nil)

@@ -403,8 +403,7 @@ func stageError(t *testing.T, d Driver) {
 
 	s := newSeen()
 	healthy := make(chan struct{}) // closed once the healthy partitions processed everything
-	var mu sync.Mutex
-	left := (parts - 1) * n
+	done := processedBy(s, failP, (parts-1)*n, healthy)
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		checked := stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
 			if r.Partition == failP && r.Offset == k {
@@ -418,17 +417,7 @@ func stageError(t *testing.T, d Driver) {
 			}
 			return r, nil
 		}, stages.Name("check"))
-		return stages.Each(checked, func(_ context.Context, r sluice.Record) error {
-			s.add(r.Partition, r.Offset)
-			if r.Partition != failP {
-				mu.Lock()
-				if left--; left == 0 {
-					close(healthy)
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
+		return stages.Each(checked, done)
 	}
 	r, _ := start(t, d, group, topic, build)
 	err := r.Wait(t)
@@ -490,8 +479,7 @@ func (o *revokeObserver) OnPartitionRevoked(tp sluice.TopicPartition, _ time.Dur
 // and closes other once it processed total records.
 func gateBuilder(s *seen, gateP int32, k int64, gate, other chan struct{}, total int) pipeline.Builder {
 	var once sync.Once
-	var mu sync.Mutex
-	left := total
+	done := processedBy(s, gateP, total, other)
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 			if r.Partition == gateP && r.Offset == k {
@@ -499,16 +487,27 @@ func gateBuilder(s *seen, gateP int32, k int64, gate, other chan struct{}, total
 				<-ctx.Done()
 				return context.Cause(ctx)
 			}
-			s.add(r.Partition, r.Offset)
-			if r.Partition != gateP {
-				mu.Lock()
-				if left--; left == 0 {
-					close(other)
-				}
-				mu.Unlock()
-			}
-			return nil
+			return done(ctx, r)
 		})
+	}
+}
+
+// processedBy returns the function of an Each stage that records every
+// record in s and closes others once total records of the partitions other
+// than except were processed.
+func processedBy(s *seen, except int32, total int, others chan struct{}) func(context.Context, sluice.Record) error {
+	var mu sync.Mutex
+	left := total
+	return func(_ context.Context, r sluice.Record) error {
+		s.add(r.Partition, r.Offset)
+		if r.Partition != except {
+			mu.Lock()
+			if left--; left == 0 {
+				close(others)
+			}
+			mu.Unlock()
+		}
+		return nil
 	}
 }
 

@@ -63,13 +63,54 @@ func TestRecordsCompletedOneAtATimeInOrder(t *testing.T) {
 		}
 		close(hook.release)
 		h.WaitCommitted("t", 0, 2)
-		if err := h.Stop(); err != nil {
-			t.Fatal(err)
-		}
+		stopClean(t, h)
 		hook.mu.Lock()
 		defer hook.mu.Unlock()
 		if want := [][2]int64{{1, 1}, {1, 2}}; !slices.Equal(hook.calls, want) {
 			t.Errorf("OnRecordsCompleted calls (n, next) = %v, want %v", hook.calls, want)
 		}
+	})
+}
+
+// inFlightLog keeps the last OnInFlight call. Its first OnRecordsDelivered
+// call waits for release.
+type inFlightLog struct {
+	release chan struct{}
+	once    sync.Once
+
+	mu            sync.Mutex
+	records, byts int64
+}
+
+func (l *inFlightLog) OnRecordsDelivered(sluice.TopicPartition, int) {
+	l.once.Do(func() { <-l.release })
+}
+
+func (l *inFlightLog) OnInFlight(records, bytes int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records, l.byts = records, bytes
+}
+
+// The last OnInFlight call reports the totals as they are, though the
+// admission that reports them comes after the records it admitted
+// completed in their stage.
+func TestInFlightLastCallIsCurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hook := &inFlightLog{release: make(chan struct{})}
+		h := eachHarness(t, func(context.Context, sluice.Record) error { return nil }, pipeline.WithHooks(hook))
+		h.Assign("t", 0)
+		h.Send("t", 0, []byte("a"))
+		synctest.Wait() // offset 0 completed; its admission's report waits
+		close(hook.release)
+		h.WaitCommitted("t", 0, 1)
+		synctest.Wait()
+		hook.mu.Lock()
+		records, byts := hook.records, hook.byts
+		hook.mu.Unlock()
+		if records != 0 || byts != 0 {
+			t.Errorf("last OnInFlight(%d, %d) with nothing in flight, want (0, 0)", records, byts)
+		}
+		stopClean(t, h)
 	})
 }

@@ -1,0 +1,35 @@
+package testkit_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// discard is a graph that completes every record.
+func discard(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(in)
+}
+
+// collectOffsets builds graphs that append each record's offset to
+// *seen (one partition at a time: no lock).
+func collectOffsets(seen *[]int64) pipeline.Builder {
+	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			*seen = append(*seen, r.Offset)
+			return nil
+		})
+	}
+}
+
+// stopClean stops h and fails the test if Run returned an error.
+func stopClean(t *testing.T, h *testkit.Harness) {
+	t.Helper()
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
