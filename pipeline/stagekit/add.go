@@ -16,14 +16,29 @@ import (
 // the stage.
 func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) pipeline.Stream[Out] {
 	check(in, spec)
-	return engine.AddStage(in, spec.engine(), run)
+	return pipeline.Stream[Out](engine.AddStage(engine.Stream[In](in), spec.engine(),
+		func(s *engine.Stage, in *engine.Inlet[In], out *engine.Outlet[Out]) error {
+			return run(&Stage{s}, &Inlet[In]{in}, &Outlet[Out]{out})
+		}))
 }
 
 // AddFanOut adds a stage with one input and n outputs, like [AddStage];
 // n below one fails the build.
 func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []pipeline.Stream[Out] {
 	check(in, spec)
-	return engine.AddFanOut(in, spec.engine(), n, run)
+	es := engine.AddFanOut(engine.Stream[In](in), spec.engine(), n,
+		func(s *engine.Stage, in *engine.Inlet[In], eouts []*engine.Outlet[Out]) error {
+			outs := make([]*Outlet[Out], len(eouts))
+			for i, o := range eouts {
+				outs[i] = &Outlet[Out]{o}
+			}
+			return run(&Stage{s}, &Inlet[In]{in}, outs)
+		})
+	streams := make([]pipeline.Stream[Out], len(es))
+	for i, s := range es {
+		streams[i] = pipeline.Stream[Out](s)
+	}
+	return streams
 }
 
 // AddEnd adds a terminal stage, like [AddStage] without output. Every
@@ -31,5 +46,8 @@ func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run f
 // fail it (Stage.Fail).
 func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) pipeline.End {
 	check(in, spec)
-	return engine.AddEnd(in, spec.engine(), run)
+	return pipeline.End(engine.AddEnd(engine.Stream[In](in), spec.engine(),
+		func(s *engine.Stage, in *engine.Inlet[In]) error {
+			return run(&Stage{s}, &Inlet[In]{in})
+		}))
 }
