@@ -8,7 +8,7 @@ import (
 // AddStage adds a stage with one input and one output to in's graph, from
 // inside a [pipeline.Builder]. run is started in its own goroutine once
 // the builder returned; it must read in until Recv returns false and
-// return nil, or return the error from Stage.Fail. Returning closes the
+// return nil, or return the error from [Stage.Fail]. Returning closes the
 // output; what is left in the input is then discarded (not completed).
 // A panic in run stops Run with a *sluice.PanicError. A zero or already
 // consumed in, a call after the builder returned, a spec with a Problem
@@ -42,8 +42,8 @@ func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run f
 }
 
 // AddEnd adds a terminal stage, like [AddStage] without output. Every
-// value it receives must end there: complete its ticket (Stage.Done) or
-// fail it (Stage.Fail).
+// value it receives must end there: complete its ticket ([Stage.Done]) or
+// fail it ([Stage.Fail]).
 func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) pipeline.End {
 	check(in, spec)
 	return pipeline.End(engine.AddEnd(engine.Stream[In](in), spec.engine(),
