@@ -18,7 +18,12 @@ func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *S
 	check(in, spec)
 	return pipeline.Stream[Out](engine.AddStage(engine.Stream[In](in), spec.engine(),
 		func(s *engine.Stage, in *engine.Inlet[In], out *engine.Outlet[Out]) error {
-			return run(&Stage{s}, &Inlet[In]{in}, &Outlet[Out]{out})
+			h := &struct { // the stage's handles, in one allocation
+				s   Stage
+				in  Inlet[In]
+				out Outlet[Out]
+			}{Stage{s}, Inlet[In]{in}, Outlet[Out]{out}}
+			return run(&h.s, &h.in, &h.out)
 		}))
 }
 
@@ -48,6 +53,10 @@ func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, i
 	check(in, spec)
 	return pipeline.End(engine.AddEnd(engine.Stream[In](in), spec.engine(),
 		func(s *engine.Stage, in *engine.Inlet[In]) error {
-			return run(&Stage{s}, &Inlet[In]{in})
+			h := &struct { // the stage's handles, in one allocation
+				s  Stage
+				in Inlet[In]
+			}{Stage{s}, Inlet[In]{in}}
+			return run(&h.s, &h.in)
 		}))
 }
