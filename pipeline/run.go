@@ -99,9 +99,17 @@ func Run(ctx context.Context, src sluice.Source, build Builder, opts ...Option) 
 			return err
 		}
 	}
-	return engine.Run(ctx, cfg.Config, engine.Builder(build), func(ctx context.Context, g *engine.Group) error {
+	return engine.Run(ctx, cfg.Config, adapt(build), func(ctx context.Context, g *engine.Group) error {
 		return src.Run(ctx, g)
 	})
+}
+
+// adapt returns the engine's builder calling build with this package's
+// types: one Partition per assignment, the rest converted at no cost.
+func adapt(build Builder) engine.Builder {
+	return func(p *engine.Partition, in engine.Stream[sluice.Record]) engine.End {
+		return engine.End(build(newPartition(p), Stream[sluice.Record](in)))
+	}
 }
 
 // The engine's group is what Run hands to Source.Run, a share group's

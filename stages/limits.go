@@ -260,15 +260,8 @@ func limitsOf[In any](cs *callSpec, fname string, ownKey func(In) string) limits
 	return l
 }
 
-// typeName names T as its user spells it: sluice.Record, not the
-// internal package's name of the type pipeline re-exports.
-func typeName[T any]() string {
-	t := reflect.TypeFor[T]()
-	if t.PkgPath() == "github.com/sluice-go/sluice/internal/engine" {
-		return "pipeline." + t.Name()
-	}
-	return t.String()
-}
+// typeName names T as its user spells it ("sluice.Record").
+func typeName[T any]() string { return reflect.TypeFor[T]().String() }
 
 // limitedFn returns fn, the function of the calling stage fname, wrapped
 // in the limits cs gives it (key is the stage's own key function, if

@@ -20,9 +20,11 @@
 // code. The types whose methods need the engine's internals (the
 // Partition and Stream a graph is built from, the End it returns, and
 // the stage kit's Stage, Ticket, Item, Inlet, Outlet, Probe and Shared)
-// are defined here and aliased by pipeline and pipeline/stagekit. The
-// event hooks (hooks.go) are the configured hooks sorted by event once per
-// Run, by sluice's Hook* interfaces.
+// are defined here; pipeline and pipeline/stagekit define their public
+// types on them (structs holding them, or types defined on them) and
+// declare each method there. The event hooks (hooks.go) are the
+// configured hooks sorted by event once per Run, by sluice's Hook*
+// interfaces.
 //
 // Nothing here validates options or fills defaults: package pipeline does,
 // and hands a complete [Config] to Run.

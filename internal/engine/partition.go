@@ -10,6 +10,12 @@ import (
 type Partition struct {
 	Topic     string
 	Partition int32
+	// Public is the value package pipeline hands to the builder for this
+	// partition (its *pipeline.Partition), set by pipeline's builder
+	// adapter before the builder runs, so that stagekit's
+	// Stage.Partition returns that same value. Nil for graphs built
+	// without package pipeline (this package's tests).
+	Public any
 
 	ctx     context.Context
 	mu      sync.Mutex

@@ -46,7 +46,7 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		sp.Problem = fmt.Errorf("%s: the topic is empty", name)
 	case toMsg == nil:
 		sp.Problem = fmt.Errorf("%s: toMsg is nil", name)
-	case tr != nil && engine.CreatedDuringBuild(in, tr.made):
+	case tr != nil && engine.CreatedDuringBuild(engine.Stream[T](in), tr.made):
 		sp.Problem = fmt.Errorf("%s: its producer was created inside the builder, which runs for every partition assigned: "+
 			"each partition (and each reassignment) would get a Kafka client of its own, never closed; "+
 			"create the producer once, before pipeline.Run, use it in every graph and Close it after Run returned", name)

@@ -8,7 +8,7 @@ import (
 // AddStage adds a stage with one input and one output to in's graph, from
 // inside a [pipeline.Builder]. run is started in its own goroutine once
 // the builder returned; it must read in until Recv returns false and
-// return nil, or return the error from Stage.Fail. Returning closes the
+// return nil, or return the error from [Stage.Fail]. Returning closes the
 // output; what is left in the input is then discarded (not completed).
 // A panic in run stops Run with a *sluice.PanicError. A zero or already
 // consumed in, a call after the builder returned, a spec with a Problem
@@ -16,20 +16,47 @@ import (
 // the stage.
 func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) pipeline.Stream[Out] {
 	check(in, spec)
-	return engine.AddStage(in, spec.engine(), run)
+	return pipeline.Stream[Out](engine.AddStage(engine.Stream[In](in), spec.engine(),
+		func(s *engine.Stage, in *engine.Inlet[In], out *engine.Outlet[Out]) error {
+			h := &struct { // the stage's handles, in one allocation
+				s   Stage
+				in  Inlet[In]
+				out Outlet[Out]
+			}{Stage{s}, Inlet[In]{in}, Outlet[Out]{out}}
+			return run(&h.s, &h.in, &h.out)
+		}))
 }
 
 // AddFanOut adds a stage with one input and n outputs, like [AddStage];
 // n below one fails the build.
 func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []pipeline.Stream[Out] {
 	check(in, spec)
-	return engine.AddFanOut(in, spec.engine(), n, run)
+	es := engine.AddFanOut(engine.Stream[In](in), spec.engine(), n,
+		func(s *engine.Stage, in *engine.Inlet[In], eouts []*engine.Outlet[Out]) error {
+			outs := make([]*Outlet[Out], len(eouts))
+			for i, o := range eouts {
+				outs[i] = &Outlet[Out]{o}
+			}
+			return run(&Stage{s}, &Inlet[In]{in}, outs)
+		})
+	streams := make([]pipeline.Stream[Out], len(es))
+	for i, s := range es {
+		streams[i] = pipeline.Stream[Out](s)
+	}
+	return streams
 }
 
 // AddEnd adds a terminal stage, like [AddStage] without output. Every
-// value it receives must end there: complete its ticket (Stage.Done) or
-// fail it (Stage.Fail).
+// value it receives must end there: complete its ticket ([Stage.Done]) or
+// fail it ([Stage.Fail]).
 func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) pipeline.End {
 	check(in, spec)
-	return engine.AddEnd(in, spec.engine(), run)
+	return pipeline.End(engine.AddEnd(engine.Stream[In](in), spec.engine(),
+		func(s *engine.Stage, in *engine.Inlet[In]) error {
+			h := &struct { // the stage's handles, in one allocation
+				s  Stage
+				in Inlet[In]
+			}{Stage{s}, Inlet[In]{in}}
+			return run(&h.s, &h.in)
+		}))
 }

@@ -14,15 +14,15 @@ import (
 //     out): Call returns context.Cause(ctx);
 //   - the value is marked on pr for the stuck detector while fn runs;
 //   - the call is timed and reported to the stage-call hooks, only when
-//     some hook implements sluice.HookStageCall (Stage.Observed);
+//     some hook implements sluice.HookStageCall ([Stage.Observed]);
 //   - a panic becomes a *sluice.PanicError (which s.Fail reports at the
 //     value's offset, and which is never retried);
 //   - a transient error is retried under the stage's retry policy
-//     (Stage.Retry), never once ctx is done nor after the partition
+//     ([Stage.Retry]), never once ctx is done nor after the partition
 //     started draining.
 //
 // The returned error is fn's last error (after the attempts are used up,
-// wrapped to say so, see Stage.Retry), for the stage to pass to s.Fail.
+// wrapped to say so, see [Stage.Retry]), for the stage to pass to s.Fail.
 // Call it from the goroutine that owns pr (one probe per goroutine, from
 // s.Probe()); ctx is s.Context(). Calls for different values may run at
 // once on different goroutines.

@@ -32,20 +32,20 @@
 //     outputs, so flush what the stage holds first (a batch) and Send it.
 //   - Values travel in chunks of [Item]s. Release every received chunk
 //     once its values are no longer referenced, and fill output chunks
-//     from Outlet.Buffer.
+//     from [Outlet.Buffer].
 //   - Every value carries a [Ticket] standing for the records it came
-//     from. Complete each reference exactly once: Stage.Done when the
+//     from. Complete each reference exactly once: [Stage.Done] when the
 //     value needs no more work (it reached the end, or the stage ends the
-//     graph), Stage.Drop when it is filtered out, or pass the ticket on
-//     with the value(s) derived from it (Stage.Retain first when one value
-//     becomes several, Stage.Join for a batch, Stage.Split to hand a batch
+//     graph), [Stage.Drop] when it is filtered out, or pass the ticket on
+//     with the value(s) derived from it ([Stage.Retain] first when one value
+//     becomes several, [Stage.Join] for a batch, [Stage.Split] to hand a batch
 //     back value by value). A record commits once all references to its
 //     ticket completed; a forgotten ticket holds its partition's commit
 //     back forever.
 //   - Complete a value or pass it on, never both, and never complete one
 //     reference twice: a completed reference may let the record commit at
 //     once, while the value is still in the graph. The runtime refuses a
-//     ticket with no reference left: Outlet.Send does not send a chunk
+//     ticket with no reference left: [Outlet.Send] does not send a chunk
 //     holding one, and a second completion (a Done, Drop or Fail, or the
 //     completion of a batch's joined ticket) frees nothing twice; Retain,
 //     Join and Split refuse one too. Each stops Run with a
@@ -59,16 +59,16 @@
 //   - Call user functions through [Call] (panic capture, stuck detection,
 //     timing, retries), and the small pure functions a stage is configured
 //     with through [Protect].
-//   - Pass a function's error to Stage.Fail. An error marked with
+//   - Pass a function's error to [Stage.Fail]. An error marked with
 //     sluice.Invalid dead-letters the value's records and Fail returns
 //     nil: go on. For any other error Fail returns a *sluice.StageError:
 //     Send what finished before it, then return that error, which stops
 //     Run. A panic in run stops Run too.
-//   - Cancellation: Stage.Context is the partition's context. When it is
+//   - Cancellation: [Stage.Context] is the partition's context. When it is
 //     done (the partition was lost, or its drain timed out), stop at once:
 //     Recv and Send return false, values in hand are dropped uncompleted
 //     (they are not committed) and Call makes no more calls. [RunLoop]
-//     does this; a stage that selects on Inlet.C itself must select on the
+//     does this; a stage that selects on [Inlet.C] itself must select on the
 //     context too.
 //
 // # Revoke, loss and shutdown

@@ -7,7 +7,7 @@ import (
 
 // ErrStop, returned by a [Loop] callback, ends the loop and the stage
 // without an error: for a stage that has nothing left to do (an Outlet's
-// Send returned false, a failure was already reported with Stage.Abort).
+// Send returned false, a failure was already reported with [Stage.Abort]).
 var ErrStop = errors.New("stagekit: stop the stage")
 
 // Loop is what a stage does with its input, for [RunLoop]: the kit owns
@@ -24,7 +24,7 @@ type Loop[In, E any] struct {
 	// chunk when OnChunk returns, unless KeepChunks is set.
 	OnChunk func(chunk []Item[In]) error
 	// KeepChunks hands each chunk over to OnChunk, which must release it
-	// with Inlet.Release once its values are no longer referenced (a
+	// with [Inlet.Release] once its values are no longer referenced (a
 	// stage whose workers hold the values after OnChunk returned).
 	KeepChunks bool
 	// OnDrain is called once when the input closed (a graceful revoke or
@@ -52,7 +52,7 @@ type Loop[In, E any] struct {
 // Call it from a stage's run function (see [AddStage]) and return what it
 // returns. It never calls a callback for a chunk received once the
 // context is done: select picks ready cases at random, so a stage
-// selecting on Inlet.C itself would have to check.
+// selecting on [Inlet.C] itself would have to check.
 func RunLoop[In, E any](s *Stage, in *Inlet[In], l Loop[In, E]) error {
 	if l.Timer != nil {
 		defer l.Timer.Stop()

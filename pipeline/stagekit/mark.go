@@ -12,8 +12,8 @@ import (
 // the i-th ticket joined into the slice's ticket. Call it from the
 // builder, before returning s; a mark of an unexported type keeps it
 // between the stages that know it.
-func Mark[T any](s pipeline.Stream[T], mark any) { engine.Mark(s, mark) }
+func Mark[T any](s pipeline.Stream[T], mark any) { engine.Mark(engine.Stream[T](s), mark) }
 
 // Marked returns the mark Mark attached to s, or nil. Call it from the
 // builder, before consuming s.
-func Marked[T any](s pipeline.Stream[T]) any { return engine.Marked(s) }
+func Marked[T any](s pipeline.Stream[T]) any { return engine.Marked(engine.Stream[T](s)) }

@@ -74,8 +74,9 @@ type Use struct {
 //     object of the same Kind at the same stage position: the builder
 //     creates one per partition instead of once before Run.
 //
-// Its methods are internal; it is safe for concurrent use.
-type Shared = engine.Shared
+// Shared has no methods: the Add calls check it, safely from the builders
+// of several partitions at once. It must not be copied after first use.
+type Shared struct{ s engine.Shared }
 
 func (sp StageSpec) engine() engine.StageSpec {
 	return engine.StageSpec{Name: sp.Name, Kind: sp.Kind, Buffer: sp.Buffer, Retry: sp.Retry, Holds: sp.Holds}
@@ -89,6 +90,10 @@ func check[T any](in pipeline.Stream[T], sp StageSpec) {
 		for _, u := range sp.Uses {
 			uses = append(uses, engine.Use{Kind: u.Kind, Object: u.Object})
 		}
-		engine.CheckStage(in, sp.engine(), sp.Problem, sp.Shared, uses)
+		var sh *engine.Shared
+		if sp.Shared != nil {
+			sh = &sp.Shared.s
+		}
+		engine.CheckStage(engine.Stream[T](in), sp.engine(), sp.Problem, sh, uses)
 	}
 }

@@ -29,7 +29,7 @@ func (e *Emitter[Out]) Emit(v Out) { e.buf = append(e.buf, Item[Out]{Value: v, T
 //     policy (what a failed attempt emitted is discarded first);
 //   - no value emitted: the input value is done (counted as filtered);
 //     n values: they carry its ticket (n references), in order;
-//   - an error goes to Stage.Fail: an Invalid one dead-letters the value's
+//   - an error goes to [Stage.Fail]: an Invalid one dead-letters the value's
 //     records and the stage goes on; any other stops Run after the values
 //     before it were sent.
 //
@@ -103,7 +103,7 @@ func (t *transformer[In, Out]) flush() bool {
 // Sink adds a terminal stage that calls fn for every value, in order,
 // from one goroutine, through [Call] (like [Transform]): a value is done
 // as soon as fn returned nil for it, so the commit never waits for the
-// rest of its chunk; an error goes to Stage.Fail. A nil fn fails the build
+// rest of its chunk; an error goes to [Stage.Fail]. A nil fn fails the build
 // naming the stage.
 func Sink[In any](in pipeline.Stream[In], spec StageSpec, fn func(ctx context.Context, v In) error) pipeline.End {
 	if fn == nil && spec.Problem == nil {
