@@ -41,13 +41,10 @@ func TestLoggedDurationsAreText(t *testing.T) {
 		logs := &durationAttrs{keys: map[string]bool{}}
 		h := startLogged(t, slog.New(logs))
 		h.assign(tp0)
-		h.g.report(off(tp0, 5))
-		h.nextCommit().ok()
+		h.commitOf(off(tp0, 5)).ok()
 		time.Sleep(PollIdle) // the loop reads the outcome
 		synctest.Wait()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
 		if len(logs.found) != 0 {

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-
-	"github.com/sluice-go/sluice"
 )
 
 // lockedBuffer is a log destination safe for concurrent writes.
@@ -44,11 +42,8 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 				var logs lockedBuffer
 				h := startLogged(t, slog.New(slog.NewTextHandler(&logs, nil)))
 				h.assign(tp0)
-				h.g.mu.Lock()
-				h.g.shutdown = []sluice.Offset{off(tp0, 9)}
-				h.g.mu.Unlock()
-				stopped := make(chan error, 1)
-				go func() { stopped <- h.stop() }()
+				h.setFinal(off(tp0, 9))
+				stopped := h.stopAsync()
 				for {
 					select {
 					case err := <-stopped:
