@@ -138,11 +138,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 			t.Fatalf("rewinds %v, want %v (p1 to its committed offset)", txn.rewound(), want)
 		}
 		d.do(func(g *Group) { g.Deliver(tp(1), recs(1, 1, 3)) }) // p1 from its committed offset
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)

@@ -277,9 +277,7 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 				t.Errorf("Resumable after the commit: %v, want [in/0]", got)
 			}
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		must(t, stop())
+		commitAndStop(t, d, stop)
 		checkCommits(t, txn, offs(0, 1), offs(0, holdPause+1))
 	})
 }

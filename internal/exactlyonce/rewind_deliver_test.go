@@ -68,11 +68,7 @@ func TestRecordHeldAcrossRewindInDeliverIsDropped(t *testing.T) {
 			g.Deliver(tp(0), recs(0, 2, 6))
 			g.Deliver(tp(1), recs(1, 2, 6))
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6, 1, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
@@ -104,11 +100,7 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 			g.Polled()
 		})
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, _, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v (nothing past 2 for in/1)", commits, want)

@@ -68,11 +68,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			g.Deliver(tp(0), recs(0, 2, 4))
 			g.Deliver(tp(2), recs(2, 1, 3))
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2, 2, 1), offs(0, 4, 2, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
@@ -134,11 +130,7 @@ func TestFailedCommitRewinds(t *testing.T) {
 			t.Fatalf("outputs %v in a transaction after the rewind: the held and dropped records must not be processed", got)
 		}
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
