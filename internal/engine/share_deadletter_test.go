@@ -71,6 +71,22 @@ func acceptedAll(offs []int64) map[int64]sluice.AckOutcome {
 	return m
 }
 
+// ackSource is a source that turns share mode on, assigns tp and runs
+// deliver; it shuts the group down once deliver returned.
+func ackSource(tp sluice.TopicPartition, deliver func(ag sluice.AckGroup) error) sourceFunc {
+	return func(_ context.Context, g sluice.Group) error {
+		defer g.Shutdown()
+		ag := g.(sluice.AckGroup)
+		if err := ag.TrackAcks(); err != nil {
+			return err
+		}
+		if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
+			return err
+		}
+		return deliver(ag)
+	}
+}
+
 // A record handed to DeadLetterRecord never runs through the graph: not
 // when the partition gets more deliveries while its dead letter is being
 // stored, nor (as a zero Record in its place) when they come after it was
@@ -83,15 +99,7 @@ func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 		store := make(chan struct{}) // closed: the dead-letter destination stores
 		var stored []int64
 		got := map[int64]sluice.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
-			defer g.Shutdown()
-			ag := g.(sluice.AckGroup)
-			if err := ag.TrackAcks(); err != nil {
-				return err
-			}
-			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
-				return err
-			}
+		src := ackSource(tp, func(ag sluice.AckGroup) error {
 			poison := func(off int64) {
 				if !ag.DeadLetterRecord(tp, shareRecords(off)[0], errors.New("delivered too often")) {
 					t.Errorf("DeadLetterRecord(%d) refused an assigned partition", off)
@@ -151,15 +159,7 @@ func TestDeadLetterRecordAtTheEndOfASegment(t *testing.T) {
 		ran := &ranGraph{}
 		var stored []int64
 		got := map[int64]sluice.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
-			defer g.Shutdown()
-			ag := g.(sluice.AckGroup)
-			if err := ag.TrackAcks(); err != nil {
-				return err
-			}
-			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
-				return err
-			}
+		src := ackSource(tp, func(ag sluice.AckGroup) error {
 			ag.Deliver(tp, shareRecords(offsetsFrom(0, 63)...))
 			synctest.Wait()
 			if !ag.DeadLetterRecord(tp, shareRecords(63)[0], errors.New("delivered too often")) {
