@@ -174,3 +174,19 @@ func waitOutPacing() {
 	time.Sleep(time.Minute)
 	synctest.Wait()
 }
+
+// checkBoundedByReports checks that, with every report held, c hands
+// over exactly bound messages (what they are: "dead letters",
+// "messages"), and that the first n reports let exactly n more through.
+func checkBoundedByReports(t *testing.T, c *stub, what string, bound, n int) {
+	t.Helper()
+	waitOutPacing() // only the bound holds the rest back
+	if got := len(c.sentValues()); got != bound {
+		t.Fatalf("%d %s handed over with every report held, want %d", got, what, bound)
+	}
+	c.releaseFirst(n)
+	synctest.Wait()
+	if got := len(c.sentValues()); got != bound+n {
+		t.Fatalf("%d %s handed over after %d reports, want %d", got, what, n, bound+n)
+	}
+}

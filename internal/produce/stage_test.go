@@ -46,16 +46,7 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		const n = bound + 6
 		c := newStage(true)
 		f, r := c.start(t, n, recordMessage)
-		waitOutPacing() // only the bound holds the rest back
-		if got := len(c.sentValues()); got != bound {
-			t.Fatalf("produced %d messages with every report held, want %d", got, bound)
-		}
-
-		c.releaseFirst(1)
-		synctest.Wait()
-		if got := len(c.sentValues()); got != bound+1 {
-			t.Fatalf("produced %d messages after one report, want %d", got, bound+1)
-		}
+		checkBoundedByReports(t, c, "messages", bound, 1)
 		if held, maxInFlight, _ := c.counts(); held != bound || maxInFlight != bound {
 			t.Fatalf("%d held, at most %d in flight; want %d and %d", held, maxInFlight, bound, bound)
 		}
