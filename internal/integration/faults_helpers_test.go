@@ -370,18 +370,7 @@ func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID str
 		"reconnect.backoff.max.ms": 500,
 	}
 	maps.Copy(ov, overrides)
-	src, err := source.NewSource(source.Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: every,
-		Logger:         testLogger(t),
-		Overrides:      ov,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	return sourceOf(t, b, group, topic, source.Config{CommitInterval: every, Overrides: ov})
 }
 
 // memberID returns the member id of the group member whose client.id is
