@@ -286,3 +286,11 @@ func TestFrontAdvertisesTheProxy(t *testing.T) {
 		t.Error("proxy still accepts after its listener was closed")
 	}
 }
+
+func TestModeString(t *testing.T) {
+	for m, want := range map[Mode]string{Forward: "forward", Stalled: "stalled", Cut: "cut", Cut + 1: "Mode(3)", -1: "Mode(-1)"} {
+		if got := m.String(); got != want {
+			t.Errorf("Mode(%d).String() = %q, want %q", int(m), got, want)
+		}
+	}
+}
