@@ -87,8 +87,7 @@ func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 			d.wrap = func(g sluice.Group) sluice.Group { return wrapping{g} }
 		}
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.feed(recs(0, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1))
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 1, 5)) })
 		synctest.Wait() // records 1-4 produced; record 1's side call waits for its retry
@@ -120,8 +119,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.feed(recs(0, 0, 1), recs(1, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1), recs(1, 0, 1))
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0 of each
 		d.do(func(g *Group) {
 			g.Deliver(tp(0), recs(0, 1, 5))

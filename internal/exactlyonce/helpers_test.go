@@ -264,6 +264,13 @@ func (d *driver) feed(batches ...[]sluice.Record) {
 	})
 }
 
+// fed is feed, returning once every goroutine of the bubble is blocked
+// (the records delivered are processed as far as they can be).
+func (d *driver) fed(batches ...[]sluice.Record) {
+	d.feed(batches...)
+	synctest.Wait()
+}
+
 // checkCommits checks the offsets of each committed transaction.
 func checkCommits(t *testing.T, txn *stubTxn, want ...[]sluice.Offset) {
 	t.Helper()

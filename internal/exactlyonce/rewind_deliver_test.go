@@ -23,8 +23,7 @@ func failInDeliver(t *testing.T, txn *stubTxn) (*driver, func() error) {
 	t.Helper()
 	gs := newGates("1-3-b")
 	d, stop := startFanOut(t, txn, gs)
-	d.feed(recs(0, 0, 2), recs(1, 0, 2))
-	synctest.Wait()
+	d.fed(recs(0, 0, 2), recs(1, 0, 2))
 	d.do(func(g *Group) {
 		g.Offsets() // commits 0:2 1:2
 		g.Deliver(tp(0), recs(0, 2, 4))

@@ -44,8 +44,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			synctest.Wait()
 		}
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 2), recs(1, 0, 2), recs(2, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2), recs(1, 0, 2), recs(2, 0, 1))
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2 1:2 2:1
 			g.Deliver(tp(0), recs(0, 2, 4))
@@ -93,8 +92,7 @@ func TestFailedCommitRewinds(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-3-b")
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 2))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2))
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2
 			g.Deliver(tp(0), recs(0, 2, 4))
@@ -151,8 +149,7 @@ func TestFencedCommitStopsRun(t *testing.T) {
 		fenced := fmt.Errorf("%w: PRODUCER_FENCED", ErrFatal)
 		txn := &stubTxn{failNext: fenced}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2))
 		d.do(func(g *Group) {
 			g.Offsets()
 			if err := g.Err(); !errors.Is(err, ErrAborted) || !errors.Is(err, ErrFatal) {
@@ -189,8 +186,7 @@ func TestFailedAbortOrRewindStopsRun(t *testing.T) {
 				txn := &stubTxn{failNext: boom}
 				tc.set(txn, second)
 				d, stop := startFanOut(t, txn, newGates())
-				d.feed(recs(0, 0, 2))
-				synctest.Wait()
+				d.fed(recs(0, 0, 2))
 				d.do(func(g *Group) { g.Offsets() })
 				err := stop()
 				if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) || !errors.Is(err, second) {
