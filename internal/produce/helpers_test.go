@@ -131,6 +131,15 @@ func (c *stub) start(t *testing.T, n int, toMsg func(sluice.Record) (sluice.Mess
 	return f, r
 }
 
+// started is start, returning once every goroutine of the bubble is
+// blocked (the values sent are produced as far as they can be).
+func (c *stub) started(t *testing.T, n int, toMsg func(sluice.Record) (sluice.Message, error), opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
+	t.Helper()
+	f, r := c.start(t, n, toMsg, opts...)
+	synctest.Wait()
+	return f, r
+}
+
 // checkNonePending checks that tr has no delivery report pending.
 func checkNonePending(t *testing.T, tr *produce.Tracker) {
 	t.Helper()

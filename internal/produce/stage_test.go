@@ -19,8 +19,7 @@ import (
 func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		checkSent(t, c, valueNames(0, 3)...)
 
 		c.release("v2", "v1")
@@ -68,8 +67,7 @@ func TestQueueFullIsRetriedNeverDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
 		c.refuse["v1"] = 3
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		t0 := time.Now()
 		checkSent(t, c, "v0") // v1 is refused
 
@@ -144,8 +142,7 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 			}
 			return recordMessage(rec)
 		}
-		f, r := c.start(t, 4, toMsg)
-		synctest.Wait()
+		f, r := c.started(t, 4, toMsg)
 		select {
 		case <-r.Done():
 			t.Fatal("Run returned with two reports outstanding")
