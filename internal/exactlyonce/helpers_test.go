@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice"
@@ -264,13 +263,6 @@ func (d *driver) feed(batches ...[]sluice.Record) {
 	})
 }
 
-// fed is feed, returning once every goroutine of the bubble is blocked
-// (the records delivered are processed as far as they can be).
-func (d *driver) fed(batches ...[]sluice.Record) {
-	d.feed(batches...)
-	synctest.Wait()
-}
-
 // checkCommits checks the offsets of each committed transaction.
 func checkCommits(t *testing.T, txn *stubTxn, want ...[]sluice.Offset) {
 	t.Helper()
@@ -300,17 +292,5 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// commitAndStop waits until every goroutine of the bubble is blocked (the
-// records delivered are processed), has the group commit (Offsets) and
-// stops Run, failing the test unless Run returned nil.
-func commitAndStop(t *testing.T, d *driver, stop func() error) {
-	t.Helper()
-	synctest.Wait()
-	d.do(func(g *Group) { g.Offsets() })
-	if err := stop(); err != nil {
-		t.Fatalf("Run returned %v, want nil", err)
 	}
 }
