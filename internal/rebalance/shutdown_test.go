@@ -1,31 +1,10 @@
 package rebalance
 
 import (
-	"bytes"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 )
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A final commit the coordinator still answers with REBALANCE_IN_PROGRESS
 // when its share of CloseTimeout runs out was refused because the group
@@ -39,8 +18,8 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 	}{{"rebalancing until the deadline", errRebalancing}, {"moved on", errMovedOn}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var logs lockedBuffer
-				h := startLogged(t, slog.New(slog.NewTextHandler(&logs, nil)))
+				logs := newLogRecorder()
+				h := startLogged(t, slog.New(logs))
 				h.assign(tp0)
 				h.setFinal(off(tp0, 9))
 				stopped := h.stopAsync()
@@ -50,8 +29,8 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 						if err != nil {
 							t.Fatalf("Run = %v, want nil (the group refused the commit: duplicates, no loss)", err)
 						}
-						if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, FinalCommitRefused) {
-							t.Fatalf("logs %q, want a warning %q", got, FinalCommitRefused)
+						if !logs.logged(slog.LevelWarn, FinalCommitRefused) {
+							t.Fatalf("logs %q, want a warning %q", logs.all(), FinalCommitRefused)
 						}
 						return
 					case c := <-h.b.commits:
