@@ -509,9 +509,7 @@ func newFaultRun(t *testing.T, b *kafkatest.Broker, topic string, parts, perPart
 func newFaultRunSized(t *testing.T, b *kafkatest.Broker, topic string, parts, perPartition int, processed int64) *faultRun {
 	t.Helper()
 	r := &faultRun{b: b, topic: topic, group: topic + "-g"}
-	b.CreateTopic(t, topic, int32(parts))
-	r.total = b.Fill(t, topic, perPartition, 16)
-	r.hw = b.HighWatermarks(t, topic)
+	r.total, r.hw = fillTopic(t, b, topic, int32(parts), perPartition)
 	if processed > 0 {
 		r.seen = newOffsets(uniform(parts, processed))
 	} else {

@@ -49,6 +49,16 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 	return sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond, Overrides: ov})
 }
 
+// fillTopic creates topic on b with parts partitions, writes
+// perPartition records of 16 bytes to each, and returns how many it
+// wrote and the partitions' high watermarks.
+func fillTopic(t testing.TB, b *kafkatest.Broker, topic string, parts int32, perPartition int) (total int, hw map[int32]int64) {
+	t.Helper()
+	b.CreateTopic(t, topic, parts)
+	total = b.Fill(t, topic, perPartition, 16)
+	return total, b.HighWatermarks(t, topic)
+}
+
 // sourceOf returns a Kafka source of cfg for group/topic on b, logging
 // with testLogger; an error fails t.
 func sourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg source.Config) *source.Source {
