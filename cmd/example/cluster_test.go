@@ -20,11 +20,7 @@ import (
 // return nil with the group's commits at the end, and the group must have
 // used the protocol asked for.
 func TestClusterModeDrainsAndCommitsOnSignal(t *testing.T) {
-	for _, client := range clients {
-		for _, protocol := range groupProtocols {
-			t.Run(client+"/"+protocol, func(t *testing.T) { clusterModeDrainsAndCommits(t, client, protocol) })
-		}
-	}
+	eachClientAnd(t, groupProtocols, clusterModeDrainsAndCommits)
 }
 
 func clusterModeDrainsAndCommits(t *testing.T, client, protocol string) {

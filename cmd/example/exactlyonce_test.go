@@ -19,9 +19,7 @@ import (
 // input commits, and a read_committed reader of the output sees one
 // record per valid event, each once.
 func TestDemoExactlyOnce(t *testing.T) {
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) { demoExactlyOnce(t, client) })
-	}
+	eachClient(t, demoExactlyOnce)
 }
 
 func demoExactlyOnce(t *testing.T, client string) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"maps"
-	"strings"
 	"testing"
 	"time"
 )
@@ -30,13 +29,7 @@ func TestGroupFlagsValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
 			o.groupFlags = tc.g
-			err := o.validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("validate: %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("validate: %v, want an error containing %q", err, tc.want)
-			}
+			checkValidate(t, o, tc.want)
 		})
 	}
 }

@@ -24,9 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(pgServer.StopAfter(kafkatest
 // TestDemoEndToEnd runs the demo against an embedded broker with each
 // --client and checks the output and dead-letter topics record by record.
 func TestDemoEndToEnd(t *testing.T) {
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) { demoEndToEnd(t, client) })
-	}
+	eachClient(t, demoEndToEnd)
 }
 
 func demoEndToEnd(t *testing.T, client string) {

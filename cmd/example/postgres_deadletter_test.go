@@ -17,9 +17,7 @@ import (
 // record, so that its dead letter is not sent again. A graceful stop
 // redoes nothing with --sink kafka.
 func TestPostgresGracefulRestartDeadLettersOnce(t *testing.T) {
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) { postgresGracefulRestartDeadLettersOnce(t, client) })
-	}
+	eachClient(t, postgresGracefulRestartDeadLettersOnce)
 }
 
 func postgresGracefulRestartDeadLettersOnce(t *testing.T, client string) {

@@ -52,13 +52,7 @@ func TestSinkFlagsValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
 			o.sinkFlags, o.exactlyOnce = tc.f, tc.exactlyOnce
-			err := o.validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("validate: %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("validate: %v, want an error containing %q", err, tc.want)
-			}
+			checkValidate(t, o, tc.want)
 		})
 	}
 }
@@ -68,23 +62,12 @@ func TestSinkFlagsValidate(t *testing.T) {
 // derived from its input record, and every malformed one is
 // dead-lettered, untouched.
 func TestDemoToPostgres(t *testing.T) {
-	for _, client := range clients {
-		for _, mode := range postgresModes {
-			t.Run(client+"/"+mode, func(t *testing.T) { demoToPostgres(t, client, mode) })
-		}
-	}
+	eachClientAnd(t, postgresModes, demoToPostgres)
 }
 
 func demoToPostgres(t *testing.T, client, mode string) {
 	const n = 3000
-	srv := pgServer.Get(t)
-	dsn := srv.CreateDatabase(t, t.Name())
-	o := postgresOptions(client, mode, dsn, n)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
-	}
+	pool, o, b, out := runPostgresDemo(t, client, mode, n)
 	valid, malformed := 0, 0
 	for i := range n {
 		if demo.IsMalformedIndex(i) {
@@ -94,10 +77,9 @@ func demoToPostgres(t *testing.T, client, mode string) {
 		}
 	}
 	want := fmt.Sprintf("done: consumed %d, rows %d, dead-lettered %d, committed %d of %d in ", n, valid, malformed, n, n)
-	if !strings.Contains(out.String(), want) {
-		t.Fatalf("summary does not say %q:\n%s", want, out.String())
+	if !strings.Contains(out, want) {
+		t.Fatalf("summary does not say %q:\n%s", want, out)
 	}
-	pool := srv.Pool(t, dsn)
 	rows := readEvents(t, pool, o.postgresTable)
 	for i := range n {
 		id := fmt.Sprintf("e-%d", i)
@@ -155,23 +137,12 @@ func demoToPostgres(t *testing.T, client, mode string) {
 // row; at-least-once resumes at the group's commits and writes every
 // event of the first run again.
 func TestPostgresResumesFromTheTable(t *testing.T) {
-	for _, client := range clients {
-		for _, mode := range postgresModes {
-			t.Run(client+"/"+mode, func(t *testing.T) { postgresResumes(t, client, mode) })
-		}
-	}
+	eachClientAnd(t, postgresModes, postgresResumes)
 }
 
 func postgresResumes(t *testing.T, client, mode string) {
 	const n, more = 1600, 800
-	srv := pgServer.Get(t)
-	dsn := srv.CreateDatabase(t, t.Name())
-	o := postgresOptions(client, mode, dsn, n)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
-	}
+	pool, o, b, _ := runPostgresDemo(t, client, mode, n)
 	rewindGroup(t, b, o.group, o.input)
 	var recs []sluice.Record
 	for i := n; i < n+more; i++ {
@@ -179,7 +150,7 @@ func postgresResumes(t *testing.T, client, mode string) {
 	}
 	consumeBatches(t, o, b, recs)
 
-	rows := readEvents(t, srv.Pool(t, dsn), o.postgresTable)
+	rows := readEvents(t, pool, o.postgresTable)
 	for i := range n + more {
 		id := fmt.Sprintf("e-%d", i)
 		want := 1

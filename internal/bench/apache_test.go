@@ -86,24 +86,8 @@ func TestSmokeApache(t *testing.T) {
 	if !strings.Contains(report, "Broker: Apache Kafka "+kafkatest.ApacheKafkaVersion) {
 		t.Errorf("the report does not name Apache Kafka as its broker:\n%s", report)
 	}
-	for _, c := range o.cases {
-		i := strings.Index(report, "| "+c+" | ")
-		if i < 0 {
-			t.Fatalf("the report has no row for %s:\n%s", c, report)
-		}
-		if row, _, _ := strings.Cut(report[i:], "\n"); !strings.HasSuffix(row, "| 1/1 |") {
-			t.Errorf("row %q: want its one run verified", row)
-		}
-	}
-	for _, c := range slowCases {
-		i := strings.Index(report, "| "+c+" | ")
-		if i < 0 {
-			t.Fatalf("the report has no row for %s:\n%s", c, report)
-		}
-		if row, _, _ := strings.Cut(report[i:], "\n"); !strings.HasSuffix(row, "| yes |") {
-			t.Errorf("row %q: want its run verified", row)
-		}
-	}
+	checkRowsEnd(t, report, oneRunVerified, caseRows(o.cases)...)
+	checkRowsEnd(t, report, sectionRunVerified, caseRows(slowCases)...)
 }
 
 // cancelOn is a writer that cancels when a line containing its mark is
@@ -124,17 +108,29 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
+// stoppableApacheRun skips the test unless it may run Apache Kafka, and
+// returns a temporary directory of the test's own (tmp, for
+// checkNoneLeft), the options of a one-run raw-franz benchmark on Apache
+// Kafka, and a context (stop) the test cancels with stopped to stop the
+// benchmark as Ctrl-C does; stop ends by itself after 4 minutes.
+func stoppableApacheRun(t *testing.T) (tmp string, o options, stop context.Context, stopped context.CancelFunc) {
+	t.Helper()
+	apacheOnly(t)
+	tmp = ownTemp(t)
+	o = options{records: 1000, partitions: 4, value: 100, runs: 1, timeout: time.Minute,
+		broker: kafkatest.Apache, noMemory: true, noSlow: true, cases: []string{"raw-franz"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	stop, stopped = context.WithCancel(ctx)
+	t.Cleanup(stopped)
+	return tmp, o, stop, stopped
+}
+
 // TestApacheStopsWithTheBenchmark stops the benchmark (as Ctrl-C does)
 // once the broker is filled and ready: bench returns, and Apache Kafka's
 // processes are gone.
 func TestApacheStopsWithTheBenchmark(t *testing.T) {
-	apacheOnly(t)
-	tmp := ownTemp(t)
-	o := options{records: 1000, partitions: 4, value: 100, runs: 1, timeout: time.Minute,
-		broker: kafkatest.Apache, noMemory: true, noSlow: true, cases: []string{"raw-franz"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	stop, stopped := context.WithCancel(ctx)
+	tmp, o, stop, stopped := stoppableApacheRun(t)
 	w := &cancelOn{mark: "bench: broker ready", cancel: stopped}
 	err := bench(stop, o, w)
 	checkNoneLeft(t, tmp)
@@ -146,14 +142,7 @@ func TestApacheStopsWithTheBenchmark(t *testing.T) {
 // TestApacheStopsWhileStarting stops the benchmark while Apache Kafka
 // starts: once a Java process of it runs, before it is ready.
 func TestApacheStopsWhileStarting(t *testing.T) {
-	apacheOnly(t)
-	tmp := ownTemp(t)
-	o := options{records: 1000, partitions: 4, value: 100, runs: 1, timeout: time.Minute,
-		broker: kafkatest.Apache, noMemory: true, noSlow: true, cases: []string{"raw-franz"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	stop, stopped := context.WithCancel(ctx)
-	defer stopped()
+	tmp, o, stop, stopped := stoppableApacheRun(t)
 	started := make(chan struct{})
 	go func() {
 		defer stopped()

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/procstatus"
 )
 
 // runConfig is what one measured run (a "bench run" child) is told.
@@ -283,30 +283,11 @@ func usage() (rusage, error) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return rusage{}, fmt.Errorf("getrusage: %w", err)
 	}
-	hwm, err := statusKiB("VmHWM")
+	hwm, err := procstatus.KiB("VmHWM")
 	if err != nil {
-		return rusage{}, err
+		return rusage{}, fmt.Errorf("peak RSS: %w", err)
 	}
 	return rusage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), maxRSSKiB: hwm}, nil
-}
-
-// statusKiB reads one "Name:   N kB" field of /proc/self/status.
-func statusKiB(field string) (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("peak RSS: %w", err)
-	}
-	for l := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("peak RSS: /proc/self/status %s %q: %w", field, v, err)
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("peak RSS: /proc/self/status has no %s", field)
 }
 
 // cpuNow is the process's CPU time so far (zero if getrusage fails,

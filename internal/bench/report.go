@@ -183,11 +183,9 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 			budget = fmt.Sprintf("in-flight byte budget %d MiB", o.budget>>20)
 		}
 		fmt.Fprintf(w, "msg/s counts from the first record to the last one done (consume → produce: delivered); \"from assignment\" counts from the consumer's first assignment instead, so it includes the fetches a client made before handing over its first record; ratios are to the raw loop of the same client (for consume → produce, the raw consume → produce loop; for a -dlq case, every record invalid, the -valid case of its client, every record valid); CPU is user+sys of the run's whole process (start-up, prefetch and shutdown included) per record; peak RSS is its VmHWM; Sluice with %s.\n\n", budget)
-		fmt.Fprintln(w, "| case | msg/s | ratio | msg/s from assignment | ratio | CPU µs/record | peak RSS MiB | broker CPU µs/record | broker cores | verified |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		tableHead(w, "case", "msg/s", "ratio", "msg/s from assignment", "ratio", "CPU µs/record", "peak RSS MiB", "broker CPU µs/record", "broker cores", "verified")
 		for _, s := range summarize(kafkaRuns) {
-			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.1f | %.2f | %.2f | %d/%d |\n",
-				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.rss, s.brokerCPU, s.brokerCores, s.verified, s.runs)
+			summaryRow(w, s, "%.1f | %.2f | %.2f", s.rss, s.brokerCPU, s.brokerCores)
 		}
 		fmt.Fprintln(w)
 	}
@@ -195,11 +193,9 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 		fmt.Fprintf(w, "## PostgreSQL sink: %d records of %d B, %d partitions, a row each, batches of %d rows, %d run(s) per case, medians\n\n", o.records, o.value, o.partitions, batchSize, o.runs)
 		fmt.Fprintln(w, "rows/s counts from the first record to the last row committed; \"from assignment\" from the consumer's first assignment; ratios are to the raw loop of the same client (raw-pg-<client>: one goroutine, one connection, COPY of any partitions' rows per transaction); CPU is the run's whole process per row; PostgreSQL CPU is the server's processes (backends that ended included) during the run child's life, per row; every run's table was read back: every record's row exactly once, with its value, and for -eos the positions stored at each partition's end.")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| case | rows/s | ratio | rows/s from assignment | ratio | CPU µs/row | PostgreSQL CPU µs/row | peak RSS MiB | broker CPU µs/row | verified |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		tableHead(w, "case", "rows/s", "ratio", "rows/s from assignment", "ratio", "CPU µs/row", "PostgreSQL CPU µs/row", "peak RSS MiB", "broker CPU µs/row", "verified")
 		for _, s := range summarize(pgRuns) {
-			fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | %.2f | %.1f | %.2f | %d/%d |\n",
-				s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu, s.dbCPU, s.rss, s.brokerCPU, s.verified, s.runs)
+			summaryRow(w, s, "%.2f | %.1f | %.2f", s.dbCPU, s.rss, s.brokerCPU)
 		}
 		fmt.Fprintln(w)
 	}
@@ -215,8 +211,7 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "## Memory: graph (b), %d records of %d B, one run each\n\n", o.records, o.value)
-		fmt.Fprintln(w, "| case | partitions | budget MiB | peak RSS MiB | RSS − budget MiB | msg/s | verified |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+		tableHead(w, "case", "partitions", "budget MiB", "peak RSS MiB", "RSS − budget MiB", "msg/s", "verified")
 		for _, rn := range mem {
 			b := float64(rn.budget) / (1 << 20)
 			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %s |\n", rn.name, rn.l.partitions, b, rn.rssMiB(), rn.rssMiB()-b, rn.msgPerSec(), verdictText(rn))
@@ -228,8 +223,7 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "## Slow stage: Pool(%d) of a %v call per record, %d records of %d B, one run each\n\n", slowWorkers, slowCall, o.records, o.value)
-		fmt.Fprintln(w, "| case | partitions | calls at once: ideal | most seen | msg/s | ideal msg/s | of ideal | in flight MiB, most | budget MiB | peak RSS MiB | verified |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		tableHead(w, "case", "partitions", "calls at once: ideal", "most seen", "msg/s", "ideal msg/s", "of ideal", "in flight MiB, most", "budget MiB", "peak RSS MiB", "verified")
 		for _, rn := range slow {
 			ideal := slowIdeal(rn.l.partitions)
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %.0f | %.2f | %.1f | %.0f | %.1f | %s |\n",
@@ -239,6 +233,28 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 		fmt.Fprintf(w, "\nThe graph is built per partition, so every partition has its own Pool(%d): the ideal is every worker of every partition always calling, partitions × %d calls per %v (one partition's pool alone: %.0f msg/s). \"of ideal\" is the share of that the run reached; the most calls seen at once shows how many workers were busy together. A run fails its checks if more calls ran at once than the pools allow or the in-flight bytes (sluice.HookInFlight) exceeded the budget.\n",
 			slowWorkers, slowWorkers, slowCall, slowIdeal(1))
 	}
+}
+
+// summaryRow writes the row of s in a speed or PostgreSQL table: its
+// case, rate and ratio, rate from assignment and ratio, and CPU per
+// record, then the columns of that table (format of figures), then how
+// many of its runs were verified.
+func summaryRow(w io.Writer, s summary, format string, figures ...any) {
+	args := append([]any{s.name, s.rate, ratioText(s.ratio), s.assignRate, ratioText(s.assignRatio), s.cpu}, figures...)
+	fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s | %.2f | "+format+" | %d/%d |\n", append(args, s.verified, s.runs)...)
+}
+
+// tableHead writes the head of a Markdown table of cols: the first
+// column (the case) and the last (the verdict) left-aligned, the figures
+// between right-aligned.
+func tableHead(w io.Writer, cols ...string) {
+	align := make([]string, len(cols))
+	for i := range cols {
+		align[i] = "---:"
+	}
+	align[0], align[len(cols)-1] = "---", "---"
+	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
+	fmt.Fprintln(w, "| "+strings.Join(align, " | ")+" |")
 }
 
 // verdictText is a run's verdict in a section table.

@@ -29,35 +29,12 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
 	report := out.String()
-	for _, want := range []string{
-		"| raw-franz | ",
-		"| sluice-confluent-graph | ",
-		"| k2k-sluice-confluent | ",
-		"| sluice-franz-valid | ",
-		"| sluice-franz-dlq | ",
-	} {
-		i := strings.Index(report, want)
-		if i < 0 {
-			t.Fatalf("the report has no row %q:\n%s", want, report)
-		}
-		row, _, _ := strings.Cut(report[i:], "\n")
-		if !strings.HasSuffix(row, "| 1/1 |") {
-			t.Errorf("row %q: want its one run verified", row)
-		}
-	}
+	checkRowsEnd(t, report, oneRunVerified,
+		"| raw-franz | ", "| sluice-confluent-graph | ", "| k2k-sluice-confluent | ", "| sluice-franz-valid | ", "| sluice-franz-dlq | ")
 	if got := strings.Count(report, "-graph | "); got != 1+len(memoryPartitions)*2 {
 		t.Errorf("the report has %d graph rows, want 1 speed row and %d memory rows:\n%s", got, len(memoryPartitions)*2, report)
 	}
-	for _, want := range []string{"| sluice-confluent-slow64 | 64 | 2048 | ", "| sluice-franz-slow64 | 64 | 2048 | "} {
-		i := strings.Index(report, want)
-		if i < 0 {
-			t.Fatalf("the report has no slow row %q:\n%s", want, report)
-		}
-		row, _, _ := strings.Cut(report[i:], "\n")
-		if !strings.HasSuffix(row, "| yes |") {
-			t.Errorf("row %q: want its run verified", row)
-		}
-	}
+	checkRowsEnd(t, report, sectionRunVerified, "| sluice-confluent-slow64 | 64 | 2048 | ", "| sluice-franz-slow64 | 64 | 2048 | ")
 	if strings.Contains(report, "FAILED") || strings.Contains(report, "| NO: ") {
 		t.Errorf("a run failed:\n%s", report)
 	}
@@ -94,15 +71,8 @@ func TestSmokePostgres(t *testing.T) {
 	if strings.Contains(report, "## Speed: ") {
 		t.Errorf("the report has a Kafka speed table without a Kafka case:\n%s", report)
 	}
+	checkRowsEnd(t, report, oneRunVerified, caseRows(pgCases)...)
 	for _, c := range pgCases {
-		i := strings.Index(report, "| "+c+" | ")
-		if i < 0 {
-			t.Fatalf("the report has no row for %s:\n%s", c, report)
-		}
-		row, _, _ := strings.Cut(report[i:], "\n")
-		if !strings.HasSuffix(row, "| 1/1 |") {
-			t.Errorf("row %q: want its one run verified", row)
-		}
 		if base := baseline(c); !strings.HasPrefix(base, "raw-pg-") || !strings.Contains(c, strings.TrimPrefix(base, "raw-pg-")) {
 			t.Errorf("%s is compared with %s, want the raw PostgreSQL loop of its client", c, base)
 		}

@@ -7,10 +7,19 @@ import (
 
 // fullRun records every record of l once, as a correct run would.
 func fullRun(l layout) *tracker {
+	return runOf(l, func(_ int32, o int64, v []byte) (int64, []byte, bool) { return o, v, true })
+}
+
+// runOf records each record of l once, at the offset and with the value
+// seen returns for it (given its own); a record seen returns false for is
+// left out.
+func runOf(l layout, seen func(p int32, o int64, v []byte) (int64, []byte, bool)) *tracker {
 	tr := newTracker(l)
 	for p := range l.partitions {
 		for o := range l.count(p) {
-			tr.record(int32(p), o, valueHash(valueOf(int32(p), o, l.valueSize)))
+			if o, v, ok := seen(int32(p), o, valueOf(int32(p), o, l.valueSize)); ok {
+				tr.record(int32(p), o, valueHash(v))
+			}
 		}
 	}
 	return tr
@@ -72,55 +81,34 @@ func TestCheckStatsNamesWhatIsWrong(t *testing.T) {
 		want  string
 	}{
 		{"a gap", func(*tracker) *tracker {
-			tr := newTracker(l)
-			for p := range l.partitions {
-				for o := range l.count(p) {
-					if p != 1 || o != 42 {
-						tr.record(int32(p), o, h(int32(p), o))
-					}
-				}
-			}
-			return tr
+			return runOf(l, func(p int32, o int64, v []byte) (int64, []byte, bool) { return o, v, p != 1 || o != 42 })
 		}, "partition 1: 99 distinct offsets of 100 (1 missing)"},
 		{"a duplicate", func(tr *tracker) *tracker {
 			tr.record(2, 7, h(2, 7))
 			return tr
 		}, "partition 2: 1 duplicates"},
 		{"a duplicate hiding a gap", func(*tracker) *tracker {
-			tr := newTracker(l)
-			for p := range l.partitions {
-				for o := range l.count(p) {
-					if p == 0 && o == 99 {
-						o = 98 // the count stays right
-					}
-					tr.record(int32(p), o, h(int32(p), o))
+			return runOf(l, func(p int32, o int64, v []byte) (int64, []byte, bool) {
+				if p == 0 && o == 99 {
+					return 98, valueOf(p, 98, l.valueSize), true // the count stays right
 				}
-			}
-			return tr
+				return o, v, true
+			})
 		}, "partition 0: 1 duplicates"},
 		{"an offset past the end", func(tr *tracker) *tracker {
 			tr.record(0, 100, 0)
 			return tr
 		}, "partition 0: 1 offsets at or past its end 100"},
 		{"a changed value", func(*tracker) *tracker {
-			tr := newTracker(l)
-			for p := range l.partitions {
-				for o := range l.count(p) {
-					v := valueOf(int32(p), o, l.valueSize)
-					if p == 2 && o == 5 {
-						v[len(v)-1] ^= 1
-					}
-					tr.record(int32(p), o, valueHash(v))
+			return runOf(l, func(p int32, o int64, v []byte) (int64, []byte, bool) {
+				if p == 2 && o == 5 {
+					v[len(v)-1] ^= 1
 				}
-			}
-			return tr
+				return o, v, true
+			})
 		}, "partition 2: value hash sum"},
 		{"nothing from a partition", func(*tracker) *tracker {
-			tr := newTracker(l)
-			for o := range l.count(0) {
-				tr.record(0, o, h(0, o))
-			}
-			return tr
+			return runOf(l, func(p int32, o int64, v []byte) (int64, []byte, bool) { return o, v, p == 0 })
 		}, "partition 1: 0 distinct offsets of 100 (100 missing)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -35,18 +35,17 @@ const (
 	killJoinerJoined
 )
 
+var stepKindNames = [...]string{
+	termRestart:      "SIGTERM+restart",
+	killRestart:      "SIGKILL+restart",
+	killInRebalance:  "SIGKILL during rebalance",
+	stopAll:          "SIGTERM all+restart",
+	killJoinerJoined: "SIGKILL of the joiner after its JoinGroup reply",
+}
+
 func (k stepKind) String() string {
-	switch k {
-	case termRestart:
-		return "SIGTERM+restart"
-	case killRestart:
-		return "SIGKILL+restart"
-	case killInRebalance:
-		return "SIGKILL during rebalance"
-	case stopAll:
-		return "SIGTERM all+restart"
-	case killJoinerJoined:
-		return "SIGKILL of the joiner after its JoinGroup reply"
+	if k >= 0 && int(k) < len(stepKindNames) {
+		return stepKindNames[k]
 	}
 	return fmt.Sprintf("stepKind(%d)", int(k))
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/procstatus"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -257,27 +258,13 @@ func rssChild(args []string) int {
 		return 1
 	}
 	cancel() // stops the sampler, whatever ended Run
-	hwm, err := statusKiB("VmHWM")
+	hwm, err := procstatus.KiB("VmHWM")
 	if err != nil {
 		fmt.Println("rss-child:", err)
 		return 1
 	}
 	fmt.Printf("rss-child: processed %d VmHWM %d kB HeapSys %d kB objects %d kB\n", done.Load(), hwm, heapSysKiB(), peak()>>10)
 	return 0
-}
-
-// statusKiB reads one "Name: N kB" field of /proc/self/status.
-func statusKiB(field string) (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/self/status has no %s", field)
 }
 
 // heapSysKiB is the heap memory the Go runtime obtained from the OS.

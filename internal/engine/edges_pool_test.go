@@ -3,10 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
-
-	"github.com/sluice-go/sluice"
 )
 
 // newTestEdge returns an edge of a bare graph of rt (no stages run).
@@ -103,24 +100,13 @@ func TestChunkPoolHandsOutLargerFreeChunks(t *testing.T) {
 func TestInputChunksFitTheQueuedRecords(t *testing.T) {
 	const parts = 8
 	caps := make(chan string, parts)
-	build := func(p *Partition, in Stream[Record]) End {
-		return AddEnd(in, StageSpec{Kind: "End"}, func(s *Stage, in *Inlet[Record]) error {
-			for {
-				c, ok := in.Recv()
-				if !ok {
-					return nil
-				}
-				caps <- fmt.Sprintf("%d/%d", len(c), cap(c))
-				for _, it := range c {
-					s.Done(it.Ticket)
-				}
-				in.Release(c)
-			}
-		})
-	}
-	cfg := Config{DrainTimeout: 10e9, MaxInFlight: 100_000, MaxInFlightBytes: 1 << 30, PartitionQueue: 16384,
-		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: sluice.DefaultRetry(), DefaultRetry: sluice.DefaultRetry()}
-	err := Run(context.Background(), cfg, build, func(ctx context.Context, g *Group) error {
+	build := chunkEnd(func(s *Stage, c []Item[Record]) {
+		caps <- fmt.Sprintf("%d/%d", len(c), cap(c))
+		for _, it := range c {
+			s.Done(it.Ticket)
+		}
+	})
+	err := Run(context.Background(), roomyConfig(), build, func(ctx context.Context, g *Group) error {
 		tps := make([]TopicPartition, parts)
 		for i := range tps {
 			tps[i] = TopicPartition{Topic: "t", Partition: int32(i)}

@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"runtime"
 	"testing"
 	"weak"
-
-	"github.com/sluice-go/sluice"
 )
 
 // A tracker holds slot memory for the records it holds now, not for the
@@ -51,30 +48,19 @@ func TestTrackerGivesSegmentsBackWhenRecordsComplete(t *testing.T) {
 func TestRevokedGraphIsGarbage(t *testing.T) {
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	hold := make(chan struct{})
-	build := func(p *Partition, in Stream[Record]) End {
-		return AddEnd(in, StageSpec{Kind: "End"}, func(s *Stage, in *Inlet[Record]) error {
-			for {
-				c, ok := in.Recv()
-				if !ok {
-					return nil
-				}
-				for _, it := range c {
-					if it.Value.Offset == 900 {
-						<-hold // records 900 on stay in flight until the revoke
-					}
-					if it.Value.Offset < 900 {
-						s.Done(it.Ticket)
-					}
-				}
-				in.Release(c)
+	build := chunkEnd(func(s *Stage, c []Item[Record]) {
+		for _, it := range c {
+			if it.Value.Offset == 900 {
+				<-hold // records 900 on stay in flight until the revoke
 			}
-		})
-	}
-	cfg := Config{DrainTimeout: 10e9, MaxInFlight: 100_000, MaxInFlightBytes: 1 << 30, PartitionQueue: 16384,
-		Chunk: 256, Logger: slog.New(slog.DiscardHandler), Retry: sluice.DefaultRetry(), DefaultRetry: sluice.DefaultRetry()}
+			if it.Value.Offset < 900 {
+				s.Done(it.Ticket)
+			}
+		}
+	})
 	var gone weak.Pointer[graph]
 	var used, free int
-	err := Run(context.Background(), cfg, build, func(ctx context.Context, g *Group) error {
+	err := Run(context.Background(), roomyConfig(), build, func(ctx context.Context, g *Group) error {
 		if err := g.Assign([]TopicPartition{tp}); err != nil {
 			return err
 		}

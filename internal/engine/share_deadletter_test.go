@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -71,6 +72,22 @@ func acceptedAll(offs []int64) map[int64]sluice.AckOutcome {
 	return m
 }
 
+// ackSource is a source that turns share mode on, assigns tp and runs
+// deliver; it shuts the group down once deliver returned.
+func ackSource(tp sluice.TopicPartition, deliver func(ag sluice.AckGroup) error) sourceFunc {
+	return func(_ context.Context, g sluice.Group) error {
+		defer g.Shutdown()
+		ag := g.(sluice.AckGroup)
+		if err := ag.TrackAcks(); err != nil {
+			return err
+		}
+		if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
+			return err
+		}
+		return deliver(ag)
+	}
+}
+
 // A record handed to DeadLetterRecord never runs through the graph: not
 // when the partition gets more deliveries while its dead letter is being
 // stored, nor (as a zero Record in its place) when they come after it was
@@ -83,15 +100,7 @@ func TestDeadLetterRecordNeverRunsTheGraph(t *testing.T) {
 		store := make(chan struct{}) // closed: the dead-letter destination stores
 		var stored []int64
 		got := map[int64]sluice.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
-			defer g.Shutdown()
-			ag := g.(sluice.AckGroup)
-			if err := ag.TrackAcks(); err != nil {
-				return err
-			}
-			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
-				return err
-			}
+		src := ackSource(tp, func(ag sluice.AckGroup) error {
 			poison := func(off int64) {
 				if !ag.DeadLetterRecord(tp, shareRecords(off)[0], errors.New("delivered too often")) {
 					t.Errorf("DeadLetterRecord(%d) refused an assigned partition", off)
@@ -151,15 +160,7 @@ func TestDeadLetterRecordAtTheEndOfASegment(t *testing.T) {
 		ran := &ranGraph{}
 		var stored []int64
 		got := map[int64]sluice.AckOutcome{}
-		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
-			defer g.Shutdown()
-			ag := g.(sluice.AckGroup)
-			if err := ag.TrackAcks(); err != nil {
-				return err
-			}
-			if err := ag.Assign([]sluice.TopicPartition{tp}); err != nil {
-				return err
-			}
+		src := ackSource(tp, func(ag sluice.AckGroup) error {
 			ag.Deliver(tp, shareRecords(offsetsFrom(0, 63)...))
 			synctest.Wait()
 			if !ag.DeadLetterRecord(tp, shareRecords(63)[0], errors.New("delivered too often")) {
@@ -188,6 +189,47 @@ func TestDeadLetterRecordAtTheEndOfASegment(t *testing.T) {
 		}
 		if want := acceptedAll(offsetsFrom(0, 130)); !maps.Equal(got, want) {
 			t.Errorf("outcomes %v, want %v", got, want)
+		}
+	})
+}
+
+// In share mode a record one branch of a Tee found invalid is handed to
+// the dead-letter destination, and stored there, while the other branch
+// exhausts its retries on it. docs/share.md: an invalid record is
+// "dead-lettered, then ACCEPT". A RELEASE after the dead letter was stored
+// has the broker deliver the record again, and the branch finds it
+// invalid again: a second dead letter of the same record.
+func TestShareDeadLetteredRecordIsNotReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &shareSource{tp: sluice.TopicPartition{Topic: "t"}, recs: shareRecords(0)}
+		var mu sync.Mutex
+		dead := 0
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			br := stages.Tee(in, 2)
+			a := stages.Each(br[0], func(context.Context, sluice.Record) error {
+				return sluice.Invalid(errors.New("bad data"))
+			}, stages.Name("validate"))
+			b := stages.Each(br[1], func(context.Context, sluice.Record) error {
+				return errors.New("service down")
+			}, stages.Name("write"))
+			return pipeline.All(a, b)
+		}
+		err := pipeline.Run(t.Context(), src, build,
+			pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond}),
+			pipeline.WithDeadLetter(func(context.Context, sluice.DeadLetter) error {
+				mu.Lock()
+				defer mu.Unlock()
+				dead++
+				return nil
+			}))
+		if err != nil || src.err != nil {
+			t.Fatalf("Run = %v, source: %v; want both nil", err, src.err)
+		}
+		if dead != 1 {
+			t.Fatalf("%d dead letters, want 1", dead)
+		}
+		if got := src.acks[0]; got != sluice.AckAccepted {
+			t.Errorf("outcome of the dead-lettered record %v, want %v (it is delivered again and dead-lettered a second time)", got, sluice.AckAccepted)
 		}
 	})
 }

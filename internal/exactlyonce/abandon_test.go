@@ -39,8 +39,7 @@ func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
 				return nil
 			})
 		}, pipeline.WithDrainTimeout(4*time.Second))
-		d.feed(recs(0, 0, 1), recs(1, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1), recs(1, 0, 1))
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:1 1:1
 			g.Deliver(tp(0), recs(0, 1, 2))

@@ -42,8 +42,7 @@ func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
 		}
 		d := newDriver(txn, Config{})
 		_, stop := run(t, d, build, pipeline.WithDrainTimeout(testBarrier))
-		d.feed(recs(0, 0, 2), recs(1, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2), recs(1, 0, 1))
 		start := time.Now()
 		done := d.start(func(g *Group) { g.Revoke([]sluice.TopicPartition{tp(0)}) })
 		synctest.Wait() // the barrier waits for 1-0-a

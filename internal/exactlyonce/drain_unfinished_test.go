@@ -87,8 +87,7 @@ func testShutdownWithRecordUnfinishedInDrain(t *testing.T, wrapped bool) {
 			d.wrap = func(g sluice.Group) sluice.Group { return wrapping{g} }
 		}
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.feed(recs(0, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1))
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 1, 5)) })
 		synctest.Wait() // records 1-4 produced; record 1's side call waits for its retry
@@ -120,8 +119,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		txn := &stubTxn{}
 		d := newDriver(txn, Config{})
 		_, stop := run(t, d, sideCall(txn, 1))
-		d.feed(recs(0, 0, 1), recs(1, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1), recs(1, 0, 1))
 		d.do(func(g *Group) { g.Offsets() }) // commits record 0 of each
 		d.do(func(g *Group) {
 			g.Deliver(tp(0), recs(0, 1, 5))
@@ -138,11 +136,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 			t.Fatalf("rewinds %v, want %v (p1 to its committed offset)", txn.rewound(), want)
 		}
 		d.do(func(g *Group) { g.Deliver(tp(1), recs(1, 1, 3)) }) // p1 from its committed offset
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)

@@ -143,8 +143,7 @@ func TestRevokeCommitsEveryPartitionBeforeReturning(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("1-4-b")
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 2), recs(1, 3, 5))
-		synctest.Wait() // fed: a revoke drops only records still queued
+		d.fed(recs(0, 0, 2), recs(1, 3, 5)) // fed: a revoke drops only records still queued
 		done := d.start(func(g *Group) {
 			if got := g.Revoke([]sluice.TopicPartition{tp(0)}); got != nil {
 				t.Errorf("Revoke returned %v to the source, want nothing", got)
@@ -198,8 +197,7 @@ func TestFailedShutdownCommitAborts(t *testing.T) {
 		boom := errors.New("boom")
 		txn := &stubTxn{failNext: boom}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait() // fed and processed: the shutdown commits
+		d.fed(recs(0, 0, 2)) // fed and processed: the shutdown commits
 		err := stop()
 		if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) {
 			t.Fatalf("Run returned %v, want ErrAborted wrapping the commit's error", err)
@@ -217,16 +215,14 @@ func TestShutdownCommitsOrAbortsOnDrainTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait() // fed: a shutdown drops only records still queued
+		d.fed(recs(0, 0, 2)) // fed: a shutdown drops only records still queued
 		must(t, stop())
 		checkCommits(t, txn, offs(0, 2))
 	})
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{}
 		d, stop := startFanOut(t, txn, newGates("0-1-b"), pipeline.WithDrainTimeout(testBarrier))
-		d.feed(recs(0, 0, 2))
-		synctest.Wait() // fed; 0-1-b waits at its gate past the drain timeout
+		d.fed(recs(0, 0, 2)) // fed; 0-1-b waits at its gate past the drain timeout
 		if err := stop(); err != nil {
 			t.Fatalf("Run returned %v, want nil", err)
 		}
@@ -259,8 +255,7 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-0-a")
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 1))
 		d.do(func(g *Group) {
 			g.Offsets()
 			if g.Deliver(tp(0), recs(0, 1, holdPause)) {
@@ -277,9 +272,7 @@ func TestHeldRecordsPauseTheirPartition(t *testing.T) {
 				t.Errorf("Resumable after the commit: %v, want [in/0]", got)
 			}
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		must(t, stop())
+		commitAndStop(t, d, stop)
 		checkCommits(t, txn, offs(0, 1), offs(0, holdPause+1))
 	})
 }
@@ -303,8 +296,7 @@ func TestShutdownAfterStageErrorAborts(t *testing.T) {
 			})
 		}
 		_, stop := run(t, d, failing)
-		d.feed(recs(0, 0, 2))
-		synctest.Wait() // the stage error stops Run
+		d.fed(recs(0, 0, 2)) // the stage error stops Run
 		err := stop()
 		var se *sluice.StageError
 		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {

@@ -23,8 +23,7 @@ func failInDeliver(t *testing.T, txn *stubTxn) (*driver, func() error) {
 	t.Helper()
 	gs := newGates("1-3-b")
 	d, stop := startFanOut(t, txn, gs)
-	d.feed(recs(0, 0, 2), recs(1, 0, 2))
-	synctest.Wait()
+	d.fed(recs(0, 0, 2), recs(1, 0, 2))
 	d.do(func(g *Group) {
 		g.Offsets() // commits 0:2 1:2
 		g.Deliver(tp(0), recs(0, 2, 4))
@@ -68,11 +67,7 @@ func TestRecordHeldAcrossRewindInDeliverIsDropped(t *testing.T) {
 			g.Deliver(tp(0), recs(0, 2, 6))
 			g.Deliver(tp(1), recs(1, 2, 6))
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6, 1, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
@@ -104,11 +99,7 @@ func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
 			g.Polled()
 		})
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, _, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v (nothing past 2 for in/1)", commits, want)

@@ -44,8 +44,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			synctest.Wait()
 		}
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 2), recs(1, 0, 2), recs(2, 0, 1))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2), recs(1, 0, 2), recs(2, 0, 1))
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2 1:2 2:1
 			g.Deliver(tp(0), recs(0, 2, 4))
@@ -68,11 +67,7 @@ func TestLoseRewindsPartitionsKept(t *testing.T) {
 			g.Deliver(tp(0), recs(0, 2, 4))
 			g.Deliver(tp(2), recs(2, 1, 3))
 		})
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2, 1, 2, 2, 1), offs(0, 4, 2, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
@@ -97,8 +92,7 @@ func TestFailedCommitRewinds(t *testing.T) {
 		txn := &stubTxn{}
 		gs := newGates("0-3-b")
 		d, stop := startFanOut(t, txn, gs)
-		d.feed(recs(0, 0, 2))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2))
 		d.do(func(g *Group) {
 			g.Offsets() // commits 0:2
 			g.Deliver(tp(0), recs(0, 2, 4))
@@ -134,11 +128,7 @@ func TestFailedCommitRewinds(t *testing.T) {
 			t.Fatalf("outputs %v in a transaction after the rewind: the held and dropped records must not be processed", got)
 		}
 		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
-		synctest.Wait()
-		d.do(func(g *Group) { g.Offsets() })
-		if err := stop(); err != nil {
-			t.Fatalf("Run returned %v, want nil", err)
-		}
+		commitAndStop(t, d, stop)
 		visible, commits, aborts, misplaced := txn.state()
 		if want := [][]sluice.Offset{offs(0, 2), offs(0, 6)}; !slices.EqualFunc(commits, want, slices.Equal) {
 			t.Fatalf("commits %v, want %v", commits, want)
@@ -159,8 +149,7 @@ func TestFencedCommitStopsRun(t *testing.T) {
 		fenced := fmt.Errorf("%w: PRODUCER_FENCED", ErrFatal)
 		txn := &stubTxn{failNext: fenced}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2))
 		d.do(func(g *Group) {
 			g.Offsets()
 			if err := g.Err(); !errors.Is(err, ErrAborted) || !errors.Is(err, ErrFatal) {
@@ -197,8 +186,7 @@ func TestFailedAbortOrRewindStopsRun(t *testing.T) {
 				txn := &stubTxn{failNext: boom}
 				tc.set(txn, second)
 				d, stop := startFanOut(t, txn, newGates())
-				d.feed(recs(0, 0, 2))
-				synctest.Wait()
+				d.fed(recs(0, 0, 2))
 				d.do(func(g *Group) { g.Offsets() })
 				err := stop()
 				if !errors.Is(err, ErrAborted) || !errors.Is(err, boom) || !errors.Is(err, second) {

@@ -16,8 +16,7 @@ func TestShutdownCommitRefusedByTheGroupAbortsWithoutError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		txn := &stubTxn{failNext: fmt.Errorf("%w: ILLEGAL_GENERATION", ErrGroupMoved)}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait() // fed and processed: the shutdown commits
+		d.fed(recs(0, 0, 2)) // fed and processed: the shutdown commits
 		if err := stop(); err != nil {
 			t.Fatalf("Run returned %v, want nil (the group moved on: the next owner starts from the last commit)", err)
 		}
@@ -33,8 +32,7 @@ func TestShutdownCommitRefusedByTheGroupFailedAbortStops(t *testing.T) {
 		moved, failed := fmt.Errorf("%w: ILLEGAL_GENERATION", ErrGroupMoved), errors.New("abort failed")
 		txn := &stubTxn{failNext: moved, failAbort: failed}
 		d, stop := startFanOut(t, txn, newGates())
-		d.feed(recs(0, 0, 2))
-		synctest.Wait()
+		d.fed(recs(0, 0, 2))
 		if err := stop(); !errors.Is(err, ErrAborted) || !errors.Is(err, moved) || !errors.Is(err, failed) {
 			t.Fatalf("Run returned %v, want ErrAborted wrapping %v and %v", err, moved, failed)
 		}

@@ -117,9 +117,7 @@ func crashedMemberIsReplaced(t *testing.T, newSrc newMemberSource) {
 	const parts, perPartition = 4, 10_000
 	b := kafkatest.NewKfake(t)
 	const topic, group = "crash", "crash-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
+	total, hw := fillTopic(t, b, topic, parts, perPartition)
 	all, byA, byB := newOffsets(hw), newOffsets(hw), newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 

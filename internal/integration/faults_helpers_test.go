@@ -370,18 +370,7 @@ func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID str
 		"reconnect.backoff.max.ms": 500,
 	}
 	maps.Copy(ov, overrides)
-	src, err := source.NewSource(source.Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: every,
-		Logger:         testLogger(t),
-		Overrides:      ov,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	return sourceOf(t, b, group, topic, source.Config{CommitInterval: every, Overrides: ov})
 }
 
 // memberID returns the member id of the group member whose client.id is
@@ -520,9 +509,7 @@ func newFaultRun(t *testing.T, b *kafkatest.Broker, topic string, parts, perPart
 func newFaultRunSized(t *testing.T, b *kafkatest.Broker, topic string, parts, perPartition int, processed int64) *faultRun {
 	t.Helper()
 	r := &faultRun{b: b, topic: topic, group: topic + "-g"}
-	b.CreateTopic(t, topic, int32(parts))
-	r.total = b.Fill(t, topic, perPartition, 16)
-	r.hw = b.HighWatermarks(t, topic)
+	r.total, r.hw = fillTopic(t, b, topic, int32(parts), perPartition)
 	if processed > 0 {
 		r.seen = newOffsets(uniform(parts, processed))
 	} else {

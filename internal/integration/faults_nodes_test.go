@@ -25,9 +25,7 @@ func TestBrokerNodesStopAndCrash(t *testing.T) {
 	const parts, perPartition, nodes = 4, 3000, 3
 	b := kafkatest.NewBroker(t, kafkatest.WithNodes(nodes))
 	const topic, group = "nodes", "nodes-g"
-	b.CreateTopic(t, topic, parts)
-	b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
+	_, hw := fillTopic(t, b, topic, parts, perPartition)
 	seen := newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 

@@ -63,9 +63,7 @@ func startProxied(t *testing.T, name string, mode tcpproxy.Mode, parts, perParti
 	t.Helper()
 	r := &proxiedRun{topic: name + "-" + mode.String(), group: name + "-" + mode.String() + "-g"}
 	r.b, r.px = proxiedBroker(t)
-	r.b.CreateTopic(t, r.topic, int32(parts))
-	r.b.Fill(t, r.topic, perPartition, 16)
-	r.hw = r.b.HighWatermarks(t, r.topic)
+	_, r.hw = fillTopic(t, r.b, r.topic, int32(parts), perPartition)
 	r.seen = newOffsets(r.hw)
 	r.es = &epochs{b: r.b, group: r.group, topic: r.topic}
 	r.watch = watchCommits(t, r.b, r.group, r.topic, r.seen)

@@ -11,14 +11,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // librdkafka's threads are C threads, invisible to goleak; the Go side of
@@ -45,14 +46,36 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 		"session.timeout.ms":    6000,
 	}
 	maps.Copy(ov, overrides)
-	src, err := source.NewSource(source.Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
-		Logger:         testLogger(t),
-		Overrides:      ov,
-	})
+	return sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond, Overrides: ov})
+}
+
+// fillTopic creates topic on b with parts partitions, writes
+// perPartition records of 16 bytes to each, and returns how many it
+// wrote and the partitions' high watermarks.
+func fillTopic(t testing.TB, b *kafkatest.Broker, topic string, parts int32, perPartition int) (total int, hw map[int32]int64) {
+	t.Helper()
+	b.CreateTopic(t, topic, parts)
+	total = b.Fill(t, topic, perPartition, 16)
+	return total, b.HighWatermarks(t, topic)
+}
+
+// sourceOf returns a Kafka source of cfg for group/topic on b, logging
+// with testLogger; an error fails t.
+func sourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg source.Config) *source.Source {
+	t.Helper()
+	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, testLogger(t)
+	src, err := source.NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// franzSourceOf is sourceOf for a franz source.
+func franzSourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg franz.Config) *franz.Source {
+	t.Helper()
+	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, testLogger(t)
+	src, err := franz.NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +92,8 @@ func newFranzSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts
 // newFranzSourceEvery is newFranzSource committing every interval.
 func newFranzSourceEvery(t testing.TB, b *kafkatest.Broker, group, topic string, every time.Duration, opts ...kgo.Opt) *franz.Source {
 	t.Helper()
-	src, err := franz.NewSource(franz.Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: every,
-		Logger:         testLogger(t),
-		Opts:           append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	return franzSourceOf(t, b, group, topic, franz.Config{CommitInterval: every,
+		Opts: append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...)})
 }
 
 // kafkaClient returns a kgo client of b's cluster for the requests a test

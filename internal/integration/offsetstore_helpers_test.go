@@ -97,19 +97,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 				"session.timeout.ms":            6000,
 			}
 		}
-		src, err := source.NewSource(source.Config{
-			Brokers:        b.Addrs(),
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: every,
-			OffsetStore:    store,
-			Logger:         testLogger(t),
-			Overrides:      ov,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return src
+		return sourceOf(t, b, group, topic, source.Config{CommitInterval: every, OffsetStore: store, Overrides: ov})
 	case "franz":
 		opts := []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}
 		switch c.protocol {
@@ -120,19 +108,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 		case "consumer":
 			opts = append(opts, franz848()...)
 		}
-		src, err := franz.NewSource(franz.Config{
-			Brokers:        b.Addrs(),
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: every,
-			OffsetStore:    store,
-			Logger:         testLogger(t),
-			Opts:           opts,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return src
+		return franzSourceOf(t, b, group, topic, franz.Config{CommitInterval: every, OffsetStore: store, Opts: opts})
 	}
 	t.Fatalf("unknown client %q", c.client)
 	return nil

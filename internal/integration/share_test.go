@@ -40,6 +40,14 @@ func newShareBroker(t *testing.T, topic, group string) *kafkatest.Broker {
 	return newShareBrokerLock(t, topic, group, shareLock)
 }
 
+// filledShareBroker is newShareBroker with n records of 16 bytes in topic.
+func filledShareBroker(t *testing.T, topic, group string, n int) *kafkatest.Broker {
+	t.Helper()
+	b := newShareBroker(t, topic, group)
+	b.Fill(t, topic, n, 16)
+	return b
+}
+
 // newShareBrokerLock is newShareBroker with an acquisition lock of lock.
 func newShareBrokerLock(t *testing.T, topic, group string, lock time.Duration) *kafkatest.Broker {
 	t.Helper()
@@ -262,8 +270,7 @@ func TestShareTwoMembersSplitOnePartition(t *testing.T) {
 func TestShareLagCountsHeldRecords(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-lag", "share-lag-g", 200, 150
-	b := newShareBroker(t, topic, group)
-	b.Fill(t, topic, n, 16)
+	b := filledShareBroker(t, topic, group, n)
 	done := newTally()
 	release := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -335,8 +342,7 @@ func (d *killableDialer) kill() {
 func TestShareCrashReleasesToOtherMember(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang = "share-crash", "share-crash-g", 200, 20
-	b := newShareBroker(t, topic, group)
-	b.Fill(t, topic, n, 16)
+	b := filledShareBroker(t, topic, group, n)
 	done := newTally()
 	var hanging atomic.Bool
 	aBuild, bBuild := done.builder("A", hangFrom(hang, &hanging)), done.builder("B", nil)
@@ -513,8 +519,7 @@ func TestShareDeadLetteredRecordNeverRunsTheGraph(t *testing.T) {
 func TestShareRetriesExhaustedRelease(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, flaky = "share-release", "share-release-g", 5, 2
-	b := newShareBroker(t, topic, group)
-	b.Fill(t, topic, n, 16)
+	b := filledShareBroker(t, topic, group, n)
 	var calls atomic.Int32
 	done := newTally()
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -653,8 +658,7 @@ func (h *shareHooks) OnStuck(_ string, _ sluice.TopicPartition, offset int64, _ 
 func TestShareHooksHealthAndBudget(t *testing.T) {
 	t.Parallel()
 	const topic, group, n, hang, budget = "share-hooks", "share-hooks-g", 200, 7, 10
-	b := newShareBroker(t, topic, group)
-	b.Fill(t, topic, n, 16)
+	b := filledShareBroker(t, topic, group, n)
 	unblock := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		out := stages.Pool(in, 8, func(_ context.Context, r sluice.Record) (sluice.Record, error) {

@@ -42,9 +42,7 @@ func TestSharedBatcherAcrossRebalance(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	b := kafkatest.NewBroker(t)
 	const topic, group = "shared", "shared-g"
-	b.CreateTopic(t, topic, parts)
-	total := b.Fill(t, topic, perPartition, 16)
-	hw := b.HighWatermarks(t, topic)
+	total, hw := fillTopic(t, b, topic, parts, perPartition)
 	written := newOffsets(hw)
 	es := &epochs{b: b, group: group, topic: topic}
 	var seq atomic.Int64 // orders writes and closes

@@ -27,17 +27,7 @@ func TestKafkaSourceConformanceConsumerProtocol(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	sourcetest.Run(t, kafkadriver.Driver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
 		// newSource's heartbeat and session properties are classic-only.
-		src, err := source.NewSource(source.Config{
-			Brokers:        b.Addrs(),
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
-			Logger:         testLogger(t),
-			Overrides:      map[string]any{"group.protocol": "consumer"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return src
+		return sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond,
+			Overrides: map[string]any{"group.protocol": "consumer"}})
 	}})
 }

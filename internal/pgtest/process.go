@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/internal/tiedproc"
 )
 
 // Deadlines of the server's processes.
@@ -19,24 +21,21 @@ const (
 
 // process is a running postmaster, the leader of its own process group.
 type process struct {
-	cmd  *exec.Cmd
-	done <-chan struct{} // closed once the postmaster was reaped
-	err  error           // what Wait returned; read after done
+	cmd *exec.Cmd
+	*tiedproc.Proc
 }
 
 // startProcess starts cmd as the owner, in its own process group, tied
-// to this process (startTied).
+// to this process (tiedproc.Start).
 func (s *Server) startProcess(cmd *exec.Cmd) (*process, error) {
 	cmd.Dir = s.dir
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = s.owner.sysProcAttr()
-	p := &process{cmd: cmd}
-	done, err := startTied(cmd, &p.err)
+	tp, err := tiedproc.Start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: start %s: %w", cmd.Path, err)
 	}
-	p.done = done
-	return p, nil
+	return &process{cmd: cmd, Proc: tp}, nil
 }
 
 // initdb creates the data directory.
@@ -49,13 +48,13 @@ func (s *Server) initdb() error {
 		return err
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(initdbTimeout):
 		_ = p.kill()
 		return fmt.Errorf("pgtest: %s did not finish within %v:\n%s", cmd, initdbTimeout, out)
 	}
-	if p.err != nil {
-		return fmt.Errorf("pgtest: %s: %w:\n%s", cmd, p.err, out)
+	if p.Err() != nil {
+		return fmt.Errorf("pgtest: %s: %w:\n%s", cmd, p.Err(), out)
 	}
 	return nil
 }
@@ -89,7 +88,7 @@ func (s *Server) launch() error {
 func (p *process) stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case <-p.done:
+	case <-p.Done():
 		return nil
 	case <-time.After(stopTimeout):
 	}
@@ -105,7 +104,7 @@ func (p *process) stop() error {
 // cannot be reused before the signal.
 func (p *process) kill() error {
 	select {
-	case <-p.done: // reaped: its pid may belong to another process now
+	case <-p.Done(): // reaped: its pid may belong to another process now
 		return nil
 	default:
 	}
@@ -120,7 +119,7 @@ func (p *process) kill() error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-pm, syscall.SIGKILL) // the postmaster's group: it, and anything that did not setsid
-	<-p.done
+	<-p.Done()
 	return waitGone(tree)
 }
 

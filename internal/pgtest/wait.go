@@ -30,14 +30,14 @@ func (s *Server) waitReady(p *process, from int64) error {
 	defer cancel()
 	go func() {
 		select {
-		case <-p.done:
+		case <-p.Done():
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	exited := func() error {
 		out := readLog(s.logPath(), from, 60)
-		err := fmt.Errorf("pgtest: the server exited (%v) before accepting connections; its log:\n%s", p.err, out)
+		err := fmt.Errorf("pgtest: the server exited (%v) before accepting connections; its log:\n%s", p.Err(), out)
 		if strings.Contains(out, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
 		}
@@ -49,12 +49,12 @@ func (s *Server) waitReady(p *process, from int64) error {
 			return nil
 		}
 		select {
-		case <-p.done: // first: its exit also ends ctx
+		case <-p.Done(): // first: its exit also ends ctx
 			return exited()
 		default:
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return exited()
 		case <-ctx.Done():
 			return fmt.Errorf("pgtest: the server accepted no connection on %s within %v (last: %v); its log:\n%s",

@@ -60,15 +60,7 @@ func TestDeadLettersOutstandingAreBounded(t *testing.T) {
 		_, c, dl := newDeadLetter(true)
 		f, r := run(t, producertest.AllInvalid, pipeline.WithDeadLetter(dl))
 		must(t, f.Send("in", 0, values(0, limit+10)...))
-		waitOutPacing() // only the bound holds the rest back
-		if got := len(c.sentValues()); got != limit {
-			t.Fatalf("%d dead letters handed over before any report, want %d", got, limit)
-		}
-		c.releaseFirst(3)
-		synctest.Wait()
-		if got := len(c.sentValues()); got != limit+3 {
-			t.Fatalf("%d dead letters handed over after 3 reports, want %d", got, limit+3)
-		}
+		checkBoundedByReports(t, c, "dead letters", limit, 3)
 		if got := f.Committed("in", 0); got != 3 {
 			t.Fatalf("in/0 committed at %d after the first 3 reports, want 3", got)
 		}

@@ -23,6 +23,16 @@ func newDeadLetter(hold bool) (*produce.Tracker, *stub, func(context.Context, sl
 	return c.tr, c, produce.DeadLetter[report](c, c.tr, dlqName, "dlq")
 }
 
+// deadLetterHeld starts a dead letter of invalidRecord through a
+// destination whose client holds every delivery report, and returns once
+// it waits for its report; done gets what the call returned.
+func deadLetterHeld(t *testing.T) (tr *produce.Tracker, c *stub, done <-chan error) {
+	tr, c, dl := newDeadLetter(true)
+	done = inBackground(func() error { return dl(t.Context(), invalidRecord()) })
+	synctest.Wait()
+	return tr, c, done
+}
+
 // checkErr checks err's text and whether it is marked permanent.
 func checkErr(t *testing.T, err error, want string, permanent bool) {
 	t.Helper()
@@ -31,6 +41,16 @@ func checkErr(t *testing.T, err error, want string, permanent bool) {
 	}
 	if got := sluice.IsPermanent(err); got != permanent {
 		t.Errorf("IsPermanent(%v) = %v, want %v", err, got, permanent)
+	}
+}
+
+// checkClosedErr checks that err, a dead letter's error, says want, is
+// permanent and wraps ErrClosed.
+func checkClosedErr(t *testing.T, err error, want string) {
+	t.Helper()
+	checkErr(t, err, want, true)
+	if !errors.Is(err, errClosed) {
+		t.Errorf("dead letter's error %v does not wrap ErrClosed", err)
 	}
 }
 
@@ -158,9 +178,7 @@ func TestDeadLetterErrorsAreClassified(t *testing.T) {
 // the message pending in the tracker.
 func TestDeadLetterNoDeliveryReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, c, dl := newDeadLetter(true)
-		done := inBackground(func() error { return dl(t.Context(), invalidRecord()) })
-		synctest.Wait()
+		tr, c, done := deadLetterHeld(t)
 		c.releaseAsOther("not json")
 		checkErr(t, <-done, "dead letter to dlq: no delivery report", false)
 		checkNonePending(t, tr)
@@ -171,19 +189,14 @@ func TestDeadLetterNoDeliveryReport(t *testing.T) {
 // ErrClosed, and Close's error names it by the record it came from.
 func TestDeadLetterGivenUpByClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, c, dl := newDeadLetter(true)
-		done := inBackground(func() error { return dl(t.Context(), invalidRecord()) })
-		synctest.Wait()
+		tr, c, done := deadLetterHeld(t)
 		closeErr := tr.Close(c.closeSteps())
 		want := "closing the producer: 1 message undelivered after 5s (to dlq from orders/7@1234567890123)"
 		if closeErr == nil || closeErr.Error() != want {
 			t.Errorf("Close returned %v, want %q", closeErr, want)
 		}
 		err := <-done
-		checkErr(t, err, "dead letter to dlq: producer closed before the message was delivered (message of not json: purged by close)", true)
-		if !errors.Is(err, errClosed) {
-			t.Errorf("dead letter's error %v does not wrap ErrClosed", err)
-		}
+		checkClosedErr(t, err, "dead letter to dlq: producer closed before the message was delivered (message of not json: purged by close)")
 	})
 }
 
@@ -191,19 +204,14 @@ func TestDeadLetterGivenUpByClose(t *testing.T) {
 // returns at Gone, permanently, with ErrClosed.
 func TestDeadLetterNeverReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, c, dl := newDeadLetter(true)
+		tr, c, done := deadLetterHeld(t)
 		steps := c.closeSteps()
 		steps.GiveUp = func(context.Context) {} // the library loses it
-		done := inBackground(func() error { return dl(t.Context(), invalidRecord()) })
-		synctest.Wait()
 		if err := tr.Close(steps); err == nil || err.Error() != "closing the producer: 1 message undelivered after 5s" {
 			t.Errorf("Close returned %v", err)
 		}
 		err := <-done
-		checkErr(t, err, "dead letter to dlq: producer closed before its delivery was reported", true)
-		if !errors.Is(err, errClosed) {
-			t.Errorf("dead letter's error %v does not wrap ErrClosed", err)
-		}
+		checkClosedErr(t, err, "dead letter to dlq: producer closed before its delivery was reported")
 	})
 }
 
@@ -214,10 +222,7 @@ func TestDeadLetterAfterClose(t *testing.T) {
 		tr, c, dl := newDeadLetter(false)
 		must(t, tr.Close(c.closeSteps()))
 		err := dl(t.Context(), invalidRecord())
-		checkErr(t, err, "dead letter to dlq: producer closed", true)
-		if !errors.Is(err, errClosed) {
-			t.Errorf("dead letter's error %v does not wrap ErrClosed", err)
-		}
+		checkClosedErr(t, err, "dead letter to dlq: producer closed")
 		if n := len(c.triesOf("not json")); n != 0 {
 			t.Errorf("Send called %d times after Close, want 0", n)
 		}

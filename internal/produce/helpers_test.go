@@ -131,6 +131,15 @@ func (c *stub) start(t *testing.T, n int, toMsg func(sluice.Record) (sluice.Mess
 	return f, r
 }
 
+// started is start, returning once every goroutine of the bubble is
+// blocked (the values sent are produced as far as they can be).
+func (c *stub) started(t *testing.T, n int, toMsg func(sluice.Record) (sluice.Message, error), opts ...pipeline.Option) (*testkit.Fake, *testkit.Running) {
+	t.Helper()
+	f, r := c.start(t, n, toMsg, opts...)
+	synctest.Wait()
+	return f, r
+}
+
 // checkNonePending checks that tr has no delivery report pending.
 func checkNonePending(t *testing.T, tr *produce.Tracker) {
 	t.Helper()
@@ -173,4 +182,20 @@ func checkClosedError(t *testing.T, err error, offset int64) {
 func waitOutPacing() {
 	time.Sleep(time.Minute)
 	synctest.Wait()
+}
+
+// checkBoundedByReports checks that, with every report held, c hands
+// over exactly bound messages (what they are: "dead letters",
+// "messages"), and that the first n reports let exactly n more through.
+func checkBoundedByReports(t *testing.T, c *stub, what string, bound, n int) {
+	t.Helper()
+	waitOutPacing() // only the bound holds the rest back
+	if got := len(c.sentValues()); got != bound {
+		t.Fatalf("%d %s handed over with every report held, want %d", got, what, bound)
+	}
+	c.releaseFirst(n)
+	synctest.Wait()
+	if got := len(c.sentValues()); got != bound+n {
+		t.Fatalf("%d %s handed over after %d reports, want %d", got, what, n, bound+n)
+	}
 }

@@ -17,8 +17,7 @@ import (
 func TestCloseFailsAnIdleStage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
-		_, r := c.start(t, 0, recordMessage)
-		synctest.Wait()
+		_, r := c.started(t, 0, recordMessage)
 		must(t, c.tr.Close(c.closeSteps()))
 		checkClosedError(t, r.Wait(t), -1)
 	})
@@ -84,8 +83,7 @@ func TestCloseGivesUpOnOutstandingMessages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
 		tr := c.tr
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 
 		closeErr := tr.Close(c.closeSteps())
 		want := "closing the producer: 3 messages undelivered after 5s " +
@@ -119,8 +117,7 @@ func TestCloseWithReportsNeverDelivered(t *testing.T) {
 		c := newStage(true)
 		steps := c.closeSteps()
 		steps.GiveUp = func(context.Context) {} // the library loses them
-		f, r := c.start(t, 2, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 2, recordMessage)
 
 		start := time.Now()
 		closeErr := c.tr.Close(steps)
@@ -142,8 +139,7 @@ func TestCloseEndsAQueueFullWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
 		c.refuse["v1"] = 1 << 30
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		must(t, c.tr.Close(c.closeSteps()))
 		checkClosedError(t, r.Wait(t), -1)
 		if got := len(c.triesOf("v1")); got != 2 {
@@ -160,8 +156,7 @@ func TestLossEndsABlockedSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
 		c.block["v1"] = true
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		must(t, f.Lose("in", 0))
 		must(t, r.Stop(t))
 		checkSent(t, c, "v0", "v1") // v1 accepted failing when the loss ended its Send
@@ -179,8 +174,7 @@ func TestCloseEndsABlockedSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
 		c.blockFull["v0"] = true
-		_, r := c.start(t, 2, recordMessage)
-		synctest.Wait()
+		_, r := c.started(t, 2, recordMessage)
 		start := time.Now()
 		must(t, c.tr.Close(c.closeSteps()))
 		if d := time.Since(start); d != 0 {

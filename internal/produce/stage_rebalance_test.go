@@ -33,8 +33,7 @@ func TestRevokeWaitsForOutstandingReports(t *testing.T) {
 				if tc.fail != "" {
 					c.fail[tc.fail] = errors.New("broker said no")
 				}
-				f, r := c.start(t, tc.n, recordMessage)
-				synctest.Wait()
+				f, r := c.started(t, tc.n, recordMessage)
 				revoked := inBackground(func() error { return f.Revoke("in", 0) })
 				for _, vs := range tc.releases {
 					synctest.Wait()
@@ -65,8 +64,7 @@ func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 			converted = append(converted, string(rec.Value))
 			return recordMessage(rec)
 		}
-		f, r := c.start(t, 5, toMsg)
-		synctest.Wait()
+		f, r := c.started(t, 5, toMsg)
 		checkSent(t, c, "v0", "v1")
 
 		lost := inBackground(func() error { return f.Lose("in", 0) })

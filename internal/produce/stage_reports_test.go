@@ -48,8 +48,7 @@ func TestWaitingReportsCompleteTogether(t *testing.T) {
 		c := newStage(true)
 		gate := make(chan struct{})
 		var done completions
-		f, r := c.start(t, 6, gatedAt("v5", gate), pipeline.WithHooks(&done))
-		synctest.Wait() // v0..v4 produced, the stage waits in toMsg of v5
+		f, r := c.started(t, 6, gatedAt("v5", gate), pipeline.WithHooks(&done)) // v0..v4 produced, the stage waits in toMsg of v5
 		c.release(valueNames(0, 5)...)
 		close(gate)
 		synctest.Wait()
@@ -71,8 +70,7 @@ func TestFailedReportAmongWaitingOnesCommitsThoseBefore(t *testing.T) {
 		errBroker := errors.New("broker said no")
 		c.fail["v2"] = errBroker
 		gate := make(chan struct{})
-		f, r := c.start(t, 6, gatedAt("v5", gate))
-		synctest.Wait()
+		f, r := c.started(t, 6, gatedAt("v5", gate))
 		c.release(valueNames(0, 5)...)
 		close(gate)
 		synctest.Wait()

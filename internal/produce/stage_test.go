@@ -19,8 +19,7 @@ import (
 func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		checkSent(t, c, valueNames(0, 3)...)
 
 		c.release("v2", "v1")
@@ -46,16 +45,7 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 		const n = bound + 6
 		c := newStage(true)
 		f, r := c.start(t, n, recordMessage)
-		waitOutPacing() // only the bound holds the rest back
-		if got := len(c.sentValues()); got != bound {
-			t.Fatalf("produced %d messages with every report held, want %d", got, bound)
-		}
-
-		c.releaseFirst(1)
-		synctest.Wait()
-		if got := len(c.sentValues()); got != bound+1 {
-			t.Fatalf("produced %d messages after one report, want %d", got, bound+1)
-		}
+		checkBoundedByReports(t, c, "messages", bound, 1)
 		if held, maxInFlight, _ := c.counts(); held != bound || maxInFlight != bound {
 			t.Fatalf("%d held, at most %d in flight; want %d and %d", held, maxInFlight, bound, bound)
 		}
@@ -77,8 +67,7 @@ func TestQueueFullIsRetriedNeverDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
 		c.refuse["v1"] = 3
-		f, r := c.start(t, 3, recordMessage)
-		synctest.Wait()
+		f, r := c.started(t, 3, recordMessage)
 		t0 := time.Now()
 		checkSent(t, c, "v0") // v1 is refused
 
@@ -153,8 +142,7 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 			}
 			return recordMessage(rec)
 		}
-		f, r := c.start(t, 4, toMsg)
-		synctest.Wait()
+		f, r := c.started(t, 4, toMsg)
 		select {
 		case <-r.Done():
 			t.Fatal("Run returned with two reports outstanding")

@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -46,8 +47,7 @@ func TestFailedIntervalCommitRetried(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := start(t)
 				h.assign(tp0, tp1)
-				h.g.report(off(tp0, 5), off(tp1, 7))
-				c := h.nextCommit()
+				c := h.commitOf(off(tp0, 5), off(tp1, 7))
 				wantOffsets(t, "first interval commit", c.offs, off(tp0, 5), off(tp1, 7))
 				c.answer <- tc.answer
 				retry := h.nextCommit()
@@ -56,9 +56,7 @@ func TestFailedIntervalCommitRetried(t *testing.T) {
 				time.Sleep(3 * time.Second)
 				synctest.Wait()
 				h.noCommit("after the retry succeeded")
-				if err := h.stop(); err != nil {
-					t.Fatal(err)
-				}
+				h.stopOK()
 				seen := h.g.commitsSeen()
 				if len(seen) != 2 || seen[1].err != nil {
 					t.Fatalf("Committed calls %v, want the failure then the retry's success", seen)
@@ -80,8 +78,7 @@ func TestFailedIntervalCommitNotRetriedOverNewer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
-		h.g.report(off(tp0, 5), off(tp1, 7))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp0, 5), off(tp1, 7))
 		h.g.report(off(tp0, 9)) // collected at the next interval, before the answer is handled
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -96,9 +93,7 @@ func TestFailedIntervalCommitNotRetriedOverNewer(t *testing.T) {
 		retry := h.nextCommit()
 		wantOffsets(t, "commit after the failure", retry.offs, off(tp0, 9))
 		retry.ok()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 		h.bg.Wait()
 	})
 }
@@ -108,15 +103,11 @@ func TestCommitFencedToOwnedPartitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0)
-		h.g.report(off(tp0, 5), off(tp1, 7))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp0, 5), off(tp1, 7))
 		wantOffsets(t, "interval commit", c.offs, off(tp0, 5))
 		c.ok()
-		h.g.mu.Lock()
-		h.g.shutdown = []sluice.Offset{off(tp0, 6), off(tp1, 8)}
-		h.g.mu.Unlock()
-		stopped := make(chan error, 1)
-		go func() { stopped <- h.stop() }()
+		h.setFinal(off(tp0, 6), off(tp1, 8))
+		stopped := h.stopAsync()
 		final := h.nextCommit()
 		wantOffsets(t, "final commit", final.offs, off(tp0, 6))
 		final.ok()
@@ -133,19 +124,10 @@ func TestOneCommitInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0)
-		h.g.report(off(tp0, 5))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp0, 5))
 		h.g.report(off(tp0, 9))
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		h.noCommit("while the first is unanswered")
-		c.ok()
-		next := h.nextCommit()
-		wantOffsets(t, "commit after the answer", next.offs, off(tp0, 9))
-		next.ok()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.sendsOnlyOnceAnswered(c, 5*time.Second, off(tp0, 9))
+		h.stopOK()
 	})
 }
 
@@ -156,11 +138,8 @@ func TestFinalCommitNotSentBehindUnansweredCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0)
-		h.g.report(off(tp0, 5))
-		c := h.nextCommit()
-		h.g.mu.Lock()
-		h.g.shutdown = []sluice.Offset{off(tp0, 9)}
-		h.g.mu.Unlock()
+		c := h.commitOf(off(tp0, 5))
+		h.setFinal(off(tp0, 9))
 		err := h.stop()
 		want := "test: shutdown: the final commit of [in/0@9] did not finish within Config.CloseTimeout (10s): " +
 			"not sent: the earlier interval commit of [in/0@5] was still unanswered after 4s"
@@ -201,18 +180,10 @@ func TestRevokeCommitAbandoned(t *testing.T) {
 			t.Errorf("revoke commit error %q, want the revoke's commit not finished after 4s", ce)
 		}
 		h.g.report(off(tp1, 4))
-		time.Sleep(3 * time.Second)
-		synctest.Wait()
-		h.noCommit("while the abandoned commit is unanswered")
-		c.ok()
-		next := h.nextCommit()
-		wantOffsets(t, "commit after the abandoned one", next.offs, off(tp1, 4))
-		next.ok()
+		h.sendsOnlyOnceAnswered(c, 3*time.Second, off(tp1, 4))
 		time.Sleep(PollIdle) // the loop handles the answer
 		synctest.Wait()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 		if n := len(h.g.commitsSeen()); n != 2 {
 			t.Errorf("%d Committed calls, want 2: the abandoned commit's outcome is only logged", n)
 		}
@@ -226,8 +197,7 @@ func TestLossWaitsForCommitInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
-		h.g.report(off(tp0, 5))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp0, 5))
 		lost := h.doAsync(func() {
 			h.core.Lost([]TP{tp0})
 		})
@@ -243,9 +213,7 @@ func TestLossWaitsForCommitInFlight(t *testing.T) {
 		if seen := h.g.commitsSeen(); len(seen) != 1 || seen[0].err != nil {
 			t.Errorf("Committed calls %v when the loss returned, want the commit's success", seen)
 		}
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 
@@ -254,8 +222,7 @@ func TestLossOfOtherPartitionDoesNotWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		h.assign(tp0, tp1)
-		h.g.report(off(tp0, 5))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp0, 5))
 		began := time.Now()
 		h.do(func() {
 			h.core.Lost([]TP{tp1})
@@ -264,9 +231,7 @@ func TestLossOfOtherPartitionDoesNotWait(t *testing.T) {
 			t.Errorf("the loss of in/1 took %v behind a commit of in/0, want no wait", took)
 		}
 		c.ok()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 
@@ -287,11 +252,8 @@ func TestFinalCommitOutcomes(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := start(t)
 				h.assign(tp0)
-				h.g.mu.Lock()
-				h.g.shutdown = []sluice.Offset{off(tp0, 9)}
-				h.g.mu.Unlock()
-				stopped := make(chan error, 1)
-				go func() { stopped <- h.stop() }()
+				h.setFinal(off(tp0, 9))
+				stopped := h.stopAsync()
 				for _, a := range tc.answers {
 					c := h.nextCommit()
 					wantOffsets(t, "final commit", c.offs, off(tp0, 9))
@@ -301,12 +263,47 @@ func TestFinalCommitOutcomes(t *testing.T) {
 				if got := errString(err); got != tc.want {
 					t.Fatalf("Run = %q, want %q", got, tc.want)
 				}
-				h.b.mu.Lock()
-				events := strings.Join(h.b.events, " ")
-				h.b.mu.Unlock()
+				events := h.b.calls()
 				want := strings.Repeat("retry ", len(tc.answers)-1) + "leave close"
 				if events != want {
 					t.Errorf("backend calls %q, want %q", events, want)
+				}
+			})
+		})
+	}
+}
+
+// A final commit the coordinator still answers with REBALANCE_IN_PROGRESS
+// when its share of CloseTimeout runs out was refused because the group
+// is moving on, as an ILLEGAL_GENERATION is: no record is at risk (the
+// next owner starts from the previous commit), so Run returns nil and
+// logs a warning saying so, for either refusal.
+func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"rebalancing until the deadline", errRebalancing}, {"moved on", errMovedOn}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				logs := newLogRecorder()
+				h := startLogged(t, slog.New(logs))
+				h.assign(tp0)
+				h.setFinal(off(tp0, 9))
+				stopped := h.stopAsync()
+				for {
+					select {
+					case err := <-stopped:
+						if err != nil {
+							t.Fatalf("Run = %v, want nil (the group refused the commit: duplicates, no loss)", err)
+						}
+						if !logs.logged(slog.LevelWarn, FinalCommitRefused) {
+							t.Fatalf("logs %q, want a warning %q", logs.all(), FinalCommitRefused)
+						}
+						return
+					case c := <-h.b.commits:
+						wantOffsets(t, "final commit", c.offs, off(tp0, 9))
+						c.answer <- commitAnswer{err: tc.err}
+					}
 				}
 			})
 		})

@@ -1,7 +1,6 @@
 package rebalance
 
 import (
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -37,9 +36,7 @@ func TestAddBatchesAndFences(t *testing.T) {
 			t.Errorf("delivered %d before the flush, %d of in/0 and %d of in/1 in all; want %d, %d and 0",
 				sizes[0], got0, got1, MaxBatch, MaxBatch+2)
 		}
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 
@@ -64,15 +61,11 @@ func TestPauseAndResume(t *testing.T) {
 		// anything was paused, waiting PollIdle, not PollPaused.
 		time.Sleep(PollIdle)
 		synctest.Wait()
-		h.b.mu.Lock()
-		events := strings.Join(h.b.events, " ")
-		h.b.mu.Unlock()
+		events := h.b.calls()
 		if events != "pause resume" {
 			t.Errorf("backend calls %q, want %q", events, "pause resume")
 		}
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 

@@ -259,6 +259,13 @@ func (g *fakeGroup) Committed(offs []sluice.Offset, _ time.Duration, err error) 
 }
 func (g *fakeGroup) HighWatermark(TP, int64) {}
 
+// newCore is a Core over a fakeBackend and g, not running: the test
+// calls its methods itself.
+func newCore(g *fakeGroup) (*Core, *fakeBackend) {
+	b := &fakeBackend{}
+	return New(b, g, Options{Settings: Settings{Prefix: "test"}}), b
+}
+
 // harness runs a Core over a fakeBackend and a fakeGroup, inside the
 // caller's synctest bubble. CommitInterval is 1s, CloseTimeout 10s (so
 // the commit timeout is 4s).

@@ -2,19 +2,11 @@ package rebalance
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 )
-
-// events returns the backend calls of b so far.
-func (b *fakeBackend) calls() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.events, " ")
-}
 
 // resumable makes g list tps at its next Resumable and wakes the loop.
 func (g *fakeGroup) listResumable(tps ...TP) {
@@ -42,8 +34,7 @@ func span(from, to int64) []int64 {
 func TestPausedPartitionsRecordsAreHeldUntilResumable(t *testing.T) {
 	g := newFakeGroup()
 	g.logging, g.pauseAt = true, 100
-	b := &fakeBackend{}
-	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
+	c, b := newCore(g)
 	c.assign([]TP{tp0, tp1})
 	for i := range 300 {
 		c.Add(rec(tp0, int64(i)))
@@ -81,8 +72,7 @@ func TestPausedPartitionsRecordsAreHeldUntilResumable(t *testing.T) {
 func TestHeldDeliveryPausedAgain(t *testing.T) {
 	g := newFakeGroup()
 	g.logging = true
-	b := &fakeBackend{}
-	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
+	c, b := newCore(g)
 	c.assign([]TP{tp0})
 	g.pauseNext = true
 	for i := range 3 * MaxBatch {
@@ -118,7 +108,7 @@ func TestHeldRecordsDropped(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newFakeGroup()
-			c := New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test"}})
+			c, _ := newCore(g)
 			c.assign([]TP{tp0, tp1})
 			g.pauseNext = true
 			for i := range 2 * MaxBatch {
@@ -155,7 +145,7 @@ func TestRoomAndDeliverySize(t *testing.T) {
 	g := newFakeGroup()
 	g.logging = true
 	g.maxRecords, g.maxBytes = 8000, 80<<10 // share: 1000 records, 10 KiB
-	c := New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test"}})
+	c, _ := newCore(g)
 	c.assign([]TP{tp0})
 	if got := c.Room(); got != 1 {
 		t.Fatalf("Room = %d before any record was weighed, want 1", got)
@@ -201,8 +191,7 @@ func TestRoomAndDeliverySize(t *testing.T) {
 func TestRoomAndSpareRoom(t *testing.T) {
 	g := newFakeGroup()
 	g.pauseNext = true
-	b := &fakeBackend{}
-	c := New(b, g, Options{Settings: Settings{Prefix: "test"}})
+	c, _ := newCore(g)
 	c.assign([]TP{tp0})
 	share := c.lim.holdRecords
 	if got := c.Room(); got != 1 {

@@ -19,8 +19,7 @@ func TestEagerRevokeThenReassignDuringCommitInFlight(t *testing.T) {
 		h := start(t)
 		h.g.logging = true
 		h.assign(tp0)
-		h.g.report(off(tp0, 5))
-		inflight := h.nextCommit()
+		inflight := h.commitOf(off(tp0, 5))
 		wantOffsets(t, "interval commit", inflight.offs, off(tp0, 5))
 		h.do(func() {
 			h.g.pauseNext = true
@@ -57,9 +56,7 @@ func TestEagerRevokeThenReassignDuringCommitInFlight(t *testing.T) {
 			t.Errorf("delivered %v of in/0, want [5] (6 was held, then dropped)", got)
 		}
 		h.noCommit("after the re-assignment")
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 		h.noCommit("shutdown")
 		h.bg.Wait()
 	})

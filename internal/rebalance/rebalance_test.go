@@ -76,9 +76,7 @@ func TestRevokedDrainsOwnedThenCommits(t *testing.T) {
 		if h.core.Owns(tp0) || !h.core.Owns(tp1) {
 			t.Errorf("owns in/0: %v, in/1: %v after revoking in/0; want false, true", h.core.Owns(tp0), h.core.Owns(tp1))
 		}
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 
@@ -96,13 +94,10 @@ func TestLostCommitsNothing(t *testing.T) {
 		if want := "[[{in 0}]]"; lost != want || revoked != 0 {
 			t.Errorf("Group.Lose calls %s and %d Revoke calls, want %s and none", lost, revoked, want)
 		}
-		h.g.report(off(tp1, 2))
-		c := h.nextCommit()
+		c := h.commitOf(off(tp1, 2))
 		wantOffsets(t, "interval commit after the loss", c.offs, off(tp1, 2))
 		c.ok()
-		if err := h.stop(); err != nil {
-			t.Fatal(err)
-		}
+		h.stopOK()
 	})
 }
 
@@ -117,9 +112,7 @@ func TestRevokedOrLostWhileClosingDropsOutOfFinalCommit(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := start(t)
 				h.assign(tp0, tp1)
-				h.g.mu.Lock()
-				h.g.shutdown = []sluice.Offset{off(tp0, 4), off(tp1, 6)}
-				h.g.mu.Unlock()
+				h.setFinal(off(tp0, 4), off(tp1, 6))
 				h.b.beforeFinal = func() { serve(h.core, []TP{tp0}) }
 				h.cancel()
 				c := h.nextCommit()

@@ -31,14 +31,11 @@ const (
 	Cut
 )
 
+var modeNames = [...]string{Forward: "forward", Stalled: "stalled", Cut: "cut"}
+
 func (m Mode) String() string {
-	switch m {
-	case Forward:
-		return "forward"
-	case Stalled:
-		return "stalled"
-	case Cut:
-		return "cut"
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }

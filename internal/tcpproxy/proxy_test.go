@@ -72,10 +72,16 @@ func dial(t *testing.T, addr string) net.Conn {
 // roundTrip writes msg and reads it back.
 func roundTrip(t *testing.T, c net.Conn, msg string) {
 	t.Helper()
+	write(t, c, msg)
+	readExactly(t, c, msg)
+}
+
+// write writes msg to c.
+func write(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
 	if _, err := c.Write([]byte(msg)); err != nil {
 		t.Fatalf("write %q: %v", msg, err)
 	}
-	readExactly(t, c, msg)
 }
 
 func readExactly(t *testing.T, c net.Conn, want string) {
@@ -111,11 +117,19 @@ func newProxy(t *testing.T, target string) *Proxy {
 	return p
 }
 
-func TestForward(t *testing.T) {
+// proxiedConn starts an echo server, a proxy in front of it and a
+// connection through the proxy, and makes one round trip on it.
+func proxiedConn(t *testing.T) (*Proxy, net.Conn) {
+	t.Helper()
 	srv := echoServer(t)
 	p := newProxy(t, srv.Addr().String())
 	c := dial(t, p.Addr())
-	roundTrip(t, c, "hello")
+	roundTrip(t, c, "before")
+	return p, c
+}
+
+func TestForward(t *testing.T) {
+	p, c := proxiedConn(t)
 	roundTrip(t, c, "again")
 	if n := p.Accepted(); n != 1 {
 		t.Errorf("Accepted = %d, want 1", n)
@@ -123,22 +137,15 @@ func TestForward(t *testing.T) {
 }
 
 func TestStallHoldsBytesUntilRestore(t *testing.T) {
-	srv := echoServer(t)
-	p := newProxy(t, srv.Addr().String())
-	c := dial(t, p.Addr())
-	roundTrip(t, c, "before")
+	p, c := proxiedConn(t)
 
 	p.Stall()
 	if m := p.Mode(); m != Stalled {
 		t.Fatalf("Mode = %v, want stalled", m)
 	}
-	if _, err := c.Write([]byte("held")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, "held")
 	late := dial(t, p.Addr()) // accepted while stalled: stalled too
-	if _, err := late.Write([]byte("late")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, late, "late")
 	waitHeld(t, p, 2) // both writes read by the proxy and held
 	// Nothing may come back while stalled. A correct proxy never answers,
 	// so this short observation cannot fail spuriously.
@@ -175,10 +182,7 @@ func waitHeld(t *testing.T, p *Proxy, n int) {
 }
 
 func TestCutResetsAndRefusesUntilRestore(t *testing.T) {
-	srv := echoServer(t)
-	p := newProxy(t, srv.Addr().String())
-	c := dial(t, p.Addr())
-	roundTrip(t, c, "before")
+	p, c := proxiedConn(t)
 
 	p.Cut()
 	readFails(t, c)
@@ -194,14 +198,9 @@ func TestCutResetsAndRefusesUntilRestore(t *testing.T) {
 }
 
 func TestCutWhileStalledReleasesConnections(t *testing.T) {
-	srv := echoServer(t)
-	p := newProxy(t, srv.Addr().String())
-	c := dial(t, p.Addr())
-	roundTrip(t, c, "before")
+	p, c := proxiedConn(t)
 	p.Stall()
-	if _, err := c.Write([]byte("held")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, "held")
 	p.Cut()
 	readFails(t, c)
 	p.Restore()
@@ -209,17 +208,9 @@ func TestCutWhileStalledReleasesConnections(t *testing.T) {
 }
 
 func TestCloseWhileStalledReturns(t *testing.T) {
-	srv := echoServer(t)
-	p, err := New(srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t, p.Addr())
-	roundTrip(t, c, "before")
+	p, c := proxiedConn(t)
 	p.Stall()
-	if _, err := c.Write([]byte("held")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, "held")
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
@@ -293,5 +284,13 @@ func TestFrontAdvertisesTheProxy(t *testing.T) {
 	<-done
 	if _, err := net.Dial("tcp", p.Addr()); err == nil {
 		t.Error("proxy still accepts after its listener was closed")
+	}
+}
+
+func TestModeString(t *testing.T) {
+	for m, want := range map[Mode]string{Forward: "forward", Stalled: "stalled", Cut: "cut", Cut + 1: "Mode(3)", -1: "Mode(-1)"} {
+		if got := m.String(); got != want {
+			t.Errorf("Mode(%d).String() = %q, want %q", int(m), got, want)
+		}
 	}
 }
