@@ -200,66 +200,10 @@ func (c *cluster) protocolInUse(ctx context.Context) (string, error) {
 // not return them. The same goes for a read_uncommitted read, which also
 // returns the records of aborted and open transactions.
 func (c *cluster) readAll(ctx context.Context, topic string, committed bool) ([]sluice.Record, error) {
-	lso, hw, err := c.b.OffsetsContext(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	start := map[int32]kgo.Offset{}
-	for p, h := range hw {
-		if h > lso[p] {
-			start[p] = kgo.NewOffset().At(lso[p])
-		}
-	}
-	var out []sluice.Record
-	if len(start) == 0 {
-		return out, nil
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(c.b.Addrs()...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}), kgo.FetchMaxWait(100 * time.Millisecond),
-		kgo.KeepControlRecords()} // a partition of a transactional topic ends with a marker
 	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		return c.b.ReadCommittedContext(ctx, topic)
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	done := map[int32]bool{}
-	for len(done) < len(start) {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %q: %w after %d records", topic, err, len(out))
-		}
-		var ferr error
-		fs.EachError(func(_ string, p int32, err error) { ferr = fmt.Errorf("reading %q partition %d: %w", topic, p, err) })
-		if ferr != nil {
-			return nil, ferr
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if done[r.Partition] || r.Offset >= hw[r.Partition] {
-				return
-			}
-			if r.Offset+1 >= hw[r.Partition] {
-				done[r.Partition] = true
-			}
-			if r.Attrs.IsControl() {
-				return
-			}
-			rec := sluice.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, sluice.Header{Key: h.Key, Value: h.Value})
-			}
-			out = append(out, rec)
-		})
-	}
-	slices.SortStableFunc(out, func(x, y sluice.Record) int {
-		if x.Partition != y.Partition {
-			return int(x.Partition - y.Partition)
-		}
-		return int(x.Offset - y.Offset)
-	})
-	return out, nil
+	return c.b.ReadAllContext(ctx, topic)
 }
 
 // observe reads what check needs. With exactlyOnce, it reads the output

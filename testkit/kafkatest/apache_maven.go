@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sluice-go/sluice/internal/tiedproc"
 )
 
 // apachePOM is the Maven project that pins the Apache Kafka broker and its
@@ -82,7 +84,7 @@ func apacheClasspath(ctx context.Context) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// Maven is a Java process: tied to this one like the broker's.
-	if err := runTied(cmd); err != nil {
+	if err := tiedproc.Run(cmd); err != nil {
 		return "", fmt.Errorf("kafkatest: mvn dependency:build-classpath for org.apache.kafka:kafka_2.13:%s: %w\n%s",
 			ApacheKafkaVersion, err, tail(out.String(), 40))
 	}

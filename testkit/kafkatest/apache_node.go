@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-go/sluice/internal/tiedproc"
 )
 
 // apacheNode is one Apache Kafka process: a combined broker and KRaft
@@ -31,7 +33,7 @@ type apacheNode struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	done chan struct{} // closed when the running process was reaped
+	done <-chan struct{} // closed when the running process was reaped
 }
 
 func (n *apacheNode) addr() string { return fmt.Sprintf("127.0.0.1:%d", n.brokerPort) }
@@ -137,7 +139,7 @@ func (n *apacheNode) prepare(ctx context.Context, clusterID string) error {
 	cmd := exec.CommandContext(ctx, javaPath(), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := runTied(cmd); err != nil {
+	if err := tiedproc.Run(cmd); err != nil {
 		return fmt.Errorf("kafkatest: format storage of node %d: %w\n%s", n.id, err, tail(out.String(), 20))
 	}
 	return nil
@@ -160,7 +162,7 @@ func javaPath() string {
 	return "java"
 }
 
-// start runs kafka.Kafka, tied to this process (startTied): the broker
+// start runs kafka.Kafka, tied to this process (tiedproc.Start): the broker
 // ends when the process that started it ends, however that ends.
 func (n *apacheNode) start() error {
 	n.mu.Lock()
@@ -176,11 +178,11 @@ func (n *apacheNode) start() error {
 	cmd := exec.Command(javaPath(), n.javaArgs("kafka.Kafka", filepath.Join(n.dir, "server.properties"))...)
 	cmd.Stdout, cmd.Stderr = stdout, stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p, err := startTied(cmd)
+	p, err := tiedproc.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("kafkatest: start node %d: %w", n.id, err)
 	}
-	n.cmd, n.done = cmd, p.done
+	n.cmd, n.done = cmd, p.Done()
 	return nil
 }
 

@@ -309,6 +309,27 @@ func (b *Broker) ReadAll(t testing.TB, topic string) []sluice.Record {
 
 // ReadAllContext is ReadAll with a context instead of a test.
 func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]sluice.Record, error) {
+	return b.read(ctx, topic, false)
+}
+
+// ReadCommitted is ReadAll with read_committed: only the records of
+// committed transactions and those written outside any transaction. Call
+// it once no transaction is open on topic: a read_committed fetch stops
+// at the last stable offset, so an open transaction makes it wait until
+// the minute is up. It fails the test if that takes longer than a minute.
+func (b *Broker) ReadCommitted(t testing.TB, topic string) []sluice.Record {
+	t.Helper()
+	return mustWithinAMinute(t, func(ctx context.Context) ([]sluice.Record, error) { return b.ReadCommittedContext(ctx, topic) })
+}
+
+// ReadCommittedContext is ReadCommitted with a context instead of a test.
+func (b *Broker) ReadCommittedContext(ctx context.Context, topic string) ([]sluice.Record, error) {
+	return b.read(ctx, topic, true)
+}
+
+// read reads topic from the log start to the high watermark at the time
+// of the call, with read_committed when committed is set.
+func (b *Broker) read(ctx context.Context, topic string, committed bool) ([]sluice.Record, error) {
 	lso, hw, err := b.OffsetsContext(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -323,14 +344,18 @@ func (b *Broker) ReadAllContext(ctx context.Context, topic string) ([]sluice.Rec
 	if len(start) == 0 {
 		return out, nil
 	}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(b.be.addrs()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
-		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchMaxWait(100 * time.Millisecond),
 		// Transaction markers come back as records, so a partition whose
 		// last offset is a marker is seen to end.
 		kgo.KeepControlRecords(),
-	)
+	}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: read %q: %w", topic, err)
 	}
