@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -36,7 +38,7 @@ func BenchmarkProduceLinger(b *testing.B) {
 			defer func() { _ = p.Close() }()
 			for b.Loop() {
 				h := testkit.New(b, func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
-					return franz.Produce(s, p, "out", func(r sluice.Record) (sluice.Message, error) {
+					return sink.Produce(s, p, "out", func(r sluice.Record) (sluice.Message, error) {
 						return sluice.Message{Value: r.Value}, nil
 					})
 				})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
@@ -34,7 +36,7 @@ func ExampleProduce() {
 			t.Fatal(err)
 		}
 		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return franz.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
+			return sink.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
 				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 			})
 		}

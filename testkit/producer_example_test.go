@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -41,7 +43,7 @@ func ExampleProduce() {
 		synctest.Test(t, func(t *testing.T) {
 			alerts := testkit.NewProducer()
 			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
-				return testkit.Produce(s, alerts, "alerts", alertMessage)
+				return sink.Produce(s, alerts, "alerts", alertMessage)
 			}))
 			h.Assign("orders", 0)
 			h.Send("orders", 0, []byte("12"), []byte("90000"), []byte("7"), []byte("4500"))
@@ -72,7 +74,7 @@ func ExampleProducer_FailWith() {
 				return nil
 			})
 			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
-				return testkit.Produce(s, alerts, "alerts", alertMessage, stages.Name("alert"))
+				return sink.Produce(s, alerts, "alerts", alertMessage, stages.Name("alert"))
 			}))
 			h.Assign("orders", 0)
 			h.Send("orders", 0, []byte("90000"), []byte("4500"), []byte("80000"))

@@ -29,12 +29,12 @@ func TestStageBuildErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := produce.NewTracker(names)
-				var c produce.Client[report] = newStub(tr, false)
+				var p produce.Backend = newProducer(newStub(tr, false), tr)
 				if tc.nilC {
-					c, tr = nil, nil
+					p = nil
 				}
 				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return produce.Stage(in, "stub.Produce", c, tr, tc.topic, tc.toMsg, nil)
+					return produce.Stage(in, "stub.Produce", p, tc.topic, tc.toMsg, nil)
 				}
 				f := testkit.NewFake()
 				r := testkit.Start(t, f, build, quiet)

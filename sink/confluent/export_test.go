@@ -1,10 +1,11 @@
-package sink
+package confluent
 
 import (
 	"context"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
@@ -20,13 +21,13 @@ func InjectFatal(p *Producer) {
 
 // DeliveryReport produces m to topic through the client a Produce stage
 // uses and returns its delivery report, as the stage reads it.
-func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error) {
-	reports := make(chan kafka.Event, 1)
+func DeliveryReport(p *Producer, topic string, m sluice.Message) (*kafka.Message, error) {
+	reports := make(chan produce.Event, 1)
 	if err := (client{p}).Send(context.Background(), &produce.Outgoing{Topic: topic, Message: m}, reports); err != nil {
 		return nil, err
 	}
 	ev := <-reports
-	msg, _ := ev.(*kafka.Message)
+	msg, _ := kafka.Event(ev).(*kafka.Message)
 	return msg, nil
 }
 
