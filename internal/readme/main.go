@@ -13,10 +13,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluice-go/sluice/sink/confluent"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 )

@@ -39,7 +39,7 @@ func TestProducerOverridesFromJSON(t *testing.T) {
 // A non-integral number for an integer property is an error naming it.
 func TestProducerOverrideNonIntegralIsAnError(t *testing.T) {
 	_, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: []string{"localhost:9092"}, Overrides: map[string]any{"batch.size": 1.5}})
-	want := `sink: ProducerConfig.Overrides["batch.size"] = 1.5: librdkafka wants an integer for this property`
+	want := `confluent: ProducerConfig.Overrides["batch.size"] = 1.5: librdkafka wants an integer for this property`
 	if err == nil || err.Error() != want {
 		t.Fatalf("NewProducer = %v, want %s", err, want)
 	}
