@@ -22,8 +22,8 @@ import (
 // topic: each input offset commits only after its output was
 // acknowledged. (It takes a second or two: a consumer group forms on the
 // embedded broker.)
-func ExampleProduce() {
-	runExample("ExampleProduce", func(t *testing.T) {
+func ExampleNewProducer() {
+	runExample("ExampleNewProducer", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
 		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},

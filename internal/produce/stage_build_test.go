@@ -53,3 +53,37 @@ func TestStageBuildErrors(t *testing.T) {
 		})
 	}
 }
+
+// ptrProducer is a backend's Producer as backends declare it: a struct
+// behind a pointer, the core embedded.
+type ptrProducer struct{ *produce.Core }
+
+// A nil *Producer in the interface is refused as nil (never dereferenced),
+// and a zero Producer (its embedded core nil: not made by its
+// constructor) is refused as such.
+func TestStageRefusesANilPointerAndAZeroProducer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		p    produce.Backend
+		want string
+	}{
+		"nil pointer": {(*ptrProducer)(nil), "stub.Produce: the producer is nil"},
+		"zero value":  {&ptrProducer{}, "stub.Produce: the producer (*produce_test.ptrProducer) was not made by its constructor"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return produce.Stage(in, "stub.Produce", tc.p, "out", recordMessage, nil)
+				}
+				f := testkit.NewFake()
+				r := testkit.Start(t, f, build, quiet)
+				if err := f.Assign("in", 0); err == nil {
+					t.Error("Assign returned nil, want the build error")
+				}
+				var be *sluice.BuildError
+				if err := r.Wait(t); !errors.As(err, &be) || be.Problem != `stage "Produce#1": `+tc.want {
+					t.Fatalf("Run returned %v, want a *sluice.BuildError with the problem %q", err, `stage "Produce#1": `+tc.want)
+				}
+			})
+		})
+	}
+}

@@ -37,3 +37,16 @@ func ChannelCapacities(p *Producer) (events, produce int) {
 	//lint:ignore SA1019 reads the capacity of the channel NewProducer allocates; nothing is produced through it
 	return cap(p.p.Events()), cap(p.p.ProduceChannel())
 }
+
+// StageReport produces m to topic through the client a Produce stage uses
+// and reads its delivery report as the stage does (client.Report on the
+// chan produce.Event librdkafka wrote to): whether it is taken for a
+// delivery report, and its error.
+func StageReport(p *Producer, topic string, m sluice.Message) (isReport bool, err error) {
+	reports := make(chan produce.Event, 1)
+	if err := (client{p}).Send(context.Background(), &produce.Outgoing{Topic: topic, Message: m}, reports); err != nil {
+		return false, err
+	}
+	_, err, isReport = (client{p}).Report(<-reports)
+	return isReport, err
+}

@@ -45,3 +45,16 @@ func TestProducerChannelsAreSmall(t *testing.T) {
 		t.Errorf("Events capacity %d, ProduceChannel capacity %d; want at most 1024 and 0", events, produce)
 	}
 }
+
+// librdkafka writes a receiver's delivery reports as kafka.Events to the
+// receiver's chan produce.Event (deliveryChan); the stage's read of one is
+// a delivery report, delivered.
+func TestDeliveryReportsReachTheStage(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("out", 1))
+	p := newProducer(t, b, nil)
+	isReport, err := confluent.StageReport(p, "out", sluice.Message{Value: []byte("v")})
+	if !isReport || err != nil {
+		t.Fatalf("report read as a delivery report: %v, error %v; want true, nil", isReport, err)
+	}
+}
