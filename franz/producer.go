@@ -66,7 +66,10 @@ type Producer struct {
 
 // NewProducer validates cfg, refuses the kgo options the producer relies
 // on (an error naming the option and why), and creates the client; kgo
-// connects on the first produce.
+// connects on the first produce. Call it once, before pipeline.Run (one
+// created inside a builder fails the build), share the result between
+// every graph and the dead-letter destination, and Close it after Run
+// returned.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	logger := cfg.Logger
 	if logger == nil {

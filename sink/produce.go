@@ -24,6 +24,9 @@ type Message = sluice.Message
 // pipeline.Run (a producer created inside the builder fails the build),
 // use it in every graph of that Run, and Close it after Run returned.
 type Producer interface {
+	// Backend (an internal interface with one unexported method) seals
+	// Producer: only the producers of sink/confluent, franz and testkit
+	// implement it.
 	produce.Backend
 
 	// DeadLetter returns the destination to pass to

@@ -45,7 +45,12 @@ type Producer struct {
 	wg sync.WaitGroup // events and logs goroutines
 }
 
-// NewProducer validates cfg and connects a producer.
+// NewProducer validates cfg (an error names the offending field or
+// override) and creates a librdkafka producer, which connects in the
+// background. Call it once, before pipeline.Run (one created inside a
+// builder fails the build), share the result between every graph and the
+// dead-letter destination, and Close it after Run returned: until then it
+// runs two goroutines (events and logs) and librdkafka's threads.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	m, err := producerProperties(cfg)
 	if err != nil {
