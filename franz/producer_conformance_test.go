@@ -15,7 +15,7 @@ import (
 )
 
 // TestProducerConformance runs internal/producertest, whose checks of the
-// producer contract every backend passes alike (package sink runs them
+// producer contract every backend passes alike (package sink/confluent runs them
 // too).
 func TestProducerConformance(t *testing.T) {
 	producertest.Run(t, producertest.Harness[*franz.Producer]{
