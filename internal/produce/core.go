@@ -36,15 +36,6 @@ type Backend interface {
 	produceCore() *Core
 }
 
-// coreOf returns the core of p, nil when p is nil (a nil interface or a
-// nil pointer in one) or was not made by its constructor.
-func coreOf(p Backend) *Core {
-	if isNil(p) {
-		return nil
-	}
-	return p.produceCore()
-}
-
 // isNil reports whether p is a nil interface or holds a nil pointer (on
 // which produceCore would dereference the nil Producer). It runs once per
 // graph build, not per message.

@@ -26,15 +26,19 @@ const ReportBuffer = 1024
 // its Core with NewCore (a zero Producer value), fails the build, as do
 // an empty topic and a nil toMsg. See sink.Produce for the contract.
 func Stage[T any](in pipeline.Stream[T], name string, p Backend, topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
-	core := coreOf(p)
+	nilP := isNil(p)
 	var c Client
 	var tr *Tracker
+	var core *Core
+	if !nilP {
+		core = p.produceCore() // nil for a zero Producer
+	}
 	if core != nil {
 		c, tr = core.client, core.tr
 	}
 	sp := stages.Spec("Produce", opts...)
 	switch {
-	case isNil(p):
+	case nilP:
 		sp.Problem = fmt.Errorf("%s: the producer is nil", name)
 	case topic == "":
 		sp.Problem = fmt.Errorf("%s: the topic is empty", name)
