@@ -15,8 +15,9 @@ import (
 	"github.com/sluice-go/sluice/sink"
 )
 
-// Produced is one message a [Producer] accepted: the topic of the Produce
-// stage that sent it and the message its toMsg returned (a copy).
+// Produced is one message a [Producer] accepted: the topic it went to
+// and a copy of the message (what a Produce stage's toMsg returned, or a
+// dead letter as [Producer.DeadLetter] writes it).
 type Produced struct {
 	Topic   string
 	Message sluice.Message
