@@ -16,7 +16,7 @@ import (
 
 // ErrClosed is wrapped by the errors of produce calls made after (or
 // outstanding when) [Producer.Close] closed the producer.
-var ErrClosed = errors.New("franz: the producer is closed")
+var ErrClosed = produce.NewErrClosed("franz")
 
 // Producer is a kgo (franz-go) producer, a sink.Producer: pass it to
 // sink.Produce, and its DeadLetter to pipeline.WithDeadLetter. One

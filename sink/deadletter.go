@@ -17,6 +17,13 @@ const (
 	HeaderStage     = sluice.DeadLetterHeaderStage
 )
 
+// ErrClosed is wrapped by the errors of produce calls and dead letters
+// made after (or outstanding when) a [Producer]'s Close closed it,
+// whichever the client: errors.Is(err, sink.ErrClosed) holds for the
+// errors of every backend, whose own sentinel (confluent.ErrClosed,
+// franz.ErrClosed, testkit.ErrProducerClosed) names it in the text.
+var ErrClosed = produce.ErrClosed
+
 // DeadLetterFunc is the dead-letter destination a [Producer]'s DeadLetter
 // returns, for pipeline.WithDeadLetter (see Producer.DeadLetter for the
 // contract). Call it as the function it is; its CheckStart method is its

@@ -60,7 +60,7 @@ type Producer interface {
 	// Close flushes what is still outstanding, for up to the producer's
 	// close timeout, and closes the producer. Messages still undelivered
 	// then are given up on: their deliveries fail (with an error wrapping
-	// the backend's ErrClosed), so the records they came from are never
+	// [ErrClosed]), so the records they came from are never
 	// committed, and Close returns a *sluice.CloseError that counts and
 	// names them. Close returns within the close timeout plus at most two
 	// seconds, also when the client's own close would hang.
@@ -68,7 +68,7 @@ type Producer interface {
 	// Call it after pipeline.Run returned: every Produce stage and dead
 	// letter has then been reported and Close has nothing to wait for.
 	// Calling it while Run is still running is safe: later produce calls
-	// fail with ErrClosed, outstanding ones as above, and Run stops with
+	// fail with [ErrClosed], outstanding ones as above, and Run stops with
 	// that error unless the partition was already being taken away. Close
 	// is idempotent: later calls wait for the first and return its
 	// result.
@@ -97,7 +97,7 @@ type Producer interface {
 // none is left behind; if that takes longer than the exit grace (see
 // pipeline.Run), the runtime abandons the stage, which goes on reading the
 // reports, and Run stops with sluice.ErrAbandoned. Once p is closed, the
-// stage fails with an error wrapping the backend's ErrClosed.
+// stage fails with an error wrapping [ErrClosed].
 //
 // A nil p, an empty topic or a nil toMsg fails the build with a
 // *sluice.BuildError naming the stage; so does a p created while this

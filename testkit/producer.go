@@ -61,8 +61,8 @@ type Producer struct {
 type core = produce.Core
 
 // ErrProducerClosed is wrapped by the errors of produce calls made after
-// [Producer.Close].
-var ErrProducerClosed = errors.New("testkit: the producer is closed")
+// [Producer.Close]; errors.Is finds sink.ErrClosed in it too.
+var ErrProducerClosed = produce.NewErrClosed("testkit")
 
 // NewProducer returns a producer that accepts every message.
 func NewProducer() *Producer {

@@ -150,7 +150,7 @@ func (s *suite[P]) closeFailsWaitingDeadLetter(t *T) {
 
 // closedProducer: after Close, a dead letter fails at once with ErrClosed
 // (permanent), and a Produce stage stops Run with a StageError wrapping
-// ErrClosed (with no offset: the stage sees the closed producer before
+// ErrClosed (the backend's, which is also sink.ErrClosed) (with no offset: the stage sees the closed producer before
 // its first record).
 func (s *suite[P]) closedProducer(t *T) {
 	b := kafkatest.NewBroker(t)
@@ -161,14 +161,15 @@ func (s *suite[P]) closedProducer(t *T) {
 		t.Fatalf("Close of an idle producer = %v, want nil", err)
 	}
 	err := p.DeadLetter("dlq")(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "in"}, Err: errors.New("bad")})
-	if !errors.Is(err, s.h.ErrClosed) || !sluice.IsPermanent(err) {
-		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v", err, s.h.ErrClosed)
+	if !errors.Is(err, s.h.ErrClosed) || !errors.Is(err, sink.ErrClosed) || !sluice.IsPermanent(err) {
+		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v and sink.ErrClosed", err, s.h.ErrClosed)
 	}
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
 	runErr := r.Wait(t)
 	var se *sluice.StageError
-	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !strings.Contains(runErr.Error(), "producing to out") {
-		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v", runErr, s.h.ErrClosed)
+	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !errors.Is(runErr, sink.ErrClosed) ||
+		!strings.Contains(runErr.Error(), "producing to out") {
+		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v and sink.ErrClosed", runErr, s.h.ErrClosed)
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 )
 
 // ErrClosed is wrapped by the errors of produce calls made after (or
-// outstanding when) [Producer.Close] closed the producer.
-var ErrClosed = errors.New("confluent: the producer is closed")
+// outstanding when) [Producer.Close] closed the producer. errors.Is finds
+// sink.ErrClosed in it too, as in every backend's.
+var ErrClosed = produce.NewErrClosed("confluent")
 
 // Producer is a confluent-kafka-go (librdkafka) producer, a
 // sink.Producer: pass it to sink.Produce, and its DeadLetter to
