@@ -34,7 +34,7 @@ var (
 var ErrAbandoned = errors.New("the function did not return after its context was done; its goroutine is abandoned (a function must return when its context is done)")
 
 // ErrMissingTopic is wrapped by the errors of the start checks of the
-// Kafka clients (packages source, sink and franz) when a topic the
+// Kafka clients (packages source, sink/confluent and franz) when a topic the
 // consumer needs does not exist: an input topic (the source's Run returns
 // it before joining the group) or the dead-letter topic (Run returns it
 // before the source starts, see [StartChecker]). The error names the

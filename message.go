@@ -3,8 +3,8 @@ package sluice
 // Message is what a producing stage writes to Kafka for one value: the
 // key, the value and the headers, in order. The topic and the partition
 // are the producer's to choose (the stage's topic, the client's
-// partitioner). Producing stages (sink.Produce, franz.Produce) read it
-// and never write into its slices; the producer may hold them until the
+// partitioner). The producing stage (sink.Produce, with any client) reads
+// it and never writes into its slices; the producer may hold them until the
 // message's delivery was reported, so do not modify them after returning
 // a Message either.
 type Message struct {

@@ -1,10 +1,8 @@
 package franz
 
 import (
-	"context"
-
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/sink"
 )
 
 // DeadLetter returns the destination to pass to pipeline.WithDeadLetter,
@@ -21,22 +19,10 @@ import (
 // a closed producer ([ErrClosed]), a message too large, an unknown topic,
 // an authorization failure and any broker error kgo does not retry; others
 // (a delivery that timed out) are retried under Run's retry policy. The
-// result is a [DeadLetterFunc], whose CheckStart pipeline.Run calls before
+// result is a sink.DeadLetterFunc, whose CheckStart pipeline.Run calls before
 // the source starts: an empty topic, or one that does not exist (unless
 // ProducerConfig.SkipTopicCheck), is then an error naming it; without that
 // check an empty topic fails every call with a permanent error.
-func (p *Producer) DeadLetter(topic string) DeadLetterFunc {
-	return produce.CheckedDeadLetter(client{p}, p.tr, "franz: Producer.DeadLetter", topic)
+func (p *Producer) DeadLetter(topic string) sink.DeadLetterFunc {
+	return produce.CoreDeadLetter(p.core, "franz: Producer.DeadLetter", topic)
 }
-
-// DeadLetterFunc is the dead-letter destination [Producer.DeadLetter]
-// returns, for pipeline.WithDeadLetter. Call it as the function it is;
-// its CheckStart method is its sluice.StartChecker.
-type DeadLetterFunc func(context.Context, sluice.DeadLetter) error
-
-// CheckStart returns an error when the destination's topic is empty or
-// does not exist (wrapping sluice.ErrMissingTopic and naming the topic;
-// nil when ProducerConfig.SkipTopicCheck is set). A cluster that does not
-// answer within 10s is no error: the failed check is logged on
-// ProducerConfig.Logger. pipeline.Run calls it before the source starts.
-func (f DeadLetterFunc) CheckStart(ctx context.Context) error { return produce.CheckStart(ctx, f) }

@@ -1,6 +1,6 @@
-// Package franz implements the Kafka [sluice.Source], a producer, a
-// producing terminal stage ([Produce]) and a dead-letter destination
-// ([Producer.DeadLetter]) on franz-go (github.com/twmb/franz-go/pkg/kgo),
+// Package franz implements the Kafka [sluice.Source] and a producer (a
+// sink.Producer: its graphs end in sink.Produce, its dead letters go
+// through [Producer.DeadLetter]) on franz-go (github.com/twmb/franz-go/pkg/kgo),
 // in pure Go: no cgo, so programs using it build with CGO_ENABLED=0. It gives the guarantees of the
 // librdkafka source in package source (read its documentation too); this
 // page says how, and where the two differ.
@@ -176,8 +176,9 @@
 // # Producing
 //
 // [NewProducer] creates one kgo client shared by every partition's
-// [Produce] stages and by [Producer.DeadLetter]; close it after Run
-// returned. The contracts are package sink's (both run on the same
+// sink.Produce stages and by [Producer.DeadLetter]; close it after Run
+// returned. The contracts are package sink's (sink.Producer, sink.Produce;
+// the librdkafka producer of package sink/confluent runs on the same
 // internal core): a value commits only after its delivery was
 // acknowledged; a Produce stage keeps at most 1024 messages outstanding,
 // so kgo's promise goroutine, which calls every promise one at a time,
@@ -197,7 +198,7 @@
 //
 // Defaults: kgo's acks=all and idempotent writes, no linger
 // ([DefaultProducerLinger]: kgo batches what is produced while a request
-// is in flight; on the embedded broker 0 beat sink's 5ms and kgo's 10ms,
+// is in flight; on the embedded broker 0 beat librdkafka's 5ms and kgo's 10ms,
 // BenchmarkProduceLinger), and ProducerConfig.DeliveryTimeout (30s) as
 // each record's produce context. kgo.RecordDeliveryTimeout is refused: kgo counts it
 // from the record's timestamp, which a dead letter keeps from the invalid
@@ -212,14 +213,14 @@
 // [Producer.Close] flushes for up to ProducerConfig.CloseTimeout, then
 // gives up on what is left (it ends the records' produce contexts and
 // calls kgo.AbortBufferedRecords, bounded by a second), closes the
-// client (bounded by a second) and returns a *[CloseError] naming the
-// messages given up on by the input records they came from. [CloseError],
-// [UndeliveredMessage] and sluice.Message are the same types as sink's.
+// client (bounded by a second) and returns a *sluice.CloseError naming
+// the messages given up on by the input records they came from, as every
+// sink.Producer does.
 //
 // # Exactly-once
 //
 // [NewTransactionalProducer] binds a transactional producer to a source
-// (sink.NewTransactionalProducer's twin): its Produce stages and dead
+// (confluent.NewTransactionalProducer's twin): its Produce stages and dead
 // letters and the input offsets commit in one Kafka transaction per
 // commit interval, through the source's own kgo client (KIP-447), which
 // then reads its input with read_committed. See docs/exactly-once.md

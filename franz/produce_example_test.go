@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
@@ -20,8 +22,8 @@ import (
 // topic: each input offset commits only after its output was
 // acknowledged. (It takes a second or two: a consumer group forms on the
 // embedded broker.)
-func ExampleProduce() {
-	runExample("ExampleProduce", func(t *testing.T) {
+func ExampleNewProducer() {
+	runExample("ExampleNewProducer", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
 		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
@@ -34,7 +36,7 @@ func ExampleProduce() {
 			t.Fatal(err)
 		}
 		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return franz.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
+			return sink.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
 				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 			})
 		}

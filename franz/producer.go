@@ -16,13 +16,19 @@ import (
 
 // ErrClosed is wrapped by the errors of produce calls made after (or
 // outstanding when) [Producer.Close] closed the producer.
-var ErrClosed = errors.New("franz: the producer is closed")
+var ErrClosed = produce.NewErrClosed("franz")
 
-// Producer is a kgo producer shared by the [Produce] stages of every
-// partition and by the dead-letter destination ([Producer.DeadLetter]).
-// It is safe for concurrent use. Create it before pipeline.Run and close
-// it after Run returned.
+// Producer is a kgo (franz-go) producer, a sink.Producer: pass it to
+// sink.Produce, and its DeadLetter to pipeline.WithDeadLetter. One
+// Producer is shared by the Produce stages of every partition and by the
+// dead-letter destination ([Producer.DeadLetter]). It is safe for
+// concurrent use. Create it before pipeline.Run and close it after Run
+// returned.
 type Producer struct {
+	// core makes Producer a sink.Producer: sink.Produce and DeadLetter
+	// send through it (client below).
+	*core
+
 	cl           *kgo.Client
 	logger       *slog.Logger
 	closeTimeout time.Duration
@@ -60,7 +66,10 @@ type Producer struct {
 
 // NewProducer validates cfg, refuses the kgo options the producer relies
 // on (an error naming the option and why), and creates the client; kgo
-// connects on the first produce.
+// connects on the first produce. Call it once, before pipeline.Run (one
+// created inside a builder fails the build), share the result between
+// every graph and the dead-letter destination, and Close it after Run
+// returned.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -92,6 +101,7 @@ func newProducerFor(cfg ProducerConfig, logger *slog.Logger) *Producer {
 		tr:           produce.NewTracker(produce.Names{Package: "franz", ErrClosed: ErrClosed}),
 	}
 	p.promise = p.reported
+	p.core = produce.NewCore(client{p}, p.tr)
 	p.probe = append(slices.Clone(cfg.Opts), kgo.SeedBrokers(cfg.Brokers...))
 	p.topics = produce.NewTopics(p.tr.Names(), cfg.SkipTopicCheck, "ProducerConfig.SkipTopicCheck", p.describeTopics, logger)
 	if p.closeTimeout == 0 {
@@ -110,14 +120,13 @@ func (p *Producer) setClient(cl *kgo.Client) {
 	p.maxBytes, _ = cl.OptValue(kgo.MaxBufferedBytes).(int64)
 }
 
-// report is one delivery report: kgo's promise sends it to the receiver's
-// channel.
-type report struct {
-	t   stagekit.Ticket
-	err error
-}
+// core is the embedded produce core, under a name that keeps it out of
+// Producer's exported API.
+type core = produce.Core
 
-// client is the kgo side of the produce core.
+// client is the kgo side of the produce core: a delivery report is the
+// record's *outRecord, which kgo's promise sends to the receiver's channel
+// and client.Report recycles.
 type client struct{ p *Producer }
 
 // errBufferFull is Send's error while kgo buffers as many records (or
@@ -136,7 +145,7 @@ var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 // kgo calls promises one at
 // a time from one goroutine: the receiver keeps room for the report (the
 // core's outstanding bound), so a promise never blocks.
-func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
+func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
 	if err := c.p.usable(); err != nil {
 		return err
 	}
@@ -186,7 +195,14 @@ func (p *Producer) full(size int64) bool {
 // QueueFull: kgo's buffer is full (errBufferFull).
 func (client) QueueFull(err error) bool { return err == errBufferFull }
 
-func (client) Report(ev report) (stagekit.Ticket, error, bool) { return ev.t, ev.err, true }
+// Report reads a delivery report, the record's *outRecord (see
+// Producer.reported), and recycles it.
+func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
+	or := ev.(*outRecord)
+	t, err := or.t, or.err
+	or.release()
+	return t, err, true
+}
 
 // GaveUp: Close aborts what is left (kgo.ErrAborting, or
 // context.Canceled: the give-up context); what kgo's own close fails

@@ -7,7 +7,7 @@ import (
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
-// Close has the contract of sink.Producer.Close: it flushes for up to
+// Close has the contract of sink.Producer's Close: it flushes for up to
 // ProducerConfig.CloseTimeout, gives up on what is still undelivered (its
 // deliveries fail with an error wrapping [ErrClosed], their records are
 // never committed, and Close returns a *sluice.CloseError naming them), and

@@ -13,7 +13,7 @@ import (
 const (
 	// DefaultProducerCloseTimeout is how long [Producer.Close] waits for
 	// outstanding deliveries unless [ProducerConfig.CloseTimeout] says
-	// otherwise (as sink.DefaultProducerCloseTimeout).
+	// otherwise (as confluent.DefaultProducerCloseTimeout).
 	DefaultProducerCloseTimeout = 5 * time.Second
 	// DefaultProducerLinger is the kgo.ProducerLinger NewProducer sets
 	// before ProducerConfig.Opts: none. kgo still batches what is
@@ -31,7 +31,7 @@ const (
 	// at once with MESSAGE_TOO_LARGE.
 	DefaultProducerMaxBufferedBytes = 64 << 20
 	// DefaultDeliveryTimeout is the ProducerConfig.DeliveryTimeout used
-	// when it is zero (librdkafka's message.timeout.ms in package sink).
+	// when it is zero (librdkafka's message.timeout.ms in package sink/confluent).
 	DefaultDeliveryTimeout = 30 * time.Second
 )
 

@@ -15,16 +15,13 @@ import (
 )
 
 // TestProducerConformance runs internal/producertest, whose checks of the
-// producer contract every backend passes alike (package sink runs them
+// producer contract every backend passes alike (package sink/confluent runs them
 // too).
 func TestProducerConformance(t *testing.T) {
-	producertest.Run(t, producertest.Harness[*franz.Producer, franz.DeadLetterFunc]{
+	producertest.Run(t, producertest.Harness[*franz.Producer]{
 		Name:        "franz",
 		NewProducer: newConformanceProducer,
 		Unstarted:   func() *franz.Producer { return &franz.Producer{} },
-		Close:       (*franz.Producer).Close,
-		Produce:     franz.Produce[sluice.Record],
-		DeadLetter:  (*franz.Producer).DeadLetter,
 		Pending:     franz.ProducerPending,
 		ErrClosed:   franz.ErrClosed,
 		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -42,6 +44,6 @@ var (
 // produceTo is a builder producing every record to topic with p.
 func produceTo(p *franz.Producer, topic string) pipeline.Builder {
 	return func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
-		return franz.Produce(s, p, topic, toMsg)
+		return sink.Produce(s, p, topic, toMsg)
 	}
 }

@@ -16,24 +16,30 @@ import (
 )
 
 // outRecord is one message handed to kgo: its kgo.Record and what the
-// promise needs to report it. The promise, shared by every record
-// (Producer.reported), finds the outRecord from the *kgo.Record it is
-// given (the address of rec), so a produce costs no closure, and no
-// allocation once outRecords are recycled. kgo reads nothing of a record
-// once its promise was called (kgo v1.22.3, producer.go,
+// promise needs to report it; once reported, it is its own delivery
+// report (a produce.Event) on the receiver's channel. The promise, shared
+// by every record (Producer.reported), finds the outRecord from the
+// *kgo.Record it is given (the address of rec), so a produce costs no
+// closure, and no allocation once outRecords are recycled (sending the
+// pointer as a produce.Event allocates nothing either). kgo reads nothing
+// of a record once its promise was called (kgo v1.22.3, producer.go,
 // finishRecordPromise: the sizes are read before the promise, nothing
-// after), so the promise recycles it; a kgo.WithHooks hook in
-// ProducerConfig.Opts must not keep a record past
-// OnProduceRecordUnbuffered either. The record's Context is its send
+// after), so the receiver that reads the report recycles it
+// (client.Report); a kgo.WithHooks hook in ProducerConfig.Opts must not
+// keep a record past OnProduceRecordUnbuffered either. The record's Context is its send
 // window's (deadlines.context), never the outRecord: kgo keeps a record's
 // context past its promise (waitUnknownTopic selects on it while the
 // topic's partitions load).
 type outRecord struct {
 	rec     kgo.Record
 	t       stagekit.Ticket
-	reports chan report
+	reports chan produce.Event
 	size    int64 // the bytes counted in Producer.buffered
+	err     error // the delivery's outcome, set by the promise
 }
+
+// String makes an outRecord a produce.Event.
+func (or *outRecord) String() string { return "franz delivery report" }
 
 // outRecordOf returns the outRecord whose rec is r. r must be the record
 // of an outRecord (Send produces only those with Producer.promise).
@@ -41,14 +47,15 @@ func outRecordOf(r *kgo.Record) *outRecord {
 	return (*outRecord)(unsafe.Add(unsafe.Pointer(r), -unsafe.Offsetof(outRecord{}.rec)))
 }
 
-// outRecords recycles outRecords between a promise and the next Send.
+// outRecords recycles outRecords between the read of a report and the
+// next Send.
 var outRecords = sync.Pool{New: func() any { return new(outRecord) }}
 
 // newOutRecord returns the outRecord of o, reported to reports, and the
 // bytes kgo counts against kgo.MaxBufferedBytes. The record's Context
 // (the send window) and a zero timestamp are left to set before Produce;
 // a record not produced goes back with release.
-func newOutRecord(o *produce.Outgoing, reports chan report) (*outRecord, int64) {
+func newOutRecord(o *produce.Outgoing, reports chan produce.Event) (*outRecord, int64) {
 	or := outRecords.Get().(*outRecord)
 	or.t, or.reports = o.Ticket, reports
 	r := &or.rec
@@ -68,8 +75,8 @@ func newOutRecord(o *produce.Outgoing, reports chan report) (*outRecord, int64) 
 }
 
 // release forgets what or refers to (the message's bytes, the channel,
-// the window) and recycles it; or's header array is kept for the next
-// record.
+// the window, the outcome) and recycles it; or's header array is kept for
+// the next record.
 func (or *outRecord) release() {
 	hdrs := or.rec.Headers
 	clear(hdrs)
@@ -80,9 +87,10 @@ func (or *outRecord) release() {
 
 // reported is the promise of every record p's Send hands kgo (as
 // Producer.promise; called by kgo's promise goroutine, one at a time): it
-// sends the record's report to
-// its receiver's channel, which has room for it (the core's outstanding
-// bound), and recycles the record.
+// sends the record, its outcome set, as its report to its receiver's
+// channel, which has room for it (the core's outstanding bound). The
+// receiver recycles it (client.Report): the promise touches it no more
+// once sent.
 func (p *Producer) reported(r *kgo.Record, err error) {
 	or := outRecordOf(r)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context.Err() != nil {
@@ -91,10 +99,9 @@ func (p *Producer) reported(r *kgo.Record, err error) {
 	if err == nil {
 		p.acknowledged()
 	}
-	reports, t := or.reports, or.t
 	p.buffered.add(-1, -or.size)
-	or.release()
-	reports <- report{t, err}
+	or.err = err
+	or.reports <- or
 }
 
 // stamp sets a record's zero timestamp to now, as kgo would (a dead

@@ -12,12 +12,12 @@ import (
 )
 
 // newOutRecord carries every field of the message to kgo's record and
-// counts the bytes kgo counts; the promise finds it from its kgo.Record,
-// reports it on its receiver's channel and recycles it, keeping nothing of
-// the message.
+// counts the bytes kgo counts; the promise finds it from its kgo.Record
+// and sends it, as its report, to its receiver's channel; reading the
+// report recycles it, keeping nothing of the message.
 func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 	p := newProducerFor(ProducerConfig{}, nil)
-	reports := make(chan report, 1)
+	reports := make(chan produce.Event, 1)
 	ts := time.Unix(1700000000, 0)
 	o := &produce.Outgoing{Topic: "out", Timestamp: ts, Message: sluice.Message{
 		Key: []byte("k"), Value: []byte("value"),
@@ -39,8 +39,11 @@ func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 	p.reported(r, nil)
 	select {
 	case ev := <-reports:
-		if ev.err != nil {
-			t.Errorf("report error %v, want nil", ev.err)
+		if ev != produce.Event(or) {
+			t.Fatalf("report %v, want the record's outRecord", ev)
+		}
+		if _, err, ok := (client{p}).Report(ev); err != nil || !ok {
+			t.Errorf("report error %v (a report: %v), want nil (true)", err, ok)
 		}
 	default:
 		t.Fatal("no report on the receiver's channel")
@@ -59,7 +62,7 @@ func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 // open) is reported as kgo gave it.
 func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
 	p := newProducerFor(ProducerConfig{DeliveryTimeout: 3 * time.Second}, nil)
-	reports := make(chan report, 2)
+	reports := make(chan produce.Event, 2)
 	ended, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for _, window := range []context.Context{ended, context.Background()} {
@@ -67,12 +70,13 @@ func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
 		or.rec.Context = window
 		p.reported(&or.rec, context.DeadlineExceeded) // as kgo reports a record whose context ended
 	}
-	timedOut, other := <-reports, <-reports
-	if !errors.Is(timedOut.err, context.DeadlineExceeded) || !strings.Contains(timedOut.err.Error(), "not delivered within the delivery timeout (3s)") {
-		t.Errorf("report of the ended window: %v, want the delivery timeout named", timedOut.err)
+	_, timedOut, _ := (client{p}).Report(<-reports)
+	_, other, _ := (client{p}).Report(<-reports)
+	if !errors.Is(timedOut, context.DeadlineExceeded) || !strings.Contains(timedOut.Error(), "not delivered within the delivery timeout (3s)") {
+		t.Errorf("report of the ended window: %v, want the delivery timeout named", timedOut)
 	}
-	if other.err != context.DeadlineExceeded {
-		t.Errorf("report of the open window: %v, want kgo's error unchanged", other.err)
+	if other != context.DeadlineExceeded {
+		t.Errorf("report of the open window: %v, want kgo's error unchanged", other)
 	}
 }
 
@@ -84,13 +88,13 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 		t.Skip("sync.Pool drops records at random under the race detector")
 	}
 	p := newProducerFor(ProducerConfig{}, nil)
-	reports := make(chan report, 1)
+	reports := make(chan produce.Event, 1)
 	o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: []sluice.Header{{Key: "h"}}}}
 	allocs := testing.AllocsPerRun(100, func() {
 		or, _ := newOutRecord(o, reports)
 		or.rec.Context = context.Background()
 		p.promise(&or.rec, nil)
-		<-reports
+		_, _, _ = (client{p}).Report(<-reports)
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per record, want 0", allocs)
@@ -104,7 +108,7 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 func TestFullCountsRecordsUntilReported(t *testing.T) {
 	p := newProducerFor(ProducerConfig{}, nil)
 	p.maxRecords, p.maxBytes = 2, 100
-	reports := make(chan report, 2)
+	reports := make(chan produce.Event, 2)
 	var sent []*outRecord
 	for range 2 {
 		or, size := newOutRecord(&produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}, reports)

@@ -14,14 +14,14 @@ import (
 
 // NewTransactionalProducer returns a transactional producer bound to src
 // for exactly-once consume-transform-produce: while src runs, everything
-// produced through it ([Produce] stages and [Producer.DeadLetter], which
+// produced through it (sink.Produce stages and [Producer.DeadLetter], which
 // work with it unchanged) and the offsets of the records behind it commit
 // in one Kafka transaction per commit interval (src's
 // Config.CommitInterval), and src commits no offsets itself. Readers of
 // the outputs with read_committed isolation see every input's outputs
 // exactly once; src reads its input with read_committed too (unless its
 // Config.Opts set kgo.FetchIsolationLevel). See docs/exactly-once.md for
-// what it guarantees and costs; it is sink.NewTransactionalProducer's
+// what it guarantees and costs; it is confluent.NewTransactionalProducer's
 // franz twin.
 //
 // The producer has no client of its own: kgo sends a consumer's offsets

@@ -12,7 +12,7 @@ import (
 
 // DefaultTransactionTimeout is the kgo.TransactionTimeout of a
 // transactional producer unless [TransactionalConfig.TransactionTimeout]
-// says otherwise: sink.DefaultTransactionTimeout, how long the broker
+// says otherwise: confluent.DefaultTransactionTimeout, how long the broker
 // keeps a crashed consumer's transaction open before it aborts it.
 const DefaultTransactionTimeout = exactlyonce.DefaultTransactionTimeout
 

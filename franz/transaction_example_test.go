@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -35,7 +37,7 @@ func ExampleNewTransactionalProducer() {
 			t.Fatal(err)
 		}
 		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return franz.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
+			return sink.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
 				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 			})
 		}

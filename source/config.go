@@ -80,7 +80,7 @@ type Config struct {
 	// dedicated fields. The source logs its configuration at debug level,
 	// with the values of secret properties (passwords, keys, tokens, every
 	// sasl.* and ssl.* property but names, algorithms and public locations,
-	// so sasl.oauthbearer.config too) redacted; package sink converts and
+	// so sasl.oauthbearer.config too) redacted; package sink/confluent converts and
 	// logs its Overrides the same way.
 	//
 	// Unless overridden, librdkafka's prefetch follows the runtime's
@@ -149,7 +149,7 @@ func (c Config) validate() error {
 }
 
 // normalizedOverrides returns a copy of Overrides with every value
-// converted as librdkafka.NormalizeOverride says (shared with package sink).
+// converted as librdkafka.NormalizeOverride says (shared with package sink/confluent).
 func (c Config) normalizedOverrides() (map[string]any, error) {
 	return librdkafka.NormalizeOverrides("source: Config.Overrides", c.Overrides)
 }

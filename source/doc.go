@@ -79,7 +79,7 @@
 // working; a partition's commit moves once a record of it completed (a
 // partition started past the group's commit, with nothing new to read,
 // shows that difference as lag until then). The store and a transactional producer
-// (sink.NewTransactionalProducer) are two exactly-once modes: Run refuses
+// (confluent.NewTransactionalProducer) are two exactly-once modes: Run refuses
 // a source with both before it joins the group.
 //
 // # Defaults

@@ -42,12 +42,12 @@ type Source struct {
 	// every poll with the records the core holds for paused partitions
 	// and their weight.
 	polled func(records int, bytes int64)
-	// txn holds the transactional producer sink.NewTransactionalProducer
+	// txn holds the transactional producer confluent.NewTransactionalProducer
 	// bound to the source (through librdkafka.SourceSlot); Run takes it.
 	txn exactlyonce.Slot[*kafka.Producer]
 }
 
-// init lets package sink reach a source's exactly-once slot without an
+// init lets package sink/confluent reach a source's exactly-once slot without an
 // exported method (see librdkafka.SourceSlot).
 func init() {
 	librdkafka.SourceSlot = func(src any) *exactlyonce.Slot[*kafka.Producer] { return &src.(*Source).txn }

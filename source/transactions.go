@@ -13,7 +13,7 @@ import (
 )
 
 // transactions is the exactly-once side of one Run: the transactional
-// producer bound to the source (sink.NewTransactionalProducer) and the
+// producer bound to the source (confluent.NewTransactionalProducer) and the
 // Group wrapping the runtime's. Its zero value (no producer bound) wraps
 // nothing.
 type transactions struct {

@@ -15,21 +15,21 @@
 //     consumer-group assignment the test drives, for tests that call
 //     pipeline.Run themselves (or through [Start]).
 //   - Package testkit/kafkatest starts a broker, for tests of either
-//     client's source and producer (source.NewSource and package sink,
-//     franz.NewSource and franz.NewProducer) against the real protocol:
-//     franz-go's in-process kfake by default, Apache Kafka with
+//     client's source and producer (source.NewSource and
+//     confluent.NewProducer, franz.NewSource and franz.NewProducer)
+//     against the real protocol: franz-go's in-process kfake by default, Apache Kafka with
 //     SLUICE_TEST_BROKER=apache. It is slower (seconds per test); it is a
 //     package of its own so that tests using only testkit link no Kafka
 //     client.
 //
 // # Graphs that produce to Kafka
 //
-// sink.Produce and franz.Produce take their package's producer, which
-// needs a broker. [Produce] is the same stage sending to a [Producer], a
-// fake that records the messages (and can be told to fail deliveries
-// with [Producer.FailWith]): pass the produce step to your builder as a
-// function, sink.Produce in the program and testkit.Produce in its tests,
-// and the rest of the graph is tested as it runs (see ExampleProduce).
+// sink.Produce takes any sink.Producer. A [Producer] is one that needs no
+// broker: a fake that records the messages and dead letters (and can be
+// told to fail deliveries with [Producer.FailWith]). Give your builder the
+// producer as a sink.Producer, the Kafka one (confluent.NewProducer,
+// franz.NewProducer) in the program and a testkit.Producer in its tests,
+// and the graph is tested as it runs (see ExampleProducer).
 //
 // [DeadLetters] is a dead-letter destination that records what it gets
 // (and can be told to fail), to assert which records a pipeline rejected,

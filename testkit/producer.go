@@ -4,73 +4,94 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
-	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/sink"
 )
 
-// Produced is one message a [Producer] accepted: the topic of the Produce
-// stage that sent it and the message its toMsg returned (a copy).
+// Produced is one message a [Producer] accepted: the topic it went to
+// and a copy of the message (what a Produce stage's toMsg returned, or a
+// dead letter as [Producer.DeadLetter] writes it).
 type Produced struct {
 	Topic   string
 	Message sluice.Message
 }
 
-// Producer is a Kafka producer for unit tests: the [Produce] stage sends
-// its messages here instead of to a broker. It records every message it
-// accepts, in the order they were sent (offset order within a partition;
-// partitions interleave), and reports each delivered at once, unless told
-// to fail it ([Producer.FailWith]).
+// Producer is a Kafka producer for unit tests: a sink.Producer (pass it
+// to sink.Produce and use its DeadLetter as a program passes the
+// librdkafka or franz producer) that sends nowhere. It records every
+// message it accepts, in the order they were sent (offset order within a
+// partition; partitions interleave), and reports each delivered at once,
+// unless told to fail it ([Producer.FailWith]).
 //
-// sink.Produce and franz.Produce take their own producer types, which
-// need a broker; a graph that ends in one is made testable by passing the
-// produce step to its builder as a function: sink.Produce (or
-// franz.Produce) in the program, [Produce] with a Producer in its tests
-// (see the example). Produce is the same stage as theirs (one shared
-// implementation): the same ordering, backpressure, commit after the
-// delivery report, retries of toMsg, dead letters for an invalid toMsg
-// error, and errors, so what a test sees is what the program does, minus
-// the broker.
+// A program that creates its producer once and passes it to its builder
+// as a sink.Producer is tested by passing a Producer instead (see the
+// example): sink.Produce and DeadLetter run the same code with it as with
+// a real producer (one shared implementation): the same ordering,
+// backpressure, commit after the delivery report, retries of toMsg, dead
+// letters for an invalid toMsg error, and errors, so what a test sees is
+// what the program does, minus the broker.
 //
 // Its methods are safe for concurrent use; it works inside
 // testing/synctest bubbles (create it inside the bubble when Wait is used
 // there). The zero value is not usable; call [NewProducer].
 type Producer struct {
+	// core makes Producer a sink.Producer: sink.Produce and DeadLetter
+	// send through it (the fake client, every report written at once).
+	*core
+
 	tr *produce.Tracker
 	r  recorder[Produced]
 }
 
-// errProducerClosed is the fake producer's ErrClosed sentinel: a Producer
-// never closes, so no stage reports it.
-var errProducerClosed = errors.New("testkit: the producer is closed")
+// core is the embedded produce core, under a name that keeps it out of
+// Producer's exported API.
+type core = produce.Core
+
+// ErrProducerClosed is wrapped by the errors of produce calls made after
+// [Producer.Close]; errors.Is finds sink.ErrClosed in it too.
+var ErrProducerClosed = produce.NewErrClosed("testkit")
 
 // NewProducer returns a producer that accepts every message.
 func NewProducer() *Producer {
-	return &Producer{
-		tr: produce.NewTracker(produce.Names{Package: "testkit", ErrClosed: errProducerClosed}),
+	p := &Producer{
+		tr: produce.NewTracker(produce.Names{Package: "testkit", ErrClosed: ErrProducerClosed}),
 		r:  newRecorder[Produced](),
 	}
+	p.core = produce.NewCore(client{p}, p.tr)
+	return p
 }
 
-// Produce ends a graph by sending one message per value to topic with p,
-// in order: the stage of sink.Produce and franz.Produce (see their docs
-// for the contract), sending to p instead of to a broker. A value's
-// records commit once p reported its message delivered, which it does at
-// once unless [Producer.FailWith] says otherwise. A nil p, an empty topic
-// or a nil toMsg fails the build with a *sluice.BuildError naming the
-// stage. Options: stages.Name, stages.Buffer, stages.Retry (for toMsg).
-func Produce[T any](in pipeline.Stream[T], p *Producer, topic string, toMsg func(T) (sluice.Message, error), opts ...stages.CallOption) pipeline.End {
-	var c produce.Client[report]
-	var tr *produce.Tracker
-	if p != nil {
-		c, tr = client{p}, p.tr
-	}
-	return produce.Stage(in, "testkit.Produce", c, tr, topic, toMsg, opts)
+// DeadLetter returns the destination to pass to pipeline.WithDeadLetter:
+// each dead letter is recorded as a message to topic (see [Produced]),
+// with the record's key, value and headers followed by the sluice.dlq.*
+// headers, exactly as the Kafka producers write it, and reported at once
+// (or failed by [Producer.FailWith]). It has the contract of the Kafka
+// producers' DeadLetter, minus the broker: within Run a call returns once
+// the message was handed over and the record commits after its report;
+// an empty topic fails the start check (CheckStart) and every call; no
+// topic is looked up.
+func (p *Producer) DeadLetter(topic string) sink.DeadLetterFunc {
+	return produce.CoreDeadLetter(p.core, "testkit: Producer.DeadLetter", topic)
+}
+
+// Close closes the producer: later produce calls and dead letters fail
+// with an error wrapping [ErrProducerClosed], and a Produce stage still
+// running stops with it. Nothing is ever outstanding (every message is
+// reported when sent), so Close returns nil at once. It is idempotent.
+func (p *Producer) Close() error {
+	return p.tr.Close(produce.CloseSteps{
+		Flush:       func(time.Duration) bool { return false },
+		GiveUp:      func(context.Context) {},
+		CloseClient: func() {},
+		Logger:      slog.New(slog.DiscardHandler),
+	})
 }
 
 // FailWith makes later messages ask fn first: when it returns an error,
@@ -147,12 +168,15 @@ type report struct {
 	err error
 }
 
+// String makes a report a produce.Event.
+func (report) String() string { return "testkit delivery report" }
+
 // client is the fake producer as the Produce stage's library: every
 // message is reported at once on the stage's report channel, which the
 // stage keeps room in.
 type client struct{ p *Producer }
 
-func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report) error {
+func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
 	return c.p.tr.Send(func() error {
 		reports <- report{t: o.Ticket, err: c.p.send(o.Topic, o.Message)}
 		return nil
@@ -161,8 +185,18 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan report
 
 func (client) QueueFull(error) bool { return false }
 
-func (client) Report(ev report) (stagekit.Ticket, error, bool) { return ev.t, ev.err, true }
+func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
+	r := ev.(report)
+	return r.t, r.err, true
+}
 
 func (client) GaveUp(error) bool { return false }
 
-func (client) Classify(err error) error { return err }
+// Classify marks a closed producer's error permanent, as the Kafka
+// producers do; other errors (those of FailWith) stay as they are.
+func (client) Classify(err error) error {
+	if errors.Is(err, ErrProducerClosed) {
+		return sluice.Permanent(err)
+	}
+	return err
+}

@@ -8,24 +8,23 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// newBuild is a program's builder with its produce step passed in: the
-// program passes
-//
-//	func(s pipeline.Stream[string]) pipeline.End { return sink.Produce(s, producer, "alerts", alertMessage) }
-//
-// (or franz.Produce), its tests pass testkit.Produce with a
-// testkit.Producer. The rest of the graph is the same in both.
-func newBuild(produceAlerts func(pipeline.Stream[string]) pipeline.End) pipeline.Builder {
+// newBuild is a program's builder, given the producer to write to: the
+// program passes its Kafka producer (confluent.NewProducer or
+// franz.NewProducer), its tests a testkit.Producer. The graph is the same
+// in both.
+func newBuild(alerts sink.Producer) pipeline.Builder {
 	return func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		amounts := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 		large := stages.Filter(amounts, func(a string) bool { return len(a) > 3 })
-		return produceAlerts(large)
+		return sink.Produce(large, alerts, "alerts", alertMessage, stages.Name("alert"))
 	}
 }
 
@@ -33,16 +32,14 @@ func alertMessage(amount string) (sluice.Message, error) {
 	return sluice.Message{Value: []byte("large order: " + amount)}, nil
 }
 
-// A graph ending in a Kafka producer, tested without a broker: Produce
-// sends to a Producer that records every message, and each record commits
-// once its message was delivered.
-func ExampleProduce() {
-	runTest("ExampleProduce", func(t *testing.T) {
+// A graph ending in a Kafka producer, tested without a broker: the
+// builder's sink.Produce sends to a Producer that records every message,
+// and each record commits once its message was delivered.
+func ExampleProducer() {
+	runTest("ExampleProducer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			alerts := testkit.NewProducer()
-			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
-				return testkit.Produce(s, alerts, "alerts", alertMessage)
-			}))
+			h := testkit.New(t, newBuild(alerts))
 			h.Assign("orders", 0)
 			h.Send("orders", 0, []byte("12"), []byte("90000"), []byte("7"), []byte("4500"))
 			h.WaitCommitted("orders", 0, 4)
@@ -55,6 +52,45 @@ func ExampleProduce() {
 	// Output:
 	// large order: 90000
 	// large order: 4500
+}
+
+// DeadLetter records the dead letters as the Kafka producers write them:
+// the record untouched, plus the sluice.dlq.* headers.
+func ExampleProducer_DeadLetter() {
+	runTest("ExampleProducer_DeadLetter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			prod := testkit.NewProducer()
+			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return sink.Produce(in, prod, "out", func(r sluice.Record) (sluice.Message, error) {
+					if string(r.Value) == "bad" {
+						return sluice.Message{}, sluice.Invalid(errors.New("not an order"))
+					}
+					return sluice.Message{Value: r.Value}, nil
+				}, stages.Name("encode"))
+			}, pipeline.WithDeadLetter(prod.DeadLetter("orders-dlq")))
+			h.Assign("orders", 0)
+			h.Send("orders", 0, []byte("a"), []byte("bad"), []byte("c"))
+			h.WaitCommitted("orders", 0, 3)
+			if err := h.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Println(prod.Values("out"), prod.Values("orders-dlq"))
+			for _, m := range prod.Messages() {
+				if m.Topic == "orders-dlq" {
+					for _, hd := range m.Message.Headers {
+						fmt.Printf("%s=%s\n", hd.Key, hd.Value)
+					}
+				}
+			}
+		})
+	})
+	// Output:
+	// [a c] [bad]
+	// sluice.dlq.topic=orders
+	// sluice.dlq.partition=0
+	// sluice.dlq.offset=1
+	// sluice.dlq.error=not an order
+	// sluice.dlq.stage=encode
 }
 
 // FailWith makes deliveries fail, as a broker that stays unreachable
@@ -71,9 +107,7 @@ func ExampleProducer_FailWith() {
 				}
 				return nil
 			})
-			h := testkit.New(t, newBuild(func(s pipeline.Stream[string]) pipeline.End {
-				return testkit.Produce(s, alerts, "alerts", alertMessage, stages.Name("alert"))
-			}))
+			h := testkit.New(t, newBuild(alerts))
 			h.Assign("orders", 0)
 			h.Send("orders", 0, []byte("90000"), []byte("4500"), []byte("80000"))
 			fmt.Println("Run:", h.Wait())

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
@@ -26,7 +28,7 @@ func alertsTo(produce func(pipeline.Stream[sluice.Record]) pipeline.End) pipelin
 // record with alertMsg to "alerts" on prod, and assigns orders/0.
 func startAlerts(t *testing.T, prod *testkit.Producer, opts ...pipeline.Option) *testkit.Harness {
 	h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return testkit.Produce(in, prod, "alerts", alertMsg)
+		return sink.Produce(in, prod, "alerts", alertMsg)
 	}), opts...)
 	h.Assign("orders", 0)
 	return h
@@ -77,7 +79,7 @@ func TestProducerFailWithStopsRunAtTheRecord(t *testing.T) {
 			return nil
 		})
 		h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
-			return testkit.Produce(in, prod, "alerts", alertMsg, stages.Name("alert"))
+			return sink.Produce(in, prod, "alerts", alertMsg, stages.Name("alert"))
 		}))
 		h.Assign("orders", 0)
 		h.Send("orders", 0, []byte("a"), []byte("b"), []byte("c"))
@@ -123,13 +125,13 @@ func TestProduceWithBadArgumentsFailsTheBuild(t *testing.T) {
 		topic string
 		want  string
 	}{
-		"nil producer": {nil, "alerts", "testkit.Produce: the producer is nil"},
-		"empty topic":  {testkit.NewProducer(), "", "testkit.Produce: the topic is empty"},
+		"nil producer": {nil, "alerts", "sink.Produce: the producer is nil"},
+		"empty topic":  {testkit.NewProducer(), "", "sink.Produce: the topic is empty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := testkit.New(t, alertsTo(func(in pipeline.Stream[sluice.Record]) pipeline.End {
-					return testkit.Produce(in, c.p, c.topic, alertMsg)
+					return sink.Produce(in, c.p, c.topic, alertMsg)
 				}))
 				if err := h.Fake().Assign("orders", 0); err == nil {
 					t.Fatal("the build succeeded")

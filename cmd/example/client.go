@@ -12,32 +12,22 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/demo"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
-	"github.com/sluice-go/sluice/stages"
 )
 
 // clients are the values of --client, the default first.
 var clients = []string{"librdkafka", "franz"}
 
-// produceFunc ends a graph: every message to topic, in order, through the
-// backend's producer (sink.Produce or franz.Produce; sink.Message is
-// sluice.Message).
-type produceFunc func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error),
-	opts ...stages.CallOption) pipeline.End
-
-// backend is what consume needs from one Kafka client: the source, the
-// produce end of the graph and the dead-letter destination, all on one
-// producer. close closes the producer; consume calls it once, after
-// pipeline.Run returned.
+// backend is one Kafka client's source and producer: the only place the
+// demo names its client. The producer is a sink.Producer whichever the
+// client: the graph ends in sink.Produce with it and dead-letters to its
+// DeadLetter. consume closes the producer once, after pipeline.Run
+// returned.
 type backend struct {
-	src     sluice.Source
-	produce produceFunc
-	// deadLetter is pipeline.WithDeadLetter of the producer's destination,
-	// which keeps its start check (the topic must exist).
-	deadLetter pipeline.Option
-	close      func() error
+	src      sluice.Source
+	producer sink.Producer
 }
 
 // newBackend builds the source and the producer of --client on brokers,
@@ -53,22 +43,6 @@ func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.O
 	return nil, fmt.Errorf("--client=%q: want one of %s", o.client, strings.Join(clients, ", "))
 }
 
-// producerBackend is the backend of src and prod: produce is the Produce
-// of prod's package (sink.Produce, franz.Produce), deadLetter and close
-// are prod's.
-func producerBackend[P any](src sluice.Source, prod P,
-	produce func(pipeline.Stream[sink.Message], P, string, func(sink.Message) (sink.Message, error), ...stages.CallOption) pipeline.End,
-	deadLetter pipeline.Option, close func() error) *backend {
-	return &backend{
-		src: src,
-		produce: func(in pipeline.Stream[sink.Message], topic string, toMsg func(sink.Message) (sink.Message, error), opts ...stages.CallOption) pipeline.End {
-			return produce(in, prod, topic, toMsg, opts...)
-		},
-		deadLetter: deadLetter,
-		close:      close,
-	}
-}
-
 func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
 	src, err := source.NewSource(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
 		CommitInterval: demo.CommitInterval, // a short demo: commit often
@@ -76,11 +50,11 @@ func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, stor
 	if err != nil {
 		return nil, err
 	}
-	prod, err := newLibrdkafkaProducer(o, src, sink.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	prod, err := newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
 	if err != nil {
 		return nil, err
 	}
-	return producerBackend(src, prod, sink.Produce[sink.Message], pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)), prod.Close), nil
+	return &backend{src: src, producer: prod}, nil
 }
 
 func newFranzBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
@@ -94,7 +68,7 @@ func newFranzBackend(o options, brokers []string, logger *slog.Logger, store slu
 	if err != nil {
 		return nil, err
 	}
-	return producerBackend(src, prod, franz.Produce[sink.Message], pipeline.WithDeadLetter(prod.DeadLetter(o.dlq)), prod.Close), nil
+	return &backend{src: src, producer: prod}, nil
 }
 
 // franzConsumerOpts are the kgo options of the franz source

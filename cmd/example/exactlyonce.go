@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 )
 
@@ -13,11 +13,11 @@ import (
 // --exactly-once a transactional one bound to src (outputs and input
 // offsets commit in one transaction per commit interval), else a plain
 // one.
-func newLibrdkafkaProducer(o options, src *source.Source, cfg sink.ProducerConfig) (*sink.Producer, error) {
+func newLibrdkafkaProducer(o options, src *source.Source, cfg confluent.ProducerConfig) (*confluent.Producer, error) {
 	if !o.exactlyOnce {
-		return sink.NewProducer(cfg)
+		return confluent.NewProducer(cfg)
 	}
-	return sink.NewTransactionalProducer(src, sink.TransactionalConfig{ProducerConfig: cfg, TransactionalID: transactionalID(o)})
+	return confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: cfg, TransactionalID: transactionalID(o)})
 }
 
 // newFranzProducer returns the franz backend's producer: with

@@ -71,7 +71,7 @@ func (g groupFlags) consumerOverrides() map[string]any {
 }
 
 // producerOverrides are the librdkafka properties of the producer
-// (sink.ProducerConfig.Overrides) the flags ask for.
+// (confluent.ProducerConfig.Overrides) the flags ask for.
 func (g groupFlags) producerOverrides() map[string]any {
 	ov := map[string]any{}
 	if g.clientID != "" {

@@ -9,15 +9,17 @@
 // topic untouched.
 //
 // --client chooses the Kafka client of both the source and the producer:
-// librdkafka (the default: package source, and sink.Produce with
-// sink.Producer's dead letters; cgo) or franz (franz-go, pure Go:
-// franz.NewSource, and franz.Produce with franz.Producer's dead letters).
+// librdkafka (the default: package source and confluent.NewProducer;
+// cgo) or franz (franz-go, pure Go: franz.NewSource and
+// franz.NewProducer). Either way the graph ends in sink.Produce and
+// dead-letters to the producer's DeadLetter: only the constructors
+// differ (client.go).
 // Every other flag, the output and the exit status are the same with
 // either; any other value is refused with an error naming the flag.
 //
 // --exactly-once produces the outputs and dead letters and commits the
 // input offsets in one Kafka transaction per commit interval
-// (sink.NewTransactionalProducer, or franz.NewTransactionalProducer with
+// (confluent.NewTransactionalProducer, or franz.NewTransactionalProducer with
 // --client franz, with transactional.id "sluice-example-" plus
 // --client-id, or the host and pid):
 // readers of the output with isolation.level=read_committed see every event

@@ -146,7 +146,7 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 	}
 	defer func() {
 		// After Run returned: nothing produces any more.
-		if err := b.close(); err != nil {
+		if err := b.producer.Close(); err != nil {
 			logger.Error("closing the producer", "err", err)
 		}
 	}()
@@ -156,12 +156,14 @@ func consume(ctx context.Context, o options, brokers []string, logger *slog.Logg
 		}
 		events := stages.Map(in, decode, stages.Name("decode"))
 		enriched := stages.Pool(events, o.workers, enrich, stages.Name("enrich"))
-		return b.produce(enriched, o.output, func(m sink.Message) (sink.Message, error) {
+		return sink.Produce(enriched, b.producer, o.output, func(m sink.Message) (sink.Message, error) {
 			t.produced.Add(1)
 			return m, nil
 		}, stages.Name("produce"))
 	}
-	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), b.deadLetter}
+	// WithDeadLetter keeps the destination's start check (the topic must
+	// exist).
+	opts := []pipeline.Option{t.hooks(), pipeline.WithLogger(logger), pipeline.WithDeadLetter(b.producer.DeadLetter(o.dlq))}
 	return pipeline.Run(ctx, b.src, build, append(opts, o.runOptions()...)...)
 }
 

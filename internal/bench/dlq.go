@@ -39,7 +39,7 @@ func sluiceDeadLetters(src newSource, newProd newProducer, invalid bool) caseFun
 				return r, nil
 			}, stages.Name("decode")))
 		}
-		err = runSluice(ctx, cfg, src, w, build, pipeline.WithDeadLetter(prod.deadLetter(cfg.out)))
+		err = runSluice(ctx, cfg, src, w, build, pipeline.WithDeadLetter(prod.DeadLetter(cfg.out)))
 		return errors.Join(err, prod.Close())
 	}
 }

@@ -96,7 +96,7 @@ func commitStored(c *kafka.Consumer) error {
 
 // k2kRawConfluent is the raw consume → produce loop on confluent-kafka-go:
 // each record is produced (key and value) to the output topic by a
-// producer configured like sink.NewProducer's (acks=all, idempotence,
+// producer configured like confluent.NewProducer's (acks=all, idempotence,
 // linger.ms=5); the producer's report goroutine marks deliveries, and the
 // consume loop stores, every 100 ms, the offsets below which everything
 // was delivered (enable.auto.offset.store=false; librdkafka auto-commits

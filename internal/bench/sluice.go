@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -80,7 +81,7 @@ func sluiceGraph(src newSource) caseFunc {
 }
 
 // k2kSluice is Map (record the input) → Pool(8) (build the message) →
-// the backend's Produce (sink.Produce, franz.Produce) to the output
+// sink.Produce with the backend's producer to the output
 // topic, on one backend's source and producer. A record commits only
 // after its delivery report.
 func k2kSluice(src newSource, newProd newProducer) caseFunc {
@@ -90,7 +91,7 @@ func k2kSluice(src newSource, newProd newProducer) caseFunc {
 			return err
 		}
 		err = runSluice(ctx, cfg, src, w, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return prod.produce(toMessages(in, tr), cfg.out)
+			return sink.Produce(toMessages(in, tr), prod, cfg.out, asIs)
 		})
 		return errors.Join(err, prod.Close())
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 )
 
 // args are the command line of every cmd/example process; the supervisor
@@ -216,8 +216,8 @@ func (s *scenario) recovered(ctx context.Context, after string, since time.Time)
 // transaction's start: the bound is the longer of the two timeouts plus
 // 3s.
 func (s *scenario) slowRecovery() (time.Duration, string) {
-	if s.set.exactlyOnce && sink.DefaultTransactionTimeout > s.set.sessionTimeout {
-		return sink.DefaultTransactionTimeout + 3*time.Second, "the transaction timeout + 3s"
+	if s.set.exactlyOnce && confluent.DefaultTransactionTimeout > s.set.sessionTimeout {
+		return confluent.DefaultTransactionTimeout + 3*time.Second, "the transaction timeout + 3s"
 	}
 	return s.set.sessionTimeout + 3*time.Second, "session timeout + 3s"
 }

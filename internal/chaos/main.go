@@ -43,7 +43,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/internal/pgtest"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -120,7 +120,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.set.drainTimeout, "drain-timeout", 5*time.Second, "cmd/example --drain-timeout")
 	// After the drain, the source's Close is bounded by its CloseTimeout,
 	// then the producer's by its own plus at most 2s.
-	fs.DurationVar(&o.set.closeBound, "close-bound", source.DefaultCloseTimeout+sink.DefaultProducerCloseTimeout+3*time.Second,
+	fs.DurationVar(&o.set.closeBound, "close-bound", source.DefaultCloseTimeout+confluent.DefaultProducerCloseTimeout+3*time.Second,
 		"time a process may take after its drain to close and exit")
 	fs.DurationVar(&o.set.recoveryTimeout, "recovery-timeout", 45*time.Second, "longest wait for the group to own and consume every partition again")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long in all (default 5m with -short, 20m, 60m with -long; twice that with -broker apache)")

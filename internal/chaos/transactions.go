@@ -8,24 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice-go/sluice/sink"
 )
 
 // stableBound is how long, after the last process stopped, the
 // transactions left open may keep a partition's last stable offset
 // behind its high watermark: a SIGKILLed process's open transaction
 // stays open until the broker aborts it at its transaction timeout
-// (cmd/example uses the default, sink.DefaultTransactionTimeout, counted
+// (cmd/example uses the default, confluent.DefaultTransactionTimeout, counted
 // from the transaction's start, so before the kill), plus 5 s for the
 // broker to write the abort markers on a loaded machine (Apache Kafka
 // looks for timed-out transactions every second as kafkatest configures
 // it: transaction.abort.timed.out.transaction.cleanup.interval.ms). Every
 // incarnation has a transactional id of its own (transactionalID), so no
 // restart aborts its predecessor's transaction sooner.
-const stableBound = sink.DefaultTransactionTimeout + 5*time.Second
+const stableBound = confluent.DefaultTransactionTimeout + 5*time.Second
 
 // transactionalID is cmd/example's transactional.id for the process
 // whose --client-id is name (cmd/example/exactlyonce.go).

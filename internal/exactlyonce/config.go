@@ -8,14 +8,14 @@ import (
 )
 
 // DefaultTransactionTimeout is the transaction timeout of the backends'
-// transactional producers (sink and franz DefaultTransactionTimeout)
+// transactional producers (confluent and franz DefaultTransactionTimeout)
 // unless their TransactionalConfig sets one.
 const DefaultTransactionTimeout = 10 * time.Second
 
 // CheckConfig checks the fields the backends' TransactionalConfig share:
 // a TransactionalID that is not blank, a TransactionTimeout and a
 // CommitTimeout that are not negative. Its errors start with prefix
-// ("sink", "franz") and name the field.
+// ("confluent", "franz") and name the field.
 func CheckConfig(prefix, transactionalID string, transactionTimeout, commitTimeout time.Duration) error {
 	if strings.TrimSpace(transactionalID) == "" {
 		return errors.New(prefix + ": TransactionalConfig.TransactionalID is empty")

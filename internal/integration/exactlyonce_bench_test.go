@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink/confluent"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
@@ -95,7 +97,7 @@ func eosRun(b *testing.B, br *kafkatest.Broker, backend, in, out, group string, 
 		s, p := eosFranz(b, br, group, in, interval, eos)
 		src, closeP = s, p.Close
 		produce = func(msgs pipeline.Stream[sluice.Message]) pipeline.End {
-			return franz.Produce(msgs, p, out, identity)
+			return sink.Produce(msgs, p, out, identity)
 		}
 	default:
 		b.Fatalf("unknown backend %q", backend)
@@ -140,17 +142,17 @@ func identity(m sluice.Message) (sluice.Message, error) { return m, nil }
 
 // eosLibrdkafka returns a librdkafka source and a producer, transactional
 // and bound to it when eos.
-func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*source.Source, *sink.Producer) {
+func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*source.Source, *confluent.Producer) {
 	src, err := source.NewSource(source.Config{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval})
 	if err != nil {
 		b.Fatal(err)
 	}
-	pcfg := sink.ProducerConfig{Brokers: br.Addrs()}
-	var p *sink.Producer
+	pcfg := confluent.ProducerConfig{Brokers: br.Addrs()}
+	var p *confluent.Producer
 	if eos {
-		p, err = sink.NewTransactionalProducer(src, sink.TransactionalConfig{ProducerConfig: pcfg, TransactionalID: "bench-" + group})
+		p, err = confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: pcfg, TransactionalID: "bench-" + group})
 	} else {
-		p, err = sink.NewProducer(pcfg)
+		p, err = confluent.NewProducer(pcfg)
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -107,7 +107,7 @@ func eosDrainUnfinished(t *testing.T, b *kafkatest.Broker, in, out, group string
 }
 
 // TestExactlyOnceShutdownDrainUnfinished is eosDrainUnfinished on both
-// clients (sink.NewTransactionalProducer, franz.NewTransactionalProducer).
+// clients (confluent.NewTransactionalProducer, franz.NewTransactionalProducer).
 func TestExactlyOnceShutdownDrainUnfinished(t *testing.T) {
 	eachCase(t, txnClients, txnClient.String, func(t *testing.T, c txnClient) {
 		b := kafkatest.NewBroker(t)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
@@ -47,7 +49,7 @@ func newFranzTxnProducer(t *testing.T, src *franz.Source, txnID string, txn time
 
 func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[sluice.Message]) pipeline.End {
 	return func(in pipeline.Stream[sluice.Message]) pipeline.End {
-		return franz.Produce(in, p, topic, func(m sluice.Message) (sluice.Message, error) { return m, nil })
+		return sink.Produce(in, p, topic, func(m sluice.Message) (sluice.Message, error) { return m, nil })
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink/confluent"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,17 +57,17 @@ var eosGenerous = eosTimings{txn: 15 * time.Second, commit: 10 * time.Second}
 // newTxnSource returns a librdkafka source for group/topic and a
 // transactional producer bound to it with id txnID and eosGenerous
 // timings.
-func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Source, *sink.Producer) {
+func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string) (*source.Source, *confluent.Producer) {
 	t.Helper()
 	return newTxnSourceWith(t, b, group, topic, txnID, eosGenerous)
 }
 
 // newTxnSourceWith is newTxnSource with the timings tm.
-func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, tm eosTimings) (*source.Source, *sink.Producer) {
+func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID string, tm eosTimings) (*source.Source, *confluent.Producer) {
 	t.Helper()
 	src := newSource(t, b, group, topic, nil)
-	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{
-		ProducerConfig:     sink.ProducerConfig{Brokers: b.Addrs(), Logger: testLogger(t)},
+	p, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
+		ProducerConfig:     confluent.ProducerConfig{Brokers: b.Addrs(), Logger: testLogger(t)},
 		TransactionalID:    txnID,
 		TransactionTimeout: tm.txn,
 		CommitTimeout:      tm.commit,
@@ -82,7 +84,7 @@ func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID str
 // transaction short (well below its timeout) with 1ms records.
 var eosQueue = pipeline.WithPartitionQueue(256)
 
-func sinkProduce(p *sink.Producer, topic string) func(pipeline.Stream[sluice.Message]) pipeline.End {
+func sinkProduce(p *confluent.Producer, topic string) func(pipeline.Stream[sluice.Message]) pipeline.End {
 	return func(in pipeline.Stream[sluice.Message]) pipeline.End {
 		return sink.Produce(in, p, topic, func(m sluice.Message) (sink.Message, error) { return m, nil })
 	}

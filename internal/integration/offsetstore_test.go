@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice/sink/confluent"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -264,8 +265,8 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 			src := c.newSource(t, b, group, topic, store)
 			switch s := src.(type) {
 			case *source.Source:
-				p, err := sink.NewTransactionalProducer(s, sink.TransactionalConfig{
-					ProducerConfig: sink.ProducerConfig{Brokers: b.Addrs()}, TransactionalID: group + "-txn"})
+				p, err := confluent.NewTransactionalProducer(s, confluent.TransactionalConfig{
+					ProducerConfig: confluent.ProducerConfig{Brokers: b.Addrs()}, TransactionalID: group + "-txn"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,9 +7,10 @@ import (
 )
 
 // SourceSlot returns the exactly-once slot of src, a *source.Source:
-// sink.NewTransactionalProducer binds its producer there, and the
-// source's Run takes it. Package source sets it once, in its init (sink
-// imports source, so it is set before sink can call it); it holds no
+// confluent.NewTransactionalProducer binds its producer there, and the
+// source's Run takes it. Package source sets it once, in its init
+// (sink/confluent imports source, so it is set before sink/confluent can
+// call it); it holds no
 // state of its own: the binding lives in the source. A function set here,
 // rather than a method of source.Source, keeps the binding out of the
 // API users see.

@@ -21,13 +21,21 @@ type Outgoing struct {
 	Ticket stagekit.Ticket
 }
 
-// Client is what a backend implements for its Kafka library. E is the
-// type of the delivery reports on a receiver's channel.
+// Event is one value on a receiver's report channel: a delivery report,
+// or another event of the library that is not one (Client.Report tells).
+// Its method set is confluent-kafka-go's kafka.Event's, so that one
+// channel type serves every backend and the Produce stage is written once
+// for all of them: the librdkafka backend (sink/confluent) hands a
+// receiver's channel to librdkafka as the chan kafka.Event it takes, the
+// others send pointers (which box without allocating).
+type Event interface{ String() string }
+
+// Client is what a backend implements for its Kafka library.
 //
 // Send is called by one goroutine per receiver (a Produce stage, a
 // dead-letter call), concurrently across receivers; the others only read
 // their argument.
-type Client[E any] interface {
+type Client interface {
 	// Send hands o to the library, its delivery report to go to reports
 	// (which the caller keeps room in: Send may have the library write to
 	// it without blocking). It must call Tracker.Send, so a closed
@@ -38,14 +46,14 @@ type Client[E any] interface {
 	// report carries the failure); or it returns an error for which
 	// QueueFull is true, and the core waits for a report or a few
 	// milliseconds and sends again.
-	Send(ctx context.Context, o *Outgoing, reports chan E) error
+	Send(ctx context.Context, o *Outgoing, reports chan Event) error
 	// QueueFull reports whether err, returned by Send, means the
 	// library's buffer is full for now.
 	QueueFull(err error) bool
 	// Report reads one event of a receiver's channel: the ticket of the
 	// Outgoing it reports and the delivery error (nil when delivered). ok
 	// is false for an event that is not a delivery report.
-	Report(ev E) (t stagekit.Ticket, err error, ok bool)
+	Report(ev Event) (t stagekit.Ticket, err error, ok bool)
 	// GaveUp reports whether a delivery error is Close giving up on the
 	// message (librdkafka's purge, kgo's abort or close).
 	GaveUp(err error) bool

@@ -114,16 +114,16 @@ func invalidCauses(err error, causes []string) []string {
 // Run retries a failed dead letter), it returns once the delivery report
 // arrived, or Close gave up on the message, or the client closed. name is
 // the user's method ("sink: Producer.DeadLetter").
-func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
+func DeadLetter(c Client, tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
 	if topic == "" {
 		return func(context.Context, sluice.DeadLetter) error {
 			return sluice.Permanent(fmt.Errorf("%s: the topic is empty", name))
 		}
 	}
-	pool := &sync.Pool{New: func() any { return &deadLetterReport[E]{c: c, tr: tr, report: make(chan E, 1)} }}
+	pool := &sync.Pool{New: func() any { return &deadLetterReport{c: c, tr: tr, report: make(chan Event, 1)} }}
 	return func(ctx context.Context, dl sluice.DeadLetter) error {
 		r := dl.Record
-		d := pool.Get().(*deadLetterReport[E])
+		d := pool.Get().(*deadLetterReport)
 		d.ctx, d.pool = ctx, pool
 		d.u = sluice.UndeliveredMessage{Topic: topic, Source: sluice.TopicPartition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 		d.o = Outgoing{Topic: topic, Message: DeadLetterMessage(dl), Timestamp: r.Timestamp}
@@ -145,19 +145,19 @@ func DeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(contex
 // once Wait read the report, it goes back to the destination's pool
 // with its channel (empty again) for a later dead letter, so a dead
 // letter allocates neither.
-type deadLetterReport[E any] struct {
+type deadLetterReport struct {
 	ctx    context.Context
-	c      Client[E]
+	c      Client
 	tr     *Tracker
 	u      sluice.UndeliveredMessage
 	o      Outgoing // the message, during Send only
-	report chan E
+	report chan Event
 	pool   *sync.Pool
 }
 
 // recycle clears what d refers to and puts it back in its pool. Only
 // for a d whose channel is empty and will not be written to again.
-func (d *deadLetterReport[E]) recycle() {
+func (d *deadLetterReport) recycle() {
 	pool := d.pool
 	d.ctx, d.u, d.pool = nil, sluice.UndeliveredMessage{}, nil
 	pool.Put(d)
@@ -165,7 +165,7 @@ func (d *deadLetterReport[E]) recycle() {
 
 // Ready reports whether the delivery report arrived (or the client
 // closed).
-func (d *deadLetterReport[E]) Ready() bool {
+func (d *deadLetterReport) Ready() bool {
 	if len(d.report) > 0 {
 		return true
 	}
@@ -181,7 +181,7 @@ func (d *deadLetterReport[E]) Ready() bool {
 // even if ctx ends: the library reports every message within its
 // delivery timeout (or when Close gives up on it), and leaving would
 // drop it.
-func (d *deadLetterReport[E]) Wait() error {
+func (d *deadLetterReport) Wait() error {
 	ev, ok := nextReport(d.tr, d.report)
 	if !ok {
 		// The report may still come: d is not recycled.
@@ -199,7 +199,7 @@ func (d *deadLetterReport[E]) Wait() error {
 }
 
 // outcome is the outcome of a delivery whose report carried err.
-func (d *deadLetterReport[E]) outcome(err error) error {
+func (d *deadLetterReport) outcome(err error) error {
 	ctx, c, tr, u := d.ctx, d.c, d.tr, d.u
 	if err != nil {
 		if tr.Failed(c.GaveUp(err), u) {
@@ -221,7 +221,7 @@ func (d *deadLetterReport[E]) outcome(err error) error {
 // producer's own delivery context, which Close ends), and a context
 // merged with Close's for every dead letter cost a tenth of the
 // dead-letter path's CPU.
-func sendDeadLetter[E any](ctx context.Context, c Client[E], tr *Tracker, o *Outgoing, report chan E) error {
+func sendDeadLetter(ctx context.Context, c Client, tr *Tracker, o *Outgoing, report chan Event) error {
 	for {
 		err := c.Send(ctx, o, report)
 		if err == nil {

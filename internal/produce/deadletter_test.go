@@ -20,7 +20,7 @@ const dlqName = "stub: Producer.DeadLetter"
 // the dead-letter destination producing to "dlq" through them.
 func newDeadLetter(hold bool) (*produce.Tracker, *stub, func(context.Context, sluice.DeadLetter) error) {
 	c := newStage(hold)
-	return c.tr, c, produce.DeadLetter[report](c, c.tr, dlqName, "dlq")
+	return c.tr, c, produce.DeadLetter(c, c.tr, dlqName, "dlq")
 }
 
 // deadLetterHeld starts a dead letter of invalidRecord through a
@@ -85,7 +85,7 @@ func TestDeadLetterReturnsOnceDelivered(t *testing.T) {
 // method; nothing is produced.
 func TestDeadLetterEmptyTopic(t *testing.T) {
 	c := newStage(false)
-	dl := produce.DeadLetter[report](c, c.tr, dlqName, "")
+	dl := produce.DeadLetter(c, c.tr, dlqName, "")
 	checkErr(t, dl(t.Context(), invalidRecord()), "stub: Producer.DeadLetter: the topic is empty", true)
 	checkSent(t, c)
 }

@@ -38,11 +38,21 @@ func recordMessage(r sluice.Record) (sluice.Message, error) {
 	return sluice.Message{Key: r.Key, Value: r.Value}, nil
 }
 
+// producer is a backend's Producer as the core sees it: a *produce.Core
+// embedded.
+type producer struct{ *produce.Core }
+
+// newProducer returns the producer of client c with tracker tr.
+func newProducer(c produce.Client, tr *produce.Tracker) producer {
+	return producer{produce.NewCore(c, tr)}
+}
+
 // produceTo returns a builder whose graph produces every record to "out"
 // with c and tr through the stage under test.
-func produceTo(c produce.Client[report], tr *produce.Tracker, toMsg func(sluice.Record) (sluice.Message, error)) pipeline.Builder {
+func produceTo(c produce.Client, tr *produce.Tracker, toMsg func(sluice.Record) (sluice.Message, error)) pipeline.Builder {
+	p := newProducer(c, tr)
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return produce.Stage(in, "stub.Produce", c, tr, "out", toMsg, nil)
+		return produce.Stage(in, "stub.Produce", p, "out", toMsg, nil)
 	}
 }
 

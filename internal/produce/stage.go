@@ -21,31 +21,31 @@ const QueueFullWait = 5 * time.Millisecond
 // the most messages it has outstanding.
 const ReportBuffer = 1024
 
-// ProducerStage is [Stage] for the Produce of a backend whose producer
-// is p: bind gives p's client and tracker, and is not called for a nil p
-// (the stage then fails its build, naming name).
-func ProducerStage[T, P, E any](in pipeline.Stream[T], name string, p *P, bind func(*P) (Client[E], *Tracker), topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
-	var c Client[E]
+// Stage adds the Produce stage of the producer p: name is the user's
+// function ("sink.Produce"). A nil p, or one whose backend did not make
+// its Core with NewCore (a zero Producer value), fails the build, as do
+// an empty topic and a nil toMsg. See sink.Produce for the contract.
+func Stage[T any](in pipeline.Stream[T], name string, p Backend, topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
+	nilP := isNil(p)
+	var c Client
 	var tr *Tracker
-	if p != nil {
-		c, tr = bind(p)
+	var core *Core
+	if !nilP {
+		core = p.produceCore() // nil for a zero Producer
 	}
-	return Stage(in, name, c, tr, topic, toMsg, opts)
-}
-
-// Stage adds the Produce stage of a backend: name is the user's function
-// ("sink.Produce"), c the producer's client (nil when the user's producer
-// is nil: a build error) with its tracker tr. See sink.Produce for the
-// contract; the backends document it.
-func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracker, topic string, toMsg func(T) (sluice.Message, error), opts []stages.CallOption) pipeline.End {
+	if core != nil {
+		c, tr = core.client, core.tr
+	}
 	sp := stages.Spec("Produce", opts...)
 	switch {
-	case c == nil:
+	case nilP:
 		sp.Problem = fmt.Errorf("%s: the producer is nil", name)
 	case topic == "":
 		sp.Problem = fmt.Errorf("%s: the topic is empty", name)
 	case toMsg == nil:
 		sp.Problem = fmt.Errorf("%s: toMsg is nil", name)
+	case core == nil:
+		sp.Problem = fmt.Errorf("%s: the producer (%T) was not made by its constructor", name, p)
 	case tr != nil && engine.CreatedDuringBuild(engine.Stream[T](in), tr.made):
 		sp.Problem = fmt.Errorf("%s: its producer was created inside the builder, which runs for every partition assigned: "+
 			"each partition (and each reassignment) would get a Kafka client of its own, never closed; "+
@@ -54,7 +54,7 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		sp.Problem = checkOutput(c, name, topic)
 	}
 	return stagekit.AddEnd(in, sp, func(s *stagekit.Stage, inl *stagekit.Inlet[T]) error {
-		st := &producing[E]{c: c, tr: tr, s: s, topic: topic, reports: make(chan E, ReportBuffer)}
+		st := &producing{c: c, tr: tr, s: s, topic: topic, reports: make(chan Event, ReportBuffer)}
 		defer st.waitAll()
 		ctx := s.Context()
 		// Sends blocked on a full buffer return when the partition's
@@ -64,7 +64,7 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 		defer context.AfterFunc(tr.ClosingContext(), cancel)()
 		pr := s.Probe()
 		convert := func(_ context.Context, v T) (sluice.Message, error) { return toMsg(v) }
-		return stagekit.RunLoop(s, inl, stagekit.Loop[T, E]{
+		return stagekit.RunLoop(s, inl, stagekit.Loop[T, Event]{
 			OnChunk: func(chunk []stagekit.Item[T]) error { return produceChunk(ctx, sendCtx, st, pr, chunk, convert) },
 			OnDrain: func() error { return st.settle(ctx) },
 			Events:  st.reports,
@@ -76,12 +76,12 @@ func Stage[T, E any](in pipeline.Stream[T], name string, c Client[E], tr *Tracke
 }
 
 // producing is one Produce stage's state.
-type producing[E any] struct {
-	c           Client[E]
+type producing struct {
+	c           Client
 	tr          *Tracker
 	s           *stagekit.Stage
 	topic       string
-	reports     chan E
+	reports     chan Event
 	outstanding int
 	// out is the Outgoing handed to Client.Send, reused for every
 	// message (Send keeps nothing of it).
@@ -94,7 +94,7 @@ type producing[E any] struct {
 // produceChunk converts and produces the values of chunk in order. It
 // stops at once when ctx ends (the partition was lost or its drain timed
 // out): nothing more of the chunk is produced.
-func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (sluice.Message, error)) error {
+func produceChunk[T any](ctx, sendCtx context.Context, st *producing, pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (sluice.Message, error)) error {
 	for _, it := range chunk {
 		m, err := stagekit.Call(ctx, st.s, pr, it, convert)
 		if ctx.Err() != nil {
@@ -113,7 +113,7 @@ func produceChunk[T, E any](ctx, sendCtx context.Context, st *producing[E], pr *
 	return nil
 }
 
-func (st *producing[E]) produce(ctx, sendCtx context.Context, m sluice.Message, t stagekit.Ticket) error {
+func (st *producing) produce(ctx, sendCtx context.Context, m sluice.Message, t stagekit.Ticket) error {
 	o := &st.out
 	*o = Outgoing{Topic: st.topic, Message: m, Ticket: t}
 	// A library may deliver every report of the producer from one
@@ -149,7 +149,7 @@ func (st *producing[E]) produce(ctx, sendCtx context.Context, m sluice.Message, 
 // timeout). It returns false when the stage must stop: with nil when ctx
 // ended, with the stage's error when a delivery failed or the producer
 // closed.
-func (st *producing[E]) await(ctx context.Context, timeout <-chan time.Time) (bool, error) {
+func (st *producing) await(ctx context.Context, timeout <-chan time.Time) (bool, error) {
 	select {
 	case ev := <-st.reports:
 		if err := st.report(ev); err != nil {
@@ -174,7 +174,7 @@ const maxReportBatch = 256
 // (one lock of the partition's tracker, one budget release), and without
 // a select per report. It stops at the first failed delivery, after
 // completing the values delivered before it.
-func (st *producing[E]) report(ev E) error {
+func (st *producing) report(ev Event) error {
 	err := st.take(ev)
 	for err == nil && len(st.done) < maxReportBatch {
 		select {
@@ -192,7 +192,7 @@ func (st *producing[E]) report(ev E) error {
 // take handles one event of the report channel: a delivered value's
 // ticket joins st.done, a failed delivery fails the stage (after the
 // values of st.done completed).
-func (st *producing[E]) take(ev E) error {
+func (st *producing) take(ev Event) error {
 	t, err, ok := st.c.Report(ev)
 	if !ok {
 		return nil
@@ -208,7 +208,7 @@ func (st *producing[E]) take(ev E) error {
 }
 
 // complete marks the values of st.done done.
-func (st *producing[E]) complete() {
+func (st *producing) complete() {
 	if len(st.done) > 0 {
 		st.s.Done(st.done...)
 		st.done = st.done[:0]
@@ -217,7 +217,7 @@ func (st *producing[E]) complete() {
 
 // failed handles the failed delivery of the value holding t and returns
 // the stage's error.
-func (st *producing[E]) failed(t stagekit.Ticket, err error) error {
+func (st *producing) failed(t stagekit.Ticket, err error) error {
 	serr := st.s.Fail(t, fmt.Errorf("delivery to %s failed: %w", st.topic, err))
 	part := st.s.Partition()
 	u := sluice.UndeliveredMessage{Topic: st.topic, Source: sluice.TopicPartition{Topic: part.Topic, Partition: part.Partition}, Offset: -1}
@@ -234,7 +234,7 @@ func (st *producing[E]) failed(t stagekit.Ticket, err error) error {
 // closed handles the reports the client delivered before it closed and
 // returns the stage's error: the other reports never come, and their
 // values stay uncommitted.
-func (st *producing[E]) closed() error {
+func (st *producing) closed() error {
 	for {
 		select {
 		case ev := <-st.reports:
@@ -252,7 +252,7 @@ func (st *producing[E]) closed() error {
 
 // settle waits for every outstanding delivery report after the input
 // closed (graceful drain).
-func (st *producing[E]) settle(ctx context.Context) error {
+func (st *producing) settle(ctx context.Context) error {
 	for st.outstanding > 0 {
 		if ok, err := st.await(ctx, nil); !ok {
 			return err
@@ -265,7 +265,7 @@ func (st *producing[E]) settle(ctx context.Context) error {
 // this stage's channel after it stopped, until the producer closed; their
 // values are completed only if the partition is still owned (the tracker
 // ignores the rest).
-func (st *producing[E]) waitAll() {
+func (st *producing) waitAll() {
 	for st.outstanding > 0 {
 		ev, ok := nextReport(st.tr, st.reports)
 		if !ok {

@@ -29,12 +29,12 @@ func TestStageBuildErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := produce.NewTracker(names)
-				var c produce.Client[report] = newStub(tr, false)
+				var p produce.Backend = newProducer(newStub(tr, false), tr)
 				if tc.nilC {
-					c, tr = nil, nil
+					p = nil
 				}
 				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					return produce.Stage(in, "stub.Produce", c, tr, tc.topic, tc.toMsg, nil)
+					return produce.Stage(in, "stub.Produce", p, tc.topic, tc.toMsg, nil)
 				}
 				f := testkit.NewFake()
 				r := testkit.Start(t, f, build, quiet)
@@ -48,6 +48,40 @@ func TestStageBuildErrors(t *testing.T) {
 				}
 				if be.Topic != "in" || be.Partition != 0 || be.Problem != `stage "Produce#1": `+tc.want {
 					t.Errorf("BuildError on %s/%d: %q, want on in/0: %q", be.Topic, be.Partition, be.Problem, `stage "Produce#1": `+tc.want)
+				}
+			})
+		})
+	}
+}
+
+// ptrProducer is a backend's Producer as backends declare it: a struct
+// behind a pointer, the core embedded.
+type ptrProducer struct{ *produce.Core }
+
+// A nil *Producer in the interface is refused as nil (never dereferenced),
+// and a zero Producer (its embedded core nil: not made by its
+// constructor) is refused as such.
+func TestStageRefusesANilPointerAndAZeroProducer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		p    produce.Backend
+		want string
+	}{
+		"nil pointer": {(*ptrProducer)(nil), "stub.Produce: the producer is nil"},
+		"zero value":  {&ptrProducer{}, "stub.Produce: the producer (*produce_test.ptrProducer) was not made by its constructor"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					return produce.Stage(in, "stub.Produce", tc.p, "out", recordMessage, nil)
+				}
+				f := testkit.NewFake()
+				r := testkit.Start(t, f, build, quiet)
+				if err := f.Assign("in", 0); err == nil {
+					t.Error("Assign returned nil, want the build error")
+				}
+				var be *sluice.BuildError
+				if err := r.Wait(t); !errors.As(err, &be) || be.Problem != `stage "Produce#1": `+tc.want {
+					t.Fatalf("Run returned %v, want a *sluice.BuildError with the problem %q", err, `stage "Produce#1": `+tc.want)
 				}
 			})
 		})

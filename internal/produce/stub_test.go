@@ -49,9 +49,12 @@ type try struct {
 	at    time.Time
 }
 
+// String makes a report a produce.Event.
+func (report) String() string { return "stub report" }
+
 // held is a report the stub keeps until the test releases it.
 type held struct {
-	ch chan report
+	ch chan produce.Event
 	r  report
 }
 
@@ -91,7 +94,7 @@ func newStub(tr *produce.Tracker, hold bool) *stub {
 	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}, blockFull: map[string]bool{}}
 }
 
-func (c *stub) Send(ctx context.Context, o *produce.Outgoing, reports chan report) error {
+func (c *stub) Send(ctx context.Context, o *produce.Outgoing, reports chan produce.Event) error {
 	c.mu.Lock()
 	v := string(o.Message.Value)
 	wait := c.blockFull[v]
@@ -146,7 +149,10 @@ func (c *stub) writeLocked(h held) {
 
 func (*stub) QueueFull(err error) bool { return errors.Is(err, errQueueFull) }
 
-func (*stub) Report(ev report) (stagekit.Ticket, error, bool) { return ev.t, ev.err, !ev.other }
+func (*stub) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
+	r := ev.(report)
+	return r.t, r.err, !r.other
+}
 
 func (*stub) GaveUp(err error) bool { return errors.Is(err, errGaveUp) }
 

@@ -77,7 +77,7 @@ type startCheckKey struct{}
 // error naming name (the user's method, "sink: Producer.DeadLetter"), and
 // a topic that does not exist is one naming it and its role. It is the
 // whole of the backends' Producer.DeadLetter.
-func CheckedDeadLetter[E any](c Client[E], tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
+func CheckedDeadLetter(c Client, tr *Tracker, name, topic string) func(context.Context, sluice.DeadLetter) error {
 	send := DeadLetter(c, tr, name, topic)
 	topics := topicsOf(c)
 	return func(ctx context.Context, dl sluice.DeadLetter) error {

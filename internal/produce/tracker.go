@@ -155,7 +155,7 @@ func (tr *Tracker) MarkGone() { tr.goneOnce.Do(func() { close(tr.gone) }) }
 // nextReport receives the next delivery report from reports. Once the
 // client is gone (tr.Gone) it still takes a report already sent, and
 // returns false when there is none: that report may never come.
-func nextReport[E any](tr *Tracker, reports <-chan E) (E, bool) {
+func nextReport(tr *Tracker, reports <-chan Event) (Event, bool) {
 	select {
 	case ev := <-reports:
 		return ev, true
@@ -164,8 +164,7 @@ func nextReport[E any](tr *Tracker, reports <-chan E) (E, bool) {
 		case ev := <-reports:
 			return ev, true
 		default:
-			var none E
-			return none, false
+			return nil, false
 		}
 	}
 }

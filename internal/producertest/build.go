@@ -1,12 +1,13 @@
 package producertest
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+
+	"github.com/sluice-go/sluice/sink"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -14,10 +15,10 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func buildChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	return []check[P, D]{
-		{"producer created inside the builder", false, (*suite[P, D]).producerInBuilder},
-		{"bad arguments", true, (*suite[P, D]).badArguments},
+func buildChecks[P sink.Producer]() []check[P] {
+	return []check[P]{
+		{"producer created inside the builder", false, (*suite[P]).producerInBuilder},
+		{"bad arguments", true, (*suite[P]).badArguments},
 	}
 }
 
@@ -25,14 +26,14 @@ func buildChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []c
 // client per partition and per reassignment, never closed) fails the
 // first build with a *sluice.BuildError naming the mistake, before any
 // client leaks into a running graph.
-func (s *suite[P, D]) producerInBuilder(t *T) {
+func (s *suite[P]) producerInBuilder(t *T) {
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "out", 1)
 	var mu sync.Mutex
 	var made []P
 	t.Cleanup(func() {
 		for _, p := range made {
-			_ = s.h.Close(p)
+			_ = p.Close()
 		}
 	})
 	fake := testkit.NewFake()
@@ -44,7 +45,7 @@ func (s *suite[P, D]) producerInBuilder(t *T) {
 		mu.Lock()
 		made = append(made, p)
 		mu.Unlock()
-		return s.h.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
 	})
 	if err := fake.Assign("in", 0); err == nil {
 		t.Fatal("Assign succeeded; want the build to fail")
@@ -57,10 +58,11 @@ func (s *suite[P, D]) producerInBuilder(t *T) {
 	}
 }
 
-// badArguments: a nil producer, an empty topic or a nil toMsg fails the
+// badArguments: a nil producer, an empty topic, a nil toMsg or a zero
+// producer value (not made by its constructor) fails the
 // build with a *sluice.BuildError naming the stage, instead of a panic
 // in the builder.
-func (s *suite[P, D]) badArguments(t *T) {
+func (s *suite[P]) badArguments(t *T) {
 	var nilP P
 	p := s.h.Unstarted() // never used: the build fails before the stage runs
 	for _, tc := range []struct {
@@ -69,14 +71,17 @@ func (s *suite[P, D]) badArguments(t *T) {
 		want  string
 	}{
 		{"nil producer", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return s.h.Produce(in, nilP, "out", ToMessage)
-		}, s.h.Name + ".Produce: the producer is nil"},
+			return sink.Produce(in, nilP, "out", ToMessage)
+		}, "sink.Produce: the producer is nil"},
 		{"empty topic", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return s.h.Produce(in, p, "", ToMessage)
-		}, s.h.Name + ".Produce: the topic is empty"},
+			return sink.Produce(in, p, "", ToMessage)
+		}, "sink.Produce: the topic is empty"},
 		{"nil toMsg", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return s.h.Produce(in, p, "out", nil)
-		}, s.h.Name + ".Produce: toMsg is nil"},
+			return sink.Produce(in, p, "out", nil)
+		}, "sink.Produce: toMsg is nil"},
+		{"zero producer", func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return sink.Produce(in, p, "out", ToMessage)
+		}, "was not made by its constructor"},
 	} {
 		t.Run(tc.name, func(t *T) {
 			synctest.Test(t.T, func(st *testing.T) {

@@ -9,16 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func closeChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	return []check[P, D]{
-		{"gives up on undelivered messages", true, (*suite[P, D]).closeGivesUp},
-		{"fails a waiting dead letter", true, (*suite[P, D]).closeFailsWaitingDeadLetter},
-		{"closed producer refuses work", true, (*suite[P, D]).closedProducer},
+func closeChecks[P sink.Producer]() []check[P] {
+	return []check[P]{
+		{"gives up on undelivered messages", true, (*suite[P]).closeGivesUp},
+		{"fails a waiting dead letter", true, (*suite[P]).closeFailsWaitingDeadLetter},
+		{"closed producer refuses work", true, (*suite[P]).closedProducer},
 	}
 }
 
@@ -56,7 +58,7 @@ func goneCluster(t *T) []string {
 }
 
 // unclosedProducer makes a producer of cfg that the check closes itself.
-func (s *suite[P, D]) unclosedProducer(t *T, cfg Config) P {
+func (s *suite[P]) unclosedProducer(t *T, cfg Config) P {
 	t.Helper()
 	p, err := s.h.NewProducer(cfg)
 	if err != nil {
@@ -67,10 +69,10 @@ func (s *suite[P, D]) unclosedProducer(t *T, cfg Config) P {
 
 // closeWithin closes p and fails the test unless Close waited for the
 // close timeout and returned within its bound.
-func (s *suite[P, D]) closeWithin(t *T, p P, timeout time.Duration) error {
+func (s *suite[P]) closeWithin(t *T, p P, timeout time.Duration) error {
 	t.Helper()
 	start := time.Now()
-	err := s.h.Close(p)
+	err := p.Close()
 	if took := time.Since(start); took < timeout || took > timeout+closeSlack {
 		t.Errorf("Close took %v, want between the close timeout %v and %v", took, timeout, timeout+closeSlack)
 	}
@@ -82,7 +84,7 @@ func (s *suite[P, D]) closeWithin(t *T, p P, timeout time.Duration) error {
 // input record it came from; the Produce stage fails with ErrClosed at the
 // first record and nothing is committed. A second Close returns the same
 // error.
-func (s *suite[P, D]) closeGivesUp(t *T) {
+func (s *suite[P]) closeGivesUp(t *T) {
 	const k, timeout = 5, 500 * time.Millisecond
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
@@ -108,7 +110,7 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 	if msg := err.Error(); !strings.HasPrefix(msg, prefix) {
 		t.Errorf("Close = %q, want it to count and name the messages (%q...)", msg, prefix)
 	}
-	if again := s.h.Close(p); again != err {
+	if again := p.Close(); again != err {
 		t.Errorf("second Close = %v, want the first one's %v", again, err)
 	}
 
@@ -125,13 +127,13 @@ func (s *suite[P, D]) closeGivesUp(t *T) {
 // closeFailsWaitingDeadLetter: a dead-letter call waiting for its report
 // when Close gives up returns an error wrapping ErrClosed, and Close names
 // the invalid record.
-func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
+func (s *suite[P]) closeFailsWaitingDeadLetter(t *T) {
 	const timeout = 200 * time.Millisecond
 	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
 	dlErr := make(chan error, 1)
 	rec := sluice.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: time.UnixMilli(1_700_000_000_000)}
 	go func() {
-		dlErr <- s.h.DeadLetter(p, "dlq")(context.Background(), sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
+		dlErr <- p.DeadLetter("dlq")(context.Background(), sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
 	}()
 	pollUntil(t, "the dead letter pending", func() bool { return s.h.Pending(p) == 1 })
 
@@ -148,25 +150,26 @@ func (s *suite[P, D]) closeFailsWaitingDeadLetter(t *T) {
 
 // closedProducer: after Close, a dead letter fails at once with ErrClosed
 // (permanent), and a Produce stage stops Run with a StageError wrapping
-// ErrClosed (with no offset: the stage sees the closed producer before
+// ErrClosed (the backend's, which is also sink.ErrClosed) (with no offset: the stage sees the closed producer before
 // its first record).
-func (s *suite[P, D]) closedProducer(t *T) {
+func (s *suite[P]) closedProducer(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", Input(1, 0, 3)...)
 	p := s.unclosedProducer(t, Config{Brokers: b.Addrs()})
-	if err := s.h.Close(p); err != nil {
+	if err := p.Close(); err != nil {
 		t.Fatalf("Close of an idle producer = %v, want nil", err)
 	}
-	err := s.h.DeadLetter(p, "dlq")(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "in"}, Err: errors.New("bad")})
-	if !errors.Is(err, s.h.ErrClosed) || !sluice.IsPermanent(err) {
-		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v", err, s.h.ErrClosed)
+	err := p.DeadLetter("dlq")(context.Background(), sluice.DeadLetter{Record: sluice.Record{Topic: "in"}, Err: errors.New("bad")})
+	if !errors.Is(err, s.h.ErrClosed) || !errors.Is(err, sink.ErrClosed) || !sluice.IsPermanent(err) {
+		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v and sink.ErrClosed", err, s.h.ErrClosed)
 	}
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
 	runErr := r.Wait(t)
 	var se *sluice.StageError
-	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !strings.Contains(runErr.Error(), "producing to out") {
-		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v", runErr, s.h.ErrClosed)
+	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !errors.Is(runErr, sink.ErrClosed) ||
+		!strings.Contains(runErr.Error(), "producing to out") {
+		t.Errorf("Run = %v, want a StageError on in/0 producing to out wrapping %v and sink.ErrClosed", runErr, s.h.ErrClosed)
 	}
 }
 

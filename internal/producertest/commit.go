@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,15 +15,15 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func commitChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	cs := []check[P, D]{
-		{"every record produced once", true, (*suite[P, D]).writesExactly},
-		{"nothing committed while deliveries are refused", true, (*suite[P, D]).commitsOnlyAfterDelivery},
+func commitChecks[P sink.Producer]() []check[P] {
+	cs := []check[P]{
+		{"every record produced once", true, (*suite[P]).writesExactly},
+		{"nothing committed while deliveries are refused", true, (*suite[P]).commitsOnlyAfterDelivery},
 	}
 	for _, fault := range []*kerr.Error{kerr.NotLeaderForPartition, kerr.RequestTimedOut} {
-		for _, fc := range faultCases[P, D]() {
-			cs = append(cs, check[P, D]{fmt.Sprintf("transient faults/%s/%s", fc.name, fault.Message), true,
-				func(s *suite[P, D], t *T) { s.transientFaults(t, fc, fault) }})
+		for _, fc := range faultCases[P]() {
+			cs = append(cs, check[P]{fmt.Sprintf("transient faults/%s/%s", fc.name, fault.Message), true,
+				func(s *suite[P], t *T) { s.transientFaults(t, fc, fault) }})
 		}
 	}
 	return cs
@@ -30,7 +32,7 @@ func commitChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []
 // writesExactly: every input record is produced exactly once, with the
 // key, value and headers ToMessage made; the input commits exactly to its
 // end.
-func (s *suite[P, D]) writesExactly(t *T) {
+func (s *suite[P]) writesExactly(t *T) {
 	const parts, n = 3, 200
 	b := kafkatest.NewBroker(t)
 	createTopics(t, b, parts, n, "out", 2)
@@ -70,7 +72,7 @@ func (s *suite[P, D]) writesExactly(t *T) {
 // input offset is committed; once it accepts them, everything is
 // delivered once (the producer is idempotent) and the input commits
 // exactly to its end.
-func (s *suite[P, D]) commitsOnlyAfterDelivery(t *T) {
+func (s *suite[P]) commitsOnlyAfterDelivery(t *T) {
 	const n = 50
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 2, n, "out", 1)

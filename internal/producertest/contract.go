@@ -32,7 +32,7 @@ var Rules = map[string]string{
 		"calls waiting on them fail with ErrClosed, nothing of them is committed, and a closed producer refuses work with ErrClosed.",
 	ClauseTopicCheck: "A missing or empty topic is named before anything is consumed: the dead-letter topic when Run starts, " +
 		"the output topic at the first build, the input topic before the source joins its group; ProducerConfig.SkipTopicCheck turns the producer's checks off.",
-	ClauseBuild: "A Produce stage given a nil producer, an empty topic or a nil toMsg, or a producer created inside the builder, " +
+	ClauseBuild: "A Produce stage given a nil producer, an empty topic, a nil toMsg, a zero producer value or a producer created inside the builder, " +
 		"fails the build with a *sluice.BuildError naming the stage and the mistake.",
 }
 

@@ -1,11 +1,12 @@
 package producertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
+
+	"github.com/sluice-go/sluice/sink"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -17,16 +18,16 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func deadLetterBytesChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	return []check[P, D]{
-		{"record and origin", true, (*suite[P, D]).deadLetterCarriesRecord},
+func deadLetterBytesChecks[P sink.Producer]() []check[P] {
+	return []check[P]{
+		{"record and origin", true, (*suite[P]).deadLetterCarriesRecord},
 	}
 }
 
-func deadLetterOrderChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	return []check[P, D]{
-		{"handed over together, stored in order", true, (*suite[P, D]).deadLettersInOrder},
-		{"failing midway stops Run at the first", true, (*suite[P, D]).deadLettersFailingMidway},
+func deadLetterOrderChecks[P sink.Producer]() []check[P] {
+	return []check[P]{
+		{"handed over together, stored in order", true, (*suite[P]).deadLettersInOrder},
+		{"failing midway stops Run at the first", true, (*suite[P]).deadLettersFailingMidway},
 	}
 }
 
@@ -34,14 +35,14 @@ func deadLetterOrderChecks[P any, D ~func(context.Context, sluice.DeadLetter) er
 // timestamp and headers untouched, followed by the sluice.dlq.* headers
 // with exact values; one per invalid record, and the input commits
 // exactly to its end.
-func (s *suite[P, D]) deadLetterCarriesRecord(t *T) {
+func (s *suite[P]) deadLetterCarriesRecord(t *T) {
 	const parts, n = 2, 50
 	b := kafkatest.NewBroker(t)
 	createTopics(t, b, parts, n, "dlq", 1)
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
 	Stop(t, r)
 
@@ -129,13 +130,13 @@ func recordsIn(b []byte) int64 {
 // more of them than there are source partitions, which one dead letter at
 // a time per partition cannot do), and the dead-letter topic holds them in
 // offset order, each once; the input commits exactly to its end.
-func (s *suite[P, D]) deadLettersInOrder(t *T) {
+func (s *suite[P]) deadLettersInOrder(t *T) {
 	const parts, n = 2, 300
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, parts, n, "dlq", 1)
 	sizes := observeProduceSizes(b, "dlq")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
 	Stop(t, r)
 
@@ -154,12 +155,12 @@ func (s *suite[P, D]) deadLettersInOrder(t *T) {
 // many handed over, Run stops with a StageError at the first record whose
 // dead letter failed; the input commits exactly up to it, and the
 // dead-letter topic holds the dead letters before it, in order.
-func (s *suite[P, D]) deadLettersFailingMidway(t *T) {
+func (s *suite[P]) deadLettersFailingMidway(t *T) {
 	const n = 100
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 1, n, "dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 	b.Produce(t, "in", Input(1, n, n)...)

@@ -1,10 +1,11 @@
 package producertest
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/sluice-go/sluice/sink"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -17,17 +18,17 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func errorChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	cs := []check[P, D]{
-		{"permanent delivery failure stops Run", true, (*suite[P, D]).deliveryFailure},
+func errorChecks[P sink.Producer]() []check[P] {
+	cs := []check[P]{
+		{"permanent delivery failure stops Run", true, (*suite[P]).deliveryFailure},
 	}
-	for _, pc := range permanentCases[P, D]() {
-		cs = append(cs, check[P, D]{"permanent dead-letter failure stops Run/" + pc.name, true,
-			func(s *suite[P, D], t *T) { s.deadLetterPermanent(t, pc) }})
+	for _, pc := range permanentCases[P]() {
+		cs = append(cs, check[P]{"permanent dead-letter failure stops Run/" + pc.name, true,
+			func(s *suite[P], t *T) { s.deadLetterPermanent(t, pc) }})
 	}
-	for _, fc := range faultCases[P, D]() {
-		cs = append(cs, check[P, D]{"transient fault outlasting the delivery timeout/" + fc.name, true,
-			func(s *suite[P, D], t *T) { s.persistentFault(t, fc) }})
+	for _, fc := range faultCases[P]() {
+		cs = append(cs, check[P]{"transient fault outlasting the delivery timeout/" + fc.name, true,
+			func(s *suite[P], t *T) { s.persistentFault(t, fc) }})
 	}
 	return cs
 }
@@ -36,7 +37,7 @@ func errorChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []c
 // produce error) stops Run with a StageError at the first record whose
 // delivery failed, naming the topic and the cause; the partition commits
 // exactly up to it.
-func (s *suite[P, D]) deliveryFailure(t *T) {
+func (s *suite[P]) deliveryFailure(t *T) {
 	const k = 10
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 1, k, "out", 1)
@@ -68,40 +69,40 @@ func (s *suite[P, D]) deliveryFailure(t *T) {
 
 // permanentCase is a dead letter that cannot be delivered for a reason
 // retrying cannot fix.
-type permanentCase[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
+type permanentCase[P sink.Producer] struct {
 	name  string
 	cfg   Config // Brokers is set by the check
 	value int    // size of the invalid record's value
 	topic string
-	setup func(*suite[P, D], *T, *kafkatest.Broker, P) // nil: none
-	want  func(*suite[P, D]) string                    // what the error names
+	setup func(*suite[P], *T, *kafkatest.Broker, P) // nil: none
+	want  func(*suite[P]) string                    // what the error names
 }
 
-func permanentCases[P any, D ~func(context.Context, sluice.DeadLetter) error]() []permanentCase[P, D] {
-	return []permanentCase[P, D]{
-		{name: "closed producer", topic: "dlq", want: func(s *suite[P, D]) string { return s.h.ErrClosed.Error() },
-			setup: func(s *suite[P, D], t *T, _ *kafkatest.Broker, p P) {
-				if err := s.h.Close(p); err != nil {
+func permanentCases[P sink.Producer]() []permanentCase[P] {
+	return []permanentCase[P]{
+		{name: "closed producer", topic: "dlq", want: func(s *suite[P]) string { return s.h.ErrClosed.Error() },
+			setup: func(s *suite[P], t *T, _ *kafkatest.Broker, p P) {
+				if err := p.Close(); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "fatal error", topic: "dlq", want: func(s *suite[P, D]) string { return s.h.Errors.Fatal },
-			setup: func(s *suite[P, D], t *T, _ *kafkatest.Broker, p P) {
+		{name: "fatal error", topic: "dlq", want: func(s *suite[P]) string { return s.h.Errors.Fatal },
+			setup: func(s *suite[P], t *T, _ *kafkatest.Broker, p P) {
 				if s.h.InjectFatal == nil {
 					t.Skip("the backend has no fatal client error to inject")
 				}
 				s.h.InjectFatal(p)
 			}},
 		{name: "message too large", topic: "dlq", cfg: Config{MaxMessageBytes: 1000}, value: 2000,
-			want: func(s *suite[P, D]) string { return s.h.Errors.TooLarge }},
+			want: func(s *suite[P]) string { return s.h.Errors.TooLarge }},
 		// kfake, like Kafka with auto.create.topics.enable=false, never
 		// creates the topic; the client gives up after its metadata
 		// retries. (Without SkipTopicCheck, Run would refuse to start:
 		// the topic check clause.)
 		{name: "unknown topic", topic: "no-such-topic", cfg: Config{UnknownTopicFailsFast: true, SkipTopicCheck: true},
-			want: func(s *suite[P, D]) string { return s.h.Errors.UnknownTopic }},
-		{name: "invalid record", topic: "dlq", want: func(s *suite[P, D]) string { return s.h.Errors.InvalidRecord },
-			setup: func(_ *suite[P, D], _ *T, b *kafkatest.Broker, _ P) {
+			want: func(s *suite[P]) string { return s.h.Errors.UnknownTopic }},
+		{name: "invalid record", topic: "dlq", want: func(s *suite[P]) string { return s.h.Errors.InvalidRecord },
+			setup: func(_ *suite[P], _ *T, b *kafkatest.Broker, _ P) {
 				b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 			}},
 	}
@@ -112,7 +113,7 @@ func permanentCases[P any, D ~func(context.Context, sluice.DeadLetter) error]() 
 // default policy retries) with a StageError at the invalid record that
 // names the cause; the partition commits exactly up to it and its dead
 // letter is not stored.
-func (s *suite[P, D]) deadLetterPermanent(t *T, tc permanentCase[P, D]) {
+func (s *suite[P]) deadLetterPermanent(t *T, tc permanentCase[P]) {
 	const n = 20 // offset 3 is the first invalid record
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
@@ -129,7 +130,7 @@ func (s *suite[P, D]) deadLetterPermanent(t *T, tc permanentCase[P, D]) {
 	want := tc.want(s)
 	var obs retries
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder,
-		pipeline.WithDeadLetter(s.h.DeadLetter(p, tc.topic)), pipeline.WithHooks(&obs))
+		pipeline.WithDeadLetter(p.DeadLetter(tc.topic)), pipeline.WithHooks(&obs))
 	err := r.Wait(t)
 	var se *sluice.StageError
 	if !errors.As(err, &se) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,25 +27,25 @@ import (
 // faultCase is one way of writing the input to Kafka: to an output topic
 // with the Produce stage, or only its invalid records to a dead-letter
 // topic.
-type faultCase[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
+type faultCase[P sink.Producer] struct {
 	name  string
 	topic string                   // where the faults are injected
 	wants func(sluice.Record) bool // whether an input record has a message in topic
-	build func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option)
+	build func(s *suite[P], p P) (pipeline.Builder, []pipeline.Option)
 }
 
-func faultCases[P any, D ~func(context.Context, sluice.DeadLetter) error]() []faultCase[P, D] {
-	return []faultCase[P, D]{
+func faultCases[P sink.Producer]() []faultCase[P] {
+	return []faultCase[P]{
 		{
 			name: "produce", topic: "out",
 			wants: func(sluice.Record) bool { return true },
-			build: func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option) { return s.produceTo(p, "out"), nil },
+			build: func(s *suite[P], p P) (pipeline.Builder, []pipeline.Option) { return s.produceTo(p, "out"), nil },
 		},
 		{
 			name: "dead letters", topic: "dlq",
 			wants: func(r sluice.Record) bool { return r.Offset%7 == 3 },
-			build: func(s *suite[P, D], p P) (pipeline.Builder, []pipeline.Option) {
-				return dlqBuilder, []pipeline.Option{pipeline.WithDeadLetter(s.h.DeadLetter(p, "dlq"))}
+			build: func(s *suite[P], p P) (pipeline.Builder, []pipeline.Option) {
+				return dlqBuilder, []pipeline.Option{pipeline.WithDeadLetter(p.DeadLetter("dlq"))}
 			},
 		},
 	}
@@ -71,7 +73,7 @@ func checkCommittedStored(t *T, b *kafkatest.Broker, in []sluice.Record, topic s
 // then clearing: the client retries, nothing is lost or duplicated,
 // nothing is committed before it is stored, the commits reach exactly the
 // end of the input and Run keeps going.
-func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Error) {
+func (s *suite[P]) transientFaults(t *T, fc faultCase[P], fault *kerr.Error) {
 	const parts, n, faults = 2, 100, 5
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, parts, n, fc.topic, 1)
@@ -107,7 +109,7 @@ func (s *suite[P, D]) transientFaults(t *T, fc faultCase[P, D], fault *kerr.Erro
 // Produce stage fails at once (its client retried already); either way
 // Run stops with a StageError at the first affected record naming the
 // topic and the timeout, and commits stay at or below it.
-func (s *suite[P, D]) persistentFault(t *T, fc faultCase[P, D]) {
+func (s *suite[P]) persistentFault(t *T, fc faultCase[P]) {
 	const n, timeout = 20, 300 * time.Millisecond
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 1, n, fc.topic, 1)

@@ -1,14 +1,15 @@
-// Package producertest checks that a Kafka producer backend (package sink
-// on librdkafka, package franz on franz-go) keeps the producer contract the
-// runtime relies on, in the spirit of testing/slogtest and of
-// testkit/sourcetest. A backend's test is one call:
+// Package producertest checks that a Kafka producer backend (package
+// sink/confluent on librdkafka, package franz on franz-go) keeps the
+// producer contract (sink.Producer, through sink.Produce and the
+// producer's DeadLetter and Close) the runtime relies on, in the spirit of
+// testing/slogtest and of testkit/sourcetest. A backend's test is one
+// call:
 //
 //	func TestProducerConformance(t *testing.T) { producertest.Run(t, harness) }
 //
 // where the [Harness] gives what differs between backends: how a producer
-// is made on a broker's addresses and closed, its Produce stage, its
-// dead-letter destination, the source consuming the input, and how its
-// errors name their causes.
+// is made on a broker's addresses, the source consuming the input, and how
+// its errors name their causes.
 //
 // Every check is a subtest of t named for the clause of the contract it
 // checks (the Clause constants), and every failure message begins with
@@ -19,42 +20,33 @@
 package producertest
 
 import (
-	"context"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/sink"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
-// Harness is what the suite needs of a producer backend. P is its producer
-// type (*sink.Producer, *franz.Producer) and D the type of its dead-letter
-// destination (sink.DeadLetterFunc, franz.DeadLetterFunc), kept so that
-// pipeline.WithDeadLetter sees its CheckStart. Every field is required but
+// Harness is what the suite needs of a producer backend beyond the
+// sink.Producer contract, which the suite exercises as every program does
+// (sink.Produce, DeadLetter, Close). P is its producer type
+// (*confluent.Producer, *franz.Producer). Every field is required but
 // InjectFatal and Errors.IsInvalidRecord.
-type Harness[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
-	// Name is the package name that begins the producer's errors and
-	// names its Produce stage ("sink": "sink: the producer is closed",
-	// "sink.Produce").
+type Harness[P sink.Producer] struct {
+	// Name is the package name that begins the producer's errors
+	// ("confluent": "confluent: the producer is closed").
 	Name string
 
 	// NewProducer makes a producer of cfg. The suite closes it.
 	NewProducer func(cfg Config) (P, error)
 
-	// Unstarted returns a producer value that was never started (such as
-	// &sink.Producer{}), for builds that fail before using it.
+	// Unstarted returns a zero producer value, not made by NewProducer
+	// (such as &confluent.Producer{}), for builds that fail before using
+	// it.
 	Unstarted func() P
-
-	// Close is the producer's Close.
-	Close func(P) error
-
-	// Produce is the producer's Produce stage for records.
-	Produce func(in pipeline.Stream[sluice.Record], p P, topic string,
-		toMsg func(sluice.Record) (sluice.Message, error), opts ...stages.CallOption) pipeline.End
-
-	// DeadLetter is the producer's dead-letter destination for topic.
-	DeadLetter func(p P, topic string) D
 
 	// Pending returns how many messages p handed to its client whose
 	// delivery report nobody has read yet.
@@ -129,19 +121,19 @@ const wait = 60 * time.Second
 
 // Run runs every check of the producer contract against h, each as a
 // subtest of t named for its clause.
-func Run[P any, D ~func(context.Context, sluice.DeadLetter) error](t *testing.T, h Harness[P, D]) {
-	s := &suite[P, D]{h: h}
+func Run[P sink.Producer](t *testing.T, h Harness[P]) {
+	s := &suite[P]{h: h}
 	for _, group := range []struct {
 		clause string
-		checks []check[P, D]
+		checks []check[P]
 	}{
-		{ClauseBuild, buildChecks[P, D]()},
-		{ClauseCommitAfterDelivery, commitChecks[P, D]()},
-		{ClauseDeadLetterBytes, deadLetterBytesChecks[P, D]()},
-		{ClauseDeadLetterOrder, deadLetterOrderChecks[P, D]()},
-		{ClauseErrorKinds, errorChecks[P, D]()},
-		{ClauseCloseBounds, closeChecks[P, D]()},
-		{ClauseTopicCheck, topicChecks[P, D]()},
+		{ClauseBuild, buildChecks[P]()},
+		{ClauseCommitAfterDelivery, commitChecks[P]()},
+		{ClauseDeadLetterBytes, deadLetterBytesChecks[P]()},
+		{ClauseDeadLetterOrder, deadLetterOrderChecks[P]()},
+		{ClauseErrorKinds, errorChecks[P]()},
+		{ClauseCloseBounds, closeChecks[P]()},
+		{ClauseTopicCheck, topicChecks[P]()},
 	} {
 		t.Run(group.clause, func(t *testing.T) {
 			t.Parallel()
@@ -158,28 +150,28 @@ func Run[P any, D ~func(context.Context, sluice.DeadLetter) error](t *testing.T,
 }
 
 // check is one subtest of a clause.
-type check[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
+type check[P sink.Producer] struct {
 	name     string
 	parallel bool
-	fn       func(s *suite[P, D], t *T)
+	fn       func(s *suite[P], t *T)
 }
 
 // suite holds the harness for the checks.
-type suite[P any, D ~func(context.Context, sluice.DeadLetter) error] struct {
-	h Harness[P, D]
+type suite[P sink.Producer] struct {
+	h Harness[P]
 }
 
 // newProducer makes a producer of cfg, closed when the test ends: after Run
 // returned (cleanups run last in first out) every delivery was reported,
 // so Close must return nil.
-func (s *suite[P, D]) newProducer(t *T, cfg Config) P {
+func (s *suite[P]) newProducer(t *T, cfg Config) P {
 	t.Helper()
 	p, err := s.h.NewProducer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := s.h.Close(p); err != nil {
+		if err := p.Close(); err != nil {
 			t.Errorf("Close after Run returned = %v, want nil", err)
 		}
 	})
@@ -187,8 +179,8 @@ func (s *suite[P, D]) newProducer(t *T, cfg Config) P {
 }
 
 // produceTo is a builder producing every record to topic with p.
-func (s *suite[P, D]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
+func (s *suite[P]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return s.h.Produce(in, p, topic, ToMessage, opts...)
+		return sink.Produce(in, p, topic, ToMessage, opts...)
 	}
 }

@@ -6,19 +6,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/sink"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func topicChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []check[P, D] {
-	return []check[P, D]{
-		{"missing dead-letter topic fails Run at start", true, (*suite[P, D]).missingDeadLetterTopic},
-		{"empty dead-letter topic fails Run at start", true, (*suite[P, D]).emptyDeadLetterTopic},
-		{"SkipTopicCheck starts with a missing dead-letter topic", true, (*suite[P, D]).skipTopicCheck},
-		{"missing output topic fails the first build", true, (*suite[P, D]).missingOutputTopic},
-		{"missing input topic fails Run before joining", true, (*suite[P, D]).missingInputTopic},
+func topicChecks[P sink.Producer]() []check[P] {
+	return []check[P]{
+		{"missing dead-letter topic fails Run at start", true, (*suite[P]).missingDeadLetterTopic},
+		{"empty dead-letter topic fails Run at start", true, (*suite[P]).emptyDeadLetterTopic},
+		{"SkipTopicCheck starts with a missing dead-letter topic", true, (*suite[P]).skipTopicCheck},
+		{"missing output topic fails the first build", true, (*suite[P]).missingOutputTopic},
+		{"missing input topic fails Run before joining", true, (*suite[P]).missingInputTopic},
 	}
 }
 
@@ -26,13 +28,13 @@ func topicChecks[P any, D ~func(context.Context, sluice.DeadLetter) error]() []c
 // typo) makes Run return an error naming it and its role before the
 // source starts: no record is consumed and nothing is committed, instead
 // of a failure at the first invalid record.
-func (s *suite[P, D]) missingDeadLetterTopic(t *T) {
+func (s *suite[P]) missingDeadLetterTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	createTopics(t, b, 1, 10, "orders-dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	err := pipeline.Run(ctx, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "orders-dlg")))
+	err := pipeline.Run(ctx, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("orders-dlg")))
 	want := s.h.Name + `: the dead-letter topic "orders-dlg" (Producer.DeadLetter) does not exist: create it, or set ProducerConfig.SkipTopicCheck to start without this check`
 	if err == nil || err.Error() != want || !errors.Is(err, sluice.ErrMissingTopic) {
 		t.Fatalf("Run = %v, want %s (wrapping sluice.ErrMissingTopic)", err, want)
@@ -43,10 +45,10 @@ func (s *suite[P, D]) missingDeadLetterTopic(t *T) {
 }
 
 // emptyDeadLetterTopic: an empty dead-letter topic fails Run at start too.
-func (s *suite[P, D]) emptyDeadLetterTopic(t *T) {
+func (s *suite[P]) emptyDeadLetterTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	err := pipeline.Run(context.Background(), testkit.NewFake(), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "")))
+	err := pipeline.Run(context.Background(), testkit.NewFake(), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("")))
 	if want := s.h.Name + ": Producer.DeadLetter: the topic is empty"; err == nil || err.Error() != want {
 		t.Fatalf("Run = %v, want %s", err, want)
 	}
@@ -54,12 +56,12 @@ func (s *suite[P, D]) emptyDeadLetterTopic(t *T) {
 
 // skipTopicCheck: with ProducerConfig.SkipTopicCheck the destination is
 // not checked: Run starts and consumes.
-func (s *suite[P, D]) skipTopicCheck(t *T) {
+func (s *suite[P]) skipTopicCheck(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", Input(1, 0, 3)...) // offsets 0-2: no invalid record
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), SkipTopicCheck: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(s.h.DeadLetter(p, "not-created-yet")))
+	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("not-created-yet")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: 3})
 	Stop(t, r)
 }
@@ -67,15 +69,15 @@ func (s *suite[P, D]) skipTopicCheck(t *T) {
 // missingOutputTopic: a Produce stage whose topic does not exist fails
 // the first build with a *sluice.BuildError naming the stage, the topic
 // and its role.
-func (s *suite[P, D]) missingOutputTopic(t *T) {
+func (s *suite[P]) missingOutputTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return s.h.Produce(in, p, "paymnets", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
+		return sink.Produce(in, p, "paymnets", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
 	})
 	err := r.Wait(t)
-	want := `stage "Produce#1": ` + s.h.Name + `: the output topic "paymnets" (` + s.h.Name + `.Produce) does not exist: create it, or set ProducerConfig.SkipTopicCheck`
+	want := `stage "Produce#1": ` + s.h.Name + `: the output topic "paymnets" (sink.Produce) does not exist: create it, or set ProducerConfig.SkipTopicCheck`
 	var be *sluice.BuildError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Run = %v, want a BuildError naming Produce#1 and the missing output topic (%s)", err, want)
@@ -84,7 +86,7 @@ func (s *suite[P, D]) missingOutputTopic(t *T) {
 
 // missingInputTopic: the source checks its input topics before it joins
 // the group.
-func (s *suite[P, D]) missingInputTopic(t *T) {
+func (s *suite[P]) missingInputTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "orders", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)

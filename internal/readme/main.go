@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -41,7 +41,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	dlq, err := sink.NewProducer(sink.ProducerConfig{Brokers: brokers, Logger: logger})
+	dlq, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: brokers, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // helpers to create topics, produce records, read them back and inspect
 // committed offsets. Pair it with testkit.Start to run a pipeline on a
 // real client against the real protocol: either backend's source and
-// producer (source.NewSource and package sink on librdkafka, or
+// producer (source.NewSource and package sink/confluent on librdkafka, or
 // franz.NewSource and franz.NewProducer on franz-go) connect to
 // [Broker.Addr] like to any cluster.
 //

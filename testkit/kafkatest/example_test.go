@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/sink/confluent"
+
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -38,7 +39,7 @@ func ExampleNewBroker() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dlq, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs()})
+		dlq, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs()})
 		if err != nil {
 			t.Fatal(err)
 		}

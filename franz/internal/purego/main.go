@@ -2,7 +2,7 @@
 // and the testkit fake only: CI builds it with CGO_ENABLED=0 to prove that
 // a program on the franz source and producer needs no C compiler (.ci/run,
 // "pure Go"). Run, it processes three records through the fake source,
-// then produces them with franz.Produce (the franz dead-letter destination
+// then produces them with sink.Produce on the franz producer (its dead-letter destination
 // wired) to a cluster that is not there, checks that the first delivery's
 // timeout stops Run at its offset, and exits.
 package main
@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -39,7 +40,7 @@ func build(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.En
 // producer) and marks "b" invalid (for the dead-letter destination).
 func produceBuilder(p *franz.Producer) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return franz.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
 			if string(r.Value) == "b" {
 				return sluice.Message{}, sluice.Invalid(errors.New("b is bad"))
 			}
@@ -81,7 +82,7 @@ func main() {
 	produceNowhere()
 }
 
-// produceNowhere runs franz.Produce, with the franz dead-letter
+// produceNowhere runs sink.Produce on the franz producer, with its dead-letter
 // destination wired, against a cluster that is not there: the first
 // value's delivery times out, which stops Run with a StageError at its
 // offset; Close then has nothing left to give up on.

@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -28,8 +28,8 @@ func TestNewTransactionalProducerAfterRunIsRefused(t *testing.T) {
 	if !errors.Is(err, sluice.ErrMissingTopic) {
 		t.Fatalf("Run = %v, want the missing-topic error", err)
 	}
-	p, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{
-		ProducerConfig:  sink.ProducerConfig{Brokers: b.Addrs()},
+	p, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
+		ProducerConfig:  confluent.ProducerConfig{Brokers: b.Addrs()},
 		TransactionalID: "after-run",
 	})
 	if err == nil {

@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"errors"
@@ -9,22 +9,19 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 )
 
 // TestProducerConformance runs internal/producertest, whose checks of the
 // producer contract every backend passes alike (package franz runs them
 // too).
 func TestProducerConformance(t *testing.T) {
-	producertest.Run(t, producertest.Harness[*sink.Producer, sink.DeadLetterFunc]{
-		Name:        "sink",
+	producertest.Run(t, producertest.Harness[*confluent.Producer]{
+		Name:        "confluent",
 		NewProducer: newConformanceProducer,
-		Unstarted:   func() *sink.Producer { return &sink.Producer{} },
-		Close:       (*sink.Producer).Close,
-		Produce:     sink.Produce[sluice.Record],
-		DeadLetter:  (*sink.Producer).DeadLetter,
-		Pending:     sink.Pending,
-		ErrClosed:   sink.ErrClosed,
+		Unstarted:   func() *confluent.Producer { return &confluent.Producer{} },
+		Pending:     confluent.Pending,
+		ErrClosed:   confluent.ErrClosed,
 		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {
 			t.Helper()
 			return newSource(t, brokers, group, topic)
@@ -41,12 +38,12 @@ func TestProducerConformance(t *testing.T) {
 				return errors.As(err, &ke) && ke.Code() == kafka.ErrInvalidRecord
 			},
 		},
-		InjectFatal: sink.InjectFatal,
+		InjectFatal: confluent.InjectFatal,
 	})
 }
 
 // newConformanceProducer maps the suite's settings to librdkafka's.
-func newConformanceProducer(cfg producertest.Config) (*sink.Producer, error) {
+func newConformanceProducer(cfg producertest.Config) (*confluent.Producer, error) {
 	overrides := map[string]any{}
 	if cfg.FastRetries {
 		overrides["retry.backoff.ms"] = 20
@@ -61,7 +58,7 @@ func newConformanceProducer(cfg producertest.Config) (*sink.Producer, error) {
 	if cfg.DeliveryTimeout > 0 {
 		overrides["message.timeout.ms"] = int(cfg.DeliveryTimeout / time.Millisecond)
 	}
-	return sink.NewProducer(sink.ProducerConfig{
+	return confluent.NewProducer(confluent.ProducerConfig{
 		Brokers:        cfg.Brokers,
 		CloseTimeout:   cfg.CloseTimeout,
 		SkipTopicCheck: cfg.SkipTopicCheck,

@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -78,7 +78,7 @@ func TestProducerEffectiveConfig(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	logs := newLogLines()
-	p, err := sink.NewProducer(sink.ProducerConfig{
+	p, err := confluent.NewProducer(confluent.ProducerConfig{
 		Brokers:   b.Addrs(),
 		Logger:    slog.New(logs),
 		Overrides: map[string]any{"debug": "conf"},
@@ -107,7 +107,7 @@ func TestProducerOverrideReplacesDefault(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	logs := newLogLines()
-	p, err := sink.NewProducer(sink.ProducerConfig{
+	p, err := confluent.NewProducer(confluent.ProducerConfig{
 		Brokers:   b.Addrs(),
 		Logger:    slog.New(logs),
 		Overrides: map[string]any{"debug": "conf", "linger.ms": 50},
@@ -126,22 +126,22 @@ func TestNewProducerRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		cfg  sink.ProducerConfig
+		cfg  confluent.ProducerConfig
 		want string
 	}{
-		{"no brokers", sink.ProducerConfig{}, "ProducerConfig.Brokers is empty"},
-		{"blank broker", sink.ProducerConfig{Brokers: []string{"localhost:9092", " "}}, "ProducerConfig.Brokers[1] is empty"},
-		{"bootstrap.servers", sink.ProducerConfig{Brokers: []string{"localhost:9092"},
+		{"no brokers", confluent.ProducerConfig{}, "ProducerConfig.Brokers is empty"},
+		{"blank broker", confluent.ProducerConfig{Brokers: []string{"localhost:9092", " "}}, "ProducerConfig.Brokers[1] is empty"},
+		{"bootstrap.servers", confluent.ProducerConfig{Brokers: []string{"localhost:9092"},
 			Overrides: map[string]any{"bootstrap.servers": "x:1"}}, `ProducerConfig.Overrides["bootstrap.servers"] cannot be overridden`},
-		{"go.delivery.reports", sink.ProducerConfig{Brokers: []string{"localhost:9092"},
+		{"go.delivery.reports", confluent.ProducerConfig{Brokers: []string{"localhost:9092"},
 			Overrides: map[string]any{"go.delivery.reports": false}}, `ProducerConfig.Overrides["go.delivery.reports"] cannot be overridden`},
-		{"negative CloseTimeout", sink.ProducerConfig{Brokers: []string{"localhost:9092"}, CloseTimeout: -time.Second},
+		{"negative CloseTimeout", confluent.ProducerConfig{Brokers: []string{"localhost:9092"}, CloseTimeout: -time.Second},
 			"ProducerConfig.CloseTimeout is -1s"},
-		{"unknown property", sink.ProducerConfig{Brokers: []string{"localhost:9092"},
+		{"unknown property", confluent.ProducerConfig{Brokers: []string{"localhost:9092"},
 			Overrides: map[string]any{"no.such.property": 1}}, `No such configuration property: "no.such.property"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := sink.NewProducer(tc.cfg)
+			p, err := confluent.NewProducer(tc.cfg)
 			if err == nil {
 				p.Close()
 				t.Fatalf("NewProducer(%+v) = nil error, want one containing %q", tc.cfg, tc.want)

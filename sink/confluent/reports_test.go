@@ -1,10 +1,10 @@
-package sink_test
+package confluent_test
 
 import (
 	"testing"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -17,7 +17,7 @@ func TestDeliveryReportCarriesNoPayload(t *testing.T) {
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("out", 1))
 	p := newProducer(t, b, nil)
 	defer p.Close()
-	rep, err := sink.DeliveryReport(p, "out", sluice.Message{
+	rep, err := confluent.DeliveryReport(p, "out", sluice.Message{
 		Key: []byte("k"), Value: []byte("value"), Headers: []sluice.Header{{Key: "h", Value: []byte("v")}},
 	})
 	if err != nil {
@@ -40,8 +40,21 @@ func TestProducerChannelsAreSmall(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	p := newProducer(t, b, nil)
 	defer p.Close()
-	events, produce := sink.ChannelCapacities(p)
+	events, produce := confluent.ChannelCapacities(p)
 	if events > 1024 || produce != 0 {
 		t.Errorf("Events capacity %d, ProduceChannel capacity %d; want at most 1024 and 0", events, produce)
+	}
+}
+
+// librdkafka writes a receiver's delivery reports as kafka.Events to the
+// receiver's chan produce.Event (deliveryChan); the stage's read of one is
+// a delivery report, delivered.
+func TestDeliveryReportsReachTheStage(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("out", 1))
+	p := newProducer(t, b, nil)
+	isReport, err := confluent.StageReport(p, "out", sluice.Message{Value: []byte("v")})
+	if !isReport || err != nil {
+		t.Fatalf("report read as a delivery report: %v, error %v; want true, nil", isReport, err)
 	}
 }

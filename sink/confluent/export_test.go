@@ -1,10 +1,11 @@
-package sink
+package confluent
 
 import (
 	"context"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
@@ -20,13 +21,13 @@ func InjectFatal(p *Producer) {
 
 // DeliveryReport produces m to topic through the client a Produce stage
 // uses and returns its delivery report, as the stage reads it.
-func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error) {
-	reports := make(chan kafka.Event, 1)
+func DeliveryReport(p *Producer, topic string, m sluice.Message) (*kafka.Message, error) {
+	reports := make(chan produce.Event, 1)
 	if err := (client{p}).Send(context.Background(), &produce.Outgoing{Topic: topic, Message: m}, reports); err != nil {
 		return nil, err
 	}
 	ev := <-reports
-	msg, _ := ev.(*kafka.Message)
+	msg, _ := kafka.Event(ev).(*kafka.Message)
 	return msg, nil
 }
 
@@ -35,4 +36,17 @@ func DeliveryReport(p *Producer, topic string, m Message) (*kafka.Message, error
 func ChannelCapacities(p *Producer) (events, produce int) {
 	//lint:ignore SA1019 reads the capacity of the channel NewProducer allocates; nothing is produced through it
 	return cap(p.p.Events()), cap(p.p.ProduceChannel())
+}
+
+// StageReport produces m to topic through the client a Produce stage uses
+// and reads its delivery report as the stage does (client.Report on the
+// chan produce.Event librdkafka wrote to): whether it is taken for a
+// delivery report, and its error.
+func StageReport(p *Producer, topic string, m sluice.Message) (isReport bool, err error) {
+	reports := make(chan produce.Event, 1)
+	if err := (client{p}).Send(context.Background(), &produce.Outgoing{Topic: topic, Message: m}, reports); err != nil {
+		return false, err
+	}
+	_, err, isReport = (client{p}).Report(<-reports)
+	return isReport, err
 }

@@ -1,4 +1,4 @@
-package sink
+package confluent
 
 import (
 	"errors"
@@ -84,23 +84,23 @@ const eventsChannelSize = 1024
 // configuration NewProducer creates its client with.
 func producerProperties(cfg ProducerConfig) (kafka.ConfigMap, error) {
 	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("sink: ProducerConfig.Brokers is empty")
+		return nil, errors.New("confluent: ProducerConfig.Brokers is empty")
 	}
 	for i, b := range cfg.Brokers {
 		if strings.TrimSpace(b) == "" {
-			return nil, fmt.Errorf("sink: ProducerConfig.Brokers[%d] is empty", i)
+			return nil, fmt.Errorf("confluent: ProducerConfig.Brokers[%d] is empty", i)
 		}
 	}
 	if cfg.CloseTimeout < 0 {
-		return nil, fmt.Errorf("sink: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultProducerCloseTimeout)
+		return nil, fmt.Errorf("confluent: ProducerConfig.CloseTimeout is %v, want 0 (the default, %v) or more", cfg.CloseTimeout, DefaultProducerCloseTimeout)
 	}
 	m := defaultProducerProperties()
 	for k := range cfg.Overrides {
 		if k == "bootstrap.servers" || strings.HasPrefix(k, "go.") {
-			return nil, fmt.Errorf("sink: ProducerConfig.Overrides[%q] cannot be overridden", k)
+			return nil, fmt.Errorf("confluent: ProducerConfig.Overrides[%q] cannot be overridden", k)
 		}
 	}
-	ov, err := librdkafka.NormalizeOverrides("sink: ProducerConfig.Overrides", cfg.Overrides)
+	ov, err := librdkafka.NormalizeOverrides("confluent: ProducerConfig.Overrides", cfg.Overrides)
 	if err != nil {
 		return nil, err
 	}

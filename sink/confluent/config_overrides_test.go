@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -23,7 +23,7 @@ func TestProducerOverridesFromJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := newLogLines()
-	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Logger: slog.New(logs), Overrides: overrides})
+	p, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs(), Logger: slog.New(logs), Overrides: overrides})
 	if err != nil {
 		t.Fatalf("NewProducer = %v, want the JSON numbers accepted", err)
 	}
@@ -38,8 +38,8 @@ func TestProducerOverridesFromJSON(t *testing.T) {
 
 // A non-integral number for an integer property is an error naming it.
 func TestProducerOverrideNonIntegralIsAnError(t *testing.T) {
-	_, err := sink.NewProducer(sink.ProducerConfig{Brokers: []string{"localhost:9092"}, Overrides: map[string]any{"batch.size": 1.5}})
-	want := `sink: ProducerConfig.Overrides["batch.size"] = 1.5: librdkafka wants an integer for this property`
+	_, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: []string{"localhost:9092"}, Overrides: map[string]any{"batch.size": 1.5}})
+	want := `confluent: ProducerConfig.Overrides["batch.size"] = 1.5: librdkafka wants an integer for this property`
 	if err == nil || err.Error() != want {
 		t.Fatalf("NewProducer = %v, want %s", err, want)
 	}
@@ -75,7 +75,7 @@ func TestProducerConfigLogRedactsSecrets(t *testing.T) {
 	for k, v := range secrets {
 		overrides[k] = v
 	}
-	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: []string{"localhost:9092"}, Overrides: overrides,
+	p, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: []string{"localhost:9092"}, Overrides: overrides,
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

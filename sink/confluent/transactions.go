@@ -1,4 +1,4 @@
-package sink
+package confluent
 
 import (
 	"errors"
@@ -58,14 +58,14 @@ type TransactionalConfig struct {
 // Run started (or returned), is an error saying so.
 func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Producer, error) {
 	if src == nil {
-		return nil, errors.New("sink: NewTransactionalProducer: the source is nil")
+		return nil, errors.New("confluent: NewTransactionalProducer: the source is nil")
 	}
-	if err := exactlyonce.CheckConfig("sink", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
+	if err := exactlyonce.CheckConfig("confluent", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"transactional.id", "transaction.timeout.ms"} {
 		if _, ok := cfg.Overrides[k]; ok {
-			return nil, fmt.Errorf("sink: ProducerConfig.Overrides[%q] cannot be set for a transactional producer: use TransactionalConfig", k)
+			return nil, fmt.Errorf("confluent: ProducerConfig.Overrides[%q] cannot be set for a transactional producer: use TransactionalConfig", k)
 		}
 	}
 	m, err := producerProperties(cfg.ProducerConfig)
@@ -87,7 +87,7 @@ func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Pro
 		Logger: cfg.Logger, CommitTimeout: cfg.CommitTimeout}}
 	if err := librdkafka.SourceSlot(src).Bind(b); err != nil {
 		_ = p.Close()
-		return nil, fmt.Errorf("sink: NewTransactionalProducer: %w", err)
+		return nil, fmt.Errorf("confluent: NewTransactionalProducer: %w", err)
 	}
 	return p, nil
 }

@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -18,9 +18,9 @@ const wait = 60 * time.Second
 // newProducer returns a producer on b with overrides, closed when the test
 // ends: after Run returned (cleanups run last in first out) every delivery
 // was reported, so Close has nothing to give up on and must return nil.
-func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *sink.Producer {
+func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *confluent.Producer {
 	t.Helper()
-	p, err := sink.NewProducer(sink.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
+	p, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
 	if err != nil {
 		t.Fatal(err)
 	}

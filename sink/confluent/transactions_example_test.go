@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -37,8 +38,8 @@ func ExampleNewTransactionalProducer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	prod, err := sink.NewTransactionalProducer(src, sink.TransactionalConfig{
-		ProducerConfig:  sink.ProducerConfig{Brokers: b.Addrs()},
+	prod, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
+		ProducerConfig:  confluent.ProducerConfig{Brokers: b.Addrs()},
 		TransactionalID: "billing-instance-1", // unique per process, stable across its restarts
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package sink
+package confluent
 
 import (
 	"context"
@@ -16,13 +16,21 @@ import (
 )
 
 // ErrClosed is wrapped by the errors of produce calls made after (or
-// outstanding when) [Producer.Close] closed the producer.
-var ErrClosed = errors.New("sink: the producer is closed")
+// outstanding when) [Producer.Close] closed the producer. errors.Is finds
+// sink.ErrClosed in it too, as in every backend's.
+var ErrClosed = produce.NewErrClosed("confluent")
 
-// Producer is a confluent-kafka-go producer shared by the stages of every
-// partition and by the dead-letter destination. It is safe for concurrent
-// use. Close it after pipeline.Run returned.
+// Producer is a confluent-kafka-go (librdkafka) producer, a
+// sink.Producer: pass it to sink.Produce, and its DeadLetter to
+// pipeline.WithDeadLetter. One Producer is shared by the Produce stages
+// of every partition and by the dead-letter destination. It is safe for
+// concurrent use. Create it before pipeline.Run and Close it after Run
+// returned.
 type Producer struct {
+	// core makes Producer a sink.Producer: sink.Produce and DeadLetter
+	// send through it (client below).
+	*core
+
 	p            *kafka.Producer
 	logger       *slog.Logger
 	closeTimeout time.Duration
@@ -38,7 +46,12 @@ type Producer struct {
 	wg sync.WaitGroup // events and logs goroutines
 }
 
-// NewProducer validates cfg and connects a producer.
+// NewProducer validates cfg (an error names the offending field or
+// override) and creates a librdkafka producer, which connects in the
+// background. Call it once, before pipeline.Run (one created inside a
+// builder fails the build), share the result between every graph and the
+// dead-letter destination, and Close it after Run returned: until then it
+// runs two goroutines (events and logs) and librdkafka's threads.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	m, err := producerProperties(cfg)
 	if err != nil {
@@ -53,17 +66,18 @@ func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger.Debug("sink: creating producer", librdkafka.Redacted(m)...)
+	logger.Debug("confluent: creating producer", librdkafka.Redacted(m)...)
 	kp, err := kafka.NewProducer(&m)
 	if err != nil {
-		return nil, fmt.Errorf("sink: creating the producer: %w", err)
+		return nil, fmt.Errorf("confluent: creating the producer: %w", err)
 	}
 	p := &Producer{
 		p:            kp,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
-		tr:           produce.NewTracker(produce.Names{Package: "sink", ErrClosed: ErrClosed}),
+		tr:           produce.NewTracker(produce.Names{Package: "confluent", ErrClosed: ErrClosed}),
 	}
+	p.core = produce.NewCore(client{p}, p.tr)
 	if p.closeTimeout == 0 {
 		p.closeTimeout = DefaultProducerCloseTimeout
 	}
@@ -73,6 +87,10 @@ func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 	return p, nil
 }
 
+// core is the embedded produce core, under a name that keeps it out of
+// Producer's exported API.
+type core = produce.Core
+
 // client is the librdkafka side of the produce core: delivery reports
 // are kafka.Events on the receiver's channel, a message's Opaque holds its
 // ticket.
@@ -80,7 +98,7 @@ type client struct{ p *Producer }
 
 // Send hands o to librdkafka; a full queue is an ErrQueueFull error
 // (librdkafka never blocks Produce), so ctx is not needed.
-func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan kafka.Event) error {
+func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: kafka.PartitionAny},
 		Key:            o.Message.Key,
@@ -94,13 +112,16 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan kafka.
 			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
 		}
 	}
-	return c.p.tr.Send(func() error { return c.p.p.Produce(msg, reports) })
+	return c.p.tr.Send(func() error { return c.p.p.Produce(msg, deliveryChan(reports)) })
 }
 
 func (client) QueueFull(err error) bool { return codeOf(err) == kafka.ErrQueueFull }
 
-func (client) Report(ev kafka.Event) (stagekit.Ticket, error, bool) {
-	m, ok := ev.(*kafka.Message)
+// Report reads a receiver's event, which librdkafka wrote as a
+// kafka.Event (see deliveryChan): it is converted back to one before its
+// type is asked.
+func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
+	m, ok := kafka.Event(ev).(*kafka.Message)
 	if !ok {
 		return stagekit.Ticket{}, nil, false
 	}
@@ -149,9 +170,9 @@ func (p *Producer) events() {
 		switch e := ev.(type) {
 		case kafka.Error:
 			if e.IsFatal() {
-				p.logger.Error("sink: fatal producer error", "err", e)
+				p.logger.Error("confluent: fatal producer error", "err", e)
 			} else {
-				p.logger.Warn("sink: producer error", "err", e)
+				p.logger.Warn("confluent: producer error", "err", e)
 			}
 		case *kafka.Message:
 			// A delivery report without its own channel: not ours.

@@ -1,4 +1,4 @@
-package sink
+package confluent
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (p *Producer) Close() error {
 		// the value and records it as undelivered.
 		GiveUp: func(context.Context) {
 			if err := p.p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight); err != nil {
-				p.logger.Warn("sink: purging the producer's queue", "err", err)
+				p.logger.Warn("confluent: purging the producer's queue", "err", err)
 			}
 		},
 		// librdkafka's close waits for its poller, which waits while a

@@ -1,4 +1,4 @@
-package sink_test
+package confluent_test
 
 import (
 	"context"
