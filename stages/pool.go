@@ -23,8 +23,9 @@ import (
 // pool, so a consumer owning n partitions makes up to n*workers calls at
 // once. Workers are goroutines started as values arrive (one more while a
 // chunk has values no worker took, up to workers) that leave once
-// nothing is queued, so a partition whose pool is idle holds none. For a limit across the consumer give a [Limiter] as an option
-// (and [LockKey] for one call at a time per key across the consumer).
+// nothing is queued, so a partition whose pool is idle holds none. For a
+// limit across the consumer give a [Limiter] as an option (and [LockKey]
+// for one call at a time per key across the consumer).
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
 	return pool(in, cs, "Pool", workers, nil, fn)

@@ -37,8 +37,8 @@ type tracker struct {
 	joins []join // indexed by Ticket.joinIndex
 	free  []int  // reusable indexes into joins
 
-	next   int64 // next offset to commit; -1 before anything completed
-	bytes  int64 // payload bytes of live slots
+	next  int64 // next offset to commit; -1 before anything completed
+	bytes int64 // payload bytes of live slots
 	// onDone is passed the records and bytes of every completion that
 	// advanced next, outside mu, in no particular order: it returns
 	// budget, which needs no order.
@@ -220,8 +220,11 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		default:
 		}
 	}
+	// The budget goes back first, so that neither a slow hook nor one
+	// that panics holds it; the report runs also when returning the
+	// budget panics (hooks run there too), which clears reporting.
 	if reported > 0 {
-		tr.report(reported, next)
+		defer tr.report(reported, next)
 	}
 	if n > 0 {
 		tr.onDone(n, b)
