@@ -90,6 +90,7 @@ type (
 	Outlets[T any] = []*eng2.Outlet[T]
 	fine       = sluice.Record
 	alsoFine   = context.Context
+	unexported = engine.Stage
 )
 type Defined engine.Ticket
 type Wrapper struct{ s *engine.Stage }
@@ -107,8 +108,10 @@ type Wrapper struct{ s *engine.Stage }
 	}
 }
 
-// internalAliases returns the names of the types f declares as aliases
-// of a type that mentions one of the module's internal packages.
+// internalAliases returns the names of the exported types f declares as
+// aliases of a type that mentions one of the module's internal packages
+// (an unexported alias is not part of the package's API: the producers
+// embed the shared core under one so that it stays out of go doc).
 func internalAliases(f *ast.File) []*ast.Ident {
 	internal := internalImports(f)
 	var names []*ast.Ident
@@ -118,7 +121,7 @@ func internalAliases(f *ast.File) []*ast.Ident {
 			continue
 		}
 		for _, spec := range gd.Specs {
-			if s := spec.(*ast.TypeSpec); s.Assign.IsValid() && mentions(s.Type, internal) {
+			if s := spec.(*ast.TypeSpec); s.Assign.IsValid() && s.Name.IsExported() && mentions(s.Type, internal) {
 				names = append(names, s.Name)
 			}
 		}
