@@ -175,7 +175,7 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	quit := make(chan struct{})
 	var workers sync.WaitGroup
 	defer workers.Wait() // a worker leaves once quit is closed
-	p.crew = newCrew(s, len(queues), p.workers/len(queues), func(w *worker) {
+	p.crew = newCrew(ctx, s, len(queues), p.workers/len(queues), func(w *worker) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()

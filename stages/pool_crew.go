@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"sync"
 
 	"github.com/sluice-go/sluice/pipeline/stagekit"
@@ -19,6 +20,7 @@ import (
 // worker unless limit are running. A worker started for a piece another
 // worker took finds the queue empty and leaves.
 type crew struct {
+	ctx     context.Context // the pool's: done when its emitter failed or the partition ends
 	s       *stagekit.Stage
 	mu      sync.Mutex
 	running []int // workers running per queue
@@ -38,15 +40,17 @@ type worker struct {
 	probe *stagekit.Probe
 }
 
-func newCrew(s *stagekit.Stage, queues, limit int, start func(w *worker)) *crew {
-	return &crew{s: s, running: make([]int, queues), limit: limit, start: start}
+func newCrew(ctx context.Context, s *stagekit.Stage, queues, limit int, start func(w *worker)) *crew {
+	return &crew{ctx: ctx, s: s, running: make([]int, queues), limit: limit, start: start}
 }
 
 // posted is called after a piece was put into queue q: it starts a worker
-// for q unless limit are running.
+// for q unless limit are running or the pool's context is done (nothing
+// it would compute is emitted then, and a partition given up on after
+// its exit grace must not gain a goroutine or a probe).
 func (c *crew) posted(q int) {
 	c.mu.Lock()
-	if c.running[q] >= c.limit {
+	if c.running[q] >= c.limit || c.ctx.Err() != nil {
 		c.mu.Unlock()
 		return
 	}
