@@ -79,11 +79,5 @@ func (s *CheckedSource) Paused() []sluice.TopicPartition {
 // never called.
 func (s *CheckedSource) Verify(t testing.TB) {
 	t.Helper()
-	if s.Group() == nil {
-		t.Errorf("sourcetest: the checked source was never run")
-		return
-	}
-	for _, v := range s.Violations() {
-		t.Error(v.Error())
-	}
+	verify(t, s.Group() != nil, s.Violations())
 }

@@ -118,7 +118,7 @@ func Run(t *testing.T, d Driver) {
 			t.Cleanup(func() {
 				if t.Failed() {
 					for _, c := range sc.clauses {
-						t.Errorf("scenario %s exercises Source contract §%d (%s)", sc.name, c, clauses[c])
+						t.Errorf("scenario %s exercises %s", sc.name, cite(c))
 					}
 				}
 			})
