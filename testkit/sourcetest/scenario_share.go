@@ -185,7 +185,7 @@ func shareMaxDeliveries(t *testing.T, d ShareDriver) {
 // shutdown take to come back to the next member: far less than the
 // broker's lock (ShareDriver.NewShareSource), so they were released, not
 // left to expire.
-const releasedWithin = 10 * time.Second
+const releasedWithin = 15 * time.Second
 
 // shareShutdown: the graph hangs at offset k (its drain times out). The
 // source stops within the drain timeout plus ShutdownTimeout, having
@@ -280,4 +280,3 @@ func sharePauseResume(t *testing.T, d ShareDriver) {
 	}
 	noneHeld(t, src)
 }
-

@@ -30,7 +30,7 @@ type ShareDriver interface {
 	// of share group group, which starts at the first record of each
 	// partition (share.auto.offset.reset=earliest: the driver sets the
 	// group up so). The broker locks a record it hands to a member for
-	// at least 20 s (Kafka's default is 30 s), so that a record a source
+	// at least 30 s (Kafka's default), so that a record a source
 	// releases comes back long before its lock would expire. The suite
 	// runs each source once, one source of a group at a time.
 	NewShareSource(t *testing.T, group, topic string) sluice.Source
