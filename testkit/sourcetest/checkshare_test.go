@@ -2,9 +2,6 @@ package sourcetest_test
 
 import (
 	"errors"
-	"os"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/sluice-go/sluice"
@@ -31,27 +28,6 @@ func ack(off int64, o sluice.AckOutcome) sluice.Ack {
 	return sluice.Ack{TopicPartition: tp0, Offset: off, Outcome: o}
 }
 
-// expectShare is expect for a CheckingAckGroup, whose share violations
-// name the AckGroup contract.
-func expectShare(t *testing.T, cg *sourcetest.CheckingAckGroup, want ...any) {
-	t.Helper()
-	got := cg.Violations()
-	if len(got) != len(want)/2 {
-		t.Fatalf("violations %q, want %d: %v", got, len(want)/2, want)
-	}
-	for i, v := range got {
-		clause, frag := want[2*i].(int), want[2*i+1].(string)
-		prefix := "Source contract §"
-		if clause >= sourcetest.ClauseTrackAcks {
-			prefix = "AckGroup contract §"
-		}
-		if v.Clause != clause || !strings.Contains(v.Detail, frag) ||
-			!strings.HasPrefix(v.Error(), prefix) || !strings.Contains(v.Error(), v.Rule()) {
-			t.Errorf("violation %d = %q, want clause §%d with %q", i, v.Error(), clause, frag)
-		}
-	}
-}
-
 func TestCheckingAckGroupAcceptsAWellBehavedSource(t *testing.T) {
 	g := &stubAckGroup{}
 	cg := sourcetest.NewCheckingAckGroup(g)
@@ -70,7 +46,7 @@ func TestCheckingAckGroupAcceptsAWellBehavedSource(t *testing.T) {
 	cg.Shutdown()
 	cg.Acks(nil)
 	cg.Returned(true)
-	expectShare(t, cg)
+	expect(t, cg)
 	if got, n := cg.Outcomes(tp0, 2); n != 2 || len(got) != 2 || got[0] != sluice.AckReleased || got[1] != sluice.AckRejected {
 		t.Errorf("outcomes of offset 2: %v after %d deliveries, want released then rejected after 2", got, n)
 	}
@@ -87,7 +63,7 @@ func TestCheckingAckGroupTrackAcksClause(t *testing.T) {
 	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	_ = cg.TrackAcks()
 	_ = cg.TrackAcks()
-	expectShare(t, cg,
+	expect(t, cg,
 		sourcetest.ClauseTrackAcks, "Group.Assign([{t 0}]) called before Group.TrackAcks",
 		sourcetest.ClauseTrackAcks, "Group.TrackAcks called after partitions were assigned",
 		sourcetest.ClauseTrackAcks, "Group.TrackAcks called a second time")
@@ -101,7 +77,7 @@ func TestCheckingAckGroupAssignClause(t *testing.T) {
 	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Deliver(tp0, []sluice.Record{{Topic: "u", Offset: 2}})
 	cg.DeadLetterRecord(tp0, sluice.Record{Topic: "u", Offset: 3}, errors.New("too often"))
-	expectShare(t, cg,
+	expect(t, cg,
 		sourcetest.ClauseShareAssign, "Group.Deliver of 1 records of t/0, which is never assigned",
 		sourcetest.ClauseShareAssign, "Group.DeadLetterRecord of t/0@1, a partition not assigned",
 		sourcetest.ClauseShareAssign, "record u/0@2 delivered as a record of t/0",
@@ -120,7 +96,7 @@ func TestCheckingAckGroupAcknowledgeClause(t *testing.T) {
 	cg.Shutdown()
 	g.acks = []sluice.Ack{ack(1, sluice.AckAccepted)} // never taken
 	cg.Returned(true)
-	expectShare(t, cg,
+	expect(t, cg,
 		sourcetest.ClauseAcknowledge, "t/0@0 delivered again after the source took its outcome accepted",
 		sourcetest.ClauseAcknowledge, "1 outcomes reported by the group were never taken with Acks before Source.Run returned (t/0@1 accepted among them)")
 	if c := cg.ShareCounts(); c.Untaken != 1 {
@@ -129,7 +105,7 @@ func TestCheckingAckGroupAcknowledgeClause(t *testing.T) {
 
 	cg = sourcetest.NewCheckingAckGroup(&stubAckGroup{acks: []sluice.Ack{ack(1, sluice.AckAccepted)}})
 	cg.Returned(false) // a fatal client failure: the records are lost, nothing to acknowledge
-	expectShare(t, cg)
+	expect(t, cg)
 }
 
 func TestCheckingAckGroupNoCommitClause(t *testing.T) {
@@ -143,7 +119,7 @@ func TestCheckingAckGroupNoCommitClause(t *testing.T) {
 	_ = cg.Assign([]sluice.TopicPartition{tp0})
 	cg.Shutdown()
 	cg.Returned(true)
-	expectShare(t, cg, sourcetest.ClauseNoCommit, "committed [{{t 0} 2}] (reported with Group.Committed)")
+	expect(t, cg, sourcetest.ClauseNoCommit, "committed [{{t 0} 2}] (reported with Group.Committed)")
 }
 
 // A share source keeps §3 and §6 of the Source contract.
@@ -158,28 +134,12 @@ func TestCheckingAckGroupPauseAndShutdownClauses(t *testing.T) {
 	cg.Deliver(tp0, recs(2))
 	cg.Shutdown()
 	cg.DeadLetterRecord(tp0, recs(4)[0], errors.New("too often"))
-	expectShare(t, cg,
+	expect(t, cg,
 		sourcetest.ClausePause, "t/0: 1 records from offset 2 delivered after Deliver asked for a pause",
 		sourcetest.ClauseShutdown, "Group.DeadLetterRecord of t/0@4 called after Group.Shutdown")
 }
 
 // The share clauses quote sluice.AckGroup's documentation word for word.
 func TestShareClausesQuoteAckGroupDoc(t *testing.T) {
-	src, err := os.ReadFile("../../ack.go")
-	if err != nil {
-		t.Skipf("package sluice's source is not here: %v", err)
-	}
-	var doc strings.Builder
-	for _, line := range strings.Split(string(src), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//"); ok {
-			doc.WriteString(strings.TrimPrefix(strings.TrimSpace(rest), "- ") + " ")
-		}
-	}
-	text := regexp.MustCompile(`\s+`).ReplaceAllString(doc.String(), " ")
-	for clause := sourcetest.ClauseTrackAcks; clause <= sourcetest.ClauseMaxDeliveries; clause++ {
-		rule := sourcetest.Violation{Clause: clause}.Rule()
-		if rule == "" || !strings.Contains(text, rule) {
-			t.Errorf("clause §%d quotes %q, which sluice.AckGroup's documentation does not say", clause, rule)
-		}
-	}
+	checkQuotes(t, "../../ack.go", "sluice.AckGroup", sourcetest.ClauseTrackAcks, sourcetest.ClauseMaxDeliveries)
 }

@@ -3,7 +3,6 @@ package sourcetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/sluice-go/sluice"
@@ -14,9 +13,7 @@ import (
 // recorded. It runs once, as any source does.
 type CheckedShareSource struct {
 	src sluice.Source
-
-	mu sync.Mutex
-	cg *CheckingAckGroup
+	run runGroup[*CheckingAckGroup]
 }
 
 // CheckShare wraps src, a share group source. Pass the result to
@@ -33,9 +30,7 @@ func (s *CheckedShareSource) Run(ctx context.Context, g sluice.Group) error {
 		return fmt.Errorf("sourcetest: a share source needs the Group of pipeline.Run (a sluice.AckGroup), got %T", g)
 	}
 	cg := NewCheckingAckGroup(ag)
-	s.mu.Lock()
-	s.cg = cg
-	s.mu.Unlock()
+	s.run.set(cg)
 	err := s.src.Run(ctx, cg)
 	cg.Returned(ctx.Err() != nil)
 	return err
@@ -43,37 +38,15 @@ func (s *CheckedShareSource) Run(ctx context.Context, g sluice.Group) error {
 
 // Group returns the checking group of the running (or finished) source,
 // nil before Run was called.
-func (s *CheckedShareSource) Group() *CheckingAckGroup {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cg
-}
+func (s *CheckedShareSource) Group() *CheckingAckGroup { return s.run.get() }
 
 // Violations returns the breaches seen so far (none before Run).
-func (s *CheckedShareSource) Violations() []Violation {
-	if cg := s.Group(); cg != nil {
-		return cg.Violations()
-	}
-	return nil
-}
+func (s *CheckedShareSource) Violations() []Violation { return s.run.violations() }
 
 // Verify fails t with one error per violation seen so far (call it once
 // the source's Run returned, to see them all), and fails it when Run was
 // never called.
 func (s *CheckedShareSource) Verify(t testing.TB) {
 	t.Helper()
-	verify(t, s.Group() != nil, s.Violations())
-}
-
-// verify fails t with one error per violation, or when the checked source
-// never ran.
-func verify(t testing.TB, ran bool, vs []Violation) {
-	t.Helper()
-	if !ran {
-		t.Errorf("sourcetest: the checked source was never run")
-		return
-	}
-	for _, v := range vs {
-		t.Error(v.Error())
-	}
+	s.run.verify(t)
 }

@@ -27,7 +27,7 @@ var noRetry = pipeline.WithRetry(sluice.RetryPolicy{Attempts: 1})
 // while the source runs.
 func shareAcceptEachOnce(t *testing.T, d ShareDriver) {
 	const parts, n = 3, 100
-	topic, group := newShareTopic(t, d, parts, n)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	r, src := startShare(t, d, group, topic, checkAndCount(t, topic, s))
@@ -45,7 +45,7 @@ func shareAcceptEachOnce(t *testing.T, d ShareDriver) {
 // others are accepted.
 func shareInvalidRejected(t *testing.T, d ShareDriver) {
 	const parts, n = 2, 50
-	topic, group := newShareTopic(t, d, parts, n)
+	topic, group := newTopic(t, d, parts, n)
 	bad := func(off int64) bool { return off%10 == 3 }
 
 	s := newSeen()
@@ -86,7 +86,7 @@ func shareReleasedComesBack(t *testing.T, d ShareDriver) {
 		t.Skip("the sources dead-letter a record's second delivery (MaxDeliveries 1)")
 	}
 	const parts, n, flakyP, flaky = 2, 20, int32(0), int64(7)
-	topic, group := newShareTopic(t, d, parts, n)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	var runs atomic.Int32
@@ -128,7 +128,7 @@ func shareMaxDeliveries(t *testing.T, d ShareDriver) {
 		t.Skip("the sources have no delivery limit (ShareDriver.MaxDeliveries is 0)")
 	}
 	const n, poison = 10, int64(3)
-	topic, group := newShareTopic(t, d, 1, n)
+	topic, group := newTopic(t, d, 1, n)
 
 	var runs atomic.Int32
 	var mu sync.Mutex
@@ -193,7 +193,7 @@ const releasedWithin = 15 * time.Second
 // at once, exactly the rest: every record is processed once in all.
 func shareShutdown(t *testing.T, d ShareDriver) {
 	const n, k, drain = 40, int64(13), 200 * time.Millisecond
-	topic, group := newShareTopic(t, d, 1, n)
+	topic, group := newTopic(t, d, 1, n)
 
 	first := newSeen()
 	gate := make(chan struct{})
@@ -228,7 +228,7 @@ func shareShutdown(t *testing.T, d ShareDriver) {
 // shareCancelIdle: a source with nothing left to do returns promptly once
 // ctx is done, having called Shutdown.
 func shareCancelIdle(t *testing.T, d ShareDriver) {
-	topic, group := newShareTopic(t, d, 1, 1)
+	topic, group := newTopic(t, d, 1, 1)
 	s := newSeen()
 	r, src := startShare(t, d, group, topic, checkAndCount(t, topic, s))
 	waitAcknowledged(t, d, r, group, topic, 1)
@@ -243,7 +243,7 @@ func shareCancelIdle(t *testing.T, d ShareDriver) {
 // every record is processed once and accepted.
 func sharePauseResume(t *testing.T, d ShareDriver) {
 	const parts, n = 2, 150
-	topic, group := newShareTopic(t, d, parts, n)
+	topic, group := newTopic(t, d, parts, n)
 
 	s := newSeen()
 	gate := make(chan struct{})

@@ -36,7 +36,7 @@ type FakeShareDriver struct {
 	Fault ShareFault
 
 	mu      sync.Mutex
-	topics  map[string][][]sluice.Record
+	topics  memTopics
 	groups  map[groupTopic][][]shareSlot
 	changed chan struct{} // closed and replaced when records become available
 }
@@ -83,7 +83,7 @@ const (
 // NewFakeShareDriver returns an empty driver whose sources have a
 // delivery limit of 3 and no fault.
 func NewFakeShareDriver() *FakeShareDriver {
-	return &FakeShareDriver{Limit: 3, topics: map[string][][]sluice.Record{},
+	return &FakeShareDriver{Limit: 3, topics: memTopics{},
 		groups: map[groupTopic][][]shareSlot{}, changed: make(chan struct{})}
 }
 
@@ -92,10 +92,7 @@ func (d *FakeShareDriver) CreateTopic(t *testing.T, topic string, partitions int
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.topics[topic]; ok {
-		t.Fatalf("sourcetest: topic %q exists", topic)
-	}
-	d.topics[topic] = make([][]sluice.Record, partitions)
+	d.topics.create(t, topic, partitions)
 }
 
 // Produce implements ShareDriver.
@@ -103,18 +100,7 @@ func (d *FakeShareDriver) Produce(t *testing.T, topic string, recs ...sluice.Rec
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	parts, ok := d.topics[topic]
-	if !ok {
-		t.Fatalf("sourcetest: no topic %q", topic)
-	}
-	for _, r := range recs {
-		if r.Partition < 0 || int(r.Partition) >= len(parts) {
-			t.Fatalf("sourcetest: %s has no partition %d", topic, r.Partition)
-		}
-		r.Topic = topic
-		r.Offset = int64(len(parts[r.Partition]))
-		parts[r.Partition] = append(parts[r.Partition], r)
-	}
+	d.topics.produce(t, topic, recs...)
 	d.notifyLocked()
 }
 

@@ -19,12 +19,7 @@ import (
 // must be safe for concurrent use. A method fails t (t.Fatal) when the
 // environment fails.
 type ShareDriver interface {
-	// CreateTopic creates a new, empty topic with the given number of
-	// partitions, numbered from 0.
-	CreateTopic(t *testing.T, topic string, partitions int32)
-
-	// Produce appends recs to topic as [Driver.Produce] does.
-	Produce(t *testing.T, topic string, recs ...sluice.Record)
+	Topics
 
 	// NewShareSource returns a share source consuming topic as a member
 	// of share group group, which starts at the first record of each
@@ -72,11 +67,7 @@ var ShutdownTimeout = 10 * time.Second
 // all; Run returning promptly when cancelled while idle; and partitions
 // paused by backpressure and resumed, nothing lost or repeated.
 func RunShare(t *testing.T, d ShareDriver) {
-	for _, sc := range []struct {
-		name    string
-		fn      func(*testing.T, ShareDriver)
-		clauses []int
-	}{
+	runScenarios(t, d, []scenario[ShareDriver]{
 		{"AcceptEachOnce", shareAcceptEachOnce, []int{ClauseShareAssign, ClauseAcknowledge}},
 		{"InvalidRejected", shareInvalidRejected, []int{ClauseAcknowledge}},
 		{"ReleasedComesBack", shareReleasedComesBack, []int{ClauseAcknowledge, ClauseShareAssign}},
@@ -84,19 +75,7 @@ func RunShare(t *testing.T, d ShareDriver) {
 		{"ShutdownReleasesUnfinished", shareShutdown, []int{ClauseRelease, ClauseAcknowledge, ClauseShutdown}},
 		{"CancelWhileIdle", shareCancelIdle, []int{ClauseShutdown}},
 		{"PauseAndResume", sharePauseResume, []int{ClausePause, ClauseAcknowledge}},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			t.Cleanup(func() {
-				if t.Failed() {
-					for _, c := range sc.clauses {
-						t.Errorf("scenario %s exercises %s", sc.name, cite(c))
-					}
-				}
-			})
-			sc.fn(t, d)
-		})
-	}
+	})
 }
 
 // startShare runs pipeline.Run over a checked share source of
@@ -107,19 +86,6 @@ func startShare(t *testing.T, d ShareDriver, group, topic string, build pipeline
 	src := CheckShare(d.NewShareSource(t, group, topic))
 	t.Cleanup(func() { src.Verify(t) }) // runs after Start's cleanup stopped Run
 	return testkit.Start(t, src, build, opts...), src
-}
-
-// newShareTopic creates a topic of parts partitions with a name unique to
-// the test, produces records(parts, 0, n) to it, and returns its name and
-// a share group name unique to the test.
-func newShareTopic(t *testing.T, d ShareDriver, parts int32, n int) (topic, group string) {
-	t.Helper()
-	topic, group = names(t)
-	d.CreateTopic(t, topic, parts)
-	if n > 0 {
-		d.Produce(t, topic, records(parts, 0, n)...)
-	}
-	return topic, group
 }
 
 // waitAcknowledged waits until group has acknowledged (or archived) every

@@ -48,16 +48,7 @@ import (
 // once (each scenario uses its own topic and group) and must be safe for
 // concurrent use. A method fails t (t.Fatal) when the environment fails.
 type Driver interface {
-	// CreateTopic creates a new, empty topic with the given number of
-	// partitions, numbered from 0.
-	CreateTopic(t *testing.T, topic string, partitions int32)
-
-	// Produce appends recs to topic, each to its Partition, in slice
-	// order, at consecutive offsets after the partition's last record
-	// (from 0). Key, Value and Headers are kept; Topic, Offset and
-	// Timestamp are ignored. The suite produces only while no source of
-	// the topic runs.
-	Produce(t *testing.T, topic string, recs ...sluice.Record)
+	Topics
 
 	// NewSource returns a source consuming topic as a member of consumer
 	// group group: once its Run started it joins the group and gets the
@@ -75,6 +66,21 @@ type Driver interface {
 	// partition; partitions without a commit are absent. It may be called
 	// while a source of the group runs.
 	Committed(t *testing.T, group, topic string) map[int32]int64
+}
+
+// Topics is the part of a [Driver] (and of a [ShareDriver]) that holds
+// the topics.
+type Topics interface {
+	// CreateTopic creates a new, empty topic with the given number of
+	// partitions, numbered from 0.
+	CreateTopic(t *testing.T, topic string, partitions int32)
+
+	// Produce appends recs to topic, each to its Partition, in slice
+	// order, at consecutive offsets after the partition's last record
+	// (from 0). Key, Value and Headers are kept; Topic, Offset and
+	// Timestamp are ignored. The suite produces only while no source of
+	// the topic runs.
+	Produce(t *testing.T, topic string, recs ...sluice.Record)
 }
 
 // Evicter is an optional extension of a [Driver], for the Loss scenario
@@ -98,11 +104,7 @@ var WaitTimeout = time.Minute
 // reports the clauses of the Source contract it exercises, since a wrong
 // commit or a record processed twice is the effect of breaking one.
 func Run(t *testing.T, d Driver) {
-	for _, sc := range []struct {
-		name    string
-		fn      func(*testing.T, Driver)
-		clauses []int
-	}{
+	runScenarios(t, d, []scenario[Driver]{
 		{"ProcessAllOnce", processAllOnce, []int{ClauseDeliver, ClauseCommit, ClauseShutdown}},
 		{"FilteredTailCommitted", filteredTail, []int{ClauseCommit}},
 		{"InvalidToDeadLetter", invalidToDeadLetter, []int{ClauseDeliver, ClauseCommit}},
@@ -112,7 +114,21 @@ func Run(t *testing.T, d Driver) {
 		{"PauseAndResume", pauseResume, []int{ClausePause, ClauseDeliver}},
 		{"RebalanceMidStream", rebalanceMidStream, []int{ClauseGiveUp, ClauseDeliver}},
 		{"LossThenReassign", lossThenReassign, []int{ClauseGiveUp, ClauseDeliver}},
-	} {
+	})
+}
+
+// scenario is one scenario of a suite run against drivers of type D, and
+// the clauses it exercises.
+type scenario[D any] struct {
+	name    string
+	fn      func(*testing.T, D)
+	clauses []int
+}
+
+// runScenarios runs each scenario against d as a parallel subtest of t; a
+// failed one also reports the clauses it exercises.
+func runScenarios[D any](t *testing.T, d D, scs []scenario[D]) {
+	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			t.Cleanup(func() {
@@ -146,7 +162,7 @@ func names(t *testing.T) (topic, group string) {
 // newTopic creates a topic of parts partitions with a name unique to the
 // test, produces records(parts, 0, n) to it, and returns its name and a
 // group name unique to the test.
-func newTopic(t *testing.T, d Driver, parts int32, n int) (topic, group string) {
+func newTopic(t *testing.T, d Topics, parts int32, n int) (topic, group string) {
 	t.Helper()
 	topic, group = names(t)
 	d.CreateTopic(t, topic, parts)
