@@ -23,6 +23,29 @@
 // (drained, committed exactly, taken over from that offset); and, for
 // drivers that are an [Evicter], partitions lost (nothing more committed)
 // and then reassigned from the last commit.
+//
+// Share group sources (KIP-932, sluice.AckGroup) have a contract of their
+// own, numbered on from the Source clauses (§7 to §12, quoted from
+// sluice.AckGroup's documentation), and tools of their own:
+//
+//   - [CheckShare] wraps a share source so that its Group is a
+//     [CheckingAckGroup], which checks the share clauses it can see
+//     (TrackAcks first, deliveries of assigned partitions only, every
+//     outcome taken, nothing committed) and the Source clauses a share
+//     source keeps (its calls, pauses and shutdown).
+//   - [RunShare] drives a share source through pipeline.Run on a
+//     [ShareDriver] in scenarios whose outcome for each record is known
+//     exactly: every record accepted once; invalid records rejected;
+//     a record whose retries ran out released and delivered again; a
+//     record delivered too often handed to the dead-letter destination;
+//     a shutdown that acknowledges what finished and releases the rest
+//     to the next member, promptly; a prompt return when cancelled while
+//     idle; partitions paused by backpressure and resumed. The clauses
+//     kept between the source and its broker (§11 release, §12 the
+//     delivery limit) are checked there, through the driver.
+//
+// [FakeDriver] and [FakeShareDriver] run the suites in memory, without a
+// broker; internal/kafkadriver runs them on a Kafka broker.
 package sourcetest
 
 import (
