@@ -22,12 +22,13 @@ const fakeShareBrokerLimit = 5
 // Its broker hands each available record to the member that asks first,
 // locked to it (without expiry) until the member acknowledges it: accepted
 // or rejected records are done, a released one is available again (or
-// archived once delivered fakeShareBrokerLimit times, 5); a member that
-// leaves releases what it holds. Its source polls a batch of records
-// when it holds none, assigns a partition when its first record arrives,
-// delivers the records (or hands those delivered more than Limit times to
-// DeadLetterRecord), acknowledges each outcome Acks returns, and on
-// shutdown drains, acknowledges the last outcomes and releases the rest.
+// archived once delivered 5 times, the broker's delivery count limit); a
+// member that leaves releases what it holds. Its source polls a batch of
+// records when it holds none, assigns a partition when its first record
+// arrives, delivers the records (or hands those delivered more than Limit
+// times to DeadLetterRecord), acknowledges each outcome Acks returns, and
+// on shutdown drains, acknowledges the last outcomes and releases the
+// rest.
 type FakeShareDriver struct {
 	// Limit is the sources' delivery limit (MaxDeliveries), below the
 	// broker's (5); NewFakeShareDriver sets 3.
@@ -42,11 +43,12 @@ type FakeShareDriver struct {
 }
 
 // ShareFault is a way for the sources of a [FakeShareDriver] to break the
-// share contract, each named after the clause it breaks.
+// share contract; each names the clause it breaks.
 type ShareFault int
 
 // The faults.
 const (
+	// NoFault: the sources keep the contract.
 	NoFault ShareFault = iota
 	// FaultPollAhead (§3): poll and deliver the next batch while records
 	// are held, to paused partitions too.
