@@ -3,6 +3,7 @@ package sourcetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,42 +41,74 @@ func shareAcceptEachOnce(t *testing.T, d ShareDriver) {
 	noneHeld(t, src)
 }
 
-// shareInvalidRejected: without a dead-letter destination, invalid
-// records are rejected (and never delivered again) and Run goes on; the
-// others are accepted.
-func shareInvalidRejected(t *testing.T, d ShareDriver) {
-	const parts, n = 2, 50
-	topic, group := newTopic(t, d, parts, n)
-	bad := func(off int64) bool { return off%10 == 3 }
+// shareInvalid: invalid records are dead-lettered, then accepted, or,
+// without a dead-letter destination (toDeadLetter false), rejected; either
+// way they are never delivered again and Run goes on. The others are
+// accepted.
+func shareInvalid(toDeadLetter bool) func(*testing.T, ShareDriver) {
+	return func(t *testing.T, d ShareDriver) {
+		const parts, n = 2, 50
+		topic, group := newTopic(t, d, parts, n)
+		bad := func(off int64) bool { return off%10 == 3 }
 
-	s := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		valid := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
-			if bad(r.Offset) {
-				return r, sluice.Invalid(errBad)
+		s := newSeen()
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			valid := stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+				if bad(r.Offset) {
+					return r, sluice.Invalid(errBad)
+				}
+				return r, nil
+			}, stages.Name("validate"))
+			return stages.Each(valid, func(_ context.Context, r sluice.Record) error {
+				s.add(r.Partition, r.Offset)
+				return nil
+			})
+		}
+		var opts []pipeline.Option
+		dead, invalid := &deadLetters{}, rejected
+		if toDeadLetter {
+			opts, invalid = append(opts, dead.option()), accepted
+		}
+		r, src := startShare(t, d, group, topic, build, opts...)
+		waitAcknowledged(t, d, r, group, topic, parts)
+		stopWithin(t, r, pipeline.DefaultDrainTimeout)
+		checkOutcomes(t, src, topic, parts, n, func(_ int32, off int64) []sluice.AckOutcome {
+			if bad(off) {
+				return invalid
 			}
-			return r, nil
-		}, stages.Name("validate"))
-		return stages.Each(valid, func(_ context.Context, r sluice.Record) error {
-			s.add(r.Partition, r.Offset)
-			return nil
+			return accepted
 		})
-	}
-	r, src := startShare(t, d, group, topic, build)
-	waitAcknowledged(t, d, r, group, topic, parts)
-	stopWithin(t, r, pipeline.DefaultDrainTimeout)
-	checkOutcomes(t, src, topic, parts, n, func(_ int32, off int64) []sluice.AckOutcome {
-		if bad(off) {
-			return rejected
+		for p := range int32(parts) {
+			if got, want := s.count(p), n-n/10; got != want {
+				t.Errorf("partition %d: %d valid records processed, want %d", p, got, want)
+			}
 		}
-		return accepted
+		if got := dead.list(); toDeadLetter && len(got) != parts*n/10 {
+			t.Errorf("%d dead letters, want %d", len(got), parts*n/10)
+		}
+		noneHeld(t, src)
+	}
+}
+
+// deadLetters collects what a dead-letter destination got.
+type deadLetters struct {
+	mu  sync.Mutex
+	got []sluice.DeadLetter
+}
+
+func (c *deadLetters) option() pipeline.Option {
+	return pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.got = append(c.got, dl)
+		return nil
 	})
-	for p := range int32(parts) {
-		if got, want := s.count(p), n-n/10; got != want {
-			t.Errorf("partition %d: %d valid records processed, want %d", p, got, want)
-		}
-	}
-	noneHeld(t, src)
+}
+
+func (c *deadLetters) list() []sluice.DeadLetter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
 }
 
 // shareReleasedComesBack: a record whose retries ran out is released;
@@ -120,65 +153,64 @@ func shareReleasedComesBack(t *testing.T, d ShareDriver) {
 // shareMaxDeliveries: a record failing every run is released each time;
 // once the broker delivered it more than MaxDeliveries times, the source
 // hands it to DeadLetterRecord: it reaches the dead-letter destination
-// (stage sluice.MaxDeliveriesStage) without running the graph, and is
-// accepted.
-func shareMaxDeliveries(t *testing.T, d ShareDriver) {
-	limit := d.MaxDeliveries()
-	if limit == 0 {
-		t.Skip("the sources have no delivery limit (ShareDriver.MaxDeliveries is 0)")
-	}
-	const n, poison = 10, int64(3)
-	topic, group := newTopic(t, d, 1, n)
+// (stage sluice.MaxDeliveriesStage) without running the graph and is
+// accepted, or, without a destination (toDeadLetter false), it is
+// rejected.
+func shareMaxDeliveries(toDeadLetter bool) func(*testing.T, ShareDriver) {
+	return func(t *testing.T, d ShareDriver) {
+		limit := d.MaxDeliveries()
+		if limit == 0 {
+			t.Skip("the sources have no delivery limit (ShareDriver.MaxDeliveries is 0)")
+		}
+		const n, poison = 10, int64(3)
+		topic, group := newTopic(t, d, 1, n)
 
-	var runs atomic.Int32
-	var mu sync.Mutex
-	var dead []sluice.DeadLetter
-	deadLetter := pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-		mu.Lock()
-		defer mu.Unlock()
-		dead = append(dead, dl)
-		return nil
-	})
-	s := newSeen()
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			if r.Offset == poison {
-				runs.Add(1)
-				return errBoom
+		var runs atomic.Int32
+		s := newSeen()
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+				if r.Offset == poison {
+					runs.Add(1)
+					return errBoom
+				}
+				s.add(r.Partition, r.Offset)
+				return nil
+			})
+		}
+		opts := []pipeline.Option{noRetry}
+		dead, last := &deadLetters{}, sluice.AckRejected
+		if toDeadLetter {
+			opts, last = append(opts, dead.option()), sluice.AckAccepted
+		}
+		r, src := startShare(t, d, group, topic, build, opts...)
+		waitAcknowledged(t, d, r, group, topic, 1)
+		stopWithin(t, r, pipeline.DefaultDrainTimeout)
+		if got := runs.Load(); int(got) != limit {
+			t.Errorf("the poison record ran through the graph %d times, want %d (MaxDeliveries)", got, limit)
+		}
+		if got := dead.list(); toDeadLetter && (len(got) != 1 || got[0].Record.Offset != poison ||
+			got[0].Stage != sluice.MaxDeliveriesStage || !sluice.IsInvalid(got[0].Err)) {
+			t.Errorf("dead letters %+v, want one of offset %d, stage %q, with an Invalid error", got, poison, sluice.MaxDeliveriesStage)
+		}
+		s.mu.Lock()
+		s.n[0][poison] = 1 // it never completed: count it once for the check below
+		s.mu.Unlock()
+		s.exactly(t, 0, 0, n)
+		checkOutcomes(t, src, topic, 1, n, func(_ int32, off int64) []sluice.AckOutcome {
+			if off != poison {
+				return accepted
 			}
-			s.add(r.Partition, r.Offset)
-			return nil
+			var want []sluice.AckOutcome
+			for range limit {
+				want = append(want, sluice.AckReleased)
+			}
+			return append(want, last)
 		})
-	}
-	r, src := startShare(t, d, group, topic, build, noRetry, deadLetter)
-	waitAcknowledged(t, d, r, group, topic, 1)
-	stopWithin(t, r, pipeline.DefaultDrainTimeout)
-	if got := runs.Load(); int(got) != limit {
-		t.Errorf("the poison record ran through the graph %d times, want %d (MaxDeliveries)", got, limit)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(dead) != 1 || dead[0].Record.Offset != poison || dead[0].Stage != sluice.MaxDeliveriesStage || !sluice.IsInvalid(dead[0].Err) {
-		t.Errorf("dead letters %+v, want one of offset %d, stage %q, with an Invalid error", dead, poison, sluice.MaxDeliveriesStage)
-	}
-	s.mu.Lock()
-	s.n[0][poison] = 1 // it never completed: count it once for the check below
-	s.mu.Unlock()
-	s.exactly(t, 0, 0, n)
-	checkOutcomes(t, src, topic, 1, n, func(_ int32, off int64) []sluice.AckOutcome {
-		if off != poison {
-			return accepted
+		if c := src.Group().ShareCounts(); c.DeadLettered != 1 {
+			t.Errorf("%d records handed to DeadLetterRecord, want 1", c.DeadLettered)
 		}
-		var want []sluice.AckOutcome
-		for range limit {
-			want = append(want, sluice.AckReleased)
-		}
-		return append(want, sluice.AckAccepted)
-	})
-	if c := src.Group().ShareCounts(); c.DeadLettered != 1 {
-		t.Errorf("%d records handed to DeadLetterRecord, want 1", c.DeadLettered)
+		noneHeld(t, src)
 	}
-	noneHeld(t, src)
 }
 
 // releasedWithin bounds how long the records a source released at its

@@ -57,10 +57,11 @@ var ShutdownTimeout = 10 * time.Second
 // checked by the scenarios only).
 //
 // The scenarios cover: every record delivered once and accepted; invalid
-// records without a dead-letter destination rejected and not delivered
-// again; a record whose retries ran out released, delivered again and
-// accepted; a record failing every delivery handed to the dead-letter
-// destination once the broker delivered it MaxDeliveries times; a
+// records dead-lettered and accepted, or rejected without a dead-letter
+// destination, and not delivered again; a record whose retries ran out
+// released, delivered again and accepted; a record failing every delivery
+// handed to DeadLetterRecord once the broker delivered it MaxDeliveries
+// times (dead-lettered and accepted, or rejected without a destination); a
 // graceful shutdown with a record hanging, which returns within the
 // drain timeout plus ShutdownTimeout, acknowledges what finished and
 // releases the rest to the next member, each record processed once in
@@ -69,9 +70,11 @@ var ShutdownTimeout = 10 * time.Second
 func RunShare(t *testing.T, d ShareDriver) {
 	runScenarios(t, d, []scenario[ShareDriver]{
 		{"AcceptEachOnce", shareAcceptEachOnce, []int{ClauseShareAssign, ClauseAcknowledge}},
-		{"InvalidRejected", shareInvalidRejected, []int{ClauseAcknowledge}},
+		{"InvalidRejected", shareInvalid(false), []int{ClauseAcknowledge}},
+		{"InvalidDeadLettered", shareInvalid(true), []int{ClauseAcknowledge}},
 		{"ReleasedComesBack", shareReleasedComesBack, []int{ClauseAcknowledge, ClauseShareAssign}},
-		{"MaxDeliveriesDeadLettered", shareMaxDeliveries, []int{ClauseMaxDeliveries}},
+		{"MaxDeliveriesDeadLettered", shareMaxDeliveries(true), []int{ClauseMaxDeliveries}},
+		{"MaxDeliveriesRejected", shareMaxDeliveries(false), []int{ClauseMaxDeliveries}},
 		{"ShutdownReleasesUnfinished", shareShutdown, []int{ClauseRelease, ClauseAcknowledge, ClauseShutdown}},
 		{"CancelWhileIdle", shareCancelIdle, []int{ClauseShutdown}},
 		{"PauseAndResume", sharePauseResume, []int{ClausePause, ClauseAcknowledge}},

@@ -35,9 +35,10 @@
 //     source keeps (its calls, pauses and shutdown).
 //   - [RunShare] drives a share source through pipeline.Run on a
 //     [ShareDriver] in scenarios whose outcome for each record is known
-//     exactly: every record accepted once; invalid records rejected;
-//     a record whose retries ran out released and delivered again; a
-//     record delivered too often handed to the dead-letter destination;
+//     exactly: every record accepted once; invalid records
+//     dead-lettered and accepted, or rejected without a destination; a
+//     record whose retries ran out released and delivered again; a
+//     record delivered too often handed to DeadLetterRecord;
 //     a shutdown that acknowledges what finished and releases the rest
 //     to the next member, promptly; a prompt return when cancelled while
 //     idle; partitions paused by backpressure and resumed. The clauses
