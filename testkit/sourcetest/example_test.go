@@ -30,16 +30,7 @@ func ExampleCheck() {
 		g.Shutdown() // nothing to commit: t/0 completed no record
 		return nil
 	}))
-	discard := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(in)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, discard) }()
-	<-ran
-	cancel()
-	fmt.Println("Run:", <-done)
+	fmt.Println("Run:", runThenStop(src, ran))
 	for _, v := range src.Violations() {
 		fmt.Printf("§%d: %s\n", v.Clause, v.Detail)
 	}
@@ -65,16 +56,7 @@ func ExampleCheckShare() {
 		ag.Shutdown()
 		return nil
 	}))
-	discard := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(in)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, discard) }()
-	<-ran
-	cancel()
-	fmt.Println("Run:", <-done)
+	fmt.Println("Run:", runThenStop(src, ran))
 	for _, v := range src.Violations() {
 		fmt.Printf("§%d: %s\n", v.Clause, v.Detail)
 	}
@@ -83,4 +65,18 @@ func ExampleCheckShare() {
 	// §7: Group.Assign([{t 0}]) called before Group.TrackAcks
 	// §7: Group.TrackAcks called after partitions were assigned
 	// §10: committed [{{t 0} 1}] (reported with Group.Committed)
+}
+
+// runThenStop runs pipeline.Run over src, discarding every record, stops
+// it once ran is closed and returns what Run returned.
+func runThenStop(src sluice.Source, ran <-chan struct{}) error {
+	discard := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(in)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, discard) }()
+	<-ran
+	cancel()
+	return <-done
 }
