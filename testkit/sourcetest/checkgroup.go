@@ -53,6 +53,9 @@ type CheckingGroup struct {
 	windowOpen bool
 	windowFrom string // "Revoke", "Lose" or "Shutdown"
 	counts     Counts
+	// share: the group checks a share source (CheckingAckGroup): records
+	// come in any offset order and the Assign clause is §8.
+	share bool
 }
 
 // partState is what the checker knows of one partition.
@@ -325,16 +328,16 @@ func (c *CheckingGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) 
 		} else if st.revoked {
 			why = "revoked (Group.Revoke)"
 		}
-		c.violate(ClauseDeliver, "Group.Deliver of %d records of %s/%d, which is %s", len(recs), tp.Topic, tp.Partition, why)
+		c.violate(c.assignClause(), "Group.Deliver of %d records of %s/%d, which is %s", len(recs), tp.Topic, tp.Partition, why)
 	case st.paused && st.pollAfter && len(recs) > 0:
 		c.violate(ClausePause, "%s/%d: %d records from offset %d delivered after Deliver asked for a pause and a later poll, before Group.Resumable listed the partition",
 			tp.Topic, tp.Partition, len(recs), recs[0].Offset)
 	}
 	for _, r := range recs {
 		if r.Topic != tp.Topic || r.Partition != tp.Partition {
-			c.violate(ClauseDeliver, "record %s/%d@%d delivered as a record of %s/%d", r.Topic, r.Partition, r.Offset, tp.Topic, tp.Partition)
+			c.violate(c.assignClause(), "record %s/%d@%d delivered as a record of %s/%d", r.Topic, r.Partition, r.Offset, tp.Topic, tp.Partition)
 		}
-		if st.assigned && r.Offset <= st.last {
+		if !c.share && st.assigned && r.Offset <= st.last {
 			c.violate(ClauseDeliver, "%s/%d: offset %d delivered after offset %d (in this assignment); offsets must increase",
 				tp.Topic, tp.Partition, r.Offset, st.last)
 		}
@@ -354,6 +357,15 @@ func (c *CheckingGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) 
 		c.mu.Unlock()
 	}
 	return pause
+}
+
+// assignClause is the clause a delivery of a partition not assigned
+// breaks: §2, or §8 for a share source.
+func (c *CheckingGroup) assignClause() int {
+	if c.share {
+		return ClauseShareAssign
+	}
+	return ClauseDeliver
 }
 
 // Resumable implements sluice.Group.

@@ -62,8 +62,9 @@ func off(next int64) []sluice.Offset {
 }
 
 // expect checks that cg saw exactly the violations of the given clauses,
-// in order, each detail containing its fragment.
-func expect(t *testing.T, cg *sourcetest.CheckingGroup, want ...any) {
+// in order, each detail containing its fragment, each citing the contract
+// its clause belongs to.
+func expect(t *testing.T, cg interface{ Violations() []sourcetest.Violation }, want ...any) {
 	t.Helper()
 	got := cg.Violations()
 	if len(got) != len(want)/2 {
@@ -71,8 +72,12 @@ func expect(t *testing.T, cg *sourcetest.CheckingGroup, want ...any) {
 	}
 	for i, v := range got {
 		clause, frag := want[2*i].(int), want[2*i+1].(string)
+		prefix := "Source contract §"
+		if clause >= sourcetest.ClauseTrackAcks {
+			prefix = "AckGroup contract §"
+		}
 		if v.Clause != clause || !strings.Contains(v.Detail, frag) ||
-			!strings.HasPrefix(v.Error(), "Source contract §") || !strings.Contains(v.Error(), v.Rule()) {
+			!strings.HasPrefix(v.Error(), prefix) || !strings.Contains(v.Error(), v.Rule()) {
 			t.Errorf("violation %d = %q, want clause §%d with %q", i, v.Error(), clause, frag)
 		}
 	}
@@ -202,7 +207,14 @@ func TestCheckingGroupCallsClause(t *testing.T) {
 
 // The clauses quote sluice.Source's documentation word for word.
 func TestClausesQuoteSourceDoc(t *testing.T) {
-	src, err := os.ReadFile("../../source.go")
+	checkQuotes(t, "../../source.go", "sluice.Source", sourcetest.ClauseCalls, sourcetest.ClauseShutdown)
+}
+
+// checkQuotes checks that the rules of clauses from to to are sentences of
+// the doc comments of file (what names them in failures).
+func checkQuotes(t *testing.T, file, what string, from, to int) {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Skipf("package sluice's source is not here: %v", err)
 	}
@@ -213,10 +225,10 @@ func TestClausesQuoteSourceDoc(t *testing.T) {
 		}
 	}
 	text := regexp.MustCompile(`\s+`).ReplaceAllString(doc.String(), " ")
-	for clause := sourcetest.ClauseCalls; clause <= sourcetest.ClauseShutdown; clause++ {
+	for clause := from; clause <= to; clause++ {
 		rule := sourcetest.Violation{Clause: clause}.Rule()
 		if rule == "" || !strings.Contains(text, rule) {
-			t.Errorf("clause §%d quotes %q, which sluice.Source's documentation does not say", clause, rule)
+			t.Errorf("clause §%d quotes %q, which %s's documentation does not say", clause, rule, what)
 		}
 	}
 }

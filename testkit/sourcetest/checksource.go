@@ -13,9 +13,7 @@ import (
 // contract is recorded. It runs once, as any source does.
 type CheckedSource struct {
 	src sluice.Source
-
-	mu sync.Mutex
-	cg *CheckingGroup
+	run runGroup[*CheckingGroup]
 }
 
 // Check wraps src. Pass the result to pipeline.Run (or testkit.Start) and
@@ -26,9 +24,7 @@ func Check(src sluice.Source) *CheckedSource { return &CheckedSource{src: src} }
 // wrapped in a CheckingGroup and tells the checker when it returned.
 func (s *CheckedSource) Run(ctx context.Context, g sluice.Group) error {
 	cg := NewCheckingGroup(g)
-	s.mu.Lock()
-	s.cg = cg
-	s.mu.Unlock()
+	s.run.set(cg)
 	err := s.src.Run(ctx, cg)
 	cg.Returned(ctx.Err() != nil)
 	return err
@@ -36,19 +32,10 @@ func (s *CheckedSource) Run(ctx context.Context, g sluice.Group) error {
 
 // Group returns the checking group of the running (or finished) source,
 // nil before Run was called.
-func (s *CheckedSource) Group() *CheckingGroup {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cg
-}
+func (s *CheckedSource) Group() *CheckingGroup { return s.run.get() }
 
 // Violations returns the breaches seen so far (none before Run).
-func (s *CheckedSource) Violations() []Violation {
-	if cg := s.Group(); cg != nil {
-		return cg.Violations()
-	}
-	return nil
-}
+func (s *CheckedSource) Violations() []Violation { return s.run.violations() }
 
 // Counts returns what the checking group saw so far (zero before Run).
 func (s *CheckedSource) Counts() Counts {
@@ -79,11 +66,49 @@ func (s *CheckedSource) Paused() []sluice.TopicPartition {
 // never called.
 func (s *CheckedSource) Verify(t testing.TB) {
 	t.Helper()
-	if s.Group() == nil {
+	s.run.verify(t)
+}
+
+// runGroup holds the checking group of a checked source's Run, nil
+// before it.
+type runGroup[G interface {
+	comparable
+	Violations() []Violation
+}] struct {
+	mu sync.Mutex
+	g  G
+}
+
+func (r *runGroup[G]) set(g G) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.g = g
+}
+
+func (r *runGroup[G]) get() G {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.g
+}
+
+func (r *runGroup[G]) violations() []Violation {
+	var none G
+	if g := r.get(); g != none {
+		return g.Violations()
+	}
+	return nil
+}
+
+// verify fails t with one error per violation, or when the checked source
+// never ran.
+func (r *runGroup[G]) verify(t testing.TB) {
+	t.Helper()
+	var none G
+	if r.get() == none {
 		t.Errorf("sourcetest: the checked source was never run")
 		return
 	}
-	for _, v := range s.Violations() {
+	for _, v := range r.violations() {
 		t.Error(v.Error())
 	}
 }

@@ -41,19 +41,34 @@ var clauses = map[int]string{
 	ClauseShutdown: "When ctx is done, call Group.Shutdown, commit what it returns, close the client and return nil, or an error naming what failed in that shutdown (the final commit, closing the client): Run returns it, joined after its own error if there is one.",
 }
 
-// Violation is one breach of the Source contract seen by a [CheckingGroup]:
-// the clause broken (one of the Clause constants) and what the source did.
+// Violation is one breach of the Source contract seen by a [CheckingGroup]
+// (or of the share contract, seen by a [CheckingAckGroup]): the clause
+// broken (one of the Clause constants) and what the source did.
 type Violation struct {
 	Clause int
 	Detail string
 }
 
-// Rule returns the sentence of sluice.Source's documentation that the
-// clause quotes.
-func (v Violation) Rule() string { return clauses[v.Clause] }
+// Rule returns the sentence of sluice.Source's documentation (of
+// sluice.AckGroup's for the share clauses, §7 on) that the clause quotes.
+func (v Violation) Rule() string {
+	if r, ok := shareClauses[v.Clause]; ok {
+		return r
+	}
+	return clauses[v.Clause]
+}
 
 // Error formats the violation as
-// "Source contract §N (<the rule quoted>): <what the source did>".
-func (v Violation) Error() string {
-	return fmt.Sprintf("Source contract §%d (%s): %s", v.Clause, v.Rule(), v.Detail)
+// "Source contract §N (<the rule quoted>): <what the source did>", or
+// "AckGroup contract §N ..." for a share clause.
+func (v Violation) Error() string { return cite(v.Clause) + ": " + v.Detail }
+
+// cite names clause as "Source contract §N (<the rule quoted>)", or
+// "AckGroup contract §N (...)" for a share clause.
+func cite(clause int) string {
+	contract := "Source"
+	if _, ok := shareClauses[clause]; ok {
+		contract = "AckGroup"
+	}
+	return fmt.Sprintf("%s contract §%d (%s)", contract, clause, Violation{Clause: clause}.Rule())
 }

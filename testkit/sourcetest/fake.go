@@ -23,7 +23,7 @@ import (
 // its partitions to the others the same way.
 type FakeDriver struct {
 	mu     sync.Mutex
-	topics map[string][][]sluice.Record // by partition
+	topics memTopics
 	groups map[groupTopic]*fakeGroup
 }
 
@@ -47,7 +47,7 @@ type fakeMember struct {
 
 // NewFakeDriver returns an empty driver.
 func NewFakeDriver() *FakeDriver {
-	return &FakeDriver{topics: map[string][][]sluice.Record{}, groups: map[groupTopic]*fakeGroup{}}
+	return &FakeDriver{topics: memTopics{}, groups: map[groupTopic]*fakeGroup{}}
 }
 
 // CreateTopic implements Driver.
@@ -55,10 +55,7 @@ func (d *FakeDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.topics[topic]; ok {
-		t.Fatalf("sourcetest: topic %q exists", topic)
-	}
-	d.topics[topic] = make([][]sluice.Record, partitions)
+	d.topics.create(t, topic, partitions)
 }
 
 // Produce implements Driver.
@@ -66,18 +63,7 @@ func (d *FakeDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) 
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	parts, ok := d.topics[topic]
-	if !ok {
-		t.Fatalf("sourcetest: no topic %q", topic)
-	}
-	for _, r := range recs {
-		if r.Partition < 0 || int(r.Partition) >= len(parts) {
-			t.Fatalf("sourcetest: %s has no partition %d", topic, r.Partition)
-		}
-		r.Topic = topic
-		r.Offset = int64(len(parts[r.Partition]))
-		parts[r.Partition] = append(parts[r.Partition], r)
-	}
+	d.topics.produce(t, topic, recs...)
 }
 
 // Committed implements Driver: for each partition, its owner's commits

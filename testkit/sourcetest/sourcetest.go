@@ -23,6 +23,30 @@
 // (drained, committed exactly, taken over from that offset); and, for
 // drivers that are an [Evicter], partitions lost (nothing more committed)
 // and then reassigned from the last commit.
+//
+// Share group sources (KIP-932, sluice.AckGroup) have a contract of their
+// own, numbered on from the Source clauses (§7 to §12, quoted from
+// sluice.AckGroup's documentation), and tools of their own:
+//
+//   - [CheckShare] wraps a share source so that its Group is a
+//     [CheckingAckGroup], which checks the share clauses it can see
+//     (TrackAcks first, deliveries of assigned partitions only, every
+//     outcome taken, nothing committed) and the Source clauses a share
+//     source keeps (its calls, pauses and shutdown).
+//   - [RunShare] drives a share source through pipeline.Run on a
+//     [ShareDriver] in scenarios whose outcome for each record is known
+//     exactly: every record accepted once; invalid records
+//     dead-lettered and accepted, or rejected without a destination; a
+//     record whose retries ran out released and delivered again; a
+//     record delivered too often handed to DeadLetterRecord;
+//     a shutdown that acknowledges what finished and releases the rest
+//     to the next member, promptly; a prompt return when cancelled while
+//     idle; partitions paused by backpressure and resumed. The clauses
+//     kept between the source and its broker (§11 release, §12 the
+//     delivery limit) are checked there, through the driver.
+//
+// [FakeDriver] and [FakeShareDriver] run the suites in memory, without a
+// broker; internal/kafkadriver runs them on a Kafka broker.
 package sourcetest
 
 import (
@@ -48,16 +72,7 @@ import (
 // once (each scenario uses its own topic and group) and must be safe for
 // concurrent use. A method fails t (t.Fatal) when the environment fails.
 type Driver interface {
-	// CreateTopic creates a new, empty topic with the given number of
-	// partitions, numbered from 0.
-	CreateTopic(t *testing.T, topic string, partitions int32)
-
-	// Produce appends recs to topic, each to its Partition, in slice
-	// order, at consecutive offsets after the partition's last record
-	// (from 0). Key, Value and Headers are kept; Topic, Offset and
-	// Timestamp are ignored. The suite produces only while no source of
-	// the topic runs.
-	Produce(t *testing.T, topic string, recs ...sluice.Record)
+	Topics
 
 	// NewSource returns a source consuming topic as a member of consumer
 	// group group: once its Run started it joins the group and gets the
@@ -75,6 +90,21 @@ type Driver interface {
 	// partition; partitions without a commit are absent. It may be called
 	// while a source of the group runs.
 	Committed(t *testing.T, group, topic string) map[int32]int64
+}
+
+// Topics is the part of a [Driver] (and of a [ShareDriver]) that holds
+// the topics.
+type Topics interface {
+	// CreateTopic creates a new, empty topic with the given number of
+	// partitions, numbered from 0.
+	CreateTopic(t *testing.T, topic string, partitions int32)
+
+	// Produce appends recs to topic, each to its Partition, in slice
+	// order, at consecutive offsets after the partition's last record
+	// (from 0). Key, Value and Headers are kept; Topic, Offset and
+	// Timestamp are ignored. The suite produces only while no source of
+	// the topic runs.
+	Produce(t *testing.T, topic string, recs ...sluice.Record)
 }
 
 // Evicter is an optional extension of a [Driver], for the Loss scenario
@@ -98,11 +128,7 @@ var WaitTimeout = time.Minute
 // reports the clauses of the Source contract it exercises, since a wrong
 // commit or a record processed twice is the effect of breaking one.
 func Run(t *testing.T, d Driver) {
-	for _, sc := range []struct {
-		name    string
-		fn      func(*testing.T, Driver)
-		clauses []int
-	}{
+	runScenarios(t, d, []scenario[Driver]{
 		{"ProcessAllOnce", processAllOnce, []int{ClauseDeliver, ClauseCommit, ClauseShutdown}},
 		{"FilteredTailCommitted", filteredTail, []int{ClauseCommit}},
 		{"InvalidToDeadLetter", invalidToDeadLetter, []int{ClauseDeliver, ClauseCommit}},
@@ -112,13 +138,27 @@ func Run(t *testing.T, d Driver) {
 		{"PauseAndResume", pauseResume, []int{ClausePause, ClauseDeliver}},
 		{"RebalanceMidStream", rebalanceMidStream, []int{ClauseGiveUp, ClauseDeliver}},
 		{"LossThenReassign", lossThenReassign, []int{ClauseGiveUp, ClauseDeliver}},
-	} {
+	})
+}
+
+// scenario is one scenario of a suite run against drivers of type D, and
+// the clauses it exercises.
+type scenario[D any] struct {
+	name    string
+	fn      func(*testing.T, D)
+	clauses []int
+}
+
+// runScenarios runs each scenario against d as a parallel subtest of t; a
+// failed one also reports the clauses it exercises.
+func runScenarios[D any](t *testing.T, d D, scs []scenario[D]) {
+	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			t.Cleanup(func() {
 				if t.Failed() {
 					for _, c := range sc.clauses {
-						t.Errorf("scenario %s exercises Source contract §%d (%s)", sc.name, c, clauses[c])
+						t.Errorf("scenario %s exercises %s", sc.name, cite(c))
 					}
 				}
 			})
@@ -146,7 +186,7 @@ func names(t *testing.T) (topic, group string) {
 // newTopic creates a topic of parts partitions with a name unique to the
 // test, produces records(parts, 0, n) to it, and returns its name and a
 // group name unique to the test.
-func newTopic(t *testing.T, d Driver, parts int32, n int) (topic, group string) {
+func newTopic(t *testing.T, d Topics, parts int32, n int) (topic, group string) {
 	t.Helper()
 	topic, group = names(t)
 	d.CreateTopic(t, topic, parts)
