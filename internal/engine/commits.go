@@ -40,17 +40,20 @@ type tracker struct {
 	next  int64 // next offset to commit; -1 before anything completed
 	bytes int64 // payload bytes of live slots
 	// onDone is passed the records and bytes of every completion that
-	// advanced next, outside mu, in no particular order: it returns
-	// budget, which needs no order.
+	// advanced next, outside mu: it returns their budget (and so may
+	// let the source commit them). Without onCompleted it is called at
+	// once, in no particular order, and a completion takes mu once.
 	onDone func(records int, bytes int64)
-	// onCompleted, nil when nobody listens, is passed the same
-	// completions one call at a time, with next increasing: the goroutine
-	// that finds no call running (reporting unset) makes the calls, and
-	// completions that arrive meanwhile are added to unreported, for it to
-	// pass on before it stops. Without it a completion takes mu once.
-	onCompleted func(records int, next int64)
-	reporting   bool
-	unreported  int
+	// onCompleted, nil when no hook listens, is passed the same
+	// completions one call at a time, with next increasing, each before
+	// its onDone, so that a commit is never seen before the hook counted
+	// its records: the goroutine that finds no call running (reporting
+	// unset) makes the calls, and completions that arrive meanwhile are
+	// added to unreported, for it to pass on before it stops.
+	onCompleted     func(records int, next int64)
+	reporting       bool
+	unreported      int
+	unreportedBytes int64
 
 	limit    *dlLimiter // nil without a DeadLetterLimit
 	onLimit  func(error)
@@ -194,12 +197,17 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		}
 	}
 	n, b := tr.advance()
-	reported, next := 0, tr.next
+	next := tr.next
+	reported, reportedBytes := 0, int64(0)
 	if n > 0 && tr.onCompleted != nil {
+		// With a completion hook the budget goes back after the hook
+		// was told, in report.
 		tr.unreported += n
+		tr.unreportedBytes += b
+		n, b = 0, 0
 		if !tr.reporting {
 			tr.reporting = true
-			reported, tr.unreported = tr.unreported, 0
+			reported, reportedBytes = tr.takeUnreported()
 		}
 	}
 	var acks []Ack
@@ -220,14 +228,11 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		default:
 		}
 	}
-	// The budget goes back first, so that neither a slow hook nor one
-	// that panics holds it; the report runs also when returning the
-	// budget panics (hooks run there too), which clears reporting.
-	if reported > 0 {
-		defer tr.report(reported, next)
-	}
 	if n > 0 {
 		tr.onDone(n, b)
+	}
+	if reported > 0 {
+		tr.report(reported, reportedBytes, next)
 	}
 	if tripped != nil {
 		tr.onLimit(tripped)
@@ -235,23 +240,40 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 	return fault
 }
 
-// report passes n records and next to onCompleted, then the completions
-// that arrived during the call, until there are none; the caller set
-// reporting, and report clears it when it returns, also when onCompleted
-// panics.
-func (tr *tracker) report(n int, next int64) {
-	done := false
+// takeUnreported returns the completions not reported yet and clears
+// them. Callers hold mu.
+func (tr *tracker) takeUnreported() (int, int64) {
+	n, b := tr.unreported, tr.unreportedBytes
+	tr.unreported, tr.unreportedBytes = 0, 0
+	return n, b
+}
+
+// report passes n records and next to onCompleted and then returns their
+// b bytes of budget with onDone, then does the same for the completions
+// that arrived during the call, until there are none. The caller set
+// reporting; report clears it when it returns, also when a hook panics
+// (onCompleted, or one that onDone runs), and the budget of a round whose
+// onCompleted panicked still goes back.
+func (tr *tracker) report(n int, b int64, next int64) {
+	told, done := false, false
 	defer func() {
-		if !done { // onCompleted panicked
-			tr.mu.Lock()
-			tr.reporting = false
-			tr.mu.Unlock()
+		if done {
+			return
+		}
+		tr.mu.Lock()
+		tr.reporting = false
+		tr.mu.Unlock()
+		if !told { // onCompleted panicked: its records' budget still goes back
+			tr.onDone(n, b)
 		}
 	}()
 	for n > 0 {
+		told = false
 		tr.onCompleted(n, next)
+		told = true
+		tr.onDone(n, b)
 		tr.mu.Lock()
-		n, tr.unreported = tr.unreported, 0
+		n, b = tr.takeUnreported()
 		next = tr.next
 		if n == 0 {
 			tr.reporting = false

@@ -61,10 +61,12 @@ func TestTrackerReportsConcurrentCompletionsOnceInOrder(t *testing.T) {
 	}
 }
 
-// A completion returns its budget without waiting for OnRecordsCompleted,
-// also on the goroutine that makes the call: a slow hook does not hold
-// the records it is told about in the in-flight budget.
-func TestTrackerReturnsBudgetBeforeTheHookReturns(t *testing.T) {
+// With a completion hook, a record's budget goes back only after
+// OnRecordsCompleted was told about it, also for a record completed on
+// another goroutine during the call: returning the budget lets the source
+// commit, and a commit must never be seen before the hook counted its
+// records (metrics' completed count would lag what was committed).
+func TestTrackerReturnsBudgetAfterTheHookCounted(t *testing.T) {
 	var released atomic.Int64
 	inHook, leave := make(chan int64), make(chan struct{})
 	tr, first := hookTracker(2, &released, func(int, int64) {
@@ -72,11 +74,18 @@ func TestTrackerReturnsBudgetBeforeTheHookReturns(t *testing.T) {
 		<-leave
 	})
 	go tr.done(first)
-	got := <-inHook
-	close(leave)
-	if got != 1 {
-		t.Fatalf("during the OnRecordsCompleted call for a record, %d records returned to the budget, want 1", got)
+	if got := <-inHook; got != 0 {
+		t.Fatalf("during the OnRecordsCompleted call for a record, %d records returned to the budget, want 0", got)
 	}
+	tr.done(Ticket{id: first.id + 1}) // during the call: reported by the call's goroutine
+	if got := released.Load(); got != 0 {
+		t.Fatalf("a record completed during the hook call returned its budget before it was reported: %d returned, want 0", got)
+	}
+	leave <- struct{}{}
+	if got := <-inHook; got != 1 {
+		t.Fatalf("during the second OnRecordsCompleted call, %d records returned to the budget, want 1", got)
+	}
+	close(leave)
 }
 
 // An OnRecordsCompleted hook that panics clears the reporting flag (the
