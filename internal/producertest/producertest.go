@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -123,18 +125,7 @@ const wait = 60 * time.Second
 // subtest of t named for its clause.
 func Run[P sink.Producer](t *testing.T, h Harness[P]) {
 	s := &suite[P]{h: h}
-	for _, group := range []struct {
-		clause string
-		checks []check[P]
-	}{
-		{ClauseBuild, buildChecks[P]()},
-		{ClauseCommitAfterDelivery, commitChecks[P]()},
-		{ClauseDeadLetterBytes, deadLetterBytesChecks[P]()},
-		{ClauseDeadLetterOrder, deadLetterOrderChecks[P]()},
-		{ClauseErrorKinds, errorChecks[P]()},
-		{ClauseCloseBounds, closeChecks[P]()},
-		{ClauseTopicCheck, topicChecks[P]()},
-	} {
+	for _, group := range clauses[P]() {
 		t.Run(group.clause, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range group.checks {
@@ -147,13 +138,6 @@ func Run[P sink.Producer](t *testing.T, h Harness[P]) {
 			}
 		})
 	}
-}
-
-// check is one subtest of a clause.
-type check[P sink.Producer] struct {
-	name     string
-	parallel bool
-	fn       func(s *suite[P], t *T)
 }
 
 // suite holds the harness for the checks.
@@ -183,4 +167,25 @@ func (s *suite[P]) produceTo(p P, topic string, opts ...stages.CallOption) pipel
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(in, p, topic, ToMessage, opts...)
 	}
+}
+
+// start runs build (with opts) on the harness's source, a member of group
+// "g" consuming "in" on b.
+func (s *suite[P]) start(t *T, b *kafkatest.Broker, build pipeline.Builder, opts ...pipeline.Option) *testkit.Running {
+	t.Helper()
+	return testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), build, opts...)
+}
+
+// drain runs build (with opts) until group "g" has committed each of the
+// parts partitions of "in" exactly to n, then stops Run and fails the test
+// unless it returns nil.
+func (s *suite[P]) drain(t *T, b *kafkatest.Broker, parts int32, n int64, build pipeline.Builder, opts ...pipeline.Option) {
+	t.Helper()
+	r := s.start(t, b, build, opts...)
+	want := map[int32]int64{}
+	for part := range parts {
+		want[part] = n
+	}
+	WaitCommitted(t, b, r, "g", "in", want)
+	Stop(t, r)
 }
