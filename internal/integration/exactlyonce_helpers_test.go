@@ -76,17 +76,30 @@ type txnClient struct {
 
 func (c txnClient) String() string { return c.name }
 
-// txnClients are librdkafka's (newTxnSource) and franz's
-// (newFranzTxnSource).
-var txnClients = []txnClient{
-	{"librdkafka", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+// librdkafkaTxn makes members with newTxnSource, franzTxn with
+// newFranzTxnSource.
+var (
+	librdkafkaTxn = txnClient{"librdkafka", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
 		src, p := newTxnSource(t, b, group, in, txnID)
 		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return sinkProduce(p, topic) }
-	}},
-	{"franz", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+	}}
+	franzTxn = txnClient{"franz", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
 		src, p := newFranzTxnSource(t, b, group, in, txnID)
 		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return franzProduce(p, topic) }
-	}},
+	}}
+)
+
+// txnClients are both clients' exactly-once members.
+var txnClients = []txnClient{librdkafkaTxn, franzTxn}
+
+// start starts the exactly-once member name of e on client c: a source of
+// e's group on e's input with a transactional producer of id txnID,
+// writing its outputs to e's output with eosFanOut (slowing every
+// slowEvery-th record), with eosQueue and opts.
+func (e *eosCase) start(t *testing.T, c txnClient, name, txnID string, slowEvery int64, opts ...pipeline.Option) *consumer {
+	t.Helper()
+	src, produce := c.member(t, e.b, e.group, e.in, txnID)
+	return startConsumer(t, name, src, eosFanOut(produce(e.out), slowEvery), append(opts, eosQueue)...)
 }
 
 // committedSum is the sum of the group's committed offsets on topic, and

@@ -190,8 +190,7 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	wantAborted(t, a, false)
 	t.Logf("A stopped: %v; committed %v", a.Err(), e.b.Committed(t, e.group, e.in))
 
-	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eos-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 0), eosQueue)
+	bc := e.start(t, librdkafkaTxn, "B", "eos-B", 0)
 	e.finish(t, hw, bc)
 }
 

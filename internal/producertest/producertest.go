@@ -145,12 +145,19 @@ type suite[P sink.Producer] struct {
 	h Harness[P]
 }
 
-// newProducer makes a producer of cfg, closed when the test ends: after Run
-// returned (cleanups run last in first out) every delivery was reported,
-// so Close must return nil.
+// newProducer makes a producer of cfg with [Open].
 func (s *suite[P]) newProducer(t *T, cfg Config) P {
 	t.Helper()
-	p, err := s.h.NewProducer(cfg)
+	return Open(t, func() (P, error) { return s.h.NewProducer(cfg) })
+}
+
+// Open returns the producer newP makes, failing t if it fails, and closes
+// it when the test ends: after Run returned (cleanups run last in first
+// out) every delivery was reported, so Close has nothing to give up on
+// and must return nil.
+func Open[P sink.Producer](t testing.TB, newP func() (P, error)) P {
+	t.Helper()
+	p, err := newP()
 	if err != nil {
 		t.Fatal(err)
 	}
