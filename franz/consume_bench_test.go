@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/internal/benchwindow"
+	"github.com/sluice-go/sluice/internal/consumebench"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -64,7 +64,7 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			var w benchwindow.Window
+			var w consumebench.Window
 			w.Start()
 			for b.Loop() {
 				c.run(b, group(), consumeMsgs)
@@ -114,23 +114,11 @@ func consumeSluice(b *testing.B, brokers []string, group string, n int, build fu
 	var seen atomic.Int64
 	done := make(chan struct{})
 	var once atomic.Bool
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	consumebench.RunUntil(b, done, func(ctx context.Context) error {
+		return pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return build(p, in, &seen)
 		}, pipeline.WithHooks(doneHook{seen: &seen, n: int64(n), done: done, once: &once}), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	}()
-	select {
-	case <-done:
-	case err := <-errc:
-		b.Fatalf("Run returned early: %v", err)
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
+	})
 }
 
 // doneHook closes done once seen reached n, checked at every completion.

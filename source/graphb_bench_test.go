@@ -9,7 +9,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/benchwindow"
+	"github.com/sluice-go/sluice/internal/consumebench"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -35,7 +35,7 @@ import (
 func BenchmarkGraphB(b *testing.B) {
 	br := benchTopic(b)
 	b.Run("raw", func(b *testing.B) {
-		var w benchwindow.Window
+		var w consumebench.Window
 		for range b.N {
 			c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 			batches := make(map[int32][]int, benchParts)
@@ -66,7 +66,7 @@ func BenchmarkGraphB(b *testing.B) {
 		w.Report(b, b.N*benchMsgs)
 	})
 	b.Run("sluice", func(b *testing.B) {
-		var w benchwindow.Window
+		var w consumebench.Window
 		var pauses pauseCount
 		var partial atomic.Int64
 		var tail time.Duration
@@ -103,20 +103,9 @@ func BenchmarkGraphB(b *testing.B) {
 					return nil
 				})
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() {
-				errc <- pipeline.Run(ctx, src, build, pipeline.WithHooks(&pauses))
-			}()
-			select {
-			case <-done:
-			case err := <-errc:
-				b.Fatalf("Run returned early: %v", err)
-			}
-			cancel()
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			consumebench.RunUntil(b, done, func(ctx context.Context) error {
+				return pipeline.Run(ctx, src, build, pipeline.WithHooks(&pauses))
+			})
 		}
 		w.Report(b, b.N*benchMsgs)
 		b.ReportMetric(float64(pauses.n.Load())/float64(b.N), "pauses/op")

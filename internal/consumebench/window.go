@@ -1,8 +1,8 @@
-// Package benchwindow measures the wall time, CPU time and heap
-// allocations of a benchmark's measured windows, and reports them per
-// message: the consume benchmarks of both Kafka backends report the same
-// metrics.
-package benchwindow
+// Package consumebench is what the consume benchmarks of both Kafka
+// backends share: a Window measuring wall time, CPU time and heap
+// allocations and reporting them per message, and RunUntil, which runs a
+// consumer until it consumed what a benchmark iteration wants.
+package consumebench
 
 import (
 	"runtime"
