@@ -59,7 +59,8 @@ type Harness[P sink.Producer] struct {
 
 	// NewSource returns a source consuming topic as a member of group on
 	// the cluster at brokers, committing every 50 ms, with heartbeats fast
-	// enough for tests.
+	// enough for tests ([SourceOf] adapts a constructor returning the
+	// backend's own source type).
 	NewSource func(t testing.TB, brokers []string, group, topic string) sluice.Source
 
 	// SourceName is the package name that begins the source's errors
@@ -73,6 +74,15 @@ type Harness[P sink.Producer] struct {
 	// does when an idempotent producer's sequence breaks); Errors.Fatal
 	// names that error.
 	InjectFatal func(p P)
+}
+
+// SourceOf adapts a backend's source constructor, which returns its own
+// source type, to Harness.NewSource.
+func SourceOf[S sluice.Source](newSource func(t testing.TB, brokers []string, group, topic string) S) func(t testing.TB, brokers []string, group, topic string) sluice.Source {
+	return func(t testing.TB, brokers []string, group, topic string) sluice.Source {
+		t.Helper()
+		return newSource(t, brokers, group, topic)
+	}
 }
 
 // Config is a producer the suite asks for, in terms every backend maps to
