@@ -81,7 +81,7 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	e := newEOSCase(t, kafkatest.NewKfake(t), "feos", parts, perPartition)
 
 	a := e.start(t, franzTxn, "A", "feos-A", 2)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	e.b.Fill(t, e.in, perPartition, 16) // mid-stream: A commits these in transactions
 	hw := e.hw(t)
 	failNextCommit(t, e.b, "feos-A").Remove()
@@ -132,7 +132,7 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 	e := newEOSCase(t, kafkatest.NewBroker(t), "feosz", parts, perPartition)
 
 	a := e.start(t, franzTxn, "A", "feosz-A", 2)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	a2 := e.start(t, franzTxn, "A2", "feosz-A", 2)
 	e.b.Fill(t, e.in, perPartition, 16) // A's next transaction is refused
 	hw := e.hw(t)
@@ -153,7 +153,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	e := newEOSCase(t, kafkatest.NewBroker(t), "feosn", parts, perPartition)
 	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosn-A")
 	a := startConsumer(t, "A", srcA, producesNothing(franzProduce(pA, e.out)))
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	a.stop(t)
 
 	e.b.Fill(t, e.in, 1, 16) // one more record per partition: B gets exactly these
@@ -162,7 +162,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r sluice.Record) error { seen.add(r.Partition, r.Offset); return nil })
 	})
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	bc.stop(t)
 	if n := seen.total.Load(); n != parts {
 		t.Fatalf("B processed %d records, want the %d added after A's commits", n, parts)

@@ -38,6 +38,13 @@ func newEOSCase(t *testing.T, b *kafkatest.Broker, name string, parts int32, per
 // hw returns the input's high watermarks.
 func (e *eosCase) hw(t *testing.T) map[int32]int64 { return e.b.HighWatermarks(t, e.in) }
 
+// waitInputCommitted waits until the group committed the input up to its
+// high watermarks.
+func (e *eosCase) waitInputCommitted(t *testing.T) {
+	t.Helper()
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+}
+
 // waitMidStream waits until the group has a commit on every input
 // partition adding up to at least a fifth of the input's perPartition
 // records a partition, failing t if a stops first.
@@ -55,7 +62,7 @@ func (e *eosCase) waitMidStream(t *testing.T, perPartition int, a *consumer) {
 // offset below hw.
 func (e *eosCase) finish(t *testing.T, hw map[int32]int64, cs ...*consumer) {
 	t.Helper()
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	for _, c := range cs {
 		c.stop(t)
 	}

@@ -35,7 +35,7 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 	e.waitMidStream(t, perPartition, a)
 	failNextCommit(t, e.b, "eosw-A")
 	waitFor(t, "A rewinding partitions (lost, then assigned again)", func() bool { return obs.lost.Load() > 0 }, a)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	a.stop(t) // Run returns nil: the abort did not stop it
 	if got := obs.assigned.Load(); got <= parts {
 		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)

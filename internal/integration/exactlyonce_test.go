@@ -207,7 +207,7 @@ func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
 		obsA := newGroupObserver()
 		srcA, produceA := c.member(t, e.b, e.group, e.in, "eosr-A")
 		a := startConsumer(t, "A", srcA, eosFanOut(produceA(e.out), 1), pipeline.WithHooks(obsA), eosQueue)
-		e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+		e.waitInputCommitted(t)
 		e.b.Fill(t, e.in, perPartition, 16) // A is mid-stream in these when B joins
 		hw := e.hw(t)
 		srcB, produceB := c.member(t, e.b, e.group, e.in, "eosr-B")
