@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/internal/consumebench"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -65,14 +64,13 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			cpu0, mallocs0 := cpuNanos(), mallocs()
+			var w consumebench.Window
+			w.Start()
 			for b.Loop() {
 				c.run(b, group(), consumeMsgs)
 			}
-			total := float64(b.N * consumeMsgs)
-			b.ReportMetric(total/b.Elapsed().Seconds(), "msg/s")
-			b.ReportMetric(float64(cpuNanos()-cpu0)/total, "cpu-ns/msg")
-			b.ReportMetric(float64(mallocs()-mallocs0)/total, "allocs/msg")
+			w.Stop()
+			w.Report(b, b.N*consumeMsgs)
 		})
 	}
 }
@@ -116,23 +114,11 @@ func consumeSluice(b *testing.B, brokers []string, group string, n int, build fu
 	var seen atomic.Int64
 	done := make(chan struct{})
 	var once atomic.Bool
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	consumebench.RunUntil(b, done, func(ctx context.Context) error {
+		return pipeline.Run(ctx, src, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return build(p, in, &seen)
 		}, pipeline.WithHooks(doneHook{seen: &seen, n: int64(n), done: done, once: &once}), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	}()
-	select {
-	case <-done:
-	case err := <-errc:
-		b.Fatalf("Run returned early: %v", err)
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
+	})
 }
 
 // doneHook closes done once seen reached n, checked at every completion.
@@ -147,18 +133,4 @@ func (h doneHook) OnRecordsCompleted(sluice.TopicPartition, int, int64) {
 	if h.seen.Load() >= h.n && h.once.CompareAndSwap(false, true) {
 		close(h.done)
 	}
-}
-
-func cpuNanos() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-func mallocs() int64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.Mallocs)
 }

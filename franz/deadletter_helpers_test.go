@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -11,14 +12,5 @@ import (
 // must return nil).
 func newProducer(t *testing.T, b *kafkatest.Broker) *franz.Producer {
 	t.Helper()
-	p, err := franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close after Run returned = %v, want nil", err)
-		}
-	})
-	return p
+	return producertest.Open(t, func() (*franz.Producer, error) { return franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()}) })
 }

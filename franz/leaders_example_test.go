@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
@@ -27,22 +26,20 @@ func ExampleNewLeaders() {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	commit := func(group string, partition int32, offset int64) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		defer cl.Close()
+	admin, err := b.Admin()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for group, offsets := range map[string]map[int32]int64{"billing": {0: 7, 1: 3}, "audit": {0: 5}} {
 		var os kadm.Offsets
-		os.Add(kadm.Offset{Topic: "orders", Partition: partition, At: offset, LeaderEpoch: -1})
-		if err := kadm.NewClient(cl).CommitAllOffsets(ctx, group, os); err != nil {
+		for p, at := range offsets {
+			os.Add(kadm.Offset{Topic: "orders", Partition: p, At: at, LeaderEpoch: -1})
+		}
+		if err := admin.CommitAllOffsets(ctx, group, os); err != nil {
 			fmt.Println(err)
 		}
 	}
-	commit("billing", 0, 7)
-	commit("audit", 0, 5)
-	commit("billing", 1, 3)
 
 	leaders, err := franz.NewLeaders(franz.LeadersConfig{Brokers: b.Addrs(), Groups: []string{"billing", "audit"}})
 	if err != nil {

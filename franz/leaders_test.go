@@ -7,7 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Bad LeadersConfig fields are errors naming them.
+// Bad LeadersConfig fields are errors naming them: the brokers and groups
+// as internal/rebalance.CheckLeadersConfig (whose test checks each kind of
+// mistake), the client's own options here.
 func TestNewLeadersErrors(t *testing.T) {
 	b := []string{"localhost:9092"}
 	for _, tc := range []struct {
@@ -17,8 +19,6 @@ func TestNewLeadersErrors(t *testing.T) {
 	}{
 		{"no brokers", LeadersConfig{Groups: []string{"a"}}, "LeadersConfig.Brokers is empty"},
 		{"no groups", LeadersConfig{Brokers: b}, "LeadersConfig.Groups is empty"},
-		{"empty group", LeadersConfig{Brokers: b, Groups: []string{"a", " "}}, "LeadersConfig.Groups[1] is empty"},
-		{"repeated group", LeadersConfig{Brokers: b, Groups: []string{"a", "b", "a"}}, `LeadersConfig.Groups[2] = "a" repeats LeadersConfig.Groups[0]`},
 		{"consumer group opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.ConsumerGroup("x")}}, "kgo.ConsumerGroup cannot be set"},
 		{"consume topics opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.ConsumeTopics("x")}}, "kgo.ConsumeTopics cannot be set"},
 		{"seed brokers opt", LeadersConfig{Brokers: b, Groups: []string{"a"}, Opts: []kgo.Opt{kgo.SeedBrokers("y:1")}}, "kgo.SeedBrokers cannot be set"},

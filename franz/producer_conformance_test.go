@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/internal/producertest"
 )
@@ -24,11 +23,8 @@ func TestProducerConformance(t *testing.T) {
 		Unstarted:   func() *franz.Producer { return &franz.Producer{} },
 		Pending:     franz.ProducerPending,
 		ErrClosed:   franz.ErrClosed,
-		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {
-			t.Helper()
-			return newSource(t, brokers, group, topic)
-		},
-		SourceName: "franz",
+		NewSource:   producertest.SourceOf(newSource),
+		SourceName:  "franz",
 		Errors: producertest.Errors{
 			TooLarge:        "MESSAGE_TOO_LARGE",
 			UnknownTopic:    "UNKNOWN_TOPIC_OR_PARTITION",

@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/consumebench"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -134,19 +135,8 @@ func BenchmarkKafkaSource(b *testing.B) {
 					b.Fatal(err)
 				}
 				g := &countGroup{target: benchMsgs, done: make(chan struct{}), wake: make(chan struct{}, 1)}
-				ctx, cancel := context.WithCancel(context.Background())
-				errc := make(chan error, 1)
-				go func() { errc <- src.Run(ctx, g) }()
-				select {
-				case <-g.done:
-				case err := <-errc:
-					b.Fatalf("Run returned early: %v", err)
-				}
+				consumebench.RunUntil(b, g.done, func(ctx context.Context) error { return src.Run(ctx, g) })
 				window += g.last.Sub(g.first)
-				cancel()
-				if err := <-errc; err != nil {
-					b.Fatal(err)
-				}
 			}
 			reportRate(b, b.N*benchMsgs, window)
 		})
@@ -228,19 +218,8 @@ func BenchmarkPipeline(b *testing.B) {
 			})
 			return stages.Discard(sizes)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- pipeline.Run(ctx, src, build) }()
-		select {
-		case <-done:
-		case err := <-errc:
-			b.Fatalf("Run returned early: %v", err)
-		}
+		consumebench.RunUntil(b, done, func(ctx context.Context) error { return pipeline.Run(ctx, src, build) })
 		window += time.Duration(last.Load() - first.Load())
-		cancel()
-		if err := <-errc; err != nil {
-			b.Fatal(err)
-		}
 	}
 	reportRate(b, b.N*benchMsgs, window)
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/internal/heldtest"
-	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -52,11 +51,8 @@ func TestMaxInFlightIsACap(t *testing.T) {
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("caps", partitions))
 	n := b.Fill(t, "caps", 5000, 100)
 	m := gatedRun(t, newSource(t, b, "g-caps", "caps", nil), int64(n), pipeline.WithMaxInFlight(limit))
-	records, _ := m.Peaks()
-	t.Logf("runtime %d records, core %d records, both %d", records, m.coreRecords, m.sumRecords)
-	if bound := int64(limit + partitions*rebalance.MaxBatch); records > bound {
-		t.Errorf("the runtime held up to %d records; want at most %d (%d + %d partitions x %d)", records, bound, limit, partitions, rebalance.MaxBatch)
-	}
+	heldtest.WantRecordsCap(t, m.Meter, limit, partitions)
+	t.Logf("core %d records, with the runtime's %d", m.coreRecords, m.sumRecords)
 	if m.coreRecords > partitions {
 		t.Errorf("the core held up to %d records; want at most one per partition", m.coreRecords)
 	}
@@ -76,12 +72,8 @@ func TestMaxInFlightBytesIsACap(t *testing.T) {
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("zcaps", partitions))
 	n := heldtest.ProduceZstd(t, b.Addrs(), "zcaps", partitions, perPart, value, 0)
 	m := gatedRun(t, newSource(t, b, "g-zcaps", "zcaps", nil), int64(n), pipeline.WithMaxInFlightBytes(budget))
-	_, bytes := m.Peaks()
-	t.Logf("runtime %d bytes, core %d bytes, both %d", bytes, m.coreBytes, m.sumBytes)
-	rec := int64(value + 9 + pipeline.RecordOverhead)
-	if bound := budget + partitions*max(budget/8, rec); bytes > bound {
-		t.Errorf("the runtime held up to %d bytes; want at most %d (the budget + %d partitions x one delivery)", bytes, bound, partitions)
-	}
+	rec := heldtest.WantBytesCap(t, m.Meter, budget, partitions, value)
+	t.Logf("core %d bytes, with the runtime's %d", m.coreBytes, m.sumBytes)
 	if m.coreBytes > partitions*rec {
 		t.Errorf("the core held up to %d bytes; want at most one record (%d) per partition", m.coreBytes, rec)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -49,7 +50,7 @@ func TestCloseDuringCooperativeRebalance(t *testing.T) {
 				t.Errorf("A: %d rebalance callbacks ran inside the client's Close, want 0", n)
 			}
 			bg.waitUntil(t, wait, "B owns every partition", func(f *fakeGroup) bool { return len(f.assigned) == parts })
-			b.Produce(t, "in", records(parts, 200, 50)...)
+			b.Produce(t, "in", producertest.Input(parts, 200, 50)...)
 			total := func() int {
 				var s int
 				a.with(func(f *fakeGroup) { s += f.total })

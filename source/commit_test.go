@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
@@ -180,7 +181,7 @@ func runBehindHeldCommit(t *testing.T, closeTimeout time.Duration) (*kafkatest.B
 	src.commitOffsets = spy.commit
 	g, r := runFor(t, src, 100)
 	spy.waitHeld(t)
-	b.Produce(t, "in", records(1, 100, 100)...)
+	b.Produce(t, "in", producertest.Input(1, 100, 100)...)
 	g.waitUntil(t, wait, "the next 100 records", delivered(200))
 	return b, src, spy, g, r
 }

@@ -55,14 +55,7 @@ func TestPrefetchKeepsOverrides(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Overrides = tc.overrides
-			k, err := NewSource(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm, err := k.cfg.configMap(20 * time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k, cm := configMapOf(t, cfg, 20*time.Second)
 			k.cfg.prefetch(cm, 16<<20)
 			for key, want := range tc.want {
 				if got := cm[key]; got != want {

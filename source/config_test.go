@@ -13,6 +13,22 @@ func baseConfig() Config {
 	return Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}
 }
 
+// configMapOf returns a source of cfg and the librdkafka configuration it
+// makes for the drain timeout drain, failing t if NewSource or configMap
+// fails.
+func configMapOf(t *testing.T, cfg Config, drain time.Duration) (*Source, kafka.ConfigMap) {
+	t.Helper()
+	k, err := NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := k.cfg.configMap(drain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, cm
+}
+
 // Numbers of every Go type are converted to what kafka.ConfigMap accepts;
 // confluent-kafka-go rejects anything but string, bool and int when the
 // client is created ("Invalid value type float64 for key ...").
@@ -85,14 +101,7 @@ func TestOverrideNumbersAcceptedByClient(t *testing.T) {
 		"fetch.wait.max.ms":          uint16(50),
 		"linger.ms":                  0.5, // a producer property: ignored, with a warning
 	}
-	k, err := NewSource(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := k.cfg.configMap(20 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cm := configMapOf(t, cfg, 20*time.Second)
 	cm["go.logs.channel.enable"] = false
 	cm["log_level"] = 0
 	c, err := kafka.NewConsumer(&cm)
@@ -135,14 +144,7 @@ func TestGroupTimeouts(t *testing.T) {
 			cfg := baseConfig()
 			cfg.CloseTimeout = tc.close
 			cfg.Overrides = tc.ov
-			k, err := NewSource(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm, err := k.cfg.configMap(tc.drain)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, cm := configMapOf(t, cfg, tc.drain)
 			for key, want := range tc.want {
 				got, ok := cm[key]
 				if want == nil {

@@ -2,15 +2,14 @@ package source
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/consumebench"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -36,7 +35,7 @@ import (
 func BenchmarkGraphB(b *testing.B) {
 	br := benchTopic(b)
 	b.Run("raw", func(b *testing.B) {
-		var w window
+		var w consumebench.Window
 		for range b.N {
 			c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
 			batches := make(map[int32][]int, benchParts)
@@ -45,7 +44,7 @@ func BenchmarkGraphB(b *testing.B) {
 				switch e := c.Poll(100).(type) {
 				case *kafka.Message:
 					if n == 0 {
-						w.start()
+						w.Start()
 					}
 					n++
 					v := graphBMap(e.Value)
@@ -61,13 +60,13 @@ func BenchmarkGraphB(b *testing.B) {
 					}
 				}
 			}
-			w.stop()
+			w.Stop()
 			_ = c.Close()
 		}
-		w.report(b, b.N*benchMsgs)
+		w.Report(b, b.N*benchMsgs)
 	})
 	b.Run("sluice", func(b *testing.B) {
-		var w window
+		var w consumebench.Window
 		var pauses pauseCount
 		var partial atomic.Int64
 		var tail time.Duration
@@ -83,7 +82,7 @@ func BenchmarkGraphB(b *testing.B) {
 			build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				vals := stages.Map(in, func(_ context.Context, r sluice.Record) (int, error) {
 					if started.CompareAndSwap(false, true) {
-						w.start()
+						w.Start()
 					}
 					if mapped.Add(1) == benchMsgs {
 						lastMap.Store(time.Now().UnixNano())
@@ -97,29 +96,18 @@ func BenchmarkGraphB(b *testing.B) {
 						partial.Add(1)
 					}
 					if n.Add(int64(len(vs))) == benchMsgs {
-						w.stop()
+						w.Stop()
 						tail += time.Duration(time.Now().UnixNano() - lastMap.Load())
 						close(done)
 					}
 					return nil
 				})
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() {
-				errc <- pipeline.Run(ctx, src, build, pipeline.WithHooks(&pauses))
-			}()
-			select {
-			case <-done:
-			case err := <-errc:
-				b.Fatalf("Run returned early: %v", err)
-			}
-			cancel()
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			consumebench.RunUntil(b, done, func(ctx context.Context) error {
+				return pipeline.Run(ctx, src, build, pipeline.WithHooks(&pauses))
+			})
 		}
-		w.report(b, b.N*benchMsgs)
+		w.Report(b, b.N*benchMsgs)
 		b.ReportMetric(float64(pauses.n.Load())/float64(b.N), "pauses/op")
 		b.ReportMetric(float64(partial.Load())/float64(b.N), "partial-batches/op")
 		b.ReportMetric(tail.Seconds()*1000/float64(b.N), "tail-ms")
@@ -155,44 +143,4 @@ func graphBEach(vs []int) {
 		s += v
 	}
 	graphBSink.Add(int64(s))
-}
-
-// window accumulates wall time, CPU time and heap allocations between
-// start and stop calls (one pair per iteration; start and stop may run on
-// different goroutines, never at once).
-type window struct {
-	t0             time.Time
-	cpu0, mallocs0 int64
-	wall           time.Duration
-	cpu, mallocs   int64
-}
-
-func (w *window) start() {
-	w.t0, w.cpu0, w.mallocs0 = time.Now(), cpuNanos(), mallocs()
-}
-
-func (w *window) stop() {
-	w.wall += time.Since(w.t0)
-	w.cpu += cpuNanos() - w.cpu0
-	w.mallocs += mallocs() - w.mallocs0
-}
-
-func (w *window) report(b *testing.B, total int) {
-	b.ReportMetric(float64(total)/w.wall.Seconds(), "msg/s")
-	b.ReportMetric(float64(w.cpu)/float64(total), "cpu-ns/msg")
-	b.ReportMetric(float64(w.mallocs)/float64(total), "allocs/msg")
-}
-
-func cpuNanos() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-func mallocs() int64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.Mallocs)
 }

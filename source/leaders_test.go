@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-// Bad LeadersConfig fields are errors naming them.
+// Bad LeadersConfig fields are errors naming them: the brokers and groups
+// as internal/rebalance.CheckLeadersConfig (whose test checks each kind of
+// mistake), the client's own options here.
 func TestNewLeadersErrors(t *testing.T) {
 	b := []string{"localhost:9092"}
 	for _, tc := range []struct {
@@ -15,8 +17,6 @@ func TestNewLeadersErrors(t *testing.T) {
 	}{
 		{"no brokers", LeadersConfig{Groups: []string{"a"}}, "LeadersConfig.Brokers is empty"},
 		{"no groups", LeadersConfig{Brokers: b}, "LeadersConfig.Groups is empty"},
-		{"empty group", LeadersConfig{Brokers: b, Groups: []string{"a", ""}}, "LeadersConfig.Groups[1] is empty"},
-		{"repeated group", LeadersConfig{Brokers: b, Groups: []string{"a", "b", "a"}}, `LeadersConfig.Groups[2] = "a" repeats LeadersConfig.Groups[0]`},
 		{"bootstrap override", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"bootstrap.servers": "x:1"}}, `LeadersConfig.Overrides["bootstrap.servers"] cannot be set`},
 		{"bad value", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"socket.timeout.ms": 1.5}}, `Overrides["socket.timeout.ms"] = 1.5`},
 		{"unknown property", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"no.such.property": 1}}, "no.such.property"},

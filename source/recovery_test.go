@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -105,7 +106,7 @@ func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 	took := time.Since(died)
 	t.Logf("partitions back %v after the member died (rebalance timeout %v)", took, rebalanceTimeout)
 
-	b.Produce(t, "in", records(parts, 50, 50)...)
+	b.Produce(t, "in", producertest.Input(parts, 50, 50)...)
 	a.waitUntil(t, wait, "A consumes what came after", func(f *fakeGroup) bool {
 		for p := range int32(parts) {
 			if f.next[TP{Topic: "in", Partition: p}] != 100 {

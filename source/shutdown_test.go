@@ -82,60 +82,62 @@ func TestFinalCommitRetriedWhileRebalancing(t *testing.T) {
 	checkCommitted(t, b, "g", "in")
 }
 
-// An unresponsive coordinator cannot hold the shutdown: the final commit
-// is abandoned after Config.CloseTimeout and Run names it.
-func TestFinalCommitBounded(t *testing.T) {
+// A shutdown step the broker never answers cannot hold the shutdown: Run
+// gives up on it within Config.CloseTimeout and returns an error naming
+// it. An unresponsive coordinator's final commit is abandoned; a Close
+// whose LeaveGroup is never answered is left running, after the final
+// commit landed.
+func TestShutdownStepBounded(t *testing.T) {
 	t.Parallel()
-	b := topicIn(t, kafkatest.NewKfake(t), 2, 50)
-	// socket.timeout.ms: librdkafka gives up on the swallowed request after
-	// 5s, so what Run leaves in the background ends within the test.
-	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
-	src.cfg.CommitInterval = time.Hour
-	src.cfg.CloseTimeout = time.Second
-	_, r := runFor(t, src, 100)
+	for _, tc := range []struct {
+		name      string
+		swallow   kmsg.Key      // the request the broker never answers
+		close     time.Duration // Config.CloseTimeout
+		took      time.Duration // the most Run may take after cancel
+		want      []string      // what Run's error names
+		notWant   string        // what it must not name ("" for nothing)
+		committed bool          // whether the final commit lands
+	}{
+		{"final commit", kmsg.OffsetCommit, time.Second, 3 * time.Second,
+			[]string{"final commit", "did not finish"}, "", false},
+		// Close gets 1.2s: less than librdkafka's 5s LeaveGroup timeout.
+		{"client close", kmsg.LeaveGroup, 2 * time.Second, 4 * time.Second,
+			[]string{"closing the client did not finish"}, "final commit", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := topicIn(t, kafkatest.NewKfake(t), 2, 50)
+			// socket.timeout.ms: librdkafka gives up on the swallowed
+			// request after 5s, so what Run leaves in the background ends
+			// within the test.
+			src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
+			src.cfg.CommitInterval = time.Hour
+			src.cfg.CloseTimeout = tc.close
+			_, r := runFor(t, src, 100)
 
-	end := swallow(t, b, kmsg.OffsetCommit)
-	began := time.Now()
-	err := r.stop(t)
-	took := time.Since(began)
-	end()
-	if err == nil || !strings.Contains(err.Error(), "final commit") || !strings.Contains(err.Error(), "did not finish") {
-		t.Errorf("Run = %v, want an error naming the final commit", err)
+			end := swallow(t, b, tc.swallow)
+			began := time.Now()
+			err := r.stop(t)
+			took := time.Since(began)
+			end()
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Run = %v, want an error naming %q", err, w)
+				}
+			}
+			if tc.notWant != "" && err != nil && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("Run = %v: it should not name %q", err, tc.notWant)
+			}
+			if took > tc.took {
+				t.Errorf("Run took %v after cancel with CloseTimeout %v", took, tc.close)
+			}
+			t.Logf("Run returned after %v: %v", took, err)
+			if tc.committed {
+				checkCommitted(t, b, "g", "in")
+			}
+			waitBackground(t, src, 30*time.Second)
+		})
 	}
-	if took > 3*time.Second {
-		t.Errorf("Run took %v after cancel with CloseTimeout 1s", took)
-	}
-	t.Logf("Run returned after %v: %v", took, err)
-	waitBackground(t, src, 30*time.Second)
-}
-
-// A Close that does not finish (here: the LeaveGroup it waits for is never
-// answered) is left running; Run returns an error naming it, after the
-// final commit landed.
-func TestCloseBounded(t *testing.T) {
-	t.Parallel()
-	b := topicIn(t, kafkatest.NewKfake(t), 2, 50)
-	src := newSource(t, b, "g", "in", map[string]any{"socket.timeout.ms": 5000})
-	src.cfg.CommitInterval = time.Hour
-	src.cfg.CloseTimeout = 2 * time.Second // Close gets 1.2s: less than librdkafka's 5s LeaveGroup timeout
-	_, r := runFor(t, src, 100)
-
-	end := swallow(t, b, kmsg.LeaveGroup)
-	began := time.Now()
-	err := r.stop(t)
-	took := time.Since(began)
-	end()
-	if err == nil || !strings.Contains(err.Error(), "closing the client did not finish") {
-		t.Errorf("Run = %v, want an error naming the client close", err)
-	}
-	if strings.Contains(err.Error(), "final commit") {
-		t.Errorf("Run = %v: the final commit should have landed", err)
-	}
-	if took > 4*time.Second {
-		t.Errorf("Run took %v after cancel with CloseTimeout 2s", took)
-	}
-	checkCommitted(t, b, "g", "in")
-	waitBackground(t, src, 30*time.Second)
 }
 
 // The synchronous commit of a revoke is bounded the same way: with the

@@ -1,8 +1,9 @@
 // Package heldtest measures what the runtime holds of the records a
 // Kafka source delivered, for the tests of both sources' in-flight
 // limits: a Meter wraps the source's Group and counts completions as a
-// hook, GatedRun holds the graph until the source filled what it may, and
-// ProduceZstd writes records that compress well.
+// hook, GatedRun holds the graph until the source filled what it may,
+// WantRecordsCap and WantBytesCap check the runtime's side of the limits,
+// and ProduceZstd writes records that compress well.
 package heldtest
 
 import (

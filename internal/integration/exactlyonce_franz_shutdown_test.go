@@ -78,7 +78,6 @@ func shutdownCommitRefused(t *testing.T, produce bool, key kmsg.Key) {
 		t.Fatalf("group commits after A %v, want none (A's only commit was refused)", c)
 	}
 
-	srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feoss-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 0), eosQueue)
+	bc := e.start(t, franzTxn, "B", "feoss-B", 0)
 	e.finish(t, hw, bc)
 }

@@ -80,9 +80,8 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	e := newEOSCase(t, kafkatest.NewKfake(t), "feos", parts, perPartition)
 
-	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feos-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 2), eosQueue)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	a := e.start(t, franzTxn, "A", "feos-A", 2)
+	e.waitInputCommitted(t)
 	e.b.Fill(t, e.in, perPartition, 16) // mid-stream: A commits these in transactions
 	hw := e.hw(t)
 	failNextCommit(t, e.b, "feos-A").Remove()
@@ -91,8 +90,7 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	case <-a.Done():
 		wantAborted(t, a, false)
 		t.Logf("A stopped: %v; committed %v", a.Err(), e.b.Committed(t, e.group, e.in))
-		srcB, pB := newFranzTxnSource(t, e.b, e.group, e.in, "feos-B")
-		finish = []*consumer{startConsumer(t, "B", srcB, eosFanOut(franzProduce(pB, e.out), 0), eosQueue)}
+		finish = []*consumer{e.start(t, franzTxn, "B", "feos-B", 0)}
 	case <-time.After(100 * time.Millisecond):
 		// A rewound in place and goes on
 	}
@@ -133,11 +131,9 @@ func TestFranzExactlyOnceZombieFenced(t *testing.T) {
 	const parts, perPartition = 4, 3000
 	e := newEOSCase(t, kafkatest.NewBroker(t), "feosz", parts, perPartition)
 
-	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosz-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(franzProduce(pA, e.out), 2), eosQueue)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
-	srcA2, pA2 := newFranzTxnSource(t, e.b, e.group, e.in, "feosz-A")
-	a2 := startConsumer(t, "A2", srcA2, eosFanOut(franzProduce(pA2, e.out), 2), eosQueue)
+	a := e.start(t, franzTxn, "A", "feosz-A", 2)
+	e.waitInputCommitted(t)
+	a2 := e.start(t, franzTxn, "A2", "feosz-A", 2)
 	e.b.Fill(t, e.in, perPartition, 16) // A's next transaction is refused
 	hw := e.hw(t)
 	waitStopped(t, a, "A2 starting with its transactional id")
@@ -157,7 +153,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	e := newEOSCase(t, kafkatest.NewBroker(t), "feosn", parts, perPartition)
 	srcA, pA := newFranzTxnSource(t, e.b, e.group, e.in, "feosn-A")
 	a := startConsumer(t, "A", srcA, producesNothing(franzProduce(pA, e.out)))
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	a.stop(t)
 
 	e.b.Fill(t, e.in, 1, 16) // one more record per partition: B gets exactly these
@@ -166,7 +162,7 @@ func TestFranzExactlyOnceNothingProduced(t *testing.T) {
 	bc := startConsumer(t, "B", srcB, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r sluice.Record) error { seen.add(r.Partition, r.Offset); return nil })
 	})
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	bc.stop(t)
 	if n := seen.total.Load(); n != parts {
 		t.Fatalf("B processed %d records, want the %d added after A's commits", n, parts)

@@ -38,6 +38,13 @@ func newEOSCase(t *testing.T, b *kafkatest.Broker, name string, parts int32, per
 // hw returns the input's high watermarks.
 func (e *eosCase) hw(t *testing.T) map[int32]int64 { return e.b.HighWatermarks(t, e.in) }
 
+// waitInputCommitted waits until the group committed the input up to its
+// high watermarks.
+func (e *eosCase) waitInputCommitted(t *testing.T) {
+	t.Helper()
+	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+}
+
 // waitMidStream waits until the group has a commit on every input
 // partition adding up to at least a fifth of the input's perPartition
 // records a partition, failing t if a stops first.
@@ -55,7 +62,7 @@ func (e *eosCase) waitMidStream(t *testing.T, perPartition int, a *consumer) {
 // offset below hw.
 func (e *eosCase) finish(t *testing.T, hw map[int32]int64, cs ...*consumer) {
 	t.Helper()
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	for _, c := range cs {
 		c.stop(t)
 	}
@@ -76,17 +83,30 @@ type txnClient struct {
 
 func (c txnClient) String() string { return c.name }
 
-// txnClients are librdkafka's (newTxnSource) and franz's
-// (newFranzTxnSource).
-var txnClients = []txnClient{
-	{"librdkafka", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+// librdkafkaTxn makes members with newTxnSource, franzTxn with
+// newFranzTxnSource.
+var (
+	librdkafkaTxn = txnClient{"librdkafka", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
 		src, p := newTxnSource(t, b, group, in, txnID)
 		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return sinkProduce(p, topic) }
-	}},
-	{"franz", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
+	}}
+	franzTxn = txnClient{"franz", func(t *testing.T, b *kafkatest.Broker, group, in, txnID string) (sluice.Source, produceTo) {
 		src, p := newFranzTxnSource(t, b, group, in, txnID)
 		return src, func(topic string) func(pipeline.Stream[sluice.Message]) pipeline.End { return franzProduce(p, topic) }
-	}},
+	}}
+)
+
+// txnClients are both clients' exactly-once members.
+var txnClients = []txnClient{librdkafkaTxn, franzTxn}
+
+// start starts the exactly-once member name of e on client c: a source of
+// e's group on e's input with a transactional producer of id txnID,
+// writing its outputs to e's output with eosFanOut (slowing every
+// slowEvery-th record), with eosQueue and opts.
+func (e *eosCase) start(t *testing.T, c txnClient, name, txnID string, slowEvery int64, opts ...pipeline.Option) *consumer {
+	t.Helper()
+	src, produce := c.member(t, e.b, e.group, e.in, txnID)
+	return startConsumer(t, name, src, eosFanOut(produce(e.out), slowEvery), append(opts, eosQueue)...)
 }
 
 // committedSum is the sum of the group's committed offsets on topic, and

@@ -31,12 +31,11 @@ func TestExactlyOnceRewindAfterFailedCommit(t *testing.T) {
 	hw := e.hw(t)
 
 	obs := newGroupObserver()
-	srcA, pA := newTxnSource(t, e.b, e.group, e.in, "eosw-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 2), pipeline.WithHooks(obs), eosQueue)
+	a := e.start(t, librdkafkaTxn, "A", "eosw-A", 2, pipeline.WithHooks(obs))
 	e.waitMidStream(t, perPartition, a)
 	failNextCommit(t, e.b, "eosw-A")
 	waitFor(t, "A rewinding partitions (lost, then assigned again)", func() bool { return obs.lost.Load() > 0 }, a)
-	e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+	e.waitInputCommitted(t)
 	a.stop(t) // Run returns nil: the abort did not stop it
 	if got := obs.assigned.Load(); got <= parts {
 		t.Fatalf("A assigned %d partitions, want more than %d (the rewound ones again)", got, parts)
@@ -56,8 +55,7 @@ func TestExactlyOnceFencedMemberStops(t *testing.T) {
 	e := newEOSCase(t, kafkatest.NewBroker(t), "eosf", parts, perPartition)
 	hw := e.hw(t)
 
-	srcA, pA := newTxnSource(t, e.b, e.group, e.in, "eosf-A")
-	a := startConsumer(t, "A", srcA, eosFanOut(sinkProduce(pA, e.out), 2), eosQueue)
+	a := e.start(t, librdkafkaTxn, "A", "eosf-A", 2)
 	waitFor(t, "A committing transactions on every partition", func() bool { return len(e.b.Committed(t, e.group, e.in)) == parts }, a)
 	fence(t, e.b, "eosf-A")
 	waitStopped(t, a, "being fenced")
@@ -66,8 +64,7 @@ func TestExactlyOnceFencedMemberStops(t *testing.T) {
 	// both are librdkafka fatal errors, which the abort marks ErrFatal.
 	wantAborted(t, a, true)
 
-	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eosf-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 0), eosQueue)
+	bc := e.start(t, librdkafkaTxn, "B", "eosf-B", 0)
 	e.finish(t, hw, bc)
 }
 

@@ -190,8 +190,7 @@ func TestExactlyOnceMemberFailsMidStream(t *testing.T) {
 	wantAborted(t, a, false)
 	t.Logf("A stopped: %v; committed %v", a.Err(), e.b.Committed(t, e.group, e.in))
 
-	srcB, pB := newTxnSource(t, e.b, e.group, e.in, "eos-B")
-	bc := startConsumer(t, "B", srcB, eosFanOut(sinkProduce(pB, e.out), 0), eosQueue)
+	bc := e.start(t, librdkafkaTxn, "B", "eos-B", 0)
 	e.finish(t, hw, bc)
 }
 
@@ -208,7 +207,7 @@ func TestExactlyOnceRevokeUnderLoad(t *testing.T) {
 		obsA := newGroupObserver()
 		srcA, produceA := c.member(t, e.b, e.group, e.in, "eosr-A")
 		a := startConsumer(t, "A", srcA, eosFanOut(produceA(e.out), 1), pipeline.WithHooks(obsA), eosQueue)
-		e.b.WaitCommitted(t, e.group, e.in, e.hw(t))
+		e.waitInputCommitted(t)
 		e.b.Fill(t, e.in, perPartition, 16) // A is mid-stream in these when B joins
 		hw := e.hw(t)
 		srcB, produceB := c.member(t, e.b, e.group, e.in, "eosr-B")

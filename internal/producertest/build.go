@@ -15,13 +15,6 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func buildChecks[P sink.Producer]() []check[P] {
-	return []check[P]{
-		{"producer created inside the builder", false, (*suite[P]).producerInBuilder},
-		{"bad arguments", true, (*suite[P]).badArguments},
-	}
-}
-
 // producerInBuilder: a producer created inside the builder (one Kafka
 // client per partition and per reassignment, never closed) fails the
 // first build with a *sluice.BuildError naming the mistake, before any

@@ -12,17 +12,8 @@ import (
 	"github.com/sluice-go/sluice/sink"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
-
-func closeChecks[P sink.Producer]() []check[P] {
-	return []check[P]{
-		{"gives up on undelivered messages", true, (*suite[P]).closeGivesUp},
-		{"fails a waiting dead letter", true, (*suite[P]).closeFailsWaitingDeadLetter},
-		{"closed producer refuses work", true, (*suite[P]).closedProducer},
-	}
-}
 
 // closeSlack is what Close may take beyond its close timeout: two
 // one-second bounds (giving up on the reports, closing the client) and
@@ -90,7 +81,7 @@ func (s *suite[P]) closeGivesUp(t *T) {
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", Input(1, 0, k)...)
 	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
+	r := s.start(t, b, s.produceTo(p, "out"))
 	r.WaitUntil(t, fmt.Sprintf("%d messages pending", k), func() bool { return s.h.Pending(p) == k })
 
 	err := s.closeWithin(t, p, timeout)
@@ -164,7 +155,7 @@ func (s *suite[P]) closedProducer(t *T) {
 	if !errors.Is(err, s.h.ErrClosed) || !errors.Is(err, sink.ErrClosed) || !sluice.IsPermanent(err) {
 		t.Errorf("DeadLetter after Close = %v, want a permanent error wrapping %v and sink.ErrClosed", err, s.h.ErrClosed)
 	}
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
+	r := s.start(t, b, s.produceTo(p, "out"))
 	runErr := r.Wait(t)
 	var se *sluice.StageError
 	if !errors.As(runErr, &se) || se.Topic != "in" || !errors.Is(runErr, s.h.ErrClosed) || !errors.Is(runErr, sink.ErrClosed) ||

@@ -2,32 +2,14 @@ package producertest
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/sluice-go/sluice/sink"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
-
-func commitChecks[P sink.Producer]() []check[P] {
-	cs := []check[P]{
-		{"every record produced once", true, (*suite[P]).writesExactly},
-		{"nothing committed while deliveries are refused", true, (*suite[P]).commitsOnlyAfterDelivery},
-	}
-	for _, fault := range []*kerr.Error{kerr.NotLeaderForPartition, kerr.RequestTimedOut} {
-		for _, fc := range faultCases[P]() {
-			cs = append(cs, check[P]{fmt.Sprintf("transient faults/%s/%s", fc.name, fault.Message), true,
-				func(s *suite[P], t *T) { s.transientFaults(t, fc, fault) }})
-		}
-	}
-	return cs
-}
 
 // writesExactly: every input record is produced exactly once, with the
 // key, value and headers ToMessage made; the input commits exactly to its
@@ -39,9 +21,7 @@ func (s *suite[P]) writesExactly(t *T) {
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
-	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n, 2: n})
-	Stop(t, r)
+	s.drain(t, b, parts, n, s.produceTo(p, "out"))
 
 	out := b.ReadAll(t, "out")
 	if len(out) != len(in) {
@@ -79,7 +59,7 @@ func (s *suite[P]) commitsOnlyAfterDelivery(t *T) {
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
 
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out"))
+	r := s.start(t, b, s.produceTo(p, "out"))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	// Twenty refused produce requests: the records were consumed and

@@ -6,30 +6,14 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/sluice-go/sluice/sink"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
-
-func deadLetterBytesChecks[P sink.Producer]() []check[P] {
-	return []check[P]{
-		{"record and origin", true, (*suite[P]).deadLetterCarriesRecord},
-	}
-}
-
-func deadLetterOrderChecks[P sink.Producer]() []check[P] {
-	return []check[P]{
-		{"handed over together, stored in order", true, (*suite[P]).deadLettersInOrder},
-		{"failing midway stops Run at the first", true, (*suite[P]).deadLettersFailingMidway},
-	}
-}
 
 // deadLetterCarriesRecord: dead letters carry the original key, value,
 // timestamp and headers untouched, followed by the sluice.dlq.* headers
@@ -42,9 +26,7 @@ func (s *suite[P]) deadLetterCarriesRecord(t *T) {
 	in := b.ReadAll(t, "in")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
-	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	Stop(t, r)
+	s.drain(t, b, parts, n, dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 
 	var want []sluice.Record
 	for _, rec := range in {
@@ -136,9 +118,7 @@ func (s *suite[P]) deadLettersInOrder(t *T) {
 	createTopics(t, b, parts, n, "dlq", 1)
 	sizes := observeProduceSizes(b, "dlq")
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
-	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n, 1: n})
-	Stop(t, r)
+	s.drain(t, b, parts, n, AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 
 	got := DeadLetterOffsets(t, b.ReadAll(t, "dlq"))
 	for part := range int32(parts) {
@@ -160,7 +140,7 @@ func (s *suite[P]) deadLettersFailingMidway(t *T) {
 	b := kafkatest.NewKfake(t)
 	createTopics(t, b, 1, n, "dlq", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	r := s.start(t, b, AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})
 	b.Produce(t, "in", Input(1, n, n)...)

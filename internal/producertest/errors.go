@@ -14,24 +14,8 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
-
-func errorChecks[P sink.Producer]() []check[P] {
-	cs := []check[P]{
-		{"permanent delivery failure stops Run", true, (*suite[P]).deliveryFailure},
-	}
-	for _, pc := range permanentCases[P]() {
-		cs = append(cs, check[P]{"permanent dead-letter failure stops Run/" + pc.name, true,
-			func(s *suite[P], t *T) { s.deadLetterPermanent(t, pc) }})
-	}
-	for _, fc := range faultCases[P]() {
-		cs = append(cs, check[P]{"transient fault outlasting the delivery timeout/" + fc.name, true,
-			func(s *suite[P], t *T) { s.persistentFault(t, fc) }})
-	}
-	return cs
-}
 
 // deliveryFailure: a delivery that fails for good (a non-retriable
 // produce error) stops Run with a StageError at the first record whose
@@ -43,7 +27,7 @@ func (s *suite[P]) deliveryFailure(t *T) {
 	createTopics(t, b, 1, k, "out", 1)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), s.produceTo(p, "out", stages.Name("to-out")))
+	r := s.start(t, b, s.produceTo(p, "out", stages.Name("to-out")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: k})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.InvalidRecord, Count: -1})
 	b.Produce(t, "in", Input(1, k, 5)...)
@@ -129,7 +113,7 @@ func (s *suite[P]) deadLetterPermanent(t *T, tc permanentCase[P]) {
 	}
 	want := tc.want(s)
 	var obs retries
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder,
+	r := s.start(t, b, dlqBuilder,
 		pipeline.WithDeadLetter(p.DeadLetter(tc.topic)), pipeline.WithHooks(&obs))
 	err := r.Wait(t)
 	var se *sluice.StageError

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -81,7 +80,7 @@ func (s *suite[P]) transientFaults(t *T, fc faultCase[P], fault *kerr.Error) {
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: fault, Count: faults})
 	build, opts := fc.build(s, p)
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), build, opts...)
+	r := s.start(t, b, build, opts...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -118,7 +117,7 @@ func (s *suite[P]) persistentFault(t *T, fc faultCase[P]) {
 	build, opts := fc.build(s, p)
 	var obs retries
 	opts = append(opts, pipeline.WithHooks(&obs), pipeline.WithRetry(sluice.RetryPolicy{Attempts: 2, Initial: 10 * time.Millisecond}))
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), build, opts...)
+	r := s.start(t, b, build, opts...)
 	err := r.Wait(t)
 	first, wantRetries, names := int64(0), int64(0), "delivery to out failed"
 	if fc.topic == "dlq" {

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -57,7 +59,8 @@ type Harness[P sink.Producer] struct {
 
 	// NewSource returns a source consuming topic as a member of group on
 	// the cluster at brokers, committing every 50 ms, with heartbeats fast
-	// enough for tests.
+	// enough for tests ([SourceOf] adapts a constructor returning the
+	// backend's own source type).
 	NewSource func(t testing.TB, brokers []string, group, topic string) sluice.Source
 
 	// SourceName is the package name that begins the source's errors
@@ -71,6 +74,15 @@ type Harness[P sink.Producer] struct {
 	// does when an idempotent producer's sequence breaks); Errors.Fatal
 	// names that error.
 	InjectFatal func(p P)
+}
+
+// SourceOf adapts a backend's source constructor, which returns its own
+// source type, to Harness.NewSource.
+func SourceOf[S sluice.Source](newSource func(t testing.TB, brokers []string, group, topic string) S) func(t testing.TB, brokers []string, group, topic string) sluice.Source {
+	return func(t testing.TB, brokers []string, group, topic string) sluice.Source {
+		t.Helper()
+		return newSource(t, brokers, group, topic)
+	}
 }
 
 // Config is a producer the suite asks for, in terms every backend maps to
@@ -123,18 +135,7 @@ const wait = 60 * time.Second
 // subtest of t named for its clause.
 func Run[P sink.Producer](t *testing.T, h Harness[P]) {
 	s := &suite[P]{h: h}
-	for _, group := range []struct {
-		clause string
-		checks []check[P]
-	}{
-		{ClauseBuild, buildChecks[P]()},
-		{ClauseCommitAfterDelivery, commitChecks[P]()},
-		{ClauseDeadLetterBytes, deadLetterBytesChecks[P]()},
-		{ClauseDeadLetterOrder, deadLetterOrderChecks[P]()},
-		{ClauseErrorKinds, errorChecks[P]()},
-		{ClauseCloseBounds, closeChecks[P]()},
-		{ClauseTopicCheck, topicChecks[P]()},
-	} {
+	for _, group := range clauses[P]() {
 		t.Run(group.clause, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range group.checks {
@@ -149,24 +150,24 @@ func Run[P sink.Producer](t *testing.T, h Harness[P]) {
 	}
 }
 
-// check is one subtest of a clause.
-type check[P sink.Producer] struct {
-	name     string
-	parallel bool
-	fn       func(s *suite[P], t *T)
-}
-
 // suite holds the harness for the checks.
 type suite[P sink.Producer] struct {
 	h Harness[P]
 }
 
-// newProducer makes a producer of cfg, closed when the test ends: after Run
-// returned (cleanups run last in first out) every delivery was reported,
-// so Close must return nil.
+// newProducer makes a producer of cfg with [Open].
 func (s *suite[P]) newProducer(t *T, cfg Config) P {
 	t.Helper()
-	p, err := s.h.NewProducer(cfg)
+	return Open(t, func() (P, error) { return s.h.NewProducer(cfg) })
+}
+
+// Open returns the producer newP makes, failing t if it fails, and closes
+// it when the test ends: after Run returned (cleanups run last in first
+// out) every delivery was reported, so Close has nothing to give up on
+// and must return nil.
+func Open[P sink.Producer](t testing.TB, newP func() (P, error)) P {
+	t.Helper()
+	p, err := newP()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,4 +184,25 @@ func (s *suite[P]) produceTo(p P, topic string, opts ...stages.CallOption) pipel
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(in, p, topic, ToMessage, opts...)
 	}
+}
+
+// start runs build (with opts) on the harness's source, a member of group
+// "g" consuming "in" on b.
+func (s *suite[P]) start(t *T, b *kafkatest.Broker, build pipeline.Builder, opts ...pipeline.Option) *testkit.Running {
+	t.Helper()
+	return testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), build, opts...)
+}
+
+// drain runs build (with opts) until group "g" has committed each of the
+// parts partitions of "in" exactly to n, then stops Run and fails the test
+// unless it returns nil.
+func (s *suite[P]) drain(t *T, b *kafkatest.Broker, parts int32, n int64, build pipeline.Builder, opts ...pipeline.Option) {
+	t.Helper()
+	r := s.start(t, b, build, opts...)
+	want := map[int32]int64{}
+	for part := range parts {
+		want[part] = n
+	}
+	WaitCommitted(t, b, r, "g", "in", want)
+	Stop(t, r)
 }

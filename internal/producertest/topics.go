@@ -14,16 +14,6 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-func topicChecks[P sink.Producer]() []check[P] {
-	return []check[P]{
-		{"missing dead-letter topic fails Run at start", true, (*suite[P]).missingDeadLetterTopic},
-		{"empty dead-letter topic fails Run at start", true, (*suite[P]).emptyDeadLetterTopic},
-		{"SkipTopicCheck starts with a missing dead-letter topic", true, (*suite[P]).skipTopicCheck},
-		{"missing output topic fails the first build", true, (*suite[P]).missingOutputTopic},
-		{"missing input topic fails Run before joining", true, (*suite[P]).missingInputTopic},
-	}
-}
-
 // missingDeadLetterTopic: a dead-letter topic that does not exist (a
 // typo) makes Run return an error naming it and its role before the
 // source starts: no record is consumed and nothing is committed, instead
@@ -61,9 +51,7 @@ func (s *suite[P]) skipTopicCheck(t *T) {
 	b.CreateTopic(t, "in", 1)
 	b.Produce(t, "in", Input(1, 0, 3)...) // offsets 0-2: no invalid record
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), SkipTopicCheck: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("not-created-yet")))
-	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: 3})
-	Stop(t, r)
+	s.drain(t, b, 1, 3, dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("not-created-yet")))
 }
 
 // missingOutputTopic: a Produce stage whose topic does not exist fails
@@ -73,7 +61,7 @@ func (s *suite[P]) missingOutputTopic(t *T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "in", 2)
 	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
-	r := testkit.Start(t, s.h.NewSource(t, b.Addrs(), "g", "in"), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	r := s.start(t, b, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(in, p, "paymnets", func(r sluice.Record) (sluice.Message, error) { return sluice.Message{Value: r.Value}, nil })
 	})
 	err := r.Wait(t)

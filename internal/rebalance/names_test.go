@@ -14,6 +14,7 @@ func TestCheckBrokersAndLeaderGroups(t *testing.T) {
 		{"broker list", CheckBrokers("p", "X.Brokers", []string{"a:1,b:2"}), `p: X.Brokers[0] = "a:1,b:2": want one host:port`},
 		{"no groups", CheckLeaderGroups("p", "X.Groups", nil), "p: X.Groups is empty: name at least one leader group"},
 		{"blank group", CheckLeaderGroups("p", "X.Groups", []string{"a", ""}), "p: X.Groups[1] is empty"},
+		{"space group", CheckLeaderGroups("p", "X.Groups", []string{"a", " "}), "p: X.Groups[1] is empty"},
 		{"repeated group", CheckLeaderGroups("p", "X.Groups", []string{"a", "b", "a"}), `p: X.Groups[2] = "a" repeats X.Groups[0]`},
 	} {
 		if tc.err == nil || tc.err.Error() != tc.want {

@@ -3,6 +3,7 @@ package confluent_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -71,53 +72,45 @@ func (l *logLines) properties(t *testing.T) map[string]string {
 }
 
 // librdkafka dumps the properties the application set when debug
-// includes "conf": the client really runs with linger.ms 5 (as the
-// ProducerConfig doc says; librdkafka's canonical name is
-// queue.buffering.max.ms), acks=all and idempotence.
+// includes "conf": by default the client really runs with linger.ms 5 (as
+// the ProducerConfig doc says; librdkafka's canonical name is
+// queue.buffering.max.ms), acks=all and idempotence; an override replaces
+// a default.
 func TestProducerEffectiveConfig(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
-	logs := newLogLines()
-	p, err := confluent.NewProducer(confluent.ProducerConfig{
-		Brokers:   b.Addrs(),
-		Logger:    slog.New(logs),
-		Overrides: map[string]any{"debug": "conf"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	props := logs.properties(t)
-	for name, want := range map[string]string{
-		"queue.buffering.max.ms": "5",
-		"request.required.acks":  "-1",
-		"enable.idempotence":     "true",
-		"message.timeout.ms":     "30000",
-		// Undelivered copies bounded by pipeline's default budget.
-		"queue.buffering.max.kbytes": "262144",
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]any
+		want      map[string]string
+	}{
+		{"defaults", nil, map[string]string{
+			"queue.buffering.max.ms": "5",
+			"request.required.acks":  "-1",
+			"enable.idempotence":     "true",
+			"message.timeout.ms":     "30000",
+			// Undelivered copies bounded by pipeline's default budget.
+			"queue.buffering.max.kbytes": "262144",
+		}},
+		{"override replaces default", map[string]any{"linger.ms": 50}, map[string]string{"queue.buffering.max.ms": "50"}},
 	} {
-		if got := props[name]; got != want {
-			t.Errorf("librdkafka runs with %s = %q, want %q", name, got, want)
-		}
-	}
-}
-
-// An override replaces a default: the client runs with it.
-func TestProducerOverrideReplacesDefault(t *testing.T) {
-	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	logs := newLogLines()
-	p, err := confluent.NewProducer(confluent.ProducerConfig{
-		Brokers:   b.Addrs(),
-		Logger:    slog.New(logs),
-		Overrides: map[string]any{"debug": "conf", "linger.ms": 50},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if got := logs.properties(t)["queue.buffering.max.ms"]; got != "50" {
-		t.Errorf("librdkafka runs with queue.buffering.max.ms = %q, want the override 50", got)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logs := newLogLines()
+			overrides := map[string]any{"debug": "conf"}
+			maps.Copy(overrides, tc.overrides)
+			p, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs(), Logger: slog.New(logs), Overrides: overrides})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			props := logs.properties(t)
+			for name, want := range tc.want {
+				if got := props[name]; got != want {
+					t.Errorf("librdkafka runs with %s = %q, want %q", name, got, want)
+				}
+			}
+		})
 	}
 }
 

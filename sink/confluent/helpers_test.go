@@ -16,20 +16,12 @@ import (
 const wait = 60 * time.Second
 
 // newProducer returns a producer on b with overrides, closed when the test
-// ends: after Run returned (cleanups run last in first out) every delivery
-// was reported, so Close has nothing to give up on and must return nil.
+// ends (Close must return nil: producertest.Open).
 func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *confluent.Producer {
 	t.Helper()
-	p, err := confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close after Run returned = %v, want nil", err)
-		}
+	return producertest.Open(t, func() (*confluent.Producer, error) {
+		return confluent.NewProducer(confluent.ProducerConfig{Brokers: b.Addrs(), Overrides: overrides})
 	})
-	return p
 }
 
 // newSource returns a librdkafka source of group on topic with fast

@@ -7,7 +7,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/sink/confluent"
 )
@@ -22,11 +21,8 @@ func TestProducerConformance(t *testing.T) {
 		Unstarted:   func() *confluent.Producer { return &confluent.Producer{} },
 		Pending:     confluent.Pending,
 		ErrClosed:   confluent.ErrClosed,
-		NewSource: func(t testing.TB, brokers []string, group, topic string) sluice.Source {
-			t.Helper()
-			return newSource(t, brokers, group, topic)
-		},
-		SourceName: "source",
+		NewSource:   producertest.SourceOf(newSource),
+		SourceName:  "source",
 		Errors: producertest.Errors{
 			TooLarge:      "Message size too large",
 			UnknownTopic:  "Unknown topic",
