@@ -14,9 +14,9 @@ import (
 // Stopping a cooperative consumer in the middle of a rebalance: A is told
 // to stop inside the revoke callback of the rebalance B's arrival causes,
 // so when A closes, librdkafka still has the assignment half of that
-// rebalance for A to serve. Before the fix, Close served it and the revoke
-// librdkafka then raised, and IncrementalUnassign could block forever when
-// the consumer group terminated in between (librdkafka#4884). Run must
+// rebalance for A to serve. Serving it, and the revoke librdkafka then
+// raises, can block IncrementalUnassign forever when the consumer group
+// terminates in between (librdkafka#4884), so Close does neither. Run must
 // return, and every record must be committed exactly once by A or B.
 func TestCloseDuringCooperativeRebalance(t *testing.T) {
 	t.Parallel()
