@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -24,13 +21,10 @@ func demoExactlyOnce(t *testing.T, client string) {
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n,
 		client: client, exactlyOnce: true}
 	o.clientID = "eos-test"
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
-	}
-	if !strings.Contains(out.String(), fmt.Sprintf("committed %d of %d", n, n)) {
-		t.Fatalf("summary does not report everything committed:\n%s", out.String())
+	b := kafkatest.NewBroker(t, demoTopics(o)...)
+	out := runDemoOn(t, o, b)
+	if !strings.Contains(out, fmt.Sprintf("committed %d of %d", n, n)) {
+		t.Fatalf("summary does not report everything committed:\n%s", out)
 	}
 	valid := 0
 	for i := range n {
