@@ -11,11 +11,15 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/follow"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
+
+// parse fails with Invalid for values that are not numbers.
+var parse = enginetest.ParseInt
 
 // sample returns the value of the series name{labels} in reg: a counter's
 // or gauge's value, a histogram's sample count. ok is false when the

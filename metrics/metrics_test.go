@@ -20,14 +20,6 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-func parse(_ context.Context, r sluice.Record) (int, error) {
-	var n int
-	if _, err := fmt.Sscan(string(r.Value), &n); err != nil {
-		return 0, sluice.Invalid(fmt.Errorf("not a number: %q", r.Value))
-	}
-	return n, nil
-}
-
 func values(vs ...string) [][]byte {
 	out := make([][]byte, len(vs))
 	for i, v := range vs {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // benchDeadLetters pushes b.N records through Map → Discard on one
@@ -17,12 +17,8 @@ import (
 // dead-letter destination, and waits until all are committed: the
 // runtime's own cost per dead letter, without a client.
 func benchDeadLetters(b *testing.B, invalid bool, dest func(context.Context, sluice.DeadLetter) error) {
-	recs := make([]sluice.Record, b.N)
-	for i := range recs {
-		recs[i] = sluice.Record{Topic: "bench", Offset: int64(i)}
-	}
 	bad := sluice.Invalid(errors.New("bad"))
-	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	enginetest.BenchCommitted(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 			if invalid {
 				return r, bad
@@ -30,15 +26,6 @@ func benchDeadLetters(b *testing.B, invalid bool, dest func(context.Context, slu
 			return r, nil
 		}))
 	}, pipeline.WithDeadLetter(dest))
-	h.SendRecords(recs...)
-	b.ReportAllocs()
-	b.ResetTimer()
-	h.Assign("bench", 0)
-	h.WaitCommitted("bench", 0, int64(b.N))
-	b.StopTimer()
-	if err := h.Stop(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // readyOutcome is a deferred dead letter already delivered.

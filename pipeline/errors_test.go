@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,15 +12,6 @@ import (
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// parse fails with Invalid for values that are not numbers.
-func parse(_ context.Context, r sluice.Record) (int, error) {
-	var n int
-	if _, err := fmt.Sscan(string(r.Value), &n); err != nil {
-		return 0, sluice.Invalid(fmt.Errorf("not a number: %q", r.Value))
-	}
-	return n, nil
-}
 
 func TestInvalidGoesToTheDeadLetterAndCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

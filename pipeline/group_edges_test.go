@@ -14,12 +14,6 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// sourceFunc is a Source whose poll loop is the test's own script, to
-// drive the Group step by step.
-type sourceFunc func(ctx context.Context, g sluice.Group) error
-
-func (f sourceFunc) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }
-
 func recsAt(tp sluice.TopicPartition, from, n int) []sluice.Record {
 	out := make([]sluice.Record, n)
 	for i := range out {

@@ -11,10 +11,18 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
+
+// sourceFunc is a Source whose poll loop is the test's own script, to
+// drive the Group step by step.
+type sourceFunc = enginetest.SourceFunc
+
+// parse fails with Invalid for values that are not numbers.
+var parse = enginetest.ParseInt
 
 // assignAndSend assigns t/0 to h and sends it n records, testkit.Values(n).
 func assignAndSend(h *testkit.Harness, n int) {

@@ -8,33 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/metrics"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 )
 
 // benchGraph pushes b.N records through the graph built by wire, with Run
 // configured by opts, and reports ns/msg and allocs/msg (an op is one
 // message).
 func benchGraph(b *testing.B, wire func(in pipeline.Stream[int64]) pipeline.End, opts ...pipeline.Option) {
-	recs := make([]sluice.Record, b.N)
-	for i := range recs {
-		recs[i] = sluice.Record{Topic: "bench", Offset: int64(i)}
-	}
-	h := testkit.New(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	enginetest.BenchCommitted(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		offs := stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil })
 		return wire(offs)
 	}, opts...)
-	h.SendRecords(recs...)
-	b.ReportAllocs()
-	b.ResetTimer()
-	h.Assign("bench", 0)
-	h.WaitCommitted("bench", 0, int64(b.N))
-	b.StopTimer()
-	if err := h.Stop(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 func inc(_ context.Context, v int64) (int64, error) { return v + 1, nil }

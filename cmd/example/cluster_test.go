@@ -27,7 +27,7 @@ func clusterModeDrainsAndCommits(t *testing.T, client, protocol string) {
 	const n = 800
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n, client: client,
 		groupFlags: groupFlags{protocol: protocol, clientID: "example-test", drainTimeout: 5 * time.Second}}
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	b := kafkatest.NewBroker(t, demoTopics(o)...)
 	if err := produceWorkload(context.Background(), b, o.input, 8, n); err != nil {
 		t.Fatal(err)
 	}

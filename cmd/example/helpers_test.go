@@ -42,6 +42,23 @@ func checkValidate(t *testing.T, o options, want string) {
 	}
 }
 
+// demoTopics are the demo's topics of o on a test broker: the input and
+// output topics of 8 partitions, the dead-letter topic of 1.
+func demoTopics(o options) []kafkatest.BrokerOption {
+	return []kafkatest.BrokerOption{kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1)}
+}
+
+// runDemoOn runs the embedded demo with o on b, fails the test if it
+// fails, and returns what the demo wrote.
+func runDemoOn(t *testing.T, o options, b *kafkatest.Broker) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
+		t.Fatalf("runDemo: %v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
 // runPostgresDemo runs the embedded demo of n events to a database of its
 // own on the package's PostgreSQL server, with client and mode, on a new
 // broker; it returns a pool on that database, the demo's options, the
@@ -51,10 +68,6 @@ func runPostgresDemo(t *testing.T, client, mode string, n int) (*pgxpool.Pool, o
 	srv := pgServer.Get(t)
 	dsn := srv.CreateDatabase(t, t.Name())
 	o := postgresOptions(client, mode, dsn, n)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
-	}
-	return srv.Pool(t, dsn), o, b, out.String()
+	b := kafkatest.NewBroker(t, demoTopics(o)...)
+	return srv.Pool(t, dsn), o, b, runDemoOn(t, o, b)
 }

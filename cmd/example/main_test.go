@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -30,12 +27,9 @@ func TestDemoEndToEnd(t *testing.T) {
 func demoEndToEnd(t *testing.T, client string) {
 	const n = 3000
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 4, messages: n, client: client}
-	b := kafkatest.NewKfake(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	b := kafkatest.NewKfake(t, demoTopics(o)...)
 	software := clientSoftware(b)
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
-	}
+	out := runDemoOn(t, o, b)
 	// The workload and the checks below connect with kgo; the consumer
 	// and the producer with the client asked for, and only with it.
 	switch got := software(); {
@@ -44,8 +38,8 @@ func demoEndToEnd(t *testing.T, client string) {
 	case client == "franz" && (got["confluent-kafka-go"] || !got["kgo"]):
 		t.Errorf("--client franz: clients connected %v, want kgo only", got)
 	}
-	if !strings.Contains(out.String(), fmt.Sprintf("committed %d of %d", n, n)) {
-		t.Fatalf("summary does not report everything committed:\n%s", out.String())
+	if !strings.Contains(out, fmt.Sprintf("committed %d of %d", n, n)) {
+		t.Fatalf("summary does not report everything committed:\n%s", out)
 	}
 	for p, c := range b.Committed(t, o.group, o.input) {
 		if hw := b.HighWatermarks(t, o.input)[p]; c != hw {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -87,15 +84,12 @@ func TestDemoSummaryFromMetrics(t *testing.T) {
 	const n = 500 // 5 malformed: i%100 == 37
 	o := options{group: "g", input: "events", output: "events-enriched", dlq: "events-dlq", workers: 2, messages: n,
 		metricsAddr: "127.0.0.1:0"}
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
-	var out bytes.Buffer
-	if err := runDemo(context.Background(), o, b, slog.New(slog.DiscardHandler), &out); err != nil {
-		t.Fatalf("runDemo: %v\n%s", err, out.String())
+	b := kafkatest.NewBroker(t, demoTopics(o)...)
+	out := runDemoOn(t, o, b)
+	if !regexp.MustCompile(`metrics on http://127\.0\.0\.1:\d+/metrics`).MatchString(out) {
+		t.Fatalf("no metrics address in the output:\n%s", out)
 	}
-	if !regexp.MustCompile(`metrics on http://127\.0\.0\.1:\d+/metrics`).MatchString(out.String()) {
-		t.Fatalf("no metrics address in the output:\n%s", out.String())
-	}
-	if !strings.Contains(out.String(), "done: consumed 500, produced 495, dead-lettered 5, committed 500 of 500 in ") {
-		t.Fatalf("summary:\n%s", out.String())
+	if !strings.Contains(out, "done: consumed 500, produced 495, dead-lettered 5, committed 500 of 500 in ") {
+		t.Fatalf("summary:\n%s", out)
 	}
 }

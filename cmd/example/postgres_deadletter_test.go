@@ -23,7 +23,7 @@ func TestPostgresGracefulRestartDeadLettersOnce(t *testing.T) {
 func postgresGracefulRestartDeadLettersOnce(t *testing.T, client string) {
 	srv := pgServer.Get(t)
 	o := postgresOptions(client, "exactly-once", srv.CreateDatabase(t, t.Name()), 1)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic(o.input, 8), kafkatest.WithTopic(o.output, 8), kafkatest.WithTopic(o.dlq, 1))
+	b := kafkatest.NewBroker(t, demoTopics(o)...)
 	events := func(from, to int) []sluice.Record {
 		var recs []sluice.Record
 		for i := from; i < to; i++ {

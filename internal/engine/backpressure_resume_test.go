@@ -7,15 +7,14 @@ import (
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 // scriptSource is a source whose poll loop is the test's own script, to
 // drive the Group step by step.
-type scriptSource func(ctx context.Context, g sluice.Group) error
-
-func (f scriptSource) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }
+type scriptSource = enginetest.SourceFunc
 
 func recordsOf(tp sluice.TopicPartition, n int) []sluice.Record {
 	out := make([]sluice.Record, n)

@@ -74,7 +74,7 @@ func acceptedAll(offs []int64) map[int64]sluice.AckOutcome {
 
 // ackSource is a source that turns share mode on, assigns tp and runs
 // deliver; it shuts the group down once deliver returned.
-func ackSource(tp sluice.TopicPartition, deliver func(ag sluice.AckGroup) error) sourceFunc {
+func ackSource(tp sluice.TopicPartition, deliver func(ag sluice.AckGroup) error) scriptSource {
 	return func(_ context.Context, g sluice.Group) error {
 		defer g.Shutdown()
 		ag := g.(sluice.AckGroup)

@@ -162,7 +162,7 @@ func TestTrackAcksAfterAssignIsAnError(t *testing.T) {
 func TestShareModeOffNoOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []sluice.Ack
-		src := sourceFunc(func(ctx context.Context, g sluice.Group) error {
+		src := scriptSource(func(ctx context.Context, g sluice.Group) error {
 			tp := sluice.TopicPartition{Topic: "t"}
 			_ = g.Assign([]sluice.TopicPartition{tp})
 			g.Deliver(tp, shareRecords(1, 3))
@@ -181,7 +181,3 @@ func TestShareModeOffNoOutcomes(t *testing.T) {
 		}
 	})
 }
-
-type sourceFunc func(ctx context.Context, g sluice.Group) error
-
-func (f sourceFunc) Run(ctx context.Context, g sluice.Group) error { return f(ctx, g) }

@@ -149,3 +149,106 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		}
 	})
 }
+
+// A partition lost while its stage function ignores its context is
+// abandoned after the exit grace; that stops Run. The function still
+// runs, and produces through the transactional producer once it returns:
+// whatever transaction is open then must not commit, or that output
+// becomes visible while the record's offset stays uncommitted, and the
+// record's next owner produces it again. Here the transaction aborted by
+// the loss rewinds p1, whose records delivered again open a new
+// transaction; the abandoned function produces "0-1" into it; the
+// shutdown aborts it instead of committing, and Run's error says so.
+func TestAbandonedFunctionOutputNeverCommits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		release := make(chan struct{})
+		var stuck atomic.Bool
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+				if r.Partition == 0 && r.Offset == 1 && stuck.CompareAndSwap(false, true) {
+					<-release // ignores its context
+				}
+				txn.produce(fmt.Sprintf("%d-%d", r.Partition, r.Offset))
+				return nil
+			})
+		}, pipeline.WithDrainTimeout(4*time.Second))
+		d.fed(recs(0, 0, 1), recs(1, 0, 1))
+		d.do(func(g *Group) {
+			g.Offsets() // commits 0:1 1:1
+			g.Deliver(tp(0), recs(0, 1, 2))
+			g.Deliver(tp(1), recs(1, 1, 2))
+		})
+		synctest.Wait() // 0-1 stuck, 1-1 produced
+		d.do(func(g *Group) {
+			// A source's poll hands over what it fetched in the same turn.
+			g.Lose([]sluice.TopicPartition{tp(0)})
+			g.Deliver(tp(1), recs(1, 1, 2)) // p1 rewound: delivered again
+			synctest.Wait()
+			close(release) // the abandoned function returns and produces 0-1
+			synctest.Wait()
+		})
+		err := stop()
+		if !errors.Is(err, sluice.ErrAbandoned) || !errors.Is(err, ErrAborted) {
+			t.Errorf("Run returned %v, want ErrAbandoned and ErrAborted (the last transaction aborted)", err)
+		}
+		visible, commits, _, _ := txn.state()
+		if slices.Contains(visible, "0-1") {
+			t.Fatalf("committed outputs %v (commits %v): 0-1, output of the abandoned function, committed while p0's offset stayed at 1",
+				visible, commits)
+		}
+	})
+}
+
+// A revoke whose barrier waits for a record that then fails (a stage
+// error stops Run: here a produce refused as a fenced zombie's is) gives up
+// at once instead of holding the poll loop, and the partitions the revoke
+// lets go, for the whole drain timeout: the transaction aborts without a
+// rewind (Run is stopping) and Run returns the stage error and ErrAborted.
+// Before, a fenced franz member held its revoked partitions for the drain
+// timeout, long enough for kfake to time out the transaction its refused
+// produce had opened and fence its successor (exactlyonce_franz_test.go).
+func TestRevokeBarrierGivesUpOnStageError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		gs := newGates("1-0-a")
+		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
+				return []string{fmt.Sprintf("%d-%d-a", r.Partition, r.Offset), fmt.Sprintf("%d-%d-b", r.Partition, r.Offset)}, nil
+			})
+			return stages.Each(outs, func(ctx context.Context, out string) error {
+				if err := gs.wait(ctx, out); err != nil {
+					return err
+				}
+				if out == "1-0-a" {
+					return sluice.Permanent(errors.New("INVALID_PRODUCER_EPOCH"))
+				}
+				txn.produce(out)
+				return nil
+			})
+		}
+		d := newDriver(txn, Config{})
+		_, stop := run(t, d, build, pipeline.WithDrainTimeout(testBarrier))
+		d.fed(recs(0, 0, 2), recs(1, 0, 1))
+		start := time.Now()
+		done := d.start(func(g *Group) { g.Revoke([]sluice.TopicPartition{tp(0)}) })
+		synctest.Wait() // the barrier waits for 1-0-a
+		gs.open("1-0-a")
+		<-done
+		if took := time.Since(start); took >= testBarrier/2 {
+			t.Errorf("the revoke took %v, want it to give up at the stage error, well before the drain timeout %v", took, testBarrier)
+		}
+		err := stop()
+		var se *sluice.StageError
+		if !errors.As(err, &se) || !errors.Is(err, ErrAborted) {
+			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
+		}
+		if _, commits, aborts, misplaced := txn.state(); len(commits) != 0 || aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("commits %v aborts %d misplaced %v; want nothing committed, one abort", commits, aborts, misplaced)
+		}
+		if r := txn.rewound(); len(r) != 0 {
+			t.Fatalf("rewinds %v, want none: Run is stopping", r)
+		}
+	})
+}

@@ -114,6 +114,21 @@ func deadLettered(t *testing.T, dl *testkit.DeadLetters, want ...int64) {
 	}
 }
 
+// lastLife starts a member of g with a dead-letter destination, hands it
+// log on partition 0, waits until offset end is committed, and checks the
+// rows in s and the offsets dead-lettered in this life; then it stops the
+// member.
+func lastLife(t *testing.T, s *txsinktest.MemStore[int], o txsink.Options[int], g graph, log [][]byte, end int64, rows []int, dead ...int64) {
+	t.Helper()
+	dl := testkit.NewDeadLetters()
+	m := startGraph(t, s, o, g, dl.Option())
+	m.assign(t, log...)
+	m.fake.WaitCommitted(t, topic, 0, end)
+	sameInts(t, "rows", s.Rows(), rows)
+	deadLettered(t, dl, dead...)
+	must(t, m.run.Stop(t))
+}
+
 // inBothModes runs test in a synctest bubble twice, as the subtests "at
 // least once" and "exactly once"; eos tells which.
 func inBothModes(t *testing.T, test func(t *testing.T, eos bool)) {

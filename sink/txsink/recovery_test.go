@@ -38,13 +38,7 @@ func TestExactlyOnceAfterLossSkipsWrittenRowsAndRedeadLetters(t *testing.T) {
 		}
 		a.lose(t)
 
-		dl := testkit.NewDeadLetters()
-		b := startGraph(t, s, o, badIsInvalid, dl.Option())
-		b.assign(t, append(log, []byte("6"))...)
-		b.fake.WaitCommitted(t, topic, 0, 7)
-		sameInts(t, "rows", s.Rows(), []int{0, 1, 3, 4, 5, 6})
-		deadLettered(t, dl, 2)
-		must(t, b.run.Stop(t))
+		lastLife(t, s, o, badIsInvalid, append(log, []byte("6")), 7, []int{0, 1, 3, 4, 5, 6}, 2)
 	})
 }
 
@@ -138,13 +132,7 @@ func TestExactlyOnceRefusedValueAcceptedLaterIsWrittenOnce(t *testing.T) {
 		}
 		m.lose(t)
 
-		dl := testkit.NewDeadLetters()
-		m = startMember(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, dl.Option())
-		m.assign(t, log...)
-		m.fake.WaitCommitted(t, topic, 0, 4)
-		sameInts(t, "rows", s.Rows(), []int{-2, 0, 3})
-		deadLettered(t, dl, 1)
-		must(t, m.run.Stop(t))
+		lastLife(t, s, txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}, intsInto, log, 4, []int{-2, 0, 3}, 1)
 	})
 }
 
