@@ -76,7 +76,7 @@ func BenchmarkConsume(b *testing.B) {
 }
 
 // consumeRaw polls n records with a bare kgo group consumer, committing
-// every second and at the end, as internal/bench's raw-franz.
+// every second and at the end, as internal/tools/bench's raw-franz.
 func consumeRaw(b *testing.B, brokers []string, group string, n int) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics("in"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())

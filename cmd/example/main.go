@@ -69,7 +69,7 @@
 //     (librdkafka's client.id, kgo.ClientID), which the broker shows for
 //     each group member.
 //
-// The chaos suite (go run ./internal/chaos) runs several of these
+// The chaos suite (go run ./internal/tools/chaos) runs several of these
 // processes in one group and restarts and kills them; see
 // docs/reliability.md.
 package main

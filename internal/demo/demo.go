@@ -1,5 +1,5 @@
 // Package demo is the demo workload shared by cmd/example (which produces
-// it to its embedded broker) and the chaos suite in internal/chaos (which
+// it to its embedded broker) and the chaos suite in internal/tools/chaos (which
 // produces it while it restarts and kills cmd/example processes, then
 // checks what came out). Everything here is deterministic and safe for
 // concurrent use.

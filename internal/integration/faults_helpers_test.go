@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/tcpproxy"
+	"github.com/sluice-go/sluice/internal/tools/tcpproxy"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/sluice-go/sluice/internal/tcpproxy"
+	"github.com/sluice-go/sluice/internal/tools/tcpproxy"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )

@@ -14,7 +14,7 @@ import (
 // The supervisor's spawn goroutine (newSupervisor) never ends by design:
 // the children's PR_SET_PDEATHSIG is tied to its locked OS thread.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(pgServer.StopAfter(kafkatest.Pooled(m)), goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/chaos.newSupervisor.func1"))
+	goleak.VerifyTestMain(pgServer.StopAfter(kafkatest.Pooled(m)), goleak.IgnoreTopFunction("github.com/sluice-go/sluice/internal/tools/chaos.newSupervisor.func1"))
 }
 
 func TestFlagsNameWhatIsWrong(t *testing.T) {

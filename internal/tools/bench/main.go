@@ -1,14 +1,14 @@
 // Command bench measures Sluice against the raw client loops it is built
 // on, on kfake or on Apache Kafka:
 //
-//	go run ./internal/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
-//	go run ./internal/bench -broker apache  # the same on Apache Kafka (Java 17+ and Maven needed)
-//	go run ./internal/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
-//	go run ./internal/bench -cases raw-pg-franz,sluice-pg-franz-alo,sluice-pg-franz-eos -no-memory -no-slow
-//	go run ./internal/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
-//	go run ./internal/bench -slow           # a 1 ms call per record through Pool(32), 64 partitions
-//	go run ./internal/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
-//	go run ./internal/bench -memory -memprofile /tmp/prof   # one heap profile per run
+//	go run ./internal/tools/bench                 # every case, 1M records of 100 B, 8 partitions, 3 runs
+//	go run ./internal/tools/bench -broker apache  # the same on Apache Kafka (Java 17+ and Maven needed)
+//	go run ./internal/tools/bench -records 50000 -runs 1 -cases raw-franz,sluice-franz-graph
+//	go run ./internal/tools/bench -cases raw-pg-franz,sluice-pg-franz-alo,sluice-pg-franz-eos -no-memory -no-slow
+//	go run ./internal/tools/bench -memory         # peak RSS of graph (b) with 8 and 256 partitions
+//	go run ./internal/tools/bench -slow           # a 1 ms call per record through Pool(32), 64 partitions
+//	go run ./internal/tools/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
+//	go run ./internal/tools/bench -memory -memprofile /tmp/prof   # one heap profile per run
 //
 // The broker runs in a child process of this program ("bench broker"):
 // kfake in that process (-broker kfake, the default), or Apache Kafka in

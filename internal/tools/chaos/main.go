@@ -7,16 +7,16 @@
 // allows them, every partition is committed up to its high watermark and
 // every SIGTERM was answered by exit 0 in time. See docs/reliability.md.
 //
-//	go run ./internal/chaos -short   # about 100 s: one step of each kind, librdkafka under every protocol, franz under cooperative-sticky (CI)
-//	go run ./internal/chaos          # 6 random steps per client and protocol
-//	go run ./internal/chaos -long    # 16 random steps, 3 seeds, more events, both clients under every protocol
-//	go run ./internal/chaos -client franz   # only cmd/example --client franz, every protocol
-//	go run ./internal/chaos -plan stop-all -rounds 20   # 20 stops of every process at once
-//	go run ./internal/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
-//	go run ./internal/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
-//	go run ./internal/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
-//	go run ./internal/chaos -short -broker apache   # the same on Apache Kafka (a cluster per scenario; Java 17+ and Maven)
-//	go run ./internal/chaos -short -sink postgres   # cmd/example --sink postgres: every valid event exactly once in a table
+//	go run ./internal/tools/chaos -short   # about 100 s: one step of each kind, librdkafka under every protocol, franz under cooperative-sticky (CI)
+//	go run ./internal/tools/chaos          # 6 random steps per client and protocol
+//	go run ./internal/tools/chaos -long    # 16 random steps, 3 seeds, more events, both clients under every protocol
+//	go run ./internal/tools/chaos -client franz   # only cmd/example --client franz, every protocol
+//	go run ./internal/tools/chaos -plan stop-all -rounds 20   # 20 stops of every process at once
+//	go run ./internal/tools/chaos -rss     # peak RSS of one consumer, 8 and 256 partitions, one byte budget
+//	go run ./internal/tools/chaos -exactly-once   # cmd/example --exactly-once: no duplicate in the read_committed output
+//	go run ./internal/tools/chaos -short -exactly-once   # one such scenario, cooperative-sticky, about 30 s
+//	go run ./internal/tools/chaos -short -broker apache   # the same on Apache Kafka (a cluster per scenario; Java 17+ and Maven)
+//	go run ./internal/tools/chaos -short -sink postgres   # cmd/example --sink postgres: every valid event exactly once in a table
 //
 // With -sink postgres the suite starts a PostgreSQL server (internal/pgtest)
 // with a database per scenario, the consumers write each valid event as a

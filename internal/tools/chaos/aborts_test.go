@@ -82,7 +82,7 @@ func TestAbortedOnItsOwn(t *testing.T) {
 // The rewinds are counted by their log line: it must be the one the
 // exactly-once Group writes.
 func TestRewoundLogIsTheGroupsMessage(t *testing.T) {
-	src, err := os.ReadFile("../exactlyonce/abort.go")
+	src, err := os.ReadFile("../../exactlyonce/abort.go")
 	if err != nil {
 		t.Fatal(err)
 	}
