@@ -82,13 +82,13 @@ func pairs[T, U any](in pipeline.Stream[T], idx func(T) int, fan func(T) int, in
 // zero-length array, wide a value with pointers spanning several words.
 type (
 	tiny  struct{ b byte }
-	empty struct{ z [0]int }
+	empty struct{ _ [0]int }
 	wide  struct {
 		a, b int
-		pad  [37]byte
+		_    [37]byte
 		p    *int
 		x    any
-		z    [0]int
+		_    [0]int
 	}
 )
 
@@ -139,7 +139,7 @@ func TestStagekitOnlyStageConformance(t *testing.T) {
 		func(a, b int) [2]int16 { return [2]int16{int16(a), int16(b)} },
 		func(v [2]int16) []int { return origins(int(v[0]), int(v[1])) })
 	type idxEmpty struct {
-		e empty
+		_ empty
 		i uint8
 	}
 	pairsConformance(t, "zero-size field",
