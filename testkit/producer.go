@@ -176,11 +176,16 @@ func (report) String() string { return "testkit delivery report" }
 // stage keeps room in.
 type client struct{ p *Producer }
 
+// Send admits the message without holding Close up while the FailWith
+// function runs (it may block, as a slow broker would): Close then
+// proceeds and the message's receiver stops waiting once the producer is
+// closed, as with the Kafka producers.
 func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
-	return c.p.tr.Send(func() error {
-		reports <- report{t: o.Ticket, err: c.p.send(o.Topic, o.Message)}
-		return nil
-	})
+	if err := c.p.tr.Admit(); err != nil {
+		return err
+	}
+	reports <- report{t: o.Ticket, err: c.p.send(o.Topic, o.Message)}
+	return nil
 }
 
 func (client) QueueFull(error) bool { return false }

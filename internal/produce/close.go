@@ -39,8 +39,12 @@ type CloseSteps struct {
 // Timeout, gives up on what is left (then waits up to CloseGrace for their
 // receivers), and closes the client (bounded by CloseGrace), then closes
 // Gone. It returns nil, or a *sluice.CloseError counting and naming the messages
-// given up on, or saying the client did not close in time.
+// given up on, or saying the client did not close in time; on a nil tr
+// (the Close of a zero Producer value) it returns [ErrNotConstructed].
 func (tr *Tracker) Close(cs CloseSteps) error {
+	if tr == nil { // a zero Producer value's Close
+		return ErrNotConstructed
+	}
 	tr.once.Do(func() { tr.closeErr = tr.close(cs) })
 	return tr.closeErr
 }

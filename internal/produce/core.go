@@ -2,6 +2,8 @@ package produce
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/sluice-go/sluice"
@@ -49,7 +51,17 @@ func isNil(p Backend) bool {
 
 // CoreDeadLetter returns the dead-letter destination of topic on the
 // producer whose core is c: [CheckedDeadLetter] with c's client and
-// tracker. name is the user's method ("franz: Producer.DeadLetter").
+// tracker. name is the user's method ("franz: Producer.DeadLetter"). For
+// a nil c (a zero Producer value, not made by its constructor) every
+// call, the start check included, fails with a permanent error saying so.
 func CoreDeadLetter(c *Core, name, topic string) func(ctx context.Context, dl sluice.DeadLetter) error {
+	if c == nil {
+		err := sluice.Permanent(fmt.Errorf("%s: %w", name, ErrNotConstructed))
+		return func(context.Context, sluice.DeadLetter) error { return err }
+	}
 	return CheckedDeadLetter(c.client, c.tr, name, topic)
 }
+
+// ErrNotConstructed is the error of a zero Producer value's DeadLetter
+// and Close: the producer was not made by its constructor.
+var ErrNotConstructed = errors.New("the producer was not made by its constructor")

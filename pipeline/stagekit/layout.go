@@ -31,13 +31,31 @@ var (
 // items is c as a chunk of this package's items, sharing c's array (nil
 // for nil).
 func items[T any](c []engine.Item[T]) []Item[T] {
+	if cap(c) == 0 {
+		return emptyAs[Item[T]](c == nil)
+	}
 	return unsafe.Slice((*Item[T])(unsafe.Pointer(unsafe.SliceData(c))), cap(c))[:len(c)]
 }
 
 // engineItems is c as a chunk of the engine's items, sharing c's array
 // (nil for nil).
 func engineItems[T any](c []Item[T]) []engine.Item[T] {
+	if cap(c) == 0 {
+		return emptyAs[engine.Item[T]](c == nil)
+	}
 	return unsafe.Slice((*engine.Item[T])(unsafe.Pointer(unsafe.SliceData(c))), cap(c))[:len(c)]
+}
+
+// emptyAs is an empty chunk, nil when isNil. A chunk without capacity is
+// not reinterpreted: the array of a non-nil one is the runtime's
+// zero-size allocation, and converting that pointer to a pointer to an
+// element larger than what follows it in memory is a checkptr failure
+// ("converted pointer straddles multiple allocations") under -race.
+func emptyAs[E any](isNil bool) []E {
+	if isNil {
+		return nil
+	}
+	return []E{}
 }
 
 // tickets is ts as this package's tickets, sharing ts's array.
