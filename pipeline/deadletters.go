@@ -17,7 +17,7 @@ import (
 // overlap. ctx is the partition's context.
 //
 // The record's offset counts as done only when fn returned nil. The
-// Kafka destinations (sink's and franz's Producer.DeadLetter) return as
+// Kafka destinations (a sink.Producer's DeadLetter, on either client) return as
 // soon as the producer took the dead letter, and Run counts the offset as
 // done when its delivery report arrives: a partition has up to 1024 dead
 // letters in flight, produced in offset order (which the producers'
@@ -41,7 +41,7 @@ import (
 // fn is any function of that signature (a func literal, a method value),
 // or a value of a named function type. When its type implements
 // [sluice.StartChecker], as the destinations of the Kafka producers do
-// (sink.Producer.DeadLetter, franz.Producer.DeadLetter: the topic must
+// (a sink.Producer's DeadLetter, on either client: the topic must
 // exist), Run calls its CheckStart before the source starts and returns
 // its error: a misspelt dead-letter topic fails at start, not at the first
 // invalid record. A nil fn is an option error.
