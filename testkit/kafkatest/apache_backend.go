@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -78,6 +79,17 @@ func (a *apacheBackend) committed(ctx context.Context, group, topic string) (map
 	// would look the topic up first, and fail (after retrying) when it does
 	// not exist, where kfake answers no commits.
 	rs, err := a.c.adm.FetchOffsets(ctx, group)
+	// The group's coordinator may not be ready yet (the offsets topic is
+	// created by the first group request, and loads after a restart):
+	// its retriable errors are asked again until ctx ends.
+	for err != nil && kerr.IsRetriable(err) {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (still at %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		rs, err = a.c.adm.FetchOffsets(ctx, group)
+	}
 	if err != nil {
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return out, nil
