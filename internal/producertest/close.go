@@ -122,7 +122,7 @@ func (s *suite[P]) closeFailsWaitingDeadLetter(t *T) {
 	const timeout = 200 * time.Millisecond
 	p := s.unclosedProducer(t, Config{Brokers: goneCluster(t), CloseTimeout: timeout})
 	dlErr := make(chan error, 1)
-	rec := sluice.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: time.UnixMilli(1_700_000_000_000)}
+	rec := sluice.Record{Topic: "in", Partition: 2, Offset: 7, Value: []byte("bad"), Timestamp: inputEpoch}
 	go func() {
 		dlErr <- p.DeadLetter("dlq")(context.Background(), sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
 	}()

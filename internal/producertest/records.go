@@ -16,12 +16,18 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
+// inputEpoch is the timestamp of Input's first record: when the test
+// process started, to the millisecond Kafka keeps. A fixed date would age
+// past Apache Kafka's time-based retention (7 days by default), and the
+// broker deletes such records during a test, whatever their offsets.
+var inputEpoch = time.UnixMilli(time.Now().UnixMilli())
+
 // Input makes n records for each partition, numbered from first, with a
 // key ("k<partition>-<i>"), a value ("v<partition>-<i>"), a timestamp and
 // three headers (one key repeated, to check order). The backends' own
 // tests use it too.
 func Input(partitions int32, first, n int) []sluice.Record {
-	ts := time.UnixMilli(1_700_000_000_000)
+	ts := inputEpoch
 	var out []sluice.Record
 	for i := first; i < first+n; i++ {
 		for p := range partitions {

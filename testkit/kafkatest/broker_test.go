@@ -11,7 +11,7 @@ import (
 func TestBrokerProduceReadAll(t *testing.T) {
 	b := NewBroker(t, WithTopic("seeded", 2))
 	b.CreateTopic(t, "t", 3)
-	ts := time.UnixMilli(1_700_000_000_000)
+	ts := time.UnixMilli(time.Now().UnixMilli()) // recent: Apache Kafka deletes records older than its retention
 	var recs []sluice.Record
 	for i := range 30 {
 		recs = append(recs, sluice.Record{
