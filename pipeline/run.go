@@ -108,7 +108,7 @@ func Run(ctx context.Context, src sluice.Source, build Builder, opts ...Option) 
 // types: one Partition per assignment, the rest converted at no cost.
 func adapt(build Builder) engine.Builder {
 	return func(p *engine.Partition, in engine.Stream[sluice.Record]) engine.End {
-		return engine.End(build(newPartition(p), Stream[sluice.Record](in)))
+		return build(newPartition(p), Stream[sluice.Record]{in}).e
 	}
 }
 

@@ -11,16 +11,15 @@ import "github.com/sluice-go/sluice/internal/engine"
 // package stagekit's AddStage, AddFanOut and AddEnd), from the builder
 // only. The zero Stream is not usable (a stage given one fails the build).
 //
-// Stream is defined on the engine's stream, whose fields it shares (none
-// is exported), so that package stagekit converts between the two at no
-// cost.
-type Stream[T any] engine.Stream[T]
+// A Stream holds one engine stream and nothing else, so that package
+// stagekit converts between the two at no cost.
+type Stream[T any] struct{ s engine.Stream[T] }
 
 // End is what a terminal stage returns. A graph is complete only when the
 // builder returns an End of that graph; join several with [All]. End has
-// no methods; the zero End fails the build. Like [Stream], it is defined
-// on the engine's End, for package stagekit to convert.
-type End engine.End
+// no methods; the zero End fails the build. Like [Stream], it holds the
+// engine's End and nothing else, for package stagekit to convert.
+type End struct{ e engine.End }
 
 // All returns one End for a graph that fans out (see stages.Route). Every
 // end must belong to the same graph; no ends, a zero End or ends of two
@@ -28,7 +27,7 @@ type End engine.End
 func All(ends ...End) End {
 	es := make([]engine.End, len(ends))
 	for i, e := range ends {
-		es[i] = engine.End(e)
+		es[i] = e.e
 	}
-	return End(engine.All(es...))
+	return End{engine.All(es...)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/streams"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 	"github.com/sluice-go/sluice/stages"
@@ -46,7 +47,7 @@ func Stage[T any](in pipeline.Stream[T], name string, p Backend, topic string, t
 		sp.Problem = fmt.Errorf("%s: toMsg is nil", name)
 	case core == nil:
 		sp.Problem = fmt.Errorf("%s: the producer (%T) was not made by its constructor", name, p)
-	case tr != nil && engine.CreatedDuringBuild(engine.Stream[T](in), tr.made):
+	case tr != nil && engine.CreatedDuringBuild(streams.Engine(in), tr.made):
 		sp.Problem = fmt.Errorf("%s: its producer was created inside the builder, which runs for every partition assigned: "+
 			"each partition (and each reassignment) would get a Kafka client of its own, never closed; "+
 			"create the producer once, before pipeline.Run, use it in every graph and Close it after Run returned", name)

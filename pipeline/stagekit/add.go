@@ -2,6 +2,7 @@ package stagekit
 
 import (
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/streams"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -16,7 +17,7 @@ import (
 // the stage.
 func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In], out *Outlet[Out]) error) pipeline.Stream[Out] {
 	check(in, spec)
-	return pipeline.Stream[Out](engine.AddStage(engine.Stream[In](in), spec.engine(),
+	return streams.Public(engine.AddStage(streams.Engine(in), spec.engine(),
 		func(s *engine.Stage, in *engine.Inlet[In], out *engine.Outlet[Out]) error {
 			h := &struct { // the stage's handles, in one allocation
 				s   Stage
@@ -31,7 +32,7 @@ func AddStage[In, Out any](in pipeline.Stream[In], spec StageSpec, run func(s *S
 // n below one fails the build.
 func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run func(s *Stage, in *Inlet[In], outs []*Outlet[Out]) error) []pipeline.Stream[Out] {
 	check(in, spec)
-	es := engine.AddFanOut(engine.Stream[In](in), spec.engine(), n,
+	es := engine.AddFanOut(streams.Engine(in), spec.engine(), n,
 		func(s *engine.Stage, in *engine.Inlet[In], eouts []*engine.Outlet[Out]) error {
 			outs := make([]*Outlet[Out], len(eouts))
 			for i, o := range eouts {
@@ -39,11 +40,11 @@ func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run f
 			}
 			return run(&Stage{s}, &Inlet[In]{in}, outs)
 		})
-	streams := make([]pipeline.Stream[Out], len(es))
+	outs := make([]pipeline.Stream[Out], len(es))
 	for i, s := range es {
-		streams[i] = pipeline.Stream[Out](s)
+		outs[i] = streams.Public(s)
 	}
-	return streams
+	return outs
 }
 
 // AddEnd adds a terminal stage, like [AddStage] without output. Every
@@ -51,7 +52,7 @@ func AddFanOut[In, Out any](in pipeline.Stream[In], spec StageSpec, n int, run f
 // fail it ([Stage.Fail]).
 func AddEnd[In any](in pipeline.Stream[In], spec StageSpec, run func(s *Stage, in *Inlet[In]) error) pipeline.End {
 	check(in, spec)
-	return pipeline.End(engine.AddEnd(engine.Stream[In](in), spec.engine(),
+	return streams.End(engine.AddEnd(streams.Engine(in), spec.engine(),
 		func(s *engine.Stage, in *engine.Inlet[In]) error {
 			h := &struct { // the stage's handles, in one allocation
 				s  Stage

@@ -2,6 +2,7 @@ package stagekit
 
 import (
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/streams"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -12,8 +13,8 @@ import (
 // the i-th ticket joined into the slice's ticket. Call it from the
 // builder, before returning s; a mark of an unexported type keeps it
 // between the stages that know it.
-func Mark[T any](s pipeline.Stream[T], mark any) { engine.Mark(engine.Stream[T](s), mark) }
+func Mark[T any](s pipeline.Stream[T], mark any) { engine.Mark(streams.Engine(s), mark) }
 
 // Marked returns the mark Mark attached to s, or nil. Call it from the
 // builder, before consuming s.
-func Marked[T any](s pipeline.Stream[T]) any { return engine.Marked(engine.Stream[T](s)) }
+func Marked[T any](s pipeline.Stream[T]) any { return engine.Marked(streams.Engine(s)) }

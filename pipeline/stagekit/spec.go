@@ -3,6 +3,7 @@ package stagekit
 import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/streams"
 	"github.com/sluice-go/sluice/pipeline"
 )
 
@@ -94,6 +95,6 @@ func check[T any](in pipeline.Stream[T], sp StageSpec) {
 		if sp.Shared != nil {
 			sh = &sp.Shared.s
 		}
-		engine.CheckStage(engine.Stream[T](in), sp.engine(), sp.Problem, sh, uses)
+		engine.CheckStage(streams.Engine(in), sp.engine(), sp.Problem, sh, uses)
 	}
 }
