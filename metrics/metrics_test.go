@@ -197,6 +197,9 @@ func TestLostPartitionDeletesItsLagAndIsCounted(t *testing.T) {
 		h.Assign("t", 0, 1)
 		h.Send("t", 1, values("a", "b")...)
 		h.WaitCommitted("t", 1, 2)
+		// The commit hooks run after the fake recorded the commit: the
+		// lag series starts once they did.
+		synctest.Wait()
 		m.OnHighWatermark(sluice.TopicPartition{Topic: "t", Partition: 1}, 5)
 		want(t, reg, 3, "sluice_consumer_lag_records", "topic", "t", "partition", "1")
 		absent(t, reg, "sluice_consumer_lag_records", "topic", "t", "partition", "0") // never committed
