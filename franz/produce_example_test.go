@@ -2,7 +2,6 @@ package franz_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,28 +22,16 @@ import (
 // acknowledged. (It takes a second or two: a consumer group forms on the
 // embedded broker.)
 func ExampleNewProducer() {
-	runExample("ExampleNewProducer", func(t *testing.T) {
-		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
-		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
-		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
-			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
-		if err != nil {
-			t.Fatal(err)
-		}
+	testkit.RunExample("ExampleNewProducer", func(t *testing.T) {
+		b, src := ordersOn(t, "shout", "shouted", "order 1", "order 2")
 		p, err := franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return sink.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
-				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
-			})
+			return sink.Produce(in, p, "shouted", upperCase)
 		}
-		r := testkit.Start(t, src, build)
-		r.WaitUntil(t, "orders committed to its end", func() bool { return b.Committed(t, "shout", "orders")[0] == 2 })
-		if err := r.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		runToEnd(t, b, src, "shout", build)
 		if err := p.Close(); err != nil { // after Run returned
 			t.Fatal(err)
 		}
@@ -61,14 +48,8 @@ func ExampleNewProducer() {
 // untouched, in the dead-letter topic with headers naming where it came
 // from, and its offset commits once the dead letter is stored.
 func ExampleProducer_DeadLetter() {
-	runExample("ExampleProducer_DeadLetter", func(t *testing.T) {
-		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("orders-dlq", 1))
-		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("garbage")})
-		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
-			CommitInterval: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+	testkit.RunExample("ExampleProducer_DeadLetter", func(t *testing.T) {
+		b, src := ordersOn(t, "billing", "orders-dlq", "order 1", "garbage")
 		dlq, err := franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()})
 		if err != nil {
 			t.Fatal(err)
@@ -81,11 +62,7 @@ func ExampleProducer_DeadLetter() {
 				return nil
 			}, stages.Name("parse"))
 		}
-		r := testkit.Start(t, src, build, pipeline.WithDeadLetter(dlq.DeadLetter("orders-dlq")))
-		r.WaitUntil(t, "orders committed to its end", func() bool { return b.Committed(t, "billing", "orders")[0] == 2 })
-		if err := r.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		runToEnd(t, b, src, "billing", build, pipeline.WithDeadLetter(dlq.DeadLetter("orders-dlq")))
 		if err := dlq.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -105,18 +82,41 @@ func ExampleProducer_DeadLetter() {
 	//   sluice.dlq.stage: parse
 }
 
-// runExample runs fn with a *testing.T, the way go test runs a test named
-// name, so that an Example can use the helpers that take a testing.TB
-// (testkit/kafkatest's example explains it); -v is off and -count 1 while
-// it runs, so fn's progress lines do not mix with the Example's output.
-func runExample(name string, fn func(t *testing.T)) {
-	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		if f := flag.Lookup(flagName); f != nil {
-			old := f.Value.String()
-			_ = f.Value.Set(value)
-			defer func() { _ = f.Value.Set(old) }()
-		}
+// ordersOn returns an embedded broker whose topic "orders" holds orders,
+// on its one partition, beside an empty topic out, and a franz source of
+// group on "orders" that commits every 50ms (the examples wait for the
+// commits).
+func ordersOn(t *testing.T, group, out string, orders ...string) (*kafkatest.Broker, *franz.Source) {
+	t.Helper()
+	b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic(out, 1))
+	for _, o := range orders {
+		b.Produce(t, "orders", sluice.Record{Value: []byte(o)})
 	}
-	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
-		[]testing.InternalTest{{Name: name, F: fn}})
+	src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: group, Topics: []string{"orders"},
+		CommitInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, src
 }
+
+// runToEnd runs build (with opts) on src until group committed "orders"
+// on b to its end, then stops Run, failing t unless it returns nil.
+func runToEnd(t *testing.T, b *kafkatest.Broker, src *franz.Source, group string, build pipeline.Builder, opts ...pipeline.Option) {
+	t.Helper()
+	end := int64(len(b.ReadAll(t, "orders")))
+	r := testkit.Start(t, src, build, opts...)
+	r.WaitUntil(t, "orders committed to its end", func() bool { return b.Committed(t, group, "orders")[0] == end })
+	if err := r.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// upperCase is the message of the examples' output: the record's key and
+// its value upper-cased.
+func upperCase(r sluice.Record) (sluice.Message, error) {
+	return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
+}
+
+// runExample is testkit.RunExample, for this package's other examples.
+var runExample = testkit.RunExample

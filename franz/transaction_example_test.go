@@ -2,9 +2,7 @@ package franz_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice/sink"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
-	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // Exactly-once on kgo: the outputs and the input offsets commit in one
@@ -22,14 +19,8 @@ import (
 // read_committed reader sees each output once. (It takes a second or
 // two: a consumer group forms on the embedded broker.)
 func ExampleNewTransactionalProducer() {
-	runExample("ExampleNewTransactionalProducer", func(t *testing.T) {
-		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1))
-		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
-		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
-			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
-		if err != nil {
-			t.Fatal(err)
-		}
+	testkit.RunExample("ExampleNewTransactionalProducer", func(t *testing.T) {
+		b, src := ordersOn(t, "shout", "shouted", "order 1", "order 2")
 		p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
 			TransactionalID: "shout-1", // unique per process, stable per instance
 		})
@@ -37,15 +28,9 @@ func ExampleNewTransactionalProducer() {
 			t.Fatal(err)
 		}
 		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return sink.Produce(in, p, "shouted", func(r sluice.Record) (sluice.Message, error) {
-				return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
-			})
+			return sink.Produce(in, p, "shouted", upperCase)
 		}
-		r := testkit.Start(t, src, build)
-		r.WaitUntil(t, "orders committed to its end", func() bool { return b.Committed(t, "shout", "orders")[0] == 2 })
-		if err := r.Stop(t); err != nil {
-			t.Fatal(err)
-		}
+		runToEnd(t, b, src, "shout", build)
 		if err := p.Close(); err != nil { // after Run returned
 			t.Fatal(err)
 		}

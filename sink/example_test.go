@@ -1,10 +1,9 @@
 package sink_test
 
 import (
-	"context"
 	"fmt"
-	"log"
 	"strings"
+	"testing"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -28,34 +27,25 @@ func shout(prod sink.Producer) pipeline.Builder {
 // whichever sink.Producer it is given, and each input offset commits only
 // after its output was delivered.
 func ExampleProduce() {
-	prod := testkit.NewProducer() // confluent.NewProducer(...) or franz.NewProducer(...) in a program
-	fake := testkit.NewFake()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, fake, shout(prod), pipeline.WithDeadLetter(prod.DeadLetter("orders-dlq")))
-	}()
-	if err := fake.Assign("orders", 0); err != nil {
-		log.Fatal(err)
-	}
-	if err := fake.Send("orders", 0, []byte("order 1"), []byte("order 2")); err != nil {
-		log.Fatal(err)
-	}
-	for {
-		changed := fake.Changed() // before reading, so no commit is missed
-		if fake.Committed("orders", 0) >= 2 {
-			break
+	testkit.RunExample("ExampleProduce", func(t *testing.T) {
+		prod := testkit.NewProducer() // confluent.NewProducer(...) or franz.NewProducer(...) in a program
+		fake := testkit.NewFake()
+		r := testkit.Start(t, fake, shout(prod), pipeline.WithDeadLetter(prod.DeadLetter("orders-dlq")))
+		if err := fake.Assign("orders", 0); err != nil {
+			t.Fatal(err)
 		}
-		<-changed
-	}
-	cancel()
-	if err := <-done; err != nil {
-		log.Fatal(err)
-	}
-	if err := prod.Close(); err != nil { // after Run returned
-		log.Fatal(err)
-	}
-	fmt.Println(prod.Values("shouted"))
+		if err := fake.Send("orders", 0, []byte("order 1"), []byte("order 2")); err != nil {
+			t.Fatal(err)
+		}
+		fake.WaitCommitted(t, "orders", 0, 2)
+		if err := r.Stop(t); err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Close(); err != nil { // after Run returned
+			t.Fatal(err)
+		}
+		fmt.Println(prod.Values("shouted"))
+	})
 	// Output:
 	// [ORDER 1 ORDER 2]
 }

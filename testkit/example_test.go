@@ -3,7 +3,6 @@ package testkit_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"sync"
 	"testing"
@@ -16,31 +15,11 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// runTest runs fn with a *testing.T, the way go test runs a test named
-// name, so that an Example can use synctest.Test and the helpers that
-// take a testing.TB (an Example gets no *testing.T; in your own tests,
-// write func TestX(t *testing.T) and use t). Pass the Example's name, so
-// that a -run pattern that selects the Example selects fn too. Meanwhile
-// -v is off, so that fn's progress lines do not mix with the Example's
-// output, and -count is 1, so that fn runs once, as the Example does; a
-// failure prints its message, which fails the Example.
-func runTest(name string, fn func(t *testing.T)) {
-	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		if f := flag.Lookup(flagName); f != nil {
-			old := f.Value.String()
-			_ = f.Value.Set(value)
-			defer func() { _ = f.Value.Set(old) }()
-		}
-	}
-	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
-		[]testing.InternalTest{{Name: name, F: fn}})
-}
-
 // The Fake is a sluice.Source whose group assignment the test drives:
 // a revoked partition is drained and committed, and a partition assigned
 // again is delivered from its committed offset.
 func ExampleFake() {
-	runTest("ExampleFake", func(t *testing.T) {
+	testkit.RunExample("ExampleFake", func(t *testing.T) {
 		fake := testkit.NewFake()
 		var mu sync.Mutex
 		var seen []string
@@ -78,7 +57,7 @@ func ExampleFake() {
 // holding three records flushes them when its maxWait passes on the
 // bubble's fake clock, and only then are they committed.
 func ExampleHarness() {
-	runTest("ExampleHarness", func(t *testing.T) {
+	testkit.RunExample("ExampleHarness", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var writes []string // one partition: appended by one goroutine
 			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -112,7 +91,7 @@ type order struct{ ID string }
 // DeadLetters records what a pipeline rejects: here the record a decoder
 // marks sluice.Invalid, which is still committed.
 func ExampleDeadLetters() {
-	runTest("ExampleDeadLetters", func(t *testing.T) {
+	testkit.RunExample("ExampleDeadLetters", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			dead := testkit.NewDeadLetters()
 			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {

@@ -36,7 +36,7 @@ func alertMessage(amount string) (sluice.Message, error) {
 // builder's sink.Produce sends to a Producer that records every message,
 // and each record commits once its message was delivered.
 func ExampleProducer() {
-	runTest("ExampleProducer", func(t *testing.T) {
+	testkit.RunExample("ExampleProducer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			alerts := testkit.NewProducer()
 			h := testkit.New(t, newBuild(alerts))
@@ -57,7 +57,7 @@ func ExampleProducer() {
 // DeadLetter records the dead letters as the Kafka producers write them:
 // the record untouched, plus the sluice.dlq.* headers.
 func ExampleProducer_DeadLetter() {
-	runTest("ExampleProducer_DeadLetter", func(t *testing.T) {
+	testkit.RunExample("ExampleProducer_DeadLetter", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			prod := testkit.NewProducer()
 			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -98,7 +98,7 @@ func ExampleProducer_DeadLetter() {
 // committed. As with a real producer, which keeps many messages in
 // flight, the messages after it may have been produced already.
 func ExampleProducer_FailWith() {
-	runTest("ExampleProducer_FailWith", func(t *testing.T) {
+	testkit.RunExample("ExampleProducer_FailWith", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			alerts := testkit.NewProducer()
 			alerts.FailWith(func(m testkit.Produced) error {
@@ -121,7 +121,7 @@ func ExampleProducer_FailWith() {
 
 // SendMessages gives the test's records keys and headers.
 func ExampleHarness_SendMessages() {
-	runTest("ExampleHarness_SendMessages", func(t *testing.T) {
+	testkit.RunExample("ExampleHarness_SendMessages", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				return stages.Each(in, func(_ context.Context, r sluice.Record) error {

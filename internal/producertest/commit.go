@@ -17,9 +17,8 @@ import (
 func (s *suite[P]) writesExactly(t *T) {
 	const parts, n = 3, 200
 	b := kafkatest.NewBroker(t)
-	createTopics(t, b, parts, n, "out", 2)
+	p := s.setUp(t, b, parts, n, "out", 2)
 	in := b.ReadAll(t, "in")
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	s.drain(t, b, parts, n, s.produceTo(p, "out"))
 
@@ -55,8 +54,7 @@ func (s *suite[P]) writesExactly(t *T) {
 func (s *suite[P]) commitsOnlyAfterDelivery(t *T) {
 	const n = 50
 	b := kafkatest.NewKfake(t)
-	createTopics(t, b, 2, n, "out", 1)
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	p := s.setUp(t, b, 2, n, "out", 1)
 	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
 
 	r := s.start(t, b, s.produceTo(p, "out"))

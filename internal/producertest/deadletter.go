@@ -22,9 +22,8 @@ import (
 func (s *suite[P]) deadLetterCarriesRecord(t *T) {
 	const parts, n = 2, 50
 	b := kafkatest.NewBroker(t)
-	createTopics(t, b, parts, n, "dlq", 1)
+	p := s.setUp(t, b, parts, n, "dlq", 1)
 	in := b.ReadAll(t, "in")
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 
 	s.drain(t, b, parts, n, dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 
@@ -115,9 +114,8 @@ func recordsIn(b []byte) int64 {
 func (s *suite[P]) deadLettersInOrder(t *T) {
 	const parts, n = 2, 300
 	b := kafkatest.NewKfake(t)
-	createTopics(t, b, parts, n, "dlq", 1)
+	p := s.setUp(t, b, parts, n, "dlq", 1)
 	sizes := observeProduceSizes(b, "dlq")
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	s.drain(t, b, parts, n, AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 
 	got := DeadLetterOffsets(t, b.ReadAll(t, "dlq"))
@@ -138,8 +136,7 @@ func (s *suite[P]) deadLettersInOrder(t *T) {
 func (s *suite[P]) deadLettersFailingMidway(t *T) {
 	const n = 100
 	b := kafkatest.NewKfake(t)
-	createTopics(t, b, 1, n, "dlq", 1)
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	p := s.setUp(t, b, 1, n, "dlq", 1)
 	r := s.start(t, b, AllInvalid, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: n})
 	b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.InvalidRecord, Count: -1})

@@ -24,8 +24,7 @@ import (
 func (s *suite[P]) deliveryFailure(t *T) {
 	const k = 10
 	b := kafkatest.NewKfake(t)
-	createTopics(t, b, 1, k, "out", 1)
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	p := s.setUp(t, b, 1, k, "out", 1)
 
 	r := s.start(t, b, s.produceTo(p, "out", stages.Name("to-out")))
 	WaitCommitted(t, b, r, "g", "in", map[int32]int64{0: k})

@@ -75,9 +75,8 @@ func checkCommittedStored(t *T, b *kafkatest.Broker, in []sluice.Record, topic s
 func (s *suite[P]) transientFaults(t *T, fc faultCase[P], fault *kerr.Error) {
 	const parts, n, faults = 2, 100, 5
 	b := kafkatest.NewKfake(t)
-	createTopics(t, b, parts, n, fc.topic, 1)
+	p := s.setUp(t, b, parts, n, fc.topic, 1)
 	in := b.ReadAll(t, "in")
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
 	h := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: fc.topic, Err: fault, Count: faults})
 	build, opts := fc.build(s, p)
 	r := s.start(t, b, build, opts...)

@@ -179,6 +179,14 @@ func Open[P sink.Producer](t testing.TB, newP func() (P, error)) P {
 	return p
 }
 
+// setUp creates on b the topics of [createTopics] and returns a producer
+// to b that retries fast: what most checks start with.
+func (s *suite[P]) setUp(t *T, b *kafkatest.Broker, parts int32, n int, out string, outParts int32) P {
+	t.Helper()
+	createTopics(t, b, parts, n, out, outParts)
+	return s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+}
+
 // produceTo is a builder producing every record to topic with p.
 func (s *suite[P]) produceTo(p P, topic string, opts ...stages.CallOption) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {

@@ -20,8 +20,7 @@ import (
 // of a failure at the first invalid record.
 func (s *suite[P]) missingDeadLetterTopic(t *T) {
 	b := kafkatest.NewBroker(t)
-	createTopics(t, b, 1, 10, "orders-dlq", 1)
-	p := s.newProducer(t, Config{Brokers: b.Addrs(), FastRetries: true})
+	p := s.setUp(t, b, 1, 10, "orders-dlq", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	err := pipeline.Run(ctx, s.h.NewSource(t, b.Addrs(), "g", "in"), dlqBuilder, pipeline.WithDeadLetter(p.DeadLetter("orders-dlg")))

@@ -20,17 +20,9 @@ import (
 // sink.Produce (as with franz.NewProducer), and each input offset commits
 // only after its output was delivered.
 func ExampleNewProducer() {
-	b, err := kafkatest.StartBroker(kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1), kafkatest.WithTopic("orders-dlq", 1))
-	if err != nil {
-		log.Fatal(err)
-	}
+	b := startBroker([]sluice.Record{{Value: []byte("order 1")}, {Value: []byte("order 2")}},
+		kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1), kafkatest.WithTopic("orders-dlq", 1))
 	defer b.Close()
-	ctx := context.Background()
-	for _, v := range []string{"order 1", "order 2"} {
-		if err := b.ProduceContext(ctx, "orders", sluice.Record{Value: []byte(v)}); err != nil {
-			log.Fatal(err)
-		}
-	}
 	src, err := source.NewSource(source.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
 		CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
 	if err != nil {
@@ -45,23 +37,11 @@ func ExampleNewProducer() {
 			return sink.Message{Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 		})
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(runCtx, src, build, pipeline.WithDeadLetter(prod.DeadLetter("orders-dlq")))
-	}()
-	deadline := time.Now().Add(time.Minute)
-	for committed(b, "shout", "orders")[0] != 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // the source commits every 50ms
-	}
-	stop()
-	if err := <-done; err != nil {
-		log.Fatal(err)
-	}
+	runUntilCommitted(src, build, b, "shout", map[int32]int64{0: 2}, pipeline.WithDeadLetter(prod.DeadLetter("orders-dlq")))
 	if err := prod.Close(); err != nil { // after Run returned
 		log.Fatal(err)
 	}
-	recs, err := b.ReadAllContext(ctx, "shouted")
+	recs, err := b.ReadAllContext(context.Background(), "shouted")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package kafkatest_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ import (
 // naming where it came from. (It takes a second or two: a consumer group
 // forms on a real, if in-process, broker.)
 func ExampleNewBroker() {
-	runTest("ExampleNewBroker", func(t *testing.T) {
+	testkit.RunExample("ExampleNewBroker", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("orders-dlq", 1))
 		b.Produce(t, "orders",
 			sluice.Record{Value: []byte("order 1")},
@@ -75,24 +74,4 @@ func ExampleNewBroker() {
 	//   sluice.dlq.offset: 1
 	//   sluice.dlq.error: cannot parse "garbage"
 	//   sluice.dlq.stage: parse
-}
-
-// runTest runs fn with a *testing.T, the way go test runs a test named
-// name, so that an Example can use the helpers that take a
-// testing.TB (an Example gets no *testing.T; in your own tests,
-// write func TestX(t *testing.T) and use t). Pass the Example's name, so
-// that a -run pattern that selects the Example selects fn too. Meanwhile
-// -v is off, so that fn's progress lines do not mix with the Example's
-// output, and -count is 1, so that fn runs once, as the Example does; a
-// failure prints its message, which fails the Example.
-func runTest(name string, fn func(t *testing.T)) {
-	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		if f := flag.Lookup(flagName); f != nil {
-			old := f.Value.String()
-			_ = f.Value.Set(value)
-			defer func() { _ = f.Value.Set(old) }()
-		}
-	}
-	testing.RunTests(func(_, _ string) (bool, error) { return true, nil },
-		[]testing.InternalTest{{Name: name, F: fn}})
 }

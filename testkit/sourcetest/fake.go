@@ -22,9 +22,8 @@ import (
 // the new one from the group's committed offset. A member that stops gives
 // its partitions to the others the same way.
 type FakeDriver struct {
-	mu     sync.Mutex
-	topics memTopics
-	groups map[groupTopic]*fakeGroup
+	memBroker // CreateTopic and Produce
+	groups    map[groupTopic]*fakeGroup
 }
 
 type groupTopic struct{ group, topic string }
@@ -47,23 +46,7 @@ type fakeMember struct {
 
 // NewFakeDriver returns an empty driver.
 func NewFakeDriver() *FakeDriver {
-	return &FakeDriver{topics: memTopics{}, groups: map[groupTopic]*fakeGroup{}}
-}
-
-// CreateTopic implements Driver.
-func (d *FakeDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.topics.create(t, topic, partitions)
-}
-
-// Produce implements Driver.
-func (d *FakeDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.topics.produce(t, topic, recs...)
+	return &FakeDriver{memBroker: newMemBroker(), groups: map[groupTopic]*fakeGroup{}}
 }
 
 // Committed implements Driver: for each partition, its owner's commits

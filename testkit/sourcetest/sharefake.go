@@ -3,7 +3,6 @@ package sourcetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/sluice-go/sluice"
@@ -36,10 +35,9 @@ type FakeShareDriver struct {
 	// Fault is how the sources break the contract; zero for none.
 	Fault ShareFault
 
-	mu      sync.Mutex
-	topics  memTopics
-	groups  map[groupTopic][][]shareSlot
-	changed chan struct{} // closed and replaced when records become available
+	memBroker // CreateTopic and Produce
+	groups    map[groupTopic][][]shareSlot
+	changed   chan struct{} // closed and replaced when records become available
 }
 
 // ShareFault is a way for the sources of a [FakeShareDriver] to break the
@@ -85,25 +83,10 @@ const (
 // NewFakeShareDriver returns an empty driver whose sources have a
 // delivery limit of 3 and no fault.
 func NewFakeShareDriver() *FakeShareDriver {
-	return &FakeShareDriver{Limit: 3, topics: memTopics{},
+	d := &FakeShareDriver{Limit: 3, memBroker: newMemBroker(),
 		groups: map[groupTopic][][]shareSlot{}, changed: make(chan struct{})}
-}
-
-// CreateTopic implements ShareDriver.
-func (d *FakeShareDriver) CreateTopic(t *testing.T, topic string, partitions int32) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.topics.create(t, topic, partitions)
-}
-
-// Produce implements ShareDriver.
-func (d *FakeShareDriver) Produce(t *testing.T, topic string, recs ...sluice.Record) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.topics.produce(t, topic, recs...)
-	d.notifyLocked()
+	d.produced = d.notifyLocked
+	return d
 }
 
 // MaxDeliveries implements ShareDriver: Limit.
@@ -152,6 +135,7 @@ func (d *FakeShareDriver) slotsLocked(key groupTopic) [][]shareSlot {
 	return slots
 }
 
+// notifyLocked, with d.mu held, wakes the sources waiting for records.
 func (d *FakeShareDriver) notifyLocked() {
 	close(d.changed)
 	d.changed = make(chan struct{})
