@@ -28,7 +28,7 @@ func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 				time.Sleep(delays[r.Offset])
 				return r.Offset, g.wait(ctx, r.Offset)
 			})
-			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+			return out.each(p, offs)
 		})
 		assignAndSend(h, n)
 		time.Sleep(time.Minute) // every unblocked delay has passed
