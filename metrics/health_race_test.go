@@ -17,8 +17,9 @@ import (
 
 // slowStuckLog is a slog handler that holds the stuck detector's log line
 // (with its goroutine dump, the slow part of a stuck report) until
-// released: the window in which a report used to race with the value
-// completing or its partition being revoked.
+// released, so that a test can complete the value or revoke its partition
+// while the report is under way: Health must end up with the partition
+// not stuck whichever finishes first.
 type slowStuckLog struct {
 	logging chan struct{} // receives when the stuck line is being logged
 	release chan struct{}

@@ -28,7 +28,7 @@ func TestPoolRandomLatencyCommitsContiguousPrefix(t *testing.T) {
 				time.Sleep(delays[r.Offset])
 				return r.Offset, g.wait(ctx, r.Offset)
 			})
-			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+			return out.each(p, offs)
 		})
 		assignAndSend(h, n)
 		time.Sleep(time.Minute) // every unblocked delay has passed
@@ -156,12 +156,7 @@ func TestFlatMapCommitsWhenAllOutputsFinished(t *testing.T) {
 				return nil
 			})
 		})
-		assignAndSend(h, 3)
-		h.WaitCommitted("t", 0, 2)
-		synctest.Wait()
-		checkCommitted(t, h, 2, "with an output of offset 2 pending")
-		close(release)
-		h.WaitCommitted("t", 0, 3)
+		commitsHeldUntilRelease(t, h, 3, 2, "with an output of offset 2 pending", release)
 	})
 }
 
@@ -182,11 +177,7 @@ func TestRouteCommitsWhenTheBranchFinished(t *testing.T) {
 				}),
 			)
 		})
-		assignAndSend(h, 10)
-		synctest.Wait()
-		checkCommitted(t, h, 5, "while odd offset 5 is in its branch")
-		close(slow)
-		h.WaitCommitted("t", 0, 10)
+		commitsHeldUntilRelease(t, h, 10, 5, "while odd offset 5 is in its branch", slow)
 		if e, o := evens.of(0), odds.of(0); len(e) != 5 || len(o) != 5 {
 			t.Fatalf("evens %v odds %v", e, o)
 		}
@@ -206,14 +197,25 @@ func TestUnbatchCommitsABatchWhenAllItsElementsFinished(t *testing.T) {
 			})
 			return stages.Each(stages.Unbatch(empty), ignoringCtx(7, hold))
 		})
-		assignAndSend(h, 9)
-		synctest.Wait()
 		// Batches [0 1 2], [3 4 5] (emptied) and [6 7 8], whose element 7
 		// is held: the third batch's records all wait.
-		checkCommitted(t, h, 6, "")
-		close(hold)
-		h.WaitCommitted("t", 0, 9)
+		commitsHeldUntilRelease(t, h, 9, 6, "while element 7 of batch [6 7 8] is held", hold)
 	})
+}
+
+// commitsHeldUntilRelease sends n records to t/0 of h, whose graph holds
+// a record until release is closed, and checks that the commit reaches
+// held and stays exactly there once every goroutine of the bubble is
+// blocked (what says why); it then closes release and waits until all n
+// records are committed.
+func commitsHeldUntilRelease(t *testing.T, h *testkit.Harness, n int, held int64, what string, release chan struct{}) {
+	t.Helper()
+	assignAndSend(h, n)
+	h.WaitCommitted("t", 0, held)
+	synctest.Wait()
+	checkCommitted(t, h, held, what)
+	close(release)
+	h.WaitCommitted("t", 0, int64(n))
 }
 
 func TestByteBudgetPausesPartitions(t *testing.T) {

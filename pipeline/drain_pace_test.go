@@ -47,7 +47,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 					return r.Offset, nil
 				})
-			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+			return out.each(p, slow)
 		}, pipeline.WithHooks(&hook))
 		assignAndSend(h, n)
 		time.Sleep(time.Minute) // the rate is measured

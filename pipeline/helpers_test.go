@@ -108,6 +108,12 @@ func (s *sink) add(p int32, off int64) {
 	s.got[p] = append(s.got[p], off)
 }
 
+// each ends p's graph with an Each stage that adds every value of in
+// (an offset) to s under p's partition.
+func (s *sink) each(p *pipeline.Partition, in pipeline.Stream[int64]) pipeline.End {
+	return stages.Each(in, func(_ context.Context, o int64) error { s.add(p.Partition, o); return nil })
+}
+
 func (s *sink) of(p int32) []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -23,7 +23,7 @@ func TestRevokeDrainsInFlightWork(t *testing.T) {
 				time.Sleep(time.Second) // in-flight work that finishes within the drain timeout
 				return r.Offset, nil
 			})
-			return stages.Each(slow, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+			return out.each(p, slow)
 		})
 		assignAndSend(h, 3)
 		synctest.Wait() // the first record is in the Map

@@ -17,7 +17,7 @@ func TestMapEachCommitsEverything(t *testing.T) {
 		var out sink
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			offs := stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil })
-			return stages.Each(offs, func(_ context.Context, o int64) error { out.add(p.Partition, o); return nil })
+			return out.each(p, offs)
 		})
 		h.Assign("events", 0, 1)
 		h.Send("events", 0, testkit.Values(1000)...)

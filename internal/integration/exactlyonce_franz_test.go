@@ -69,12 +69,12 @@ func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[sluice.M
 // (RequireStable): the test covers the first case only.
 //
 // The commit fails inside a Deliver (the Group commits once a due
-// barrier is reached there). This test found that the rewind used to run
-// right there: the record the poll loop held in hand (rebalance.Core.Add
-// appends it after flushing the batch whose Deliver aborted) reached the
-// partition's new graph, and was processed again after the seek, one
-// input committed twice (about 1 run in 4 with -race). The core now defers
-// such a rewind to the next Polled (exactlyonce/rewind_deferred.go).
+// barrier is reached there), while the poll loop holds a record in hand
+// (rebalance.Core.Add appends it after flushing the batch whose Deliver
+// aborted). The test checks that this record does not reach the
+// partition's new graph before the seek, where it would be processed
+// again and its input committed twice: the core defers such a rewind to
+// the next Polled (exactlyonce/rewind_deferred.go).
 func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 3000
@@ -115,12 +115,12 @@ func TestFranzExactlyOnceFailedCommitMidStream(t *testing.T) {
 //     (pids.updateTimer) and bumps the epoch, fencing A2. Kafka's
 //     coordinator checks the epoch before it adds a partition
 //     (TransactionCoordinator.handleAddPartitionsToTransaction answers
-//     PRODUCER_FENCED) and opens nothing. A used to hold the partitions
-//     the rebalance took from it for the whole drain timeout (20s, its
-//     revoke barrier waiting for the records whose produce failed), so A2
-//     began its first transaction about when kfake timed that one out;
-//     the barrier now gives up at the stage error (exactlyonce
-//     TestRevokeBarrierGivesUpOnStageError) and A2 commits seconds later.
+//     PRODUCER_FENCED) and opens nothing. On kfake the test relies on A's
+//     revoke barrier giving up at the stage error of the refused produce
+//     (exactlyonce TestRevokeBarrierGivesUpOnStageError) rather than
+//     holding the partitions the rebalance took from A for the whole
+//     drain timeout (20s): A2 gets them at once and ends that transaction
+//     with its first commit seconds later, well within TransactionTimeout.
 //   - 22_init_producer_id.go doInitProducerID accepts a stale epoch and
 //     bumps it, where Kafka answers PRODUCER_FENCED
 //     (TransactionMetadata.prepareIncrementProducerEpoch): a zombie's

@@ -79,13 +79,18 @@ func startProxied(t *testing.T, name string, mode tcpproxy.Mode, parts, perParti
 	return r
 }
 
-// fail cuts or stalls the network, as mode says.
-func (r *proxiedRun) fail(mode tcpproxy.Mode) {
+// failWhileProcessing cuts or stalls the network, as mode says, then
+// opens held (the gate A's graph waits at) and waits until A processed
+// every partition through offset through while the network is down.
+func (r *proxiedRun) failWhileProcessing(t *testing.T, mode tcpproxy.Mode, held *gate, through int64) {
+	t.Helper()
 	if mode == tcpproxy.Cut {
 		r.px.Cut()
 	} else {
 		r.px.Stall()
 	}
+	held.open()
+	waitFor(t, fmt.Sprintf("the records up to offset %d processed", through), func() bool { return r.seen.processedThrough(through) }, r.a)
 }
 
 // check checks, once every consumer stopped, that no commit ran ahead of
@@ -128,9 +133,7 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	b, group, obs, a := r.b, r.group, r.obs, r.a
 
 	began := time.Now()
-	r.fail(mode)
-	beforeCut.open()
-	waitFor(t, "the records up to the cut processed", func() bool { return r.seen.processedThrough(cutAt - 1) }, a)
+	r.failWhileProcessing(t, mode, beforeCut, cutAt-1)
 	waitFor(t, "A losing every partition", func() bool { return obs.groupObserver.lost.Load() == parts }, a)
 	waitFor(t, "the broker expiring A's session", func() bool {
 		gi := b.Cluster().GroupInfo(group)
@@ -189,9 +192,7 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 	r := startProxied(t, "fsc", mode, parts, perPartition, session, held, perPartition, gates{held: beforeCut})
 	b, group, topic := r.b, r.group, r.topic
 
-	r.fail(mode)
-	beforeCut.open()
-	waitFor(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, r.a)
+	r.failWhileProcessing(t, mode, beforeCut, perPartition-1)
 	took, err := r.a.stopTimed(t)
 	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, r.obs.syncErrors())
 	if err != nil && !strings.Contains(err.Error(), "final commit") {
@@ -235,9 +236,7 @@ func networkBlip(t *testing.T, mode tcpproxy.Mode) {
 
 	began := time.Now()
 	accepted := px.Accepted()
-	r.fail(mode)
-	g.open()
-	waitFor(t, "every record processed", func() bool { return r.seen.processedThrough(perPartition - 1) }, a)
+	r.failWhileProcessing(t, mode, g, perPartition-1)
 	if mode == tcpproxy.Cut {
 		// librdkafka reconnects with a backoff doubling from 100ms,
 		// over its bootstrap, broker and coordinator connections.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-go/sluice"
@@ -21,16 +22,13 @@ var errStore = errors.New("store unreachable")
 func TestOffsetStoreClaimErrorStopsRun(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	forEachClient(t, func(t *testing.T, c storeClient) {
-		topic, group := c.topic(t, b, "oserr", 2, 10)
-		l := &storeLog{}
-		build, built := countingDiscard()
-		a := startConsumer(t, "A", c.newSource(t, b, group, topic, &recordingStore{member: "A", log: l, err: errStore}), build)
-		claimed, err := waitClaimError(t, a, l, 1)
-		wantNames(t, err, claimed, "Config.OffsetStore", fmt.Sprintf("%q", group))
-		if n := built.Load(); n != 0 {
+		f := startClaimFailure(t, b, c, "oserr", 2, 0)
+		claimed, err := waitClaimError(t, f.a, f.log, 1)
+		wantNames(t, err, claimed, "Config.OffsetStore", fmt.Sprintf("%q", f.group))
+		if n := f.built.Load(); n != 0 {
 			t.Errorf("%d graphs built after the claim failed, want none", n)
 		}
-		if got := b.Committed(t, group, topic); len(got) != 0 {
+		if got := b.Committed(t, f.group, f.topic); len(got) != 0 {
 			t.Errorf("group committed %v after the claim failed, want nothing", got)
 		}
 	})
@@ -45,18 +43,39 @@ func TestOffsetStoreClaimErrorStopsRun(t *testing.T) {
 func TestOffsetStoreClaimErrorOnLaterAssignment(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	forEachClient(t, func(t *testing.T, c storeClient) {
-		topic, group := c.topic(t, b, "oserr2", 4, 10)
-		l := &storeLog{}
-		discard, _ := countingDiscard()
-		a := startConsumer(t, "A", c.newSource(t, b, group, topic, &recordingStore{member: "A", log: l, err: errStore, okCalls: 1}), discard)
-		b.WaitCommitted(t, group, topic, b.HighWatermarks(t, topic))
+		f := startClaimFailure(t, b, c, "oserr2", 4, 1)
+		b.WaitCommitted(t, f.group, f.topic, b.HighWatermarks(t, f.topic))
 		bObs := newGroupObserver()
-		bm := startConsumer(t, "B", c.newSource(t, b, group, topic, &recordingStore{member: "B", log: l}), discard, pipeline.WithHooks(bObs))
+		discard, _ := countingDiscard()
+		bm := startConsumer(t, "B", c.newSource(t, b, f.group, f.topic, &recordingStore{member: "B", log: f.log}), discard, pipeline.WithHooks(bObs))
 		waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, bm)
 		bm.stop(t)
-		claimed, err := waitClaimError(t, a, l, 2)
+		claimed, err := waitClaimError(t, f.a, f.log, 2)
 		wantNames(t, err, claimed)
 	})
+}
+
+// claimFailure is member A consuming a topic of 10 records per partition
+// through a recordingStore that answers its first okCalls claims and
+// fails the later ones with errStore.
+type claimFailure struct {
+	topic, group string
+	log          *storeLog     // the Claim calls of A (and of any member sharing it)
+	built        *atomic.Int64 // graphs A built
+	a            *consumer
+}
+
+// startClaimFailure creates the topic prefix (parts partitions) and
+// starts A on it, its graphs discarding every record.
+func startClaimFailure(t *testing.T, b *kafkatest.Broker, c storeClient, prefix string, parts int32, okCalls int) *claimFailure {
+	t.Helper()
+	f := &claimFailure{log: &storeLog{}}
+	f.topic, f.group = c.topic(t, b, prefix, parts, 10)
+	var build pipeline.Builder
+	build, f.built = countingDiscard()
+	store := &recordingStore{member: "A", log: f.log, err: errStore, okCalls: okCalls}
+	f.a = startConsumer(t, "A", c.newSource(t, b, f.group, f.topic, store), build)
+	return f
 }
 
 // waitClaimError waits until a's Run ends with an error wrapping

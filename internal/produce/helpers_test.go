@@ -38,6 +38,17 @@ func recordMessage(r sluice.Record) (sluice.Message, error) {
 	return sluice.Message{Key: r.Key, Value: r.Value}, nil
 }
 
+// failingAt returns a toMsg that fails the record of value v with err
+// and converts the others as recordMessage does.
+func failingAt(v string, err error) func(sluice.Record) (sluice.Message, error) {
+	return func(r sluice.Record) (sluice.Message, error) {
+		if string(r.Value) == v {
+			return sluice.Message{}, err
+		}
+		return recordMessage(r)
+	}
+}
+
 // producer is a backend's Producer as the core sees it: a *produce.Core
 // embedded.
 type producer struct{ *produce.Core }

@@ -135,14 +135,7 @@ func TestSendErrorStopsRun(t *testing.T) {
 func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(true)
-		errEncode := sluice.Permanent(errors.New("cannot encode"))
-		toMsg := func(rec sluice.Record) (sluice.Message, error) {
-			if string(rec.Value) == "v2" {
-				return sluice.Message{}, errEncode
-			}
-			return recordMessage(rec)
-		}
-		f, r := c.started(t, 4, toMsg)
+		f, r := c.started(t, 4, failingAt("v2", sluice.Permanent(errors.New("cannot encode"))))
 		select {
 		case <-r.Done():
 			t.Fatal("Run returned with two reports outstanding")
@@ -161,14 +154,8 @@ func TestStageFailureWaitsForOutstandingReports(t *testing.T) {
 func TestInvalidValueIsDeadLetteredNotProduced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newStage(false)
-		toMsg := func(rec sluice.Record) (sluice.Message, error) {
-			if string(rec.Value) == "v1" {
-				return sluice.Message{}, sluice.Invalid(errors.New("not an order"))
-			}
-			return recordMessage(rec)
-		}
 		dead := testkit.NewDeadLetters()
-		f, r := c.start(t, 3, toMsg, dead.Option())
+		f, r := c.start(t, 3, failingAt("v1", sluice.Invalid(errors.New("not an order"))), dead.Option())
 		f.WaitCommitted(t, "in", 0, 3)
 		must(t, r.Stop(t))
 		checkSent(t, c, "v0", "v2")

@@ -7,6 +7,37 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
+func TestParseFlagsNamesBadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-records", "0"}, "-records=0"},
+		{[]string{"-records", "100", "-no-memory", "-partitions", "200"}, "-partitions=200"},
+		{[]string{"-records", "100"}, "the memory section needs at least 256"},
+		{[]string{"-value", "10"}, "-value=10"},
+		{[]string{"-runs", "0"}, "-runs=0"},
+		{[]string{"-cases", "raw-franz,nope"}, `unknown case "nope"`},
+		{[]string{"-budget", "-1"}, "-budget=-1"},
+		{[]string{"-memory", "-no-memory"}, "contradict"},
+		{[]string{"-slow", "-no-slow"}, "contradict"},
+		{[]string{"-records", "50", "-no-memory", "-partitions", "8"}, "the slow section needs at least 64"},
+		{[]string{"-broker", "nope"}, `-broker="nope": want kfake or apache`},
+	} {
+		_, err := parseFlags(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	o, err := parseFlags([]string{"-cases", "k2k-raw-franz, raw-confluent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.cases) != 2 || o.cases[0] != "raw-confluent" || o.cases[1] != "k2k-raw-franz" {
+		t.Fatalf("cases %q, want [raw-confluent k2k-raw-franz] (report order)", o.cases)
+	}
+}
+
 func TestSectionFlags(t *testing.T) {
 	for _, c := range []struct {
 		args                []string
