@@ -1,8 +1,6 @@
 package franz
 
 import (
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -14,13 +12,6 @@ import (
 	"github.com/sluice-go/sluice/testkit/sourcetest"
 )
 
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("SLUICE_TEST_LOG") == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
-}
-
 // newTestSource returns a franz source for group/topic with test timings
 // (fast heartbeats and commits); opts are applied after them.
 func newTestSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *Source {
@@ -30,7 +21,7 @@ func newTestSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts 
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
-		Logger:         testLogger(t),
+		Logger:         kafkatest.Logger(t),
 		Opts:           append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
 	})
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -14,9 +12,10 @@ import (
 
 // The leaders of a follower (follow.New) read from Kafka: for each
 // partition, the lowest offset that every leader group committed. Here
-// "billing" and "audit" committed by hand; partition 1 has a commit of
-// "billing" only, so it is absent: a follower delivers none of its records
-// yet.
+// "billing" and "audit" committed by hand (with kafkatest's
+// Broker.CommitContext, only to set the example up); partition 1 has a
+// commit of "billing" only, so it is absent: a follower delivers none of
+// its records yet.
 func ExampleNewLeaders() {
 	b, err := kafkatest.StartBroker(kafkatest.WithTopic("orders", 2))
 	if err != nil {
@@ -26,17 +25,8 @@ func ExampleNewLeaders() {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin, err := b.Admin()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	for group, offsets := range map[string]map[int32]int64{"billing": {0: 7, 1: 3}, "audit": {0: 5}} {
-		var os kadm.Offsets
-		for p, at := range offsets {
-			os.Add(kadm.Offset{Topic: "orders", Partition: p, At: at, LeaderEpoch: -1})
-		}
-		if err := admin.CommitAllOffsets(ctx, group, os); err != nil {
+		if err := b.CommitContext(ctx, group, "orders", offsets); err != nil {
 			fmt.Println(err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestShareConformance(t *testing.T) {
 				Topics:        []string{topic},
 				MaxDeliveries: shareConformanceLimit,
 				CloseTimeout:  2 * time.Second,
-				Logger:        testLogger(t),
+				Logger:        kafkatest.Logger(t),
 				Opts:          []kgo.Opt{kgo.ShareMaxRecords(50)},
 			})
 			if err != nil {

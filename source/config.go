@@ -51,13 +51,12 @@ type Config struct {
 	// max.poll.interval.ms (see the package documentation, "Timeouts").
 	CloseTimeout time.Duration
 
-	// OffsetStore, when not nil, is consulted at every assignment: a
-	// partition starts where it says instead of at the group's committed
-	// offset, and it fences the member that held the partition before
-	// (see sluice.OffsetStore). Set it to the sink that keeps offsets
-	// in its own transactions (a txsink.Writer in exactly-once mode, such
-	// as postgres.New's). It cannot be combined with a transactional
-	// producer: Run refuses the pair.
+	// OffsetStore, when not nil, is the sink that keeps the partitions'
+	// offsets in its own transactions (sluice.OffsetStore): each newly
+	// assigned partition starts where it says, not at the group's commit,
+	// and its previous owner is fenced (when and how the source calls it:
+	// the package documentation, "Offset store"). Run refuses it with a
+	// transactional producer (confluent.NewTransactionalProducer).
 	OffsetStore sluice.OffsetStore
 
 	// Logger receives librdkafka's logs and the source's own events.

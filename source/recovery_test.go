@@ -86,7 +86,7 @@ func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 		Topics:         []string{"in"},
 		CommitInterval: 50 * time.Millisecond,
 		CloseTimeout:   time.Second,
-		Logger:         testLogger(t),
+		Logger:         kafkatest.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)

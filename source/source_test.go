@@ -44,13 +44,6 @@ func TestMain(m *testing.M) {
 
 const wait = 30 * time.Second
 
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("SLUICE_TEST_LOG") == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
-}
-
 // newSource builds a source for the broker with test-friendly timings.
 func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides map[string]any) *Source {
 	t.Helper()
@@ -70,7 +63,7 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 		Group:          group,
 		Topics:         []string{topic},
 		CommitInterval: 50 * time.Millisecond,
-		Logger:         testLogger(t),
+		Logger:         kafkatest.Logger(t),
 		Overrides:      ov,
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
@@ -34,7 +33,9 @@ const shareLock = 2 * time.Second
 
 // newShareBroker starts a broker with one topic of one partition and the
 // share group timings above, on which share group group reads from the
-// earliest record (shareFromEarliest).
+// earliest record (its share.auto.offset.reset set as an operator does
+// before a share group's first start: the default, latest, skips what
+// was produced before the group existed).
 func newShareBroker(t *testing.T, topic, group string) *kafkatest.Broker {
 	t.Helper()
 	return newShareBrokerLock(t, topic, group, shareLock)
@@ -56,34 +57,8 @@ func newShareBrokerLock(t *testing.T, topic, group string, lock time.Duration) *
 		"share.record.lock.sweep.interval.ms": "100",
 		"group.share.heartbeat.interval.ms":   "100",
 	}))
-	shareFromEarliest(t, b, group)
+	b.SetGroupConfig(t, group, "share.auto.offset.reset", "earliest")
 	return b
-}
-
-// shareFromEarliest sets the group config share.auto.offset.reset to
-// earliest, as an operator does before a share group's first start (the
-// default, latest, skips what was produced before the group existed).
-func shareFromEarliest(t *testing.T, b *kafkatest.Broker, group string) {
-	t.Helper()
-	cl := kafkaClient(t, b)
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
-	res.ResourceName = group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(t.Context(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range resp.Resources {
-		if r.ErrorCode != 0 {
-			t.Fatalf("setting share.auto.offset.reset of %s: error code %d", group, r.ErrorCode)
-		}
-	}
 }
 
 // shareOffset describes partition 0 of topic for group

@@ -1,14 +1,7 @@
 package kafkadriver
 
 import (
-	"context"
-	"fmt"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -56,39 +49,8 @@ func (d ShareDriver) MaxDeliveries() int { return d.Limit }
 // Source(t, group, topic).
 func (d ShareDriver) NewShareSource(t *testing.T, group, topic string) sluice.Source {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := shareFromEarliest(ctx, d.Broker.Addrs(), group); err != nil {
-		t.Fatal(err)
-	}
+	d.Broker.SetGroupConfig(t, group, "share.auto.offset.reset", "earliest")
 	return d.Source(t, group, topic)
-}
-
-// shareFromEarliest sets the group config share.auto.offset.reset of
-// group to earliest.
-func shareFromEarliest(ctx context.Context, brokers []string, group string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("kafkadriver: setting share.auto.offset.reset of %s: %w", group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return fmt.Errorf("kafkadriver: setting share.auto.offset.reset of %s: %w", group, err)
-		}
-	}
-	return nil
 }
 
 // Unacknowledged returns the share-partition lag of each partition of

@@ -59,7 +59,7 @@ func giveBack(c *apacheCluster) {
 	}
 	delete(pool.all, c)
 	pool.mu.Unlock()
-	if err != nil && os.Getenv("SLUICE_TEST_LOG") != "" {
+	if err != nil && os.Getenv(EnvLog) != "" {
 		fmt.Fprintf(os.Stderr, "kafkatest: closing an Apache Kafka broker instead of reusing it: %v\n", err)
 	}
 	c.close()

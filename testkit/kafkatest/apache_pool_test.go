@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,20 +39,9 @@ func TestPooledBrokerForgetsThePreviousTest(t *testing.T) {
 			recs = append(recs, sluice.Record{Partition: int32(i % 3), Value: []byte{byte(i)}})
 		}
 		b.Produce(t, "t", recs...)
-		adm, err := b.Admin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var os kadm.Offsets
-		for p := range int32(3) {
-			os.AddOffset("t", p, 2, -1)
-		}
-		if err := adm.CommitAllOffsets(ctx, "g", os); err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range []string{"sg", "g"} {
-			setGroupConfig(ctx, t, b, g, groupConfigOf(g), "earliest")
-		}
+		b.Commit(t, "g", "t", map[int32]int64{0: 2, 1: 2, 2: 2})
+		b.SetGroupConfig(t, "sg", "share.auto.offset.reset", "earliest")
+		b.SetGroupConfig(t, "g", "consumer.session.timeout.ms", "7000")
 		txnProduce(ctx, t, b, "tx", "t", true)
 		txnProduce(ctx, t, b, "tx", "t", false)
 		consumeOne(ctx, t, b, false, kgo.ShareGroup("sg"), kgo.ConsumeTopics("t"))
@@ -113,27 +101,6 @@ func adminRequest[R kmsg.Response](ctx context.Context, t *testing.T, b *Broker,
 		t.Fatal(err)
 	}
 	return resp.(R)
-}
-
-// setGroupConfig sets a group config (IncrementalAlterConfigs on a GROUP).
-func setGroupConfig(ctx context.Context, t *testing.T, b *Broker, group, name, value string) {
-	t.Helper()
-	if name == "consumer.session.timeout.ms" {
-		value = "7000"
-	}
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = name, kmsg.StringPtr(value)
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp := adminRequest[*kmsg.IncrementalAlterConfigsResponse](ctx, t, b, req)
-	for _, r := range resp.Resources {
-		if r.ErrorCode != 0 {
-			t.Fatalf("set %s of group %s: error code %d", name, group, r.ErrorCode)
-		}
-	}
 }
 
 // groupConfig returns the dynamic value of a group config, if one is set.

@@ -1,6 +1,7 @@
 // Package kafkatest starts a Kafka broker for tests and examples, with
-// helpers to create topics, produce records, read them back and inspect
-// committed offsets. Pair it with testkit.Start to run a pipeline on a
+// helpers to create topics, produce records, read them back, commit and
+// inspect offsets and set group configs, and a [Logger] for the clients
+// under test. Pair it with testkit.Start to run a pipeline on a
 // real client against the real protocol: either backend's source and
 // producer (source.NewSource and package sink/confluent on librdkafka, or
 // franz.NewSource and franz.NewProducer on franz-go) connect to

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // fatalTB records the message of a Fatalf and ends its goroutine there, as
@@ -31,18 +29,8 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 // past the offset it waits for.
 func TestWaitCommitted(t *testing.T) {
 	b := NewBroker(t, WithTopic("w", 2))
-	ctx := minuteContext(t)
 	b.Fill(t, "w", 3, 1)
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var os kadm.Offsets
-	os.AddOffset("w", 0, 2, -1)
-	os.AddOffset("w", 1, 1, -1)
-	if err := adm.CommitAllOffsets(ctx, "g", os); err != nil {
-		t.Fatal(err)
-	}
+	b.Commit(t, "g", "w", map[int32]int64{0: 2, 1: 1})
 	b.WaitCommitted(t, "g", "w", map[int32]int64{0: 2, 1: 1})
 
 	tb := &fatalTB{TB: t}
