@@ -117,6 +117,3 @@ func runToEnd(t *testing.T, b *kafkatest.Broker, src *franz.Source, group string
 func upperCase(r sluice.Record) (sluice.Message, error) {
 	return sluice.Message{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, nil
 }
-
-// runExample is testkit.RunExample, for this package's other examples.
-var runExample = testkit.RunExample

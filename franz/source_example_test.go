@@ -19,7 +19,7 @@ import (
 // its stage returned. (It takes a second or two: a consumer group forms on
 // the embedded broker.)
 func ExampleNewSource() {
-	runExample("ExampleNewSource", func(t *testing.T) {
+	testkit.RunExample("ExampleNewSource", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1))
 		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
 		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
