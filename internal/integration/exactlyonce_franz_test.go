@@ -35,7 +35,7 @@ func newFranzTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID st
 func newFranzTxnProducer(t *testing.T, src *franz.Source, txnID string, txn time.Duration) *franz.Producer {
 	t.Helper()
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig:     franz.ProducerConfig{Logger: testLogger(t)},
+		ProducerConfig:     franz.ProducerConfig{Logger: kafkatest.Logger(t)},
 		TransactionalID:    txnID,
 		TransactionTimeout: txn,
 		CommitTimeout:      eosGenerous.commit,

@@ -280,7 +280,7 @@ func (c *countingLeaders) Committed(ctx context.Context, tps []sluice.TopicParti
 }
 
 func followLogger(t *testing.T) *slog.Logger {
-	if l := testLogger(t); l != nil {
+	if l := kafkatest.Logger(t); l != nil {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)

@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"log/slog"
 	"maps"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,13 +27,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(kafkatest.Pooled(m)) }
 
 // wait bounds every wait in this package; it only fires when stuck.
 const wait = 60 * time.Second
-
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("SLUICE_TEST_LOG") == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
-}
 
 // newSource returns a Kafka source for group/topic with test timings
 // (fast heartbeats and commits); overrides are applied last.
@@ -63,7 +54,7 @@ func fillTopic(t testing.TB, b *kafkatest.Broker, topic string, parts int32, per
 // with testLogger; an error fails t.
 func sourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg source.Config) *source.Source {
 	t.Helper()
-	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, testLogger(t)
+	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, kafkatest.Logger(t)
 	src, err := source.NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +65,7 @@ func sourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg source
 // franzSourceOf is sourceOf for a franz source.
 func franzSourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg franz.Config) *franz.Source {
 	t.Helper()
-	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, testLogger(t)
+	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, kafkatest.Logger(t)
 	src, err := franz.NewSource(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -331,7 +331,7 @@ func checkClaimOrder(t *testing.T, l *storeLog, member string) {
 
 // discardLogger is the Writer's logger: testLogger's, else nothing.
 func discardLogger(t testing.TB) *slog.Logger {
-	if l := testLogger(t); l != nil {
+	if l := kafkatest.Logger(t); l != nil {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)

@@ -108,7 +108,7 @@ func newShareSource(t *testing.T, b *kafkatest.Broker, group, topic string, maxD
 		Topics:        []string{topic},
 		MaxDeliveries: maxDeliveries,
 		CloseTimeout:  2 * time.Second,
-		Logger:        testLogger(t),
+		Logger:        kafkatest.Logger(t),
 		Opts:          append([]kgo.Opt{kgo.ShareMaxRecords(50)}, opts...),
 	})
 	if err != nil {
