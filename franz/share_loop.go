@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,6 +41,9 @@ type shareRunner struct {
 	acks     []sluice.Ack
 	joined   bool
 	fatal    error
+	// gone are the topics whose topic ID the broker stopped knowing in
+	// the last poll (deleted, or deleted and recreated); see topicsGone.
+	gone map[string]bool
 }
 
 func newShareRunner(s *ShareSource, g sluice.AckGroup) *shareRunner {
@@ -64,6 +68,7 @@ func (r *shareRunner) run(ctx context.Context) error {
 		}
 		if len(r.held) == 0 {
 			r.handle(r.poll(ctx))
+			r.topicsGone()
 			if !r.joined {
 				r.joined = true
 				r.g.Joined()
@@ -173,11 +178,69 @@ func (r *shareRunner) flush(tp sluice.TopicPartition) {
 	r.g.Deliver(tp, recs)
 }
 
-// fetchError logs a fetch error; a closed client is fatal.
+// fetchError logs a fetch error; a closed client is fatal. UNKNOWN_TOPIC_ID
+// marks the topic gone (see topicsGone): kgo reports it only once it
+// persists, the topic having been deleted.
 func (r *shareRunner) fetchError(topic string, p int32, err error) {
+	if errors.Is(err, kerr.UnknownTopicID) {
+		if r.gone == nil {
+			r.gone = make(map[string]bool)
+		}
+		r.gone[topic] = true
+		return
+	}
 	if fatal := fetchErrorFatal(r.log, "share client", topic, p, err); fatal != nil {
 		r.fatal = fatal
 	}
+}
+
+// topicsGone starts consuming anew each topic the broker no longer knows
+// by the ID the client holds: the topic was deleted, and maybe recreated
+// under the same name with a new ID, which kgo never adopts by itself (it
+// fails the topic with UNKNOWN_TOPIC_ID until it is purged from the
+// client and added back). The records of the old topic can no longer be
+// acknowledged: the graphs of its partitions are lost (stopped without
+// outcome, like a partition lost in a consumer group), the records still
+// held are released to settle them in kgo (the broker answers
+// UNKNOWN_TOPIC_ID, logged by ackResults), and the topic is purged from
+// the client and added back, so that the records of a recreated topic are
+// delivered (to new graphs) from where the share group starts on it.
+func (r *shareRunner) topicsGone() {
+	if len(r.gone) == 0 {
+		return
+	}
+	for topic := range r.gone {
+		var tps []sluice.TopicPartition
+		for tp := range r.assigned {
+			if tp.Topic == topic {
+				tps = append(tps, tp)
+				delete(r.assigned, tp)
+			}
+		}
+		dropped := 0
+		for k, h := range r.held {
+			if k.tp.Topic == topic {
+				h.rec.Ack(kgo.AckRelease)
+				delete(r.held, k)
+				dropped++
+			}
+		}
+		r.g.Lose(tps)
+		// A fetch already under way when the topic was purged may
+		// report it gone once more: nothing is lost then.
+		level := slog.LevelInfo
+		if len(tps) > 0 || dropped > 0 {
+			level = slog.LevelWarn
+		}
+		r.log.Log(context.Background(), level, "the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
+			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
+		r.cl.PurgeTopicsFromClient(topic)
+		r.cl.AddConsumeTopics(topic)
+	}
+	clear(r.gone)
+	// Outcomes the lost graphs reported before they stopped are for
+	// records no longer held: applyAcks ignores them.
+	r.applyAcks()
 }
 
 // ackStatus maps a runtime outcome to kgo's acknowledgement.
@@ -217,10 +280,16 @@ func (r *shareRunner) renew(now time.Time) {
 }
 
 // ackResults is kgo's ShareAckCallback: failed acknowledgements are
-// logged (their records come back after the lock expires).
+// logged (their records come back after the lock expires, unless their
+// topic was deleted).
 func (r *shareRunner) ackResults(_ *kgo.Client, rs kgo.ShareAckResults) {
 	for _, res := range rs {
-		if res.Err != nil {
+		switch {
+		case res.Err == nil:
+		case errors.Is(res.Err, kerr.UnknownTopicID), errors.Is(res.Err, kerr.UnknownTopicOrPartition):
+			r.log.Warn("share acknowledgement failed: the broker no longer knows the topic (deleted, or deleted and recreated); the outcomes of these records are lost with it",
+				"topic", res.Topic, "partition", res.Partition, "err", res.Err)
+		default:
 			r.log.Warn("share acknowledgement failed; the broker redelivers its records when their lock expires",
 				"topic", res.Topic, "partition", res.Partition, "err", res.Err)
 		}

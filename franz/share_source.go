@@ -38,6 +38,13 @@ import (
 // its first record arrives and drained at shutdown. Records of one
 // partition reach it in no particular offset order, and redelivered
 // records come back with their old offsets.
+//
+// A topic deleted while Run consumes it (the broker no longer knows its
+// topic ID) ends nothing: the graphs of its partitions are lost, the
+// outcomes of its records cannot be acknowledged any more (logged as
+// warnings naming the topic), and Run consumes the topic anew by name, so
+// that once it is recreated its records reach new graphs, from where the
+// share group starts on the new topic.
 type ShareSource struct {
 	cfg     ShareConfig
 	log     *slog.Logger

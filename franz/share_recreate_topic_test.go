@@ -1,0 +1,147 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A topic deleted and recreated under the same name while a share source
+// consumes it: the outcomes of the records of the old topic cannot be
+// acknowledged (the broker knows their topic ID no more), which must not
+// fail or stall Run, and every record of the new topic is delivered.
+func TestShareSourceTopicRecreated(t *testing.T) {
+	const topic, group = "orders", "g"
+	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+		"group.share.heartbeat.interval.ms": "100",
+	})))
+	b.CreateTopic(t, topic, 1)
+	old := []sluice.Record{{Value: []byte("old-0")}, {Value: []byte("old-1")}, {Value: []byte("old-2")}}
+	b.Produce(t, topic, old...)
+
+	seen := make(chan string, 64)
+	release := make(chan struct{})
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
+			if strings.HasPrefix(string(r.Value), "old-") {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return r, nil
+		}))
+	}
+	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
+		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+			CloseTimeout: 5 * time.Second, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}}
+	src := driver.NewShareSource(t, group, topic)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(recreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered within %v", want, recreateWait)
+			}
+		}
+	}
+	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true})
+
+	// The old records are held by the graph: delete and recreate the
+	// topic, then let them finish. A fresh client produces to the new
+	// topic (a kgo client that saw the old topic ID refuses the new one).
+	recreateTopic(t, b, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
+	defer pcancel()
+	for i := range 3 {
+		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+
+	await(map[string]bool{"new-0@0": true, "new-1@1": true, "new-2@2": true})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(recreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
+	}
+	// Run flushed the acknowledgements of the new topic's records.
+	if lag := driver.Unacknowledged(t, group, topic); lag[0] != 0 || len(lag) != 1 {
+		t.Fatalf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
+	}
+}
+
+// recreateTopic deletes topic and creates it again with one partition
+// (a new topic ID), retrying the creation while the deletion completes.
+func recreateTopic(t *testing.T, b *kafkatest.Broker, topic string) {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recreateWait)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting %s: %v", topic, err)
+	}
+	for {
+		err := b.CreateTopicContext(ctx, topic, 1, nil)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatalf("recreating %s: %v", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// recreateWait bounds each wait of TestShareSourceTopicRecreated.
+const recreateWait = 60 * time.Second
