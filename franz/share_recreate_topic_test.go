@@ -48,7 +48,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	}
 	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
 		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
-			CloseTimeout: 5 * time.Second, Logger: testLogger(t)})
+			CloseTimeout: 5 * time.Second, Logger: kafkatest.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

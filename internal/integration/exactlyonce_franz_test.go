@@ -57,10 +57,11 @@ func franzProduce(p *franz.Producer, topic string) func(pipeline.Stream[sluice.M
 // of member A's EndTxn(commit) mid-stream with UNKNOWN_SERVER_ERROR (the
 // outcome is unknown to kgo: it fails the producer id, and the abort that
 // follows reloads it, InitProducerID bumping the epoch, which aborts the
-// transaction on the broker). A aborts; whether it then rewinds in place
-// and goes on or stops with ErrAborted (and B, another process, takes
-// over), a read_committed reader sees every input's two outputs exactly
-// once and the commits reach the high watermarks. kfake answers a
+// transaction on the broker). The fault is not fatal, so A aborts,
+// rewinds in place and goes on (an OnCommitted hook sees its next commit
+// succeed; A stopping fails the test), and a read_committed reader sees
+// every input's two outputs exactly once and the commits reach the high
+// watermarks. kfake answers a
 // faulted request without processing it (faults.go: Fault; 26_end_txn.go:
 // handleEndTxn checks the fault before doEnd), so the transaction is still
 // open when A aborts it; on Kafka the lost EndTxn may have committed, and
