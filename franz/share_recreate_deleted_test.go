@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // A topic deleted (and not recreated) while a share source consumes it,
@@ -22,10 +18,7 @@ import (
 // the topic; Run goes on, and stops with nil.
 func TestShareSourceTopicDeleted(t *testing.T) {
 	const topic, group = "orders", "g"
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
-	b.CreateTopic(t, topic, 1)
+	b := recreateBroker(t, topic)
 	b.Produce(t, topic, sluice.Record{Value: []byte("a")}, sluice.Record{Value: []byte("b")})
 
 	seen := make(chan struct{}, 2)
@@ -41,14 +34,8 @@ func TestShareSourceTopicDeleted(t *testing.T) {
 		}))
 	}
 	gone := make(chan string, 16)
-	src := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
-			CloseTimeout: 5 * time.Second, Logger: slog.New(goneHandler{gone})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}.NewShareSource(t, group, topic)
+	logger := slog.New(goneHandler{gone})
+	src := recreateDriver(b, func(testing.TB) *slog.Logger { return logger }).NewShareSource(t, group, topic)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +26,7 @@ import (
 // fail or stall Run, and every record of the new topic is delivered.
 func TestShareSourceTopicRecreated(t *testing.T) {
 	const topic, group = "orders", "g"
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
-	b.CreateTopic(t, topic, 1)
+	b := recreateBroker(t, topic)
 	old := []sluice.Record{{Value: []byte("old-0")}, {Value: []byte("old-1")}, {Value: []byte("old-2")}}
 	b.Produce(t, topic, old...)
 
@@ -46,14 +44,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 			return r, nil
 		}))
 	}
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
-			CloseTimeout: 5 * time.Second, Logger: kafkatest.Logger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
+	driver := recreateDriver(b, kafkatest.Logger)
 	src := driver.NewShareSource(t, group, topic)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -143,5 +134,29 @@ func recreateTopic(t *testing.T, b *kafkatest.Broker, topic string) {
 	}
 }
 
-// recreateWait bounds each wait of TestShareSourceTopicRecreated.
+// recreateBroker returns a broker holding topic with one partition, whose
+// share groups heartbeat every 100ms on kfake.
+func recreateBroker(t *testing.T, topic string) *kafkatest.Broker {
+	t.Helper()
+	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+		"group.share.heartbeat.interval.ms": "100",
+	})))
+	b.CreateTopic(t, topic, 1)
+	return b
+}
+
+// recreateDriver makes the share sources of the topic deletion tests,
+// each logging to logger(t).
+func recreateDriver(b *kafkatest.Broker, logger func(testing.TB) *slog.Logger) kafkadriver.ShareDriver {
+	return kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, topic string) sluice.Source {
+		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+			CloseTimeout: 5 * time.Second, Logger: logger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}}
+}
+
+// recreateWait bounds each wait of the topic deletion tests.
 const recreateWait = 60 * time.Second
