@@ -87,15 +87,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	close(release)
 
 	await(map[string]bool{"new-0@0": true, "new-1@1": true, "new-2@2": true})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(recreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
-	}
+	stopRun(t, cancel, done)
 	// Run flushed the acknowledgements of the new topic's records.
 	if lag := driver.Unacknowledged(t, group, topic); lag[0] != 0 || len(lag) != 1 {
 		t.Fatalf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
@@ -156,6 +148,21 @@ func recreateDriver(b *kafkatest.Broker, logger func(testing.TB) *slog.Logger) k
 		}
 		return s
 	}}
+}
+
+// stopRun cancels Run's context and wants Run to return nil within
+// recreateWait.
+func stopRun(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(recreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
+	}
 }
 
 // recreateWait bounds each wait of the topic deletion tests.
@@ -221,15 +228,7 @@ func TestShareSourceTopicDeleted(t *testing.T) {
 	case <-deadline:
 		t.Fatalf("the source logged no failed acknowledgement of %s within %v", topic, recreateWait)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(recreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
-	}
+	stopRun(t, cancel, done)
 }
 
 // goneHandler is a slog handler sending to its channel the topic of each
