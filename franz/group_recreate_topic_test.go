@@ -1,0 +1,160 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A topic deleted and recreated under the same name while a group source
+// consumes it: Run neither stops nor hangs, every record of the new topic
+// is delivered (from its start: the group's committed offset belongs to
+// the old topic and lies beyond the new one's end), and what the group
+// commits for the new topic is exactly what was processed of it.
+func TestSourceTopicRecreated(t *testing.T) {
+	const topic, group = "orders", "g"
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, 1)
+	old := make([]sluice.Record, 5)
+	for i := range old {
+		old[i] = sluice.Record{Value: fmt.Appendf(nil, "old-%d", i)}
+	}
+	b.Produce(t, topic, old...)
+
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
+			return nil
+		})
+	}
+	src, err := NewSource(Config{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(groupRecreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				if !want[v] && strings.HasPrefix(v, "new-") {
+					t.Errorf("unexpected record %s", v)
+				}
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered within %v", want, groupRecreateWait)
+			}
+		}
+	}
+	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true, "old-4@4": true})
+	waitCommitted(t, b, group, topic, 5)
+
+	groupRecreateTopic(t, b, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer pcancel()
+	for i := range 2 {
+		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(map[string]bool{"new-0@0": true, "new-1@1": true})
+	// Produced after the new topic was consumed: a committed offset of the
+	// old topic (5) would skip it.
+	for i := 2; i < 7; i++ {
+		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(map[string]bool{"new-2@2": true, "new-3@3": true, "new-4@4": true, "new-5@5": true, "new-6@6": true})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(groupRecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	}
+	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
+		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
+	}
+}
+
+// waitCommitted waits until group's committed offset of partition 0 of
+// topic is want.
+func waitCommitted(t *testing.T, b *kafkatest.Broker, group, topic string, want int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	for {
+		got, err := b.CommittedContext(ctx, group, topic)
+		if err == nil && got[0] == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("committed offsets of %s = %v (%v), want {0: %d}", topic, got, err, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// groupRecreateTopic deletes topic and creates it again with one
+// partition (a new topic ID), retrying the creation while the deletion
+// completes.
+func groupRecreateTopic(t *testing.T, b *kafkatest.Broker, topic string) {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting %s: %v", topic, err)
+	}
+	for {
+		err := b.CreateTopicContext(ctx, topic, 1, nil)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatalf("recreating %s: %v", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+const groupRecreateWait = 30 * time.Second
