@@ -19,12 +19,39 @@ import (
 
 // A topic deleted and recreated under the same name while a group source
 // consumes it: Run neither stops nor hangs, every record of the new topic
-// is delivered (from its start: the group's committed offset belongs to
-// the old topic and lies beyond the new one's end), and what the group
-// commits for the new topic is exactly what was processed of it.
+// is delivered (from its start: the group's committed offset and the
+// consumer's position belong to the old topic), and what the group commits
+// for the new topic is exactly what was processed of it. The new topic
+// first gets 2 records (fewer than the old one's 5: the old position is
+// out of range), then 5 more.
 func TestSourceTopicRecreated(t *testing.T) {
-	const topic, group = "orders", "g"
 	b := kafkatest.NewBroker(t)
+	testTopicRecreated(t, b, newRecreateSource(t, b), 2)
+}
+
+// As TestSourceTopicRecreated, the new topic getting its 7 records at
+// once: more than the old one had, so that the old topic's position (5)
+// is a valid offset of the new one, which must not be where it is
+// consumed from (records 0 to 4 would be lost).
+func TestSourceTopicRecreatedLonger(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testTopicRecreated(t, b, newRecreateSource(t, b), 7)
+}
+
+func newRecreateSource(t *testing.T, b *kafkatest.Broker) sluice.Source {
+	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// testTopicRecreated consumes 5 records of topic orders with src in
+// group g, deletes and recreates the topic, produces first records to it,
+// then the rest of 7, and checks each is delivered once and committed.
+func testTopicRecreated(t *testing.T, b *kafkatest.Broker, src sluice.Source, first int) {
+	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, 1)
 	old := make([]sluice.Record, 5)
 	for i := range old {
@@ -38,11 +65,6 @@ func TestSourceTopicRecreated(t *testing.T) {
 			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
 			return nil
 		})
-	}
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,20 +99,21 @@ func TestSourceTopicRecreated(t *testing.T) {
 	defer cl.Close()
 	pctx, pcancel := context.WithTimeout(context.Background(), groupRecreateWait)
 	defer pcancel()
-	for i := range 2 {
+	want := map[string]bool{}
+	for i := range first {
+		want[fmt.Sprintf("new-%d@%d", i, i)] = true
 		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	await(map[string]bool{"new-0@0": true, "new-1@1": true})
-	// Produced after the new topic was consumed: a committed offset of the
-	// old topic (5) would skip it.
-	for i := 2; i < 7; i++ {
+	await(want)
+	for i := first; i < 7; i++ {
+		want[fmt.Sprintf("new-%d@%d", i, i)] = true
 		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	await(map[string]bool{"new-2@2": true, "new-3@3": true, "new-4@4": true, "new-5@5": true, "new-6@6": true})
+	await(want)
 	cancel()
 	select {
 	case err := <-done:
