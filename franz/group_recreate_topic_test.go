@@ -2,13 +2,11 @@ package franz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -91,7 +89,7 @@ func testTopicRecreated(t *testing.T, b *kafkatest.Broker, src sluice.Source, fi
 	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true, "old-4@4": true})
 	waitCommitted(t, b, group, topic, 5)
 
-	groupRecreateTopic(t, b, topic)
+	recreateTopic(t, b, topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
@@ -143,39 +141,6 @@ func waitCommitted(t *testing.T, b *kafkatest.Broker, group, topic string, want 
 		case <-ctx.Done():
 			t.Fatalf("committed offsets of %s = %v (%v), want {0: %d}", topic, got, err, want)
 		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// groupRecreateTopic deletes topic and creates it again with one
-// partition (a new topic ID), retrying the creation while the deletion
-// completes.
-func groupRecreateTopic(t *testing.T, b *kafkatest.Broker, topic string) {
-	t.Helper()
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
-	defer cancel()
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("deleting %s: %v", topic, err)
-	}
-	for {
-		err := b.CreateTopicContext(ctx, topic, 1, nil)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
-			t.Fatalf("recreating %s: %v", topic, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
