@@ -171,6 +171,14 @@
 //   - Run returns an error before ctx is done only when the client was
 //     closed under it (kgo.ErrClientClosed); other fetch errors are logged
 //     as warnings while kgo retries.
+//   - A consumed topic deleted and created again under the same name is
+//     consumed anew: kgo fails its partitions with UNKNOWN_TOPIC_ID (it
+//     never adopts a new topic ID), so the source loses them (their graphs
+//     are cancelled, nothing of theirs is committed), purges the topic from
+//     the client and adds it back; the group assigns the new topic's
+//     partitions, consumed from the start offset (the committed offsets
+//     belonged to the deleted topic). The librdkafka source keeps its
+//     fetch position across the recreation instead.
 //   - Commits carry no leader epoch (-1).
 //
 // # Producing

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -183,6 +184,9 @@ type runner struct {
 
 	highs map[sluice.TopicPartition]int64 // last high watermark reported
 	fatal error                           // ends the loop
+	// gone are the topics whose topic ID the broker stopped knowing in
+	// the last poll (deleted, or deleted and recreated); see topicsGone.
+	gone map[string]bool
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex
@@ -225,6 +229,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	fetches := r.poll(ctx, timeout)
 	r.g.Polled()
 	r.handle(fetches)
+	r.topicsGone()
 	r.pausePending()
 	if r.s.polled != nil {
 		n, b := r.core.Held()
@@ -318,10 +323,51 @@ func toRecord(kr *kgo.Record, hdrs *headers.Slab) sluice.Record {
 }
 
 // fetchError logs a fetch error; a closed client is fatal.
+// UNKNOWN_TOPIC_ID marks the topic gone (see topicsGone): kgo reports it
+// only once it persists, the topic having been deleted.
 func (r *runner) fetchError(topic string, p int32, err error) {
+	if errors.Is(err, kerr.UnknownTopicID) {
+		if r.gone == nil {
+			r.gone = make(map[string]bool)
+		}
+		r.gone[topic] = true
+		return
+	}
 	if fatal := fetchErrorFatal(r.log, "client", topic, p, err); fatal != nil {
 		r.fatal = fatal
 	}
+}
+
+// topicsGone starts consuming anew each topic the broker no longer knows
+// by the ID the client holds: the topic was deleted, and maybe recreated
+// under the same name with a new ID, which kgo never adopts by itself (it
+// fails the topic's partitions with UNKNOWN_TOPIC_ID, fetch after fetch,
+// until the topic is purged from the client and added back). The owned
+// partitions of the topic are lost: their graphs are cancelled and
+// nothing of theirs is committed (their offsets are the old topic's, and
+// would skip records of the new one). The topic is then purged from the
+// client (which rebalances) and added back, so that the group assigns the
+// partitions of the recreated topic anew and they are consumed from the
+// group's committed offset or, without one, Config's start offset.
+func (r *runner) topicsGone() {
+	if len(r.gone) == 0 {
+		return
+	}
+	for topic := range r.gone {
+		var tps []sluice.TopicPartition
+		for _, tp := range r.core.OwnedList() {
+			if tp.Topic == topic {
+				tps = append(tps, tp)
+				delete(r.highs, tp)
+			}
+		}
+		r.core.Lost(tps)
+		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); its partitions are lost, and it is consumed anew under its current ID",
+			"topic", topic, "partitions_lost", len(tps))
+		r.cl.PurgeTopicsFromClient(topic)
+		r.cl.AddConsumeTopics(topic)
+	}
+	clear(r.gone)
 }
 
 // Fail loses every owned partition and closes the client after a fatal
