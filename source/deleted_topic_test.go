@@ -19,6 +19,7 @@ import (
 // again, consumes it from its start (the consumer's position, 1, is the
 // new topic's end once it holds one record).
 func TestTopicDeletedOtherTopic(t *testing.T) {
+	t.Skip(librdkafkaKeepsPositionOfRecreatedTopic)
 	const group = "g"
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "orders", 1)

@@ -59,6 +59,14 @@
 // earlier assignment is resumed, as librdkafka keeps a partition paused
 // across revoke and re-assign; the others are not touched.
 //
+// A topic deleted and created again under the same name while Run reads
+// it is not detected: librdkafka keeps its fetch position across the
+// recreation, so when the new topic already holds more records than that
+// position, the records before it are not delivered and the commits
+// count from there. Stop the consumers before recreating a topic they
+// read, and delete the group's offsets of the old topic (docs/lifecycle.md,
+// "A topic deleted or recreated"; franz.Source handles it).
+//
 // # Offset store
 //
 // With Config.OffsetStore set (a sink that keeps its partitions' offsets
