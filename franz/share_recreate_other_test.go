@@ -79,7 +79,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	}
 	await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true, "stays:stay-0@0": true, "stays:stay-1@1": true})
 
-	recreateTopic(t, b, "orders")
+	kafkadriver.RecreateTopic(t, b, "orders")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,12 @@ package franz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -71,7 +69,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	// The old records are held by the graph: delete and recreate the
 	// topic, then let them finish. A fresh client produces to the new
 	// topic (a kgo client that saw the old topic ID refuses the new one).
-	recreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
@@ -91,38 +89,6 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	// Run flushed the acknowledgements of the new topic's records.
 	if lag := driver.Unacknowledged(t, group, topic); lag[0] != 0 || len(lag) != 1 {
 		t.Fatalf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
-	}
-}
-
-// recreateTopic deletes topic and creates it again with one partition
-// (a new topic ID), retrying the creation while the deletion completes.
-func recreateTopic(t *testing.T, b *kafkatest.Broker, topic string) {
-	t.Helper()
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), recreateWait)
-	defer cancel()
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("deleting %s: %v", topic, err)
-	}
-	for {
-		err := b.CreateTopicContext(ctx, topic, 1, nil)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
-			t.Fatalf("recreating %s: %v", topic, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }
 

@@ -1,0 +1,236 @@
+package kafkadriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// RecreateWait bounds each wait of TopicRecreated and RecreateTopic.
+const RecreateWait = 60 * time.Second
+
+// TopicRecreated is the scenario of a consumed topic deleted and created
+// again under the same name, for a consumer group source src that
+// consumes topic "orders" in group "g" on b. It consumes 5 records of the
+// old topic, waits for their commit, recreates the topic, produces first
+// records to the new one, then the rest of 7, and checks that Run neither
+// stops nor hangs, that every record of the new topic is delivered once
+// from its start (the group's committed offset and the consumer's position
+// belong to the old topic), and that the group's commit is exactly 7 once
+// Run returned. With first below 5 the old position is out of the new
+// topic's range; with first 7 it is a valid offset of the new topic, which
+// must not be where it is consumed from.
+func TopicRecreated(t *testing.T, b *kafkatest.Broker, src sluice.Source, first int) {
+	t.Helper()
+	const topic, group = "orders", "g"
+	b.CreateTopic(t, topic, 1)
+	old := make([]sluice.Record, 5)
+	for i := range old {
+		old[i] = sluice.Record{Value: fmt.Appendf(nil, "old-%d", i)}
+	}
+	b.Produce(t, topic, old...)
+
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(RecreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				if !want[v] && strings.HasPrefix(v, "new-") {
+					t.Errorf("unexpected record %s", v)
+				}
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered within %v", want, RecreateWait)
+			}
+		}
+	}
+	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true, "old-4@4": true})
+	b.WaitCommitted(t, group, topic, map[int32]int64{0: 5})
+
+	RecreateTopic(t, b, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), RecreateWait)
+	defer pcancel()
+	want := map[string]bool{}
+	for i := range first {
+		want[fmt.Sprintf("new-%d@%d", i, i)] = true
+		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(want)
+	for i := first; i < 7; i++ {
+		want[fmt.Sprintf("new-%d@%d", i, i)] = true
+		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(want)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(RecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", RecreateWait)
+	}
+	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
+		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
+	}
+}
+
+// TopicDeletedOtherTopic is the scenario of one of two consumed topics
+// deleted, for a consumer group source src that consumes topics "orders"
+// and "stays" (created here, one partition each) in group "g" on b: Run
+// goes on consuming "stays" (its commits exact) and, once "orders" is
+// created again and gets a record, consumes it from its start; the
+// group's commits are exact once Run returned ({0: 2} for "stays", and
+// {0: 1} for "orders": the new record's, which is also what the old
+// topic's was).
+func TopicDeletedOtherTopic(t *testing.T, b *kafkatest.Broker, src sluice.Source) {
+	t.Helper()
+	const group = "g"
+	b.CreateTopic(t, "orders", 1)
+	b.CreateTopic(t, "stays", 1)
+	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
+	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")})
+
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(RecreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				if !want[v] {
+					t.Errorf("record %s delivered, not awaited", v)
+				}
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered within %v", want, RecreateWait)
+			}
+		}
+	}
+	await(map[string]bool{"orders:old-0@0": true, "stays:stay-0@0": true})
+	b.WaitCommitted(t, group, "orders", map[int32]int64{0: 1})
+
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), RecreateWait)
+	defer dcancel()
+	if resp, err := adm.DeleteTopics(dctx, "orders"); err != nil || resp.Error() != nil {
+		t.Fatalf("deleting orders: %v %v", err, resp.Error())
+	}
+	// The other topic is consumed on.
+	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-1")})
+	await(map[string]bool{"stays:stay-1@1": true})
+	b.WaitCommitted(t, group, "stays", map[int32]int64{0: 2})
+
+	// Created again later: consumed from its start.
+	if err := b.CreateTopicContext(dctx, "orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(dctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	await(map[string]bool{"orders:new-0@0": true})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(RecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", RecreateWait)
+	}
+	if got := b.Committed(t, group, "stays"); got[0] != 2 || len(got) != 1 {
+		t.Errorf("committed offsets of stays = %v, want {0: 2}", got)
+	}
+	if got := b.Committed(t, group, "orders"); got[0] != 1 || len(got) != 1 {
+		t.Errorf("committed offsets of orders = %v, want {0: 1}", got)
+	}
+}
+
+// RecreateTopic deletes topic on b and creates it again with one partition
+// (a new topic ID), retrying the creation while the deletion completes,
+// within RecreateWait.
+func RecreateTopic(t testing.TB, b *kafkatest.Broker, topic string) {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), RecreateWait)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting %s: %v", topic, err)
+	}
+	for {
+		err := b.CreateTopicContext(ctx, topic, 1, nil)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatalf("recreating %s: %v", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
