@@ -17,7 +17,8 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// RecreateWait bounds each wait of TopicRecreated and RecreateTopic.
+// RecreateWait bounds each wait of the deleted and recreated topic
+// scenarios and of RecreateTopic.
 const RecreateWait = 60 * time.Second
 
 // TopicRecreated is the scenario of a consumed topic deleted and created
@@ -41,70 +42,25 @@ func TopicRecreated(t *testing.T, b *kafkatest.Broker, src sluice.Source, first 
 	}
 	b.Produce(t, topic, old...)
 
-	seen := make(chan string, 64)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
-			return nil
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, build) }()
-
-	deadline := time.After(RecreateWait)
-	await := func(want map[string]bool) {
-		t.Helper()
-		for len(want) > 0 {
-			select {
-			case v := <-seen:
-				if !want[v] && strings.HasPrefix(v, "new-") {
-					t.Errorf("unexpected record %s", v)
-				}
-				delete(want, v)
-			case err := <-done:
-				t.Fatalf("Run returned %v while records %v were awaited", err, want)
-			case <-deadline:
-				t.Fatalf("records %v not delivered within %v", want, RecreateWait)
-			}
-		}
-	}
-	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true, "old-4@4": true})
+	// An old record may come again (its partition lost, at least once);
+	// a new one only once.
+	r := startRun(t, src, func(v string) bool { return strings.HasPrefix(v, "orders:new-") })
+	r.await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true, "orders:old-2@2": true,
+		"orders:old-3@3": true, "orders:old-4@4": true})
 	b.WaitCommitted(t, group, topic, map[int32]int64{0: 5})
 
 	RecreateTopic(t, b, topic)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), RecreateWait)
-	defer pcancel()
+	produce := newProducer(t, b, topic)
 	want := map[string]bool{}
-	for i := range first {
-		want[fmt.Sprintf("new-%d@%d", i, i)] = true
-		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
-			t.Fatal(err)
+	for i := range 7 {
+		want[fmt.Sprintf("orders:new-%d@%d", i, i)] = true
+		produce(fmt.Sprintf("new-%d", i))
+		if i == first-1 {
+			r.await(want)
 		}
 	}
-	await(want)
-	for i := first; i < 7; i++ {
-		want[fmt.Sprintf("new-%d@%d", i, i)] = true
-		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	await(want)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(RecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", RecreateWait)
-	}
+	r.await(want)
+	r.stop()
 	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
 		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
 	}
@@ -126,79 +82,117 @@ func TopicDeletedOtherTopic(t *testing.T, b *kafkatest.Broker, src sluice.Source
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")})
 
-	seen := make(chan string, 64)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			return nil
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, build) }()
-
-	deadline := time.After(RecreateWait)
-	await := func(want map[string]bool) {
-		t.Helper()
-		for len(want) > 0 {
-			select {
-			case v := <-seen:
-				if !want[v] {
-					t.Errorf("record %s delivered, not awaited", v)
-				}
-				delete(want, v)
-			case err := <-done:
-				t.Fatalf("Run returned %v while records %v were awaited", err, want)
-			case <-deadline:
-				t.Fatalf("records %v not delivered within %v", want, RecreateWait)
-			}
-		}
-	}
-	await(map[string]bool{"orders:old-0@0": true, "stays:stay-0@0": true})
+	r := startRun(t, src, func(string) bool { return true })
+	r.await(map[string]bool{"orders:old-0@0": true, "stays:stay-0@0": true})
 	b.WaitCommitted(t, group, "orders", map[int32]int64{0: 1})
 
 	adm, err := b.Admin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dctx, dcancel := context.WithTimeout(context.Background(), RecreateWait)
-	defer dcancel()
-	if resp, err := adm.DeleteTopics(dctx, "orders"); err != nil || resp.Error() != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), RecreateWait)
+	defer cancel()
+	if resp, err := adm.DeleteTopics(ctx, "orders"); err != nil || resp.Error() != nil {
 		t.Fatalf("deleting orders: %v %v", err, resp.Error())
 	}
 	// The other topic is consumed on.
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-1")})
-	await(map[string]bool{"stays:stay-1@1": true})
+	r.await(map[string]bool{"stays:stay-1@1": true})
 	b.WaitCommitted(t, group, "stays", map[int32]int64{0: 2})
 
 	// Created again later: consumed from its start.
-	if err := b.CreateTopicContext(dctx, "orders", 1, nil); err != nil {
+	if err := b.CreateTopicContext(ctx, "orders", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(dctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	await(map[string]bool{"orders:new-0@0": true})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(RecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", RecreateWait)
-	}
+	newProducer(t, b, "orders")("new-0")
+	r.await(map[string]bool{"orders:new-0@0": true})
+	r.stop()
 	if got := b.Committed(t, group, "stays"); got[0] != 2 || len(got) != 1 {
 		t.Errorf("committed offsets of stays = %v, want {0: 2}", got)
 	}
 	if got := b.Committed(t, group, "orders"); got[0] != 1 || len(got) != 1 {
 		t.Errorf("committed offsets of orders = %v, want {0: 1}", got)
+	}
+}
+
+// run is a pipeline.Run of a source in a scenario, whose graph reports
+// every record it processes as "topic:value@offset".
+type run struct {
+	t        *testing.T
+	seen     chan string
+	done     chan error
+	cancel   context.CancelFunc
+	deadline <-chan time.Time
+	// once reports whether a record must not be delivered unless
+	// awaited.
+	once func(string) bool
+}
+
+// startRun starts pipeline.Run of src; the test ends it with stop.
+func startRun(t *testing.T, src sluice.Source, once func(string) bool) *run {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &run{t: t, seen: make(chan string, 64), done: make(chan error, 1), cancel: cancel,
+		deadline: time.After(RecreateWait), once: once}
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, rec sluice.Record) error {
+			r.seen <- fmt.Sprintf("%s:%s@%d", rec.Topic, rec.Value, rec.Offset)
+			return nil
+		})
+	}
+	go func() { r.done <- pipeline.Run(ctx, src, build) }()
+	return r
+}
+
+// await waits until every record of want was processed (and deletes them
+// from want); Run returning meanwhile fails the test.
+func (r *run) await(want map[string]bool) {
+	r.t.Helper()
+	for len(want) > 0 {
+		select {
+		case v := <-r.seen:
+			if !want[v] && r.once(v) {
+				r.t.Errorf("record %s delivered, not awaited", v)
+			}
+			delete(want, v)
+		case err := <-r.done:
+			r.t.Fatalf("Run returned %v while records %v were awaited", err, want)
+		case <-r.deadline:
+			r.t.Fatalf("records %v not delivered within %v", want, RecreateWait)
+		}
+	}
+}
+
+// stop cancels Run and wants it to return nil within RecreateWait.
+func (r *run) stop() {
+	r.t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			r.t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(RecreateWait):
+		r.t.Fatalf("Run did not return within %v of its context's end", RecreateWait)
+	}
+}
+
+// newProducer returns a function producing one value to topic, through a
+// client made after the topic was (re)created: a kgo client that saw a
+// topic's old ID refuses its new one.
+func newProducer(t *testing.T, b *kafkatest.Broker, topic string) func(value string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return func(value string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), RecreateWait)
+		defer cancel()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
