@@ -17,7 +17,7 @@ import (
 )
 
 // A share source consuming two topics, one of which is deleted and
-// recreated while the graph holds records of both: the records of the
+// recreated while the graph holds records of it: the records of the
 // other topic keep their graph and their acknowledgements (none is
 // redelivered, each is acknowledged), and the records of the new topic
 // and of the other one are delivered once each.
@@ -36,7 +36,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
 			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			if r.Topic == "stays" || string(r.Value[:3]) == "old" {
+			if string(r.Value[:3]) == "old" {
 				select {
 				case <-release:
 				case <-ctx.Done():
@@ -61,14 +61,25 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	go func() { done <- pipeline.Run(ctx, src, build) }()
 
 	deadline := time.After(recreateWait)
+	// A share source polls again only once every record it polled has an
+	// outcome, and a broker may serve the two topics in separate polls:
+	// a record of stays may come before or after the held old records.
+	// Each record is awaited once; one seen twice was redelivered.
+	got := map[string]bool{}
 	await := func(want map[string]bool) {
 		t.Helper()
+		for v := range want {
+			if got[v] {
+				delete(want, v)
+			}
+		}
 		for len(want) > 0 {
 			select {
 			case v := <-seen:
-				if !want[v] {
-					t.Errorf("record %s delivered, not awaited (redelivered?)", v)
+				if got[v] {
+					t.Errorf("record %s delivered twice", v)
 				}
+				got[v] = true
 				delete(want, v)
 			case err := <-done:
 				t.Fatalf("Run returned %v while records %v were awaited", err, want)
@@ -77,7 +88,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 			}
 		}
 	}
-	await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true, "stays:stay-0@0": true, "stays:stay-1@1": true})
+	await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true})
 
 	kafkadriver.RecreateTopic(t, b, "orders")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
@@ -94,7 +105,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	// record has its outcome.
 	close(release)
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-2")})
-	await(map[string]bool{"orders:new-0@0": true, "stays:stay-2@2": true})
+	await(map[string]bool{"orders:new-0@0": true, "stays:stay-0@0": true, "stays:stay-1@1": true, "stays:stay-2@2": true})
 
 	cancel()
 	select {
