@@ -174,3 +174,53 @@ func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluic
 		}
 	}
 }
+
+// A group source stopped right after a topic it consumes was deleted and
+// recreated, an old record finished in between: Run returns nil at once,
+// and nothing of the old topic is committed onto the new one.
+func TestSourceTopicRecreatedStopped(t *testing.T) {
+	const topic, group = "orders", "g"
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, 1)
+	b.Produce(t, topic, sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
+			if string(r.Value) == "old-1" {
+				close(entered)
+				<-release
+				close(finished)
+			}
+			return nil
+		})
+	}
+	src := newRecreateSource(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("Run = %v before old-1 was delivered", err)
+	case <-time.After(groupRecreateWait):
+		t.Fatal("old-1 not delivered")
+	}
+	recreateTopic(t, b, topic)
+	close(release)
+	<-finished
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(groupRecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	}
+	if got := b.Committed(t, group, topic); len(got) != 0 {
+		t.Fatalf("committed offsets of the recreated %s = %v, want none", topic, got)
+	}
+}
