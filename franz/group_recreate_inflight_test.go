@@ -179,24 +179,51 @@ func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluic
 // recreated, an old record finished in between: Run returns nil at once,
 // and nothing of the old topic is committed onto the new one.
 func TestSourceTopicRecreatedStopped(t *testing.T) {
-	const topic, group = "orders", "g"
 	b := kafkatest.NewBroker(t)
+	testRecreatedStopped(t, b, newRecreateSource(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
+	})
+}
+
+// As TestSourceTopicRecreatedStopped, exactly-once: the old record's
+// output is in the transaction open at the stop, which must not commit
+// the old offset onto the new topic; Run returns nil (the transaction
+// aborted: the topic is gone) and no output is committed.
+func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	src := newRecreateSource(t, b)
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRecreatedStopped(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
+		})
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
+	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, 1)
 	b.Produce(t, topic, sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	finished := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
+		return end(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
 			if string(r.Value) == "old-1" {
 				close(entered)
 				<-release
 				close(finished)
 			}
-			return nil
-		})
+			return r, nil
+		}))
 	}
-	src := newRecreateSource(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
