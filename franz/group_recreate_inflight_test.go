@@ -188,7 +188,7 @@ func TestSourceTopicRecreatedStopped(t *testing.T) {
 // As TestSourceTopicRecreatedStopped, exactly-once: the old record's
 // output is in the transaction open at the stop, which must not commit
 // the old offset onto the new topic; Run returns nil (the transaction
-// aborted: the topic is gone) and no output is committed.
+// aborted: the topic is gone).
 func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
