@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -215,5 +216,25 @@ func recreateTopicN(t *testing.T, b *kafkatest.Broker, topic string, n int32) {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// As TestTransactionalSourceTopicRecreatedRecordInFlight, in a KIP-848
+// group.
+func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	src := newRecreateSource848(t, b)
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
+		})
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
