@@ -61,8 +61,14 @@ func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error
 }
 
 // ExpectedCommitError reports whether err is a commit rejection expected
-// around rebalances: the group moved on or is rebalancing.
-func (r *runner) ExpectedCommitError(err error) bool { return groupMovedError(err) }
+// around rebalances (the group moved on or is rebalancing) or around a
+// topic's deletion: UNKNOWN_TOPIC_ID, the broker no longer knows the topic
+// ID the client commits under. Such offsets are the deleted topic's and
+// mean nothing for a topic recreated under its name; the source loses the
+// topic's partitions once kgo reports the ID unknown (topicsGone).
+func (r *runner) ExpectedCommitError(err error) bool {
+	return groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)
+}
 
 // groupMovedError reports whether err holds a group coordinator's
 // refusal of a commit because the member's membership moved on (another

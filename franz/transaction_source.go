@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
@@ -80,10 +81,20 @@ func (t *transactions) opts() []kgo.Opt {
 }
 
 // kip890p2 reports whether an ApiVersions response shows KIP-890 part 2
-// as kgo uses it: transaction.version 2 finalized, TxnOffsetCommit v5.
-func kip890p2(resp *kmsg.ApiVersionsResponse) bool {
+// as kgo uses it: transaction.version 2 finalized, TxnOffsetCommit v5,
+// and the client's kgo.MaxVersions (capped, nil when unset) allowing Produce
+// v12, EndTxn v5 and TxnOffsetCommit v5 (kgo keeps the old protocol
+// otherwise).
+func kip890p2(resp *kmsg.ApiVersionsResponse, capped *kversion.Versions) bool {
 	if resp.FinalizedFeaturesEpoch == -1 {
 		return false
+	}
+	if capped != nil {
+		for key, least := range map[kmsg.Key]int16{kmsg.Produce: 12, kmsg.EndTxn: 5, kmsg.TxnOffsetCommit: 5} {
+			if v, ok := capped.LookupMaxKeyVersion(int16(key)); !ok || v < least {
+				return false
+			}
+		}
 	}
 	tv2 := false
 	for _, f := range resp.FinalizedFeatures {

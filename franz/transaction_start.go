@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // start gives the producer the shared client cl and initializes its
@@ -48,7 +49,8 @@ func (t *transactions) start(ctx context.Context, cl *kgo.Client) error {
 	if err != nil {
 		return fmt.Errorf("franz: reading the cluster's transaction version (ApiVersions): %w", err)
 	}
-	t.txn.kip890p2 = kip890p2(resp)
+	capped, _ := cl.OptValue(kgo.MaxVersions).(*kversion.Versions)
+	t.txn.kip890p2 = kip890p2(resp, capped)
 	return nil
 }
 

@@ -67,7 +67,8 @@ func (t *kgoTxn) Begin() error {
 // Commit implements exactlyonce.Txn: it flushes, sends offs to the
 // transaction (or, when nothing was delivered in it, ends it and commits
 // offs plainly) and ends the transaction with a commit.
-// Offsets the group refused because the membership moved on (the
+// Offsets the group refused because the membership moved on or their
+// topic was deleted (the
 // TxnOffsetCommit, or the plain OffsetCommit of a transaction with no
 // output) are marked exactlyonce.ErrGroupMoved, unless fatal: at shutdown
 // the Group then aborts and Run returns no error for it.
@@ -141,12 +142,14 @@ func fatalTxn(err error) error {
 // group coordinator's refusal of the offsets because the consumer's
 // membership moved on (groupMovedError: ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_INSTANCE_ID, a rebalance
-// in progress, ...), unless the producer failed fatally (fatalTxn wins:
+// in progress, ...) or because their topic was deleted (UNKNOWN_TOPIC_ID:
+// the offsets are the deleted topic's, and the source loses its partitions
+// once kgo reports the ID unknown), unless the producer failed fatally (fatalTxn wins:
 // such a producer cannot abort). Commit calls it on the errors of the
 // offsets' commit only: EndTxn goes to the transaction coordinator, which
 // knows nothing of the group's generations.
 func groupMovedTxn(err error) error {
-	if err != nil && !errors.Is(fatalTxn(err), exactlyonce.ErrFatal) && groupMovedError(err) {
+	if err != nil && !errors.Is(fatalTxn(err), exactlyonce.ErrFatal) && (groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)) {
 		return fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err)
 	}
 	return err

@@ -76,8 +76,9 @@ var ErrFatal = errors.New("sluice: the transactional producer is fenced or faile
 // coordinator refused the transaction's offsets because the consumer's
 // membership moved on (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a
 // rebalance in progress: the partitions are another member's, or about to
-// be): the transaction must abort, and the partitions' next owner starts
-// from the last committed transaction. The Group aborts as for any failed
+// be), or because their topic was deleted (UNKNOWN_TOPIC_ID): the
+// transaction must abort, and the partitions' next owner starts from the
+// last committed transaction. The Group aborts as for any failed
 // commit; at shutdown it is then no failure (Run returns no error for
 // it), as a refused final commit is none in at-least-once mode. Backends
 // wrap their client's error:

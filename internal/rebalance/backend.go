@@ -32,8 +32,9 @@ type Backend interface {
 	// never two at a time, and may outlive the Core's wait for it.
 	Commit(offs []sluice.Offset) (rejected []Rejected, err error)
 	// ExpectedCommitError reports whether err is a commit rejection
-	// expected around rebalances (the group moved on or is rebalancing):
-	// logged at debug level, and no error for the final commit.
+	// expected around rebalances (the group moved on or is rebalancing)
+	// or for the partitions of a deleted topic: logged at debug level,
+	// and no error for the final commit.
 	ExpectedCommitError(err error) bool
 	// RetriableCommitError reports whether a final commit rejected with
 	// err may succeed once the rebalance in progress completes

@@ -1,0 +1,253 @@
+package franz
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A record of a topic that is deleted and recreated while the record is
+// being processed: it finishes after the recreation, before the client
+// reports the old topic ID unknown. Its offset (the old topic's) must not
+// be committed onto the new topic: every record of the new topic is
+// delivered from its start, and the group's committed offset of the new
+// topic is exactly what was processed of it.
+func TestSourceTopicRecreatedRecordInFlight(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecordInFlight(t, b, newRecreateSource(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
+	})
+}
+
+// As TestSourceTopicRecreatedRecordInFlight, exactly-once: the records
+// are produced to topic out through a transactional producer bound to the
+// source. Each record of the new topic is output once (read_committed).
+func TestTransactionalSourceTopicRecreatedRecordInFlight(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	src := newRecreateSource(t, b)
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: []byte(strings.ToUpper(string(r.Value)))}, nil
+		})
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	count := map[string]int{}
+	for n := 0; n < 7; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("outputs of the new topic read: %v", count)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if strings.HasPrefix(string(r.Value), "NEW-") {
+				count[string(r.Value)]++
+				n++
+			}
+		})
+	}
+	for i := range 7 {
+		if v := fmt.Sprintf("NEW-%d", i); count[v] != 1 {
+			t.Errorf("output %s committed %d times, want 1 (all: %v)", v, count[v], count)
+		}
+	}
+}
+
+// testRecordInFlight runs src on topic orders of b, its records passing
+// through a stage that holds old-4 until the topic was recreated, then
+// through end.
+func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
+	const topic, group = "orders", "g"
+	b.CreateTopic(t, topic, 1)
+	old := make([]sluice.Record, 5)
+	for i := range old {
+		old[i] = sluice.Record{Value: fmt.Appendf(nil, "old-%d", i)}
+	}
+	b.Produce(t, topic, old...)
+
+	seen := make(chan string, 64)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return end(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+			if string(r.Value) == "old-4" {
+				close(entered)
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return r, ctx.Err()
+				}
+			}
+			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
+			return r, nil
+		}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(groupRecreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				if !want[v] && strings.HasPrefix(v, "new-") {
+					t.Errorf("unexpected record %s", v)
+				}
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered within %v", want, groupRecreateWait)
+			}
+		}
+	}
+	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true})
+	select {
+	case <-entered:
+	case <-deadline:
+		t.Fatal("old-4 not delivered")
+	}
+	recreateTopic(t, b, topic)
+	close(release)
+	want := map[string]bool{}
+	var recs []sluice.Record
+	for i := range 7 {
+		want[fmt.Sprintf("new-%d@%d", i, i)] = true
+		recs = append(recs, sluice.Record{Value: fmt.Appendf(nil, "new-%d", i)})
+	}
+	produceFresh(t, b, topic, recs...)
+	await(want)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(groupRecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	}
+	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
+		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
+	}
+}
+
+// produceFresh produces recs to topic with a new client: the broker's
+// own producer may hold the ID of a topic since recreated.
+func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluice.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	for _, r := range recs {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: r.Value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A group source stopped right after a topic it consumes was deleted and
+// recreated, an old record finished in between: Run returns nil at once,
+// and nothing of the old topic is committed onto the new one.
+func TestSourceTopicRecreatedStopped(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecreatedStopped(t, b, newRecreateSource(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
+	})
+}
+
+// As TestSourceTopicRecreatedStopped, exactly-once: the old record's
+// output is in the transaction open at the stop, which must not commit
+// the old offset onto the new topic; Run returns nil (the transaction
+// aborted: the topic is gone).
+func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	src := newRecreateSource(t, b)
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRecreatedStopped(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
+		})
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
+	const topic, group = "orders", "g"
+	b.CreateTopic(t, topic, 1)
+	b.Produce(t, topic, sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return end(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+			if string(r.Value) == "old-1" {
+				close(entered)
+				<-release
+				close(finished)
+			}
+			return r, nil
+		}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("Run = %v before old-1 was delivered", err)
+	case <-time.After(groupRecreateWait):
+		t.Fatal("old-1 not delivered")
+	}
+	recreateTopic(t, b, topic)
+	close(release)
+	<-finished
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(groupRecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	}
+	if got := b.Committed(t, group, topic); len(got) != 0 {
+		t.Fatalf("committed offsets of the recreated %s = %v, want none", topic, got)
+	}
+}

@@ -1,0 +1,240 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A topic recreated with more partitions than before: every record of
+// every partition of the new topic is delivered from its start, and the
+// commits are exactly what was processed.
+func TestSourceTopicRecreatedMorePartitions(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecreatedPartitions(t, b, newRecreateSource(t, b), 1, 3, "classic")
+}
+
+// As TestSourceTopicRecreatedMorePartitions, with fewer partitions: the
+// partitions that no longer exist leave nothing behind.
+func TestSourceTopicRecreatedFewerPartitions(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecreatedPartitions(t, b, newRecreateSource(t, b), 3, 1, "classic")
+}
+
+// As TestSourceTopicRecreatedMorePartitions, in a KIP-848 group (the
+// consumer group protocol, server-side assignment).
+func TestSourceTopicRecreatedMorePartitions848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecreatedPartitions(t, b, newRecreateSource848(t, b), 1, 3, "consumer")
+}
+
+// As TestSourceTopicRecreatedLonger, in a KIP-848 group.
+func TestSourceTopicRecreatedLonger848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testTopicRecreated(t, b, newRecreateSource848(t, b), 7)
+}
+
+// As TestSourceTopicRecreatedRecordInFlight, in a KIP-848 group.
+func TestSourceTopicRecreatedRecordInFlight848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	testRecordInFlight(t, b, newRecreateSource848(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
+	})
+}
+
+func newRecreateSource848(t *testing.T, b *kafkatest.Broker) sluice.Source {
+	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t),
+		Opts: []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// testRecreatedPartitions consumes 2 records of each of the oldN
+// partitions of topic orders, recreates it with newN partitions, produces
+// 3 records to each and checks each is delivered once and committed, and
+// that the group is of groupType (as the broker names it) meanwhile.
+func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Source, oldN, newN int32, groupType string) {
+	const topic, group = "orders", "g"
+	b.CreateTopic(t, topic, oldN)
+	produceTo(t, b, topic, oldN, 2, "old")
+
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			seen <- fmt.Sprintf("%s@%d/%d", r.Value, r.Partition, r.Offset)
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, src, build) }()
+
+	deadline := time.After(2 * groupRecreateWait)
+	await := func(want map[string]bool) {
+		t.Helper()
+		for len(want) > 0 {
+			select {
+			case v := <-seen:
+				if !want[v] && v[:4] == "new-" {
+					t.Errorf("unexpected record %s", v)
+				}
+				delete(want, v)
+			case err := <-done:
+				t.Fatalf("Run returned %v while records %v were awaited", err, want)
+			case <-deadline:
+				t.Fatalf("records %v not delivered in time", want)
+			}
+		}
+	}
+	await(wantRecords(oldN, 2, "old"))
+	waitCommittedAll(t, b, group, topic, oldN, 2)
+
+	recreateTopicN(t, b, topic, newN)
+	produceTo(t, b, topic, newN, 3, "new")
+	await(wantRecords(newN, 3, "new"))
+	waitCommittedAll(t, b, group, topic, newN, 3)
+	gctx, gcancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer gcancel()
+	if g, err := b.GroupContext(gctx, group); err != nil || g.Type != groupType {
+		t.Errorf("group %s is %+v (%v), want type %q", group, g, err, groupType)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(groupRecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	}
+	got := b.Committed(t, group, topic)
+	if len(got) != int(newN) {
+		t.Errorf("committed offsets of %s = %v, want %d partitions at 3", topic, got, newN)
+	}
+	for p := range newN {
+		if got[p] != 3 {
+			t.Errorf("committed offsets of %s = %v, want %d partitions at 3", topic, got, newN)
+		}
+	}
+}
+
+func wantRecords(n int32, per int, prefix string) map[string]bool {
+	want := map[string]bool{}
+	for p := range n {
+		for i := range per {
+			want[fmt.Sprintf("%s-%d-%d@%d/%d", prefix, p, i, p, i)] = true
+		}
+	}
+	return want
+}
+
+// produceTo produces per records to each of the n partitions of topic,
+// with a new client (one that never saw an older topic of that name).
+func produceTo(t *testing.T, b *kafkatest.Broker, topic string, n int32, per int, prefix string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	for p := range n {
+		for i := range per {
+			r := &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%s-%d-%d", prefix, p, i)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// waitCommittedAll waits until the group's committed offsets of topic are
+// want for each of its n partitions (and no other).
+func waitCommittedAll(t *testing.T, b *kafkatest.Broker, group, topic string, n int32, want int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	defer cancel()
+	for {
+		got, err := b.CommittedContext(ctx, group, topic)
+		ok := err == nil && len(got) == int(n)
+		for p := range n {
+			ok = ok && got[p] == want
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("committed offsets of %s = %v (%v), want %d partitions at %d", topic, got, err, n, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// recreateTopicN deletes topic and creates it again with n partitions.
+func recreateTopicN(t *testing.T, b *kafkatest.Broker, topic string, n int32) {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recreateWait)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting %s: %v", topic, err)
+	}
+	for {
+		err := b.CreateTopicContext(ctx, topic, n, nil)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatalf("recreating %s: %v", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// As TestTransactionalSourceTopicRecreatedRecordInFlight, in a KIP-848
+// group.
+func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	src := newRecreateSource848(t, b)
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
+		})
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
