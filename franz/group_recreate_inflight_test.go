@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
@@ -54,7 +55,7 @@ func TestTransactionalSourceTopicRecreatedRecordInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
 	count := map[string]int{}
 	for n := 0; n < 7; {
@@ -110,7 +111,7 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, src, build) }()
 
-	deadline := time.After(groupRecreateWait)
+	deadline := time.After(kafkadriver.RecreateWait)
 	await := func(want map[string]bool) {
 		t.Helper()
 		for len(want) > 0 {
@@ -123,7 +124,7 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 			case err := <-done:
 				t.Fatalf("Run returned %v while records %v were awaited", err, want)
 			case <-deadline:
-				t.Fatalf("records %v not delivered within %v", want, groupRecreateWait)
+				t.Fatalf("records %v not delivered within %v", want, kafkadriver.RecreateWait)
 			}
 		}
 	}
@@ -133,7 +134,7 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 	case <-deadline:
 		t.Fatal("old-4 not delivered")
 	}
-	recreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic)
 	close(release)
 	want := map[string]bool{}
 	var recs []sluice.Record
@@ -149,8 +150,8 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(groupRecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	case <-time.After(kafkadriver.RecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
 	}
 	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
 		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
@@ -166,7 +167,7 @@ func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluic
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
 	for _, r := range recs {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: r.Value}).FirstErr(); err != nil {
@@ -232,10 +233,10 @@ func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, 
 	case <-entered:
 	case err := <-done:
 		t.Fatalf("Run = %v before old-1 was delivered", err)
-	case <-time.After(groupRecreateWait):
+	case <-time.After(kafkadriver.RecreateWait):
 		t.Fatal("old-1 not delivered")
 	}
-	recreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic)
 	close(release)
 	<-finished
 	cancel()
@@ -244,8 +245,8 @@ func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, 
 		if err != nil {
 			t.Errorf("Run = %v, want nil", err)
 		}
-	case <-time.After(groupRecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	case <-time.After(kafkadriver.RecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
 	}
 	if got := b.Committed(t, group, topic); len(got) != 0 {
 		t.Fatalf("committed offsets of the recreated %s = %v, want none", topic, got)

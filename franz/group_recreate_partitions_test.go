@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
@@ -42,7 +43,7 @@ func TestSourceTopicRecreatedMorePartitions848(t *testing.T) {
 // As TestSourceTopicRecreatedLonger, in a KIP-848 group.
 func TestSourceTopicRecreatedLonger848(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	testTopicRecreated(t, b, newRecreateSource848(t, b), 7)
+	kafkadriver.TopicRecreated(t, b, newRecreateSource848(t, b), 7)
 }
 
 // As TestSourceTopicRecreatedRecordInFlight, in a KIP-848 group.
@@ -84,7 +85,7 @@ func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Sourc
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, src, build) }()
 
-	deadline := time.After(2 * groupRecreateWait)
+	deadline := time.After(2 * kafkadriver.RecreateWait)
 	await := func(want map[string]bool) {
 		t.Helper()
 		for len(want) > 0 {
@@ -108,7 +109,7 @@ func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Sourc
 	produceTo(t, b, topic, newN, 3, "new")
 	await(wantRecords(newN, 3, "new"))
 	waitCommittedAll(t, b, group, topic, newN, 3)
-	gctx, gcancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	gctx, gcancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer gcancel()
 	if g, err := b.GroupContext(gctx, group); err != nil || g.Type != groupType {
 		t.Errorf("group %s is %+v (%v), want type %q", group, g, err, groupType)
@@ -119,8 +120,8 @@ func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Sourc
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(groupRecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", groupRecreateWait)
+	case <-time.After(kafkadriver.RecreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
 	}
 	got := b.Committed(t, group, topic)
 	if len(got) != int(newN) {
@@ -153,7 +154,7 @@ func produceTo(t *testing.T, b *kafkatest.Broker, topic string, n int32, per int
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
 	for p := range n {
 		for i := range per {
@@ -169,7 +170,7 @@ func produceTo(t *testing.T, b *kafkatest.Broker, topic string, n int32, per int
 // want for each of its n partitions (and no other).
 func waitCommittedAll(t *testing.T, b *kafkatest.Broker, group, topic string, n int32, want int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), groupRecreateWait)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
 	for {
 		got, err := b.CommittedContext(ctx, group, topic)
@@ -223,6 +224,13 @@ func recreateTopicN(t *testing.T, b *kafkatest.Broker, topic string, n int32) {
 // group.
 func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
 	b := kafkatest.NewBroker(t)
+	if b.Kind() == kafkatest.Apache {
+		// Apache Kafka refuses the transaction's offsets of the old topic
+		// ID, the transaction aborts, and the rewind's committed-offset
+		// lookup of the partition answers UNKNOWN_TOPIC_ID: Run stops with
+		// an error naming it instead of losing the partition and going on.
+		t.Skip("exactly-once in a KIP-848 group stops with an error on a recreated topic on Apache Kafka (docs/lifecycle.md, \"A topic deleted or recreated\")")
+	}
 	b.CreateTopic(t, "out", 1)
 	src := newRecreateSource848(t, b)
 	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
@@ -84,16 +85,16 @@ func testStoppedWhenGone(t *testing.T, b *kafkatest.Broker, txn func(*Source) (f
 	}
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, src, build) }()
-	waitCommitted(t, b, group, topic, 2)
-	recreateTopic(t, b, topic)
+	b.WaitCommitted(t, group, topic, map[int32]int64{0: 2})
+	kafkadriver.RecreateTopic(t, b, topic)
 	produceFresh(t, b, topic, sluice.Record{Value: []byte("new-0")}, sluice.Record{Value: []byte("new-1")}, sluice.Record{Value: []byte("new-2")})
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("Run = %v, want nil", err)
 		}
-	case <-time.After(2 * groupRecreateWait):
-		t.Fatalf("Run did not return within %v", 2*groupRecreateWait)
+	case <-time.After(2 * kafkadriver.RecreateWait):
+		t.Fatalf("Run did not return within %v", 2*kafkadriver.RecreateWait)
 	}
 	if ctx.Err() == nil {
 		t.Fatal("Run returned before the topic was reported gone")
