@@ -25,9 +25,7 @@ import (
 // topic is exactly what was processed of it.
 func TestSourceTopicRecreatedRecordInFlight(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	testRecordInFlight(t, b, newRecreateSource(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
-	})
+	testRecordInFlight(t, b, newRecreateSource(t, b), doneEnd)
 }
 
 // As TestSourceTopicRecreatedRecordInFlight, exactly-once: the records
@@ -134,7 +132,7 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 	case <-deadline:
 		t.Fatal("old-4 not delivered")
 	}
-	kafkadriver.RecreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic, 1)
 	close(release)
 	want := map[string]bool{}
 	var recs []sluice.Record
@@ -144,15 +142,7 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 	}
 	produceFresh(t, b, topic, recs...)
 	await(want)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(kafkadriver.RecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
-	}
+	stopRun(t, cancel, done)
 	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {
 		t.Fatalf("committed offsets of %s = %v, want {0: 7}", topic, got)
 	}
@@ -181,9 +171,7 @@ func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluic
 // and nothing of the old topic is committed onto the new one.
 func TestSourceTopicRecreatedStopped(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	testRecreatedStopped(t, b, newRecreateSource(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
-	})
+	testRecreatedStopped(t, b, newRecreateSource(t, b), doneEnd)
 }
 
 // As TestSourceTopicRecreatedStopped, exactly-once: the old record's
@@ -192,20 +180,8 @@ func TestSourceTopicRecreatedStopped(t *testing.T) {
 // aborted: the topic is gone).
 func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "out", 1)
 	src := newRecreateSource(t, b)
-	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testRecreatedStopped(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
-			return sluice.Message{Value: r.Value}, nil
-		})
-	})
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testRecreatedStopped(t, b, src, txnEnd(t, b, src.(*Source)))
 }
 
 func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
@@ -236,7 +212,7 @@ func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, 
 	case <-time.After(kafkadriver.RecreateWait):
 		t.Fatal("old-1 not delivered")
 	}
-	kafkadriver.RecreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic, 1)
 	close(release)
 	<-finished
 	cancel()

@@ -1,17 +1,12 @@
 package franz
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -28,9 +23,7 @@ func TestSourceTopicRecreatedRecordInFlightKafka39(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
-	})
+	testRecordInFlight(t, b, src, doneEnd)
 }
 
 // As TestTransactionalSourceTopicRecreatedRecordInFlight, the client
@@ -38,25 +31,13 @@ func TestSourceTopicRecreatedRecordInFlightKafka39(t *testing.T) {
 func TestTransactionalSourceTopicRecreatedRecordInFlightKafka39(t *testing.T) {
 	t.Skip(commitByNameOntoRecreatedTopic)
 	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "out", 1)
 	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
 		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t),
 		Opts: []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionalID: "recreate-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
-			return sluice.Message{Value: r.Value}, nil
-		})
-	})
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testRecordInFlight(t, b, src, txnEnd(t, b, src))
 }
 
 // commitByNameOntoRecreatedTopic is why the tests of a record finishing

@@ -2,18 +2,15 @@ package franz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -49,9 +46,7 @@ func TestSourceTopicRecreatedLonger848(t *testing.T) {
 // As TestSourceTopicRecreatedRecordInFlight, in a KIP-848 group.
 func TestSourceTopicRecreatedRecordInFlight848(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	testRecordInFlight(t, b, newRecreateSource848(t, b), func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
-	})
+	testRecordInFlight(t, b, newRecreateSource848(t, b), doneEnd)
 }
 
 func newRecreateSource848(t *testing.T, b *kafkatest.Broker) sluice.Source {
@@ -105,7 +100,7 @@ func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Sourc
 	await(wantRecords(oldN, 2, "old"))
 	waitCommittedAll(t, b, group, topic, oldN, 2)
 
-	recreateTopicN(t, b, topic, newN)
+	kafkadriver.RecreateTopic(t, b, topic, newN)
 	produceTo(t, b, topic, newN, 3, "new")
 	await(wantRecords(newN, 3, "new"))
 	waitCommittedAll(t, b, group, topic, newN, 3)
@@ -114,15 +109,7 @@ func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Sourc
 	if g, err := b.GroupContext(gctx, group); err != nil || g.Type != groupType {
 		t.Errorf("group %s is %+v (%v), want type %q", group, g, err, groupType)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(kafkadriver.RecreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
-	}
+	stopRun(t, cancel, done)
 	got := b.Committed(t, group, topic)
 	if len(got) != int(newN) {
 		t.Errorf("committed offsets of %s = %v, want %d partitions at 3", topic, got, newN)
@@ -189,37 +176,6 @@ func waitCommittedAll(t *testing.T, b *kafkatest.Broker, group, topic string, n 
 	}
 }
 
-// recreateTopicN deletes topic and creates it again with n partitions.
-func recreateTopicN(t *testing.T, b *kafkatest.Broker, topic string, n int32) {
-	t.Helper()
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), recreateWait)
-	defer cancel()
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("deleting %s: %v", topic, err)
-	}
-	for {
-		err := b.CreateTopicContext(ctx, topic, n, nil)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
-			t.Fatalf("recreating %s: %v", topic, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // As TestTransactionalSourceTopicRecreatedRecordInFlight, in a KIP-848
 // group.
 func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
@@ -231,18 +187,6 @@ func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
 		// an error naming it instead of losing the partition and going on.
 		t.Skip("exactly-once in a KIP-848 group stops with an error on a recreated topic on Apache Kafka (docs/lifecycle.md, \"A topic deleted or recreated\")")
 	}
-	b.CreateTopic(t, "out", 1)
 	src := newRecreateSource848(t, b)
-	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testRecordInFlight(t, b, src, func(in pipeline.Stream[sluice.Record]) pipeline.End {
-		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
-			return sluice.Message{Value: r.Value}, nil
-		})
-	})
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testRecordInFlight(t, b, src, txnEnd(t, b, src.(*Source)))
 }

@@ -86,7 +86,7 @@ func testStoppedWhenGone(t *testing.T, b *kafkatest.Broker, txn func(*Source) (f
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, src, build) }()
 	b.WaitCommitted(t, group, topic, map[int32]int64{0: 2})
-	kafkadriver.RecreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic, 1)
 	produceFresh(t, b, topic, sluice.Record{Value: []byte("new-0")}, sluice.Record{Value: []byte("new-1")}, sluice.Record{Value: []byte("new-2")})
 	select {
 	case err := <-done:

@@ -90,7 +90,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	}
 	await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true})
 
-	kafkadriver.RecreateTopic(t, b, "orders")
+	kafkadriver.RecreateTopic(t, b, "orders", 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
 	if err != nil {
 		t.Fatal(err)

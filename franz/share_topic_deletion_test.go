@@ -69,7 +69,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	// The old records are held by the graph: delete and recreate the
 	// topic, then let them finish. A fresh client produces to the new
 	// topic (a kgo client that saw the old topic ID refuses the new one).
-	kafkadriver.RecreateTopic(t, b, topic)
+	kafkadriver.RecreateTopic(t, b, topic, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)

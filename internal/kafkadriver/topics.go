@@ -49,7 +49,7 @@ func TopicRecreated(t *testing.T, b *kafkatest.Broker, src sluice.Source, first 
 		"orders:old-3@3": true, "orders:old-4@4": true})
 	b.WaitCommitted(t, group, topic, map[int32]int64{0: 5})
 
-	RecreateTopic(t, b, topic)
+	RecreateTopic(t, b, topic, 1)
 	produce := newProducer(t, b, topic)
 	want := map[string]bool{}
 	for i := range 7 {
@@ -196,10 +196,10 @@ func newProducer(t *testing.T, b *kafkatest.Broker, topic string) func(value str
 	}
 }
 
-// RecreateTopic deletes topic on b and creates it again with one partition
-// (a new topic ID), retrying the creation while the deletion completes,
-// within RecreateWait.
-func RecreateTopic(t testing.TB, b *kafkatest.Broker, topic string) {
+// RecreateTopic deletes topic on b and creates it again with partitions
+// partitions (a new topic ID), retrying the creation while the deletion
+// completes, within RecreateWait.
+func RecreateTopic(t testing.TB, b *kafkatest.Broker, topic string, partitions int32) {
 	t.Helper()
 	adm, err := b.Admin()
 	if err != nil {
@@ -215,7 +215,7 @@ func RecreateTopic(t testing.TB, b *kafkatest.Broker, topic string) {
 		t.Fatalf("deleting %s: %v", topic, err)
 	}
 	for {
-		err := b.CreateTopicContext(ctx, topic, 1, nil)
+		err := b.CreateTopicContext(ctx, topic, partitions, nil)
 		if err == nil {
 			return
 		}
