@@ -41,9 +41,7 @@ type shareRunner struct {
 	acks     []sluice.Ack
 	joined   bool
 	fatal    error
-	// gone are the topics whose topic ID the broker stopped knowing in
-	// the last poll (deleted, or deleted and recreated); see topicsGone.
-	gone map[string]bool
+	gone     goneTopics // see topicsGone
 }
 
 func newShareRunner(s *ShareSource, g sluice.AckGroup) *shareRunner {
@@ -182,11 +180,7 @@ func (r *shareRunner) flush(tp sluice.TopicPartition) {
 // marks the topic gone (see topicsGone): kgo reports it only once it
 // persists, the topic having been deleted.
 func (r *shareRunner) fetchError(topic string, p int32, err error) {
-	if errors.Is(err, kerr.UnknownTopicID) {
-		if r.gone == nil {
-			r.gone = make(map[string]bool)
-		}
-		r.gone[topic] = true
+	if r.gone.mark(topic, err) {
 		return
 	}
 	if fatal := fetchErrorFatal(r.log, "share client", topic, p, err); fatal != nil {
@@ -234,8 +228,7 @@ func (r *shareRunner) topicsGone() {
 		}
 		r.log.Log(context.Background(), level, "the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
-		r.cl.PurgeTopicsFromClient(topic)
-		r.cl.AddConsumeTopics(topic)
+		resubscribe(r.cl, topic)
 	}
 	clear(r.gone)
 	// Outcomes the lost graphs reported before they stopped are for

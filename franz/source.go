@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -184,9 +183,7 @@ type runner struct {
 
 	highs map[sluice.TopicPartition]int64 // last high watermark reported
 	fatal error                           // ends the loop
-	// gone are the topics whose topic ID the broker stopped knowing in
-	// the last poll (deleted, or deleted and recreated); see topicsGone.
-	gone map[string]bool
+	gone  goneTopics                      // see topicsGone
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex
@@ -326,11 +323,7 @@ func toRecord(kr *kgo.Record, hdrs *headers.Slab) sluice.Record {
 // UNKNOWN_TOPIC_ID marks the topic gone (see topicsGone): kgo reports it
 // only once it persists, the topic having been deleted.
 func (r *runner) fetchError(topic string, p int32, err error) {
-	if errors.Is(err, kerr.UnknownTopicID) {
-		if r.gone == nil {
-			r.gone = make(map[string]bool)
-		}
-		r.gone[topic] = true
+	if r.gone.mark(topic, err) {
 		return
 	}
 	if fatal := fetchErrorFatal(r.log, "client", topic, p, err); fatal != nil {
@@ -364,8 +357,7 @@ func (r *runner) topicsGone() {
 		r.core.Lost(tps)
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); its partitions are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps))
-		r.cl.PurgeTopicsFromClient(topic)
-		r.cl.AddConsumeTopics(topic)
+		resubscribe(r.cl, topic)
 	}
 	clear(r.gone)
 }
