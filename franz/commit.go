@@ -67,6 +67,13 @@ func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error
 // mean nothing for a topic recreated under its name; the source loses the
 // topic's partitions once kgo reports the ID unknown (topicsGone).
 func (r *runner) ExpectedCommitError(err error) bool {
+	return refusedOffsets(err)
+}
+
+// refusedOffsets reports whether err holds a refusal of offsets that
+// commits nothing and needs no retry: the membership moved on
+// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID).
+func refusedOffsets(err error) bool {
 	return groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)
 }
 

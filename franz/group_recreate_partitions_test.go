@@ -177,16 +177,12 @@ func waitCommittedAll(t *testing.T, b *kafkatest.Broker, group, topic string, n 
 }
 
 // As TestTransactionalSourceTopicRecreatedRecordInFlight, in a KIP-848
-// group.
+// group. On Apache Kafka the transaction's offsets of the old topic ID are
+// refused, the transaction aborts, and the rewind finds the topic gone
+// (UNKNOWN_TOPIC_ID): the partition is lost and the new topic consumed
+// from its start.
 func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	if b.Kind() == kafkatest.Apache {
-		// Apache Kafka refuses the transaction's offsets of the old topic
-		// ID, the transaction aborts, and the rewind's committed-offset
-		// lookup of the partition answers UNKNOWN_TOPIC_ID: Run stops with
-		// an error naming it instead of losing the partition and going on.
-		t.Skip("exactly-once in a KIP-848 group stops with an error on a recreated topic on Apache Kafka (docs/lifecycle.md, \"A topic deleted or recreated\")")
-	}
 	src := newRecreateSource848(t, b)
 	testRecordInFlight(t, b, src, txnEnd(t, b, src.(*Source)))
 }

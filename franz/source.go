@@ -130,7 +130,7 @@ func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	}
 	r := newRunner(s, txns.wrap(ctx, g))
 	r.txns = txns
-	txns.setCore(r.core)
+	txns.attach(r.core, &r.gone)
 	opts := []kgo.Opt{
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

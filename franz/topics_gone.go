@@ -20,11 +20,23 @@ func (g *goneTopics) mark(topic string, err error) bool {
 	if !errors.Is(err, kerr.UnknownTopicID) {
 		return false
 	}
+	g.add(topic)
+	return true
+}
+
+// add records topic as gone.
+func (g *goneTopics) add(topic string) {
 	if *g == nil {
 		*g = make(goneTopics)
 	}
 	(*g)[topic] = true
-	return true
+}
+
+// topicGoneCode reports whether a partition's error code in an answer
+// about a topic says the broker does not know the topic (by the ID or the
+// name the client sent): it was deleted, and maybe recreated.
+func topicGoneCode(code int16) bool {
+	return code == kerr.UnknownTopicID.Code || code == kerr.UnknownTopicOrPartition.Code
 }
 
 // resubscribe purges topic from cl and adds it back: kgo never adopts a

@@ -37,13 +37,7 @@ func TestTransactionalMaxVersionsBelowKIP890(t *testing.T) {
 		return sink.Produce(in, p, "out", upperCase)
 	}
 	r := testkit.Start(t, src, build)
-	deadline := time.Now().Add(30 * time.Second)
-	for b.Committed(t, "g", "orders")[0] != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets of orders = %v after 30s, want {0: 2}", b.Committed(t, "g", "orders"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 2})
 	if err := r.Stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice"
@@ -22,77 +23,116 @@ import (
 // dropped by the runner (rewound), and so are those the runner's core
 // held for them, so the next record of each partition the Group gets is
 // the first one at or after the offset sought.
-func (t *kgoTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) error {
-	return fatalTxn(t.rewind(ctx, tps))
+//
+// A partition the broker answers UNKNOWN_TOPIC_ID or
+// UNKNOWN_TOPIC_OR_PARTITION for (its topic was deleted, maybe
+// recreated, while kgo still holds the old topic ID) is returned gone and
+// not sought: its records at hand are dropped as the others', and its
+// topic is marked gone, so the poll loop loses its partitions and
+// consumes the topic anew (runner.topicsGone).
+func (t *kgoTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) ([]sluice.TopicPartition, error) {
+	gone, err := t.rewind(ctx, tps)
+	return gone, fatalTxn(err)
 }
 
-func (t *kgoTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) error {
+func (t *kgoTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) ([]sluice.TopicPartition, error) {
 	if len(tps) == 0 {
-		return nil
+		return nil, nil
 	}
-	committed, err := t.committed(ctx, tps)
+	committed, gone, err := t.committed(ctx, tps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var missing []sluice.TopicPartition
 	for _, tp := range tps {
-		if _, ok := committed[tp]; !ok {
+		if _, ok := committed[tp]; !ok && !slices.Contains(gone, tp) {
 			missing = append(missing, tp)
 		}
 	}
 	if len(missing) > 0 {
-		reset, err := t.resetOffsets(ctx, missing)
+		reset, resetGone, err := t.resetOffsets(ctx, missing)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for tp, o := range reset {
 			committed[tp] = o
 		}
+		gone = append(gone, resetGone...)
 	}
 	set := make(map[string]map[int32]kgo.EpochOffset)
 	for _, tp := range tps {
+		t.rewound[tp] = true
+		if slices.Contains(gone, tp) {
+			t.gone.add(tp.Topic)
+			continue
+		}
 		if set[tp.Topic] == nil {
 			set[tp.Topic] = make(map[int32]kgo.EpochOffset)
 		}
 		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: committed[tp]}
-		t.rewound[tp] = true
 	}
-	t.cl.SetOffsets(set)
+	if len(set) > 0 {
+		t.cl.SetOffsets(set)
+	}
 	t.core.DropHeld(tps)
-	return nil
+	return gone, nil
 }
 
 // committed returns the group's committed offsets of tps (a partition
-// without one is absent), retrying UNSTABLE_OFFSET_COMMIT until ctx ends.
-func (t *kgoTxn) committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+// without one is absent) and the partitions whose topic the broker does
+// not know (topicGoneCode), retrying UNSTABLE_OFFSET_COMMIT until ctx
+// ends.
+func (t *kgoTxn) committed(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, []sluice.TopicPartition, error) {
 	req := offsetFetchRequest([]string{t.group}, tps)
 	req.RequireStable = true
 	for {
 		resp, err := req.RequestWith(ctx, t.cl)
 		if err != nil {
-			return nil, fmt.Errorf("rewinding: reading the committed offsets of %v: %w", tps, err)
+			return nil, nil, fmt.Errorf("rewinding: reading the committed offsets of %v: %w", tps, err)
 		}
+		gone := takeGone(resp)
 		out, err := leadersMin([]string{t.group}, tps, resp)
 		if !errors.Is(err, kerr.UnstableOffsetCommit) {
 			if err != nil {
-				return nil, fmt.Errorf("rewinding: %w", err)
+				return nil, nil, fmt.Errorf("rewinding: %w", err)
 			}
-			return out, nil
+			return out, gone, nil
 		}
 		w := time.NewTimer(20 * time.Millisecond)
 		select {
 		case <-w.C:
 		case <-ctx.Done():
 			w.Stop()
-			return nil, fmt.Errorf("rewinding: the committed offsets of %v stayed unstable: %w", tps, err)
+			return nil, nil, fmt.Errorf("rewinding: the committed offsets of %v stayed unstable: %w", tps, err)
 		}
 	}
+}
+
+// takeGone removes from resp the partitions whose topic the broker does
+// not know (topicGoneCode) and returns them.
+func takeGone(resp *kmsg.OffsetFetchResponse) []sluice.TopicPartition {
+	var gone []sluice.TopicPartition
+	for i := range resp.Groups {
+		for j := range resp.Groups[i].Topics {
+			rt := &resp.Groups[i].Topics[j]
+			rt.Partitions = slices.DeleteFunc(rt.Partitions, func(rp kmsg.OffsetFetchResponseGroupTopicPartition) bool {
+				if topicGoneCode(rp.ErrorCode) {
+					gone = append(gone, sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+					return true
+				}
+				return false
+			})
+		}
+	}
+	return gone
 }
 
 // resetOffsets returns where kgo.ConsumeResetOffset starts tps: the
 // partitions' start or end (ListOffsets, read_committed), or its exact
 // offset. Other reset offsets (relative, by time) cannot be rewound to.
-func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, error) {
+// A partition whose topic the broker does not know (topicGoneCode) is
+// returned gone.
+func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) (map[sluice.TopicPartition]int64, []sluice.TopicPartition, error) {
 	reset, _ := t.cl.OptValue(kgo.ConsumeResetOffset).(kgo.Offset)
 	eo := reset.EpochOffset()
 	out := make(map[sluice.TopicPartition]int64, len(tps))
@@ -101,9 +141,9 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) 
 		for _, tp := range tps {
 			out[tp] = eo.Offset
 		}
-		return out, nil
+		return out, nil, nil
 	case eo.Offset != -2 && eo.Offset != -1:
-		return nil, fmt.Errorf("rewinding %v, which have no committed offset: kgo.ConsumeResetOffset %v is neither the start, the end nor an exact offset", tps, reset)
+		return nil, nil, fmt.Errorf("rewinding %v, which have no committed offset: kgo.ConsumeResetOffset %v is neither the start, the end nor an exact offset", tps, reset)
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
@@ -121,11 +161,16 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) 
 	}
 	resp, err := req.RequestWith(ctx, t.cl)
 	if err != nil {
-		return nil, fmt.Errorf("rewinding: listing the reset offsets of %v: %w", tps, err)
+		return nil, nil, fmt.Errorf("rewinding: listing the reset offsets of %v: %w", tps, err)
 	}
 	var errs []error
+	var gone []sluice.TopicPartition
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
+			if topicGoneCode(rp.ErrorCode) {
+				gone = append(gone, sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+				continue
+			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				errs = append(errs, fmt.Errorf("rewinding: the reset offset of %s/%d: %w", rt.Topic, rp.Partition, err))
 				continue
@@ -134,11 +179,11 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) 
 		}
 	}
 	for _, tp := range tps {
-		if _, ok := out[tp]; !ok && len(errs) == 0 {
+		if _, ok := out[tp]; !ok && len(errs) == 0 && !slices.Contains(gone, tp) {
 			errs = append(errs, fmt.Errorf("rewinding: ListOffsets did not answer for %s/%d", tp.Topic, tp.Partition))
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, gone, errors.Join(errs...)
 }
 
 // dropRewound reports whether the records of tp in the fetches at hand

@@ -58,10 +58,11 @@ func (t *transactions) initWatch() *initWatch {
 	return t.watch
 }
 
-// setCore tells the transactions the poll loop's core (see kgoTxn.core).
-func (t *transactions) setCore(c *rebalance.Core) {
+// attach tells the transactions the poll loop's core and gone topics
+// (see kgoTxn.core and kgoTxn.gone).
+func (t *transactions) attach(c *rebalance.Core, gone *goneTopics) {
 	if t != nil {
-		t.txn.core = c
+		t.txn.core, t.txn.gone = c, gone
 	}
 }
 

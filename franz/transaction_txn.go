@@ -53,6 +53,9 @@ type kgoTxn struct {
 	// core is the poll loop's, set before it runs: Rewind drops what it
 	// holds of the partitions rewound (fetched before the seek).
 	core *rebalance.Core
+	// gone is the poll loop's: Rewind marks there the topics it finds
+	// gone, whose partitions the loop then loses (runner.topicsGone).
+	gone *goneTopics
 }
 
 var _ exactlyonce.Txn = (*kgoTxn)(nil)
@@ -149,7 +152,7 @@ func fatalTxn(err error) error {
 // offsets' commit only: EndTxn goes to the transaction coordinator, which
 // knows nothing of the group's generations.
 func groupMovedTxn(err error) error {
-	if err != nil && !errors.Is(fatalTxn(err), exactlyonce.ErrFatal) && (groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)) {
+	if err != nil && !errors.Is(fatalTxn(err), exactlyonce.ErrFatal) && refusedOffsets(err) {
 		return fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err)
 	}
 	return err

@@ -19,7 +19,16 @@ import (
 // partition's version barrier before it returns: messages it prefetched
 // from the old position are dropped by Poll, never returned, and what the
 // poll loop's core held of tps (fetched before) is dropped too.
-func (t confluentTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) error {
+//
+// It reports no partition gone: librdkafka reads and seeks by topic name,
+// and it rebalances by itself when a subscribed topic disappears, so a
+// per-partition error (a deleted topic's) stops the Group instead of
+// leaving the partition to a Lose that may not come.
+func (t confluentTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) ([]sluice.TopicPartition, error) {
+	return nil, t.rewind(ctx, tps)
+}
+
+func (t confluentTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) error {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)

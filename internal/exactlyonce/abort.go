@@ -107,7 +107,9 @@ func (g *Group) toRewind() []sluice.TopicPartition {
 }
 
 // rewind seeks tps (their graphs cancelled, the transaction aborted) back
-// to their committed offsets and builds their new graphs.
+// to their committed offsets and builds their new graphs. The partitions
+// whose topic is gone (Txn.Rewind) get none: they stay without a graph,
+// their records dropped, until the source loses them.
 func (g *Group) rewind(tps []sluice.TopicPartition) error {
 	if len(tps) == 0 {
 		return nil
@@ -117,8 +119,22 @@ func (g *Group) rewind(tps []sluice.TopicPartition) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	defer cancel()
-	if err := g.txn.Rewind(ctx, tps); err != nil {
+	gone, err := g.txn.Rewind(ctx, tps)
+	if err != nil {
 		return fmt.Errorf("sluice: rewinding %s to their committed offsets: %w", names(tps), err)
+	}
+	if len(gone) > 0 {
+		tps = slices.DeleteFunc(slices.Clone(tps), func(tp sluice.TopicPartition) bool { return slices.Contains(gone, tp) })
+		for _, tp := range gone {
+			if p := g.parts[tp]; p != nil {
+				p.rewinding = true // no graph, records dropped, until Lose
+			}
+		}
+		g.log.Warn("exactly-once rewind: the topics of these partitions are gone (deleted, maybe recreated); they wait to be lost and consumed anew",
+			"partitions", gone)
+		if len(tps) == 0 {
+			return nil
+		}
 	}
 	if err := g.Group.Assign(tps); err != nil {
 		return fmt.Errorf("sluice: new graphs for the rewound partitions %s: %w", names(tps), err)

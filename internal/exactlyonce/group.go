@@ -85,7 +85,7 @@ type partition struct {
 	committed int64 // what the last committed transaction committed
 	inTxn     bool  // records were delivered since the last commit
 	leaving   bool  // being revoked: never rewound
-	rewinding bool  // awaiting a deferred rewind: its records are dropped
+	rewinding bool  // awaiting a deferred rewind, or Lose (its topic gone): its records are dropped
 	held      []sluice.Record
 }
 

@@ -33,6 +33,8 @@ type stubTxn struct {
 	onAbort    func()
 	failAbort  error // returned by every Abort
 	failRewind error // returned by every Rewind
+	// gone are the partitions whose topic Rewind reports gone.
+	gone map[int32]bool
 	misplaced  []string
 }
 
@@ -84,15 +86,21 @@ func (s *stubTxn) Abort(context.Context) error {
 	return err
 }
 
-// Rewind records the committed offsets a consumer would seek tps to.
-func (s *stubTxn) Rewind(_ context.Context, tps []sluice.TopicPartition) error {
+// Rewind records the committed offsets a consumer would seek tps to, and
+// reports the partitions of gone gone (not sought, not recorded).
+func (s *stubTxn) Rewind(_ context.Context, tps []sluice.TopicPartition) ([]sluice.TopicPartition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open {
-		return errors.New("stub: Rewind with a transaction open")
+		return nil, errors.New("stub: Rewind with a transaction open")
 	}
 	var to []sluice.Offset
+	var gone []sluice.TopicPartition
 	for _, tp := range tps {
+		if s.gone[tp.Partition] {
+			gone = append(gone, tp)
+			continue
+		}
 		next, ok := s.committed[tp.Partition]
 		if !ok {
 			next = -1
@@ -100,7 +108,7 @@ func (s *stubTxn) Rewind(_ context.Context, tps []sluice.TopicPartition) error {
 		to = append(to, sluice.Offset{TopicPartition: tp, Next: next})
 	}
 	s.rewinds = append(s.rewinds, to)
-	return s.failRewind
+	return gone, s.failRewind
 }
 
 func (s *stubTxn) rewound() [][]sluice.Offset {

@@ -199,3 +199,59 @@ func TestFailedAbortOrRewindStopsRun(t *testing.T) {
 		})
 	}
 }
+
+// A rewind that finds p1's topic gone (Txn.Rewind lists it) does not stop
+// the Group: p0 is rewound and gets a new graph, p1 gets none and every
+// record delivered for it is dropped until the source loses it; the
+// next transaction commits p0 alone, and the aborted records of p1
+// produce nothing.
+func TestRewindLeavesGonePartitionsUntilLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{gone: map[int32]bool{1: true}}
+		d, stop := startFanOut(t, txn, newGates())
+		d.fed(recs(0, 0, 2), recs(1, 0, 2))
+		d.do(func(g *Group) {
+			g.Offsets() // commits 0:2 1:2
+			g.Deliver(tp(0), recs(0, 2, 4))
+			g.Deliver(tp(1), recs(1, 2, 4))
+		})
+		synctest.Wait()
+		txn.mu.Lock()
+		txn.failNext = errors.New("boom")
+		txn.mu.Unlock()
+		d.do(func(g *Group) {
+			g.Offsets() // fails: abort, rewind
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after a rewind that found p1's topic gone: %v, want nil", err)
+			}
+			if got := g.Resumable(); !slices.Equal(got, []sluice.TopicPartition{tp(0)}) {
+				t.Errorf("Resumable after the rewind: %v, want [in/0] (in/1 waits to be lost)", got)
+			}
+			if g.Deliver(tp(1), recs(1, 2, 3)) {
+				t.Error("Deliver for the gone partition asked to pause")
+			}
+		})
+		synctest.Wait()
+		if got := txn.pendingOutputs(); len(got) != 0 {
+			t.Fatalf("outputs %v after the rewind: the gone partition's records must be dropped", got)
+		}
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v (in/0 only: in/1 is not sought)", txn.rewound(), want)
+		}
+		d.do(func(g *Group) {
+			g.Lose([]sluice.TopicPartition{tp(1)})
+			g.Deliver(tp(0), recs(0, 2, 5))
+		})
+		commitAndStop(t, d, stop)
+		visible, commits, aborts, misplaced := txn.state()
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2), offs(0, 5)}; !slices.EqualFunc(commits, want, slices.Equal) {
+			t.Fatalf("commits %v, want %v", commits, want)
+		}
+		if want := sortedOutputs(0, 0, 5, 1, 0, 2); !slices.Equal(sorted(visible), want) {
+			t.Fatalf("committed outputs %v, want each of %v once", sorted(visible), want)
+		}
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}

@@ -60,7 +60,17 @@ type Txn interface {
 	// paused (the Group lists it in Resumable afterwards). ctx bounds the
 	// call (the Group's CommitTimeout). An error stops the Group as a
 	// failed Abort does.
-	Rewind(ctx context.Context, tps []sluice.TopicPartition) error
+	//
+	// gone lists the partitions of tps whose topic the broker no longer
+	// knows (deleted, and maybe recreated under the same name: the
+	// committed offset or the reset offset was answered UNKNOWN_TOPIC_ID
+	// or UNKNOWN_TOPIC_OR_PARTITION). They are not sought: the backend
+	// drops what it holds of them as for the others and loses them (the
+	// Group's Lose) at the latest after its next poll, and their next
+	// assignment starts from the group's committed offset of the topic as
+	// it then is. Until that Lose the Group gives them no graph and drops
+	// every record delivered for them.
+	Rewind(ctx context.Context, tps []sluice.TopicPartition) (gone []sluice.TopicPartition, err error)
 }
 
 // ErrFatal is wrapped by the error of a [Txn] method when the
@@ -83,7 +93,7 @@ var ErrFatal = errors.New("sluice: the transactional producer is fenced or faile
 // it), as a refused final commit is none in at-least-once mode. Backends
 // wrap their client's error:
 // fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err).
-var ErrGroupMoved = errors.New("sluice: the group refused the transaction's offsets: its membership moved on")
+var ErrGroupMoved = errors.New("sluice: the group refused the transaction's offsets (its membership moved on, or their topic was deleted)")
 
 // ErrAborted is wrapped by the error a [Group] reports ([Group.Err]) once
 // it stopped: a transaction aborted and could not be followed by a rewind

@@ -33,12 +33,13 @@ func (c *Core) Stop() error {
 }
 
 // FinalCommitRefused is the warning logged when the group refuses the
-// final commit because its membership moved on (Backend.ExpectedCommitError,
-// REBALANCE_IN_PROGRESS included once the retries ran out of time). That
+// final commit because its membership moved on or the topic was deleted
+// (Backend.ExpectedCommitError, REBALANCE_IN_PROGRESS included once the
+// retries ran out of time). That
 // is no error: no record is lost, the partitions' next owners start from
 // the previous commit and process the records after it again. The
 // exactly-once Group treats a refused final transaction the same way.
-const FinalCommitRefused = "the group refused the final commit because its membership moved on; " +
+const FinalCommitRefused = "the group refused the final commit (its membership moved on, or the topic was deleted); " +
 	"no record is lost: the partitions' next owners process the records after the previous commit again (duplicates)"
 
 // commitFinal commits offs synchronously, retrying while the coordinator
