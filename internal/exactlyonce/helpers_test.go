@@ -34,8 +34,8 @@ type stubTxn struct {
 	failAbort  error // returned by every Abort
 	failRewind error // returned by every Rewind
 	// gone are the partitions whose topic Rewind reports gone.
-	gone map[int32]bool
-	misplaced  []string
+	gone      map[int32]bool
+	misplaced []string
 }
 
 func (s *stubTxn) Begin() error {
