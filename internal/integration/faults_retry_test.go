@@ -20,17 +20,16 @@ import (
 // retry.backoff.ms, through its logical coordinator handle). Meanwhile
 // more records are processed. No commit request of the member may ask for
 // less than an earlier one, and after Run returned the group's commit is
-// the high watermark that the shutdown committed. Before the source sent
-// its commits itself, one at a time, librdkafka's auto-committer went on
-// sending newer offsets while it retried the older commit, which then
-// landed last, even after the final commit (librdkafka's close waits for
-// the retry): the group was left at 2000 with 3000 processed, and a
-// restart redid 2000-2999.
+// the high watermark that the shutdown committed. The source sends its
+// commits itself, one at a time, because librdkafka's auto-committer goes
+// on sending newer offsets while it retries the older commit, which then
+// lands last, even after the final commit (librdkafka's close waits for
+// the retry): the group would be left at 2000 with 3000 processed, and a
+// restart would redo 2000-2999.
 //
-// The retry backoff is raised to one second so that, without the fix,
-// newer commits (every 50ms) certainly came first; with the default 100ms
-// it happened sometimes (TestFaultBrokerFailover saw it about one run in
-// six).
+// The retry backoff is raised to one second so that, were commits sent
+// without waiting for one another, newer commits (every 50ms) would
+// certainly come first; with the default 100ms it happens only sometimes.
 func TestFaultRetriedCommitDoesNotMoveBack(t *testing.T) {
 	t.Parallel()
 	for _, f := range commitFaults {
