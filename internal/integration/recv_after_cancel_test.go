@@ -11,20 +11,19 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// TestRecvAfterLossReturnsNothing: Inlet.Recv is documented to return
-// false once the partition context is done, but it selects between the
-// input channel and ctx.Done() with equal priority, so with chunks still
-// buffered on the edge a stage of a lost (or drain-timed-out) partition
-// keeps receiving them about half of the time: its function is called
-// for up to Buffer (4) more chunks of a partition another consumer may
-// already own, and Kill (which the poll loop waits for) is delayed by
-// that work. Each iteration blocks the end stage with full chunks queued
-// behind it, loses the partition, then calls Recv once: it must return
-// false. With the bug a single iteration passes with probability 1/2, so
-// 20 of them all passing is a 1-in-a-million event.
-//
-// Fix (pipeline/stage.go, Inlet.Recv): check in.ctx.Err() before the
-// select (and drop a chunk received when ctx is already done).
+// TestRecvAfterLossReturnsNothing: Inlet.Recv returns false once the
+// partition context is done, even with chunks still buffered on the edge.
+// A select between the input channel and ctx.Done() alone picks either
+// with equal priority, so a stage of a lost (or drain-timed-out) partition
+// would keep receiving them about half of the time: its function would be
+// called for up to Buffer (4) more chunks of a partition another consumer
+// may already own, and Kill (which the poll loop waits for) would be
+// delayed by that work. Recv (internal/engine/stage.go) therefore checks
+// the context before the select and drops a chunk received when it is
+// already done. Each iteration blocks the end stage with full chunks
+// queued behind it, loses the partition, then calls Recv once: it must
+// return false. Without the check a single iteration would pass with
+// probability 1/2, so 20 of them all passing is a 1-in-a-million event.
 func TestRecvAfterLossReturnsNothing(t *testing.T) {
 	const iterations = 20
 	delivered := 0
