@@ -93,16 +93,19 @@ func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error
 // ExpectedCommitError reports whether err is a commit rejection expected
 // around rebalances (the group moved on or is rebalancing) or around a
 // topic's deletion: UNKNOWN_TOPIC_ID, the broker no longer knows the topic
-// ID the client commits under. Such offsets are the deleted topic's and
+// ID the client commits under, or Commit found so itself before sending
+// (errTopicReplaced wraps it). Such offsets are the deleted topic's and
 // mean nothing for a topic recreated under its name; the source loses the
-// topic's partitions once kgo reports the ID unknown (topicsGone).
+// topic's partitions once kgo reports the ID unknown or Commit found the
+// topic replaced (topicsGone).
 func (r *runner) ExpectedCommitError(err error) bool {
 	return refusedOffsets(err)
 }
 
 // refusedOffsets reports whether err holds a refusal of offsets that
 // commits nothing and needs no retry: the membership moved on
-// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID).
+// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID, also
+// wrapped by errTopicReplaced).
 func refusedOffsets(err error) bool {
 	return groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)
 }

@@ -45,7 +45,8 @@ type kgoTxn struct {
 	// AddOffsetsToTxn is not sent. Found once, at Run's start.
 	kip890p2 bool
 	// topicIDs are the ids of the topics fetched (TxnOffsetCommit v6
-	// names topics by id), from the fetch responses.
+	// names topics by id; checkTopicIDs compares them with the broker's
+	// before each commit), from the fetch responses.
 	topicIDs map[string][16]byte
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
@@ -151,9 +152,10 @@ func fatalTxn(err error) error {
 // group coordinator's refusal of the offsets because the consumer's
 // membership moved on (groupMovedError: ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_INSTANCE_ID, a rebalance
-// in progress, ...) or because their topic was deleted (UNKNOWN_TOPIC_ID:
-// the offsets are the deleted topic's, and the source loses its partitions
-// once kgo reports the ID unknown), unless the producer failed fatally (fatalTxn wins:
+// in progress, ...) or because their topic was deleted (UNKNOWN_TOPIC_ID,
+// or errTopicReplaced from checkTopicIDs: the offsets are the deleted
+// topic's, and the source loses its partitions once kgo reports the ID
+// unknown or checkTopicIDs marked the topic gone), unless the producer failed fatally (fatalTxn wins:
 // such a producer cannot abort). Commit calls it on the errors of the
 // offsets' commit only: EndTxn goes to the transaction coordinator, which
 // knows nothing of the group's generations.
