@@ -3,6 +3,7 @@ package franz
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,21 +20,50 @@ import (
 
 // Commit commits offs with CommitOffsetsSync, on the core's commit
 // goroutine, bounded by CloseTimeout, and returns the partitions the
-// broker rejected.
+// broker rejected. It first checks the topics' IDs (replacedTopics): the
+// offsets of a topic deleted or recreated since its records were fetched
+// are not sent but returned rejected with errTopicReplaced (an expected
+// refusal: retried at the next interval until the topic's partitions are
+// lost, no error for the final commit), and the topic is handed to the
+// poll loop as gone (markReplaced); the offsets of a topic whose ID the
+// broker did not tell are returned rejected with why.
 func (r *runner) Commit(offs []sluice.Offset) (rejected []rebalance.Rejected, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.s.cfg.closeTimeout())
+	defer cancel()
+	replaced, unverified, err := replacedTopics(ctx, r.cl, r.ids.of(offsetTopics(offs)))
+	if err != nil {
+		return nil, err
+	}
+	r.markReplaced(replaced)
 	m := make(map[string]map[int32]kgo.EpochOffset)
+	var send []sluice.Offset
 	for _, o := range offs {
+		if slices.Contains(replaced, o.Topic) {
+			rejected = append(rejected, rebalance.Rejected{Offset: o, Err: errTopicReplaced})
+			continue
+		}
+		if uerr := unverified[o.Topic]; uerr != nil {
+			rejected = append(rejected, rebalance.Rejected{Offset: o, Err: uerr})
+			continue
+		}
 		if m[o.Topic] == nil {
 			m[o.Topic] = make(map[int32]kgo.EpochOffset)
 		}
 		m[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.Next}
+		send = append(send, o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.s.cfg.closeTimeout())
-	defer cancel()
+	if len(send) == 0 {
+		return rejected, nil
+	}
 	r.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
-		rejected, err = rejections(offs, resp, cerr)
+		var more []rebalance.Rejected
+		more, err = rejections(send, resp, cerr)
+		rejected = append(rejected, more...)
 	})
-	return rejected, err
+	if err != nil {
+		return nil, err
+	}
+	return rejected, nil
 }
 
 // rejections returns the offsets of offs the response rejected, or the
@@ -63,16 +93,19 @@ func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error
 // ExpectedCommitError reports whether err is a commit rejection expected
 // around rebalances (the group moved on or is rebalancing) or around a
 // topic's deletion: UNKNOWN_TOPIC_ID, the broker no longer knows the topic
-// ID the client commits under. Such offsets are the deleted topic's and
+// ID the client commits under, or Commit found so itself before sending
+// (errTopicReplaced wraps it). Such offsets are the deleted topic's and
 // mean nothing for a topic recreated under its name; the source loses the
-// topic's partitions once kgo reports the ID unknown (topicsGone).
+// topic's partitions once kgo reports the ID unknown or Commit found the
+// topic replaced (topicsGone).
 func (r *runner) ExpectedCommitError(err error) bool {
 	return refusedOffsets(err)
 }
 
 // refusedOffsets reports whether err holds a refusal of offsets that
 // commits nothing and needs no retry: the membership moved on
-// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID).
+// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID, also
+// wrapped by errTopicReplaced).
 func refusedOffsets(err error) bool {
 	return groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)
 }

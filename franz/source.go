@@ -184,12 +184,18 @@ type runner struct {
 	highs map[sluice.TopicPartition]int64 // last high watermark reported
 	fatal error                           // ends the loop
 	gone  goneTopics                      // see topicsGone
+	// ids: the topic IDs the records were fetched under, which Commit
+	// checks (topic_ids.go).
+	ids fetchedIDs
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex
 	queue      []*callback
 	cancelPoll context.CancelFunc
 	handOffEnd bool // no more hand-offs: callbacks return at once
+	// replaced: topics a commit found deleted or recreated, for the poll
+	// loop to mark gone (markReplaced).
+	replaced []string
 	// starts: offsets the offset store claimed, for adjustOffsets
 	// (start_offsets.go).
 	starts map[sluice.TopicPartition]int64
@@ -226,6 +232,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	fetches := r.poll(ctx, timeout)
 	r.g.Polled()
 	r.handle(fetches)
+	r.takeReplaced()
 	r.topicsGone()
 	r.pausePending()
 	if r.s.polled != nil {
@@ -250,7 +257,7 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	defer cancel()
 	r.mu.Lock()
 	r.cancelPoll = cancel
-	if len(r.queue) > 0 {
+	if len(r.queue) > 0 || len(r.replaced) > 0 {
 		cancel()
 	}
 	r.mu.Unlock()
@@ -274,6 +281,7 @@ func (r *runner) handle(fetches kgo.Fetches) {
 	for i := range fetches {
 		for j := range fetches[i].Topics {
 			ft := &fetches[i].Topics[j]
+			r.ids.saw(ft.Topic, ft.TopicID)
 			r.txns.sawTopic(ft.Topic, ft.TopicID)
 			for k := range ft.Partitions {
 				r.partition(ft.Topic, &ft.Partitions[k])

@@ -26,8 +26,9 @@ import (
 //
 // A partition the broker answers UNKNOWN_TOPIC_ID or
 // UNKNOWN_TOPIC_OR_PARTITION for (its topic was deleted, maybe
-// recreated, while kgo still holds the old topic ID) is returned gone and
-// not sought: its records at hand are dropped as the others', and its
+// recreated, while kgo still holds the old topic ID), or whose topic is
+// already marked gone in this poll (by a fetch error, or by the commit
+// that aborted: checkTopicIDs), is returned gone and not sought: its records at hand are dropped as the others', and its
 // topic is marked gone, so the poll loop loses its partitions and
 // consumes the topic anew (runner.topicsGone).
 func (t *kgoTxn) Rewind(ctx context.Context, tps []sluice.TopicPartition) ([]sluice.TopicPartition, error) {
@@ -39,12 +40,30 @@ func (t *kgoTxn) rewind(ctx context.Context, tps []sluice.TopicPartition) ([]slu
 	if len(tps) == 0 {
 		return nil, nil
 	}
-	committed, gone, err := t.committed(ctx, tps)
-	if err != nil {
-		return nil, err
+	// Partitions of topics marked gone in this poll (a fetch's
+	// UNKNOWN_TOPIC_ID, or the commit that aborted found the topic
+	// replaced) are gone without asking: by name, the broker would answer
+	// for a topic recreated under it.
+	var gone, ask []sluice.TopicPartition
+	for _, tp := range tps {
+		if t.gone != nil && (*t.gone)[tp.Topic] {
+			gone = append(gone, tp)
+		} else {
+			ask = append(ask, tp)
+		}
+	}
+	committed := make(map[sluice.TopicPartition]int64)
+	if len(ask) > 0 {
+		var more []sluice.TopicPartition
+		var err error
+		committed, more, err = t.committed(ctx, ask)
+		if err != nil {
+			return nil, err
+		}
+		gone = append(gone, more...)
 	}
 	var missing []sluice.TopicPartition
-	for _, tp := range tps {
+	for _, tp := range ask {
 		if _, ok := committed[tp]; !ok && !slices.Contains(gone, tp) {
 			missing = append(missing, tp)
 		}

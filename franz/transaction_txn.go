@@ -45,7 +45,8 @@ type kgoTxn struct {
 	// AddOffsetsToTxn is not sent. Found once, at Run's start.
 	kip890p2 bool
 	// topicIDs are the ids of the topics fetched (TxnOffsetCommit v6
-	// names topics by id), from the fetch responses.
+	// names topics by id; checkTopicIDs compares them with the broker's
+	// before each commit), from the fetch responses.
 	topicIDs map[string][16]byte
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
@@ -67,14 +68,17 @@ func (t *kgoTxn) Begin() error {
 	return fatalTxn(t.cl.BeginTransaction())
 }
 
-// Commit implements exactlyonce.Txn: it flushes, sends offs to the
-// transaction (or, when nothing was delivered in it, ends it and commits
-// offs plainly) and ends the transaction with a commit.
-// Offsets the group refused because the membership moved on or their
-// topic was deleted (the
-// TxnOffsetCommit, or the plain OffsetCommit of a transaction with no
-// output) are marked exactlyonce.ErrGroupMoved, unless fatal: at shutdown
-// the Group then aborts and Run returns no error for it.
+// Commit implements exactlyonce.Txn: it flushes, checks that the topics
+// of offs still have the IDs their records were fetched under
+// (checkTopicIDs), sends offs to the transaction (or, when nothing was
+// delivered in it, ends it and commits offs plainly) and ends the
+// transaction with a commit. Offsets the group refused because the
+// membership moved on or their topic was deleted (the TxnOffsetCommit, or
+// the plain OffsetCommit of a transaction with no output), and offsets
+// checkTopicIDs found of a deleted or recreated topic, are marked
+// exactlyonce.ErrGroupMoved, unless fatal: the Group aborts (nothing the
+// transaction produced becomes visible), and at shutdown Run returns no
+// error for it.
 func (t *kgoTxn) Commit(ctx context.Context, offs []sluice.Offset) error {
 	return fatalTxn(t.commit(ctx, offs))
 }
@@ -82,6 +86,9 @@ func (t *kgoTxn) Commit(ctx context.Context, offs []sluice.Offset) error {
 func (t *kgoTxn) commit(ctx context.Context, offs []sluice.Offset) error {
 	if err := t.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("flushing the transaction's records: %w", err)
+	}
+	if err := t.checkTopicIDs(ctx, offs); err != nil {
+		return groupMovedTxn(err)
 	}
 	if t.p.txn.delivered.Load() == 0 {
 		// kgo sends no EndTxn for a transaction none of whose records was
@@ -145,9 +152,10 @@ func fatalTxn(err error) error {
 // group coordinator's refusal of the offsets because the consumer's
 // membership moved on (groupMovedError: ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_INSTANCE_ID, a rebalance
-// in progress, ...) or because their topic was deleted (UNKNOWN_TOPIC_ID:
-// the offsets are the deleted topic's, and the source loses its partitions
-// once kgo reports the ID unknown), unless the producer failed fatally (fatalTxn wins:
+// in progress, ...) or because their topic was deleted (UNKNOWN_TOPIC_ID,
+// or errTopicReplaced from checkTopicIDs: the offsets are the deleted
+// topic's, and the source loses its partitions once kgo reports the ID
+// unknown or checkTopicIDs marked the topic gone), unless the producer failed fatally (fatalTxn wins:
 // such a producer cannot abort). Commit calls it on the errors of the
 // offsets' commit only: EndTxn goes to the transaction coordinator, which
 // knows nothing of the group's generations.
@@ -156,6 +164,40 @@ func groupMovedTxn(err error) error {
 		return fmt.Errorf("%w: %w", exactlyonce.ErrGroupMoved, err)
 	}
 	return err
+}
+
+// checkTopicIDs asks the broker for the current IDs of the topics of offs
+// (replacedTopics) and returns nil when each is the ID its records were
+// fetched under (topicIDs). A topic the broker no longer knows, or knows
+// under another ID (deleted, maybe recreated under its name), is marked
+// gone (the poll loop loses its partitions and consumes it anew; Rewind
+// treats its partitions as gone) and the error wraps errTopicReplaced:
+// before TxnOffsetCommit v6 and OffsetCommit v10 the broker would take
+// its offsets, by name, as the new topic's. A topic whose ID the answer
+// does not tell, or a failed request, is an error too: nothing is
+// committed unchecked.
+func (t *kgoTxn) checkTopicIDs(ctx context.Context, offs []sluice.Offset) error {
+	fetched := make(map[string][16]byte)
+	for _, topic := range offsetTopics(offs) {
+		if id, ok := t.topicIDs[topic]; ok {
+			fetched[topic] = id
+		}
+	}
+	replaced, unverified, err := replacedTopics(ctx, t.cl, fetched)
+	if err != nil {
+		return err
+	}
+	if len(replaced) > 0 {
+		for _, topic := range replaced {
+			t.gone.add(topic)
+		}
+		return fmt.Errorf("the offsets of %v are not committed: %w", replaced, errTopicReplaced)
+	}
+	var errs []error
+	for _, uerr := range unverified {
+		errs = append(errs, uerr)
+	}
+	return errors.Join(errs...)
 }
 
 // sawTopic records a fetched topic's id.

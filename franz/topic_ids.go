@@ -1,0 +1,170 @@
+package franz
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
+)
+
+// Before every commit the source checks that each topic of the offsets
+// still has the topic ID its records were fetched under. Kafka before 4.0
+// (OffsetCommit below v10, TxnOffsetCommit below v6) takes offsets by
+// topic name: the offset of a record of a topic deleted, and recreated
+// under the same name, while the record was in flight would land on the
+// new topic, whose records before it would never be delivered. kgo notices
+// the deletion only at its next metadata refresh (seconds later), so the
+// source asks the broker itself: one Metadata request for just the
+// committed topics per commit (an interval, a revoke, the final commit, a
+// transaction), whatever the protocol version, which also spares newer
+// brokers a commit they would refuse (UNKNOWN_TOPIC_ID).
+
+// errTopicReplaced is the reason the offsets of a topic are not committed:
+// the broker no longer knows the topic ID their records were fetched
+// under (the topic was deleted, and maybe recreated under its name with a
+// new ID). It wraps kerr.UnknownTopicID, the refusal Kafka 4.0 and later
+// answer such a commit with, so the source handles both alike
+// (refusedOffsets).
+var errTopicReplaced = fmt.Errorf("franz: the topic was deleted (and maybe recreated) since its records were fetched: %w", kerr.UnknownTopicID)
+
+// fetchedIDs are the topic IDs the runner's records were fetched under
+// (kgo.FetchTopic.TopicID), by topic: kgo keeps the ID it first saw for a
+// topic until the topic is purged from the client (resubscribe), which
+// happens only after the topic's partitions were lost (topicsGone), so
+// every offset the core holds for a topic belongs to a record fetched
+// under the ID recorded here. The poll goroutine records (saw); the
+// commit goroutine reads (of).
+type fetchedIDs struct {
+	mu  sync.Mutex // guards writes to ids, and reads off the poll goroutine
+	ids map[string][16]byte
+}
+
+// saw records the ID topic's records were fetched under; a zero ID (a
+// fetch below v13, which names topics by name) is not recorded. Only the
+// poll goroutine calls it: it reads ids without the lock, and takes it
+// only to write a change.
+func (f *fetchedIDs) saw(topic string, id [16]byte) {
+	if id == ([16]byte{}) || f.ids[topic] == id {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = make(map[string][16]byte)
+	}
+	f.ids[topic] = id
+}
+
+// of returns the recorded IDs of topics (a topic without one is absent).
+func (f *fetchedIDs) of(topics []string) map[string][16]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string][16]byte, len(topics))
+	for _, t := range topics {
+		if id, ok := f.ids[t]; ok {
+			out[t] = id
+		}
+	}
+	return out
+}
+
+// replacedTopics asks the broker (one Metadata request through cl, for
+// just the topics of fetched) for the current ID of each topic of
+// fetched, which maps a topic to the ID its records were fetched under,
+// and returns the topics the broker no longer knows
+// (UNKNOWN_TOPIC_OR_PARTITION) or knows under another ID. unverified maps
+// a topic whose ID the answer does not tell (another topic error, or no
+// answer for it) to why; its offsets must not be committed either. A
+// broker answering without topic IDs (Metadata below v10) verifies
+// nothing and replaces nothing. err is the request's error.
+func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]byte) (replaced []string, unverified map[string]error, err error) {
+	if len(fetched) == 0 {
+		return nil, nil, nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	for topic := range fetched {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checking the topic IDs of the offsets (Metadata): %w", err)
+	}
+	answered := make(map[string]bool, len(fetched))
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil {
+			continue
+		}
+		topic := *rt.Topic
+		want, ok := fetched[topic]
+		if !ok || answered[topic] {
+			continue
+		}
+		answered[topic] = true
+		terr := kerr.ErrorForCode(rt.ErrorCode)
+		switch {
+		case rt.ErrorCode == kerr.UnknownTopicOrPartition.Code:
+			replaced = append(replaced, topic)
+		case rt.TopicID != ([16]byte{}) && rt.TopicID != want:
+			replaced = append(replaced, topic)
+		case rt.TopicID == ([16]byte{}) && terr != nil:
+			unverified = addErr(unverified, topic, fmt.Errorf("checking the topic ID of %s (Metadata): %w", topic, terr))
+		}
+	}
+	for topic := range fetched {
+		if !answered[topic] {
+			unverified = addErr(unverified, topic, fmt.Errorf("checking the topic ID of %s: the Metadata answer left it out", topic))
+		}
+	}
+	slices.Sort(replaced)
+	return replaced, unverified, nil
+}
+
+func addErr(m map[string]error, topic string, err error) map[string]error {
+	if m == nil {
+		m = make(map[string]error)
+	}
+	m[topic] = err
+	return m
+}
+
+// offsetTopics returns the distinct topics of offs.
+func offsetTopics(offs []sluice.Offset) []string {
+	topics, _ := byTopic(offs, func(o sluice.Offset) string { return o.Topic })
+	return topics
+}
+
+// markReplaced hands topics, found replaced by a commit, to the poll loop
+// as gone (takeReplaced), waking its poll: their partitions are lost and
+// the topics consumed anew (topicsGone). Any goroutine may call it.
+func (r *runner) markReplaced(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replaced = append(r.replaced, topics...)
+	if r.cancelPoll != nil {
+		r.cancelPoll()
+	}
+}
+
+// takeReplaced marks gone the topics markReplaced handed over, on the
+// poll goroutine.
+func (r *runner) takeReplaced() {
+	r.mu.Lock()
+	topics := r.replaced
+	r.replaced = nil
+	r.mu.Unlock()
+	for _, t := range topics {
+		r.gone.add(t)
+	}
+}
