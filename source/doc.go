@@ -65,8 +65,10 @@
 // metadata shows it, and says so in a debug log line of its "metadata"
 // context, the one report of the change it gives (the source adds that
 // context to the "debug" property and watches the lines; they reach
-// Config.Logger only when Overrides sets "debug" itself). On that line
-// the poll loop loses the topic's owned partitions (their graphs are
+// Config.Logger only when Overrides sets "debug" itself). On that line,
+// before its next poll or event and before serving a rebalance callback
+// (so that a revoke does not commit the old topic's offsets onto the new
+// one), the poll loop loses the topic's owned partitions (their graphs are
 // cancelled, nothing of theirs is committed any more, a commit in flight
 // that holds one is waited for), seeks them to the group's committed
 // offset of the new topic or, without one, where auto.offset.reset says

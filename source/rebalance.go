@@ -25,6 +25,11 @@ func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		return nil
 	}
 	r.callbacks++
+	// A topic seen recreated is served first: a revoke must not commit
+	// the old topic's offsets onto the new one (KIP-848 moves a recreated
+	// topic's partitions by topic ID: a revoke of the old ID, then an
+	// assignment of the new one, which starts from the group's commit).
+	r.topicsRecreated()
 	cooperative := r.cooperative()
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:

@@ -31,3 +31,19 @@ func TestTopicRecreatedLonger(t *testing.T) {
 func newRecreateSource(t *testing.T, b *kafkatest.Broker) sluice.Source {
 	return newSource(t, b, "g", "orders", nil)
 }
+
+// As TestTopicRecreatedLonger with the eager protocol (range): the
+// source's seek must not disturb an assignment librdkafka replaces whole.
+func TestTopicRecreatedLongerEager(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	kafkadriver.TopicRecreated(t, b, newSource(t, b, "g", "orders", map[string]any{"partition.assignment.strategy": "range"}), 7)
+}
+
+// As TestTopicRecreatedLonger with KIP-848 (group.protocol=consumer): the
+// broker moves the partitions by topic ID, revoking the old topic's and
+// assigning the new one's, which starts from the group's commit; the
+// revoke must not commit the old topic's offsets onto the new topic.
+func TestTopicRecreatedLongerKIP848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	kafkadriver.TopicRecreated(t, b, newSource(t, b, "g", "orders", map[string]any{"group.protocol": "consumer"}), 7)
+}

@@ -96,7 +96,8 @@ func (s *recreatedTopics) take() []string {
 // that holds one is waited for), moved to their start in the new topic
 // (startRecreated) with a seek, which also drops what librdkafka fetched
 // of them before (its version barrier), and given new graphs. It runs on
-// the poll goroutine, before every poll and between the events of one.
+// the poll goroutine, before every poll, between the events of one and
+// at the start of every rebalance callback.
 func (r *runner) topicsRecreated() {
 	for _, topic := range r.recreated.take() {
 		var tps []sluice.TopicPartition
