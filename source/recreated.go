@@ -57,9 +57,9 @@ func recreatedTopic(ev kafka.LogEvent) (string, bool) {
 // recreatedTopics hands the topics the log goroutine saw recreated to
 // the poll loop. Safe for concurrent use.
 type recreatedTopics struct {
-	any    atomic.Bool // some topic is waiting: checked before every poll and event
-	mu     sync.Mutex
-	topics map[string]bool
+	waiting atomic.Bool // some topic is waiting: checked before every poll and event
+	mu      sync.Mutex
+	topics  map[string]bool
 }
 
 // add records topic as recreated.
@@ -70,12 +70,12 @@ func (s *recreatedTopics) add(topic string) {
 		s.topics = make(map[string]bool)
 	}
 	s.topics[topic] = true
-	s.any.Store(true)
+	s.waiting.Store(true)
 }
 
 // take returns the topics recorded since the last take and forgets them.
 func (s *recreatedTopics) take() []string {
-	if !s.any.Load() {
+	if !s.waiting.Load() {
 		return nil
 	}
 	s.mu.Lock()
@@ -85,7 +85,7 @@ func (s *recreatedTopics) take() []string {
 		out = append(out, t)
 	}
 	clear(s.topics)
-	s.any.Store(false)
+	s.waiting.Store(false)
 	return out
 }
 

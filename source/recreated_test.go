@@ -87,13 +87,13 @@ func TestRecreatedTopicsTake(t *testing.T) {
 	}
 	s.add("a")
 	s.add("a")
-	if !s.any.Load() {
+	if !s.waiting.Load() {
 		t.Fatal("any not set by add")
 	}
 	if got := s.take(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("take = %v, want [a]", got)
 	}
-	if s.any.Load() || len(s.take()) != 0 {
+	if s.waiting.Load() || len(s.take()) != 0 {
 		t.Fatal("take did not forget")
 	}
 }

@@ -249,7 +249,7 @@ func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 func (r *runner) pollBatch(timeoutMs int) {
 	defer r.core.Flush()
 	for n := 0; n < 4*rebalance.MaxBatch; n++ {
-		if r.recreated.any.Load() {
+		if r.recreated.waiting.Load() {
 			r.core.Flush()
 			r.topicsRecreated() // recreated.go: before any record of the new topic is added
 			if r.fatal != nil {
