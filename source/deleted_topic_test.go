@@ -10,9 +10,9 @@ import (
 
 // A source consuming two topics, one of which is deleted
 // (kafkadriver.TopicDeletedOtherTopic): once the topic is created again
-// with one record, librdkafka's position (1) is the new topic's end.
+// with one record, librdkafka's position (1) is the new topic's end, and
+// the source must start it anew from its start.
 func TestTopicDeletedOtherTopic(t *testing.T) {
-	t.Skip(librdkafkaKeepsPositionOfRecreatedTopic)
 	b := kafkatest.NewBroker(t)
 	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
 		CommitInterval: 50 * time.Millisecond, Logger: kafkatest.Logger(t),

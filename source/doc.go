@@ -60,12 +60,26 @@
 // across revoke and re-assign; the others are not touched.
 //
 // A topic deleted and created again under the same name while Run reads
-// it is not detected: librdkafka keeps its fetch position across the
-// recreation, so when the new topic already holds more records than that
-// position, the records before it are not delivered and the commits
-// count from there. Stop the consumers before recreating a topic they
-// read, and delete the group's offsets of the old topic (docs/lifecycle.md,
-// "A topic deleted or recreated"; franz.Source handles it).
+// it is a new topic, but librdkafka keeps the partitions' fetch position
+// across the recreation: it only adopts the new topic ID when its
+// metadata shows it, and says so in a debug log line of its "metadata"
+// context, the one report of the change it gives (the source adds that
+// context to the "debug" property and watches the lines; they reach
+// Config.Logger only when Overrides sets "debug" itself). On that line,
+// before its next poll or event and before serving a rebalance callback
+// (so that a revoke does not commit the old topic's offsets onto the new
+// one), the poll loop loses the topic's owned partitions (their graphs are
+// cancelled, nothing of theirs is committed any more, a commit in flight
+// that holds one is waited for), seeks them to the group's committed
+// offset of the new topic or, without one, where auto.offset.reset says
+// (the old topic's offsets were deleted with it; with Config.OffsetStore,
+// its Claim), which also drops what librdkafka fetched before, and gives
+// them new graphs. librdkafka waits fetch.error.backoff.ms after the fetch
+// error that made it look before it fetches the new topic, so the loop
+// sees the line first. A commit of the old topic's offsets sent before
+// the line was seen may still land on the new topic (librdkafka commits
+// by topic name): the new topic is then consumed from there. See
+// docs/lifecycle.md, "A topic deleted or recreated".
 //
 // # Offset store
 //

@@ -25,6 +25,11 @@ func (r *runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		return nil
 	}
 	r.callbacks++
+	// A topic seen recreated is served first: a revoke must not commit
+	// the old topic's offsets onto the new one (KIP-848 moves a recreated
+	// topic's partitions by topic ID: a revoke of the old ID, then an
+	// assignment of the new one, which starts from the group's commit).
+	r.topicsRecreated()
 	cooperative := r.cooperative()
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
@@ -98,10 +103,16 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 		r.fatal = fmt.Errorf("source: assign partitions %v: %w", tps, err)
 		return
 	}
-	// librdkafka keeps a partition paused across revoke and re-assign:
-	// whatever we paused in an earlier assignment must not stay paused.
-	// Only those are resumed (resuming a partition that is not paused is
-	// not a no-op in every librdkafka version).
+	r.resumeLeftPaused(tps)
+}
+
+// resumeLeftPaused resumes the partitions of tps given up while paused:
+// librdkafka keeps a partition paused across revoke and re-assign (and
+// across a loss the source serves itself), so whatever was paused in an
+// earlier assignment must not stay paused. Only those are resumed
+// (resuming a partition that is not paused is not a no-op in every
+// librdkafka version).
+func (r *runner) resumeLeftPaused(tps []sluice.TopicPartition) {
 	var stale []sluice.TopicPartition
 	for _, tp := range tps {
 		if r.leftPaused[tp] {

@@ -20,22 +20,30 @@ func TestTopicRecreated(t *testing.T) {
 // As TestTopicRecreated, the new topic getting its 7 records at
 // once: more than the old one had, so that the old topic's position (5)
 // is a valid offset of the new one, which must not be where it is
-// consumed from (records 0 to 4 would be lost).
+// consumed from (records 0 to 4 would be lost). librdkafka keeps that
+// position across the recreation; the source sees the new topic ID in
+// librdkafka's log and starts the partition anew.
 func TestTopicRecreatedLonger(t *testing.T) {
-	t.Skip(librdkafkaKeepsPositionOfRecreatedTopic)
 	b := kafkatest.NewBroker(t)
 	kafkadriver.TopicRecreated(t, b, newRecreateSource(t, b), 7)
 }
 
-// librdkafkaKeepsPositionOfRecreatedTopic is why the tests of a topic
-// recreated with more records than the consumer's position are skipped:
-// librdkafka (v2.11.1) keeps its fetch position and the group's commit
-// across the recreation, so it consumes the new topic from the old
-// position, and the records before it are never delivered; the source
-// would have to watch the topic IDs (AdminClient.DescribeTopics) to see
-// the recreation. docs/lifecycle.md, "A topic deleted or recreated".
-const librdkafkaKeepsPositionOfRecreatedTopic = "source.Source does not detect a recreated topic yet: librdkafka keeps the old topic's position (docs/lifecycle.md, \"A topic deleted or recreated\")"
-
 func newRecreateSource(t *testing.T, b *kafkatest.Broker) sluice.Source {
 	return newSource(t, b, "g", "orders", nil)
+}
+
+// As TestTopicRecreatedLonger with the eager protocol (range): the
+// source's seek must not disturb an assignment librdkafka replaces whole.
+func TestTopicRecreatedLongerEager(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	kafkadriver.TopicRecreated(t, b, newSource(t, b, "g", "orders", map[string]any{"partition.assignment.strategy": "range"}), 7)
+}
+
+// As TestTopicRecreatedLonger with KIP-848 (group.protocol=consumer): the
+// broker moves the partitions by topic ID, revoking the old topic's and
+// assigning the new one's, which starts from the group's commit; the
+// revoke must not commit the old topic's offsets onto the new topic.
+func TestTopicRecreatedLongerKIP848(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	kafkadriver.TopicRecreated(t, b, newSource(t, b, "g", "orders", map[string]any{"group.protocol": "consumer"}), 7)
 }

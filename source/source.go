@@ -126,13 +126,16 @@ func (k *Source) Run(ctx context.Context, g sluice.Group) error {
 	if err != nil {
 		return err
 	}
+	debug, userDebug := withMetadataDebug(cm["debug"]) // recreated.go
+	cm["debug"] = debug
 	k.log.Debug("creating consumer", librdkafka.Redacted(cm)...)
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
 		return fmt.Errorf("source: create consumer: %w", err)
 	}
 	logsDone, logsStop := make(chan struct{}), make(chan struct{})
-	go forwardLogs(k.log, c.Logs(), logsStop, logsDone)
+	recreated := new(recreatedTopics)
+	go forwardLogs(k.log, c.Logs(), logsStop, logsDone, recreated.add, userDebug)
 
 	g = txns.wrap(ctx, c, g)
 	r := &runner{
@@ -143,6 +146,7 @@ func (k *Source) Run(ctx context.Context, g sluice.Group) error {
 		log:        k.log,
 		leftPaused: make(map[sluice.TopicPartition]bool),
 		highs:      make(map[sluice.TopicPartition]int64),
+		recreated:  recreated,
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
 		Settings:   k.cfg.settings(),
@@ -210,6 +214,9 @@ type runner struct {
 	fatalClose bool
 	highs      map[sluice.TopicPartition]int64 // last high watermark reported
 	fatal      error                           // set by callbacks; ends the loop
+	// recreated: the topics librdkafka reported deleted and created again,
+	// filled by the log goroutine, served by topicsRecreated.
+	recreated *recreatedTopics
 }
 
 var _ rebalance.Backend = (*runner)(nil)
@@ -242,6 +249,13 @@ func (r *runner) Poll(_ context.Context, timeout time.Duration) error {
 func (r *runner) pollBatch(timeoutMs int) {
 	defer r.core.Flush()
 	for n := 0; n < 4*rebalance.MaxBatch; n++ {
+		if r.recreated.waiting.Load() {
+			r.core.Flush()
+			r.topicsRecreated() // recreated.go: before any record of the new topic is added
+			if r.fatal != nil {
+				return
+			}
+		}
 		ev := r.c.Poll(timeoutMs)
 		timeoutMs = 0
 		if ev == nil {

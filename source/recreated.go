@@ -1,0 +1,191 @@
+package source
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/rebalance"
+)
+
+// A topic deleted and created again under the same name is a new topic
+// (a new topic ID, offsets from 0), but librdkafka (v2.11.1) keeps the
+// partition's fetch position across it: when its metadata shows the new
+// ID it only adopts it and logs so (rd_kafka_topic_metadata_update,
+// rdkafka_topic.c: "Topic %s changed id from %s to %s", debug context
+// "metadata"), then fetches the new topic from the old position after
+// its fetch error backoff. That log line is the only report of the
+// change a consumer gets, and it comes before any record of the new
+// topic is fetched, so the source asks for the "metadata" debug context
+// (configMap), watches the log events for the line (forwardLogs) and
+// hands the topic to the poll loop, which starts its owned partitions
+// anew (topicsRecreated).
+
+// recreatedMarker is the text between the topic name and the IDs in
+// librdkafka's log line of a topic ID change.
+const recreatedMarker = " changed id from "
+
+// zeroTopicID is the base64 form of the all-zero topic ID librdkafka
+// starts from before its first metadata of a topic: a change from it is
+// the topic's first ID, not a recreation.
+const zeroTopicID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+// recreatedTopic returns the topic a librdkafka log event reports
+// recreated (its ID changed from a known one to another), if it is one.
+func recreatedTopic(ev kafka.LogEvent) (string, bool) {
+	if ev.Tag != "METADATA" {
+		return "", false
+	}
+	i := strings.Index(ev.Message, recreatedMarker)
+	if i < 0 {
+		return "", false
+	}
+	j := strings.LastIndex(ev.Message[:i], "Topic ")
+	if j < 0 {
+		return "", false
+	}
+	topic := ev.Message[j+len("Topic ") : i]
+	ids := strings.Fields(ev.Message[i+len(recreatedMarker):])
+	if topic == "" || len(ids) != 3 || ids[1] != "to" || ids[0] == zeroTopicID || ids[0] == ids[2] {
+		return "", false
+	}
+	return topic, true
+}
+
+// recreatedTopics hands the topics the log goroutine saw recreated to
+// the poll loop. Safe for concurrent use.
+type recreatedTopics struct {
+	waiting atomic.Bool // some topic is waiting: checked before every poll and event
+	mu      sync.Mutex
+	topics  map[string]bool
+}
+
+// add records topic as recreated.
+func (s *recreatedTopics) add(topic string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.topics == nil {
+		s.topics = make(map[string]bool)
+	}
+	s.topics[topic] = true
+	s.waiting.Store(true)
+}
+
+// take returns the topics recorded since the last take and forgets them.
+func (s *recreatedTopics) take() []string {
+	if !s.waiting.Load() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.topics))
+	for t := range s.topics {
+		out = append(out, t)
+	}
+	clear(s.topics)
+	s.waiting.Store(false)
+	return out
+}
+
+// topicsRecreated starts anew the owned partitions of each topic
+// librdkafka reported recreated since the last call. They are lost
+// (rebalance.Core.Lost: their graphs are cancelled, their pending offsets
+// dropped, nothing of theirs is committed any more, a commit in flight
+// that holds one is waited for), moved to their start in the new topic
+// (startRecreated) with a seek, which also drops what librdkafka fetched
+// of them before (its version barrier), and given new graphs. It runs on
+// the poll goroutine, before every poll, between the events of one and
+// at the start of every rebalance callback.
+func (r *runner) topicsRecreated() {
+	for _, topic := range r.recreated.take() {
+		var tps []sluice.TopicPartition
+		for _, tp := range r.core.OwnedList() {
+			if tp.Topic == topic {
+				tps = append(tps, tp)
+				delete(r.highs, tp)
+			}
+		}
+		if len(tps) == 0 || r.core.Closing() {
+			continue
+		}
+		r.log.Warn("the topic was deleted and created again (librdkafka reported a new topic ID); its partitions are lost and consumed anew from the new topic's start",
+			"topic", topic, "partitions_lost", len(tps))
+		r.core.Lost(tps)
+		if r.fatal != nil {
+			return
+		}
+		r.restartRecreated(tps)
+	}
+}
+
+// restartRecreated seeks tps, given up by topicsRecreated, to their start
+// in the new topic and owns them again (new graphs).
+func (r *runner) restartRecreated(tps []sluice.TopicPartition) {
+	parts := kafkaTPs(tps)
+	start, err := r.core.Claim(tps)
+	if err != nil {
+		r.fatal = err
+		return
+	}
+	r.startRecreated(parts, start)
+	res, err := r.c.SeekPartitions(parts)
+	if err != nil {
+		r.log.Warn("seek of a recreated topic's partitions failed", "partitions", tps, "err", err)
+	}
+	for _, p := range res {
+		if p.Error != nil {
+			r.log.Warn("seek of a recreated topic's partition failed", "topic", topicOf(p), "partition", p.Partition, "err", p.Error)
+		}
+	}
+	r.core.Assigned(tps, "recreated", true)
+	r.resumeLeftPaused(tps)
+}
+
+// startRecreated sets the offset of each partition of parts: the offset
+// store's claim (start) when there is a store, else the group's committed
+// offset of the new topic, else OffsetInvalid, which librdkafka's seek
+// resolves with auto.offset.reset as for a new assignment (the group's
+// offsets of the old topic were deleted with it).
+func (r *runner) startRecreated(parts []kafka.TopicPartition, start map[sluice.TopicPartition]int64) {
+	for i := range parts {
+		parts[i].Offset = kafka.OffsetInvalid
+	}
+	if r.k.cfg.OffsetStore != nil {
+		startAt(parts, start)
+		return
+	}
+	timeout := rebalance.CommitTimeout(r.k.cfg.CloseTimeout)
+	committed, err := r.c.Committed(kafkaTPs(pipelineTPs(parts)), int(timeout.Milliseconds()))
+	if err != nil {
+		r.log.Warn("committed offsets of a recreated topic unknown; consuming it where auto.offset.reset says", "err", err)
+		return
+	}
+	for _, c := range committed {
+		if c.Error != nil || c.Offset < 0 {
+			continue
+		}
+		for i := range parts {
+			if *parts[i].Topic == topicOf(c) && parts[i].Partition == c.Partition {
+				parts[i].Offset, parts[i].LeaderEpoch = c.Offset, c.LeaderEpoch
+			}
+		}
+	}
+}
+
+// withMetadataDebug returns librdkafka's debug property with the
+// "metadata" context added (see recreatedMarker), and whether the caller
+// had asked for debug logs itself.
+func withMetadataDebug(debug any) (string, bool) {
+	s, _ := debug.(string)
+	if s == "" {
+		return "metadata", false
+	}
+	for _, c := range strings.Split(s, ",") {
+		if c = strings.TrimSpace(c); c == "metadata" || c == "all" {
+			return s, true
+		}
+	}
+	return s + ",metadata", true
+}
