@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -64,5 +65,47 @@ func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
 	}
 	if !slices.Equal(gone, tps) || !r.gone[topic] {
 		t.Fatalf("Rewind after the topic's deletion: gone %v, topic marked %v; want %v gone and the topic marked", gone, r.gone[topic], tps)
+	}
+}
+
+// Rewind of partitions 0 to 2 of a topic recreated with one partition,
+// the group having committed nothing: partitions 1 and 2 no longer exist
+// (the broker does not know them), so they are returned gone and their
+// topic marked, without an error; partition 0 is sought.
+func TestRewindTopicRecreatedWithFewerPartitionsIsGone(t *testing.T) {
+	testRewindRecreatedFewer(t, "rewind-recreated-fewer")
+}
+
+// As TestRewindTopicRecreatedWithFewerPartitionsIsGone, with the protocol
+// versions of Kafka 3.9 (OffsetFetch by topic name).
+func TestRewindTopicRecreatedWithFewerPartitionsIsGoneKafka39(t *testing.T) {
+	testRewindRecreatedFewer(t, "rewind-recreated-fewer-39", kgo.MaxVersions(kversion.V3_9_0()))
+}
+
+func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, 3)
+	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
+	defer cancel()
+	tps := []sluice.TopicPartition{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}}
+	r, _, stop := goneRunner(t)
+	defer stop()
+	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
+	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
+		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
+	}
+	kafkadriver.RecreateTopic(t, b, topic, 1)
+	gone, err := txn.Rewind(ctx, tps)
+	if err != nil {
+		t.Fatalf("Rewind after the topic's recreation with 1 partition = %v; want partitions 1 and 2 gone, no error (an error stops Run)", err)
+	}
+	if !slices.Contains(gone, tps[1]) || !slices.Contains(gone, tps[2]) || !r.gone[topic] {
+		t.Fatalf("Rewind after the recreation: gone %v, topic marked %v; want %v and %v gone and the topic marked", gone, r.gone[topic], tps[1], tps[2])
 	}
 }
