@@ -1,0 +1,111 @@
+package franz
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// Rewind of partitions of a deleted topic on which the group committed
+// nothing: the reset offset (ListOffsets) cannot be read, the broker not
+// knowing the topic any more. Txn.Rewind's contract: such partitions are
+// returned gone (and their topic marked gone for the poll loop), not an
+// error: an error stops the exactly-once Group, and Run with it, which is
+// what reporting them gone is for. The client knew the topic before
+// (kgo's metadata cache held it), as the consumer's does.
+func TestRewindDeletedTopicWithoutCommittedOffsetIsGone(t *testing.T) {
+	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted")
+}
+
+// As TestRewindDeletedTopicWithoutCommittedOffsetIsGone, with the
+// protocol versions of Kafka 3.9 (OffsetFetch by topic name, below v10).
+func TestRewindDeletedTopicWithoutCommittedOffsetIsGoneKafka39(t *testing.T) {
+	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted-39", kgo.MaxVersions(kversion.V3_9_0()))
+}
+
+func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, 2)
+	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())) // as Source.Run
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tps := []sluice.TopicPartition{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}}
+
+	r, _, stop := goneRunner(t)
+	defer stop()
+	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
+	// The client learns the topic (and its leaders) as the consumer's had.
+	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
+		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
+	}
+
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
+		t.Fatalf("deleting %s: %v %v", topic, err, resp.Error())
+	}
+	gone, err := txn.Rewind(ctx, tps)
+	if err != nil {
+		t.Fatalf("Rewind after the topic's deletion = %v; want %v gone, no error (an error stops Run)", err, tps)
+	}
+	if !slices.Equal(gone, tps) || !r.gone[topic] {
+		t.Fatalf("Rewind after the topic's deletion: gone %v, topic marked %v; want %v gone and the topic marked", gone, r.gone[topic], tps)
+	}
+}
+
+// Rewind of partitions 0 to 2 of a topic recreated with one partition,
+// the group having committed nothing: partitions 1 and 2 no longer exist
+// (the broker does not know them), so they are returned gone and their
+// topic marked, without an error; partition 0 is sought.
+func TestRewindTopicRecreatedWithFewerPartitionsIsGone(t *testing.T) {
+	testRewindRecreatedFewer(t, "rewind-recreated-fewer")
+}
+
+// As TestRewindTopicRecreatedWithFewerPartitionsIsGone, with the protocol
+// versions of Kafka 3.9 (OffsetFetch by topic name).
+func TestRewindTopicRecreatedWithFewerPartitionsIsGoneKafka39(t *testing.T) {
+	testRewindRecreatedFewer(t, "rewind-recreated-fewer-39", kgo.MaxVersions(kversion.V3_9_0()))
+}
+
+func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, 3)
+	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
+	defer cancel()
+	tps := []sluice.TopicPartition{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}}
+	r, _, stop := goneRunner(t)
+	defer stop()
+	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
+	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
+		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
+	}
+	kafkadriver.RecreateTopic(t, b, topic, 1)
+	gone, err := txn.Rewind(ctx, tps)
+	if err != nil {
+		t.Fatalf("Rewind after the topic's recreation with 1 partition = %v; want partitions 1 and 2 gone, no error (an error stops Run)", err)
+	}
+	if !slices.Contains(gone, tps[1]) || !slices.Contains(gone, tps[2]) || !r.gone[topic] {
+		t.Fatalf("Rewind after the recreation: gone %v, topic marked %v; want %v and %v gone and the topic marked", gone, r.gone[topic], tps[1], tps[2])
+	}
+}
