@@ -93,7 +93,8 @@ func rejections(offs []sluice.Offset, resp *kmsg.OffsetCommitResponse, err error
 // ExpectedCommitError reports whether err is a commit rejection expected
 // around rebalances (the group moved on or is rebalancing) or around a
 // topic's deletion: UNKNOWN_TOPIC_ID, the broker no longer knows the topic
-// ID the client commits under, or Commit found so itself before sending
+// ID the client commits under (UNKNOWN_TOPIC_OR_PARTITION where offsets
+// go by name, before Kafka 4.0), or Commit found so itself before sending
 // (errTopicReplaced wraps it). Such offsets are the deleted topic's and
 // mean nothing for a topic recreated under its name; the source loses the
 // topic's partitions once kgo reports the ID unknown or Commit found the
@@ -104,10 +105,11 @@ func (r *runner) ExpectedCommitError(err error) bool {
 
 // refusedOffsets reports whether err holds a refusal of offsets that
 // commits nothing and needs no retry: the membership moved on
-// (groupMovedError) or the topic was deleted (UNKNOWN_TOPIC_ID, also
-// wrapped by errTopicReplaced).
+// (groupMovedError) or the topic was deleted (topicGoneErr:
+// UNKNOWN_TOPIC_ID, also wrapped by errTopicReplaced, or
+// UNKNOWN_TOPIC_OR_PARTITION).
 func refusedOffsets(err error) bool {
-	return groupMovedError(err) || errors.Is(err, kerr.UnknownTopicID)
+	return groupMovedError(err) || topicGoneErr(err)
 }
 
 // groupMovedError reports whether err holds a group coordinator's

@@ -354,7 +354,7 @@ func (r *runner) topicsGone() {
 	if len(r.gone) == 0 {
 		return
 	}
-	for topic := range r.gone {
+	for topic, ok := r.gone.next(); ok; topic, ok = r.gone.next() {
 		var tps []sluice.TopicPartition
 		for _, tp := range r.core.OwnedList() {
 			if tp.Topic == topic {
@@ -362,12 +362,11 @@ func (r *runner) topicsGone() {
 				delete(r.highs, tp)
 			}
 		}
-		r.core.Lost(tps)
+		r.core.Lost(tps) // may mark more topics gone (an aborted transaction's rewind)
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); its partitions are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps))
 		resubscribe(r.cl, topic)
 	}
-	clear(r.gone)
 }
 
 // Fail loses every owned partition and closes the client after a fatal

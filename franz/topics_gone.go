@@ -2,6 +2,8 @@ package franz
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +32,26 @@ func (g *goneTopics) add(topic string) {
 		*g = make(goneTopics)
 	}
 	(*g)[topic] = true
+}
+
+// next removes one topic (the first by name) and returns it; false when
+// none is left. Handling the topics one at a time, each removed before it
+// is handled, keeps a topic marked while another is handled (losing
+// partitions may abort an exactly-once transaction, whose rewind marks
+// the topics it finds gone) for a later turn of the same loop.
+func (g goneTopics) next() (string, bool) {
+	if len(g) == 0 {
+		return "", false
+	}
+	topic := slices.Min(slices.Collect(maps.Keys(g)))
+	delete(g, topic)
+	return topic, true
+}
+
+// topicGoneErr reports whether err says the broker, or kgo's metadata,
+// does not know a topic (by the ID or the name the client sent).
+func topicGoneErr(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
 // topicGoneCode reports whether a partition's error code in an answer

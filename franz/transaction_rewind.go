@@ -178,23 +178,41 @@ func (t *kgoTxn) resetOffsets(ctx context.Context, tps []sluice.TopicPartition) 
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, t.cl)
-	if err != nil {
-		return nil, nil, fmt.Errorf("rewinding: listing the reset offsets of %v: %w", tps, err)
-	}
 	var errs []error
 	var gone []sluice.TopicPartition
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if topicGoneCode(rp.ErrorCode) {
-				gone = append(gone, sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+	// Sharded: kgo fails the part of the request for partitions its
+	// metadata does not know (a topic deleted, or recreated with fewer
+	// partitions) with UNKNOWN_TOPIC_OR_PARTITION, and answers the rest.
+	for _, shard := range t.cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			sreq, _ := shard.Req.(*kmsg.ListOffsetsRequest)
+			if sreq == nil || !topicGoneErr(shard.Err) {
+				errs = append(errs, fmt.Errorf("rewinding: listing the reset offsets of %v: %w", tps, shard.Err))
 				continue
 			}
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				errs = append(errs, fmt.Errorf("rewinding: the reset offset of %s/%d: %w", rt.Topic, rp.Partition, err))
-				continue
+			for _, rt := range sreq.Topics {
+				for _, rp := range rt.Partitions {
+					gone = append(gone, sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+				}
 			}
-			out[sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Offset
+			continue
+		}
+		resp, _ := shard.Resp.(*kmsg.ListOffsetsResponse)
+		if resp == nil {
+			continue
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if topicGoneCode(rp.ErrorCode) {
+					gone = append(gone, sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+					continue
+				}
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("rewinding: the reset offset of %s/%d: %w", rt.Topic, rp.Partition, err))
+					continue
+				}
+				out[sluice.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.Offset
+			}
 		}
 	}
 	for _, tp := range tps {
