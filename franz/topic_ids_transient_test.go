@@ -67,7 +67,6 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, newRecreateSource(t, b), build) }()
 
-
 	got := map[string]int{}
 	deadline := time.After(kafkadriver.RecreateWait)
 	for !answered.Load() || len(got) < 5 {
