@@ -77,10 +77,11 @@ func (f *fetchedIDs) of(topics []string) map[string][16]byte {
 // replacedTopics asks the broker (one Metadata request through cl, for
 // just the topics of fetched) for the current ID of each topic of
 // fetched, which maps a topic to the ID its records were fetched under,
-// and returns the topics the broker no longer knows
-// (UNKNOWN_TOPIC_OR_PARTITION) or knows under another ID. unverified maps
-// a topic whose ID the answer does not tell (another topic error, or no
-// answer for it) to why; its offsets must not be committed either. A
+// and returns the topics the broker knows under another ID. unverified
+// maps a topic whose ID the answer does not tell (a topic error, such as
+// UNKNOWN_TOPIC_OR_PARTITION for a deleted topic or from a broker whose
+// metadata lags, or no answer for it) to why; its offsets must not be
+// committed either. A
 // broker answering without topic IDs (Metadata below v10) verifies
 // nothing and replaces nothing. err is the request's error.
 func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]byte) (replaced []string, unverified map[string]error, err error) {
@@ -112,7 +113,12 @@ func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]
 		terr := kerr.ErrorForCode(rt.ErrorCode)
 		switch {
 		case rt.ErrorCode == kerr.UnknownTopicOrPartition.Code:
-			replaced = append(replaced, topic)
+			// Not proof of a replacement: a broker whose metadata lags
+			// answers so for a topic it does not know yet. The offsets
+			// wait for the next commit (an expected refusal); a deleted
+			// topic is then found by kgo (UNKNOWN_TOPIC_ID) or by a
+			// later check's new ID.
+			unverified = addErr(unverified, topic, fmt.Errorf("checking the topic ID of %s (Metadata): %w", topic, terr))
 		case rt.TopicID != ([16]byte{}) && rt.TopicID != want:
 			replaced = append(replaced, topic)
 		case rt.TopicID == ([16]byte{}) && terr != nil:

@@ -33,8 +33,8 @@ func TestReplacedTopics(t *testing.T) {
 		"deleted":   {2},
 	}
 	replaced, unverified, err := replacedTopics(ctx, cl, fetched)
-	if err != nil || len(unverified) != 0 || !slices.Equal(replaced, []string{"deleted", "recreated"}) {
-		t.Fatalf("replacedTopics = %v, %v, %v; want [deleted recreated], none, nil", replaced, unverified, err)
+	if err != nil || len(unverified) != 1 || !errors.Is(unverified["deleted"], kerr.UnknownTopicOrPartition) || !slices.Equal(replaced, []string{"recreated"}) {
+		t.Fatalf("replacedTopics = %v, %v, %v; want [recreated], deleted unverified (UNKNOWN_TOPIC_OR_PARTITION), nil", replaced, unverified, err)
 	}
 
 	b.Cluster().ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {

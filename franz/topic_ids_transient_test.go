@@ -35,6 +35,7 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 	b.Produce(t, topic, recs...)
 
 	var answered atomic.Bool
+	answeredCh := make(chan struct{})
 	var processed atomic.Int32
 	// arm makes the next Metadata request naming just the topic without
 	// auto-creation (the commit's check) answered with the topic unknown.
@@ -42,9 +43,12 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 		b.Cluster().ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			mr := req.(*kmsg.MetadataRequest)
 			if len(mr.Topics) != 1 || mr.Topics[0].Topic == nil || *mr.Topics[0].Topic != topic || mr.AllowAutoTopicCreation {
+				b.Cluster().KeepControl() // not the check: wait for it
 				return nil, nil, false
 			}
-			answered.Store(true)
+			if answered.CompareAndSwap(false, true) {
+				close(answeredCh)
+			}
 			resp := req.ResponseKind().(*kmsg.MetadataResponse)
 			rt := kmsg.NewMetadataResponseTopic()
 			rt.Topic, rt.ErrorCode = kmsg.StringPtr(topic), kerr.UnknownTopicOrPartition.Code
@@ -69,7 +73,7 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 
 	got := map[string]int{}
 	deadline := time.After(kafkadriver.RecreateWait)
-	for !answered.Load() || len(got) < 5 {
+	for len(got) < 5 {
 		select {
 		case v := <-seen:
 			got[v]++
@@ -78,6 +82,13 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("delivered %v, the unknown answer given: %v", got, answered.Load())
 		}
+	}
+	select {
+	case <-answeredCh:
+	case err := <-done:
+		t.Fatalf("Run returned %v", err)
+	case <-deadline:
+		t.Fatal("the commit's check of the topic IDs was not answered")
 	}
 	b.WaitCommitted(t, group, topic, map[int32]int64{0: 5})
 	// Five more records: each delivered once, after the first five.

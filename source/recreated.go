@@ -7,7 +7,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
 // A topic deleted and created again under the same name is a new topic
@@ -117,6 +116,19 @@ func (r *runner) topicsRecreated() {
 			return
 		}
 		r.restartRecreated(tps)
+		r.refreshGroupMetadata(topic)
+	}
+}
+
+// refreshGroupMetadata asks librdkafka for the metadata of every topic:
+// an answer for all topics is what makes its group compare the
+// subscription's partition counts and rejoin when they changed (a topic
+// recreated with more partitions), which the refresh after the failed
+// fetch, for one topic, does not.
+func (r *runner) refreshGroupMetadata(topic string) {
+	if _, err := r.c.GetMetadata(nil, true, 5000); err != nil {
+		r.log.Warn("metadata refresh after a topic's recreation failed; new partitions are consumed after the next periodic refresh",
+			"topic", topic, "err", err)
 	}
 }
 
@@ -144,33 +156,22 @@ func (r *runner) restartRecreated(tps []sluice.TopicPartition) {
 }
 
 // startRecreated sets the offset of each partition of parts: the offset
-// store's claim (start) when there is a store, else the group's committed
-// offset of the new topic, else OffsetInvalid, which librdkafka's seek
-// resolves with auto.offset.reset as for a new assignment (the group's
-// offsets of the old topic were deleted with it).
+// store's claim (start) when there is a store, else OffsetInvalid, which
+// librdkafka's seek resolves with auto.offset.reset as for a new
+// assignment. The group's committed offset is not read: the partitions
+// were this consumer's until the recreation was seen, so nothing of the
+// new topic was committed by anyone, and an offset found there is the old
+// topic's, committed by name in the moments before (librdkafka commits
+// by topic name); starting from it would skip the new topic's first
+// records. That offset stays the group's until the source commits the
+// new topic's first processed record (a crash before then starts the next
+// owner there).
 func (r *runner) startRecreated(parts []kafka.TopicPartition, start map[sluice.TopicPartition]int64) {
 	for i := range parts {
-		parts[i].Offset = kafka.OffsetInvalid
+		parts[i].Offset, parts[i].LeaderEpoch = kafka.OffsetInvalid, nil
 	}
 	if r.k.cfg.OffsetStore != nil {
 		startAt(parts, start)
-		return
-	}
-	timeout := rebalance.CommitTimeout(r.k.cfg.CloseTimeout)
-	committed, err := r.c.Committed(kafkaTPs(pipelineTPs(parts)), int(timeout.Milliseconds()))
-	if err != nil {
-		r.log.Warn("committed offsets of a recreated topic unknown; consuming it where auto.offset.reset says", "err", err)
-		return
-	}
-	for _, c := range committed {
-		if c.Error != nil || c.Offset < 0 {
-			continue
-		}
-		for i := range parts {
-			if *parts[i].Topic == topicOf(c) && parts[i].Partition == c.Partition {
-				parts[i].Offset, parts[i].LeaderEpoch = c.Offset, c.LeaderEpoch
-			}
-		}
 	}
 }
 
