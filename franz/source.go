@@ -130,7 +130,7 @@ func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	}
 	r := newRunner(s, txns.wrap(ctx, g))
 	r.txns = txns
-	txns.attach(r.core, &r.gone)
+	txns.attach(r.core, &r.gone, &r.ids)
 	opts := []kgo.Opt{
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -282,7 +282,6 @@ func (r *runner) handle(fetches kgo.Fetches) {
 		for j := range fetches[i].Topics {
 			ft := &fetches[i].Topics[j]
 			r.ids.saw(ft.Topic, ft.TopicID)
-			r.txns.sawTopic(ft.Topic, ft.TopicID)
 			for k := range ft.Partitions {
 				r.partition(ft.Topic, &ft.Partitions[k])
 			}

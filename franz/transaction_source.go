@@ -36,7 +36,7 @@ func (s *Source) takeTransactions() *transactions {
 	}
 	p := b.Producer
 	return &transactions{p: p, cfg: b.Config, txn: &kgoTxn{p: p, txnID: b.TransactionalID,
-		group: s.cfg.Group, topicIDs: make(map[string][16]byte), rewound: make(map[sluice.TopicPartition]bool)}, watch: new(initWatch)}
+		group: s.cfg.Group, rewound: make(map[sluice.TopicPartition]bool)}, watch: new(initWatch)}
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
@@ -58,11 +58,11 @@ func (t *transactions) initWatch() *initWatch {
 	return t.watch
 }
 
-// attach tells the transactions the poll loop's core and gone topics
-// (see kgoTxn.core and kgoTxn.gone).
-func (t *transactions) attach(c *rebalance.Core, gone *goneTopics) {
+// attach tells the transactions the poll loop's core, gone topics and
+// fetched topic IDs (see kgoTxn.core, kgoTxn.gone and kgoTxn.ids).
+func (t *transactions) attach(c *rebalance.Core, gone *goneTopics, ids *fetchedIDs) {
 	if t != nil {
-		t.txn.core, t.txn.gone = c, gone
+		t.txn.core, t.txn.gone, t.txn.ids = c, gone, ids
 	}
 }
 
@@ -109,13 +109,6 @@ func kip890p2(resp *kmsg.ApiVersionsResponse, capped *kversion.Versions) bool {
 		}
 	}
 	return false
-}
-
-// sawTopic records a fetched topic's id for the offset commits.
-func (t *transactions) sawTopic(topic string, id [16]byte) {
-	if t != nil {
-		t.txn.sawTopic(topic, id)
-	}
 }
 
 // group is the Group wrapping the runtime's, nil without a transactional

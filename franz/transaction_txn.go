@@ -44,10 +44,10 @@ type kgoTxn struct {
 	// TxnOffsetCommit then adds the group to the transaction itself, and
 	// AddOffsetsToTxn is not sent. Found once, at Run's start.
 	kip890p2 bool
-	// topicIDs are the ids of the topics fetched (TxnOffsetCommit v6
-	// names topics by id; checkTopicIDs compares them with the broker's
-	// before each commit), from the fetch responses.
-	topicIDs map[string][16]byte
+	// ids are the poll loop's: the IDs the topics' records were fetched
+	// under (TxnOffsetCommit v6 names topics by ID; checkTopicIDs compares
+	// them with the broker's).
+	ids *fetchedIDs
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
 	rewound map[sluice.TopicPartition]bool
@@ -168,7 +168,7 @@ func groupMovedTxn(err error) error {
 
 // checkTopicIDs asks the broker for the current IDs of the topics of offs
 // (replacedTopics) and returns nil when each is the ID its records were
-// fetched under (topicIDs). A topic the broker no longer knows, or knows
+// fetched under (ids). A topic the broker no longer knows, or knows
 // under another ID (deleted, maybe recreated under its name), is marked
 // gone (the poll loop loses its partitions and consumes it anew; Rewind
 // treats its partitions as gone) and the error wraps errTopicReplaced:
@@ -177,13 +177,7 @@ func groupMovedTxn(err error) error {
 // does not tell, or a failed request, is an error too: nothing is
 // committed unchecked.
 func (t *kgoTxn) checkTopicIDs(ctx context.Context, offs []sluice.Offset) error {
-	fetched := make(map[string][16]byte)
-	for _, topic := range offsetTopics(offs) {
-		if id, ok := t.topicIDs[topic]; ok {
-			fetched[topic] = id
-		}
-	}
-	replaced, unverified, err := replacedTopics(ctx, t.cl, fetched)
+	replaced, unverified, err := replacedTopics(ctx, t.cl, t.ids.of(offsetTopics(offs)))
 	if err != nil {
 		return err
 	}
@@ -198,13 +192,6 @@ func (t *kgoTxn) checkTopicIDs(ctx context.Context, offs []sluice.Offset) error 
 		errs = append(errs, uerr)
 	}
 	return errors.Join(errs...)
-}
-
-// sawTopic records a fetched topic's id.
-func (t *kgoTxn) sawTopic(topic string, id [16]byte) {
-	if id != ([16]byte{}) && t.topicIDs[topic] != id {
-		t.topicIDs[topic] = id
-	}
 }
 
 // sendOffsets adds the group to the open transaction (AddOffsetsToTxn,
@@ -235,9 +222,10 @@ func (t *kgoTxn) sendOffsets(ctx context.Context, offs []sluice.Offset) error {
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = t.txnID, t.group, id, epoch
 	req.MemberID, req.Generation, req.InstanceID = member, generation, t.instanceID
 	topics, by := byTopic(offs, func(o sluice.Offset) string { return o.Topic })
+	ids := t.ids.of(topics)
 	for _, topic := range topics {
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic, rt.TopicID = topic, t.topicIDs[topic]
+		rt.Topic, rt.TopicID = topic, ids[topic]
 		for _, o := range by[topic] {
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset = o.Partition, o.Next
