@@ -127,7 +127,11 @@ func groupMovedError(err error) bool {
 }
 
 // RetriableCommitError reports whether a final commit rejected with err
-// may succeed once the rebalance in progress completes.
+// may succeed once the rebalance in progress completes
+// (REBALANCE_IN_PROGRESS). ILLEGAL_GENERATION is not: kgo holds commits
+// while a join and sync are in flight and retries STALE_MEMBER_EPOCH
+// itself, so that answer means the member was fenced, and retrying it
+// would only stretch the shutdown to its deadline.
 func (r *runner) RetriableCommitError(err error) bool {
 	return errors.Is(err, kerr.RebalanceInProgress)
 }

@@ -25,9 +25,24 @@ func expectedCommitError(err error) bool {
 // ExpectedCommitError is expectedCommitError, for the core.
 func (r *runner) ExpectedCommitError(err error) bool { return expectedCommitError(err) }
 
-// RetriableCommitError reports whether a commit rejected with err may
-// succeed once the rebalance in progress completes.
+// RetriableCommitError reports whether a final commit rejected with err
+// may succeed once the rebalance in progress completes: the group is
+// rebalancing (REBALANCE_IN_PROGRESS), or its generation or the member's
+// epoch moved (ILLEGAL_GENERATION, STALE_MEMBER_EPOCH), which a
+// cooperative rebalance or a KIP-848 heartbeat does while the member
+// keeps its partitions. librdkafka then either completes the rebalance
+// (the retry carries the new generation, or the partitions are revoked
+// first) or, when it was not rebalancing, declares the assignment lost;
+// WaitToRetryCommit serves that loss, which takes the partitions out of
+// the retry.
 func (r *runner) RetriableCommitError(err error) bool {
 	var kerr kafka.Error
-	return errors.As(err, &kerr) && kerr.Code() == kafka.ErrRebalanceInProgress
+	if !errors.As(err, &kerr) {
+		return false
+	}
+	switch kerr.Code() {
+	case kafka.ErrRebalanceInProgress, kafka.ErrIllegalGeneration, kafka.ErrStaleMemberEpoch:
+		return true
+	}
+	return false
 }

@@ -38,14 +38,16 @@ type Backend interface {
 	ExpectedCommitError(err error) bool
 	// RetriableCommitError reports whether a final commit rejected with
 	// err may succeed once the rebalance in progress completes
-	// (REBALANCE_IN_PROGRESS).
+	// (REBALANCE_IN_PROGRESS, and for a client that sends commits during
+	// a join and sync, ILLEGAL_GENERATION). The retry drops the
+	// partitions revoked or lost meanwhile, and ends at the deadline.
 	RetriableCommitError(err error) bool
 	// BeforeFinalCommit runs before each attempt of the final commit: a
 	// backend serves the rebalances that came meanwhile, so that the
 	// partitions given up drop out of it.
 	BeforeFinalCommit()
 	// WaitToRetryCommit waits d before the final commit is retried after
-	// REBALANCE_IN_PROGRESS, keeping the client served if it must be.
+	// a retriable refusal, keeping the client served if it must be.
 	WaitToRetryCommit(d time.Duration)
 
 	// Pause stops fetching tp (Deliver asked for it). On error the core

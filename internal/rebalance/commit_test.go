@@ -236,8 +236,10 @@ func TestLossOfOtherPartitionDoesNotWait(t *testing.T) {
 }
 
 // The final commit is retried while the coordinator answers
-// REBALANCE_IN_PROGRESS; a rejection because the group moved on is no
-// error; any other failure is, naming the offsets.
+// REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION (the group moved to a
+// generation that may still give the partition to this member); a
+// rejection because the member left the group is no error; any other
+// failure is, naming the offsets.
 func TestFinalCommitOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -245,7 +247,8 @@ func TestFinalCommitOutcomes(t *testing.T) {
 		want    string
 	}{
 		{"retried", []commitAnswer{{err: errRebalancing}, {}}, ""},
-		{"moved on", []commitAnswer{{err: errMovedOn}}, ""},
+		{"generation moved, partition kept", []commitAnswer{{err: errMovedOn}, {}}, ""},
+		{"not a member", []commitAnswer{{err: errNotMember}}, ""},
 		{"failed", []commitAnswer{{err: errors.New("boom")}}, "test: shutdown: the final commit of [in/0@9] failed: boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,7 +285,7 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
-	}{{"rebalancing until the deadline", errRebalancing}, {"moved on", errMovedOn}} {
+	}{{"rebalancing until the deadline", errRebalancing}, {"generation moved until the deadline", errMovedOn}, {"not a member", errNotMember}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs := newLogRecorder()
@@ -308,6 +311,34 @@ func TestFinalCommitRefusedByTheGroupIsAWarningNotAnError(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A final commit refused because the generation moved is retried only
+// while the partition is still owned: when the client reports it lost
+// meanwhile (the member was fenced, not rebalanced), nothing more is
+// sent and Run returns nil.
+func TestFinalCommitNotRetriedForAPartitionLostMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.setFinal(off(tp0, 9))
+		h.b.waitToRetry = func() { h.core.Lost([]TP{tp0}) }
+		stopped := h.stopAsync()
+		c := h.nextCommit()
+		wantOffsets(t, "final commit", c.offs, off(tp0, 9))
+		c.answer <- commitAnswer{err: errMovedOn}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if got, want := h.b.calls(), "retry leave close"; got != want {
+			t.Errorf("backend calls %q, want %q", got, want)
+		}
+		select {
+		case c := <-h.b.commits:
+			t.Fatalf("a commit of %v was sent for a partition lost meanwhile", c.offs)
+		default:
+		}
+	})
 }
 
 func errString(err error) string {

@@ -21,11 +21,13 @@ var (
 
 func off(tp TP, next int64) sluice.Offset { return sluice.Offset{TopicPartition: tp, Next: next} }
 
-// errRebalancing and errMovedOn stand for the client's
-// REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION.
+// errRebalancing, errMovedOn and errNotMember stand for the client's
+// REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID; the
+// first two are retriable, as the backends have them.
 var (
 	errRebalancing = errors.New("REBALANCE_IN_PROGRESS")
 	errMovedOn     = errors.New("ILLEGAL_GENERATION")
+	errNotMember   = errors.New("UNKNOWN_MEMBER_ID")
 )
 
 // commitCall is one Backend.Commit the core made; the test answers it.
@@ -48,9 +50,10 @@ type fakeBackend struct {
 	actions chan func()
 	commits chan *commitCall
 	fatal   error
-	// beforeFinal and gaveUpPaused, when set, run inside
-	// BeforeFinalCommit and GaveUpPaused.
+	// beforeFinal, waitToRetry and gaveUpPaused, when set, run inside
+	// BeforeFinalCommit, WaitToRetryCommit and GaveUpPaused.
 	beforeFinal  func()
+	waitToRetry  func()
 	gaveUpPaused func([]TP)
 
 	mu     sync.Mutex
@@ -93,10 +96,12 @@ func (b *fakeBackend) Commit(offs []sluice.Offset) ([]Rejected, error) {
 }
 
 func (b *fakeBackend) ExpectedCommitError(err error) bool {
-	return errors.Is(err, errRebalancing) || errors.Is(err, errMovedOn)
+	return errors.Is(err, errRebalancing) || errors.Is(err, errMovedOn) || errors.Is(err, errNotMember)
 }
 
-func (b *fakeBackend) RetriableCommitError(err error) bool { return errors.Is(err, errRebalancing) }
+func (b *fakeBackend) RetriableCommitError(err error) bool {
+	return errors.Is(err, errRebalancing) || errors.Is(err, errMovedOn)
+}
 
 func (b *fakeBackend) BeforeFinalCommit() {
 	if b.beforeFinal != nil {
@@ -107,6 +112,9 @@ func (b *fakeBackend) BeforeFinalCommit() {
 func (b *fakeBackend) WaitToRetryCommit(d time.Duration) {
 	b.event("retry")
 	time.Sleep(d) // the fake client's rebalance completes meanwhile (fake time)
+	if b.waitToRetry != nil {
+		b.waitToRetry()
+	}
 }
 
 func (b *fakeBackend) Pause(TP) error        { b.event("pause"); return nil }
