@@ -50,11 +50,7 @@ func recreateHeld(t *testing.T, b *kafkatest.Broker, src sluice.Source, hold str
 	t.Helper()
 	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, 1)
-	var old []sluice.Record
-	for i := range 5 {
-		old = append(old, sluice.Record{Value: fmt.Appendf(nil, "old-%d", i)})
-	}
-	b.Produce(t, topic, old...)
+	b.Produce(t, topic, kafkadriver.Numbered("old-%d", 0, 5)...)
 
 	seen := make(chan string, 64)
 	entered := make(chan struct{})
@@ -117,7 +113,7 @@ func recreateHeld(t *testing.T, b *kafkatest.Broker, src sluice.Source, hold str
 	}
 	kafkadriver.RecreateTopic(t, b, topic, 1)
 	close(release)
-	produce := freshProducer(t, b, topic)
+	produce := kafkadriver.NewProducer(t, b, topic)
 	want := map[string]bool{}
 	for i := range 7 {
 		produce(0, fmt.Sprintf("new-%d", i))

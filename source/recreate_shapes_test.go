@@ -1,21 +1,16 @@
 package source_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -112,8 +107,14 @@ func recreateShape(t *testing.T, b *kafkatest.Broker, src sluice.Source, oldPart
 	}
 	b.Produce(t, topic, old...)
 
-	r := startShapeRun(t, src)
-	r.await(oldWant)
+	r := kafkadriver.StartRun(t, src, kafkadriver.RunOptions{
+		Key: func(rec sluice.Record) string {
+			return fmt.Sprintf("%s@%d/%d", rec.Value, rec.Partition, rec.Offset)
+		},
+		// A record of the new topic comes once, and only when awaited.
+		Once: func(v string) bool { return strings.HasPrefix(v, "new-") },
+	})
+	r.Await(oldWant)
 	b.WaitCommitted(t, group, topic, oldCommit)
 
 	for i := range times {
@@ -123,7 +124,7 @@ func recreateShape(t *testing.T, b *kafkatest.Broker, src sluice.Source, oldPart
 		}
 		kafkadriver.RecreateTopic(t, b, topic, parts)
 	}
-	produce := freshProducer(t, b, topic)
+	produce := kafkadriver.NewProducer(t, b, topic)
 	newWant := map[string]bool{}
 	wantCommit := map[int32]int64{}
 	for p, n := range want {
@@ -133,97 +134,9 @@ func recreateShape(t *testing.T, b *kafkatest.Broker, src sluice.Source, oldPart
 		}
 		wantCommit[p] = int64(n)
 	}
-	r.await(newWant)
-	r.stop()
+	r.Await(newWant)
+	r.Stop()
 	if got := b.Committed(t, group, topic); !maps.Equal(got, wantCommit) {
 		t.Fatalf("committed offsets of %s = %v, want %v", topic, got, wantCommit)
-	}
-}
-
-// shapeRun is a pipeline.Run whose graph reports each record as
-// "value@partition/offset"; a record of the new topic ("new-") must come
-// once and only when awaited.
-type shapeRun struct {
-	t        *testing.T
-	seen     chan string
-	done     chan error
-	cancel   context.CancelFunc
-	deadline <-chan time.Time
-	got      map[string]int
-}
-
-func startShapeRun(t *testing.T, src sluice.Source) *shapeRun {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	r := &shapeRun{t: t, seen: make(chan string, 256), done: make(chan error, 1), cancel: cancel,
-		deadline: time.After(kafkadriver.RecreateWait), got: map[string]int{}}
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, rec sluice.Record) error {
-			r.seen <- fmt.Sprintf("%s@%d/%d", rec.Value, rec.Partition, rec.Offset)
-			return nil
-		})
-	}
-	go func() { r.done <- pipeline.Run(ctx, src, build) }()
-	return r
-}
-
-func (r *shapeRun) await(want map[string]bool) {
-	r.t.Helper()
-	for len(want) > 0 {
-		select {
-		case v := <-r.seen:
-			r.got[v]++
-			if strings.HasPrefix(v, "new-") && (!want[v] || r.got[v] > 1) {
-				r.t.Errorf("record %s delivered (%d times), not awaited", v, r.got[v])
-			}
-			delete(want, v)
-		case err := <-r.done:
-			r.t.Fatalf("Run returned %v while records %v were awaited", err, want)
-		case <-r.deadline:
-			r.t.Fatalf("records %v not delivered within %v (delivered: %v)", want, kafkadriver.RecreateWait, r.got)
-		}
-	}
-}
-
-func (r *shapeRun) stop() {
-	r.t.Helper()
-	r.cancel()
-	select {
-	case err := <-r.done:
-		if err != nil {
-			r.t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(kafkadriver.RecreateWait):
-		r.t.Fatalf("Run did not return within %v of its context's end", kafkadriver.RecreateWait)
-	}
-	for {
-		select {
-		case v := <-r.seen:
-			if strings.HasPrefix(v, "new-") {
-				r.t.Errorf("record %s delivered again after the awaited ones", v)
-			}
-		default:
-			return
-		}
-	}
-}
-
-// freshProducer returns a function producing one value to a partition of
-// topic through a client made after the topic was recreated (a kgo client
-// that saw the old topic ID refuses the new one).
-func freshProducer(t *testing.T, b *kafkatest.Broker, topic string) func(partition int32, value string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return func(partition int32, value string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
-		defer cancel()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: partition, Value: []byte(value)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
