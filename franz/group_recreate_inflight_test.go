@@ -81,40 +81,16 @@ func TestTransactionalSourceTopicRecreatedRecordInFlight(t *testing.T) {
 func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
 	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, 1)
-	old := make([]sluice.Record, 5)
-	for i := range old {
-		old[i] = sluice.Record{Value: fmt.Appendf(nil, "old-%d", i)}
-	}
-	b.Produce(t, topic, old...)
+	b.Produce(t, topic, kafkadriver.Numbered("old-%d", 0, 5)...)
 
-	seen := make(chan string, 64)
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return end(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			if string(r.Value) == "old-4" {
-				close(entered)
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return r, ctx.Err()
-				}
-			}
-			seen <- fmt.Sprintf("%s@%d", r.Value, r.Offset)
-			return r, nil
-		}))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, build) }()
-
+	g, build := newHeldGraph("old-4", valueOffset, end)
+	cancel, done := startRun(t, src, build)
 	deadline := time.After(kafkadriver.RecreateWait)
 	await := func(want map[string]bool) {
 		t.Helper()
 		for len(want) > 0 {
 			select {
-			case v := <-seen:
+			case v := <-g.seen:
 				if !want[v] && strings.HasPrefix(v, "new-") {
 					t.Errorf("unexpected record %s", v)
 				}
@@ -127,20 +103,14 @@ func testRecordInFlight(t *testing.T, b *kafkatest.Broker, src sluice.Source, en
 		}
 	}
 	await(map[string]bool{"old-0@0": true, "old-1@1": true, "old-2@2": true, "old-3@3": true})
-	select {
-	case <-entered:
-	case <-deadline:
-		t.Fatal("old-4 not delivered")
-	}
+	g.waitHeld(t, deadline)
 	kafkadriver.RecreateTopic(t, b, topic, 1)
-	close(release)
+	close(g.release)
 	want := map[string]bool{}
-	var recs []sluice.Record
 	for i := range 7 {
 		want[fmt.Sprintf("new-%d@%d", i, i)] = true
-		recs = append(recs, sluice.Record{Value: fmt.Appendf(nil, "new-%d", i)})
 	}
-	produceFresh(t, b, topic, recs...)
+	produceFresh(t, b, topic, kafkadriver.Numbered("new-%d", 0, 7)...)
 	await(want)
 	stopRun(t, cancel, done)
 	if got := b.Committed(t, group, topic); got[0] != 7 || len(got) != 1 {

@@ -28,11 +28,7 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 	b := kafkatest.NewKfake(t)
 	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, 1)
-	var recs []sluice.Record
-	for i := range 5 {
-		recs = append(recs, sluice.Record{Value: fmt.Appendf(nil, "r-%d", i)})
-	}
-	b.Produce(t, topic, recs...)
+	b.Produce(t, topic, kafkadriver.Numbered("r-%d", 0, 5)...)
 
 	var answered atomic.Bool
 	answeredCh := make(chan struct{})
@@ -73,16 +69,21 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 
 	got := map[string]int{}
 	deadline := time.After(kafkadriver.RecreateWait)
-	for len(got) < 5 {
-		select {
-		case v := <-seen:
-			got[v]++
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		case <-deadline:
-			t.Fatalf("delivered %v, the unknown answer given: %v", got, answered.Load())
+	// collect counts deliveries until n records were delivered.
+	collect := func(n int) {
+		t.Helper()
+		for len(got) < n {
+			select {
+			case v := <-seen:
+				got[v]++
+			case err := <-done:
+				t.Fatalf("Run returned %v", err)
+			case <-deadline:
+				t.Fatalf("delivered %v, the unknown answer given: %v", got, answered.Load())
+			}
 		}
 	}
+	collect(5)
 	select {
 	case <-answeredCh:
 	case err := <-done:
@@ -92,21 +93,8 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 	}
 	b.WaitCommitted(t, group, topic, map[int32]int64{0: 5})
 	// Five more records: each delivered once, after the first five.
-	var more []sluice.Record
-	for i := 5; i < 10; i++ {
-		more = append(more, sluice.Record{Value: fmt.Appendf(nil, "r-%d", i)})
-	}
-	b.Produce(t, topic, more...)
-	for len(got) < 10 {
-		select {
-		case v := <-seen:
-			got[v]++
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		case <-deadline:
-			t.Fatalf("delivered %v", got)
-		}
-	}
+	b.Produce(t, topic, kafkadriver.Numbered("r-%d", 5, 10)...)
+	collect(10)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -32,25 +31,9 @@ func TestRewindDeletedTopicWithoutCommittedOffsetIsGoneKafka39(t *testing.T) {
 }
 
 func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, topic, 2)
-	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())) // as Source.Run
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
-	tps := []sluice.TopicPartition{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}}
-
-	r, _, stop := goneRunner(t)
-	defer stop()
-	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
-	// The client learns the topic (and its leaders) as the consumer's had.
-	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
-		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
-	}
+	b, txn, r, tps := rewoundTxn(t, ctx, topic, 2, opts...)
 
 	adm, err := b.Admin()
 	if err != nil {
@@ -83,23 +66,9 @@ func TestRewindTopicRecreatedWithFewerPartitionsIsGoneKafka39(t *testing.T) {
 }
 
 func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, topic, 3)
-	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
 	defer cancel()
-	tps := []sluice.TopicPartition{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}}
-	r, _, stop := goneRunner(t)
-	defer stop()
-	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
-	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
-		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
-	}
+	b, txn, r, tps := rewoundTxn(t, ctx, topic, 3, opts...)
 	kafkadriver.RecreateTopic(t, b, topic, 1)
 	gone, err := txn.Rewind(ctx, tps)
 	if err != nil {
@@ -108,4 +77,33 @@ func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
 	if !slices.Contains(gone, tps[1]) || !slices.Contains(gone, tps[2]) || !r.gone[topic] {
 		t.Fatalf("Rewind after the recreation: gone %v, topic marked %v; want %v and %v gone and the topic marked", gone, r.gone[topic], tps[1], tps[2])
 	}
+}
+
+// rewoundTxn creates topic with partitions partitions on a new broker and
+// returns the broker, a kgoTxn of group topic+"-g" (its runner's Txn; its
+// client made with opts, resetting to the start as Source.Run's), the
+// runner, and the topic's partitions, which the kgoTxn rewound once
+// within ctx, the topic existing: the client learns the topic (and its
+// leaders) as the consumer's had. No partition may be reported gone.
+func rewoundTxn(t *testing.T, ctx context.Context, topic string, partitions int32, opts ...kgo.Opt) (*kafkatest.Broker, *kgoTxn, *runner, []sluice.TopicPartition) {
+	t.Helper()
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, topic, partitions)
+	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())) // as Source.Run
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	var tps []sluice.TopicPartition
+	for p := range partitions {
+		tps = append(tps, sluice.TopicPartition{Topic: topic, Partition: p})
+	}
+	r, _, stop := goneRunner(t)
+	t.Cleanup(stop)
+	txn := &kgoTxn{cl: cl, group: topic + "-g", rewound: make(map[sluice.TopicPartition]bool), core: r.core, gone: &r.gone}
+	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
+		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
+	}
+	return b, txn, r, tps
 }

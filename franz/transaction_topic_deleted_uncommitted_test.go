@@ -11,8 +11,6 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -45,33 +43,16 @@ func testTopicDeletedUncommitted(t *testing.T, opts ...kgo.Opt) {
 		t.Fatal(err)
 	}
 	end := txnEnd(t, b, src)
-	seen := make(chan string, 64)
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return end(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			if string(r.Value) == "old-0" {
-				close(entered)
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return r, ctx.Err()
-				}
-			}
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			return r, nil
-		}))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, src, build) }()
+	g, build := newHeldGraph("old-0", func(r sluice.Record) string {
+		return fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
+	}, end)
+	cancel, done := startRun(t, src, build)
 	deadline := time.After(kafkadriver.RecreateWait)
 	await := func(v string) {
 		t.Helper()
 		for {
 			select {
-			case got := <-seen:
+			case got := <-g.seen:
 				if got == v {
 					return
 				}
@@ -82,11 +63,7 @@ func testTopicDeletedUncommitted(t *testing.T, opts ...kgo.Opt) {
 			}
 		}
 	}
-	select {
-	case <-entered:
-	case <-deadline:
-		t.Fatal("old-0 not delivered")
-	}
+	g.waitHeld(t, deadline)
 	adm, err := b.Admin()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +73,7 @@ func testTopicDeletedUncommitted(t *testing.T, opts ...kgo.Opt) {
 	if resp, err := adm.DeleteTopics(dctx, "orders"); err != nil || resp.Error() != nil {
 		t.Fatalf("deleting orders: %v %v", err, resp.Error())
 	}
-	close(release)
+	close(g.release)
 	await("stays:stay-0@0")
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-1")})
 	await("stays:stay-1@1")
