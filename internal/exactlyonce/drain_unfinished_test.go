@@ -137,13 +137,7 @@ func TestRevokeWithRecordUnfinishedInDrainAbortsAndRewinds(t *testing.T) {
 		}
 		d.do(func(g *Group) { g.Deliver(tp(1), recs(1, 1, 3)) }) // p1 from its committed offset
 		commitAndStop(t, d, stop)
-		visible, commits, aborts, misplaced := txn.state()
-		if want := [][]sluice.Offset{offs(0, 1, 1, 1), offs(1, 3)}; !slices.EqualFunc(commits, want, slices.Equal) {
-			t.Fatalf("commits %v, want %v", commits, want)
-		}
-		if got, want := sorted(visible), sortedOutputs(0, 0, 1, 1, 0, 3); !slices.Equal(got, want) {
-			t.Fatalf("committed outputs %v, want %v", got, want)
-		}
+		aborts, misplaced := checkCommitted(t, txn, sortedOutputs(0, 0, 1, 1, 0, 3), offs(0, 1, 1, 1), offs(1, 3))
 		if aborts != 1 || len(misplaced) != 0 {
 			t.Fatalf("aborts %d misplaced %v; want one abort", aborts, misplaced)
 		}

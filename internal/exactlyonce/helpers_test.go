@@ -279,6 +279,20 @@ func checkCommits(t *testing.T, txn *stubTxn, want ...[]sluice.Offset) {
 	}
 }
 
+// checkCommitted checks that txn committed the offsets commits, in
+// order, and the outputs want, in any order (each as many times as want
+// holds it); it returns txn's aborts and its outputs produced outside a
+// transaction.
+func checkCommitted(t *testing.T, txn *stubTxn, want []string, commits ...[]sluice.Offset) (aborts int, misplaced []string) {
+	t.Helper()
+	checkCommits(t, txn, commits...)
+	visible, _, aborts, misplaced := txn.state()
+	if got := sorted(visible); !slices.Equal(got, want) {
+		t.Fatalf("committed outputs %v, want %v", got, want)
+	}
+	return aborts, misplaced
+}
+
 // checkOneAbort checks that txn aborted once and committed nothing:
 // no outputs visible, no offsets.
 func checkOneAbort(t *testing.T, txn *stubTxn) {
