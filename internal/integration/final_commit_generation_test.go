@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
@@ -77,8 +78,6 @@ func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 func newWatchedSource(t *testing.T, b *kafkatest.Broker, group, topic, clientID string, log sentLog, overrides map[string]any) *source.Source {
 	t.Helper()
 	ov := map[string]any{
-		"heartbeat.interval.ms":    100,
-		"session.timeout.ms":       20000,
 		"client.id":                clientID,
 		"reconnect.backoff.max.ms": 500,
 		"debug":                    "protocol",
@@ -94,16 +93,17 @@ func newWatchedSource(t *testing.T, b *kafkatest.Broker, group, topic, clientID 
 	return src
 }
 
-// refuseCommitOnce makes the broker answer the first OffsetCommit of
-// member with ILLEGAL_GENERATION for every partition once armed is set;
-// refused is closed then. Later commits reach the broker as usual.
-func refuseCommitOnce(b *kafkatest.Broker, member string, armed *atomic.Bool) (refused chan struct{}) {
+// refuseCommits makes the broker answer the OffsetCommit requests of
+// group with code for every partition once armed is set: the first one,
+// or every one if persistent. refused is closed at the first; later
+// commits reach the broker as usual unless persistent.
+func refuseCommits(b *kafkatest.Broker, group string, armed *atomic.Bool, code int16, persistent bool) (refused chan struct{}) {
 	refused = make(chan struct{})
 	var done atomic.Bool
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
 		req := r.(*kmsg.OffsetCommitRequest)
-		if !armed.Load() || req.MemberID != member || done.Swap(true) {
-			b.Cluster().KeepControl()
+		if !armed.Load() || req.Group != group || (done.Load() && !persistent) {
 			return nil, nil, false
 		}
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -113,12 +113,14 @@ func refuseCommitOnce(b *kafkatest.Broker, member string, armed *atomic.Bool) (r
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.IllegalGeneration.Code
+				sp.ErrorCode = code
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
-		close(refused)
+		if !done.Swap(true) {
+			close(refused)
+		}
 		return resp, nil, true
 	})
 	return refused
@@ -142,7 +144,9 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 
 	log := newSentLog(t, "OffsetCommit")
 	aObs := newCommitLog(b, group, topic)
-	src := newWatchedSource(t, b, group, topic, "A", log, map[string]any{"topic.metadata.refresh.interval.ms": 100})
+	src := newWatchedSource(t, b, group, topic, "A", log, map[string]any{
+		"topic.metadata.refresh.interval.ms": 100, "heartbeat.interval.ms": 100, "session.timeout.ms": 20000,
+	})
 	a := startConsumer(t, "A", src, countingBuilder("A", r.es, r.seen, nil), pipeline.WithHooks(aObs))
 	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
 	if c := b.Committed(t, group, topic); len(c) != 0 {
@@ -151,7 +155,7 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 	aID := memberID(t, b, group, "A")
 
 	var armed atomic.Bool
-	refused := refuseCommitOnce(b, aID, &armed)
+	refused := refuseCommits(b, group, &armed, kerr.IllegalGeneration.Code, false)
 	held, release := make(chan struct{}), make(chan struct{})
 	var holdOnce, releaseOnce sync.Once
 	unhold := func() { releaseOnce.Do(func() { close(release) }) }
@@ -212,34 +216,86 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 	r.seen.checkTimes(t, once)
 }
 
-// TestFinalCommitIllegalGenerationSteady: A (librdkafka, cooperative)
-// has processed every record and committed nothing when it is stopped
-// with no rebalance in flight, and its final commit is answered
-// ILLEGAL_GENERATION once. librdkafka then declares the assignment lost.
-// Run returns nil promptly (the loss ends the retry: no wait for a
-// rebalance that never comes), and nothing is committed after the loss:
-// the group keeps nothing.
-func TestFinalCommitIllegalGenerationSteady(t *testing.T) {
+// generationRefusal is a group protocol of librdkafka and the error its
+// coordinator answers a commit of a generation or member epoch it has
+// left.
+type generationRefusal struct {
+	protocol string // partition.assignment.strategy, or "consumer" (KIP-848)
+	err      *kerr.Error
+}
+
+var generationRefusals = []generationRefusal{
+	{"cooperative-sticky", kerr.IllegalGeneration},
+	{"range", kerr.IllegalGeneration},
+	{"consumer", kerr.StaleMemberEpoch},
+}
+
+func (g generationRefusal) overrides() map[string]any {
+	if g.protocol == "consumer" {
+		return map[string]any{"group.protocol": "consumer"}
+	}
+	return map[string]any{
+		"partition.assignment.strategy": g.protocol,
+		"heartbeat.interval.ms":         100,
+		"session.timeout.ms":            20000,
+	}
+}
+
+// TestFinalCommitGenerationRefusedSteady: A has processed every record
+// and committed nothing when it is stopped with no rebalance in flight,
+// and its final commit is answered ILLEGAL_GENERATION (classic
+// protocols) or STALE_MEMBER_EPOCH (KIP-848), once or on every commit.
+// With the classic protocol librdkafka then declares the assignment lost,
+// which ends the retry: Run returns nil promptly and no commit reaches
+// the broker after the refused one. In every case Run returns nil within
+// CloseTimeout, nothing past what A processed is ever committed, and the
+// group keeps either nothing or exactly the high watermarks. With KIP-848
+// the member keeps its partitions across the epoch change, so a single
+// STALE_MEMBER_EPOCH is retried and the group keeps the high watermarks;
+// a persistent one is retried until the commit timeout (2/5 of
+// CloseTimeout) nears.
+func TestFinalCommitGenerationRefusedSteady(t *testing.T) {
 	t.Parallel()
+	for _, g := range generationRefusals {
+		for _, persistent := range []bool{false, true} {
+			name := g.protocol + "/once"
+			if persistent {
+				name = g.protocol + "/persistent"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				refusedSteady(t, g, persistent)
+			})
+		}
+	}
+}
+
+func refusedSteady(t *testing.T, g generationRefusal, persistent bool) {
 	const parts, perPartition = 4, 200
-	r := newFaultRun(t, kafkatest.NewKfake(t), "fgen-steady", parts, perPartition)
-	b, group, topic := r.b, r.group, r.topic
+	slug := strings.ToLower(strings.ReplaceAll(g.err.Message, "_", "-"))
+	r := newFaultRun(t, kafkatest.NewKfake(t), fmt.Sprintf("fgen-steady-%s-%s-%t", g.protocol, slug, persistent), parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
 	log := newSentLog(t, "OffsetCommit")
 	aObs := newCommitLog(b, group, topic)
-	src := newWatchedSource(t, b, group, topic, "A", log, nil)
+	src := newWatchedSource(t, b, group, topic, "A", log, g.overrides())
 	a := startConsumer(t, "A", src, countingBuilder("A", r.es, r.seen, nil), pipeline.WithHooks(aObs))
 	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
-	aID := memberID(t, b, group, "A")
 
 	var armed atomic.Bool
 	armed.Store(true)
-	refused := refuseCommitOnce(b, aID, &armed)
+	refused := refuseCommits(b, group, &armed, g.err.Code, persistent)
 	before := r.watch.Requests()
 	took, err := a.stopTimed(t)
 	left := b.Committed(t, group, topic)
-	t.Logf("A stopped in %v: Run = %v; sync commit errors %v; %d losses; the group kept %v",
-		took, err, aObs.syncErrors(), aObs.lost.Load(), left)
+	after := r.watch.Requests() - before
+	errs := aObs.syncErrors()
+	var first error
+	if len(errs) > 0 {
+		first = errs[0]
+	}
+	t.Logf("A stopped in %v: Run = %v; %d synchronous commits failed, the first with %v; %d commits reached the broker after the refused one; the group kept %v",
+		took, err, len(errs), first, after, left)
 	r.watch.logIfFailed(t)
 	if err != nil {
 		t.Errorf("A: Run = %v, want nil", err)
@@ -247,18 +303,31 @@ func TestFinalCommitIllegalGenerationSteady(t *testing.T) {
 	select {
 	case <-refused:
 	default:
-		t.Fatalf("no commit of A was answered ILLEGAL_GENERATION: the scenario did not happen")
+		t.Fatalf("no commit of A was answered %s: the scenario did not happen", g.err.Message)
 	}
-	// The default CloseTimeout is far longer; the loss ends the retry
-	// within a few of its polls.
-	if took > 5*time.Second {
-		t.Errorf("A took %v to stop after its final commit was refused, want a prompt return", took)
+	if took > source.DefaultCloseTimeout {
+		t.Errorf("A took %v to stop, more than CloseTimeout (%v)", took, source.DefaultCloseTimeout)
 	}
-	if n := r.watch.Requests() - before; n != 0 {
-		t.Errorf("%d commit requests reached the broker after the refused one (after librdkafka declared the assignment lost)", n)
+	if g.protocol != "consumer" {
+		// librdkafka declared the assignment lost: nothing to retry.
+		if took > 2*time.Second {
+			t.Errorf("A took %v to stop after librdkafka lost its assignment, want a prompt return", took)
+		}
+		if after != 0 {
+			t.Errorf("%d commit requests reached the broker after librdkafka declared the assignment lost", after)
+		}
 	}
-	if len(left) != 0 {
-		t.Errorf("the group kept %v, want nothing: the only commit was refused", left)
+	r.watch.check(t)
+	if len(left) != 0 && !maps.Equal(left, hw) {
+		t.Errorf("the group kept %v, want nothing or exactly the high watermarks %v", left, hw)
+	}
+	if persistent && len(left) != 0 {
+		t.Errorf("every commit was refused, yet the group kept %v", left)
+	}
+	if g.protocol == "consumer" && !persistent && !maps.Equal(left, hw) {
+		// KIP-848: the member keeps its partitions across an epoch
+		// change, so the retry commits them.
+		t.Errorf("one commit was refused with %s, yet the group kept %v, want the high watermarks %v", g.err.Message, left, hw)
 	}
 }
 
@@ -274,4 +343,129 @@ func waitChan(t *testing.T, ch <-chan struct{}, what string, cs ...*consumer) {
 			return false
 		}
 	}, cs...)
+}
+
+// TestFinalCommitIllegalGenerationPartitionsMoving: A (librdkafka,
+// cooperative-sticky) owns every partition and has processed every record
+// when B joins; A's JoinGroup for that rebalance is held at the broker, A
+// is stopped meanwhile, and its final commit, written behind the held
+// JoinGroup, is answered ILLEGAL_GENERATION. The rebalance gives some of
+// A's partitions to B (after A revokes them). The final commit's retry
+// must not carry a partition B was given: no commit of A reaches the
+// broker for a partition once B owns it. Run returns nil, and once B has
+// taken everything the group commits the high watermarks.
+func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
+	t.Parallel()
+	const parts, perPartition = 4, 200
+	r := newFaultRun(t, kafkatest.NewKfake(t), "fgen-moving", parts, perPartition)
+	b, group, topic, hw := r.b, r.group, r.topic, r.hw
+	classic := map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 20000}
+
+	log := newSentLog(t, "OffsetCommit")
+	aObs := newCommitLog(b, group, topic)
+	a := startConsumer(t, "A", newWatchedSource(t, b, group, topic, "A", log, classic),
+		countingBuilder("A", r.es, r.seen, nil), pipeline.WithHooks(aObs))
+	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
+	aID := memberID(t, b, group, "A")
+
+	// Every commit of A that reaches the broker is checked against what B
+	// owns (B's ownership as its hooks report it: a partition's owner
+	// changes at the broker before B's hook runs, so this only sees a
+	// commit of A that comes after B's hook).
+	bObs := newCommitLog(b, group, topic)
+	var mu sync.Mutex
+	var aCommits, overCommits []string
+	var armed atomic.Bool
+	refused := make(chan struct{})
+	var refuseOnce sync.Once
+	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		req := r.(*kmsg.OffsetCommitRequest)
+		if !armed.Load() || req.MemberID != aID {
+			return nil, nil, false
+		}
+		owned := bObs.ownedSet()
+		refuse := false
+		refuseOnce.Do(func() { refuse = true })
+		mu.Lock()
+		line := fmt.Sprintf("gen %d:", req.Generation)
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				line += fmt.Sprintf(" %d@%d", rp.Partition, rp.Offset)
+				if owned[rp.Partition] && !refuse {
+					overCommits = append(overCommits, fmt.Sprintf("A committed partition %d at %d (generation %d) while B owned it", rp.Partition, rp.Offset, req.Generation))
+				}
+			}
+		}
+		if refuse {
+			line += " (answered ILLEGAL_GENERATION)"
+		}
+		aCommits = append(aCommits, line)
+		mu.Unlock()
+		if !refuse {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.IllegalGeneration.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		close(refused)
+		return resp, nil, true
+	})
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unhold)
+	b.Cluster().ControlKey(int16(kmsg.JoinGroup), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if armed.Load() && r.(*kmsg.JoinGroupRequest).MemberID == aID {
+			holdOnce.Do(func() {
+				close(held)
+				b.Cluster().SleepControl(func() { <-release })
+			})
+		}
+		return nil, nil, false
+	})
+
+	armed.Store(true)
+	bSeen := newOffsets(hw)
+	bc := startConsumer(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, nil),
+		countingBuilder("B", r.es, bSeen, nil), pipeline.WithHooks(bObs))
+	waitChan(t, held, "A's JoinGroup for B's rebalance", a, bc)
+
+	log.arm()
+	go func() {
+		select {
+		case <-log.sent:
+		case <-a.Done():
+		}
+		unhold()
+	}()
+	took, err := a.stopTimed(t)
+	waitGroupAt(t, b, group, topic, hw, bc)
+	bc.stop(t)
+
+	mu.Lock()
+	t.Logf("A stopped in %v: Run = %v; A's commits at the broker: %q; B processed %d records", took, err, aCommits, bSeen.total.Load())
+	for _, s := range overCommits {
+		t.Error(s)
+	}
+	mu.Unlock()
+	if err != nil {
+		t.Errorf("A: Run = %v, want nil", err)
+	}
+	select {
+	case <-refused:
+	default:
+		t.Fatalf("no commit of A was answered ILLEGAL_GENERATION: the scenario did not happen")
+	}
+	checkCommittedEquals(t, b, group, topic, hw)
 }
