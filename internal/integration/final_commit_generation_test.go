@@ -106,24 +106,29 @@ func refuseCommits(b *kafkatest.Broker, group string, armed *atomic.Bool, code i
 		if !armed.Load() || req.Group != group || (done.Load() && !persistent) {
 			return nil, nil, false
 		}
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
 		if !done.Swap(true) {
 			close(refused)
 		}
-		return resp, nil, true
+		return refusal(req, code), nil, true
 	})
 	return refused
+}
+
+// refusal answers every partition of req with code.
+func refusal(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // TestFinalCommitIllegalGenerationDuringRebalance: A (librdkafka,
@@ -405,20 +410,8 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 		if !refuse {
 			return nil, nil, false
 		}
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.IllegalGeneration.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
 		close(refused)
-		return resp, nil, true
+		return refusal(req, kerr.IllegalGeneration.Code), nil, true
 	})
 	held, release := make(chan struct{}), make(chan struct{})
 	var holdOnce, releaseOnce sync.Once
