@@ -36,7 +36,7 @@ type sentState struct {
 }
 
 func newSentLog(t *testing.T, request string) sentLog {
-	var inner slog.Handler = discardHandler{}
+	inner := slog.DiscardHandler
 	if l := kafkatest.Logger(t); l != nil {
 		inner = l.Handler()
 	}
@@ -65,13 +65,6 @@ func (h sentLog) WithAttrs(as []slog.Attr) slog.Handler {
 func (h sentLog) WithGroup(name string) slog.Handler {
 	return sentLog{sentState: h.sentState, inner: h.inner.WithGroup(name)}
 }
-
-type discardHandler struct{}
-
-func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
-func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
-func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
-func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 
 // newWatchedSource is newSourceWith committing only at revokes and at
 // shutdown, with librdkafka's protocol debug lines going to log.
@@ -112,6 +105,41 @@ func refuseCommits(b *kafkatest.Broker, group string, armed *atomic.Bool, code i
 		return refusal(req, code), nil, true
 	})
 	return refused
+}
+
+// holdJoin makes the broker hold the first JoinGroup of member (once
+// armed is set; nil: at once) until unhold: held is closed when it
+// arrives. The test's end unholds it.
+func holdJoin(t *testing.T, b *kafkatest.Broker, member string, armed *atomic.Bool) (held chan struct{}, unhold func()) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	unhold = func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unhold)
+	b.Cluster().ControlKey(int16(kmsg.JoinGroup), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if (armed == nil || armed.Load()) && r.(*kmsg.JoinGroupRequest).MemberID == member {
+			holdOnce.Do(func() {
+				close(held)
+				b.Cluster().SleepControl(func() { <-release })
+			})
+		}
+		return nil, nil, false // then the broker answers as usual
+	})
+	return held, unhold
+}
+
+// releaseWhenSent arms log and calls unhold once the request log waits
+// for is on the wire (behind the held JoinGroup), or a's Run returned
+// without sending it.
+func releaseWhenSent(log sentLog, a *consumer, unhold func()) {
+	log.arm()
+	go func() {
+		select {
+		case <-log.sent:
+		case <-a.Done():
+		}
+		unhold()
+	}()
 }
 
 // refusal answers every partition of req with code.
@@ -161,20 +189,7 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 
 	var armed atomic.Bool
 	refused := refuseCommits(b, group, &armed, kerr.IllegalGeneration.Code, false)
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	unhold := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unhold)
-	b.Cluster().ControlKey(int16(kmsg.JoinGroup), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		if r.(*kmsg.JoinGroupRequest).MemberID == aID {
-			holdOnce.Do(func() {
-				close(held)
-				b.Cluster().SleepControl(func() { <-release })
-			})
-		}
-		return nil, nil, false // then the broker answers as usual
-	})
+	held, unhold := holdJoin(t, b, aID, nil)
 
 	armed.Store(true)
 	if _, err := admin(t, b).CreatePartitions(t.Context(), 2, topic); err != nil {
@@ -185,14 +200,7 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 
 	// The JoinGroup is released once the final commit is on the wire
 	// behind it (or Run returned without one).
-	log.arm()
-	go func() {
-		select {
-		case <-log.sent:
-		case <-a.Done():
-		}
-		unhold()
-	}()
+	releaseWhenSent(log, a, unhold)
 	took, err := a.stopTimed(t)
 	left := b.Committed(t, group, topic)
 	t.Logf("A stopped in %v: Run = %v; sync commit errors %v; %d losses; the group kept %v",
@@ -413,20 +421,7 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 		close(refused)
 		return refusal(req, kerr.IllegalGeneration.Code), nil, true
 	})
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	unhold := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unhold)
-	b.Cluster().ControlKey(int16(kmsg.JoinGroup), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		if armed.Load() && r.(*kmsg.JoinGroupRequest).MemberID == aID {
-			holdOnce.Do(func() {
-				close(held)
-				b.Cluster().SleepControl(func() { <-release })
-			})
-		}
-		return nil, nil, false
-	})
+	held, unhold := holdJoin(t, b, aID, &armed)
 
 	armed.Store(true)
 	bSeen := newOffsets(hw)
@@ -434,14 +429,7 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 		countingBuilder("B", r.es, bSeen, nil), pipeline.WithHooks(bObs))
 	waitChan(t, held, "A's JoinGroup for B's rebalance", a, bc)
 
-	log.arm()
-	go func() {
-		select {
-		case <-log.sent:
-		case <-a.Done():
-		}
-		unhold()
-	}()
+	releaseWhenSent(log, a, unhold)
 	took, err := a.stopTimed(t)
 	waitGroupAt(t, b, group, topic, hw, bc)
 	bc.stop(t)
