@@ -1,17 +1,22 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice/internal/librdkafka"
 	"github.com/sluice-go/sluice/internal/tools/tcpproxy"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -53,6 +58,7 @@ type proxiedRun struct {
 	obs          *commitLog
 	ov           map[string]any // the source's overrides: the session timeout
 	a            *consumer
+	asrc         *source.Source // A's source
 }
 
 // startProxied fills the topic name-mode with perPartition records in each
@@ -69,7 +75,8 @@ func startProxied(t *testing.T, name string, mode tcpproxy.Mode, parts, perParti
 	r.watch = watchCommits(t, r.b, r.group, r.topic, r.seen)
 	r.obs = newCommitLog(r.b, r.group, r.topic)
 	r.ov = map[string]any{"session.timeout.ms": int(session.Milliseconds())}
-	r.a = startConsumer(t, "A", newSourceWith(t, r.b, r.group, r.topic, "A", 50*time.Millisecond, r.ov),
+	r.asrc = newSourceWith(t, r.b, r.group, r.topic, "A", 50*time.Millisecond, r.ov)
+	r.a = startConsumer(t, "A", r.asrc,
 		countingBuilder("A", r.es, r.seen, gs),
 		pipeline.WithHooks(r.obs), pipeline.WithDrainTimeout(5*time.Second))
 	waitGroupAt(t, r.b, r.group, r.topic, uniform(parts, held), r.a)
@@ -91,6 +98,53 @@ func (r *proxiedRun) failWhileProcessing(t *testing.T, mode tcpproxy.Mode, held 
 	}
 	held.open()
 	waitFor(t, fmt.Sprintf("the records up to offset %d processed", through), func() bool { return r.seen.processedThrough(through) }, r.a)
+}
+
+// cutAtCommit opens held (the gate A's graph waits at) and cuts the
+// network when the broker receives the group's next OffsetCommit, which it
+// drops unanswered: A's commit was sent and its connection reset, as when
+// a cut catches a commit in flight. It then waits until A processed every
+// partition through offset through.
+func (r *proxiedRun) cutAtCommit(t *testing.T, held *gate, through int64) {
+	t.Helper()
+	var cut atomic.Bool
+	r.b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if req.(*kmsg.OffsetCommitRequest).Group != r.group {
+			return nil, nil, false
+		}
+		r.px.Cut()
+		cut.Store(true)
+		return nil, errors.New("cut off while the commit was in flight"), true // closes the connection, unanswered
+	})
+	held.open()
+	waitFor(t, "the network cut at a commit", cut.Load, r.a)
+	waitFor(t, fmt.Sprintf("the records up to offset %d processed", through), func() bool { return r.seen.processedThrough(through) }, r.a)
+}
+
+// awaitBackground waits until the client calls A's Run left running in
+// the background (a commit it stopped waiting for, a Close past
+// Config.CloseTimeout) returned, failing t if they did not by deadline.
+// They need the broker: a commit sent before the network failed and
+// unanswered is retried on the group's coordinator connection, and
+// librdkafka's Close waits for it. Once the broker stops with the test
+// they never return (a retry that was never sent is not counted, and the
+// coordinator is never found again), so the test must not end before
+// they did.
+func (r *proxiedRun) awaitBackground(t *testing.T, deadline time.Time) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		librdkafka.SourceBackground(r.asrc).Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("A's client calls left running in the background (an unanswered commit, its Close) had not returned by %v; goroutines:\n%s",
+			deadline.Format(time.StampMilli), stacks())
+	}
 }
 
 // check checks, once every consumer stopped, that no commit ran ahead of
@@ -173,6 +227,15 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 	}
 }
 
+// backgroundBound bounds how long after the network healed a consumer
+// stopped while cut off may take to finish what its Run left running:
+// librdkafka reconnects (reconnect.backoff.max.ms is 500ms here), finds
+// the coordinator again, the commit it was retrying is answered and Close
+// returns, all in well under a second. It stays below socket.timeout.ms
+// (60s), the period at which librdkafka retries a commit that cannot be
+// sent, so a commit that never gets through fails the test.
+const backgroundBound = 30 * time.Second
+
 // TestFaultShutdownWhileCutOff: the consumer is stopped while the network
 // to the broker is down (cut or stalled), with records processed since
 // the last commit. The final commit cannot reach the broker and the
@@ -180,19 +243,42 @@ func networkPartition(t *testing.T, mode tcpproxy.Mode) {
 // stopBound, nil or an error naming the failed final commit, and commit
 // nothing the broker could see. After the network
 // heals, a new consumer starts exactly at the last commit and the group
-// commits the high watermarks.
+// commits the high watermarks, and what the first consumer's Run left
+// running in the background (its Close, a commit still unanswered)
+// returns.
 func TestFaultShutdownWhileCutOff(t *testing.T) {
 	eachCase(t, outages, tcpproxy.Mode.String, shutdownCutOff)
 }
 
-func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
+func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) { stopCutOff(t, "fsc", mode, false) }
+
+// TestFaultShutdownCutOffMidCommit is TestFaultShutdownWhileCutOff's cut
+// made when the broker receives the consumer's first interval commit after
+// the gate opened, which is never answered (its connection is reset).
+// librdkafka retries it once the coordinator is found again, so the final
+// commit is not sent behind it and librdkafka's Close waits for it; both
+// outlive Run. The same holds: Run returns within stopBound, nothing
+// reaches the broker while cut off, and once the network heals B starts
+// at the last commit and A's Close and commit return.
+func TestFaultShutdownCutOffMidCommit(t *testing.T) {
+	t.Parallel()
+	stopCutOff(t, "fscm", tcpproxy.Cut, true)
+}
+
+// stopCutOff is TestFaultShutdownWhileCutOff; with midCommit, the network
+// is cut at A's first commit after the gate opened (cutAtCommit).
+func stopCutOff(t *testing.T, name string, mode tcpproxy.Mode, midCommit bool) {
 	const parts, perPartition, held = 4, 2000, 1000
 	const session = 3 * time.Second
 	beforeCut := newGate()
-	r := startProxied(t, "fsc", mode, parts, perPartition, session, held, perPartition, gates{held: beforeCut})
+	r := startProxied(t, name, mode, parts, perPartition, session, held, perPartition, gates{held: beforeCut})
 	b, group, topic := r.b, r.group, r.topic
 
-	r.failWhileProcessing(t, mode, beforeCut, perPartition-1)
+	if midCommit {
+		r.cutAtCommit(t, beforeCut, perPartition-1)
+	} else {
+		r.failWhileProcessing(t, mode, beforeCut, perPartition-1)
+	}
 	took, err := r.a.stopTimed(t)
 	t.Logf("%s: A stopped in %v: Run = %v; sync commit errors %v", mode, took.Round(time.Millisecond), err, r.obs.syncErrors())
 	if err != nil && !strings.Contains(err.Error(), "final commit") {
@@ -202,11 +288,17 @@ func shutdownCutOff(t *testing.T, mode tcpproxy.Mode) {
 		t.Errorf("the group's commits after A stopped cut off: %v, want %v", got, want)
 	}
 	r.px.Restore()
+	healed := time.Now()
 
 	bc := startConsumer(t, "B", newSourceWith(t, b, group, topic, "B", 50*time.Millisecond, r.ov),
 		countingBuilder("B", r.es, r.seen, nil))
 	waitGroupAt(t, b, group, topic, r.hw, bc)
 	bc.stop(t)
+	// What A left running when Run returned (its Close, a commit sent
+	// before the network failed) ends once librdkafka reaches the
+	// coordinator again: well within backgroundBound of the network
+	// healing. Any commit of A's that lands meanwhile is checked below.
+	r.awaitBackground(t, healed.Add(backgroundBound))
 
 	r.check(t, func(_ int32, off int64) int32 {
 		if off >= held {
