@@ -117,7 +117,7 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
 	}
 	for _, topic := range []string{"orders", "stays"} {
-		if lag := driver.Unacknowledged(t, group, topic); lag[0] != 0 || len(lag) != 1 {
+		if lag := driver.AwaitUnacknowledged(t, group, topic, map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
 			t.Errorf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
 		}
 	}

@@ -87,7 +87,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	await(map[string]bool{"new-0@0": true, "new-1@1": true, "new-2@2": true})
 	stopRun(t, cancel, done)
 	// Run flushed the acknowledgements of the new topic's records.
-	if lag := driver.Unacknowledged(t, group, topic); lag[0] != 0 || len(lag) != 1 {
+	if lag := driver.AwaitUnacknowledged(t, group, topic, map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
 		t.Fatalf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
 	}
 }

@@ -1,7 +1,9 @@
 package kafkadriver
 
 import (
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -73,4 +75,24 @@ func (d ShareDriver) Unacknowledged(t *testing.T, group, topic string) map[int32
 		}
 	}
 	return out
+}
+
+// AwaitUnacknowledged polls Unacknowledged until it equals want, for up
+// to RecreateWait, and returns its last answer. A share coordinator
+// writes acknowledgements to the share-group state asynchronously, and
+// state for a recreated topic's partitions may not be described yet,
+// so one answer read right after Run returned can lag the outcome the
+// source already sent.
+func (d ShareDriver) AwaitUnacknowledged(t *testing.T, group, topic string, want map[int32]int64) map[int32]int64 {
+	t.Helper()
+	deadline := time.Now().Add(RecreateWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := d.Unacknowledged(t, group, topic)
+		if maps.Equal(got, want) || time.Now().After(deadline) {
+			return got
+		}
+		<-tick.C
+	}
 }
