@@ -13,7 +13,7 @@ import (
 )
 
 func validConfig() Config {
-	return Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}
+	return Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}}
 }
 
 func TestNewSourceRejectsBadConfig(t *testing.T) {

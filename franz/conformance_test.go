@@ -17,12 +17,14 @@ import (
 func newTestSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts ...kgo.Opt) *Source {
 	t.Helper()
 	src, err := NewSource(Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
-		Logger:         kafkatest.Logger(t),
-		Opts:           append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        b.Addrs(),
+			Group:          group,
+			Topics:         []string{topic},
+			CommitInterval: 50 * time.Millisecond,
+			Logger:         kafkatest.Logger(t),
+		},
+		Opts: append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func consumeRaw(b *testing.B, brokers []string, group string, n int) {
 // consumeSluice runs build on franz.NewSource until n records reached
 // the counter it passes, then stops Run.
 func consumeSluice(b *testing.B, brokers []string, group string, n int, build func(*pipeline.Partition, pipeline.Stream[sluice.Record], *atomic.Int64) pipeline.End) {
-	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: group, Topics: []string{"in"}})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: brokers, Group: group, Topics: []string{"in"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -19,9 +20,9 @@ func TestSourceTopicDeletedOtherTopic(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	gone := make(chan string, 16)
 	var fetchErrors atomic.Int64
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
 		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second,
-		Logger: slog.New(countingHandler{goneHandler{gone}, "fetch error", &fetchErrors, kafkatest.Logger(t)})})
+		Logger: slog.New(countingHandler{goneHandler{gone}, "fetch error", &fetchErrors, kafkatest.Logger(t)})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func TestSourceTopicRecreatedRecordInFlight848(t *testing.T) {
 }
 
 func newRecreateSource848(t *testing.T, b *kafkatest.Broker) sluice.Source {
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t),
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)},
 		Opts: []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}})
 	if err != nil {
 		t.Fatal(err)

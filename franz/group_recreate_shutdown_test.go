@@ -61,9 +61,9 @@ func testStoppedWhenGone(t *testing.T, b *kafkatest.Broker, txn func(*Source) (f
 	b.Produce(t, topic, sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic},
 		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second,
-		Logger: slog.New(cancelOnGone{cancel})})
+		Logger: slog.New(cancelOnGone{cancel})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,8 @@ func TestSourceTopicRecreatedLonger(t *testing.T) {
 }
 
 func newRecreateSource(t *testing.T, b *kafkatest.Broker) sluice.Source {
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)})
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

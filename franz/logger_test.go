@@ -62,8 +62,8 @@ func TestKgoInfoLinesAreDebug(t *testing.T) {
 		wantDebug bool
 	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
 		logs := &levelCount{min: tc.level, counts: map[slog.Level]int{}}
-		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "g-" + tc.level.String(), Topics: []string{"in"},
-			CommitInterval: 50 * time.Millisecond, Logger: slog.New(logs),
+		src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g-" + tc.level.String(), Topics: []string{"in"},
+			CommitInterval: 50 * time.Millisecond, Logger: slog.New(logs)},
 			Opts: []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond)}})
 		if err != nil {
 			t.Fatal(err)

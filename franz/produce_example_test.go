@@ -92,8 +92,8 @@ func ordersOn(t *testing.T, group, out string, orders ...string) (*kafkatest.Bro
 	for _, o := range orders {
 		b.Produce(t, "orders", sluice.Record{Value: []byte(o)})
 	}
-	src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: group, Topics: []string{"orders"},
-		CommitInterval: 50 * time.Millisecond})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders"},
+		CommitInterval: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

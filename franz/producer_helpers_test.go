@@ -21,11 +21,13 @@ const wait = 60 * time.Second
 func newSource(t testing.TB, brokers []string, group, topic string) *franz.Source {
 	t.Helper()
 	src, err := franz.NewSource(franz.Config{
-		Brokers:        brokers,
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
-		Opts:           []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        brokers,
+			Group:          group,
+			Topics:         []string{topic},
+			CommitInterval: 50 * time.Millisecond,
+		},
+		Opts: []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -76,7 +77,7 @@ type ShareConfig struct {
 // validate checks the fields; the errors name them.
 func (c ShareConfig) validate() error {
 	// The fields shared with Config have the same rules.
-	base := Config{Brokers: c.Brokers, Group: c.Group, Topics: c.Topics, CloseTimeout: c.CloseTimeout, Opts: c.Opts}
+	base := Config{GroupConfig: sluice.GroupConfig{Brokers: c.Brokers, Group: c.Group, Topics: c.Topics, CloseTimeout: c.CloseTimeout}, Opts: c.Opts}
 	if err := base.validate(); err != nil {
 		return fmt.Errorf("%s", strings.Replace(err.Error(), "franz: Config.", "franz: ShareConfig.", 1))
 	}

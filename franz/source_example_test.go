@@ -22,8 +22,8 @@ func ExampleNewSource() {
 	testkit.RunExample("ExampleNewSource", func(t *testing.T) {
 		b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1))
 		b.Produce(t, "orders", sluice.Record{Value: []byte("order 1")}, sluice.Record{Value: []byte("order 2")})
-		src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
-			CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
+		src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
+			CommitInterval: 50 * time.Millisecond}}) // commit quickly: the example waits for it
 		if err != nil {
 			t.Fatal(err)
 		}

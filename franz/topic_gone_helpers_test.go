@@ -74,8 +74,9 @@ func startRun(t *testing.T, src sluice.Source, build pipeline.Builder) (cancel c
 // client speaks the protocol of Kafka 3.9 (kgo.MaxVersions).
 func newKafka39Source(t *testing.T, b *kafkatest.Broker) *Source {
 	t.Helper()
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
 		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t),
+	},
 		Opts: []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}})
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func TestTopicGoneMarkedWhileLosingAnotherIsKept(t *testing.T) {
 // function that closes its client.
 func goneRunner(t *testing.T) (*runner, *exactlyonce.Group, func()) {
 	t.Helper()
-	s, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"a", "b"}})
+	s, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"a", "b"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

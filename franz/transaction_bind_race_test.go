@@ -27,7 +27,7 @@ func (drainOnlyGroup) DrainTimeout() time.Duration { return 5 * time.Second }
 func TestNewTransactionalProducerRacingRunIsRefusedOrTaken(t *testing.T) {
 	b := kafkatest.NewKfake(t)
 	for i := range 300 {
-		src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"no-such-topic"}})
+		src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"no-such-topic"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 
 func txnTestSource(t *testing.T) *franz.Source {
 	t.Helper()
-	src, err := franz.NewSource(franz.Config{Brokers: []string{"localhost:9092"}, Group: "g", Topics: []string{"in"}})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"localhost:9092"}, Group: "g", Topics: []string{"in"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestNewTransactionalProducerBinding(t *testing.T) {
 		!strings.Contains(err.Error(), "the source is nil") {
 		t.Fatalf("nil source: %v", err)
 	}
-	src, err := franz.NewSource(franz.Config{Brokers: []string{"a:1", "b:2"}, Group: "g", Topics: []string{"in"}})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"a:1", "b:2"}, Group: "g", Topics: []string{"in"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

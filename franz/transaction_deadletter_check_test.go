@@ -18,7 +18,7 @@ func TestTransactionalDeadLetterTopicCheckedBeforeRun(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "dlq", 1)
-	src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"in"}})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"in"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

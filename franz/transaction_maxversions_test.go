@@ -23,8 +23,8 @@ import (
 func TestTransactionalMaxVersionsBelowKIP890(t *testing.T) {
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("out", 1))
 	b.Produce(t, "orders", sluice.Record{Value: []byte("a")}, sluice.Record{Value: []byte("b")})
-	src, err := franz.NewSource(franz.Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
-		CommitInterval: 50 * time.Millisecond, Logger: kafkatest.Logger(t),
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
+		CommitInterval: 50 * time.Millisecond, Logger: kafkatest.Logger(t)},
 		Opts: []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}})
 	if err != nil {
 		t.Fatal(err)

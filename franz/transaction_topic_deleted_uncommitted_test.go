@@ -37,8 +37,8 @@ func testTopicDeletedUncommitted(t *testing.T, opts ...kgo.Opt) {
 	b.CreateTopic(t, "stays", 1)
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")})
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t), Opts: opts})
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)}, Opts: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

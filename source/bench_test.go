@@ -99,7 +99,7 @@ func BenchmarkRawPollLoop(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var window time.Duration
 			for range b.N {
-				c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
+				c := rawConsumer(b, Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}, Overrides: tc.ov})
 				var n int
 				var first time.Time
 				for n < benchMsgs {
@@ -130,7 +130,7 @@ func BenchmarkKafkaSource(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var window time.Duration
 			for range b.N {
-				src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}, Overrides: tc.ov})
+				src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}, Overrides: tc.ov})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -199,7 +199,7 @@ func BenchmarkPipeline(b *testing.B) {
 	br := benchTopic(b)
 	var window time.Duration
 	for range b.N {
-		src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+		src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

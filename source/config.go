@@ -2,7 +2,6 @@ package source
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -13,55 +12,28 @@ import (
 	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
-// DefaultCommitInterval is the CommitInterval used when Config leaves it zero.
-const DefaultCommitInterval = rebalance.DefaultCommitInterval
+// DefaultCommitInterval is the CommitInterval used when Config leaves it
+// zero; it equals sluice.DefaultCommitInterval.
+const DefaultCommitInterval = sluice.DefaultCommitInterval
 
-// Config configures a [Source] source. Brokers, Group and Topics are
-// required; everything else has a default.
+// Config configures a [Source]: the client-independent
+// [sluice.GroupConfig] (Brokers, Group, Topics, CommitInterval,
+// CloseTimeout, OffsetStore, Logger, SkipTopicCheck; see its fields'
+// contracts) and the librdkafka properties of Overrides. Brokers, Group
+// and Topics are required; everything else has a default. NewSource
+// copies it: changing it (or the slices and map it holds) afterwards has
+// no effect. Its errors name the promoted fields as Config.<Field>.
+//
+// With librdkafka, Topics may hold regular expressions (a name starting
+// with "^"); Brokers and Group are bootstrap.servers and group.id, which
+// Overrides cannot set. CloseTimeout: librdkafka may wait 5s for its
+// LeaveGroup to be answered when the client closes, so below about 9s a
+// slow coordinator makes Run report a Close that librdkafka would have
+// ended; the 40% of CloseTimeout that bounds a revoke's commit is part of
+// the default max.poll.interval.ms (see the package documentation,
+// "Timeouts"). Logger receives librdkafka's log events.
 type Config struct {
-	// Brokers is the bootstrap list, host:port each (bootstrap.servers).
-	Brokers []string
-
-	// Group is the consumer group id (group.id).
-	Group string
-
-	// Topics are the topics to subscribe to. A name starting with "^" is
-	// a regular expression, as in librdkafka.
-	Topics []string
-
-	// CommitInterval is how often the source collects processed offsets
-	// from the runtime and commits them in the background. The source
-	// sends one commit at a time: when the previous one is still
-	// unanswered (librdkafka retries some rejections itself), the next
-	// goes as soon as it is answered. Zero means DefaultCommitInterval; it
-	// must not be negative, and a non-zero value must be at least 1ms.
-	CommitInterval time.Duration
-
-	// CloseTimeout bounds what the source does past the runtime's drain
-	// when it stops: the final synchronous commit (with the wait for the
-	// background commit in flight before it, and its retries while the
-	// group is rebalancing) and leaving the group share its first 40% (leaving
-	// gets at least 10%), closing the client gets the rest (librdkafka may wait 5s for its LeaveGroup
-	// to be answered: below about 9s a slow coordinator makes Run report a
-	// Close that librdkafka would have ended). Each synchronous commit on
-	// a revoke is bounded by the same 40%. Past the bound Run returns an
-	// error naming what did not finish (see Source.Run). Zero means
-	// DefaultCloseTimeout (10s); it must not be negative, and a non-zero
-	// value must be at least 100ms. Its 40% are part of the default
-	// max.poll.interval.ms (see the package documentation, "Timeouts").
-	CloseTimeout time.Duration
-
-	// OffsetStore, when not nil, is the sink that keeps the partitions'
-	// offsets in its own transactions (sluice.OffsetStore): each newly
-	// assigned partition starts where it says, not at the group's commit,
-	// and its previous owner is fenced (when and how the source calls it:
-	// the package documentation, "Offset store"). Run refuses it with a
-	// transactional producer (confluent.NewTransactionalProducer).
-	OffsetStore sluice.OffsetStore
-
-	// Logger receives librdkafka's logs and the source's own events.
-	// Nil discards them.
-	Logger *slog.Logger
+	sluice.GroupConfig
 
 	// Overrides are librdkafka configuration properties applied on top
 	// of the source's defaults: TLS, SASL, fetch tuning, group.protocol,
@@ -89,15 +61,6 @@ type Config struct {
 	// lowers fetch.max.bytes to it), queued.min.messages that size over
 	// 128 bytes (1000 to librdkafka's default 100000).
 	Overrides map[string]any
-
-	// SkipTopicCheck turns off the check Run makes before it joins the
-	// group: that every topic of Topics (regular expressions aside)
-	// exists. A missing topic is otherwise an error naming it (wrapping
-	// sluice.ErrMissingTopic), instead of a consumer that waits without
-	// a word for a topic nobody writes to. Set it when the topics are
-	// created after the consumer starts. A cluster that does not answer
-	// the check within 10s is no error: the check is logged and skipped.
-	SkipTopicCheck bool
 }
 
 // reserved are the properties the source sets itself and depends on.
@@ -128,8 +91,7 @@ func defaults() kafka.ConfigMap {
 
 // settings are the fields the client-independent core validates and uses.
 func (c Config) settings() rebalance.Settings {
-	return rebalance.Settings{Prefix: "source", Brokers: c.Brokers, Group: c.Group, Topics: c.Topics,
-		CommitInterval: c.CommitInterval, CloseTimeout: c.CloseTimeout, OffsetStore: c.OffsetStore}
+	return rebalance.Settings{Prefix: "source", GroupConfig: c.GroupConfig}
 }
 
 func (c Config) validate() error {

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/sluice-go/sluice"
 )
 
 func baseConfig() Config {
-	return Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}
+	return Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}}
 }
 
 // configMapOf returns a source of cfg and the librdkafka configuration it

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -14,8 +15,8 @@ import (
 // the source must start it anew from its start.
 func TestTopicDeletedOtherTopic(t *testing.T) {
 	b := kafkatest.NewBroker(t)
-	src, err := NewSource(Config{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
-		CommitInterval: 50 * time.Millisecond, Logger: kafkatest.Logger(t),
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders", "stays"},
+		CommitInterval: 50 * time.Millisecond, Logger: kafkatest.Logger(t)},
 		Overrides: map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000}})
 	if err != nil {
 		t.Fatal(err)

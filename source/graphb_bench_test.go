@@ -37,7 +37,7 @@ func BenchmarkGraphB(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		var w consumebench.Window
 		for range b.N {
-			c := rawConsumer(b, Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+			c := rawConsumer(b, Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
 			batches := make(map[int32][]int, benchParts)
 			var n int
 			for n < benchMsgs {
@@ -71,7 +71,7 @@ func BenchmarkGraphB(b *testing.B) {
 		var partial atomic.Int64
 		var tail time.Duration
 		for range b.N {
-			src, err := NewSource(Config{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}})
+			src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/producertest"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -81,12 +82,14 @@ func TestDeadMemberMidRebalanceBounded(t *testing.T) {
 	b := topicIn(t, kafkatest.NewBroker(t), parts, 50)
 
 	src, err := NewSource(Config{ // the source's own group timeouts: no overrides
-		Brokers:        b.Addrs(),
-		Group:          "g",
-		Topics:         []string{"in"},
-		CommitInterval: 50 * time.Millisecond,
-		CloseTimeout:   time.Second,
-		Logger:         kafkatest.Logger(t),
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        b.Addrs(),
+			Group:          "g",
+			Topics:         []string{"in"},
+			CommitInterval: 50 * time.Millisecond,
+			CloseTimeout:   time.Second,
+			Logger:         kafkatest.Logger(t),
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

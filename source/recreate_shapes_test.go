@@ -73,12 +73,14 @@ func shapeSource(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *s
 	}
 	maps.Copy(ov, overrides)
 	src, err := source.NewSource(source.Config{
-		Brokers:        b.Addrs(),
-		Group:          "g",
-		Topics:         []string{"orders"},
-		CommitInterval: 50 * time.Millisecond,
-		Logger:         kafkatest.Logger(t),
-		Overrides:      ov,
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        b.Addrs(),
+			Group:          "g",
+			Topics:         []string{"orders"},
+			CommitInterval: 50 * time.Millisecond,
+			Logger:         kafkatest.Logger(t),
+		},
+		Overrides: ov,
 	})
 	if err != nil {
 		t.Fatal(err)

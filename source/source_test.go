@@ -59,12 +59,14 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 	}
 	maps.Copy(ov, overrides)
 	src, err := NewSource(Config{
-		Brokers:        b.Addrs(),
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
-		Logger:         kafkatest.Logger(t),
-		Overrides:      ov,
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        b.Addrs(),
+			Group:          group,
+			Topics:         []string{topic},
+			CommitInterval: 50 * time.Millisecond,
+			Logger:         kafkatest.Logger(t),
+		},
+		Overrides: ov,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +446,7 @@ func TestFatalErrorLosesAll(t *testing.T) {
 }
 
 func TestNewSourceValidates(t *testing.T) {
-	ok := Config{Brokers: []string{"localhost:9092"}, Group: "g", Topics: []string{"t"}}
+	ok := Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"localhost:9092"}, Group: "g", Topics: []string{"t"}}}
 	for _, tc := range []struct {
 		mut  func(*Config)
 		want string
@@ -475,7 +477,7 @@ func TestNewSourceValidates(t *testing.T) {
 }
 
 func TestBadLibrdkafkaPropertyFailsRun(t *testing.T) {
-	src, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"},
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}},
 		Overrides: map[string]any{"no.such.property": 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -503,7 +505,7 @@ func TestSecretsNotLogged(t *testing.T) {
 	for k, v := range secrets {
 		overrides[k] = v
 	}
-	c := Config{Brokers: []string{"h:1"}, Group: "g", Topics: []string{"t"}, Overrides: overrides}
+	c := Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"h:1"}, Group: "g", Topics: []string{"t"}}, Overrides: overrides}
 	cm, err := c.configMap(pipeline.DefaultDrainTimeout)
 	if err != nil {
 		t.Fatal(err)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
 )
 
-// DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero.
-const DefaultCloseTimeout = rebalance.DefaultCloseTimeout
+// DefaultCloseTimeout is the CloseTimeout used when Config leaves it zero;
+// it equals sluice.DefaultCloseTimeout.
+const DefaultCloseTimeout = sluice.DefaultCloseTimeout
 
 const (
 	// pollMargin, defaultSessionTimeout and defaultHeartbeat are shared

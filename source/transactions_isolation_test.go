@@ -8,6 +8,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 )
 
@@ -23,7 +24,7 @@ func TestExactlyOnceRefusesReadUncommitted(t *testing.T) {
 		refused bool
 	}{{"read_uncommitted", true}, {"read_committed", false}} {
 		t.Run(tc.level, func(t *testing.T) {
-			src, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"in"},
+			src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"in"}},
 				Overrides: map[string]any{"isolation.level": tc.level}})
 			if err != nil {
 				t.Fatal(err)

@@ -32,39 +32,44 @@ type backend struct {
 
 // newBackend builds the source and the producer of --client on brokers,
 // configured by the group flags; store, when not nil, is the source's
-// Config.OffsetStore.
+// Config.OffsetStore. The client-independent half of the source's Config
+// is built here, once, for whichever client: the switch below is the one
+// place the demo chooses its client.
 func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
+	g := sluice.GroupConfig{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
+		CommitInterval: demo.CommitInterval, // a short demo: commit often
+		OffsetStore:    store}
 	switch o.client {
 	case "", "librdkafka":
-		return newLibrdkafkaBackend(o, brokers, logger, store)
+		return newLibrdkafkaBackend(o, g)
 	case "franz":
-		return newFranzBackend(o, brokers, logger, store)
+		return newFranzBackend(o, g)
 	}
 	return nil, fmt.Errorf("--client=%q: want one of %s", o.client, strings.Join(clients, ", "))
 }
 
-func newLibrdkafkaBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
-	src, err := source.NewSource(source.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
-		CommitInterval: demo.CommitInterval, // a short demo: commit often
-		Overrides:      o.consumerOverrides(), OffsetStore: store})
+// newLibrdkafkaBackend builds a librdkafka source of g and a confluent
+// producer on the same brokers, with the flags' overrides.
+func newLibrdkafkaBackend(o options, g sluice.GroupConfig) (*backend, error) {
+	src, err := source.NewSource(source.Config{GroupConfig: g, Overrides: o.consumerOverrides()})
 	if err != nil {
 		return nil, err
 	}
-	prod, err := newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: brokers, Logger: logger, Overrides: o.producerOverrides()})
+	prod, err := newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Overrides: o.producerOverrides()})
 	if err != nil {
 		return nil, err
 	}
 	return &backend{src: src, producer: prod}, nil
 }
 
-func newFranzBackend(o options, brokers []string, logger *slog.Logger, store sluice.OffsetStore) (*backend, error) {
-	src, err := franz.NewSource(franz.Config{Brokers: brokers, Group: o.group, Topics: []string{o.input}, Logger: logger,
-		CommitInterval: demo.CommitInterval, // a short demo: commit often
-		Opts:           o.franzConsumerOpts(), OffsetStore: store})
+// newFranzBackend builds a franz-go source of g and a franz producer on
+// the same brokers, with the flags' options.
+func newFranzBackend(o options, g sluice.GroupConfig) (*backend, error) {
+	src, err := franz.NewSource(franz.Config{GroupConfig: g, Opts: o.franzConsumerOpts()})
 	if err != nil {
 		return nil, err
 	}
-	prod, err := newFranzProducer(o, src, franz.ProducerConfig{Brokers: brokers, Logger: logger, Opts: o.franzClientOpts()})
+	prod, err := newFranzProducer(o, src, franz.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Opts: o.franzClientOpts()})
 	if err != nil {
 		return nil, err
 	}

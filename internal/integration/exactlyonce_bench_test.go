@@ -143,7 +143,7 @@ func identity(m sluice.Message) (sluice.Message, error) { return m, nil }
 // eosLibrdkafka returns a librdkafka source and a producer, transactional
 // and bound to it when eos.
 func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*source.Source, *confluent.Producer) {
-	src, err := source.NewSource(source.Config{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval})
+	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interva
 // eosFranz returns a franz source and a producer, transactional and bound
 // to it when eos.
 func eosFranz(b *testing.B, br *kafkatest.Broker, group, in string, interval time.Duration, eos bool) (*franz.Source, *franz.Producer) {
-	src, err := franz.NewSource(franz.Config{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval})
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: group, Topics: []string{in}, CommitInterval: interval}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func newSourceWith(t testing.TB, b *kafkatest.Broker, group, topic, clientID str
 		"reconnect.backoff.max.ms": 500,
 	}
 	maps.Copy(ov, overrides)
-	return sourceOf(t, b, group, topic, source.Config{CommitInterval: every, Overrides: ov})
+	return sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: every}, Overrides: ov})
 }
 
 // memberID returns the member id of the group member whose client.id is

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -77,8 +78,11 @@ func newWatchedSource(t *testing.T, b *kafkatest.Broker, group, topic, clientID 
 	}
 	maps.Copy(ov, overrides)
 	src, err := source.NewSource(source.Config{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic},
-		CommitInterval: time.Hour, Overrides: ov, Logger: slog.New(log),
+		GroupConfig: sluice.GroupConfig{
+			Brokers: b.Addrs(), Group: group, Topics: []string{topic},
+			CommitInterval: time.Hour, Logger: slog.New(log),
+		},
+		Overrides: ov,
 	})
 	if err != nil {
 		t.Fatal(err)

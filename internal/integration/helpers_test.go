@@ -37,7 +37,7 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 		"session.timeout.ms":    6000,
 	}
 	maps.Copy(ov, overrides)
-	return sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond, Overrides: ov})
+	return sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: 50 * time.Millisecond}, Overrides: ov})
 }
 
 // fillTopic creates topic on b with parts partitions, writes
@@ -83,7 +83,7 @@ func newFranzSource(t testing.TB, b *kafkatest.Broker, group, topic string, opts
 // newFranzSourceEvery is newFranzSource committing every interval.
 func newFranzSourceEvery(t testing.TB, b *kafkatest.Broker, group, topic string, every time.Duration, opts ...kgo.Opt) *franz.Source {
 	t.Helper()
-	return franzSourceOf(t, b, group, topic, franz.Config{CommitInterval: every,
+	return franzSourceOf(t, b, group, topic, franz.Config{GroupConfig: sluice.GroupConfig{CommitInterval: every},
 		Opts: append([]kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, opts...)})
 }
 

@@ -97,7 +97,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 				"session.timeout.ms":            6000,
 			}
 		}
-		return sourceOf(t, b, group, topic, source.Config{CommitInterval: every, OffsetStore: store, Overrides: ov})
+		return sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: every, OffsetStore: store}, Overrides: ov})
 	case "franz":
 		opts := []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}
 		switch c.protocol {
@@ -108,7 +108,7 @@ func (c storeClient) newSource(t testing.TB, b *kafkatest.Broker, group, topic s
 		case "consumer":
 			opts = append(opts, franz848()...)
 		}
-		return franzSourceOf(t, b, group, topic, franz.Config{CommitInterval: every, OffsetStore: store, Opts: opts})
+		return franzSourceOf(t, b, group, topic, franz.Config{GroupConfig: sluice.GroupConfig{CommitInterval: every, OffsetStore: store}, Opts: opts})
 	}
 	t.Fatalf("unknown client %q", c.client)
 	return nil

@@ -25,7 +25,7 @@ func TestKafkaSourceConformance(t *testing.T) {
 		}},
 		{"consumer protocol", func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
 			// newSource's heartbeat and session properties are classic-only.
-			return sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond,
+			return sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: 50 * time.Millisecond},
 				Overrides: map[string]any{"group.protocol": "consumer"}})
 		}},
 	} {

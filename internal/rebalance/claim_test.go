@@ -29,7 +29,7 @@ func (s *fakeStore) Claim(_ context.Context, group string, tps []TP) (map[TP]int
 }
 
 func newClaimCore(store sluice.OffsetStore) *Core {
-	return New(&fakeBackend{}, newFakeGroup(), Options{Settings: Settings{Prefix: "test", Group: "g", OffsetStore: store}})
+	return New(&fakeBackend{}, newFakeGroup(), Options{Settings: Settings{Prefix: "test", GroupConfig: sluice.GroupConfig{Group: "g", OffsetStore: store}}})
 }
 
 // Claim asks the store for the partitions not owned yet, once per

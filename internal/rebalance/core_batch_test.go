@@ -10,7 +10,7 @@ import (
 // newIdleCore returns a core over a fake backend and group whose loop
 // never runs: the test is its poll goroutine.
 func newIdleCore(g *fakeGroup) *Core {
-	return New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test", CommitInterval: time.Second}})
+	return New(&fakeBackend{}, g, Options{Settings: Settings{Prefix: "test", GroupConfig: sluice.GroupConfig{CommitInterval: time.Second}}})
 }
 
 // Add and Flush reuse one batch array: delivering batches costs no

@@ -71,7 +71,7 @@ func TestPauseAndResume(t *testing.T) {
 
 // Validate names the offending field, with the backend's prefix.
 func TestSettingsValidate(t *testing.T) {
-	ok := Settings{Prefix: "x", Brokers: []string{"b:9092"}, Group: "g", Topics: []string{"t"}}
+	ok := Settings{Prefix: "x", GroupConfig: sluice.GroupConfig{Brokers: []string{"b:9092"}, Group: "g", Topics: []string{"t"}}}
 	for _, tc := range []struct {
 		change func(*Settings)
 		want   string

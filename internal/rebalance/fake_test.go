@@ -296,7 +296,7 @@ func startLogged(t *testing.T, log *slog.Logger) *harness {
 	h.b = &fakeBackend{actions: make(chan func()), commits: make(chan *commitCall, 16)}
 	h.core = New(h.b, h.g, Options{
 		Log:        log,
-		Settings:   Settings{Prefix: "test", CommitInterval: time.Second, CloseTimeout: 10 * time.Second},
+		Settings:   Settings{Prefix: "test", GroupConfig: sluice.GroupConfig{CommitInterval: time.Second, CloseTimeout: 10 * time.Second}},
 		Background: &h.bg,
 	})
 	h.b.core = h.core

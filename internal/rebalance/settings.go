@@ -11,10 +11,11 @@ import (
 
 const (
 	// DefaultCommitInterval is the commit interval when Settings leave it
-	// zero.
-	DefaultCommitInterval = time.Second
-	// DefaultCloseTimeout is the close timeout when Settings leave it zero.
-	DefaultCloseTimeout = 10 * time.Second
+	// zero: sluice.DefaultCommitInterval.
+	DefaultCommitInterval = sluice.DefaultCommitInterval
+	// DefaultCloseTimeout is the close timeout when Settings leave it
+	// zero: sluice.DefaultCloseTimeout.
+	DefaultCloseTimeout = sluice.DefaultCloseTimeout
 
 	// PollMargin is what a backend's default rebalance timeout
 	// (max.poll.interval.ms, kgo.RebalanceTimeout) adds to the longest a
@@ -29,19 +30,15 @@ const (
 	DefaultHeartbeat = 3 * time.Second
 )
 
-// Settings are the fields of a backend's Config that the core uses and
-// validates the same way for every backend. Prefix ("source", "franz")
-// starts every error message, which names the offending Config field.
+// Settings are the client-independent half of a backend's Config (the
+// sluice.GroupConfig it embeds), which the core uses and validates the
+// same way for every backend. Prefix ("source", "franz") starts every
+// error message, which names the offending Config field. The core uses
+// CommitInterval, CloseTimeout, Group and OffsetStore (where newly
+// assigned partitions start, Core.Claim).
 type Settings struct {
-	Prefix         string
-	Brokers        []string
-	Group          string
-	Topics         []string
-	CommitInterval time.Duration
-	CloseTimeout   time.Duration
-	// OffsetStore, when not nil, is where newly assigned partitions
-	// start (Core.Claim).
-	OffsetStore sluice.OffsetStore
+	Prefix string
+	sluice.GroupConfig
 }
 
 // Validate checks the fields and returns an error naming the first bad

@@ -29,11 +29,13 @@ func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *c
 func newSource(t testing.TB, brokers []string, group, topic string) *source.Source {
 	t.Helper()
 	src, err := source.NewSource(source.Config{
-		Brokers:        brokers,
-		Group:          group,
-		Topics:         []string{topic},
-		CommitInterval: 50 * time.Millisecond,
-		Overrides:      map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000},
+		GroupConfig: sluice.GroupConfig{
+			Brokers:        brokers,
+			Group:          group,
+			Topics:         []string{topic},
+			CommitInterval: 50 * time.Millisecond,
+		},
+		Overrides: map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ func ExampleNewProducer() {
 	b := startBroker([]sluice.Record{{Value: []byte("order 1")}, {Value: []byte("order 2")}},
 		kafkatest.WithTopic("orders", 1), kafkatest.WithTopic("shouted", 1), kafkatest.WithTopic("orders-dlq", 1))
 	defer b.Close()
-	src, err := source.NewSource(source.Config{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
-		CommitInterval: 50 * time.Millisecond}) // commit quickly: the example waits for it
+	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "shout", Topics: []string{"orders"},
+		CommitInterval: 50 * time.Millisecond}}) // commit quickly: the example waits for it
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -27,8 +27,8 @@ func ExampleNewTransactionalProducer() {
 	b := startBroker(orders, kafkatest.WithTopic("orders", 2), kafkatest.WithTopic("receipts", 2), kafkatest.WithTopic("orders-dlq", 1))
 	defer b.Close()
 
-	src, err := source.NewSource(source.Config{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
-		CommitInterval: 100 * time.Millisecond})
+	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "billing", Topics: []string{"orders"},
+		CommitInterval: 100 * time.Millisecond}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 )
@@ -12,7 +13,7 @@ import (
 // Bad transactional configurations are errors naming the field or the
 // override; a second producer for one source is refused.
 func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
-	src, err := source.NewSource(source.Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}})
+	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

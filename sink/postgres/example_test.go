@@ -42,10 +42,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	src, err := franz.NewSource(franz.Config{
-		Brokers:     []string{"kafka.example:9092"},
-		Group:       "page-views-to-postgres",
-		Topics:      []string{"page-views"},
-		OffsetStore: w,
+		GroupConfig: sluice.GroupConfig{
+			Brokers:     []string{"kafka.example:9092"},
+			Group:       "page-views-to-postgres",
+			Topics:      []string{"page-views"},
+			OffsetStore: w,
+		},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -30,10 +30,12 @@ func ExampleNewBroker() {
 			sluice.Record{Value: []byte("order 3")})
 
 		src, err := source.NewSource(source.Config{
-			Brokers:        b.Addrs(),
-			Group:          "billing",
-			Topics:         []string{"orders"},
-			CommitInterval: 50 * time.Millisecond, // commit quickly: the example waits for it
+			GroupConfig: sluice.GroupConfig{
+				Brokers:        b.Addrs(),
+				Group:          "billing",
+				Topics:         []string{"orders"},
+				CommitInterval: 50 * time.Millisecond, // commit quickly: the example waits for it
+			},
 		})
 		if err != nil {
 			t.Fatal(err)

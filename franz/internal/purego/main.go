@@ -51,7 +51,7 @@ func produceBuilder(p *franz.Producer) pipeline.Builder {
 
 func main() {
 	// The franz source is what a deployment would run; built, not started.
-	if _, err := franz.NewSource(franz.Config{Brokers: []string{"localhost:9092"}, Group: "purego", Topics: []string{"in"}}); err != nil {
+	if _, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: []string{"localhost:9092"}, Group: "purego", Topics: []string{"in"}}}); err != nil {
 		log.Fatal(err)
 	}
 	m, err := metrics.New(prometheus.NewRegistry())

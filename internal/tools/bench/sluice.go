@@ -32,11 +32,11 @@ const (
 type newSource func(cfg runConfig) (sluice.Source, error)
 
 func confluentSource(cfg runConfig) (sluice.Source, error) {
-	return source.NewSource(source.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
+	return source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore}})
 }
 
 func franzSource(cfg runConfig) (sluice.Source, error) {
-	return franz.NewSource(franz.Config{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore})
+	return franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: cfg.brokers, Group: cfg.group, Topics: []string{cfg.topic}, OffsetStore: cfg.offsetStore}})
 }
 
 // sluiceEach is case (a): one Each stage recording every record.

@@ -226,7 +226,7 @@ func rssChild(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := source.Config{Brokers: strings.Split(*brokers, ","), Group: "rss", Topics: []string{rssTopic}}
+	cfg := source.Config{GroupConfig: sluice.GroupConfig{Brokers: strings.Split(*brokers, ","), Group: "rss", Topics: []string{rssTopic}}}
 	if *queueKiB > 0 {
 		cfg.Overrides = map[string]any{"queued.max.messages.kbytes": *queueKiB}
 	}
