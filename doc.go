@@ -19,6 +19,10 @@
 //   - the contracts between the runtime and a source: [Source], [Group],
 //     [AckGroup] (share groups, with [Ack]), and the [StartChecker] of a
 //     dead-letter destination;
+//   - [GroupConfig], the client-independent half of the Kafka
+//     consumer-group sources' configuration (source.Config and
+//     franz.Config embed it), with [DefaultCommitInterval] and
+//     [DefaultCloseTimeout];
 //   - the event hooks: [Hook] and one interface per event
 //     ([HookPartitionAssigned], [HookStageCall], ...).
 //

@@ -6,8 +6,8 @@ import "context"
 // each partition resumes: a sink that stores the offsets of what it wrote
 // in its own transactions (sink/txsink, sink/postgres). Users do not call
 // it; they hand the same store to the sink and to the source's Config
-// (source.Config.OffsetStore, franz.Config.OffsetStore), and the source
-// consults it on every assignment.
+// ([GroupConfig].OffsetStore, which source.Config and franz.Config embed),
+// and the source consults it on every assignment.
 //
 // The Kafka sources call Claim on their poll goroutine, once per
 // assignment, with the partitions newly assigned to this member, after

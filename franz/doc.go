@@ -5,6 +5,14 @@
 // librdkafka source in package source (read its documentation too); this
 // page says how, and where the two differ.
 //
+// Its [Config] is the client-independent [sluice.GroupConfig], the same
+// value package source takes, plus kgo options:
+//
+//	src, err := franz.NewSource(franz.Config{
+//		GroupConfig: sluice.GroupConfig{Brokers: brokers, Group: "billing", Topics: []string{"orders"}},
+//		Opts:        []kgo.Opt{kgo.ClientID("billing")},
+//	})
+//
 // # Poll loop
 //
 // One goroutine polls the client (PollRecords) with a short timeout (100ms,

@@ -1,5 +1,12 @@
 // Package source implements the Kafka [sluice.Source] on librdkafka
-// (github.com/confluentinc/confluent-kafka-go/v2, cgo).
+// (github.com/confluentinc/confluent-kafka-go/v2, cgo). Its [Config] is
+// the client-independent [sluice.GroupConfig] plus librdkafka's
+// Overrides:
+//
+//	src, err := source.NewSource(source.Config{
+//		GroupConfig: sluice.GroupConfig{Brokers: brokers, Group: "billing", Topics: []string{"orders"}},
+//		Overrides:   map[string]any{"security.protocol": "SSL"},
+//	})
 //
 // # Poll loop
 //

@@ -37,7 +37,8 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	brokers := []string{"localhost:9092"}
-	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{Brokers: brokers, Group: "billing", Topics: []string{"orders"}, Logger: logger}})
+	group := sluice.GroupConfig{Brokers: brokers, Group: "billing", Topics: []string{"orders"}, Logger: logger}
+	src, err := source.NewSource(source.Config{GroupConfig: group}) // or franz.NewSource(franz.Config{GroupConfig: group})
 	if err != nil {
 		return err
 	}
