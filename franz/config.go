@@ -20,9 +20,8 @@ const (
 )
 
 // Config configures a [Source]: the client-independent
-// [sluice.GroupConfig] (Brokers, Group, Topics, CommitInterval,
-// CloseTimeout, OffsetStore, Logger, SkipTopicCheck; see its fields'
-// contracts) and the kgo options of Opts. Brokers, Group and Topics are
+// [sluice.GroupConfig] (see its fields' contracts) and the kgo options
+// of Opts. Brokers, Group and Topics are
 // required; everything else has a default. NewSource copies it: changing
 // it (or the slices it holds) afterwards has no effect. Its errors name
 // the promoted fields as Config.<Field>.
@@ -32,6 +31,9 @@ const (
 // kgo.ConsumerGroup, and Logger receives franz-go's logs through
 // kgo.WithLogger.
 type Config struct {
+	// GroupConfig is the client-independent half: Brokers, Group,
+	// Topics, CommitInterval, CloseTimeout, OffsetStore, Logger and
+	// SkipTopicCheck, promoted (cfg.Brokers).
 	sluice.GroupConfig
 
 	// Opts are passed to kgo.NewClient after the source's defaults: TLS

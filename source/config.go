@@ -17,9 +17,8 @@ import (
 const DefaultCommitInterval = sluice.DefaultCommitInterval
 
 // Config configures a [Source]: the client-independent
-// [sluice.GroupConfig] (Brokers, Group, Topics, CommitInterval,
-// CloseTimeout, OffsetStore, Logger, SkipTopicCheck; see its fields'
-// contracts) and the librdkafka properties of Overrides. Brokers, Group
+// [sluice.GroupConfig] (see its fields' contracts) and the librdkafka
+// properties of Overrides. Brokers, Group
 // and Topics are required; everything else has a default. NewSource
 // copies it: changing it (or the slices and map it holds) afterwards has
 // no effect. Its errors name the promoted fields as Config.<Field>.
@@ -31,8 +30,13 @@ const DefaultCommitInterval = sluice.DefaultCommitInterval
 // slow coordinator makes Run report a Close that librdkafka would have
 // ended; the 40% of CloseTimeout that bounds a revoke's commit is part of
 // the default max.poll.interval.ms (see the package documentation,
-// "Timeouts"). Logger receives librdkafka's log events.
+// "Timeouts"). A commit librdkafka retries itself after a rejection
+// holds back the next one (one commit at a time). Logger receives
+// librdkafka's log events.
 type Config struct {
+	// GroupConfig is the client-independent half: Brokers, Group,
+	// Topics, CommitInterval, CloseTimeout, OffsetStore, Logger and
+	// SkipTopicCheck, promoted (cfg.Brokers).
 	sluice.GroupConfig
 
 	// Overrides are librdkafka configuration properties applied on top
