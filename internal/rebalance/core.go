@@ -87,6 +87,11 @@ type Core struct {
 	// rebalances only answer the client; owned still fences the final
 	// commit.
 	closing bool
+	// final: while Stop's final commit runs, the offsets it has not
+	// committed yet, and finalBy its deadline. A revoke served meanwhile
+	// commits the revoked partitions' share (revokeWhileStopping).
+	final   []sluice.Offset
+	finalBy time.Time
 }
 
 // New returns the core of one Run of b, feeding g. Call it once per Run,

@@ -51,8 +51,14 @@ func (c *Core) Assigned(tps []sluice.TopicPartition, attrs ...any) {
 // those it owned and commits what they finished, merged with their
 // pending offsets, synchronously after the commit in flight and bounded
 // by the commit timeout (drain, then commit). attrs are added to the log
-// line. Once closing it only drops tps out of the final commit.
+// line. Once closing, tps drop out of the final commit; while Stop's
+// final commit runs, the final offsets of those still owned are
+// committed first (revokeWhileStopping).
 func (c *Core) Revoked(tps []sluice.TopicPartition, attrs ...any) {
+	if c.closing {
+		c.revokeWhileStopping(tps, attrs...)
+		return
+	}
 	if mine, pending := c.leaving(tps); len(mine) > 0 {
 		c.revoke(mine, pending, attrs...)
 	}
@@ -81,6 +87,34 @@ func (c *Core) leaving(tps []sluice.TopicPartition) (mine []sluice.TopicPartitio
 	}
 	c.Flush()
 	return c.giveUp(tps)
+}
+
+// revokeWhileStopping serves a revoke that comes while Stop's final
+// commit runs (the client serves its rebalance then: before the first
+// attempt and while a refused attempt waits to be retried). The revoked
+// partitions are still this member's until the revoke is answered, and
+// their graphs are drained already, so their share of the final offsets
+// is committed now, synchronously and by the final commit's deadline, as
+// any revoke commits what its drain finished; then they drop out of the
+// final commit. Their next owner starts where this member stopped. A
+// refused commit is logged like any revoke's; outside the final commit
+// (c.final is nil) the partitions are only dropped.
+func (c *Core) revokeWhileStopping(tps []sluice.TopicPartition, attrs ...any) {
+	var mine []sluice.TopicPartition
+	for _, tp := range tps {
+		if c.owned[tp] {
+			mine = append(mine, tp)
+		}
+	}
+	c.drop(tps)
+	offs := filterTPs(c.final, mine)
+	if len(offs) == 0 {
+		return
+	}
+	c.final = filterTPs(c.final, c.OwnedList())
+	c.log.Info("partitions revoked while stopping; committing their final offsets",
+		append([]any{"partitions", mine, "offsets", offs}, attrs...)...)
+	c.commitSync(offs, "revoke", c.finalBy)
 }
 
 // join reports Group.Joined once, at the first assignment, unless the

@@ -101,20 +101,30 @@ func TestLostCommitsNothing(t *testing.T) {
 	})
 }
 
-// A revoke or a loss served while shutting down drains nothing: the
-// partition only drops out of the final commit.
+// A revoke or a loss served while shutting down drains nothing (the
+// graphs are drained already): a lost partition only drops out of the
+// final commit, a revoked one has its final offset committed in the
+// revoke first.
 func TestRevokedOrLostWhileClosingDropsOutOfFinalCommit(t *testing.T) {
-	for name, serve := range map[string]func(*Core, []TP){
-		"revoked": func(c *Core, tps []TP) { c.Revoked(tps) },
-		"lost":    (*Core).Lost,
+	for name, tc := range map[string]struct {
+		serve    func(*Core, []TP)
+		inRevoke bool
+	}{
+		"revoked": {func(c *Core, tps []TP) { c.Revoked(tps) }, true},
+		"lost":    {(*Core).Lost, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := start(t)
 				h.assign(tp0, tp1)
 				h.setFinal(off(tp0, 4), off(tp1, 6))
-				h.b.beforeFinal = func() { serve(h.core, []TP{tp0}) }
+				h.b.beforeFinal = func() { tc.serve(h.core, []TP{tp0}) }
 				h.cancel()
+				if tc.inRevoke {
+					c := h.nextCommit()
+					wantOffsets(t, "commit in the revoke", c.offs, off(tp0, 4))
+					c.ok()
+				}
 				c := h.nextCommit()
 				wantOffsets(t, "final commit", c.offs, off(tp1, 6))
 				c.ok()

@@ -28,7 +28,10 @@ func (c *Core) Stop() error {
 	final := mergeOffsets(filterTPs(offs, owned), c.takePending(owned))
 	clear(c.pending)
 	began := time.Now()
-	commitErr := c.commitFinal(final, began.Add(c.commitTimeout()))
+	deadline := began.Add(c.commitTimeout())
+	c.final, c.finalBy = final, deadline
+	commitErr := c.commitFinal(final, deadline)
+	c.final = nil
 	return errors.Join(commitErr, c.LeaveAndClose(began))
 }
 
@@ -45,8 +48,10 @@ const FinalCommitRefused = "the group refused the final commit (its membership m
 // commitFinal commits offs synchronously, retrying while the coordinator
 // answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
 // SyncGroup) until deadline, and letting the backend serve the client
-// meanwhile so that the rebalance can complete. A partition revoked or
-// lost meanwhile is no longer owned and is dropped from the retry. A
+// meanwhile so that the rebalance can complete. A partition revoked
+// meanwhile has its offset committed in the revoke
+// (revokeWhileStopping), one lost meanwhile is not committed at all:
+// either way it is no longer owned and drops out of the retry. A
 // refusal because the group moved on, also a REBALANCE_IN_PROGRESS still
 // answered when the deadline nears, is logged as a warning
 // (FinalCommitRefused) and is no error. Any other error wraps the last
