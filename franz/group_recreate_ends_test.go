@@ -24,7 +24,7 @@ func doneEnd(in pipeline.Stream[sluice.Record]) pipeline.End {
 func txnEnd(t *testing.T, b *kafkatest.Broker, src *Source) func(pipeline.Stream[sluice.Record]) pipeline.End {
 	t.Helper()
 	b.CreateTopic(t, "out", 1)
-	p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionalID: "recreate-1"})
+	p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

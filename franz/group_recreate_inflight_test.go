@@ -35,7 +35,7 @@ func TestTransactionalSourceTopicRecreatedRecordInFlight(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	src := newRecreateSource(t, b)
-	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionalID: "recreate-1"})
+	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestTransactionalSourceTopicRecreatedStoppedWhenGone(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	testStoppedWhenGone(t, b, func(src *Source) (func(pipeline.Stream[sluice.Record]) pipeline.End, func() error) {
-		p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionalID: "recreate-1"})
+		p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
 		if err != nil {
 			t.Fatal(err)
 		}

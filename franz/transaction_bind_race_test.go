@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -41,7 +42,7 @@ func TestNewTransactionalProducerRacingRunIsRefusedOrTaken(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			p, bindErr = NewTransactionalProducer(src, TransactionalConfig{TransactionalID: "race"})
+			p, bindErr = NewTransactionalProducer(src, TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "race"}})
 		})
 		close(start)
 		wg.Wait()

@@ -8,15 +8,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice/internal/exactlyonce"
+	"github.com/sluice-go/sluice/sink"
 )
 
 // DefaultTransactionTimeout is the kgo.TransactionTimeout of a
-// transactional producer unless [TransactionalConfig.TransactionTimeout]
-// says otherwise: confluent.DefaultTransactionTimeout, how long the broker
-// keeps a crashed consumer's transaction open before it aborts it.
-const DefaultTransactionTimeout = exactlyonce.DefaultTransactionTimeout
+// transactional producer unless its TransactionTimeout says otherwise; it
+// equals sink.DefaultTransactionTimeout.
+const DefaultTransactionTimeout = sink.DefaultTransactionTimeout
 
-// TransactionalConfig configures [NewTransactionalProducer].
+// TransactionalConfig configures [NewTransactionalProducer]: franz-go's
+// [ProducerConfig] and the client-independent [sink.TransactionConfig]
+// (see its fields' contracts), whose fields it promotes; errors name them
+// as TransactionalConfig.<Field>.
+//
+// With franz-go, TransactionalID and TransactionTimeout are
+// kgo.TransactionalID and kgo.TransactionTimeout, which Opts may not set;
+// TransactionTimeout must be at least 1ms (kgo counts it in
+// milliseconds), and a zero ProducerConfig.DeliveryTimeout becomes the
+// shorter of TransactionTimeout and DefaultDeliveryTimeout.
+// CommitTimeout bounds kgo's InitProducerID at Run's start, retries
+// included: past it, Run returns an error naming TransactionalID and the
+// broker's last answer.
 type TransactionalConfig struct {
 	// ProducerConfig is validated as for [NewProducer], with two
 	// differences, both because the producer shares the source's kgo
@@ -25,30 +37,17 @@ type TransactionalConfig struct {
 	// source's Config.Brokers are used; if set they must be the same
 	// brokers), and Opts go to that shared client after the source's
 	// Config.Opts, so they may set producer and client options only (a
-	// consumer or group option is refused) and may not set kgo.TransactionalID
-	// nor kgo.TransactionTimeout (use the fields below). The shared
-	// client logs to the source's Config.Logger; ProducerConfig.Logger
-	// gets the producer's own warnings.
+	// consumer or group option is refused) and may not set
+	// kgo.TransactionalID nor kgo.TransactionTimeout (use
+	// TransactionConfig). The shared client logs to the source's
+	// Config.Logger; ProducerConfig.Logger gets the producer's own
+	// warnings.
 	ProducerConfig
-	// TransactionalID identifies the producer to the transaction
-	// coordinator (kgo.TransactionalID). Required. It must be unique per
-	// consumer process (two live producers with one id fence each other),
-	// and is best stable across restarts of one instance (a prefix plus
-	// its pod name): the restarted instance then aborts at once the
-	// transaction its crashed predecessor left open, instead of the broker
-	// after TransactionTimeout.
-	TransactionalID string
-	// TransactionTimeout is kgo.TransactionTimeout (0:
-	// DefaultTransactionTimeout; at most the brokers'
-	// transaction.max.timeout.ms). A transaction open longer is aborted by
-	// the broker. ProducerConfig.DeliveryTimeout defaults to it (instead
-	// of DefaultDeliveryTimeout) when it is zero.
-	TransactionTimeout time.Duration
-	// CommitTimeout bounds initializing the producer id at Run's start
-	// (past it, Run returns an error naming TransactionalID and the
-	// broker's last answer), and committing and aborting each
-	// transaction (0: 10s).
-	CommitTimeout time.Duration
+
+	// TransactionConfig is the client-independent half: TransactionalID,
+	// TransactionTimeout and CommitTimeout, promoted
+	// (cfg.TransactionalID).
+	sink.TransactionConfig
 }
 
 // reservedTxnOpts are refused in TransactionalConfig's Opts with a reason
@@ -62,7 +61,7 @@ var reservedTxnOpts = []reservedOpt{
 // validate checks cfg for the source src and returns it with Brokers and
 // the timeouts filled in.
 func (cfg TransactionalConfig) validate(src *Source) (TransactionalConfig, error) {
-	if err := exactlyonce.CheckConfig("franz", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
+	if err := exactlyonce.CheckConfig("franz", cfg.TransactionConfig); err != nil {
 		return cfg, err
 	}
 	cfg.TransactionTimeout = exactlyonce.TransactionTimeoutOrDefault(cfg.TransactionTimeout)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/sink"
 )
 
 func txnTestSource(t *testing.T) *franz.Source {
@@ -35,10 +36,10 @@ func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
 		cfg  franz.TransactionalConfig
 		want string
 	}{
-		{"no id", franz.TransactionalConfig{TransactionalID: " "}, "TransactionalConfig.TransactionalID is empty"},
-		{"negative txn timeout", base(franz.TransactionalConfig{TransactionTimeout: -time.Second}), "TransactionalConfig.TransactionTimeout = -1s"},
-		{"sub-ms txn timeout", base(franz.TransactionalConfig{TransactionTimeout: time.Microsecond}), "TransactionalConfig.TransactionTimeout = 1µs"},
-		{"negative commit timeout", base(franz.TransactionalConfig{CommitTimeout: -time.Second}), "TransactionalConfig.CommitTimeout = -1s"},
+		{"no id", franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: " "}}, "TransactionalConfig.TransactionalID is empty"},
+		{"negative txn timeout", base(franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionTimeout: -time.Second}}), "TransactionalConfig.TransactionTimeout = -1s"},
+		{"sub-ms txn timeout", base(franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionTimeout: time.Microsecond}}), "TransactionalConfig.TransactionTimeout = 1µs"},
+		{"negative commit timeout", base(franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{CommitTimeout: -time.Second}}), "TransactionalConfig.CommitTimeout = -1s"},
 		{"other brokers", base(franz.TransactionalConfig{ProducerConfig: franz.ProducerConfig{Brokers: []string{"elsewhere:9092"}}}),
 			"TransactionalConfig.Brokers [elsewhere:9092] are not the source's Config.Brokers [localhost:9092]"},
 		{"negative close timeout", base(franz.TransactionalConfig{ProducerConfig: franz.ProducerConfig{CloseTimeout: -1}}), "ProducerConfig.CloseTimeout"},
@@ -67,7 +68,7 @@ func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
 // A nil source, a second producer for one source and one bound after Run
 // started are refused; the same brokers in another order are accepted.
 func TestNewTransactionalProducerBinding(t *testing.T) {
-	if _, err := franz.NewTransactionalProducer(nil, franz.TransactionalConfig{TransactionalID: "id"}); err == nil ||
+	if _, err := franz.NewTransactionalProducer(nil, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "id"}}); err == nil ||
 		!strings.Contains(err.Error(), "the source is nil") {
 		t.Fatalf("nil source: %v", err)
 	}
@@ -75,7 +76,7 @@ func TestNewTransactionalProducerBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionalID: "id",
+	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "id"},
 		ProducerConfig: franz.ProducerConfig{Brokers: []string{"b:2", "a:1"}}})
 	if err != nil {
 		t.Fatalf("the source's brokers in another order: %v", err)
@@ -83,7 +84,7 @@ func TestNewTransactionalProducerBinding(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close of a producer whose source never ran = %v, want nil", err)
 	}
-	if _, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionalID: "id2"}); err == nil ||
+	if _, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "id2"}}); err == nil ||
 		!strings.Contains(err.Error(), "the source has a transactional producer already") {
 		t.Fatalf("second producer: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestNewTransactionalProducerBinding(t *testing.T) {
 // A transactional producer used outside its source's Run fails at once,
 // permanently, naming why; Close still returns nil.
 func TestTransactionalProducerBeforeRun(t *testing.T) {
-	p, err := franz.NewTransactionalProducer(txnTestSource(t), franz.TransactionalConfig{TransactionalID: "id"})
+	p, err := franz.NewTransactionalProducer(txnTestSource(t), franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

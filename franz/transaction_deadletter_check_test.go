@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -23,7 +24,7 @@ func TestTransactionalDeadLetterTopicCheckedBeforeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig: franz.ProducerConfig{Brokers: b.Addrs()}, TransactionalID: "id"})
+		ProducerConfig: franz.ProducerConfig{Brokers: b.Addrs()}, TransactionConfig: sink.TransactionConfig{TransactionalID: "id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

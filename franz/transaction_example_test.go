@@ -22,7 +22,7 @@ func ExampleNewTransactionalProducer() {
 	testkit.RunExample("ExampleNewTransactionalProducer", func(t *testing.T) {
 		b, src := ordersOn(t, "shout", "shouted", "order 1", "order 2")
 		p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-			TransactionalID: "shout-1", // unique per process, stable per instance
+			TransactionConfig: sink.TransactionConfig{TransactionalID: "shout-1"}, // unique per process, stable per instance
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -29,7 +29,7 @@ func TestTransactionalMaxVersionsBelowKIP890(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionalID: "capped-1"})
+	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "capped-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -34,8 +35,7 @@ func newTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID string,
 	t.Helper()
 	src := newSource(t, b.Addrs(), group, topic)
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		TransactionalID: txnID,
-		CommitTimeout:   commitTimeout,
+		TransactionConfig: sink.TransactionConfig{TransactionalID: txnID, CommitTimeout: commitTimeout},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -28,8 +29,8 @@ func TestExactlyOnceTopicRecreatedLonger(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	src := shapeSource(t, b, nil)
 	p, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
-		ProducerConfig:  confluent.ProducerConfig{Brokers: b.Addrs()},
-		TransactionalID: "recreate-eos-1",
+		ProducerConfig:    confluent.ProducerConfig{Brokers: b.Addrs()},
+		TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-eos-1"},
 	})
 	if err != nil {
 		t.Fatal(err)

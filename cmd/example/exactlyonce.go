@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/sluice-go/sluice/franz"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 )
@@ -17,7 +18,7 @@ func newLibrdkafkaProducer(o options, src *source.Source, cfg confluent.Producer
 	if !o.exactlyOnce {
 		return confluent.NewProducer(cfg)
 	}
-	return confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: cfg, TransactionalID: transactionalID(o)})
+	return confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: cfg, TransactionConfig: transactionConfig(o)})
 }
 
 // newFranzProducer returns the franz backend's producer: with
@@ -28,18 +29,21 @@ func newFranzProducer(o options, src *franz.Source, cfg franz.ProducerConfig) (*
 		return franz.NewProducer(cfg)
 	}
 	return franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig:  franz.ProducerConfig{Logger: cfg.Logger},
-		TransactionalID: transactionalID(o),
+		ProducerConfig:    franz.ProducerConfig{Logger: cfg.Logger},
+		TransactionConfig: transactionConfig(o),
 	})
 }
 
-// transactionalID is the demo's transactional.id: unique per process and,
+// transactionConfig is the demo's client-independent half of either
+// client's TransactionalConfig: a TransactionalID unique per process and,
 // with --client-id, stable across its restarts (a restarted process then
-// aborts at once what its crashed predecessor left open).
-func transactionalID(o options) string {
-	if o.clientID != "" {
-		return "sluice-example-" + o.clientID
+// aborts at once what its crashed predecessor left open); the timeouts'
+// defaults.
+func transactionConfig(o options) sink.TransactionConfig {
+	id := "sluice-example-" + o.clientID
+	if o.clientID == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("sluice-example-%s-%d", host, os.Getpid())
 	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("sluice-example-%s-%d", host, os.Getpid())
+	return sink.TransactionConfig{TransactionalID: id}
 }

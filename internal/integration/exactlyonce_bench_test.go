@@ -150,7 +150,7 @@ func eosLibrdkafka(b *testing.B, br *kafkatest.Broker, group, in string, interva
 	pcfg := confluent.ProducerConfig{Brokers: br.Addrs()}
 	var p *confluent.Producer
 	if eos {
-		p, err = confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: pcfg, TransactionalID: "bench-" + group})
+		p, err = confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{ProducerConfig: pcfg, TransactionConfig: sink.TransactionConfig{TransactionalID: "bench-" + group}})
 	} else {
 		p, err = confluent.NewProducer(pcfg)
 	}
@@ -169,7 +169,7 @@ func eosFranz(b *testing.B, br *kafkatest.Broker, group, in string, interval tim
 	}
 	var p *franz.Producer
 	if eos {
-		p, err = franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionalID: "bench-" + group})
+		p, err = franz.NewTransactionalProducer(src, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "bench-" + group}})
 	} else {
 		p, err = franz.NewProducer(franz.ProducerConfig{Brokers: br.Addrs()})
 	}

@@ -35,10 +35,8 @@ func newFranzTxnSource(t *testing.T, b *kafkatest.Broker, group, topic, txnID st
 func newFranzTxnProducer(t *testing.T, src *franz.Source, txnID string, txn time.Duration) *franz.Producer {
 	t.Helper()
 	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
-		ProducerConfig:     franz.ProducerConfig{Logger: kafkatest.Logger(t)},
-		TransactionalID:    txnID,
-		TransactionTimeout: txn,
-		CommitTimeout:      eosGenerous.commit,
+		ProducerConfig:    franz.ProducerConfig{Logger: kafkatest.Logger(t)},
+		TransactionConfig: sink.TransactionConfig{TransactionalID: txnID, TransactionTimeout: txn, CommitTimeout: eosGenerous.commit},
 	})
 	if err != nil {
 		t.Fatal(err)

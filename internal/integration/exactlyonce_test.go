@@ -67,10 +67,8 @@ func newTxnSourceWith(t *testing.T, b *kafkatest.Broker, group, topic, txnID str
 	t.Helper()
 	src := newSource(t, b, group, topic, nil)
 	p, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
-		ProducerConfig:     confluent.ProducerConfig{Brokers: b.Addrs(), Logger: kafkatest.Logger(t)},
-		TransactionalID:    txnID,
-		TransactionTimeout: tm.txn,
-		CommitTimeout:      tm.commit,
+		ProducerConfig:    confluent.ProducerConfig{Brokers: b.Addrs(), Logger: kafkatest.Logger(t)},
+		TransactionConfig: sink.TransactionConfig{TransactionalID: txnID, TransactionTimeout: tm.txn, CommitTimeout: tm.commit},
 	})
 	if err != nil {
 		t.Fatal(err)

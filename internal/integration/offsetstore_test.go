@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/confluent"
 
 	"github.com/sluice-go/sluice"
@@ -266,13 +267,13 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 			switch s := src.(type) {
 			case *source.Source:
 				p, err := confluent.NewTransactionalProducer(s, confluent.TransactionalConfig{
-					ProducerConfig: confluent.ProducerConfig{Brokers: b.Addrs()}, TransactionalID: group + "-txn"})
+					ProducerConfig: confluent.ProducerConfig{Brokers: b.Addrs()}, TransactionConfig: sink.TransactionConfig{TransactionalID: group + "-txn"}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = p.Close() })
 			case *franz.Source:
-				p, err := franz.NewTransactionalProducer(s, franz.TransactionalConfig{TransactionalID: group + "-txn"})
+				p, err := franz.NewTransactionalProducer(s, franz.TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: group + "-txn"}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,44 +3,41 @@ package confluent
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/sluice-go/sluice/internal/exactlyonce"
 	"github.com/sluice-go/sluice/internal/librdkafka"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/source"
 )
 
 // DefaultTransactionTimeout is the transaction.timeout.ms of a
-// transactional producer unless [TransactionalConfig.TransactionTimeout]
-// says otherwise: how long the broker keeps a crashed consumer's
-// transaction open (delaying read_committed readers of its outputs)
-// before it aborts it. franz.DefaultTransactionTimeout is the same.
-const DefaultTransactionTimeout = exactlyonce.DefaultTransactionTimeout
+// transactional producer unless its TransactionTimeout says otherwise; it
+// equals sink.DefaultTransactionTimeout (and franz.DefaultTransactionTimeout).
+const DefaultTransactionTimeout = sink.DefaultTransactionTimeout
 
-// TransactionalConfig configures [NewTransactionalProducer].
+// TransactionalConfig configures [NewTransactionalProducer]: librdkafka's
+// [ProducerConfig] and the client-independent [sink.TransactionConfig]
+// (see its fields' contracts), whose fields it promotes; errors name them
+// as TransactionalConfig.<Field>.
+//
+// With librdkafka, TransactionalID and TransactionTimeout are the
+// producer's transactional.id and transaction.timeout.ms, which
+// Overrides may not set. Unless Overrides sets message.timeout.ms, its
+// default (30s) is lowered to TransactionTimeout when that is shorter:
+// librdkafka requires message.timeout.ms <= transaction.timeout.ms.
+// CommitTimeout bounds librdkafka's InitTransactions, which the source's
+// Run calls before it creates its consumer.
 type TransactionalConfig struct {
 	// ProducerConfig is validated as for [NewProducer]. Its Overrides may
-	// not set transactional.id nor transaction.timeout.ms (use the fields
-	// below).
+	// not set transactional.id nor transaction.timeout.ms (use
+	// TransactionConfig).
 	ProducerConfig
-	// TransactionalID identifies the producer to the transaction
-	// coordinator. Required. It must be unique per consumer process (two
-	// live producers with one id fence each other), and is best stable
-	// across restarts of one instance (a prefix plus its client.id or pod
-	// name): the restarted instance then aborts at once the transaction its
-	// crashed predecessor left open, instead of the broker after
-	// TransactionTimeout.
-	TransactionalID string
-	// TransactionTimeout is the producer's transaction.timeout.ms (0:
-	// DefaultTransactionTimeout; at most the brokers'
-	// transaction.max.timeout.ms). A transaction open longer is aborted by
-	// the broker, which stops Run at the next commit. message.timeout.ms
-	// is lowered to it unless Overrides sets it.
-	TransactionTimeout time.Duration
-	// CommitTimeout bounds initializing, committing and aborting each
-	// transaction (0: 10s).
-	CommitTimeout time.Duration
+
+	// TransactionConfig is the client-independent half: TransactionalID,
+	// TransactionTimeout and CommitTimeout, promoted
+	// (cfg.TransactionalID).
+	sink.TransactionConfig
 }
 
 // NewTransactionalProducer returns a transactional producer bound to src
@@ -60,7 +57,7 @@ func NewTransactionalProducer(src *source.Source, cfg TransactionalConfig) (*Pro
 	if src == nil {
 		return nil, errors.New("confluent: NewTransactionalProducer: the source is nil")
 	}
-	if err := exactlyonce.CheckConfig("confluent", cfg.TransactionalID, cfg.TransactionTimeout, cfg.CommitTimeout); err != nil {
+	if err := exactlyonce.CheckConfig("confluent", cfg.TransactionConfig); err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"transactional.id", "transaction.timeout.ms"} {

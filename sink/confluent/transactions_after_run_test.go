@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -29,8 +30,8 @@ func TestNewTransactionalProducerAfterRunIsRefused(t *testing.T) {
 		t.Fatalf("Run = %v, want the missing-topic error", err)
 	}
 	p, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
-		ProducerConfig:  confluent.ProducerConfig{Brokers: b.Addrs()},
-		TransactionalID: "after-run",
+		ProducerConfig:    confluent.ProducerConfig{Brokers: b.Addrs()},
+		TransactionConfig: sink.TransactionConfig{TransactionalID: "after-run"},
 	})
 	if err == nil {
 		_ = p.Close()

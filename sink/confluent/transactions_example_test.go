@@ -33,8 +33,8 @@ func ExampleNewTransactionalProducer() {
 		log.Fatal(err)
 	}
 	prod, err := confluent.NewTransactionalProducer(src, confluent.TransactionalConfig{
-		ProducerConfig:  confluent.ProducerConfig{Brokers: b.Addrs()},
-		TransactionalID: "billing-instance-1", // unique per process, stable across its restarts
+		ProducerConfig:    confluent.ProducerConfig{Brokers: b.Addrs()},
+		TransactionConfig: sink.TransactionConfig{TransactionalID: "billing-instance-1"}, // unique per process, stable across its restarts
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/source"
 )
@@ -17,7 +18,7 @@ func TestNewTransactionalProducerRefusesBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := confluent.TransactionalConfig{ProducerConfig: confluent.ProducerConfig{Brokers: []string{"127.0.0.1:1"}}, TransactionalID: "id"}
+	ok := confluent.TransactionalConfig{ProducerConfig: confluent.ProducerConfig{Brokers: []string{"127.0.0.1:1"}}, TransactionConfig: sink.TransactionConfig{TransactionalID: "id"}}
 	with := func(f func(*confluent.TransactionalConfig)) confluent.TransactionalConfig { c := ok; f(&c); return c }
 	for name, tc := range map[string]struct {
 		src  *source.Source
