@@ -9,7 +9,10 @@
 // franz, franz-go, pure Go); testkit.NewProducer is a fake for unit tests.
 // Each returns a type that implements Producer, so a program names its
 // client in one place, where it creates the producer, and passes a
-// Producer everywhere else. This package imports no Kafka client.
+// Producer everywhere else. [TransactionConfig] is the client-independent
+// half of both transactional producers' configuration
+// (confluent.TransactionalConfig and franz.TransactionalConfig embed it).
+// This package imports no Kafka client.
 //
 // One Producer is shared by every partition's graph: create it before
 // pipeline.Run and close it after Run returned. Close waits a bounded time
