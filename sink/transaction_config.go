@@ -34,10 +34,10 @@ type TransactionConfig struct {
 	TransactionalID string
 
 	// TransactionTimeout is the producer's transaction timeout
-	// (librdkafka's transaction.timeout.ms, kgo.TransactionTimeout): a
-	// transaction open longer is aborted by the broker: its commit fails
-	// and its partitions rewind. Zero means DefaultTransactionTimeout; it
-	// must not be negative, nor more than the brokers'
+	// (librdkafka's transaction.timeout.ms, kgo.TransactionTimeout): the
+	// broker aborts a transaction open longer (its commit then fails and
+	// its partitions rewind). Zero means DefaultTransactionTimeout; it must
+	// not be negative, nor more than the brokers'
 	// transaction.max.timeout.ms.
 	TransactionTimeout time.Duration
 
