@@ -150,4 +150,3 @@ func processedPer(o *offsets) map[int32]int64 {
 	}
 	return out
 }
-
