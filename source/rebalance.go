@@ -132,9 +132,19 @@ func (r *runner) resumeLeftPaused(tps []sluice.TopicPartition) {
 // holds the partitions, then unassigns them.
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
-	if lost {
+	switch {
+	case lost:
 		r.core.Lost(tps)
-	} else {
+	case r.core.Closing() && r.k.cfg.consumerProtocol():
+		// KIP-848 revokes a recreated topic's partitions by topic ID, and
+		// the revoke names only the topic, which the new topic shares; the
+		// log line that reports the recreation (topicsRecreated) may come
+		// after it. A revoke while stopping would commit the final offsets
+		// by name, so here the partitions only drop out of the final
+		// commit: a commit of the old topic's offsets onto the new one
+		// would skip its records.
+		r.core.Lost(tps)
+	default:
 		r.core.Revoked(tps, "cooperative", cooperative)
 	}
 	r.unassign(parts, cooperative)

@@ -95,8 +95,12 @@ func (s *recreatedTopics) take() []string {
 // that holds one is waited for), moved to their start in the new topic
 // (startRecreated) with a seek, which also drops what librdkafka fetched
 // of them before (its version barrier), and given new graphs. It runs on
-// the poll goroutine, before every poll, between the events of one and
-// at the start of every rebalance callback.
+// the poll goroutine, before every poll, between the events of one, at
+// the start of every rebalance callback and before every attempt of the
+// final commit. While the source stops, the partitions are only lost:
+// they drop out of the final commit (librdkafka commits by topic name, so
+// the old topic's offsets would land on the new topic), and nothing is
+// started anew.
 func (r *runner) topicsRecreated() {
 	for _, topic := range r.recreated.take() {
 		var tps []sluice.TopicPartition
@@ -106,7 +110,13 @@ func (r *runner) topicsRecreated() {
 				delete(r.highs, tp)
 			}
 		}
-		if len(tps) == 0 || r.core.Closing() {
+		if len(tps) == 0 {
+			continue
+		}
+		if r.core.Closing() {
+			r.log.Warn("the topic was deleted and created again while the source stops (librdkafka reported a new topic ID); its partitions are lost: nothing of the old topic is committed onto the new one",
+				"topic", topic, "partitions_lost", len(tps))
+			r.core.Lost(tps)
 			continue
 		}
 		r.log.Warn("the topic was deleted and created again (librdkafka reported a new topic ID); its partitions are lost and consumed anew from the new topic's start",

@@ -45,9 +45,12 @@ func (r *runner) Leave(deadline time.Time) error {
 	return nil
 }
 
-// BeforeFinalCommit does nothing: the rebalances that come meanwhile are
-// served inside Poll (WaitToRetryCommit, leave).
-func (r *runner) BeforeFinalCommit() {}
+// BeforeFinalCommit loses the partitions of a topic librdkafka reported
+// recreated (topicsRecreated), so that no attempt of the final commit
+// carries an offset of the old topic onto the new one (librdkafka commits
+// by name). The rebalances that come meanwhile are served inside Poll
+// (WaitToRetryCommit, leave).
+func (r *runner) BeforeFinalCommit() { r.topicsRecreated() }
 
 // WaitToRetryCommit polls (records dropped, callbacks served) for d, so
 // that the rebalance in progress can complete.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -22,14 +24,15 @@ import (
 // TestFinalCommitIllegalGenerationPartitionsMoving with the commit A
 // sends in the revoke (of the partitions B takes, revoked while A's final
 // commit waits to be retried) held unanswered at the broker until A's
-// Run returned: a coordinator slow to answer one commit. The final
-// commit of the partitions A kept must still reach the broker, and Run
-// must return nil, as they did before a revoke while stopping committed
-// anything (the revoke then only dropped its partitions; nothing is held
-// here then, as the hold waits for the core's log line of such a revoke).
+// Run returned: a coordinator slow to answer one commit. That commit
+// carries the final offsets of every partition A owned, the ones it keeps
+// too, so nothing waits behind it: A sends no other commit, Run returns
+// within CloseTimeout with an error naming the final commit that did not
+// finish, and no commit of A lands on a partition once B owns it.
 func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	t.Parallel()
 	const parts, perPartition = 4, 200
+	const closeTimeout = 3 * time.Second
 	r := newFaultRun(t, kafkatest.NewKfake(t), "fgen-moving-held", parts, perPartition)
 	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
@@ -37,10 +40,10 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	var revokeSeen atomic.Bool
 	ov := map[string]any{"client.id": "A", "reconnect.backoff.max.ms": 500, "debug": "protocol",
 		"heartbeat.interval.ms": 100, "session.timeout.ms": 20000}
-	src, err := source.NewSource(source.Config{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Overrides: ov,
+	src, err := source.NewSource(source.Config{GroupConfig: sluice.GroupConfig{
+		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, CloseTimeout: closeTimeout,
 		Logger: slog.New(messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: log}),
-	})
+	}, Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,21 +124,22 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	if !refusedOnce.Load() {
 		t.Fatalf("no commit of A was answered ILLEGAL_GENERATION: the scenario did not happen")
 	}
-	if runErr != nil {
-		t.Errorf("A: Run = %v, want nil", runErr)
+	if !revokeSeen.Load() || len(inRevoke) == 0 {
+		t.Fatalf("no commit of a revoke while stopping was held: the scenario did not happen")
 	}
-	// Once a revoke commit was held, the partitions of the refused final
-	// commit not in it are those A kept: its final commit of them must
-	// have been sent. (Nothing is held when no revoke commits: then only
-	// Run's result counts.)
-	var missing []int32
-	for _, p := range slices.Sorted(maps.Keys(firstRefused)) {
-		if len(inRevoke) > 0 && !inRevoke[p] && !sent[p] {
-			missing = append(missing, p)
+	for p := range firstRefused {
+		if !inRevoke[p] {
+			t.Errorf("the held revoke commit left out partition %d of A's final offsets (it carries %v)", p, slices.Sorted(maps.Keys(inRevoke)))
 		}
 	}
-	if len(missing) > 0 {
-		t.Errorf("A's final commit of partitions %v, which it kept (not in the held revoke commit), never reached the broker", missing)
+	if len(sent) > 0 {
+		t.Errorf("A sent commits of partitions %v while the revoke commit was held, want none", slices.Sorted(maps.Keys(sent)))
+	}
+	if runErr == nil || !strings.Contains(runErr.Error(), "did not finish within Config.CloseTimeout") {
+		t.Errorf("A: Run = %v, want an error naming the final commit that did not finish within Config.CloseTimeout", runErr)
+	}
+	if took > 2*closeTimeout {
+		t.Errorf("A's Run took %v, want it bounded by CloseTimeout (%v) plus the drain", took, closeTimeout)
 	}
 }
 

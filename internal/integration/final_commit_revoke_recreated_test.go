@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
@@ -52,18 +53,13 @@ func (h messageWatch) WithGroup(name string) slog.Handler {
 // TestFinalCommitRevokeOfARecreatedTopicKIP848: A (librdkafka, KIP-848)
 // has processed the 200 records of a topic and committed nothing when it
 // is stopped. Its final commit is answered STALE_MEMBER_EPOCH (retried;
-// every attempt is refused until A logs a revoke while stopping) while
-// the topic is deleted and created again with 300 new records; the broker
-// then moves the partition by topic ID, revoking the old topic's.
-// While running, the source loses a recreated topic's partitions before
-// serving a revoke (topicsRecreated), so that a revoke never commits the
-// old topic's offsets onto the new one; while closing it skips that, and
-// a revoke while stopping now commits the final offsets. The group must
-// not end up with the old topic's offset (200) on the new topic: the next
-// consumer would skip the new topic's records 0 to 199. (Before a revoke
-// while stopping committed anything, the revoke only dropped the
-// partition: the group kept nothing and the next consumer processed all
-// 300.)
+// every attempt is refused until A logs a revoke while stopping, which
+// under KIP-848 it does not) while the topic is deleted and created again
+// with 300 new records; the broker then moves the partition by topic ID,
+// revoking the old topic's. librdkafka commits by name, so neither that
+// revoke nor a retry of the final commit may commit the old topic's
+// offset (200) onto the new topic: the group keeps nothing of A, and the
+// next consumer processes all 300 records of the new topic.
 func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}))
@@ -77,8 +73,8 @@ func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
 	}
 	log := messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: inner}
 	src, err := source.NewSource(source.Config{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Logger: slog.New(log),
-		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "A", "topic.metadata.refresh.interval.ms": 100},
+		GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Logger: slog.New(log)},
+		Overrides:   map[string]any{"group.protocol": "consumer", "client.id": "A", "topic.metadata.refresh.interval.ms": 100},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +183,7 @@ func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
 	// new topic.
 	newHW := map[int32]int64{0: 300}
 	bSeen := newOffsets(newHW)
-	bSrc := sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond,
+	bSrc := sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: 50 * time.Millisecond},
 		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "B"}})
 	bc := startConsumer(t, "B", bSrc, countingBuilder("B", r.es, bSeen, nil))
 	waitGroupAt(t, b, group, topic, newHW, bc)

@@ -52,8 +52,10 @@ func (c *Core) Assigned(tps []sluice.TopicPartition, attrs ...any) {
 // pending offsets, synchronously after the commit in flight and bounded
 // by the commit timeout (drain, then commit). attrs are added to the log
 // line. Once closing, tps drop out of the final commit; while Stop's
-// final commit runs, the final offsets of those still owned are
-// committed first (revokeWhileStopping).
+// final commit runs, the final offsets of every partition still owned
+// are committed first (revokeWhileStopping). A backend that cannot tell
+// a revoke from a loss of another topic under the same name while
+// stopping calls Lost instead.
 func (c *Core) Revoked(tps []sluice.TopicPartition, attrs ...any) {
 	if c.closing {
 		c.revokeWhileStopping(tps, attrs...)
@@ -93,12 +95,16 @@ func (c *Core) leaving(tps []sluice.TopicPartition) (mine []sluice.TopicPartitio
 // commit runs (the client serves its rebalance then: before the first
 // attempt and while a refused attempt waits to be retried). The revoked
 // partitions are still this member's until the revoke is answered, and
-// their graphs are drained already, so their share of the final offsets
-// is committed now, synchronously and by the final commit's deadline, as
-// any revoke commits what its drain finished; then they drop out of the
-// final commit. Their next owner starts where this member stopped. A
-// refused commit is logged like any revoke's; outside the final commit
-// (c.final is nil) the partitions are only dropped.
+// every graph is drained already, so the final offsets of every partition
+// still owned, the revoked ones and those kept, are committed now in one
+// commit, synchronously and by the final commit's deadline, as any revoke
+// commits what its drain finished. The revoked partitions' next owner
+// starts where this member stopped; once that commit succeeded the final
+// commit has nothing left to send. Then the revoked partitions drop out of
+// the final commit. A refused commit is logged like any revoke's, and the
+// final commit goes on with the partitions kept. Outside the final commit
+// (c.final is nil), or when nothing of the revoked partitions is final,
+// the partitions are only dropped.
 func (c *Core) revokeWhileStopping(tps []sluice.TopicPartition, attrs ...any) {
 	var mine []sluice.TopicPartition
 	for _, tp := range tps {
@@ -106,15 +112,19 @@ func (c *Core) revokeWhileStopping(tps []sluice.TopicPartition, attrs ...any) {
 			mine = append(mine, tp)
 		}
 	}
+	if len(filterTPs(c.final, mine)) == 0 {
+		c.drop(tps)
+		return
+	}
+	offs := filterTPs(c.final, c.OwnedList())
 	c.drop(tps)
-	offs := filterTPs(c.final, mine)
-	if len(offs) == 0 {
+	c.log.Info("partitions revoked while stopping; committing the final offsets",
+		append([]any{"partitions", mine, "offsets", offs}, attrs...)...)
+	if finished, err := c.commitSync(offs, "revoke", c.finalBy); finished && err == nil {
+		c.final = nil
 		return
 	}
 	c.final = filterTPs(c.final, c.OwnedList())
-	c.log.Info("partitions revoked while stopping; committing their final offsets",
-		append([]any{"partitions", mine, "offsets", offs}, attrs...)...)
-	c.commitSync(offs, "revoke", c.finalBy)
 }
 
 // join reports Group.Joined once, at the first assignment, unless the

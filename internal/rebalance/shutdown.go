@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -30,7 +29,7 @@ func (c *Core) Stop() error {
 	began := time.Now()
 	deadline := began.Add(c.commitTimeout())
 	c.final, c.finalBy = final, deadline
-	commitErr := c.commitFinal(final, deadline)
+	commitErr := c.commitFinal(deadline)
 	c.final = nil
 	return errors.Join(commitErr, c.LeaveAndClose(began))
 }
@@ -45,22 +44,23 @@ func (c *Core) Stop() error {
 const FinalCommitRefused = "the group refused the final commit (its membership moved on, or the topic was deleted); " +
 	"no record is lost: the partitions' next owners process the records after the previous commit again (duplicates)"
 
-// commitFinal commits offs synchronously, retrying while the coordinator
+// commitFinal commits c.final synchronously, retrying while the coordinator
 // answers REBALANCE_IN_PROGRESS (a commit sent between a JoinGroup and its
 // SyncGroup) until deadline, and letting the backend serve the client
-// meanwhile so that the rebalance can complete. A partition revoked
-// meanwhile has its offset committed in the revoke
-// (revokeWhileStopping), one lost meanwhile is not committed at all:
-// either way it is no longer owned and drops out of the retry. A
+// meanwhile so that the rebalance can complete. A revoke served
+// meanwhile commits the final offsets of every partition still owned
+// (revokeWhileStopping; once that succeeded nothing is left to send), a
+// partition lost meanwhile is not committed at all: either way a
+// partition no longer owned drops out of the retry. A
 // refusal because the group moved on, also a REBALANCE_IN_PROGRESS still
 // answered when the deadline nears, is logged as a warning
 // (FinalCommitRefused) and is no error. Any other error wraps the last
 // commit error.
-func (c *Core) commitFinal(offs []sluice.Offset, deadline time.Time) error {
+func (c *Core) commitFinal(deadline time.Time) error {
 	p := c.o.Prefix
 	for {
 		c.b.BeforeFinalCommit()
-		offs = filterTPs(offs, c.OwnedList())
+		offs := filterTPs(c.final, c.OwnedList())
 		if len(offs) == 0 {
 			return nil
 		}
