@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -38,8 +39,9 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	ov := map[string]any{"client.id": "A", "reconnect.backoff.max.ms": 500, "debug": "protocol",
 		"heartbeat.interval.ms": 100, "session.timeout.ms": 20000}
 	src, err := source.NewSource(source.Config{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Overrides: ov,
-		Logger: slog.New(messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: log}),
+		GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour,
+			Logger: slog.New(messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: log})},
+		Overrides: ov,
 	})
 	if err != nil {
 		t.Fatal(err)

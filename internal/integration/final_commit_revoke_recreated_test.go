@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
@@ -77,8 +78,8 @@ func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
 	}
 	log := messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: inner}
 	src, err := source.NewSource(source.Config{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Logger: slog.New(log),
-		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "A", "topic.metadata.refresh.interval.ms": 100},
+		GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Logger: slog.New(log)},
+		Overrides:   map[string]any{"group.protocol": "consumer", "client.id": "A", "topic.metadata.refresh.interval.ms": 100},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +188,7 @@ func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
 	// new topic.
 	newHW := map[int32]int64{0: 300}
 	bSeen := newOffsets(newHW)
-	bSrc := sourceOf(t, b, group, topic, source.Config{CommitInterval: 50 * time.Millisecond,
+	bSrc := sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: 50 * time.Millisecond},
 		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "B"}})
 	bc := startConsumer(t, "B", bSrc, countingBuilder("B", r.es, bSeen, nil))
 	waitGroupAt(t, b, group, topic, newHW, bc)
