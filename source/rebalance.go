@@ -86,6 +86,7 @@ func (r *runner) answerInClose(ev kafka.Event) {
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	if r.fatal == nil {
+		r.recordTopicIDs(tps)
 		if start, err := r.core.Claim(tps); err != nil {
 			r.fatal = err
 		} else {
@@ -129,24 +130,25 @@ func (r *runner) resumeLeftPaused(tps []sluice.TopicPartition) {
 
 // revoked serves a revoke or, when librdkafka reports the assignment
 // lost, a loss (rebalance.Core.Revoked, Core.Lost) while librdkafka still
-// holds the partitions, then unassigns them.
+// holds the partitions, then unassigns them. Under KIP-848 a revoked
+// partition whose topic is not the one assigned any more (another topic
+// ID, see topic_ids.go) is served as lost: the revoke names only the
+// topic, and its commit, by name, would put the old topic's offsets onto
+// the new one.
 func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 	tps := pipelineTPs(parts)
-	switch {
-	case lost:
+	if lost {
 		r.core.Lost(tps)
-	case r.core.Closing() && r.k.cfg.consumerProtocol():
-		// KIP-848 revokes a recreated topic's partitions by topic ID, and
-		// the revoke names only the topic, which the new topic shares; the
-		// log line that reports the recreation (topicsRecreated) may come
-		// after it. A revoke while stopping would commit the final offsets
-		// by name, so here the partitions only drop out of the final
-		// commit: a commit of the old topic's offsets onto the new one
-		// would skip its records.
-		r.core.Lost(tps)
-	default:
-		r.core.Revoked(tps, "cooperative", cooperative)
+	} else {
+		keep, gone := r.splitRevoked(tps)
+		if len(gone) > 0 {
+			r.core.Lost(gone)
+		}
+		if len(keep) > 0 {
+			r.core.Revoked(keep, "cooperative", cooperative)
+		}
 	}
+	r.forgetTopicIDs()
 	r.unassign(parts, cooperative)
 }
 

@@ -126,6 +126,7 @@ func (r *runner) topicsRecreated() {
 			return
 		}
 		r.restartRecreated(tps)
+		r.rerecordTopicID(topic)
 		r.refreshGroupMetadata(topic)
 	}
 }

@@ -147,6 +147,7 @@ func (k *Source) Run(ctx context.Context, g sluice.Group) error {
 		leftPaused: make(map[sluice.TopicPartition]bool),
 		highs:      make(map[sluice.TopicPartition]int64),
 		recreated:  recreated,
+		topicIDs:   make(topicIDs),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
 		Settings:   k.cfg.settings(),
@@ -217,6 +218,9 @@ type runner struct {
 	// recreated: the topics librdkafka reported deleted and created again,
 	// filled by the log goroutine, served by topicsRecreated.
 	recreated *recreatedTopics
+	// topicIDs: under KIP-848, the topic ID of each assigned topic, checked
+	// before a revoke commits (topic_ids.go).
+	topicIDs topicIDs
 }
 
 var _ rebalance.Backend = (*runner)(nil)

@@ -1,0 +1,158 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/sluice-go/sluice"
+
+	"github.com/sluice-go/sluice/internal/librdkafka"
+)
+
+// Under KIP-848's consumer group protocol the broker assigns partitions by
+// topic ID: a topic deleted and created again under the same name is
+// revoked (the old ID) and assigned again (the new one). librdkafka's
+// rebalance callback names only the topic, and its commits go by name, so
+// a revoke of the old topic served as a revoke would commit the old
+// topic's offsets onto the new one and skip the new topic's first records.
+// The log line that reports the recreation (see recreated.go) is read on
+// another goroutine and may come after the revoke. So under KIP-848 the
+// source records the topic ID of each topic when its partitions are
+// assigned and checks it again when they are revoked: a revoke of a topic
+// whose ID changed, which no longer exists, or whose ID cannot be learned
+// now, is served as a loss (nothing committed: duplicates at worst, never
+// a skip). Each check is one DescribeTopics request, bounded by
+// topicIDTimeout. With the classic protocols nothing is recorded or
+// checked.
+
+// topicIDTimeout bounds one DescribeTopics request of the check; the
+// commit timeout bounds it too when it is shorter.
+const topicIDTimeout = 5 * time.Second
+
+// topicIDs maps each topic of the assignment to the topic ID it had when
+// its partitions were assigned, as far as it could be learned. Used on the
+// poll goroutine only (rebalance callbacks, topicsRecreated).
+type topicIDs map[string]string
+
+// checksTopicIDs reports whether revokes are checked against topic IDs
+// (KIP-848's consumer group protocol).
+func (r *runner) checksTopicIDs() bool { return r.k.cfg.consumerProtocol() }
+
+// describeTopicIDs asks the current topic IDs of topics; a topic that does
+// not exist, or whose ID could not be learned (an error, the timeout), is
+// absent from the answer.
+func (r *runner) describeTopicIDs(topics []string) map[string]string {
+	timeout := min(topicIDTimeout, r.k.cfg.commitTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ids, err := librdkafka.TopicIDs(ctx, func() (*kafka.AdminClient, error) { return kafka.NewAdminClientFromConsumer(r.c) }, topics)
+	if err != nil {
+		r.log.Debug("topic IDs could not be learned", "topics", topics, "err", err)
+		return nil
+	}
+	return ids
+}
+
+// recordTopicIDs records the topic ID of each topic of tps not recorded
+// yet (a topic newly assigned). A topic whose ID cannot be learned is not
+// recorded: its revoke is then served as a revoke, unchecked.
+func (r *runner) recordTopicIDs(tps []sluice.TopicPartition) {
+	if !r.checksTopicIDs() {
+		return
+	}
+	var topics []string
+	for _, tp := range tps {
+		if _, ok := r.topicIDs[tp.Topic]; !ok && !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	for t, id := range r.describeTopicIDs(topics) {
+		if slices.Contains(topics, t) {
+			r.topicIDs[t] = id
+		}
+	}
+}
+
+// rerecordTopicID records topic's current ID again, replacing the one
+// recorded: its owned partitions were started anew in the new topic (see
+// topicsRecreated), so a later revoke of them is the new topic's.
+func (r *runner) rerecordTopicID(topic string) {
+	if !r.checksTopicIDs() {
+		return
+	}
+	delete(r.topicIDs, topic)
+	if id, ok := r.describeTopicIDs([]string{topic})[topic]; ok {
+		r.topicIDs[topic] = id
+	}
+}
+
+// splitRevoked splits the revoked tps into those served as a revoke and
+// those served as a loss: a partition whose topic had an ID recorded at
+// assignment and now has none (deleted, or not learned in time) or
+// another one is lost. Without KIP-848, or without any recorded ID among
+// tps' topics, every partition is revoked and nothing is asked.
+func (r *runner) splitRevoked(tps []sluice.TopicPartition) (revoked, lost []sluice.TopicPartition) {
+	if !r.checksTopicIDs() {
+		return tps, nil
+	}
+	var topics []string
+	for _, tp := range tps {
+		if _, ok := r.topicIDs[tp.Topic]; ok && !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return tps, nil
+	}
+	now := r.describeTopicIDs(topics)
+	why := make(map[string]string)
+	for _, t := range topics {
+		switch id, ok := now[t]; {
+		case !ok:
+			why[t] = "the topic does not exist or its topic ID could not be learned"
+		case id != r.topicIDs[t]:
+			why[t] = fmt.Sprintf("the topic ID changed from %s to %s (the topic was deleted and created again)", r.topicIDs[t], id)
+		}
+	}
+	for _, tp := range tps {
+		if _, ok := why[tp.Topic]; ok {
+			lost = append(lost, tp)
+		} else {
+			revoked = append(revoked, tp)
+		}
+	}
+	for t, reason := range why {
+		var parts []int32
+		for _, tp := range lost {
+			if tp.Topic == t {
+				parts = append(parts, tp.Partition)
+			}
+		}
+		r.log.Warn("revoked partitions served as lost, nothing of them committed: "+reason,
+			"topic", t, "partitions", parts)
+	}
+	return revoked, lost
+}
+
+// forgetTopicIDs forgets the recorded IDs of topics of which no partition
+// is owned any more.
+func (r *runner) forgetTopicIDs() {
+	if len(r.topicIDs) == 0 {
+		return
+	}
+	owned := make(map[string]bool)
+	for _, tp := range r.core.OwnedList() {
+		owned[tp.Topic] = true
+	}
+	for t := range r.topicIDs {
+		if !owned[t] {
+			delete(r.topicIDs, t)
+		}
+	}
+}
