@@ -11,7 +11,7 @@ import (
 // BeforeFinalCommit serves the callbacks that came during the drain or a
 // retry wait: a partition revoked or lost must drop out of the final
 // commit (served in closing mode).
-func (r *runner) BeforeFinalCommit() { r.serveCallbacks() }
+func (r *runner) BeforeFinalCommit(time.Time) { r.serveCallbacks() }
 
 // WaitToRetryCommit waits d: the rebalance in progress completes
 // meanwhile (kgo serves the group on its own goroutines).

@@ -46,11 +46,16 @@ func (r *runner) Leave(deadline time.Time) error {
 }
 
 // BeforeFinalCommit loses the partitions of a topic librdkafka reported
-// recreated (topicsRecreated), so that no attempt of the final commit
-// carries an offset of the old topic onto the new one (librdkafka commits
-// by name). The rebalances that come meanwhile are served inside Poll
+// recreated (topicsRecreated) and, under KIP-848, of a topic whose ID
+// changed since its assignment (loseChangedTopics, its request bounded by
+// deadline), so that no attempt of the final commit carries an offset of
+// the old topic onto the new one (librdkafka commits by name). The
+// rebalances that come meanwhile are served inside Poll
 // (WaitToRetryCommit, leave).
-func (r *runner) BeforeFinalCommit() { r.topicsRecreated() }
+func (r *runner) BeforeFinalCommit(deadline time.Time) {
+	r.topicsRecreated()
+	r.loseChangedTopics(deadline)
+}
 
 // WaitToRetryCommit polls (records dropped, callbacks served) for d, so
 // that the rebalance in progress can complete.

@@ -45,8 +45,13 @@ func (r *runner) checksTopicIDs() bool { return r.k.cfg.consumerProtocol() }
 // not exist, or whose ID could not be learned (an error, the timeout), is
 // absent from the answer.
 func (r *runner) describeTopicIDs(topics []string) map[string]string {
-	timeout := min(topicIDTimeout, r.k.cfg.commitTimeout())
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return r.describeTopicIDsBy(topics, time.Now().Add(min(topicIDTimeout, r.k.cfg.commitTimeout())))
+}
+
+// describeTopicIDsBy is describeTopicIDs with the request bounded by
+// deadline instead.
+func (r *runner) describeTopicIDsBy(topics []string, deadline time.Time) map[string]string {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	ids, err := librdkafka.TopicIDs(ctx, func() (*kafka.AdminClient, error) { return kafka.NewAdminClientFromConsumer(r.c) }, topics)
 	if err != nil {
@@ -95,12 +100,71 @@ func (r *runner) rerecordTopicID(topic string) {
 // splitRevoked splits the revoked tps into those served as a revoke and
 // those served as a loss: a partition whose topic had an ID recorded at
 // assignment and now has none (deleted, or not learned in time) or
-// another one is lost. Without KIP-848, or without any recorded ID among
-// tps' topics, every partition is revoked and nothing is asked.
+// another one is lost. While the source stops, a revoke commits the final
+// offsets of every partition still owned (rebalance.Core.Revoked), so the
+// owned partitions of a changed topic are returned as lost too. Without
+// KIP-848, or without any recorded ID among the topics checked, every
+// partition is revoked and nothing is asked.
 func (r *runner) splitRevoked(tps []sluice.TopicPartition) (revoked, lost []sluice.TopicPartition) {
 	if !r.checksTopicIDs() {
 		return tps, nil
 	}
+	checked := tps
+	if r.core.Closing() {
+		checked = append(slices.Clone(tps), r.core.OwnedList()...)
+	}
+	changed := r.changedTopics(checked, time.Now().Add(min(topicIDTimeout, r.k.cfg.commitTimeout())))
+	if len(changed) == 0 {
+		return tps, nil
+	}
+	for _, tp := range tps {
+		if _, ok := changed[tp.Topic]; ok {
+			lost = append(lost, tp)
+		} else {
+			revoked = append(revoked, tp)
+		}
+	}
+	if r.core.Closing() {
+		for _, tp := range r.core.OwnedList() {
+			if _, ok := changed[tp.Topic]; ok && !slices.Contains(lost, tp) {
+				lost = append(lost, tp)
+			}
+		}
+	}
+	r.logChanged(changed, lost)
+	return revoked, lost
+}
+
+// loseChangedTopics serves as lost the owned partitions of every topic
+// whose ID changed since it was assigned, or which no longer exists
+// (under KIP-848 only). It runs before every attempt of the final commit,
+// which commits by name, so that no attempt carries an old topic's offset
+// onto a new topic of the same name, whether or not librdkafka's log line
+// of the recreation was read yet.
+func (r *runner) loseChangedTopics(deadline time.Time) {
+	if !r.checksTopicIDs() || len(r.topicIDs) == 0 {
+		return
+	}
+	owned := r.core.OwnedList()
+	changed := r.changedTopics(owned, deadline)
+	if len(changed) == 0 {
+		return
+	}
+	var lost []sluice.TopicPartition
+	for _, tp := range owned {
+		if _, ok := changed[tp.Topic]; ok {
+			lost = append(lost, tp)
+		}
+	}
+	r.logChanged(changed, lost)
+	r.core.Lost(lost)
+	r.forgetTopicIDs()
+}
+
+// changedTopics asks the current IDs of the topics of tps that have one
+// recorded, by deadline, and returns those whose ID changed or could not
+// be learned, with the reason.
+func (r *runner) changedTopics(tps []sluice.TopicPartition, deadline time.Time) map[string]string {
 	var topics []string
 	for _, tp := range tps {
 		if _, ok := r.topicIDs[tp.Topic]; ok && !slices.Contains(topics, tp.Topic) {
@@ -108,9 +172,9 @@ func (r *runner) splitRevoked(tps []sluice.TopicPartition) (revoked, lost []slui
 		}
 	}
 	if len(topics) == 0 {
-		return tps, nil
+		return nil
 	}
-	now := r.describeTopicIDs(topics)
+	now := r.describeTopicIDsBy(topics, deadline)
 	why := make(map[string]string)
 	for _, t := range topics {
 		switch id, ok := now[t]; {
@@ -120,24 +184,21 @@ func (r *runner) splitRevoked(tps []sluice.TopicPartition) (revoked, lost []slui
 			why[t] = fmt.Sprintf("the topic ID changed from %s to %s (the topic was deleted and created again)", r.topicIDs[t], id)
 		}
 	}
-	for _, tp := range tps {
-		if _, ok := why[tp.Topic]; ok {
-			lost = append(lost, tp)
-		} else {
-			revoked = append(revoked, tp)
-		}
-	}
-	for t, reason := range why {
+	return why
+}
+
+// logChanged logs, per changed topic, its partitions of lost.
+func (r *runner) logChanged(changed map[string]string, lost []sluice.TopicPartition) {
+	for t, reason := range changed {
 		var parts []int32
 		for _, tp := range lost {
 			if tp.Topic == t {
 				parts = append(parts, tp.Partition)
 			}
 		}
-		r.log.Warn("revoked partitions served as lost, nothing of them committed: "+reason,
+		r.log.Warn("partitions served as lost, nothing of them committed: "+reason,
 			"topic", t, "partitions", parts)
 	}
-	return revoked, lost
 }
 
 // forgetTopicIDs forgets the recorded IDs of topics of which no partition

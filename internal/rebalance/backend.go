@@ -44,8 +44,10 @@ type Backend interface {
 	RetriableCommitError(err error) bool
 	// BeforeFinalCommit runs before each attempt of the final commit: a
 	// backend serves the rebalances that came meanwhile, so that the
-	// partitions given up drop out of it.
-	BeforeFinalCommit()
+	// partitions given up drop out of it, and may lose partitions it
+	// must not commit (Core.Lost). deadline is the final commit's: what
+	// it asks the cluster is bounded by it.
+	BeforeFinalCommit(deadline time.Time)
 	// WaitToRetryCommit waits d before the final commit is retried after
 	// a retriable refusal, keeping the client served if it must be.
 	WaitToRetryCommit(d time.Duration)

@@ -103,7 +103,7 @@ func (b *fakeBackend) RetriableCommitError(err error) bool {
 	return errors.Is(err, errRebalancing) || errors.Is(err, errMovedOn)
 }
 
-func (b *fakeBackend) BeforeFinalCommit() {
+func (b *fakeBackend) BeforeFinalCommit(time.Time) {
 	if b.beforeFinal != nil {
 		b.beforeFinal()
 	}

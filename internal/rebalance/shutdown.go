@@ -59,7 +59,7 @@ const FinalCommitRefused = "the group refused the final commit (its membership m
 func (c *Core) commitFinal(deadline time.Time) error {
 	p := c.o.Prefix
 	for {
-		c.b.BeforeFinalCommit()
+		c.b.BeforeFinalCommit(deadline)
 		offs := filterTPs(c.final, c.OwnedList())
 		if len(offs) == 0 {
 			return nil
