@@ -80,7 +80,7 @@ func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt
 	refused := make(chan struct{})
 	var refusedOnce sync.Once
 	var mu sync.Mutex
-	var commits []string                    // every commit request while A runs, in order
+	var commits []string                   // every commit request while A runs, in order
 	accepted := map[int32]map[int64]bool{} // the offsets passed on to the broker while A runs
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		b.Cluster().KeepControl()
