@@ -101,3 +101,38 @@ func TestFinalCommitRevokeBehindAnUnansweredIntervalCommit(t *testing.T) {
 		h.noCommit("after Run returned")
 	})
 }
+
+// An eager revoke names the whole assignment: when it comes while the
+// final commit is retried, the revoke's commit carries every final offset
+// and nothing is kept. That commit never answered ends the shutdown at
+// the final commit's deadline like an unanswered final commit: Run
+// returns an error naming the final offsets not committed (as it does
+// when a partition is kept, TestFinalCommitRevokeCommitUnansweredEndsAtTheDeadline),
+// not nil.
+func TestFinalCommitEagerRevokeCommitUnansweredIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.setFinal(off(tp0, 9), off(tp1, 5))
+		h.b.waitToRetry = func() { h.core.Revoked([]TP{tp0, tp1}) }
+		began := time.Now()
+		stopped := h.stopAsync()
+
+		c := h.nextCommit()
+		wantOffsets(t, "final commit", c.offs, off(tp0, 9), off(tp1, 5))
+		c.answer <- commitAnswer{err: errRebalancing}
+
+		hung := h.nextCommit()
+		wantOffsets(t, "commit in the revoke of every partition", hung.offs, off(tp0, 9), off(tp1, 5))
+		defer func() { hung.answer <- commitAnswer{err: errMovedOn} }() // answered after Run returned
+
+		err := <-stopped
+		if took := time.Since(began); took != 4*time.Second {
+			t.Errorf("Run returned after %v, want the final commit's deadline, 4s", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "did not finish within Config.CloseTimeout") {
+			t.Errorf("Run = %v, want an error naming the final commit of in/0@9 and in/1@5, which did not finish within Config.CloseTimeout", err)
+		}
+		h.noCommit("after Run returned")
+	})
+}
