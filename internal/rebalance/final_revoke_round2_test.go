@@ -136,3 +136,65 @@ func TestFinalCommitEagerRevokeCommitUnansweredIsAnError(t *testing.T) {
 		h.noCommit("after Run returned")
 	})
 }
+
+// The same eager revoke's commit failing with an error that is no
+// refusal of the group (the coordinator unreachable): the final offsets
+// of every partition failed to commit, and Run returns the error naming
+// the failed final commit, as the final commit's own attempt does, not
+// nil.
+func TestFinalCommitEagerRevokeCommitFailedIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		h.setFinal(off(tp0, 9), off(tp1, 5))
+		h.b.waitToRetry = func() { h.core.Revoked([]TP{tp0, tp1}) }
+		stopped := h.stopAsync()
+
+		c := h.nextCommit()
+		c.answer <- commitAnswer{err: errRebalancing}
+
+		c = h.nextCommit()
+		wantOffsets(t, "commit in the revoke of every partition", c.offs, off(tp0, 9), off(tp1, 5))
+		c.answer <- commitAnswer{err: errors.New("COORDINATOR_NOT_AVAILABLE")}
+
+		err := <-stopped
+		if err == nil || !strings.Contains(err.Error(), "COORDINATOR_NOT_AVAILABLE") {
+			t.Errorf("Run = %v, want an error naming the final commit of in/0@9 and in/1@5, which failed with COORDINATOR_NOT_AVAILABLE", err)
+		}
+		h.noCommit("after Run returned")
+	})
+}
+
+// An eager revoke before the final commit's first attempt, behind an
+// interval commit never answered: the revoke's commit of every final
+// offset cannot be sent by the final commit's deadline, and Run returns
+// the error naming the final commit that did not finish, not nil.
+func TestFinalCommitEagerRevokeBehindAnUnansweredIntervalCommitIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		interval := h.commitOf(off(tp0, 3), off(tp1, 2))
+		h.setFinal(off(tp0, 9), off(tp1, 5))
+		served := false
+		h.b.beforeFinal = func() {
+			if !served {
+				served = true
+				h.core.Revoked([]TP{tp0, tp1})
+			}
+		}
+		began := time.Now()
+		stopped := h.stopAsync()
+
+		err := <-stopped
+		if took := time.Since(began); took != 4*time.Second {
+			t.Errorf("Run returned after %v, want the final commit's deadline, 4s", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "did not finish within Config.CloseTimeout") {
+			t.Errorf("Run = %v, want an error naming the final commit that was not sent in time", err)
+		}
+		h.noCommit("while the interval commit is unanswered")
+		interval.answer <- commitAnswer{err: errors.New("late")}
+		synctest.Wait()
+		h.noCommit("after Run returned")
+	})
+}
