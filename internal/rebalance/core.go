@@ -92,6 +92,9 @@ type Core struct {
 	// commits the revoked partitions' share (revokeWhileStopping).
 	final   []sluice.Offset
 	finalBy time.Time
+	// finalErr: what a revoke's commit of final offsets left unfinished or
+	// failed (finalRevokeOutcome), returned by Stop.
+	finalErr error
 }
 
 // New returns the core of one Run of b, feeding g. Call it once per Run,

@@ -1,10 +1,13 @@
 package rebalance
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/engine"
 )
 
 // This file is what a rebalance does to the core, whatever the client
@@ -120,11 +123,33 @@ func (c *Core) revokeWhileStopping(tps []sluice.TopicPartition, attrs ...any) {
 	c.drop(tps)
 	c.log.Info("partitions revoked while stopping; committing the final offsets",
 		append([]any{"partitions", mine, "offsets", offs}, attrs...)...)
-	if finished, err := c.commitSync(offs, "revoke", c.finalBy); finished && err == nil {
+	finished, err := c.commitSync(offs, "revoke", c.finalBy)
+	if finished && err == nil {
 		c.final = nil
 		return
 	}
 	c.final = filterTPs(c.final, c.OwnedList())
+	c.finalRevokeOutcome(filterTPs(offs, mine), finished, err)
+}
+
+// finalRevokeOutcome reports the revoke's commit of the final offsets
+// (revokeWhileStopping) that did not succeed, for the revoked partitions
+// offs, the way the final commit reports its own: a refusal because the
+// group moved on is the FinalCommitRefused warning; a commit that did not
+// finish or failed otherwise is kept for Stop to return (finalErr). The
+// partitions kept are the final commit's retry's to report.
+func (c *Core) finalRevokeOutcome(offs []sluice.Offset, finished bool, err error) {
+	p := c.o.Prefix
+	switch {
+	case !finished:
+		c.finalErr = errors.Join(c.finalErr, fmt.Errorf("%s: shutdown: the final commit of %s, sent when they were revoked, did not finish within Config.CloseTimeout (%v): %w",
+			p, engine.OffsetsString(offs), c.closeTimeout(), err))
+	case c.b.ExpectedCommitError(err):
+		c.log.Warn(FinalCommitRefused, "offsets", offs, "err", err)
+	default:
+		c.finalErr = errors.Join(c.finalErr, fmt.Errorf("%s: shutdown: the final commit of %s, sent when they were revoked, failed: %w",
+			p, engine.OffsetsString(offs), err))
+	}
 }
 
 // join reports Group.Joined once, at the first assignment, unless the

@@ -29,7 +29,8 @@ func (c *Core) Stop() error {
 	began := time.Now()
 	deadline := began.Add(c.commitTimeout())
 	c.final, c.finalBy = final, deadline
-	commitErr := c.commitFinal(deadline)
+	retryErr := c.commitFinal(deadline)
+	commitErr := errors.Join(c.finalErr, retryErr)
 	c.final = nil
 	return errors.Join(commitErr, c.LeaveAndClose(began))
 }
