@@ -13,17 +13,12 @@ import (
 // topic IDs) is absent from the map; an error of the whole request returns
 // it and no map. ctx bounds the request.
 func TopicIDs(ctx context.Context, newAdmin func() (*kafka.AdminClient, error), names []string) (map[string]string, error) {
-	adm, err := newAdmin()
+	descs, err := describeTopics(ctx, newAdmin, names)
 	if err != nil {
 		return nil, err
 	}
-	defer adm.Close() // the admin client only: the handle is its owner's
-	res, err := adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames(names))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(res.TopicDescriptions))
-	for _, d := range res.TopicDescriptions {
+	out := make(map[string]string, len(descs))
+	for _, d := range descs {
 		id := d.TopicID.String()
 		if d.Error.Code() != kafka.ErrNoError || id == "" || id == zeroTopicID {
 			continue

@@ -15,17 +15,12 @@ import (
 // with allow.auto.create.topics, a producer's default).
 func Describe(newAdmin func() (*kafka.AdminClient, error)) topiccheck.Describe {
 	return func(ctx context.Context, names []string) (map[string]error, error) {
-		adm, err := newAdmin()
+		descs, err := describeTopics(ctx, newAdmin, names)
 		if err != nil {
 			return nil, err
 		}
-		defer adm.Close() // the admin client only: the handle is its owner's
-		res, err := adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames(names))
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[string]error, len(res.TopicDescriptions))
-		for _, d := range res.TopicDescriptions {
+		out := make(map[string]error, len(descs))
+		for _, d := range descs {
 			switch d.Error.Code() {
 			case kafka.ErrNoError:
 				out[d.Name] = nil
@@ -37,4 +32,20 @@ func Describe(newAdmin func() (*kafka.AdminClient, error)) topiccheck.Describe {
 		}
 		return out, nil
 	}
+}
+
+// describeTopics asks DescribeTopics for names through an admin client
+// made by newAdmin, which it closes (the admin client only: the handle is
+// its owner's). ctx bounds the request.
+func describeTopics(ctx context.Context, newAdmin func() (*kafka.AdminClient, error), names []string) ([]kafka.TopicDescription, error) {
+	adm, err := newAdmin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	res, err := adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames(names))
+	if err != nil {
+		return nil, err
+	}
+	return res.TopicDescriptions, nil
 }
