@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -13,9 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -60,21 +56,7 @@ func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt
 	b, group, topic, hw := r.b, r.group, r.topic, r.hw
 
 	var revokeSeen atomic.Bool
-	inner := slog.DiscardHandler
-	if l := kafkatest.Logger(t); l != nil {
-		inner = l.Handler()
-	}
-	opts := append([]kgo.Opt{kgo.ClientID("A"), kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}, protoOpts...)
-	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{
-		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, CloseTimeout: closeTimeout,
-		Logger: slog.New(messageWatch{text: "partitions revoked while stopping", seen: &revokeSeen, inner: inner}),
-	}, Opts: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	aObs := newCommitLog(b, group, topic)
-	a := startConsumer(t, "A", src, countingBuilder("A", r.es, r.seen, nil), pipeline.WithHooks(aObs))
-	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
+	a := startAOwning(t, r, newFranzA(t, r, closeTimeout, revokeWatchLogger(t, &revokeSeen), protoOpts...), parts)
 
 	var armed, aDone atomic.Bool
 	refused := make(chan struct{})
@@ -113,31 +95,7 @@ func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt
 	})
 
 	armed.Store(true)
-	type result struct {
-		took time.Duration
-		err  error
-	}
-	stopped := make(chan result, 1)
-	go func() {
-		began := time.Now()
-		err := a.Stop(t)
-		aDone.Store(true)
-		stopped <- result{time.Since(began), err}
-	}()
-	select {
-	case <-refused:
-	case <-time.After(wait):
-		t.Fatalf("A's final commit did not reach the broker within %v", wait)
-	}
-	bSeen := newOffsets(hw)
-	bc := startConsumer(t, "B", newFranzSourceEvery(t, b, group, topic, time.Hour, append([]kgo.Opt{kgo.ClientID("B")}, protoOpts...)...),
-		countingBuilder("B", r.es, bSeen, nil))
-	var res result
-	select {
-	case res = <-stopped:
-	case <-time.After(stopBound):
-		t.Fatalf("A's Run did not return within %v of its cancellation:\n%s", stopBound, stacks())
-	}
+	res, bSeen, bc := stopWithFranzJoiner(t, r, a, &aDone, refused, protoOpts)
 	waitFor(t, "B owning every partition", func() bool { return len(b.Group(t, group).Members) == 1 }, bc)
 	bc.stop(t)
 

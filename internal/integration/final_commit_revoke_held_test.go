@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
@@ -47,9 +46,7 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aObs := newCommitLog(b, group, topic)
-	a := startConsumer(t, "A", src, countingBuilder("A", r.es, r.seen, nil), pipeline.WithHooks(aObs))
-	waitFor(t, "A processing every record", func() bool { return r.seen.distinct() == r.total && aObs.owns() == parts }, a)
+	a := startAOwning(t, r, src, parts)
 	aID := memberID(t, b, group, "A")
 
 	var mu sync.Mutex

@@ -116,6 +116,20 @@ func (c committer) OnCommitted(offs []sluice.Offset, _ time.Duration, err error)
 	}
 }
 
+// startA starts consumer A (librdkafka, KIP-848, committing only at the
+// end) on the old topic and waits until it processed every record of it,
+// having committed nothing.
+func (r *recreatedRun) startA(t *testing.T) *consumer {
+	src := sourceOf(t, r.b, r.group, r.topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: time.Hour},
+		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "A"}})
+	a := startConsumer(t, "A", src, r.builder, pipeline.WithHooks(committer{r, "A"}))
+	waitFor(t, "A processing every record of the old topic", func() bool { return r.oldSeen.distinct() == recreatedOld }, a)
+	if c := r.b.Committed(t, r.group, r.topic); len(c) != 0 {
+		t.Fatalf("A committed %v; its background commit interval is an hour", c)
+	}
+	return a
+}
+
 // recreate deletes the topic and creates it again with the new records,
 // produced by a new client (one that knew the old topic ID would produce
 // to it).
@@ -183,13 +197,7 @@ func TestRecreatedTopicRevokeWhileRunningKIP848(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewBroker(t)
 	r := newRecreatedRun(t, b, "recreated-running-848")
-	src := sourceOf(t, b, r.group, r.topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: time.Hour},
-		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "A"}})
-	a := startConsumer(t, "A", src, r.builder, pipeline.WithHooks(committer{r, "A"}))
-	waitFor(t, "A processing every record of the old topic", func() bool { return r.oldSeen.distinct() == recreatedOld }, a)
-	if c := b.Committed(t, r.group, r.topic); len(c) != 0 {
-		t.Fatalf("A committed %v; its background commit interval is an hour", c)
-	}
+	a := r.startA(t)
 	r.recreate(t)
 	r.finish(t, a)
 }
@@ -352,13 +360,7 @@ func TestRecreatedTopicRevokeWhileRunningKIP848HeldHeartbeat(t *testing.T) {
 	t.Parallel()
 	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}))
 	r := newRecreatedRun(t, b, "recreated-running-848-heldhb")
-	src := sourceOf(t, b, r.group, r.topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: time.Hour},
-		Overrides: map[string]any{"group.protocol": "consumer", "client.id": "A"}})
-	a := startConsumer(t, "A", src, r.builder, pipeline.WithHooks(committer{r, "A"}))
-	waitFor(t, "A processing every record of the old topic", func() bool { return r.oldSeen.distinct() == recreatedOld }, a)
-	if c := b.Committed(t, r.group, r.topic); len(c) != 0 {
-		t.Fatalf("A committed %v; its background commit interval is an hour", c)
-	}
+	a := r.startA(t)
 	r.recreateHoldingHeartbeats(t)
 	r.finish(t, a)
 }
