@@ -24,13 +24,7 @@ import (
 // returned and B took the partitions over, does not land: the group keeps
 // nothing of A (B commits nothing before it stops).
 func TestFinalCommitRevokeCommitHeldFranz(t *testing.T) {
-	t.Parallel()
-	for _, p := range franzProtocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			revokeCommitHeldFranz(t, p.name, p.opts)
-		})
-	}
+	runFranzProtocols(t, franzProtocols, revokeCommitHeldFranz)
 }
 
 func revokeCommitHeldFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {

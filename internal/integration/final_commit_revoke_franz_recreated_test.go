@@ -23,13 +23,7 @@ import (
 // nothing: the old topic's offset (200) never lands on the new topic,
 // Run returns nil, and the next consumer processes all 300 new records.
 func TestFinalCommitRevokeOfARecreatedTopicFranz(t *testing.T) {
-	t.Parallel()
-	for _, p := range franzProtocols[1:] {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			revokeOfARecreatedTopicFranz(t, p.name, p.opts)
-		})
-	}
+	runFranzProtocols(t, franzProtocols[1:], revokeOfARecreatedTopicFranz)
 }
 
 func revokeOfARecreatedTopicFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {

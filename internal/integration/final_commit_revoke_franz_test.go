@@ -15,12 +15,16 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// franzProtocols are the group protocols of a franz source: kgo's eager
-// range balancer, its default cooperative-sticky one, and KIP-848.
-var franzProtocols = []struct {
+// franzProtocol is a group protocol of a franz source: its name and the
+// kgo options that select it.
+type franzProtocol struct {
 	name string
 	opts []kgo.Opt
-}{
+}
+
+// franzProtocols are the group protocols of a franz source: kgo's eager
+// range balancer, its default cooperative-sticky one, and KIP-848.
+var franzProtocols = []franzProtocol{
 	{"range", []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}},
 	{"cooperative-sticky", nil},
 	{"consumer", franz848()},
@@ -40,13 +44,7 @@ var franzProtocols = []struct {
 // processed, none regresses; the group keeps exactly the high
 // watermarks and B processes nothing again.
 func TestFinalCommitRevokeWhileStoppingFranz(t *testing.T) {
-	t.Parallel()
-	for _, p := range franzProtocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			revokeWhileStoppingFranz(t, p.name, p.opts)
-		})
-	}
+	runFranzProtocols(t, franzProtocols, revokeWhileStoppingFranz)
 }
 
 func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {

@@ -21,6 +21,18 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
+// runFranzProtocols runs test, in parallel, as a subtest per protocol
+// of protocols (a slice of franzProtocols), named for it.
+func runFranzProtocols(t *testing.T, protocols []franzProtocol, test func(t *testing.T, protocol string, protoOpts []kgo.Opt)) {
+	t.Parallel()
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, p.name, p.opts)
+		})
+	}
+}
+
 // revokeWatchLogger returns a logger that sets seen once the source logs
 // a revoke while stopping, and passes every record on to the test's
 // logger (kafkatest.Logger), if any.
