@@ -68,12 +68,7 @@ func (r *runner) recordTopicIDs(tps []sluice.TopicPartition) {
 	if !r.checksTopicIDs() {
 		return
 	}
-	var topics []string
-	for _, tp := range tps {
-		if _, ok := r.topicIDs[tp.Topic]; !ok && !slices.Contains(topics, tp.Topic) {
-			topics = append(topics, tp.Topic)
-		}
-	}
+	topics := topicsOf(tps, func(t string) bool { _, ok := r.topicIDs[t]; return !ok })
 	if len(topics) == 0 {
 		return
 	}
@@ -117,16 +112,15 @@ func (r *runner) splitRevoked(tps []sluice.TopicPartition) (revoked, lost []slui
 	if len(changed) == 0 {
 		return tps, nil
 	}
+	lost = ofTopics(tps, changed)
 	for _, tp := range tps {
-		if _, ok := changed[tp.Topic]; ok {
-			lost = append(lost, tp)
-		} else {
+		if !slices.Contains(lost, tp) {
 			revoked = append(revoked, tp)
 		}
 	}
 	if r.core.Closing() {
-		for _, tp := range r.core.OwnedList() {
-			if _, ok := changed[tp.Topic]; ok && !slices.Contains(lost, tp) {
+		for _, tp := range ofTopics(r.core.OwnedList(), changed) {
+			if !slices.Contains(lost, tp) {
 				lost = append(lost, tp)
 			}
 		}
@@ -150,12 +144,7 @@ func (r *runner) loseChangedTopics(deadline time.Time) {
 	if len(changed) == 0 {
 		return
 	}
-	var lost []sluice.TopicPartition
-	for _, tp := range owned {
-		if _, ok := changed[tp.Topic]; ok {
-			lost = append(lost, tp)
-		}
-	}
+	lost := ofTopics(owned, changed)
 	r.logChanged(changed, lost)
 	r.core.Lost(lost)
 	r.forgetTopicIDs()
@@ -165,12 +154,7 @@ func (r *runner) loseChangedTopics(deadline time.Time) {
 // recorded, by deadline, and returns those whose ID changed or could not
 // be learned, with the reason.
 func (r *runner) changedTopics(tps []sluice.TopicPartition, deadline time.Time) map[string]string {
-	var topics []string
-	for _, tp := range tps {
-		if _, ok := r.topicIDs[tp.Topic]; ok && !slices.Contains(topics, tp.Topic) {
-			topics = append(topics, tp.Topic)
-		}
-	}
+	topics := topicsOf(tps, func(t string) bool { _, ok := r.topicIDs[t]; return ok })
 	if len(topics) == 0 {
 		return nil
 	}
@@ -185,6 +169,29 @@ func (r *runner) changedTopics(tps []sluice.TopicPartition, deadline time.Time) 
 		}
 	}
 	return why
+}
+
+// topicsOf returns the distinct topics of tps for which keep is true, in
+// the order of their first partition.
+func topicsOf(tps []sluice.TopicPartition, keep func(topic string) bool) []string {
+	var topics []string
+	for _, tp := range tps {
+		if keep(tp.Topic) && !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	return topics
+}
+
+// ofTopics returns the partitions of tps whose topic is a key of topics.
+func ofTopics(tps []sluice.TopicPartition, topics map[string]string) []sluice.TopicPartition {
+	var of []sluice.TopicPartition
+	for _, tp := range tps {
+		if _, ok := topics[tp.Topic]; ok {
+			of = append(of, tp)
+		}
+	}
+	return of
 }
 
 // logChanged logs, per changed topic, its partitions of lost.

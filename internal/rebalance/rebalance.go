@@ -2,12 +2,10 @@ package rebalance
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/engine"
 )
 
 // This file is what a rebalance does to the core, whatever the client
@@ -139,17 +137,11 @@ func (c *Core) revokeWhileStopping(tps []sluice.TopicPartition, attrs ...any) {
 // finish or failed otherwise is kept for Stop to return (finalErr). The
 // partitions kept are the final commit's retry's to report.
 func (c *Core) finalRevokeOutcome(offs []sluice.Offset, finished bool, err error) {
-	p := c.o.Prefix
-	switch {
-	case !finished:
-		c.finalErr = errors.Join(c.finalErr, fmt.Errorf("%s: shutdown: the final commit of %s, sent when they were revoked, did not finish within Config.CloseTimeout (%v): %w",
-			p, engine.OffsetsString(offs), c.closeTimeout(), err))
-	case c.b.ExpectedCommitError(err):
+	if finished && c.b.ExpectedCommitError(err) {
 		c.log.Warn(FinalCommitRefused, "offsets", offs, "err", err)
-	default:
-		c.finalErr = errors.Join(c.finalErr, fmt.Errorf("%s: shutdown: the final commit of %s, sent when they were revoked, failed: %w",
-			p, engine.OffsetsString(offs), err))
+		return
 	}
+	c.finalErr = errors.Join(c.finalErr, c.finalCommitError(offs, ", sent when they were revoked,", finished, err))
 }
 
 // join reports Group.Joined once, at the first assignment, unless the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
 )
 
@@ -58,7 +59,6 @@ const FinalCommitRefused = "the group refused the final commit (its membership m
 // (FinalCommitRefused) and is no error. Any other error wraps the last
 // commit error.
 func (c *Core) commitFinal(deadline time.Time) error {
-	p := c.o.Prefix
 	for {
 		c.b.BeforeFinalCommit(deadline)
 		offs := filterTPs(c.final, c.OwnedList())
@@ -69,18 +69,30 @@ func (c *Core) commitFinal(deadline time.Time) error {
 		retriable := err != nil && c.b.RetriableCommitError(err)
 		switch {
 		case !finished:
-			return fmt.Errorf("%s: shutdown: the final commit of %s did not finish within Config.CloseTimeout (%v): %w",
-				p, engine.OffsetsString(offs), c.closeTimeout(), err)
+			return c.finalCommitError(offs, "", false, err)
 		case err == nil:
 			return nil
 		case c.b.ExpectedCommitError(err) && (!retriable || time.Until(deadline) < 2*FinalCommitRetry):
 			c.log.Warn(FinalCommitRefused, "offsets", offs, "err", err)
 			return nil
 		case !retriable:
-			return fmt.Errorf("%s: shutdown: the final commit of %s failed: %w", p, engine.OffsetsString(offs), err)
+			return c.finalCommitError(offs, "", true, err)
 		}
 		c.b.WaitToRetryCommit(FinalCommitRetry)
 	}
+}
+
+// finalCommitError is the error Stop returns for a final commit of offs
+// that did not finish by the deadline (finished false) or failed with err.
+// sent, empty or starting with ", ", says which commit it was when it was
+// not the final commit's own.
+func (c *Core) finalCommitError(offs []sluice.Offset, sent string, finished bool, err error) error {
+	what := "the final commit of " + engine.OffsetsString(offs) + sent
+	if !finished {
+		return fmt.Errorf("%s: shutdown: %s did not finish within Config.CloseTimeout (%v): %w",
+			c.o.Prefix, what, c.closeTimeout(), err)
+	}
+	return fmt.Errorf("%s: shutdown: %s failed: %w", c.o.Prefix, what, err)
 }
 
 // LeaveAndClose leaves the group (Backend.Leave) and closes the client
