@@ -1,13 +1,11 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -77,7 +75,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 // held and the option to change.
 func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs lockedBuffer
+		var logs logText
 		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
 			d := 10 * time.Millisecond
 			if r.Offset >= 1000 {
@@ -104,23 +102,16 @@ func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// logText is a log destination safe for concurrent writes.
+type logText struct{ lockedList[string] }
+
+func (l *logText) Write(p []byte) (int, error) {
+	l.push(string(p))
+	return len(p), nil
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// String returns everything written so far.
+func (l *logText) String() string { return strings.Join(l.list(), "") }
 
 // A stage that completes nothing until it got more input than the
 // feeder's first limit (a Batch of 1000 without maxWait) is not held back

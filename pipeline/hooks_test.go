@@ -144,24 +144,17 @@ func ExampleWithHooks() {
 	// store on orders/0, retry 1: connection reset
 }
 
-// eventCounter implements every hook interface and counts each event.
-type eventCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
+// eventCounter implements every hook interface and records each event.
+type eventCounter struct{ lockedList[string] }
 
-func (c *eventCounter) count(event string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n[event]++
-}
+func (c *eventCounter) count(event string) { c.push(event) }
 
+// missing returns the events of events that never happened.
 func (c *eventCounter) missing(events []string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	seen := c.list()
 	var out []string
 	for _, e := range events {
-		if c.n[e] == 0 {
+		if !slices.Contains(seen, e) {
 			out = append(out, e)
 		}
 	}
@@ -207,7 +200,7 @@ func (c *eventCounter) OnHighWatermark(sluice.TopicPartition, int64)      { c.co
 // reports no high watermark: only the Kafka source does.)
 func TestEveryEventReachesTheHooksThatHandleIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &eventCounter{n: map[string]int{}}
+		c := &eventCounter{}
 		flaky := true // partition 0's stage goroutine only
 		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			vals := stages.Map(in, func(ctx context.Context, r sluice.Record) (string, error) {
