@@ -217,7 +217,7 @@ func TestFinalCommitSlowRevokeCommitLeavesNothingToSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		began := time.Now()
-		stopped := h.stopRevoking(func() { revoking(tp1)(h) }, commitAnswer{err: errMovedOn})
+		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errMovedOn})
 		slow := h.nextCommit()
 		wantOffsets(t, "commit in the revoke of in-1", slow.offs, finals...)
 		time.Sleep(time.Until(began.Add(4*time.Second - 10*time.Millisecond))) // fake time: answered 10ms before the deadline
@@ -330,7 +330,7 @@ func TestFinalCommitEagerRevokeCommitUnansweredIsAnError(t *testing.T) {
 func TestFinalCommitEagerRevokeCommitFailedIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
-		stopped := h.stopRevoking(func() { revoking(tp0, tp1)(h) }, commitAnswer{err: errRebalancing})
+		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp0, tp1}) }, commitAnswer{err: errRebalancing})
 		h.answerCommits(commitStep{"commit in the revoke of every partition", finals,
 			commitAnswer{err: errors.New("COORDINATOR_NOT_AVAILABLE")}})
 
