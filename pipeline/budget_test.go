@@ -25,19 +25,7 @@ func TestHugeInFlightLimitsStillResumePausedPartitions(t *testing.T) {
 		"bytes 1<<62":      pipeline.WithMaxInFlightBytes(1 << 62),
 		"bytes MaxInt64":   pipeline.WithMaxInFlightBytes(math.MaxInt64),
 	} {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := newGate(0)
-				h := eachHarness(t, g.waitRecord, opt, pipeline.WithPartitionQueue(100))
-				assignAndSend(h, 1000)
-				synctest.Wait()
-				if got := h.Fake().Delivered("t", 0); got != 128 {
-					t.Fatalf("delivered %d records while offset 0 was blocked, want 128 (paused at the partition queue)", got)
-				}
-				g.open(0)
-				h.WaitCommitted("t", 0, 1000)
-			})
-		})
+		t.Run(name, func(t *testing.T) { pausesAtThePartitionQueue(t, opt) })
 	}
 }
 

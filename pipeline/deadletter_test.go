@@ -3,12 +3,15 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -184,4 +187,144 @@ func TestDeadLettersOutstandingAtLossThenReassigned(t *testing.T) {
 			t.Fatalf("Stop returned %v", err)
 		}
 	})
+}
+
+// checkedDestination is a dead-letter destination of a named function
+// type whose start check fails, as a Kafka producer's does for a missing
+// topic.
+type checkedDestination func(context.Context, sluice.DeadLetter) error
+
+var errNoTopic = errors.New("the dead-letter topic does not exist")
+
+func (checkedDestination) CheckStart(context.Context) error { return errNoTopic }
+
+// startedSource records whether Run started it.
+type startedSource struct{ started bool }
+
+func (s *startedSource) Run(ctx context.Context, g sluice.Group) error {
+	s.started = true
+	<-ctx.Done()
+	return nil
+}
+
+func discard(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	return stages.Discard(in)
+}
+
+// Run calls the dead-letter destination's CheckStart before the source
+// starts and returns its error; the source never runs.
+func TestDeadLetterStartCheckFailsRunBeforeTheSourceStarts(t *testing.T) {
+	dest := checkedDestination(func(context.Context, sluice.DeadLetter) error { return nil })
+	src := &startedSource{}
+	err := pipeline.Run(context.Background(), src, discard, pipeline.WithDeadLetter(dest))
+	if !errors.Is(err, errNoTopic) {
+		t.Fatalf("Run = %v, want the start check's error", err)
+	}
+	if src.started {
+		t.Error("the source was started although the start check failed")
+	}
+}
+
+// A later WithDeadLetter replaces the destination and its check; a plain
+// function has none.
+func TestDeadLetterStartCheckGoesWithItsDestination(t *testing.T) {
+	dest := checkedDestination(func(context.Context, sluice.DeadLetter) error { return nil })
+	plain := func(context.Context, sluice.DeadLetter) error { return nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	src := &startedSource{}
+	if err := pipeline.Run(ctx, src, discard, pipeline.WithDeadLetter(dest), pipeline.WithDeadLetter(plain)); err != nil {
+		t.Fatalf("Run = %v, want nil: the plain function replaced the checked destination", err)
+	}
+	if !src.started {
+		t.Error("the source was not started")
+	}
+}
+
+// liveHeapGrowth runs 100000 records through build, 1000 at a time, and
+// returns how much the live heap grew over the last 80000 (the Fake's
+// log of the records included).
+func liveHeapGrowth(t *testing.T, build pipeline.Builder, opts ...pipeline.Option) int64 {
+	h := testkit.New(t, build, opts...)
+	h.Assign("t", 0)
+	vals := testkit.Values(1000)
+	live := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	var base int64
+	sent := int64(0)
+	for round := 1; round <= 100; round++ {
+		h.Send("t", 0, vals...)
+		sent += int64(len(vals))
+		h.WaitCommitted("t", 0, sent)
+		if round == 20 {
+			base = live()
+		}
+	}
+	grown := live() - base
+	stopClean(t, h)
+	return grown
+}
+
+// A long run of invalid records, dead-lettered with deferred outcomes,
+// grows the live heap no more than the same run of valid records (the
+// Fake keeps every record it was sent), give or take 2 MiB.
+func TestDeadLetterLongInvalidRunHasBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long run")
+	}
+	valid := liveHeapGrowth(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) { return r, nil }))
+	})
+	d := newAsyncDest()
+	d.noFail = true
+	d.noRecord = true
+	invalid := liveHeapGrowth(t, invalidEverything, pipeline.WithDeadLetter(d.fn))
+	t.Logf("live heap growth over 80000 records: valid %d, invalid %d", valid, invalid)
+	if invalid-valid > 2<<20 {
+		t.Errorf("80000 dead letters grew the live heap by %d bytes more than 80000 valid records", invalid-valid)
+	}
+}
+
+// benchDeadLetters pushes b.N records through Map → Discard on one
+// partition, every record invalid when invalid is set, with dest as the
+// dead-letter destination, and waits until all are committed: the
+// runtime's own cost per dead letter, without a client.
+func benchDeadLetters(b *testing.B, invalid bool, dest func(context.Context, sluice.DeadLetter) error) {
+	bad := sluice.Invalid(errors.New("bad"))
+	enginetest.BenchCommitted(b, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+			if invalid {
+				return r, bad
+			}
+			return r, nil
+		}))
+	}, pipeline.WithDeadLetter(dest))
+}
+
+// readyOutcome is a deferred dead letter already delivered.
+type readyOutcome struct{}
+
+func (readyOutcome) Ready() bool { return true }
+func (readyOutcome) Wait() error { return nil }
+
+// BenchmarkDeadLetters compares every record valid, every record invalid
+// with a destination that returns at once, and every record invalid with
+// a destination that defers its outcome (engine.DeferDeadLetter, as the
+// Kafka destinations do), which is ready at once.
+func BenchmarkDeadLetters(b *testing.B) {
+	ok := func(context.Context, sluice.DeadLetter) error { return nil }
+	deferred := func(ctx context.Context, _ sluice.DeadLetter) error {
+		if !engine.DeferDeadLetter(ctx, readyOutcome{}) {
+			return errors.New("not deferred")
+		}
+		return nil
+	}
+	b.Run("valid", func(b *testing.B) { benchDeadLetters(b, false, ok) })
+	b.Run("invalid", func(b *testing.B) { benchDeadLetters(b, true, ok) })
+	b.Run("invalid-deferred", func(b *testing.B) { benchDeadLetters(b, true, deferred) })
 }

@@ -1,12 +1,11 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,7 +75,7 @@ func TestASlowKeyDrainsWithinTheDrainTimeout(t *testing.T) {
 // held and the option to change.
 func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs lockedBuffer
+		var logs logText
 		h := eachHarness(t, func(ctx context.Context, r sluice.Record) error {
 			d := 10 * time.Millisecond
 			if r.Offset >= 1000 {
@@ -103,46 +102,25 @@ func TestATimedOutDrainLogsTheRateAndWhatToChange(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// logText is a log destination safe for concurrent writes.
+type logText struct{ lockedList[string] }
+
+func (l *logText) Write(p []byte) (int, error) {
+	l.push(string(p))
+	return len(p), nil
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// String returns everything written so far.
+func (l *logText) String() string { return strings.Join(l.list(), "") }
 
 // A stage that completes nothing until it got more input than the
 // feeder's first limit (a Batch of 1000 without maxWait) is not held back
 // by the pacing: the limit doubles whenever nothing completes at it.
 func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(stages.Batch(in, 1000, 0), func(_ context.Context, b []sluice.Record) error {
-				out.add(p.Partition, int64(len(b)))
-				return nil
-			})
-		})
-		assignAndSend(h, 3000)
-		start := time.Now()
-		h.WaitCommitted("t", 0, 3000)
-		if took := time.Since(start); took > 2*time.Second {
+		if took := batchesCommitted(t, 3, 1000, 0); took > 2*time.Second {
 			t.Errorf("3 batches took %v, want at most 2s (two stalls of 625ms raise the limit from 256 to 1024)", took)
 		}
-		if got := out.of(0); len(got) != 3 || got[0] != 1000 || got[1] != 1000 || got[2] != 1000 {
-			t.Fatalf("batches %v, want [1000 1000 1000]", got)
-		}
-		stopClean(t, h)
 	})
 }
 
@@ -152,24 +130,36 @@ func TestPacingNeverStarvesABatchWithoutMaxWait(t *testing.T) {
 // the default drain timeout) before they commit.
 func TestANewGraphFeedsItsBatchsFirstBatchWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out sink
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return stages.Each(stages.Batch(in, 600, time.Hour), func(_ context.Context, b []sluice.Record) error {
-				out.add(p.Partition, int64(len(b)))
-				return nil
-			})
-		})
-		start := time.Now()
-		assignAndSend(h, 1800)
-		h.WaitCommitted("t", 0, 1800)
-		if took := time.Since(start); took != 0 {
+		if took := batchesCommitted(t, 3, 600, time.Hour); took != 0 {
 			t.Errorf("3 batches of 600 took %v, want no wait", took)
 		}
-		if got := out.of(0); len(got) != 3 || got[0] != 600 || got[1] != 600 || got[2] != 600 {
-			t.Fatalf("batches %v, want [600 600 600]", got)
-		}
-		stopClean(t, h)
 	})
+}
+
+// batchesCommitted runs stages.Batch(size, maxWait) on t/0, sends it
+// batches*size records and waits until all are committed. It checks that
+// the stage got exactly batches batches of size records, stops the
+// harness cleanly, and returns how long the records took from being sent
+// to being committed.
+func batchesCommitted(t *testing.T, batches, size int, maxWait time.Duration) time.Duration {
+	t.Helper()
+	var out sink
+	h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(stages.Batch(in, size, maxWait), func(_ context.Context, b []sluice.Record) error {
+			out.add(p.Partition, int64(len(b)))
+			return nil
+		})
+	})
+	n := batches * size
+	start := time.Now()
+	assignAndSend(h, n)
+	h.WaitCommitted("t", 0, int64(n))
+	took := time.Since(start)
+	if got, want := out.of(0), slices.Repeat([]int64{int64(size)}, batches); !slices.Equal(got, want) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	stopClean(t, h)
+	return took
 }
 
 // One record in 50 is slow (2 s, all of one key in a PoolByKey), the

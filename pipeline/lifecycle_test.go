@@ -188,15 +188,23 @@ func TestBatchByWeightClosesABatchAtItsWeight(t *testing.T) {
 }
 
 func TestBackpressurePausesAFullPartition(t *testing.T) {
+	pausesAtThePartitionQueue(t)
+}
+
+// pausesAtThePartitionQueue runs a stage blocked at offset 0 with a
+// partition queue of 100 records and opts, sends 1000 records to t/0, and
+// checks that the partition paused once 100 were held: the fake delivers
+// 64 records at a time, so two deliveries, 128 records. Once the stage
+// runs again, every record is committed.
+func pausesAtThePartitionQueue(t *testing.T, opts ...pipeline.Option) {
+	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(0)
-		h := eachHarness(t, g.waitRecord, pipeline.WithPartitionQueue(100))
+		h := eachHarness(t, g.waitRecord, append(opts, pipeline.WithPartitionQueue(100))...)
 		assignAndSend(h, 1000)
 		synctest.Wait()
-		// The fake delivers 64 records at a time; the partition pauses once
-		// 100 are held, so it took two deliveries.
 		if got := h.Fake().Delivered("t", 0); got != 128 {
-			t.Fatalf("delivered %d records while the graph was stuck, want 128", got)
+			t.Fatalf("delivered %d records while offset 0 was blocked, want 128 (paused at the partition queue)", got)
 		}
 		g.open(0)
 		h.WaitCommitted("t", 0, 1000)

@@ -252,23 +252,41 @@ func holdingTheSlot(t *testing.T, opts ...pipeline.Option) (*testkit.Harness, *g
 	return h, b
 }
 
+// waitForTheHeldSlot sends "hold" to t/0, waits until b holds it (and
+// with it the slot), then sends values to t/1 and waits until t/1's first
+// value blocks waiting for the slot.
+func waitForTheHeldSlot(h *testkit.Harness, b *gate, values ...string) {
+	h.Send("t", 0, []byte("hold"))
+	<-b.closed
+	vs := make([][]byte, len(values))
+	for i, v := range values {
+		vs[i] = []byte(v)
+	}
+	h.Send("t", 1, vs...)
+	synctest.Wait()
+}
+
+// releaseTheSlot lets the value holding the slot go on, waits until t/0
+// commits it, and stops the harness cleanly.
+func releaseTheSlot(t *testing.T, h *testkit.Harness, b *gate) {
+	t.Helper()
+	close(b.open)
+	h.WaitCommitted("t", 0, 1)
+	stopClean(t, h)
+}
+
 // Waiting for a slot ends with the partition's context: a lost partition
 // whose value waits for a slot another partition holds exits at once, its
 // value uncommitted; the holder goes on.
 func TestLimiterWaitEndsWhenThePartitionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, b := holdingTheSlot(t)
-		h.Send("t", 0, []byte("hold"))
-		<-b.closed
-		h.Send("t", 1, []byte("x"), []byte("y"))
-		synctest.Wait() // t/1's first value waits for the slot
+		waitForTheHeldSlot(h, b, "x", "y") // t/1's first value waits for the slot
 		h.Lose("t", 1)
 		if got := h.Committed("t", 1); got != -1 {
 			t.Fatalf("lost t/1 committed %d, want nothing (-1)", got)
 		}
-		close(b.open)
-		h.WaitCommitted("t", 0, 1)
-		stopClean(t, h)
+		releaseTheSlot(t, h, b)
 	})
 }
 
@@ -280,10 +298,7 @@ func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 		h, b := holdingTheSlot(t, pipeline.WithDrainTimeout(5*time.Second))
 		h.Send("t", 1, []byte("x"))
 		h.WaitCommitted("t", 1, 1)
-		h.Send("t", 0, []byte("hold"))
-		<-b.closed
-		h.Send("t", 1, []byte("y"), []byte("z"))
-		synctest.Wait()
+		waitForTheHeldSlot(h, b, "y", "z")
 		start := time.Now()
 		h.Revoke("t", 1)
 		if waited := time.Since(start); waited != 5*time.Second {
@@ -292,9 +307,7 @@ func TestLimiterWaitEndsAtTheDrainTimeout(t *testing.T) {
 		if got := h.Committed("t", 1); got != 1 {
 			t.Fatalf("t/1 committed %d after its drain timed out, want 1", got)
 		}
-		close(b.open)
-		h.WaitCommitted("t", 0, 1)
-		stopClean(t, h)
+		releaseTheSlot(t, h, b)
 	})
 }
 

@@ -2,6 +2,8 @@ package stages_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -73,4 +75,65 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 		close(gate)
 		h.WaitCommitted("t", 0, n)
 	})
+}
+
+// workersRunning counts the goroutines running a Pool worker's loop.
+func workersRunning() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "stages.(*workerPool[...]).work(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// A Pool starts its workers when values arrive and lets them go once it
+// has nothing to do, so an idle partition holds no worker goroutine; the
+// next values start them again, and every value is still processed.
+func TestPoolIdleHoldsNoWorkers(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		name := map[bool]string{false: "Pool", true: "PoolByKey"}[keyed]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const workers, n = 8, 200
+				block := make(chan struct{})
+				h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+					fn := func(_ context.Context, r sluice.Record) (int64, error) {
+						if r.Offset >= n {
+							<-block
+						}
+						return r.Offset, nil
+					}
+					if keyed {
+						return stages.Discard(stages.PoolByKey(in, workers, func(r sluice.Record) string { return string(r.Value) }, fn))
+					}
+					return stages.Discard(stages.Pool(in, workers, fn))
+				})
+				h.Assign("t", 0)
+				if got := workersRunning(); got != 0 {
+					t.Fatalf("%d workers before any value, want 0", got)
+				}
+				h.Send("t", 0, testkit.Values(n)...)
+				h.WaitCommitted("t", 0, n)
+				synctest.Wait()
+				if got := workersRunning(); got != 0 {
+					t.Fatalf("%d workers running with nothing to do, want 0", got)
+				}
+				// Values that block keep their workers until released.
+				h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+				synctest.Wait()
+				if got := workersRunning(); got < 1 || got > workers {
+					t.Fatalf("%d workers running with %d blocked values, want 1 to %d", got, n, workers)
+				}
+				close(block)
+				h.WaitCommitted("t", 0, 2*n)
+				synctest.Wait()
+				if got := workersRunning(); got != 0 {
+					t.Fatalf("%d workers running after the second run of values, want 0", got)
+				}
+			})
+		})
+	}
 }

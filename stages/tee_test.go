@@ -41,16 +41,13 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fast, slow seen
 		g := holdOffset(2)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			b := stages.Tee(in, 2)
+		h := teeHarness(t, 2, func(b []pipeline.Stream[sluice.Record]) pipeline.End {
 			return pipeline.All(
 				stages.Each(b[0], fast.add),
 				stages.Each(b[1], g.then(slow.add)),
 			)
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, testkit.Values(5)...)
-		<-g.closed
+		sendUntilHeld(h, g, 5)
 		synctest.Wait()
 		if got := fast.list(); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
 			t.Fatalf("the fast branch processed %v, want 0..4", got)
@@ -75,8 +72,7 @@ func TestTeeCommitsWhenEveryBranchCompleted(t *testing.T) {
 func TestTeeBranchThatFiltersCountsAsDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var evens, all seen
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			b := stages.Tee(in, 2)
+		h := teeHarness(t, 2, func(b []pipeline.Stream[sluice.Record]) pipeline.End {
 			even := stages.Filter(b[0], func(r sluice.Record) bool { return r.Offset%2 == 0 })
 			return pipeline.All(stages.Each(even, evens.add), stages.Each(b[1], all.add))
 		})
@@ -115,8 +111,7 @@ func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var first, second seen
 				dead := testkit.NewDeadLetters()
-				h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-					b := stages.Tee(in, 2)
+				h := teeHarness(t, 2, func(b []pipeline.Stream[sluice.Record]) pipeline.End {
 					other := second.add
 					if bothInvalid {
 						other = invalidAt(1, &second)
@@ -155,8 +150,7 @@ func TestTeeInvalidInABranchDeadLettersOnce(t *testing.T) {
 // the record; nothing from that record on is committed.
 func TestTeeErrorInABranchStopsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			b := stages.Tee(in, 2)
+		h := teeHarness(t, 2, func(b []pipeline.Stream[sluice.Record]) pipeline.End {
 			return pipeline.All(
 				stages.Discard(b[0]),
 				stages.Each(b[1], func(_ context.Context, r sluice.Record) error {
@@ -213,13 +207,10 @@ func TestTeeRevokeDrainsEveryBranch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a, b seen
 		g := holdOffset(50)
-		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			br := stages.Tee(in, 3)
+		h := teeHarness(t, 3, func(br []pipeline.Stream[sluice.Record]) pipeline.End {
 			return pipeline.All(stages.Each(br[0], g.then(a.add)), stages.Each(br[1], b.add), stages.Discard(br[2]))
 		})
-		h.Assign("t", 0)
-		h.Send("t", 0, testkit.Values(100)...)
-		<-g.closed
+		sendUntilHeld(h, g, 100)
 		synctest.Wait()
 		if got := h.Committed("t", 0); got != 50 {
 			t.Fatalf("committed %d before the revoke, want 50", got)
@@ -244,4 +235,21 @@ func TestTeeWithoutBranchesFailsTheBuild(t *testing.T) {
 	expectBuildError(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Discard(stages.Tee(in, 0, stages.Name("copies"))[0])
 	}, `stage "copies": stages.Tee: n is 0; want at least 1 branch`)
+}
+
+// sendUntilHeld assigns t/0, sends it n values and waits until g holds
+// one.
+func sendUntilHeld(h *testkit.Harness, g *gate, n int) {
+	h.Assign("t", 0)
+	h.Send("t", 0, testkit.Values(n)...)
+	<-g.closed
+}
+
+// teeHarness runs a Tee of n branches on every partition, with opts;
+// ends builds the graph's end from the branches.
+func teeHarness(t *testing.T, n int, ends func(branches []pipeline.Stream[sluice.Record]) pipeline.End, opts ...pipeline.Option) *testkit.Harness {
+	t.Helper()
+	return testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return ends(stages.Tee(in, n))
+	}, opts...)
 }

@@ -56,26 +56,20 @@ func (d *DeadLetters) Records() []sluice.DeadLetter { return d.r.recorded() }
 // Offsets returns the offsets of the partition's recorded dead letters, in
 // arrival order (nil when there are none).
 func (d *DeadLetters) Offsets(topic string, partition int32) []int64 {
-	var out []int64
-	for _, dl := range d.r.recorded() {
-		if dl.Record.Topic == topic && dl.Record.Partition == partition {
-			out = append(out, dl.Record.Offset)
-		}
-	}
-	return out
+	return collect(&d.r, func(dl sluice.DeadLetter) (int64, bool) {
+		return dl.Record.Offset, dl.Record.Topic == topic && dl.Record.Partition == partition
+	})
 }
 
 // Len returns how many dead letters were recorded.
 func (d *DeadLetters) Len() int {
-	n, _ := d.r.counts()
-	return n
+	return d.r.recordedLen()
 }
 
 // Calls returns how many times the function was called, failed calls
 // (see [DeadLetters.FailWith]) included.
 func (d *DeadLetters) Calls() int {
-	_, calls := d.r.counts()
-	return calls
+	return d.r.callCount()
 }
 
 // Wait blocks until at least n dead letters were recorded and returns a

@@ -102,12 +102,7 @@ func TestCleanupIsQuietWhenTheErrorWasChecked(t *testing.T) {
 				tb := &recordingTB{TB: t}
 				fake := testkit.NewFake()
 				r := testkit.Start(tb, fake, failAt1)
-				if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
-					t.Fatal(err)
-				}
-				if err := fake.Assign("t", 0); err != nil {
-					t.Fatal(err)
-				}
+				sendAndAssign(t, fake, 3)
 				check(tb, r)
 				if errs := tb.cleanup(); len(errs) != 0 {
 					t.Fatalf("cleanup reported %q after the test checked the error", errs)

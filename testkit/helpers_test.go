@@ -15,6 +15,18 @@ func discard(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.
 	return stages.Discard(in)
 }
 
+// sendAndAssign sends n values (testkit.Values(n)) to t/0 of fake, then
+// assigns t/0; an error of either fails t.
+func sendAndAssign(t testing.TB, fake *testkit.Fake, n int) {
+	t.Helper()
+	if err := fake.Send("t", 0, testkit.Values(n)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Assign("t", 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // collectOffsets builds graphs that append each record's offset to
 // *seen (one partition at a time: no lock).
 func collectOffsets(seen *[]int64) pipeline.Builder {

@@ -111,26 +111,18 @@ func (p *Producer) Messages() []Produced { return p.r.recorded() }
 // Values returns the values of the messages recorded for topic, as
 // strings, in the order they were sent (nil when there are none).
 func (p *Producer) Values(topic string) []string {
-	var out []string
-	for _, m := range p.r.recorded() {
-		if m.Topic == topic {
-			out = append(out, string(m.Message.Value))
-		}
-	}
-	return out
+	return collect(&p.r, func(m Produced) (string, bool) { return string(m.Message.Value), m.Topic == topic })
 }
 
 // Len returns how many messages were recorded.
 func (p *Producer) Len() int {
-	n, _ := p.r.counts()
-	return n
+	return p.r.recordedLen()
 }
 
 // Calls returns how many messages were sent to p, failed ones (see
 // [Producer.FailWith]) included.
 func (p *Producer) Calls() int {
-	_, calls := p.r.counts()
-	return calls
+	return p.r.callCount()
 }
 
 // Wait blocks until at least n messages were recorded and returns a

@@ -66,6 +66,30 @@ func (r *recorder[T]) counts() (recorded, calls int) {
 	return len(r.items), r.calls
 }
 
+// recordedLen returns how many items were recorded.
+func (r *recorder[T]) recordedLen() int {
+	n, _ := r.counts()
+	return n
+}
+
+// callCount returns how many calls were made, refused ones included.
+func (r *recorder[T]) callCount() int {
+	_, calls := r.counts()
+	return calls
+}
+
+// collect returns what pick makes of each recorded item it keeps, in
+// arrival order (nil when it keeps none).
+func collect[T, V any](r *recorder[T], pick func(T) (V, bool)) []V {
+	var out []V
+	for _, item := range r.recorded() {
+		if v, ok := pick(item); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // wait blocks until at least n items were recorded and returns a copy of
 // them. After r.timeout it fails t with "testkit: <what is recorded>
 // after <timeout>, waiting for n"; a negative n fails t at once, naming

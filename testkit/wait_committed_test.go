@@ -16,12 +16,7 @@ func TestFakeWaitCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := testkit.NewFake()
 		r := testkit.Start(t, fake, discard)
-		if err := fake.Send("t", 0, testkit.Values(3)...); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.Assign("t", 0); err != nil {
-			t.Fatal(err)
-		}
+		sendAndAssign(t, fake, 3)
 		fake.WaitCommitted(t, "t", 0, 3)
 		if got := fake.Committed("t", 0); got != 3 {
 			t.Fatalf("committed %d after WaitCommitted(3), want 3", got)

@@ -52,24 +52,27 @@ func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.O
 // producer on the same brokers, with the flags' overrides.
 func newLibrdkafkaBackend(o options, g sluice.GroupConfig) (*backend, error) {
 	src, err := source.NewSource(source.Config{GroupConfig: g, Overrides: o.consumerOverrides()})
-	if err != nil {
-		return nil, err
-	}
-	prod, err := newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Overrides: o.producerOverrides()})
-	if err != nil {
-		return nil, err
-	}
-	return &backend{src: src, producer: prod}, nil
+	return withProducer(src, err, func() (sink.Producer, error) {
+		return newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Overrides: o.producerOverrides()})
+	})
 }
 
 // newFranzBackend builds a franz-go source of g and a franz producer on
 // the same brokers, with the flags' options.
 func newFranzBackend(o options, g sluice.GroupConfig) (*backend, error) {
 	src, err := franz.NewSource(franz.Config{GroupConfig: g, Opts: o.franzConsumerOpts()})
-	if err != nil {
-		return nil, err
+	return withProducer(src, err, func() (sink.Producer, error) {
+		return newFranzProducer(o, src, franz.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Opts: o.franzClientOpts()})
+	})
+}
+
+// withProducer is the backend of src (built with the error srcErr) and
+// the producer newProducer builds, or the first of their errors.
+func withProducer(src sluice.Source, srcErr error, newProducer func() (sink.Producer, error)) (*backend, error) {
+	if srcErr != nil {
+		return nil, srcErr
 	}
-	prod, err := newFranzProducer(o, src, franz.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Opts: o.franzClientOpts()})
+	prod, err := newProducer()
 	if err != nil {
 		return nil, err
 	}

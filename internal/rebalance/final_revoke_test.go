@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sluice-go/sluice"
 )
 
 // stopRevoking starts a shutdown of a member that owns in-0 and in-1 with
@@ -18,9 +20,7 @@ func (h *harness) stopRevoking(serve func(), first commitAnswer) <-chan error {
 	h.setFinal(off(tp0, 9), off(tp1, 5))
 	h.b.waitToRetry = serve
 	stopped := h.stopAsync()
-	c := h.nextCommit()
-	wantOffsets(h.t, "final commit", c.offs, off(tp0, 9), off(tp1, 5))
-	c.answer <- first
+	h.answerCommits(commitStep{"final commit", finals, first})
 	return stopped
 }
 
@@ -69,6 +69,93 @@ func (h *harness) noCommitBehind(interval *commitCall) {
 	h.noCommit("after Run returned")
 }
 
+// commitStep is one commit expected while stopping: desc names it, want
+// is what it must carry, answer is what the client answers it.
+type commitStep struct {
+	desc   string
+	want   []sluice.Offset
+	answer commitAnswer
+}
+
+// finals are the final offsets stopRevoking sets: in/0@9 and in/1@5.
+var finals = []sluice.Offset{off(tp0, 9), off(tp1, 5)}
+
+// accepted answers a commit as committed in full.
+var accepted = commitAnswer{}
+
+// answerCommits checks the next commits against steps, in order, and
+// answers each with its step's answer.
+func (h *harness) answerCommits(steps ...commitStep) {
+	h.t.Helper()
+	for _, s := range steps {
+		c := h.nextCommit()
+		wantOffsets(h.t, s.desc, c.offs, s.want...)
+		c.answer <- s.answer
+	}
+}
+
+// revokedWhileRetrying stops a member through stopRevoking with serve run
+// while the final commit waits to be retried, checks and answers the
+// commits in steps, and checks that Run then returned nil.
+func revokedWhileRetrying(t *testing.T, serve func(h *harness), first commitAnswer, steps ...commitStep) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		stopped := h.stopRevoking(func() { serve(h) }, first)
+		h.answerCommits(steps...)
+		h.stoppedOK(stopped)
+	})
+}
+
+// revoking is a serve for revokedWhileRetrying that revokes tps.
+func revoking(tps ...TP) func(h *harness) {
+	return func(h *harness) { h.core.Revoked(tps) }
+}
+
+// revokeCommitNeverAnswered stops a member through stopRevoking, revoking
+// tps while the final commit waits to be retried; the revoke's commit
+// (desc, carrying every final offset) is never answered before Run
+// returns. It checks that Run returned at the final commit's deadline
+// with an error containing want (wantDesc says what it should name), and
+// that nothing more was sent.
+func revokeCommitNeverAnswered(t *testing.T, tps []TP, first commitAnswer, desc, want, wantDesc string) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		began := time.Now()
+		stopped := h.stopRevoking(func() { h.core.Revoked(tps) }, first)
+		hung := h.nextCommit()
+		wantOffsets(t, desc, hung.offs, finals...)
+		defer func() { hung.answer <- commitAnswer{err: errMovedOn} }() // answered after Run returned
+
+		h.stoppedAtTheDeadline(stopped, began, want, wantDesc)
+		h.noCommit("after Run returned")
+	})
+}
+
+// revokedBehindAnUnansweredInterval stops a member that owns in-0 and
+// in-1 while an interval commit is in flight and never answered; the
+// client reports a revoke of tps before the final commit's first
+// attempt. It checks that Run returned at the final commit's deadline
+// with an error saying the final commit did not finish within
+// Config.CloseTimeout (wantDesc says what it should name), and that
+// nothing was sent behind the interval commit.
+func revokedBehindAnUnansweredInterval(t *testing.T, wantDesc string, tps ...TP) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0, tp1)
+		interval := h.commitOf(off(tp0, 3), off(tp1, 2))
+		h.setFinal(off(tp0, 9), off(tp1, 5))
+		h.revokeBeforeFirstFinal(tps...)
+		began := time.Now()
+		stopped := h.stopAsync()
+
+		h.stoppedAtTheDeadline(stopped, began, "did not finish within Config.CloseTimeout", wantDesc)
+		h.noCommitBehind(interval)
+	})
+}
+
 // A partition revoked while the final commit is retried is still this
 // member's while the revoke is served: the final offsets of every
 // partition still owned, the revoked one included, are committed there
@@ -77,31 +164,17 @@ func (h *harness) noCommitBehind(interval *commitCall) {
 // partition's next owner starts where this member stopped, instead of
 // redoing its records.
 func TestFinalCommitOfAPartitionRevokedDuringTheRetryIsSentInTheRevoke(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errMovedOn})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", c.offs, off(tp0, 9), off(tp1, 5))
-		c.ok()
-		h.stoppedOK(stopped)
-	})
+	revokedWhileRetrying(t, revoking(tp1), commitAnswer{err: errMovedOn},
+		commitStep{"commit in the revoke of in-1", finals, accepted})
 }
 
 // A revoke while stopping whose commit is refused is not retried for the
 // revoked partition: its next owner decides from then on. The final
 // commit goes on with the partitions still owned.
 func TestFinalCommitGoesOnAfterTheRevokeCommitIsRefused(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errRebalancing})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", c.offs, off(tp0, 9), off(tp1, 5))
-		c.answer <- commitAnswer{err: errMovedOn}
-		c = h.nextCommit()
-		wantOffsets(t, "final commit retried", c.offs, off(tp0, 9))
-		c.ok()
-		h.stoppedOK(stopped)
-	})
+	revokedWhileRetrying(t, revoking(tp1), commitAnswer{err: errRebalancing},
+		commitStep{"commit in the revoke of in-1", finals, commitAnswer{err: errMovedOn}},
+		commitStep{"final commit retried", finals[:1], accepted})
 }
 
 // A partition revoked during the retry (the final offsets committed in
@@ -109,19 +182,12 @@ func TestFinalCommitGoesOnAfterTheRevokeCommitIsRefused(t *testing.T) {
 // lost meanwhile: nothing more is sent, neither for the partition
 // assigned again nor for the lost one.
 func TestFinalCommitRevokedAssignedAgainThenLost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		stopped := h.stopRevoking(func() {
-			h.core.Revoked([]TP{tp1})
-			h.core.Assigned([]TP{tp1})
-			h.core.Lost([]TP{tp0})
-			h.core.Revoked([]TP{tp1})
-		}, commitAnswer{err: errMovedOn})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", c.offs, off(tp0, 9), off(tp1, 5))
-		c.ok()
-		h.stoppedOK(stopped)
-	})
+	revokedWhileRetrying(t, func(h *harness) {
+		h.core.Revoked([]TP{tp1})
+		h.core.Assigned([]TP{tp1})
+		h.core.Lost([]TP{tp0})
+		h.core.Revoked([]TP{tp1})
+	}, commitAnswer{err: errMovedOn}, commitStep{"commit in the revoke of in-1", finals, accepted})
 }
 
 // A final commit whose first attempt the broker accepted for some
@@ -129,15 +195,9 @@ func TestFinalCommitRevokedAssignedAgainThenLost(t *testing.T) {
 // final offsets again and leaves nothing to retry. Every commit of a
 // partition carries the same final offset: none moves a partition back.
 func TestFinalCommitPartlyRefusedThenRevokedNeverMovesBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp0}) },
-			commitAnswer{rejected: []Rejected{{Offset: off(tp1, 5), Err: errRebalancing}}})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-0", c.offs, off(tp0, 9), off(tp1, 5))
-		c.ok()
-		h.stoppedOK(stopped)
-	})
+	partlyRefused := commitAnswer{rejected: []Rejected{{Offset: off(tp1, 5), Err: errRebalancing}}}
+	revokedWhileRetrying(t, revoking(tp0), partlyRefused,
+		commitStep{"commit in the revoke of in-0", finals, accepted})
 }
 
 // The commit a revoke sends while stopping carries the final offsets of
@@ -147,18 +207,8 @@ func TestFinalCommitPartlyRefusedThenRevokedNeverMovesBack(t *testing.T) {
 // of CloseTimeout) with an error naming the final offsets not committed,
 // and sends nothing more.
 func TestFinalCommitRevokeCommitUnansweredEndsAtTheDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		began := time.Now()
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errMovedOn})
-		hung := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", hung.offs, off(tp0, 9), off(tp1, 5))
-		defer func() { hung.answer <- commitAnswer{err: errMovedOn} }() // answered after Run returned
-
-		h.stoppedAtTheDeadline(stopped, began, "the final commit of [in/0@9]",
-			"an error naming the final commit of in/0@9, which did not finish")
-		h.noCommit("after Run returned")
-	})
+	revokeCommitNeverAnswered(t, []TP{tp1}, commitAnswer{err: errMovedOn}, "commit in the revoke of in-1",
+		"the final commit of [in/0@9]", "an error naming the final commit of in/0@9, which did not finish")
 }
 
 // A revoke commit answered just before the final commit's deadline
@@ -169,7 +219,7 @@ func TestFinalCommitSlowRevokeCommitLeavesNothingToSend(t *testing.T) {
 		began := time.Now()
 		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errMovedOn})
 		slow := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", slow.offs, off(tp0, 9), off(tp1, 5))
+		wantOffsets(t, "commit in the revoke of in-1", slow.offs, finals...)
 		time.Sleep(time.Until(began.Add(4*time.Second - 10*time.Millisecond))) // fake time: answered 10ms before the deadline
 		slow.ok()
 		h.stoppedOK(stopped)
@@ -187,14 +237,8 @@ func TestFinalCommitOfAPartitionRevokedDuringTheDrainIsSentInTheRevoke(t *testin
 		h.setFinal(off(tp0, 9), off(tp1, 5))
 		h.revokeBeforeFirstFinal(tp0)
 		stopped := h.stopAsync()
-
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-0", c.offs, off(tp0, 9), off(tp1, 5))
-		c.answer <- commitAnswer{err: errRebalancing}
-
-		c = h.nextCommit()
-		wantOffsets(t, "final commit", c.offs, off(tp1, 5))
-		c.ok()
+		h.answerCommits(commitStep{"commit in the revoke of in-0", finals, commitAnswer{err: errRebalancing}},
+			commitStep{"final commit", finals[1:], accepted})
 		h.stoppedOK(stopped)
 	})
 }
@@ -239,14 +283,9 @@ func TestFinalCommitRevokeAfterALossLeavesTheLostPartitionOut(t *testing.T) {
 			h.core.Revoked([]TP{tp1})
 		}
 		stopped := h.stopAsync()
-
-		c := h.nextCommit()
-		wantOffsets(t, "final commit", c.offs, off(tp0, 9), off(tp1, 5), off(tp2, 7))
-		c.answer <- commitAnswer{err: errRebalancing}
-
-		c = h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", c.offs, off(tp1, 5), off(tp2, 7))
-		c.ok()
+		h.answerCommits(
+			commitStep{"final commit", []sluice.Offset{off(tp0, 9), off(tp1, 5), off(tp2, 7)}, commitAnswer{err: errRebalancing}},
+			commitStep{"commit in the revoke of in-1", []sluice.Offset{off(tp1, 5), off(tp2, 7)}, accepted})
 		h.stoppedOK(stopped)
 	})
 }
@@ -255,18 +294,10 @@ func TestFinalCommitRevokeAfterALossLeavesTheLostPartitionOut(t *testing.T) {
 // kept one committed: the retry sends the kept partition again at the
 // same offset only (never another one), and Run returns nil.
 func TestFinalCommitRevokeCommitPartlyRefusedRetriesTheKeptAtTheSameOffset(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errRebalancing})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of in-1", c.offs, off(tp0, 9), off(tp1, 5))
-		c.answer <- commitAnswer{rejected: []Rejected{{Offset: off(tp1, 5), Err: errMovedOn}}}
-
-		c = h.nextCommit()
-		wantOffsets(t, "final commit's retry", c.offs, off(tp0, 9))
-		c.ok()
-		h.stoppedOK(stopped)
-	})
+	revokedRefused := commitAnswer{rejected: []Rejected{{Offset: off(tp1, 5), Err: errMovedOn}}}
+	revokedWhileRetrying(t, revoking(tp1), commitAnswer{err: errRebalancing},
+		commitStep{"commit in the revoke of in-1", finals, revokedRefused},
+		commitStep{"final commit's retry", finals[:1], accepted})
 }
 
 // An interval commit still in flight when Stop begins and never answered:
@@ -275,19 +306,7 @@ func TestFinalCommitRevokeCommitPartlyRefusedRetriesTheKeptAtTheSameOffset(t *te
 // (4s) with an error naming the unsent final commit; nothing is sent
 // after Run returned, even once the interval commit is answered.
 func TestFinalCommitRevokeBehindAnUnansweredIntervalCommit(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		h.assign(tp0, tp1)
-		interval := h.commitOf(off(tp0, 3), off(tp1, 2))
-		h.setFinal(off(tp0, 9), off(tp1, 5))
-		h.revokeBeforeFirstFinal(tp1)
-		began := time.Now()
-		stopped := h.stopAsync()
-
-		h.stoppedAtTheDeadline(stopped, began, "did not finish within Config.CloseTimeout",
-			"an error naming the final commit that did not finish")
-		h.noCommitBehind(interval)
-	})
+	revokedBehindAnUnansweredInterval(t, "an error naming the final commit that did not finish", tp1)
 }
 
 // An eager revoke names the whole assignment: when it comes while the
@@ -298,18 +317,9 @@ func TestFinalCommitRevokeBehindAnUnansweredIntervalCommit(t *testing.T) {
 // when a partition is kept, TestFinalCommitRevokeCommitUnansweredEndsAtTheDeadline),
 // not nil.
 func TestFinalCommitEagerRevokeCommitUnansweredIsAnError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		began := time.Now()
-		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp0, tp1}) }, commitAnswer{err: errRebalancing})
-		hung := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of every partition", hung.offs, off(tp0, 9), off(tp1, 5))
-		defer func() { hung.answer <- commitAnswer{err: errMovedOn} }() // answered after Run returned
-
-		h.stoppedAtTheDeadline(stopped, began, "did not finish within Config.CloseTimeout",
-			"an error naming the final commit of in/0@9 and in/1@5, which did not finish within Config.CloseTimeout")
-		h.noCommit("after Run returned")
-	})
+	revokeCommitNeverAnswered(t, []TP{tp0, tp1}, commitAnswer{err: errRebalancing},
+		"commit in the revoke of every partition", "did not finish within Config.CloseTimeout",
+		"an error naming the final commit of in/0@9 and in/1@5, which did not finish within Config.CloseTimeout")
 }
 
 // The same eager revoke's commit failing with an error that is no
@@ -321,9 +331,8 @@ func TestFinalCommitEagerRevokeCommitFailedIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t)
 		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp0, tp1}) }, commitAnswer{err: errRebalancing})
-		c := h.nextCommit()
-		wantOffsets(t, "commit in the revoke of every partition", c.offs, off(tp0, 9), off(tp1, 5))
-		c.answer <- commitAnswer{err: errors.New("COORDINATOR_NOT_AVAILABLE")}
+		h.answerCommits(commitStep{"commit in the revoke of every partition", finals,
+			commitAnswer{err: errors.New("COORDINATOR_NOT_AVAILABLE")}})
 
 		err := <-stopped
 		if err == nil || !strings.Contains(err.Error(), "COORDINATOR_NOT_AVAILABLE") {
@@ -338,17 +347,5 @@ func TestFinalCommitEagerRevokeCommitFailedIsAnError(t *testing.T) {
 // offset cannot be sent by the final commit's deadline, and Run returns
 // the error naming the final commit that did not finish, not nil.
 func TestFinalCommitEagerRevokeBehindAnUnansweredIntervalCommitIsAnError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := start(t)
-		h.assign(tp0, tp1)
-		interval := h.commitOf(off(tp0, 3), off(tp1, 2))
-		h.setFinal(off(tp0, 9), off(tp1, 5))
-		h.revokeBeforeFirstFinal(tp0, tp1)
-		began := time.Now()
-		stopped := h.stopAsync()
-
-		h.stoppedAtTheDeadline(stopped, began, "did not finish within Config.CloseTimeout",
-			"an error naming the final commit that was not sent in time")
-		h.noCommitBehind(interval)
-	})
+	revokedBehindAnUnansweredInterval(t, "an error naming the final commit that was not sent in time", tp0, tp1)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -27,25 +28,19 @@ func Words(in pipeline.Stream[string], opts ...stages.CallOption) pipeline.Strea
 }
 
 func ExampleTransform() {
-	fake := testkit.NewFake()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() {
-		done <- pipeline.Run(ctx, fake, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+	testkit.RunExample("ExampleTransform", func(t *testing.T) {
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			lines := stages.Map(in, func(_ context.Context, r sluice.Record) (string, error) { return string(r.Value), nil })
 			return stages.Each(Words(lines), func(_ context.Context, w string) error {
 				fmt.Println(w)
 				return nil
 			})
 		})
-	}()
-	_ = fake.Send("lines", 0, []byte("hello kafka"), []byte(" "), []byte("bye"))
-	_ = fake.Assign("lines", 0)
-	for fake.Committed("lines", 0) < 3 {
-		<-fake.Changed()
-	}
-	cancel()
-	fmt.Println("Run:", <-done)
+		h.Send("lines", 0, []byte("hello kafka"), []byte(" "), []byte("bye"))
+		h.Assign("lines", 0)
+		h.WaitCommitted("lines", 0, 3)
+		fmt.Println("Run:", h.Stop())
+	})
 	// Output:
 	// hello
 	// kafka

@@ -14,14 +14,25 @@ import (
 
 var errUnknownTopic = errors.New("topic does not exist")
 
-// describedOne returns group's entry of a describe call's answer ds, or
-// the call's error err, or the entry's own error (errOf).
-func describedOne[D any](ds map[string]D, err error, group string, errOf func(D) error) (D, error) {
+// describeOne asks describe, an admin describe call, about group and
+// returns group's entry of the answer, or the call's error, or the
+// entry's own error (errOf).
+func describeOne[M ~map[string]D, D any](ctx context.Context, describe func(context.Context, ...string) (M, error), group string, errOf func(D) error) (D, error) {
+	ds, err := describe(ctx, group)
 	d := ds[group]
 	if err == nil {
 		err = errOf(d)
 	}
 	return d, err
+}
+
+// membersOf converts the members of a describe answer with member.
+func membersOf[M any](ms []M, member func(M) Member) []Member {
+	out := make([]Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, member(m))
+	}
+	return out
 }
 
 // describeGroup asks the broker for group through the admin API, which
@@ -41,8 +52,7 @@ func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group 
 	}
 	switch g.Type {
 	case "classic":
-		ds, err := adm.DescribeGroups(ctx, group)
-		d, err := describedOne(ds, err, group, func(d kadm.DescribedGroup) error { return d.Err })
+		d, err := describeOne(ctx, adm.DescribeGroups, group, func(d kadm.DescribedGroup) error { return d.Err })
 		if err != nil {
 			return g, err
 		}
@@ -57,28 +67,26 @@ func describeGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group 
 			g.Members = append(g.Members, mm)
 		}
 	case "consumer":
-		ds, err := adm.DescribeConsumerGroups(ctx, group)
-		d, err := describedOne(ds, err, group, func(d kadm.DescribedConsumerGroup) error { return d.Err })
+		d, err := describeOne(ctx, adm.DescribeConsumerGroups, group, func(d kadm.DescribedConsumerGroup) error { return d.Err })
 		if err != nil {
 			return g, err
 		}
 		g.State, g.Epoch = d.State, d.Epoch
-		for _, m := range d.Members {
-			g.Members = append(g.Members, Member{MemberID: m.MemberID, ClientID: m.ClientID, InstanceID: deref(m.InstanceID), Assignment: topicsSet(m.Assignment)})
-		}
+		g.Members = membersOf(d.Members, func(m kadm.ConsumerGroupMember) Member {
+			return Member{MemberID: m.MemberID, ClientID: m.ClientID, InstanceID: deref(m.InstanceID), Assignment: topicsSet(m.Assignment)}
+		})
 		if err := nameAssignedTopics(ctx, cl, adm, group, g.Members); err != nil {
 			return g, err
 		}
 	case "share":
-		ds, err := adm.DescribeShareGroups(ctx, group)
-		d, err := describedOne(ds, err, group, func(d kadm.DescribedShareGroup) error { return d.Err })
+		d, err := describeOne(ctx, adm.DescribeShareGroups, group, func(d kadm.DescribedShareGroup) error { return d.Err })
 		if err != nil {
 			return g, err
 		}
 		g.State, g.Epoch = d.GroupState, d.GroupEpoch
-		for _, m := range d.Members {
-			g.Members = append(g.Members, Member{MemberID: m.MemberID, ClientID: m.ClientID, Assignment: topicsSet(m.Assignment)})
-		}
+		g.Members = membersOf(d.Members, func(m kadm.ShareGroupMember) Member {
+			return Member{MemberID: m.MemberID, ClientID: m.ClientID, Assignment: topicsSet(m.Assignment)}
+		})
 	}
 	slices.SortFunc(g.Members, func(a, b Member) int { return strings.Compare(a.MemberID, b.MemberID) })
 	return g, nil

@@ -176,6 +176,29 @@ func (c *CheckingGroup) enter(method string, closes bool) {
 // exit ends a call begun by enter (c.mu not held).
 func (c *CheckingGroup) exit() { c.busy.Store(false) }
 
+// calling makes call, the wrapped group's method, as the Group call named
+// method: enter checks the call (closes as for enter), call runs without
+// c.mu held, and calling returns with c.mu held. The caller defers the
+// func it returns, which releases c.mu and ends the call (exit); a call
+// that panics ends the call as well.
+func (c *CheckingGroup) calling(method string, closes bool, call func()) (done func()) {
+	c.enter(method, closes)
+	c.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned {
+			c.exit()
+		}
+	}()
+	call()
+	returned = true
+	c.mu.Lock()
+	return func() {
+		c.mu.Unlock()
+		c.exit()
+	}
+}
+
 // closeWindow reports the final offsets not committed in the window.
 func (c *CheckingGroup) closeWindow(clause int) {
 	until := "the source's next Group call"
@@ -234,12 +257,8 @@ func (c *CheckingGroup) Assign(tps []sluice.TopicPartition) error {
 
 // Revoke implements sluice.Group.
 func (c *CheckingGroup) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
-	c.enter("Revoke", true)
-	c.mu.Unlock()
-	defer c.exit()
-	offs := c.g.Revoke(tps)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var offs []sluice.Offset
+	defer c.calling("Revoke", true, func() { offs = c.g.Revoke(tps) })()
 	mine := c.release(tps, func(st *partState) { st.revoked = true; c.counts.Revoked++ })
 	c.noteReturned(offs)
 	c.openWindow("Revoke", mine, offs)
@@ -262,12 +281,7 @@ func (c *CheckingGroup) release(tps []sluice.TopicPartition, how func(*partState
 
 // Lose implements sluice.Group.
 func (c *CheckingGroup) Lose(tps []sluice.TopicPartition) {
-	c.enter("Lose", true)
-	c.mu.Unlock()
-	defer c.exit()
-	c.g.Lose(tps)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.calling("Lose", true, func() { c.g.Lose(tps) })()
 	mine := c.release(tps, func(st *partState) { st.lost = true; c.counts.Lost++ })
 	// A commit sent before the loss may still be answered while the
 	// source handles it: reports until its next call are taken as those.
@@ -276,12 +290,8 @@ func (c *CheckingGroup) Lose(tps []sluice.TopicPartition) {
 
 // Shutdown implements sluice.Group.
 func (c *CheckingGroup) Shutdown() []sluice.Offset {
-	c.enter("Shutdown", true)
-	c.mu.Unlock()
-	defer c.exit()
-	offs := c.g.Shutdown()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var offs []sluice.Offset
+	defer c.calling("Shutdown", true, func() { offs = c.g.Shutdown() })()
 	c.shutdown = true
 	var mine []sluice.TopicPartition
 	for tp, st := range c.parts {
@@ -370,12 +380,8 @@ func (c *CheckingGroup) assignClause() int {
 
 // Resumable implements sluice.Group.
 func (c *CheckingGroup) Resumable() []sluice.TopicPartition {
-	c.enter("Resumable", true)
-	c.mu.Unlock()
-	defer c.exit()
-	tps := c.g.Resumable()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var tps []sluice.TopicPartition
+	defer c.calling("Resumable", true, func() { tps = c.g.Resumable() })()
 	for _, tp := range tps {
 		c.part(tp).paused = false
 		c.counts.Resumes++
@@ -393,12 +399,8 @@ func (c *CheckingGroup) Wake() <-chan struct{} {
 
 // Offsets implements sluice.Group.
 func (c *CheckingGroup) Offsets() []sluice.Offset {
-	c.enter("Offsets", true)
-	c.mu.Unlock()
-	defer c.exit()
-	offs := c.g.Offsets()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var offs []sluice.Offset
+	defer c.calling("Offsets", true, func() { offs = c.g.Offsets() })()
 	c.noteReturned(offs)
 	return offs
 }

@@ -210,13 +210,8 @@ func (c *CheckingAckGroup) DeadLetterRecord(tp sluice.TopicPartition, rec sluice
 
 // Acks implements sluice.AckGroup.
 func (c *CheckingAckGroup) Acks(dst []sluice.Ack) []sluice.Ack {
-	c.enter("Acks", true)
-	c.mu.Unlock()
-	defer c.exit()
 	n := len(dst)
-	dst = c.ag.Acks(dst)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.calling("Acks", true, func() { dst = c.ag.Acks(dst) })()
 	for _, a := range dst[n:] {
 		r := RecordAt{a.TopicPartition, a.Offset}
 		st := c.records[r]
@@ -259,12 +254,8 @@ func (c *CheckingAckGroup) Committed(offs []sluice.Offset, took time.Duration, e
 // Revoke implements sluice.Group: what it returns is not to be
 // committed, so no commit is awaited.
 func (c *CheckingAckGroup) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
-	c.enter("Revoke", true)
-	c.mu.Unlock()
-	defer c.exit()
-	offs := c.ag.Revoke(tps)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var offs []sluice.Offset
+	defer c.calling("Revoke", true, func() { offs = c.ag.Revoke(tps) })()
 	c.release(tps, func(st *partState) { st.revoked = true; c.counts.Revoked++ })
 	return offs
 }
@@ -272,12 +263,8 @@ func (c *CheckingAckGroup) Revoke(tps []sluice.TopicPartition) []sluice.Offset {
 // Shutdown implements sluice.Group: what it returns is not to be
 // committed, so no commit is awaited.
 func (c *CheckingAckGroup) Shutdown() []sluice.Offset {
-	c.enter("Shutdown", true)
-	c.mu.Unlock()
-	defer c.exit()
-	offs := c.ag.Shutdown()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var offs []sluice.Offset
+	defer c.calling("Shutdown", true, func() { offs = c.ag.Shutdown() })()
 	c.shutdown = true
 	for _, st := range c.parts {
 		st.assigned = false

@@ -23,11 +23,7 @@ func Check(src sluice.Source) *CheckedSource { return &CheckedSource{src: src} }
 // Run implements sluice.Source: it runs the wrapped source with g
 // wrapped in a CheckingGroup and tells the checker when it returned.
 func (s *CheckedSource) Run(ctx context.Context, g sluice.Group) error {
-	cg := NewCheckingGroup(g)
-	s.run.set(cg)
-	err := s.src.Run(ctx, cg)
-	cg.Returned(ctx.Err() != nil)
-	return err
+	return s.run.runWith(ctx, s.src, NewCheckingGroup(g))
 }
 
 // Group returns the checking group of the running (or finished) source,
@@ -73,7 +69,9 @@ func (s *CheckedSource) Verify(t testing.TB) {
 // before it.
 type runGroup[G interface {
 	comparable
+	sluice.Group
 	Violations() []Violation
+	Returned(ctxDone bool)
 }] struct {
 	mu sync.Mutex
 	g  G
@@ -83,6 +81,15 @@ func (r *runGroup[G]) set(g G) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.g = g
+}
+
+// runWith records g as the run's checking group, runs src with it and
+// tells g once src's Run returned.
+func (r *runGroup[G]) runWith(ctx context.Context, src sluice.Source, g G) error {
+	r.set(g)
+	err := src.Run(ctx, g)
+	g.Returned(ctx.Err() != nil)
+	return err
 }
 
 func (r *runGroup[G]) get() G {

@@ -29,11 +29,7 @@ func (s *CheckedShareSource) Run(ctx context.Context, g sluice.Group) error {
 	if !ok {
 		return fmt.Errorf("sourcetest: a share source needs the Group of pipeline.Run (a sluice.AckGroup), got %T", g)
 	}
-	cg := NewCheckingAckGroup(ag)
-	s.run.set(cg)
-	err := s.src.Run(ctx, cg)
-	cg.Returned(ctx.Err() != nil)
-	return err
+	return s.run.runWith(ctx, s.src, NewCheckingAckGroup(ag))
 }
 
 // Group returns the checking group of the running (or finished) source,

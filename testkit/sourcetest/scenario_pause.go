@@ -23,10 +23,8 @@ func pauseResume(t *testing.T, d Driver) {
 	last := []int64{-1, -1} // last[p] is written by partition p's Each only
 	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			if err := waitOpen(ctx, gate); err != nil {
+				return err
 			}
 			if r.Offset != last[r.Partition]+1 {
 				t.Errorf("partition %d: processed offset %d after %d, want them in order", r.Partition, r.Offset, last[r.Partition])
@@ -42,5 +40,16 @@ func pauseResume(t *testing.T, d Driver) {
 	finishAll(t, d, r, s, group, topic, parts, n, n)
 	if c := src.Counts(); c.Pauses < parts || c.Resumes < parts {
 		t.Errorf("%d pauses asked for, %d partitions resumed; want at least %d each (%+v)", c.Pauses, c.Resumes, parts, c)
+	}
+}
+
+// waitOpen blocks until gate is closed, or until ctx ends: it returns
+// ctx's cause then, and nil once gate is closed.
+func waitOpen(ctx context.Context, gate <-chan struct{}) error {
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }

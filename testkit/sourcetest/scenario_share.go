@@ -281,10 +281,8 @@ func sharePauseResume(t *testing.T, d ShareDriver) {
 	gate := make(chan struct{})
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			if err := waitOpen(ctx, gate); err != nil {
+				return err
 			}
 			checkRecord(t, topic, r)
 			s.add(r.Partition, r.Offset)

@@ -36,19 +36,13 @@ func (a *admin) committed(ctx context.Context, group, topic string) (map[int32]i
 	if err != nil {
 		return nil, fmt.Errorf("fetch the offsets of group %s: %w", group, err)
 	}
-	out := make(map[int32]int64)
-	var errs []error
+	offs := partitionOffsets{out: map[int32]int64{}}
 	resp.Each(func(o kadm.OffsetResponse) {
-		if o.Topic != topic {
-			return
+		if o.Topic == topic {
+			offs.add(o.Partition, o.At, o.Err, fmt.Sprintf("group %s, %s[%d]", group, topic, o.Partition))
 		}
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("group %s, %s[%d]: %w", group, topic, o.Partition, o.Err))
-			return
-		}
-		out[o.Partition] = o.At
 	})
-	return out, errors.Join(errs...)
+	return offs.result()
 }
 
 // endOffsets returns the end offset (high watermark) of every partition
@@ -58,16 +52,32 @@ func (a *admin) endOffsets(ctx context.Context, topic string) (map[int32]int64, 
 	if err != nil {
 		return nil, fmt.Errorf("list the end offsets of %s: %w", topic, err)
 	}
-	out := make(map[int32]int64)
-	var errs []error
+	offs := partitionOffsets{out: map[int32]int64{}}
 	listed.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %w", topic, o.Partition, o.Err))
-			return
-		}
-		out[o.Partition] = o.Offset
+		offs.add(o.Partition, o.Offset, o.Err, fmt.Sprintf("%s[%d]", topic, o.Partition))
 	})
-	return out, errors.Join(errs...)
+	return offs.result()
+}
+
+// partitionOffsets gathers the offsets of a topic's partitions from an
+// admin answer, and the errors of the partitions that have none.
+type partitionOffsets struct {
+	out  map[int32]int64
+	errs []error
+}
+
+// add records partition's offset, or its error err, which what names.
+func (p *partitionOffsets) add(partition int32, offset int64, err error, what string) {
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("%s: %w", what, err))
+		return
+	}
+	p.out[partition] = offset
+}
+
+// result returns the offsets by partition and the errors joined.
+func (p *partitionOffsets) result() (map[int32]int64, error) {
+	return p.out, errors.Join(p.errs...)
 }
 
 // createTopic creates topic with the given partitions and returns once
