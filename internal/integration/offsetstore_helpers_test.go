@@ -157,8 +157,7 @@ func commitGroup(t *testing.T, b *kafkatest.Broker, group, topic string, offsets
 // the members of a group: Claim calls, graphs built and the first record
 // each graph received.
 type storeLog struct {
-	mu  sync.Mutex
-	evs []storeEvent
+	lockedList[storeEvent]
 }
 
 type storeEventKind int
@@ -178,22 +177,10 @@ type storeEvent struct {
 	offset int64                   // evFirst
 }
 
-func (l *storeLog) add(e storeEvent) {
-	l.mu.Lock()
-	l.evs = append(l.evs, e)
-	l.mu.Unlock()
-}
-
-func (l *storeLog) events() []storeEvent {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.evs)
-}
-
 // claims returns the partitions of member's Claim calls, in order.
 func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 	var out [][]sluice.TopicPartition
-	for _, e := range l.events() {
+	for _, e := range l.all() {
 		if e.member == member && e.kind == evClaim {
 			out = append(out, e.tps)
 		}
@@ -205,7 +192,7 @@ func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 // of each partition.
 func (l *storeLog) firsts(member string) map[int32]int64 {
 	out := map[int32]int64{}
-	for _, e := range l.events() {
+	for _, e := range l.all() {
 		if e.member == member && e.kind == evFirst && e.n == 1 {
 			out[e.tp.Partition] = e.offset
 		}
@@ -300,7 +287,7 @@ func checkClaimOrder(t *testing.T, l *storeLog, member string) {
 			t.Errorf("%s: Claim(%v) was followed by graphs of %v, want exactly the partitions claimed", member, current, got)
 		}
 	}
-	for _, e := range l.events() {
+	for _, e := range l.all() {
 		if e.member != member {
 			continue
 		}
