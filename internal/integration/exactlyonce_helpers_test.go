@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,10 +174,9 @@ func producesNothing(produce func(pipeline.Stream[sluice.Message]) pipeline.End)
 // commitRecovery is a hook that tells when a consumer committed again
 // after a failed commit: the failure did not stop it.
 type commitRecovery struct {
-	mu        sync.Mutex
-	failed    error         // the first failed commit, nil before it
-	recovered chan struct{} // closed at the first commit succeeding after it
-	closed    bool
+	failed    atomic.Pointer[error] // the first failed commit, nil before it
+	recovered chan struct{}         // closed at the first commit succeeding after it
+	once      sync.Once
 }
 
 func newCommitRecovery() *commitRecovery {
@@ -185,16 +185,11 @@ func newCommitRecovery() *commitRecovery {
 
 // OnCommitted implements sluice.HookCommitted.
 func (c *commitRecovery) OnCommitted(offs []sluice.Offset, _ time.Duration, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		if c.failed == nil {
-			c.failed = err
-		}
-	case c.failed != nil && len(offs) > 0 && !c.closed:
-		c.closed = true
-		close(c.recovered)
+		c.failed.CompareAndSwap(nil, &err)
+	case c.failed.Load() != nil && len(offs) > 0:
+		c.once.Do(func() { close(c.recovered) })
 	}
 }
 
@@ -218,9 +213,10 @@ func (c *commitRecovery) waitRecovered(t *testing.T, a *consumer, failure string
 
 // Failed returns the first failed commit's error, nil if none failed.
 func (c *commitRecovery) Failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.failed
+	if err := c.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // wantFailedByFault fails t unless the first failed commit wraps the

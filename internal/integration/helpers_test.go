@@ -2,7 +2,6 @@ package integration
 
 import (
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,25 +278,4 @@ func (o *groupObserver) owns() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.owned)
-}
-
-// lockedList is a list safe for concurrent use; its zero value is
-// empty.
-type lockedList[T any] struct {
-	mu    sync.Mutex
-	items []T
-}
-
-// add appends v.
-func (l *lockedList[T]) add(v T) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.items = append(l.items, v)
-}
-
-// all returns a copy of the items added so far, in order.
-func (l *lockedList[T]) all() []T {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.items)
 }

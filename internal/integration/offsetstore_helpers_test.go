@@ -157,7 +157,8 @@ func commitGroup(t *testing.T, b *kafkatest.Broker, group, topic string, offsets
 // the members of a group: Claim calls, graphs built and the first record
 // each graph received.
 type storeLog struct {
-	lockedList[storeEvent]
+	mu  sync.Mutex
+	evs []storeEvent
 }
 
 type storeEventKind int
@@ -177,11 +178,31 @@ type storeEvent struct {
 	offset int64                   // evFirst
 }
 
+// add records e.
+func (l *storeLog) add(e storeEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+// of returns member's events so far, in order.
+func (l *storeLog) of(member string) []storeEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []storeEvent
+	for _, e := range l.evs {
+		if e.member == member {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // claims returns the partitions of member's Claim calls, in order.
 func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 	var out [][]sluice.TopicPartition
-	for _, e := range l.all() {
-		if e.member == member && e.kind == evClaim {
+	for _, e := range l.of(member) {
+		if e.kind == evClaim {
 			out = append(out, e.tps)
 		}
 	}
@@ -192,8 +213,8 @@ func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 // of each partition.
 func (l *storeLog) firsts(member string) map[int32]int64 {
 	out := map[int32]int64{}
-	for _, e := range l.all() {
-		if e.member == member && e.kind == evFirst && e.n == 1 {
+	for _, e := range l.of(member) {
+		if e.kind == evFirst && e.n == 1 {
 			out[e.tp.Partition] = e.offset
 		}
 	}
@@ -287,10 +308,7 @@ func checkClaimOrder(t *testing.T, l *storeLog, member string) {
 			t.Errorf("%s: Claim(%v) was followed by graphs of %v, want exactly the partitions claimed", member, current, got)
 		}
 	}
-	for _, e := range l.all() {
-		if e.member != member {
-			continue
-		}
+	for _, e := range l.of(member) {
 		switch e.kind {
 		case evClaim:
 			flush()
