@@ -16,7 +16,7 @@ import (
 
 // fanOut builds graphs where every record has two outputs, "p-o-a" and
 // "p-o-b", each produced into txn once its gate (if any) opens.
-func fanOut(txn *stubTxn, gs *gates) pipeline.Builder {
+func fanOut(txn *stubTxn, gs gates) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 			return []string{fmt.Sprintf("%d-%d-a", r.Partition, r.Offset), fmt.Sprintf("%d-%d-b", r.Partition, r.Offset)}, nil

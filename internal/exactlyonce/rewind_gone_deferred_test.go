@@ -15,8 +15,7 @@ import (
 // processed and committed in the next transaction with p0's.
 func TestDeferredRewindLeavesGonePartitionUntilLostThenReassigned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		txn := &stubTxn{gone: map[int32]bool{1: true}}
-		d, stop := failInDeliver(t, txn)
+		txn, d, stop := failInDeliverP1Gone(t)
 		d.do(func(g *Group) {
 			g.Polled()
 			if err := g.Err(); err != nil {
@@ -56,8 +55,7 @@ func TestDeferredRewindLeavesGonePartitionUntilLostThenReassigned(t *testing.T) 
 // p0's offsets, none of p1, and Run goes on.
 func TestGonePartitionRevokedCommitsTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		txn := &stubTxn{gone: map[int32]bool{1: true}}
-		d, stop := failInDeliver(t, txn)
+		txn, d, stop := failInDeliverP1Gone(t)
 		d.do(func(g *Group) {
 			g.Polled()
 			g.Deliver(tp(0), recs(0, 2, 6))
@@ -83,4 +81,13 @@ func TestGonePartitionRevokedCommitsTheOthers(t *testing.T) {
 			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
 		}
 	})
+}
+
+// failInDeliverP1Gone is failInDeliver with a transaction whose Rewind
+// reports p1's topic gone; it returns that transaction too.
+func failInDeliverP1Gone(t *testing.T) (*stubTxn, *driver, func() error) {
+	t.Helper()
+	txn := &stubTxn{gone: map[int32]bool{1: true}}
+	d, stop := failInDeliver(t, txn)
+	return txn, d, stop
 }
