@@ -98,16 +98,8 @@ func intsOf(t *testing.T, db *pgxpool.Pool, table string) []int {
 }
 
 // sameInts fails t unless got holds exactly want, in any order, each as
-// often.
-var sameInts = txsinktest.SameRows
-
-func seq(from, to int) []int {
-	var out []int
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
+// often; seq returns the numbers from through to-1.
+var sameInts, seq = txsinktest.SameRows, txsinktest.Numbers
 
 // values returns the record values "from" .. "from+n-1".
 func values(from, n int) [][]byte {

@@ -185,16 +185,8 @@ func badIsInvalid(w *txsink.Writer[int]) pipeline.Builder {
 }
 
 // sameInts fails t unless got holds exactly want, in any order, each as
-// often.
-var sameInts = txsinktest.SameRows
-
-func seq(from, to int) []int {
-	var out []int
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
+// often; seq returns the numbers from through to-1.
+var sameInts, seq = txsinktest.SameRows, txsinktest.Numbers
 
 func position(t *testing.T, s *txsinktest.MemStore[int], p int32) txsink.Position {
 	t.Helper()

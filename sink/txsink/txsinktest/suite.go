@@ -149,6 +149,16 @@ func SameRows(t testing.TB, what string, got, want []int) {
 	}
 }
 
+// Numbers returns the numbers from through to-1, in order: the rows that
+// the values numbered from..to-1 make, for SameRows.
+func Numbers(from, to int) []int {
+	out := make([]int, 0, max(to-from, 0))
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
 func claimCreates[T any](t *testing.T, _ Harness[T], s txsink.Store[T]) {
 	p := claim(t, s, group, tp0)[tp0]
 	if p.Next != -1 || p.Written != -1 || len(p.Invalid) != 0 || p.Epoch < 1 {
