@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice"
@@ -311,5 +312,24 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fed is feed, returning once every goroutine of the bubble is blocked
+// (the records delivered are processed as far as they can be).
+func (d *driver) fed(batches ...[]sluice.Record) {
+	d.feed(batches...)
+	synctest.Wait()
+}
+
+// commitAndStop waits until every goroutine of the bubble is blocked (the
+// records delivered are processed), has the group commit (Offsets) and
+// stops Run, failing the test unless Run returned nil.
+func commitAndStop(t *testing.T, d *driver, stop func() error) {
+	t.Helper()
+	synctest.Wait()
+	d.do(func(g *Group) { g.Offsets() })
+	if err := stop(); err != nil {
+		t.Fatalf("Run returned %v, want nil", err)
 	}
 }
