@@ -94,6 +94,15 @@ func (m *member) assignCommitted(t *testing.T, n int) {
 	m.fake.WaitCommitted(t, topic, 0, int64(n))
 }
 
+// runToCommitted runs a member of s with o and opts over the values
+// 0..n-1 of partition 0 until it committed them, then stops it.
+func runToCommitted(t *testing.T, s txsink.Store[int], o txsink.Options[int], n int, opts ...pipeline.Option) {
+	t.Helper()
+	m := startMember(t, s, o, opts...)
+	m.assignCommitted(t, n)
+	must(t, m.run.Stop(t))
+}
+
 // lose takes partition 0 away as lost and stops the member, accepting
 // the dead letters it could not deliver.
 func (m *member) lose(t *testing.T) {

@@ -34,9 +34,7 @@ func TestExactlyOnceResumesFromTheStoreNotTheGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
-		m1 := startMember(t, s, o)
-		m1.assignCommitted(t, 10)
-		must(t, m1.run.Stop(t))
+		runToCommitted(t, s, o, 10)
 		if p := position(t, s, 0); p.Written != 9 {
 			t.Fatalf("position after 10 values: %+v; want Written 9", p)
 		}
