@@ -16,7 +16,7 @@ import (
 
 // fanOut builds graphs where every record has two outputs, "p-o-a" and
 // "p-o-b", each produced into txn once its gate (if any) opens.
-func fanOut(txn *stubTxn, gs *gates) pipeline.Builder {
+func fanOut(txn *stubTxn, gs gates) pipeline.Builder {
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		outs := stages.FlatMap(in, func(_ context.Context, r sluice.Record) ([]string, error) {
 			return []string{fmt.Sprintf("%d-%d-a", r.Partition, r.Offset), fmt.Sprintf("%d-%d-b", r.Partition, r.Offset)}, nil
@@ -303,5 +303,37 @@ func TestShutdownAfterStageErrorAborts(t *testing.T) {
 			t.Fatalf("Run returned %v, want the stage error and ErrAborted", err)
 		}
 		checkOneAbort(t, txn)
+	})
+}
+
+// A shutdown commit the group refuses because the membership moved on
+// (ErrGroupMoved: a cooperative rebalance started by the other members
+// stopping at the same time) aborts the transaction, and Run returns no
+// error: nothing of it is visible, nothing was committed, and the next
+// owner starts from the last committed transaction.
+func TestShutdownCommitRefusedByTheGroupAbortsWithoutError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{failNext: fmt.Errorf("%w: ILLEGAL_GENERATION", ErrGroupMoved)}
+		d, stop := startFanOut(t, txn, newGates())
+		d.fed(recs(0, 0, 2)) // fed and processed: the shutdown commits
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil (the group moved on: the next owner starts from the last commit)", err)
+		}
+		checkOneAbort(t, txn)
+		checkNoRewind(t, txn)
+	})
+}
+
+// The same refusal with a failing abort stops the Group: the
+// transaction's outcome is unknown.
+func TestShutdownCommitRefusedByTheGroupFailedAbortStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		moved, failed := fmt.Errorf("%w: ILLEGAL_GENERATION", ErrGroupMoved), errors.New("abort failed")
+		txn := &stubTxn{failNext: moved, failAbort: failed}
+		d, stop := startFanOut(t, txn, newGates())
+		d.fed(recs(0, 0, 2))
+		if err := stop(); !errors.Is(err, ErrAborted) || !errors.Is(err, moved) || !errors.Is(err, failed) {
+			t.Fatalf("Run returned %v, want ErrAborted wrapping %v and %v", err, moved, failed)
+		}
 	})
 }

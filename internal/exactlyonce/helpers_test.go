@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice"
@@ -188,25 +189,22 @@ func (d *driver) start(fn func(g *Group)) <-chan struct{} {
 	return done
 }
 
-// gates holds chosen outputs in a stage until the test opens them.
-type gates struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
-}
+// gates holds chosen outputs in a stage until the test opens them: an
+// output with a gate waits until it is open, the others pass at once.
+// Its gates are fixed when it is made.
+type gates map[string]chan struct{}
 
-func newGates(outs ...string) *gates {
-	g := &gates{m: map[string]chan struct{}{}}
+func newGates(outs ...string) gates {
+	g := gates{}
 	for _, o := range outs {
-		g.m[o] = make(chan struct{})
+		g[o] = make(chan struct{})
 	}
 	return g
 }
 
-func (g *gates) wait(ctx context.Context, out string) error {
-	g.mu.Lock()
-	ch := g.m[out]
-	g.mu.Unlock()
-	if ch == nil {
+func (g gates) wait(ctx context.Context, out string) error {
+	ch, ok := g[out]
+	if !ok {
 		return nil
 	}
 	select {
@@ -217,7 +215,7 @@ func (g *gates) wait(ctx context.Context, out string) error {
 	}
 }
 
-func (g *gates) open(out string) { close(g.m[out]) }
+func (g gates) open(out string) { close(g[out]) }
 
 // run starts pipeline.Run on d (testkit.Start) and returns the wrapped
 // group and a function that stops Run and returns its error.
@@ -249,7 +247,7 @@ const testBarrier = 2 * time.Second
 
 // startFanOut starts Run on a new driver of txn with the fanOut graphs
 // of txn and gs, and returns the driver and the function that stops Run.
-func startFanOut(t *testing.T, txn *stubTxn, gs *gates, opts ...pipeline.Option) (*driver, func() error) {
+func startFanOut(t *testing.T, txn *stubTxn, gs gates, opts ...pipeline.Option) (*driver, func() error) {
 	t.Helper()
 	d := newDriver(txn, Config{})
 	_, stop := run(t, d, fanOut(txn, gs), opts...)
@@ -314,5 +312,24 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fed is feed, returning once every goroutine of the bubble is blocked
+// (the records delivered are processed as far as they can be).
+func (d *driver) fed(batches ...[]sluice.Record) {
+	d.feed(batches...)
+	synctest.Wait()
+}
+
+// commitAndStop waits until every goroutine of the bubble is blocked (the
+// records delivered are processed), has the group commit (Offsets) and
+// stops Run, failing the test unless Run returned nil.
+func commitAndStop(t *testing.T, d *driver, stop func() error) {
+	t.Helper()
+	synctest.Wait()
+	d.do(func(g *Group) { g.Offsets() })
+	if err := stop(); err != nil {
+		t.Fatalf("Run returned %v, want nil", err)
 	}
 }

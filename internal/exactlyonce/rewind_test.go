@@ -243,3 +243,183 @@ func TestRewindLeavesGonePartitionsUntilLost(t *testing.T) {
 		}
 	})
 }
+
+// failInDeliver sets up the sequence of rebalance.Core.Add that lost or
+// duplicated records after a rewind on librdkafka: p0 and p1 committed up
+// to 2, delivered 2..3 each, an interval commit is due and waits for
+// output 1-3-b; once it finished the commit will fail (txn.failNext).
+// Then the source polls record 4 of p1 while the batch of p0 (4..5) is
+// pending: Add flushes p0's batch first (this Deliver reaches the barrier,
+// commits, fails, aborts and rewinds p0 and p1), then appends p1's record
+// 4, fetched before the rewind, to its batch and delivers it. It returns
+// the driver and the stop function after those two Deliver calls, run as
+// Add runs them (on the poll loop, back to back).
+func failInDeliver(t *testing.T, txn *stubTxn) (*driver, func() error) {
+	t.Helper()
+	gs := newGates("1-3-b")
+	d, stop := startFanOut(t, txn, gs)
+	d.fed(recs(0, 0, 2), recs(1, 0, 2))
+	d.do(func(g *Group) {
+		g.Offsets() // commits 0:2 1:2
+		g.Deliver(tp(0), recs(0, 2, 4))
+		g.Deliver(tp(1), recs(1, 2, 4))
+	})
+	synctest.Wait() // 1-3-b at its gate
+	d.do(func(g *Group) { g.Offsets() })
+	txn.mu.Lock()
+	txn.failNext = errors.New("ILLEGAL_GENERATION")
+	txn.mu.Unlock()
+	gs.open("1-3-b")
+	synctest.Wait()
+	d.do(func(g *Group) {
+		g.Deliver(tp(0), recs(0, 4, 6)) // the commit fails in here: abort, rewind
+		g.Deliver(tp(1), recs(1, 4, 5)) // fetched before the rewind
+		if err := g.Err(); err != nil {
+			t.Fatalf("Err after the failed commit: %v, want nil (rewound in place)", err)
+		}
+	})
+	synctest.Wait()
+	return d, stop
+}
+
+// A record fetched before a rewind that happened inside Deliver (the
+// Core's Add held it while it flushed the batch whose Deliver aborted)
+// must not reach the partition's new graph: it would be processed a
+// second time once the consumer, sought back to the committed offset,
+// delivers it again.
+func TestRecordHeldAcrossRewindInDeliverIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		d, stop := failInDeliver(t, txn)
+		d.do(func(g *Group) { g.Polled() })
+		if want := [][]sluice.Offset{offs(0, 2, 1, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v", txn.rewound(), want)
+		}
+		if got := txn.pendingOutputs(); len(got) != 0 {
+			t.Fatalf("outputs %v in the transaction after the rewind, want none: records fetched before it must be dropped", got)
+		}
+		d.do(func(g *Group) { // what the consumer delivers after the seek
+			g.Deliver(tp(0), recs(0, 2, 6))
+			g.Deliver(tp(1), recs(1, 2, 6))
+		})
+		commitAndStop(t, d, stop)
+		aborts, misplaced := checkCommitted(t, txn, sortedOutputs(0, 0, 6, 1, 0, 6), offs(0, 2, 1, 2), offs(0, 6, 1, 6))
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}
+
+// The same record, when the partition is revoked right after the rewind
+// (a cooperative rebalance following the ILLEGAL_GENERATION commit), must
+// not make the revoke commit past it: the records between the committed
+// offset and it were never processed again (they would be lost). The
+// revoked partition is not sought; its next owner starts at the committed
+// offset.
+func TestRevokeAfterRewindInDeliverCommitsNothingUnprocessed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn := &stubTxn{}
+		d, stop := failInDeliver(t, txn)
+		d.do(func(g *Group) {
+			g.Revoke([]sluice.TopicPartition{tp(1)}) // a rebalance callback in the same poll
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after the revoke: %v, want nil", err)
+			}
+			g.Polled()
+		})
+		d.do(func(g *Group) { g.Deliver(tp(0), recs(0, 2, 6)) })
+		commitAndStop(t, d, stop)
+		// Nothing past 2 for in/1.
+		_, misplaced := checkCommitted(t, txn, sortedOutputs(0, 0, 6, 1, 0, 2), offs(0, 2, 1, 2), offs(0, 6))
+		if len(misplaced) != 0 {
+			t.Fatalf("outputs outside a transaction %v", misplaced)
+		}
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Errorf("rewinds %v, want %v (in/1 is leaving: not sought)", txn.rewound(), want)
+		}
+	})
+}
+
+// A rewind deferred by an abort inside Deliver finds p1's topic gone when
+// it runs (Polled): p0 is rewound, p1 gets no graph and every record of
+// it is dropped until the source loses it; the topic recreated, p1 is
+// assigned again and its records, from the new topic's start, are
+// processed and committed in the next transaction with p0's.
+func TestDeferredRewindLeavesGonePartitionUntilLostThenReassigned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn, d, stop := failInDeliverP1Gone(t)
+		d.do(func(g *Group) {
+			g.Polled()
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after the deferred rewind found p1's topic gone: %v, want nil", err)
+			}
+			if got := g.Resumable(); slices.Contains(got, tp(1)) {
+				t.Errorf("Resumable %v lists in/1, which has no graph", got)
+			}
+			g.Deliver(tp(1), recs(1, 4, 6)) // fetched from the old topic: dropped
+		})
+		synctest.Wait()
+		if want := [][]sluice.Offset{offs(0, 2)}; !slices.EqualFunc(txn.rewound(), want, slices.Equal) {
+			t.Fatalf("rewinds %v, want %v (in/1 is not sought)", txn.rewound(), want)
+		}
+		if got := txn.pendingOutputs(); len(got) != 0 {
+			t.Fatalf("outputs %v in the transaction, want none (in/1's records are dropped)", got)
+		}
+		txn.mu.Lock()
+		delete(txn.gone, 1)
+		txn.mu.Unlock()
+		d.do(func(g *Group) {
+			g.Lose([]sluice.TopicPartition{tp(1)})
+			_ = g.Assign([]sluice.TopicPartition{tp(1)}) // the recreated topic's partition
+			g.Deliver(tp(0), recs(0, 2, 6))
+			g.Deliver(tp(1), recs(1, 0, 3))
+		})
+		commitAndStop(t, d, stop)
+		aborts, misplaced := checkCommitted(t, txn, sortedOutputs(0, 0, 6, 1, 0, 2, 1, 0, 3), offs(0, 2, 1, 2), offs(0, 6, 1, 3))
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}
+
+// A partition the rewind found gone is revoked (a rebalance) instead of
+// lost while p0 has records in the open transaction: the revoke commits
+// p0's offsets, none of p1, and Run goes on.
+func TestGonePartitionRevokedCommitsTheOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txn, d, stop := failInDeliverP1Gone(t)
+		d.do(func(g *Group) {
+			g.Polled()
+			g.Deliver(tp(0), recs(0, 2, 6))
+		})
+		synctest.Wait()
+		d.do(func(g *Group) {
+			if offs := g.Revoke([]sluice.TopicPartition{tp(1)}); len(offs) != 0 {
+				t.Errorf("Revoke returned %v, want nothing for the source to commit", offs)
+			}
+			if err := g.Err(); err != nil {
+				t.Fatalf("Err after revoking the gone partition: %v, want nil", err)
+			}
+		})
+		checkCommits(t, txn, offs(0, 2, 1, 2), offs(0, 6))
+		if err := stop(); err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+		visible, _, aborts, misplaced := txn.state()
+		if want := sortedOutputs(0, 0, 6, 1, 0, 2); !slices.Equal(sorted(visible), want) {
+			t.Fatalf("committed outputs %v, want each of %v once", sorted(visible), want)
+		}
+		if aborts != 1 || len(misplaced) != 0 {
+			t.Fatalf("aborts %d, outputs outside a transaction %v; want 1 and none", aborts, misplaced)
+		}
+	})
+}
+
+// failInDeliverP1Gone is failInDeliver with a transaction whose Rewind
+// reports p1's topic gone; it returns that transaction too.
+func failInDeliverP1Gone(t *testing.T) (*stubTxn, *driver, func() error) {
+	t.Helper()
+	txn := &stubTxn{gone: map[int32]bool{1: true}}
+	d, stop := failInDeliver(t, txn)
+	return txn, d, stop
+}

@@ -97,18 +97,27 @@ func newWatchedSource(t *testing.T, b *kafkatest.Broker, group, topic, clientID 
 func refuseCommits(b *kafkatest.Broker, group string, armed *atomic.Bool, code int16, persistent bool) (refused chan struct{}) {
 	refused = make(chan struct{})
 	var done atomic.Bool
-	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		req := r.(*kmsg.OffsetCommitRequest)
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 		if !armed.Load() || req.Group != group || (done.Load() && !persistent) {
-			return nil, nil, false
+			return nil
 		}
 		if !done.Swap(true) {
 			close(refused)
 		}
-		return refusal(req, code), nil, true
+		return refusal(req, code)
 	})
 	return refused
+}
+
+// wantRefused fails t at once unless refused is closed: a commit of A
+// was answered code, as the scenario needs.
+func wantRefused(t *testing.T, refused <-chan struct{}, code string) {
+	t.Helper()
+	select {
+	case <-refused:
+	default:
+		t.Fatalf("no commit of A was answered %s: the scenario did not happen", code)
+	}
 }
 
 // holdJoin makes the broker hold the first JoinGroup of member (once
@@ -215,11 +224,7 @@ func TestFinalCommitIllegalGenerationDuringRebalance(t *testing.T) {
 	if err != nil {
 		t.Errorf("A: Run = %v, want nil", err)
 	}
-	select {
-	case <-refused:
-	default:
-		t.Fatalf("no commit of A was answered ILLEGAL_GENERATION: the scenario did not happen")
-	}
+	wantRefused(t, refused, "ILLEGAL_GENERATION")
 	if !anyHasCode(aObs.syncErrors(), kerr.IllegalGeneration) {
 		t.Errorf("A's synchronous commit errors %v: none is ILLEGAL_GENERATION", aObs.syncErrors())
 	}
@@ -317,11 +322,7 @@ func refusedSteady(t *testing.T, g generationRefusal, persistent bool) {
 	if err != nil {
 		t.Errorf("A: Run = %v, want nil", err)
 	}
-	select {
-	case <-refused:
-	default:
-		t.Fatalf("no commit of A was answered %s: the scenario did not happen", g.err.Message)
-	}
+	wantRefused(t, refused, g.err.Message)
 	if took > source.DefaultCloseTimeout {
 		t.Errorf("A took %v to stop, more than CloseTimeout (%v)", took, source.DefaultCloseTimeout)
 	}
@@ -396,11 +397,9 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 	var armed atomic.Bool
 	refused := make(chan struct{})
 	var refuseOnce sync.Once
-	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		req := r.(*kmsg.OffsetCommitRequest)
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 		if !armed.Load() || req.MemberID != aID {
-			return nil, nil, false
+			return nil
 		}
 		owned := bObs.ownedSet()
 		refuse := false
@@ -421,10 +420,10 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 		aCommits = append(aCommits, line)
 		mu.Unlock()
 		if !refuse {
-			return nil, nil, false
+			return nil
 		}
 		close(refused)
-		return refusal(req, kerr.IllegalGeneration.Code), nil, true
+		return refusal(req, kerr.IllegalGeneration.Code)
 	})
 	held, unhold := holdJoin(t, b, aID, &armed)
 
@@ -448,11 +447,7 @@ func TestFinalCommitIllegalGenerationPartitionsMoving(t *testing.T) {
 	if err != nil {
 		t.Errorf("A: Run = %v, want nil", err)
 	}
-	select {
-	case <-refused:
-	default:
-		t.Fatalf("no commit of A was answered ILLEGAL_GENERATION: the scenario did not happen")
-	}
+	wantRefused(t, refused, "ILLEGAL_GENERATION")
 	checkCommittedEquals(t, b, group, topic, hw)
 	// A processed every record before it stopped and committed every
 	// partition's final offset, the revoked ones in their revoke: B

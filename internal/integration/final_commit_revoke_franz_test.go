@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -48,13 +50,9 @@ func TestFinalCommitRevokeWhileStoppingFranz(t *testing.T) {
 }
 
 func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {
-	const parts, perPartition = 4, 200
 	const closeTimeout = 10 * time.Second
-	r := newFaultRun(t, kafkatest.NewKfake(t), "frevoke-franz-"+protocol, parts, perPartition)
+	r, a, revokeSeen := startFranzAOwning(t, "frevoke-franz-"+protocol, closeTimeout, protoOpts)
 	b, group, topic, hw := r.b, r.group, r.topic, r.hw
-
-	var revokeSeen atomic.Bool
-	a := startAOwning(t, r, newFranzA(t, r, closeTimeout, revokeWatchLogger(t, &revokeSeen), protoOpts...), parts)
 
 	var armed, aDone atomic.Bool
 	refused := make(chan struct{})
@@ -62,11 +60,9 @@ func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt
 	var mu sync.Mutex
 	var commits []string                   // every commit request while A runs, in order
 	accepted := map[int32]map[int64]bool{} // the offsets passed on to the broker while A runs
-	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		req := kr.(*kmsg.OffsetCommitRequest)
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 		if !armed.Load() || req.Group != group || aDone.Load() {
-			return nil, nil, false
+			return nil
 		}
 		refuse := !revokeSeen.Load()
 		mu.Lock()
@@ -86,10 +82,10 @@ func revokeWhileStoppingFranz(t *testing.T, protocol string, protoOpts []kgo.Opt
 		if refuse {
 			commits = append(commits, line+" (answered REBALANCE_IN_PROGRESS)")
 			refusedOnce.Do(func() { close(refused) })
-			return refusalByID(req, kerr.RebalanceInProgress.Code), nil, true
+			return refusalByID(req, kerr.RebalanceInProgress.Code)
 		}
 		commits = append(commits, line)
-		return nil, nil, false
+		return nil
 	})
 
 	armed.Store(true)
@@ -137,4 +133,134 @@ func refusalByID(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitRe
 		resp.Topics[i].TopicID = rt.TopicID
 	}
 	return resp
+}
+
+// TestFinalCommitRevokeCommitHeldFranz is TestFinalCommitRevokeWhileStoppingFranz
+// with the commit A sends in its revoke while stopping held at the broker
+// until A's Run returned (a coordinator slow to answer; kgo's
+// OnPartitionsRevoked waits for it meanwhile). Run returns within
+// CloseTimeout with an error naming the final commit that did not
+// finish, and the held commit, processed by the broker only after A's Run
+// returned and B took the partitions over, does not land: the group keeps
+// nothing of A (B commits nothing before it stops).
+func TestFinalCommitRevokeCommitHeldFranz(t *testing.T) {
+	runFranzProtocols(t, franzProtocols, revokeCommitHeldFranz)
+}
+
+func revokeCommitHeldFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {
+	const closeTimeout = 3 * time.Second
+	r, a, revokeSeen := startFranzAOwning(t, "frevoke-franz-held-"+protocol, closeTimeout, protoOpts)
+	b, group, topic := r.b, r.group, r.topic
+
+	var armed, aDone, heldOnce atomic.Bool
+	refused := make(chan struct{})
+	var refusedOnce sync.Once
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseHeld)
+	var mu sync.Mutex
+	var commits []string
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+		if !armed.Load() || req.Group != group || aDone.Load() {
+			return nil
+		}
+		refuse := !revokeSeen.Load()
+		hold := !refuse && !heldOnce.Swap(true)
+		line := fmt.Sprintf("%s gen %d:", req.MemberID, req.Generation)
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				line += fmt.Sprintf(" %d@%d", rp.Partition, rp.Offset)
+			}
+		}
+		switch {
+		case refuse:
+			line += " (answered REBALANCE_IN_PROGRESS)"
+		case hold:
+			line += " (held until A's Run returned)"
+		}
+		mu.Lock()
+		commits = append(commits, line)
+		mu.Unlock()
+		if refuse {
+			refusedOnce.Do(func() { close(refused) })
+			return refusalByID(req, kerr.RebalanceInProgress.Code)
+		}
+		if hold {
+			b.Cluster().SleepControl(func() { <-release })
+		}
+		return nil
+	})
+
+	armed.Store(true)
+	res, bSeen, bc := stopWithFranzJoiner(t, r, a, &aDone, refused, protoOpts)
+	waitFor(t, "B alone in the group, processing every record", func() bool {
+		return len(b.Group(t, group).Members) == 1 && bSeen.distinct() == r.total
+	}, bc)
+	releaseHeld()
+	// The held commit is processed once released; whatever the broker
+	// answers it, nothing of A may be committed: B owns every partition.
+	landed := map[int32]int64{}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && len(landed) == 0 {
+		landed = b.Committed(t, group, topic)
+		time.Sleep(50 * time.Millisecond) // polling the broker, bounded by deadline
+	}
+	bc.stop(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("A stopped in %v: Run = %v; commits while A ran: %q; B processed per partition %v; committed after the release %v",
+		res.took, res.err, commits, processedPer(bSeen), landed)
+	if !revokeSeen.Load() || !heldOnce.Load() {
+		t.Fatalf("no revoke commit while stopping was held: the scenario did not happen")
+	}
+	if res.err == nil || !strings.Contains(res.err.Error(), "did not finish within Config.CloseTimeout") {
+		t.Errorf("A: Run = %v, want an error naming the final commit that did not finish within Config.CloseTimeout", res.err)
+	}
+	if res.took > 2*closeTimeout {
+		t.Errorf("A's Run took %v, want it bounded by CloseTimeout (%v)", res.took, closeTimeout)
+	}
+	if len(landed) != 0 {
+		t.Errorf("A's held commit landed after A's Run returned and B owned every partition: the group keeps %v", landed)
+	}
+	r.watch.check(t)
+}
+
+// TestFinalCommitRevokeOfARecreatedTopicFranz is
+// TestFinalCommitRevokeOfARecreatedTopicKIP848 with a franz source, under
+// KIP-848 and cooperative-sticky: A has processed the 200 records of a
+// topic and committed nothing when it is stopped; every commit is
+// answered REBALANCE_IN_PROGRESS (retried) until A logs a revoke while
+// stopping, while the topic is deleted and created again with 300 new
+// records. The franz source checks the topic's ID before every commit (a
+// revoke's included), so the retry finds the topic replaced and sends
+// nothing: the old topic's offset (200) never lands on the new topic,
+// Run returns nil, and the next consumer processes all 300 new records.
+func TestFinalCommitRevokeOfARecreatedTopicFranz(t *testing.T) {
+	runFranzProtocols(t, franzProtocols[1:], revokeOfARecreatedTopicFranz)
+}
+
+func revokeOfARecreatedTopicFranz(t *testing.T, protocol string, protoOpts []kgo.Opt) {
+	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}))
+	r := newFaultRun(t, b, "frevoke-recreated-franz-"+protocol, 1, 200)
+	var revokeSeen atomic.Bool
+	src := newFranzA(t, r, 0, revokeWatchLogger(t, &revokeSeen),
+		append([]kgo.Opt{kgo.MetadataMaxAge(100 * time.Millisecond), kgo.MetadataMinAge(10 * time.Millisecond)}, protoOpts...)...)
+	a := startAOwning(t, r, src, 1)
+	revokeOfARecreatedTopic(t, r, a, &revokeSeen, kerr.RebalanceInProgress, func() sluice.Source {
+		return newFranzSourceEvery(t, b, r.group, r.topic, 50*time.Millisecond, append([]kgo.Opt{kgo.ClientID("B")}, protoOpts...)...)
+	})
+}
+
+// startFranzAOwning starts member A (franz, with closeTimeout and the
+// group protocol of protoOpts) on a new fault run name of 4 partitions of
+// 200 records, and returns once A owns every partition; revokeSeen is set
+// once A logs a revoke while stopping.
+func startFranzAOwning(t *testing.T, name string, closeTimeout time.Duration, protoOpts []kgo.Opt) (r *faultRun, a *consumer, revokeSeen *atomic.Bool) {
+	t.Helper()
+	const parts, perPartition = 4, 200
+	r = newFaultRun(t, kafkatest.NewKfake(t), name, parts, perPartition)
+	revokeSeen = new(atomic.Bool)
+	return r, startAOwning(t, r, newFranzA(t, r, closeTimeout, revokeWatchLogger(t, revokeSeen), protoOpts...), parts), revokeSeen
 }

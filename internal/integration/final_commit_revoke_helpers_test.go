@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,34 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
+// messageWatch is a slog.Handler that sets seen once a record whose
+// message contains text is logged; every record then goes on to inner.
+type messageWatch struct {
+	text  string
+	seen  *atomic.Bool
+	inner slog.Handler
+}
+
+func (h messageWatch) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h messageWatch) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.text) {
+		h.seen.Store(true)
+	}
+	if h.inner.Enabled(ctx, r.Level) {
+		return h.inner.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h messageWatch) WithAttrs(as []slog.Attr) slog.Handler {
+	return messageWatch{text: h.text, seen: h.seen, inner: h.inner.WithAttrs(as)}
+}
+
+func (h messageWatch) WithGroup(name string) slog.Handler {
+	return messageWatch{text: h.text, seen: h.seen, inner: h.inner.WithGroup(name)}
+}
+
 // runFranzProtocols runs test, in parallel, as a subtest per protocol
 // of protocols (a slice of franzProtocols), named for it.
 func runFranzProtocols(t *testing.T, protocols []franzProtocol, test func(t *testing.T, protocol string, protoOpts []kgo.Opt)) {
@@ -31,6 +60,19 @@ func runFranzProtocols(t *testing.T, protocols []franzProtocol, test func(t *tes
 			test(t, p.name, p.opts)
 		})
 	}
+}
+
+// controlCommits hands every OffsetCommit request b receives to answer,
+// from b's control loop (answer may SleepControl): b sends the response
+// answer returns, or processes the request as usual if that is nil.
+func controlCommits(b *kafkatest.Broker, answer func(*kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse) {
+	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if resp := answer(r.(*kmsg.OffsetCommitRequest)); resp != nil {
+			return resp, nil, true
+		}
+		return nil, nil, false
+	})
 }
 
 // revokeWatchLogger returns a logger that sets seen once the source logs
@@ -124,11 +166,9 @@ func revokeOfARecreatedTopic(t *testing.T, r *faultRun, a *consumer, revokeSeen 
 	var firstOnce sync.Once
 	var mu sync.Mutex
 	var commits []string
-	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		req := kr.(*kmsg.OffsetCommitRequest)
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 		if !armed.Load() || req.Group != group {
-			return nil, nil, false
+			return nil
 		}
 		pass := revokeSeen.Load()
 		line := fmt.Sprintf("gen/epoch %d:", req.Generation)
@@ -144,10 +184,10 @@ func revokeOfARecreatedTopic(t *testing.T, r *faultRun, a *consumer, revokeSeen 
 		commits = append(commits, line)
 		mu.Unlock()
 		if pass {
-			return nil, nil, false
+			return nil
 		}
 		firstOnce.Do(func() { close(first) })
-		return refusalByID(req, refuseWith.Code), nil, true
+		return refusalByID(req, refuseWith.Code)
 	})
 	producer, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -218,4 +258,16 @@ func revokeOfARecreatedTopic(t *testing.T, r *faultRun, a *consumer, revokeSeen 
 	if n := bSeen.distinct(); n != 300 {
 		t.Errorf("the next consumer processed %d of the new topic's 300 records: %d lost", n, 300-n)
 	}
+}
+
+// processedPer returns how many records o counted per partition,
+// repeats included.
+func processedPer(o *offsets) map[int32]int64 {
+	out := make(map[int32]int64, len(o.n))
+	for p, cs := range o.n {
+		for i := range cs {
+			out[p] += int64(cs[i].Load())
+		}
+	}
+	return out
 }

@@ -51,26 +51,35 @@ func fillTopic(t testing.TB, b *kafkatest.Broker, topic string, parts int32, per
 }
 
 // sourceOf returns a Kafka source of cfg for group/topic on b, logging
-// with testLogger; an error fails t.
+// with kafkatest.Logger(t); an error fails t.
 func sourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg source.Config) *source.Source {
 	t.Helper()
-	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, kafkatest.Logger(t)
-	src, err := source.NewSource(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	cfg.GroupConfig = groupOn(t, b, group, topic, cfg.GroupConfig)
+	return mustNew(t, source.NewSource, cfg)
 }
 
 // franzSourceOf is sourceOf for a franz source.
 func franzSourceOf(t testing.TB, b *kafkatest.Broker, group, topic string, cfg franz.Config) *franz.Source {
 	t.Helper()
-	cfg.Brokers, cfg.Group, cfg.Topics, cfg.Logger = b.Addrs(), group, []string{topic}, kafkatest.Logger(t)
-	src, err := franz.NewSource(cfg)
+	cfg.GroupConfig = groupOn(t, b, group, topic, cfg.GroupConfig)
+	return mustNew(t, franz.NewSource, cfg)
+}
+
+// groupOn returns g for group on topic of b, logging with
+// kafkatest.Logger(t).
+func groupOn(t testing.TB, b *kafkatest.Broker, group, topic string, g sluice.GroupConfig) sluice.GroupConfig {
+	g.Brokers, g.Group, g.Topics, g.Logger = b.Addrs(), group, []string{topic}, kafkatest.Logger(t)
+	return g
+}
+
+// mustNew returns newFn(cfg); an error fails t.
+func mustNew[C, T any](t testing.TB, newFn func(C) (T, error), cfg C) T {
+	t.Helper()
+	v, err := newFn(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return src
+	return v
 }
 
 // newFranzSource returns a franz source for group/topic with test timings

@@ -178,23 +178,31 @@ type storeEvent struct {
 	offset int64                   // evFirst
 }
 
+// add records e.
 func (l *storeLog) add(e storeEvent) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.evs = append(l.evs, e)
-	l.mu.Unlock()
 }
 
-func (l *storeLog) events() []storeEvent {
+// of returns member's events so far, in order.
+func (l *storeLog) of(member string) []storeEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.evs)
+	var out []storeEvent
+	for _, e := range l.evs {
+		if e.member == member {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // claims returns the partitions of member's Claim calls, in order.
 func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 	var out [][]sluice.TopicPartition
-	for _, e := range l.events() {
-		if e.member == member && e.kind == evClaim {
+	for _, e := range l.of(member) {
+		if e.kind == evClaim {
 			out = append(out, e.tps)
 		}
 	}
@@ -205,8 +213,8 @@ func (l *storeLog) claims(member string) [][]sluice.TopicPartition {
 // of each partition.
 func (l *storeLog) firsts(member string) map[int32]int64 {
 	out := map[int32]int64{}
-	for _, e := range l.events() {
-		if e.member == member && e.kind == evFirst && e.n == 1 {
+	for _, e := range l.of(member) {
+		if e.kind == evFirst && e.n == 1 {
 			out[e.tp.Partition] = e.offset
 		}
 	}
@@ -300,10 +308,7 @@ func checkClaimOrder(t *testing.T, l *storeLog, member string) {
 			t.Errorf("%s: Claim(%v) was followed by graphs of %v, want exactly the partitions claimed", member, current, got)
 		}
 	}
-	for _, e := range l.events() {
-		if e.member != member {
-			continue
-		}
+	for _, e := range l.of(member) {
 		switch e.kind {
 		case evClaim:
 			flush()

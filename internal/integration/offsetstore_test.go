@@ -2,18 +2,24 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
-	"github.com/sluice-go/sluice/sink"
-	"github.com/sluice-go/sluice/sink/confluent"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/sink/confluent"
 	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/source"
 	"github.com/sluice-go/sluice/stages"
@@ -297,4 +303,178 @@ func TestOffsetStoreRefusesTransactionalProducer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// errStore is the error of a recordingStore whose claims fail.
+var errStore = errors.New("store unreachable")
+
+// TestOffsetStoreClaimErrorStopsRun: the store fails the claim of the
+// first assignment. Run returns an error naming Config.OffsetStore, the
+// group and the partitions, wrapping the store's; no graph was built,
+// nothing was committed.
+func TestOffsetStoreClaimErrorStopsRun(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		f := startClaimFailure(t, b, c, "oserr", 2, 0)
+		claimed, err := waitClaimError(t, f.a, f.log, 1)
+		wantNames(t, err, claimed, "Config.OffsetStore", fmt.Sprintf("%q", f.group))
+		if n := f.built.Load(); n != 0 {
+			t.Errorf("%d graphs built after the claim failed, want none", n)
+		}
+		if got := b.Committed(t, f.group, f.topic); len(got) != 0 {
+			t.Errorf("group committed %v after the claim failed, want nothing", got)
+		}
+	})
+}
+
+// TestOffsetStoreClaimErrorOnLaterAssignment: A's store answers its first
+// claim and fails the next. A consumes alone; B joins, then leaves: the
+// rebalance that gives A partitions it did not own (B's join under eager
+// assignment, B's leave under cooperative and KIP-848) makes A's claim
+// fail, and A's Run returns an error naming those partitions, wrapping
+// the store's, while B's Run ends cleanly.
+func TestOffsetStoreClaimErrorOnLaterAssignment(t *testing.T) {
+	b := kafkatest.NewBroker(t)
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		f := startClaimFailure(t, b, c, "oserr2", 4, 1)
+		b.WaitCommitted(t, f.group, f.topic, b.HighWatermarks(t, f.topic))
+		bObs := newGroupObserver()
+		discard, _ := countingDiscard()
+		bm := startConsumer(t, "B", c.newSource(t, b, f.group, f.topic, &recordingStore{member: "B", log: f.log}), discard, pipeline.WithHooks(bObs))
+		waitFor(t, "B owning partitions", func() bool { return bObs.owns() > 0 }, bm)
+		bm.stop(t)
+		claimed, err := waitClaimError(t, f.a, f.log, 2)
+		wantNames(t, err, claimed)
+	})
+}
+
+// claimFailure is member A consuming a topic of 10 records per partition
+// through a recordingStore that answers its first okCalls claims and
+// fails the later ones with errStore.
+type claimFailure struct {
+	topic, group string
+	log          *storeLog     // the Claim calls of A (and of any member sharing it)
+	built        *atomic.Int64 // graphs A built
+	a            *consumer
+}
+
+// startClaimFailure creates the topic prefix (parts partitions) and
+// starts A on it, its graphs discarding every record.
+func startClaimFailure(t *testing.T, b *kafkatest.Broker, c storeClient, prefix string, parts int32, okCalls int) *claimFailure {
+	t.Helper()
+	f := &claimFailure{log: &storeLog{}}
+	f.topic, f.group = c.topic(t, b, prefix, parts, 10)
+	var build pipeline.Builder
+	build, f.built = countingDiscard()
+	store := &recordingStore{member: "A", log: f.log, err: errStore, okCalls: okCalls}
+	f.a = startConsumer(t, "A", c.newSource(t, b, f.group, f.topic, store), build)
+	return f
+}
+
+// waitClaimError waits until a's Run ends with an error wrapping
+// errStore, after exactly n Claim calls of member A in l, and returns
+// the partitions of the last call and the error.
+func waitClaimError(t *testing.T, a *consumer, l *storeLog, n int) ([]sluice.TopicPartition, error) {
+	t.Helper()
+	err := a.Wait(t)
+	if !errors.Is(err, errStore) {
+		t.Fatalf("A's Run = %v, want an error wrapping the store's", err)
+	}
+	claims := l.claims("A")
+	if len(claims) != n {
+		t.Fatalf("A's Claim calls %v, want %d", claims, n)
+	}
+	return claims[n-1], err
+}
+
+// wantNames fails t unless err's text names each partition of tps, as
+// topic[partition], and contains each of names.
+func wantNames(t *testing.T, err error, tps []sluice.TopicPartition, names ...string) {
+	t.Helper()
+	for _, tp := range tps {
+		names = append(names, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
+	}
+	for _, w := range names {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("A's Run = %q, want it to name %s", err, w)
+		}
+	}
+}
+
+// TestOffsetStoreExactlyOnceAfterLoss: member A writes the k records of
+// every partition to the store (a txsink.Writer in exactly-once mode over
+// a MemStore); its commits to the group are an hour apart, so the group
+// has none. The coordinator then throws A out (kfake rejects its
+// heartbeats and joins): A loses its partitions and commits nothing. More
+// records are produced and B joins: its claim starts every partition at
+// the store's k, not at the group's start (no commit: offset 0), and it
+// writes the rest. The store holds every value once; its positions and
+// the group's commits end at the log end. Throwing a member out takes
+// kfake's fault injection.
+func TestOffsetStoreExactlyOnceAfterLoss(t *testing.T) {
+	// A KIP-848 member thrown out stays in the group until its session
+	// expires (its leave is rejected too): 3s, not Kafka's 45s.
+	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.session.timeout.ms": "3000"}))
+	forEachClient(t, func(t *testing.T, c storeClient) {
+		const parts, n, k = 4, 60, 25
+		topic, group := c.topic(t, b, "osloss", parts, 0)
+		var produced []string
+		produce := func(from, to int) {
+			var recs []sluice.Record
+			for i := from; i < to; i++ {
+				for p := range int32(parts) {
+					v := fmt.Sprintf("%d-%d", p, i)
+					produced = append(produced, v)
+					recs = append(recs, sluice.Record{Partition: p, Value: []byte(v)})
+				}
+			}
+			b.Produce(t, topic, recs...)
+		}
+		produce(0, k)
+		mem := txsinktest.NewMemStore[string]()
+		wa := memWriter(t, mem, "A", 10)
+		aObs := newGroupObserver()
+		slow := c
+		slow.commitEvery = time.Hour
+		a := startConsumer(t, "A", slow.newSource(t, b, group, topic, wa), writeValues(wa), pipeline.WithHooks(aObs))
+		waitFor(t, "A storing [0, k) of every partition", func() bool {
+			for p := range int32(parts) {
+				if pos, _ := mem.Position(group, sluice.TopicPartition{Topic: topic, Partition: p}); pos.Next != int64(k) {
+					return false
+				}
+			}
+			return true
+		}, a)
+		faults := b.Cluster().Fault(
+			kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: group, Err: kerr.IllegalGeneration, Count: -1},
+			kfake.Fault{Keys: []kmsg.Key{kmsg.JoinGroup}, Group: group, Err: kerr.CoordinatorLoadInProgress, Count: -1},
+			kfake.Fault{Keys: []kmsg.Key{kmsg.ConsumerGroupHeartbeat}, Group: group, Err: kerr.FencedMemberEpoch, Count: -1},
+		)
+		waitFor(t, "A losing its partitions", func() bool { return aObs.lost.Load() >= parts && aObs.owns() == 0 }, a)
+		a.stop(t)
+		faults.Remove()
+		if got := b.Committed(t, group, topic); len(got) != 0 {
+			t.Fatalf("the group committed %v before B joined; the test needs the store ahead of the group", got)
+		}
+		produce(k, n)
+
+		l := &storeLog{}
+		wb := memWriter(t, mem, "B", 10)
+		storeB := &recordingStore{member: "B", log: l, inner: wb}
+		buildB := loggingBuilder(l, "B", writeValues(wb))
+		bm := startConsumer(t, "B", c.newSource(t, b, group, topic, storeB), buildB)
+		hw := b.HighWatermarks(t, topic)
+		b.WaitCommitted(t, group, topic, hw)
+		bm.stop(t)
+
+		want := map[int32]int64{}
+		for p := range int32(parts) {
+			want[p] = int64(k)
+		}
+		if got := l.firsts("B"); !maps.Equal(got, want) {
+			t.Errorf("B's first record by partition: %v, want the store's %d everywhere", got, k)
+		}
+		checkClaimOrder(t, l, "B")
+		checkWrittenOnce(t, mem, produced, group, topic, hw)
+	})
 }

@@ -102,48 +102,50 @@ func shareMembers(t *testing.T, b *kafkatest.Broker, group string) int {
 
 func newShareSource(t *testing.T, b *kafkatest.Broker, group, topic string, maxDeliveries int, opts ...kgo.Opt) *franz.ShareSource {
 	t.Helper()
-	src, err := franz.NewShareSource(franz.ShareConfig{
-		Brokers:       b.Addrs(),
-		Group:         group,
-		Topics:        []string{topic},
-		MaxDeliveries: maxDeliveries,
-		CloseTimeout:  2 * time.Second,
-		Logger:        kafkatest.Logger(t),
-		Opts:          append([]kgo.Opt{kgo.ShareMaxRecords(50)}, opts...),
+	return mustNew(t, franz.NewShareSource, franz.ShareConfig{
+		Brokers: b.Addrs(), Group: group, Topics: []string{topic}, Logger: kafkatest.Logger(t),
+		MaxDeliveries: maxDeliveries, CloseTimeout: 2 * time.Second,
+		Opts: append([]kgo.Opt{kgo.ShareMaxRecords(50)}, opts...),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
 }
 
 // tally counts, per member, the offsets whose graph completed.
 type tally struct {
-	mu   sync.Mutex
-	done map[string]map[int64]int
+	mu       sync.Mutex
+	n        map[completion]int // how often each member completed each offset
+	distinct map[string]int     // how many offsets each member completed
 }
 
-func newTally() *tally { return &tally{done: map[string]map[int64]int{}} }
+// completion is an offset whose graph a member completed.
+type completion struct {
+	member string
+	off    int64
+}
+
+func newTally() *tally { return &tally{n: map[completion]int{}, distinct: map[string]int{}} }
 
 func (c *tally) add(member string, off int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done[member] == nil {
-		c.done[member] = map[int64]int{}
+	k := completion{member, off}
+	c.n[k]++
+	if c.n[k] == 1 {
+		c.distinct[member]++
 	}
-	c.done[member][off]++
 }
 
+// count returns how many offsets member completed.
 func (c *tally) count(member string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.done[member])
+	return c.distinct[member]
 }
 
+// times returns how often member completed off.
 func (c *tally) times(member string, off int64) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.done[member][off]
+	return c.n[completion{member, off}]
 }
 
 // builder returns member's graph: one Each stage that runs work on the

@@ -35,6 +35,20 @@ func rollbackAtEnd(t *testing.T, tx txsink.Tx[postgres.Row]) {
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 }
 
+// claimAndBegin claims tp0 with s and begins a transaction of s, rolled
+// back when the test ends; it returns s's epoch for tp0 and the
+// transaction.
+func claimAndBegin(t *testing.T, s txsink.Store[postgres.Row]) (epoch int64, tx txsink.Tx[postgres.Row]) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := s.Claim(ctx, group, []sluice.TopicPartition{tp0})
+	must(t, err)
+	tx, err = s.Begin(ctx)
+	must(t, err)
+	rollbackAtEnd(t, tx)
+	return p[tp0].Epoch, tx
+}
+
 func newStore(t *testing.T, db *pgxpool.Pool) txsink.Store[postgres.Row] {
 	t.Helper()
 	s, err := postgres.NewStore(db, config(true))
@@ -50,13 +64,7 @@ func TestClaimWaitsForTheOwnersCommitThenFencesIt(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t, rowsDDL)
 	old, next := newStore(t, db), newStore(t, db)
-	p, err := old.Claim(ctx, group, []sluice.TopicPartition{tp0})
-	must(t, err)
-	epoch := p[tp0].Epoch
-
-	tx, err := old.Begin(ctx)
-	must(t, err)
-	rollbackAtEnd(t, tx)
+	epoch, tx := claimAndBegin(t, old)
 	must(t, tx.Write(ctx, []postgres.Row{{0, "a"}, {1, "a"}}))
 	must(t, tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: epoch, Next: 2, Written: 1}))
 
@@ -82,7 +90,7 @@ func TestClaimWaitsForTheOwnersCommitThenFencesIt(t *testing.T) {
 		t.Fatalf("the claim returned %+v; want epoch %d and the committed position (Next 2, Written 1)", got, epoch+1)
 	}
 
-	tx, err = old.Begin(ctx)
+	tx, err := old.Begin(ctx)
 	must(t, err)
 	must(t, tx.Write(ctx, []postgres.Row{{2, "a"}}))
 	err = tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: epoch, Next: 3, Written: 2})
@@ -100,16 +108,13 @@ func TestStoreOffsetAfterAConcurrentClaimIsFenced(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t, rowsDDL)
 	old, next := newStore(t, db), newStore(t, db)
-	p, err := old.Claim(ctx, group, []sluice.TopicPartition{tp0})
-	must(t, err)
-	tx, err := old.Begin(ctx)
-	must(t, err)
+	epoch, tx := claimAndBegin(t, old)
 	must(t, tx.Write(ctx, []postgres.Row{{0, "a"}}))
 	c, err := next.Claim(ctx, group, []sluice.TopicPartition{tp0})
 	must(t, err)
-	err = tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p[tp0].Epoch, Next: 1, Written: 0})
+	err = tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: epoch, Next: 1, Written: 0})
 	if !errors.Is(err, txsink.ErrFenced) {
-		t.Fatalf("StoreOffset of epoch %d after a claim raised it to %d returned %v; want ErrFenced", p[tp0].Epoch, c[tp0].Epoch, err)
+		t.Fatalf("StoreOffset of epoch %d after a claim raised it to %d returned %v; want ErrFenced", epoch, c[tp0].Epoch, err)
 	}
 	must(t, tx.Rollback(ctx))
 	sameInts(t, "rows", ints(t, db), nil)
@@ -121,13 +126,9 @@ func TestReadWaitsForATransactionStoringThePosition(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t, rowsDDL)
 	s := newStore(t, db)
-	p, err := s.Claim(ctx, group, []sluice.TopicPartition{tp0})
-	must(t, err)
-	tx, err := s.Begin(ctx)
-	must(t, err)
-	rollbackAtEnd(t, tx)
+	epoch, tx := claimAndBegin(t, s)
 	must(t, tx.Write(ctx, []postgres.Row{{0, "a"}}))
-	must(t, tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: p[tp0].Epoch, Next: 1, Written: 0}))
+	must(t, tx.StoreOffset(ctx, group, tp0, txsink.Position{Epoch: epoch, Next: 1, Written: 0}))
 	type read struct {
 		pos txsink.Position
 		err error

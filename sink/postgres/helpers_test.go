@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink/postgres"
 	"github.com/sluice-go/sluice/sink/txsink"
+	"github.com/sluice-go/sluice/sink/txsink/txsinktest"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -97,21 +97,9 @@ func intsOf(t *testing.T, db *pgxpool.Pool, table string) []int {
 	return out
 }
 
-// sameInts fails unless got holds exactly want (sorted), each as often.
-func sameInts(t *testing.T, what string, got, want []int) {
-	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Fatalf("%s: rows %v, want %v", what, got, want)
-	}
-}
-
-func seq(from, to int) []int {
-	var out []int
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
+// sameInts fails t unless got holds exactly want, in any order, each as
+// often; seq returns the numbers from through to-1.
+var sameInts, seq = txsinktest.SameRows, txsinktest.Numbers
 
 // values returns the record values "from" .. "from+n-1".
 func values(from, n int) [][]byte {

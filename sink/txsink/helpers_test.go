@@ -86,6 +86,23 @@ func (m *member) assign(t *testing.T, log ...[]byte) {
 	must(t, m.fake.Assign(topic, 0))
 }
 
+// assignCommitted sends the values 0..n-1 to partition 0, assigns it to
+// the member and waits until the member committed them.
+func (m *member) assignCommitted(t *testing.T, n int) {
+	t.Helper()
+	m.assign(t, values(0, n)...)
+	m.fake.WaitCommitted(t, topic, 0, int64(n))
+}
+
+// runToCommitted runs a member of s with o and opts over the values
+// 0..n-1 of partition 0 until it committed them, then stops it.
+func runToCommitted(t *testing.T, s txsink.Store[int], o txsink.Options[int], n int, opts ...pipeline.Option) {
+	t.Helper()
+	m := startMember(t, s, o, opts...)
+	m.assignCommitted(t, n)
+	must(t, m.run.Stop(t))
+}
+
 // lose takes partition 0 away as lost and stops the member, accepting
 // the dead letters it could not deliver.
 func (m *member) lose(t *testing.T) {
@@ -176,24 +193,9 @@ func badIsInvalid(w *txsink.Writer[int]) pipeline.Builder {
 	}
 }
 
-// sameInts fails unless got holds exactly want, in any order, each once.
-func sameInts(t *testing.T, what string, got []int, want []int) {
-	t.Helper()
-	got, want = slices.Clone(got), slices.Clone(want)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("%s: rows %v, want %v", what, got, want)
-	}
-}
-
-func seq(from, to int) []int {
-	var out []int
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
+// sameInts fails t unless got holds exactly want, in any order, each as
+// often; seq returns the numbers from through to-1.
+var sameInts, seq = txsinktest.SameRows, txsinktest.Numbers
 
 func position(t *testing.T, s *txsinktest.MemStore[int], p int32) txsink.Position {
 	t.Helper()

@@ -19,8 +19,7 @@ func TestZombieIsFencedByTheNextClaim(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 5}
 		a := startMember(t, s, o)
-		a.assign(t, values(0, 5)...)
-		a.fake.WaitCommitted(t, topic, 0, 5)
+		a.assignCommitted(t, 5)
 
 		b := startMember(t, s, o)
 		b.assign(t, values(0, 10)...) // claims: a is fenced from here on

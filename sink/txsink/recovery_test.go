@@ -189,10 +189,7 @@ func TestPositionPastTheLogEndStillWritesNewRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
-		a := startMember(t, s, o, testkit.NewDeadLetters().Option())
-		a.assign(t, values(0, 10)...)
-		a.fake.WaitCommitted(t, topic, 0, 10)
-		must(t, a.run.Stop(t))
+		runToCommitted(t, s, o, 10, testkit.NewDeadLetters().Option())
 		if p := position(t, s, 0); p.Next != 10 || p.Written != 9 {
 			t.Fatalf("life 1 stored %+v; want Next 10, Written 9", p)
 		}

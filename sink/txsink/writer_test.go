@@ -18,8 +18,7 @@ func TestAtLeastOnceWritesEveryValueThenCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		m := startMember(t, s, txsink.Options[int]{BatchSize: 4})
-		m.assign(t, values(0, 10)...)
-		m.fake.WaitCommitted(t, topic, 0, 10)
+		m.assignCommitted(t, 10)
 		sameInts(t, "rows", s.Rows(), seq(0, 10))
 		if got := s.Commits(); got != 3 {
 			t.Fatalf("%d transactions for 10 values in batches of 4; want 3", got)
@@ -35,10 +34,7 @@ func TestExactlyOnceResumesFromTheStoreNotTheGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := txsinktest.NewMemStore[int]()
 		o := txsink.Options[int]{ExactlyOnce: true, BatchSize: 4}
-		m1 := startMember(t, s, o)
-		m1.assign(t, values(0, 10)...)
-		m1.fake.WaitCommitted(t, topic, 0, 10)
-		must(t, m1.run.Stop(t))
+		runToCommitted(t, s, o, 10)
 		if p := position(t, s, 0); p.Written != 9 {
 			t.Fatalf("position after 10 values: %+v; want Written 9", p)
 		}

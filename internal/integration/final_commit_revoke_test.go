@@ -59,11 +59,9 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	var releaseOnce sync.Once
 	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(releaseHeld)
-	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		b.Cluster().KeepControl()
-		req := kr.(*kmsg.OffsetCommitRequest)
+	controlCommits(b, func(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 		if !armed.Load() || req.MemberID != aID {
-			return nil, nil, false
+			return nil
 		}
 		refuse := !refusedOnce.Swap(true)
 		hold := !refuse && revokeSeen.Load() && !heldOnce.Swap(true)
@@ -86,16 +84,16 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 		switch {
 		case refuse:
 			aCommits = append(aCommits, line+" (answered ILLEGAL_GENERATION)")
-			return refusal(req, kerr.IllegalGeneration.Code), nil, true
+			return refusal(req, kerr.IllegalGeneration.Code)
 		case hold:
 			aCommits = append(aCommits, line+" (held until A's Run returned)")
 			mu.Unlock()
 			b.Cluster().SleepControl(func() { <-release })
 			mu.Lock()
-			return nil, nil, false
+			return nil
 		}
 		aCommits = append(aCommits, line)
-		return nil, nil, false
+		return nil
 	})
 	held, unhold := holdJoin(t, b, aID, &armed)
 
@@ -140,14 +138,36 @@ func TestFinalCommitRevokeCommitHeldPartitionsMoving(t *testing.T) {
 	}
 }
 
-// processedPer returns how many records o counted per partition,
-// repeats included.
-func processedPer(o *offsets) map[int32]int64 {
-	out := make(map[int32]int64, len(o.n))
-	for p, cs := range o.n {
-		for i := range cs {
-			out[p] += int64(cs[i].Load())
-		}
+// TestFinalCommitRevokeOfARecreatedTopicKIP848: A (librdkafka, KIP-848)
+// has processed the 200 records of a topic and committed nothing when it
+// is stopped. Its final commit is answered STALE_MEMBER_EPOCH (retried;
+// every attempt is refused until A logs a revoke while stopping, which
+// under KIP-848 it does not) while the topic is deleted and created again
+// with 300 new records; the broker then moves the partition by topic ID,
+// revoking the old topic's. librdkafka commits by name, so neither that
+// revoke nor a retry of the final commit may commit the old topic's
+// offset (200) onto the new topic: the group keeps nothing of A, and the
+// next consumer processes all 300 records of the new topic.
+func TestFinalCommitRevokeOfARecreatedTopicKIP848(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewKfake(t, kafkatest.WithBrokerConfig(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}))
+	r := newFaultRun(t, b, "fgen-recreated-848", 1, 200)
+	group, topic := r.group, r.topic
+
+	var revokeSeen atomic.Bool
+	src, err := source.NewSource(source.Config{
+		GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: group, Topics: []string{topic}, CommitInterval: time.Hour, Logger: revokeWatchLogger(t, &revokeSeen)},
+		Overrides:   map[string]any{"group.protocol": "consumer", "client.id": "A", "topic.metadata.refresh.interval.ms": 100},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	a := startAOwning(t, r, src, 1)
+	if c := b.Committed(t, group, topic); len(c) != 0 {
+		t.Fatalf("A committed %v; its background commit interval is an hour", c)
+	}
+	revokeOfARecreatedTopic(t, r, a, &revokeSeen, kerr.StaleMemberEpoch, func() sluice.Source {
+		return sourceOf(t, b, group, topic, source.Config{GroupConfig: sluice.GroupConfig{CommitInterval: 50 * time.Millisecond},
+			Overrides: map[string]any{"group.protocol": "consumer", "client.id": "B"}})
+	})
 }
