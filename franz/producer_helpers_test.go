@@ -20,20 +20,16 @@ const wait = 60 * time.Second
 // and heartbeats.
 func newSource(t testing.TB, brokers []string, group, topic string) *franz.Source {
 	t.Helper()
-	src, err := franz.NewSource(franz.Config{
-		GroupConfig: sluice.GroupConfig{
-			Brokers:        brokers,
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
-		},
-		Opts: []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
-	})
+	src, err := franz.NewSource(franz.Config{GroupConfig: producertest.SourceGroup(brokers, group, topic), Opts: fastHeartbeats})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return src
 }
+
+// fastHeartbeats are the client options of the tests' sources:
+// heartbeats fast enough for tests.
+var fastHeartbeats = []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}
 
 // The records, messages and waits of the producer conformance suite.
 var (

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
@@ -27,13 +26,11 @@ func TestRewindDeletedTopicWithoutCommittedOffsetIsGone(t *testing.T) {
 // As TestRewindDeletedTopicWithoutCommittedOffsetIsGone, with the
 // protocol versions of Kafka 3.9 (OffsetFetch by topic name, below v10).
 func TestRewindDeletedTopicWithoutCommittedOffsetIsGoneKafka39(t *testing.T) {
-	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted-39", kgo.MaxVersions(kversion.V3_9_0()))
+	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted-39", kafka39Protocol...)
 }
 
 func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
-	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
-	defer cancel()
-	b, txn, r, tps := rewoundTxn(t, ctx, topic, 2, opts...)
+	ctx, b, txn, r, tps := rewoundTxn(t, topic, 2, opts...)
 
 	adm, err := b.Admin()
 	if err != nil {
@@ -62,13 +59,11 @@ func TestRewindTopicRecreatedWithFewerPartitionsIsGone(t *testing.T) {
 // As TestRewindTopicRecreatedWithFewerPartitionsIsGone, with the protocol
 // versions of Kafka 3.9 (OffsetFetch by topic name).
 func TestRewindTopicRecreatedWithFewerPartitionsIsGoneKafka39(t *testing.T) {
-	testRewindRecreatedFewer(t, "rewind-recreated-fewer-39", kgo.MaxVersions(kversion.V3_9_0()))
+	testRewindRecreatedFewer(t, "rewind-recreated-fewer-39", kafka39Protocol...)
 }
 
 func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
-	ctx, cancel := context.WithTimeout(context.Background(), kafkadriver.RecreateWait)
-	defer cancel()
-	b, txn, r, tps := rewoundTxn(t, ctx, topic, 3, opts...)
+	ctx, b, txn, r, tps := rewoundTxn(t, topic, 3, opts...)
 	kafkadriver.RecreateTopic(t, b, topic, 1)
 	gone, err := txn.Rewind(ctx, tps)
 	if err != nil {
@@ -80,13 +75,17 @@ func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
 }
 
 // rewoundTxn creates topic with partitions partitions on a new broker and
-// returns the broker, a kgoTxn of group topic+"-g" (its runner's Txn; its
+// returns a context ending kafkadriver.RecreateWait from now (or when the
+// test ends), the broker, a kgoTxn of group topic+"-g" (its runner's Txn; its
 // client made with opts, resetting to the start as Source.Run's), the
 // runner, and the topic's partitions, which the kgoTxn rewound once
-// within ctx, the topic existing: the client learns the topic (and its
-// leaders) as the consumer's had. No partition may be reported gone.
-func rewoundTxn(t *testing.T, ctx context.Context, topic string, partitions int32, opts ...kgo.Opt) (*kafkatest.Broker, *kgoTxn, *runner, []sluice.TopicPartition) {
+// within that context, the topic existing: the client learns the topic
+// (and its leaders) as the consumer's had. No partition may be reported
+// gone.
+func rewoundTxn(t *testing.T, topic string, partitions int32, opts ...kgo.Opt) (context.Context, *kafkatest.Broker, *kgoTxn, *runner, []sluice.TopicPartition) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), kafkadriver.RecreateWait)
+	t.Cleanup(cancel)
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, topic, partitions)
 	opts = append(opts, kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())) // as Source.Run
@@ -105,5 +104,5 @@ func rewoundTxn(t *testing.T, ctx context.Context, topic string, partitions int3
 	if gone, err := txn.Rewind(ctx, tps); err != nil || len(gone) != 0 {
 		t.Fatalf("Rewind of the existing topic = %v, %v; want no partition gone, no error", gone, err)
 	}
-	return b, txn, r, tps
+	return ctx, b, txn, r, tps
 }

@@ -71,7 +71,7 @@ func BenchmarkGraphB(b *testing.B) {
 		var partial atomic.Int64
 		var tail time.Duration
 		for range b.N {
-			src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
+			src, err := NewSource(benchConfig(br))
 			if err != nil {
 				b.Fatal(err)
 			}

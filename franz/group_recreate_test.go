@@ -17,16 +17,25 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
+// A topic deleted and recreated under the same name while the source
+// consumes it (kafkadriver.TopicRecreated): the new topic first gets 2
+// records (fewer than the old one's 5: the old position is out of
+// range), then 5 more.
+func TestSourceTopicRecreated(t *testing.T) { topicRecreated(t, 2) }
+
+// As TestSourceTopicRecreated, the new topic getting its 7 records at
+// once: more than the old one had, so that the old topic's position (5)
+// is a valid offset of the new one, which must not be where it is
+// consumed from (records 0 to 4 would be lost).
+func TestSourceTopicRecreatedLonger(t *testing.T) { topicRecreated(t, 7) }
+
 // A record of a topic that is deleted and recreated while the record is
 // being processed: it finishes after the recreation, before the client
 // reports the old topic ID unknown. Its offset (the old topic's) must not
 // be committed onto the new topic: every record of the new topic is
 // delivered from its start, and the group's committed offset of the new
 // topic is exactly what was processed of it.
-func TestSourceTopicRecreatedRecordInFlight(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecordInFlight(t, b, newRecreateSource(t, b), doneEnd)
-}
+func TestSourceTopicRecreatedRecordInFlight(t *testing.T) { recordInFlight(t, doneEnd) }
 
 // As TestSourceTopicRecreatedRecordInFlight, exactly-once: the records
 // are produced to topic out through a transactional producer bound to the
@@ -35,7 +44,7 @@ func TestTransactionalSourceTopicRecreatedRecordInFlight(t *testing.T) {
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, "out", 1)
 	src := newRecreateSource(t, b)
-	p, err := NewTransactionalProducer(src.(*Source), TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
+	p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +148,13 @@ func produceFresh(t *testing.T, b *kafkatest.Broker, topic string, recs ...sluic
 // A group source stopped right after a topic it consumes was deleted and
 // recreated, an old record finished in between: Run returns nil at once,
 // and nothing of the old topic is committed onto the new one.
-func TestSourceTopicRecreatedStopped(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecreatedStopped(t, b, newRecreateSource(t, b), doneEnd)
-}
+func TestSourceTopicRecreatedStopped(t *testing.T) { recreatedStopped(t, doneEnd) }
 
 // As TestSourceTopicRecreatedStopped, exactly-once: the old record's
 // output is in the transaction open at the stop, which must not commit
 // the old offset onto the new topic; Run returns nil (the transaction
 // aborted: the topic is gone).
-func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	src := newRecreateSource(t, b)
-	testRecreatedStopped(t, b, src, txnEnd(t, b, src.(*Source)))
-}
+func TestTransactionalSourceTopicRecreatedStopped(t *testing.T) { recreatedStopped(t, txnEnd) }
 
 func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, end func(pipeline.Stream[sluice.Record]) pipeline.End) {
 	const topic, group = "orders", "g"
@@ -197,4 +199,76 @@ func testRecreatedStopped(t *testing.T, b *kafkatest.Broker, src sluice.Source, 
 	if got := b.Committed(t, group, topic); len(got) != 0 {
 		t.Fatalf("committed offsets of the recreated %s = %v, want none", topic, got)
 	}
+}
+
+// As TestSourceTopicRecreatedRecordInFlight, the client speaking the
+// protocol of Kafka 3.9 (kgo.MaxVersions), whose OffsetCommit names
+// topics by name, not by ID: the old record's offset must not be
+// committed onto the new topic either.
+func TestSourceTopicRecreatedRecordInFlightKafka39(t *testing.T) {
+	recordInFlight(t, doneEnd, kafka39Protocol...)
+}
+
+// As TestTransactionalSourceTopicRecreatedRecordInFlight, the client
+// speaking the protocol of Kafka 3.9 (TxnOffsetCommit by topic name).
+func TestTransactionalSourceTopicRecreatedRecordInFlightKafka39(t *testing.T) {
+	recordInFlight(t, txnEnd, kafka39Protocol...)
+}
+
+// recreatedEnd makes the end of a recreated topic test's graph, the
+// records of src (on b) flowing into it.
+type recreatedEnd func(t *testing.T, b *kafkatest.Broker, src *Source) func(pipeline.Stream[sluice.Record]) pipeline.End
+
+// doneEnd is a recreatedEnd whose graph is done with each record at once.
+func doneEnd(*testing.T, *kafkatest.Broker, *Source) func(pipeline.Stream[sluice.Record]) pipeline.End {
+	return func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(context.Context, sluice.Record) error { return nil })
+	}
+}
+
+// txnEnd is a recreatedEnd of an exactly-once graph of the recreated topic
+// tests: a transactional producer bound to src (created here, closed when
+// the test ends, which must succeed) producing each record's value to
+// topic out, created here on b.
+func txnEnd(t *testing.T, b *kafkatest.Broker, src *Source) func(pipeline.Stream[sluice.Record]) pipeline.End {
+	t.Helper()
+	b.CreateTopic(t, "out", 1)
+	p, err := NewTransactionalProducer(src, TransactionalConfig{TransactionConfig: sink.TransactionConfig{TransactionalID: "recreate-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return func(in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "out", func(r sluice.Record) (sluice.Message, error) {
+			return sluice.Message{Value: r.Value}, nil
+		})
+	}
+}
+
+// topicRecreated runs kafkadriver.TopicRecreated on a new broker with a
+// source whose client is made with opts, the new topic first getting
+// newRecords records.
+func topicRecreated(t *testing.T, newRecords int, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	kafkadriver.TopicRecreated(t, b, newRecreateSource(t, b, opts...), newRecords)
+}
+
+// recordInFlight runs testRecordInFlight on a new broker with a source
+// whose client is made with opts, its graph ending in what end makes.
+func recordInFlight(t *testing.T, end recreatedEnd, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	src := newRecreateSource(t, b, opts...)
+	testRecordInFlight(t, b, src, end(t, b, src))
+}
+
+// recreatedStopped runs testRecreatedStopped on a new broker, its graph
+// ending in what end makes.
+func recreatedStopped(t *testing.T, end recreatedEnd) {
+	b := kafkatest.NewBroker(t)
+	src := newRecreateSource(t, b)
+	testRecreatedStopped(t, b, src, end(t, b, src))
 }
