@@ -88,32 +88,13 @@ func testTopicDeletedUncommitted(t *testing.T, opts ...kgo.Opt) {
 // what reporting them gone is for. The client knew the topic before
 // (kgo's metadata cache held it), as the consumer's does.
 func TestRewindDeletedTopicWithoutCommittedOffsetIsGone(t *testing.T) {
-	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted")
+	testRewindGone(t, "rewind-deleted-uncommitted", 2, deleteTopic, wantAllGone)
 }
 
 // As TestRewindDeletedTopicWithoutCommittedOffsetIsGone, with the
 // protocol versions of Kafka 3.9 (OffsetFetch by topic name, below v10).
 func TestRewindDeletedTopicWithoutCommittedOffsetIsGoneKafka39(t *testing.T) {
-	testRewindDeletedUncommitted(t, "rewind-deleted-uncommitted-39", kafka39Protocol...)
-}
-
-func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
-	ctx, b, txn, r, tps := rewoundTxn(t, topic, 2, opts...)
-
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
-		t.Fatalf("deleting %s: %v %v", topic, err, resp.Error())
-	}
-	gone, err := txn.Rewind(ctx, tps)
-	if err != nil {
-		t.Fatalf("Rewind after the topic's deletion = %v; want %v gone, no error (an error stops Run)", err, tps)
-	}
-	if !slices.Equal(gone, tps) || !r.gone[topic] {
-		t.Fatalf("Rewind after the topic's deletion: gone %v, topic marked %v; want %v gone and the topic marked", gone, r.gone[topic], tps)
-	}
+	testRewindGone(t, "rewind-deleted-uncommitted-39", 2, deleteTopic, wantAllGone, kafka39Protocol...)
 }
 
 // Rewind of partitions 0 to 2 of a topic recreated with one partition,
@@ -121,25 +102,73 @@ func testRewindDeletedUncommitted(t *testing.T, topic string, opts ...kgo.Opt) {
 // (the broker does not know them), so they are returned gone and their
 // topic marked, without an error; partition 0 is sought.
 func TestRewindTopicRecreatedWithFewerPartitionsIsGone(t *testing.T) {
-	testRewindRecreatedFewer(t, "rewind-recreated-fewer")
+	testRewindGone(t, "rewind-recreated-fewer", 3, recreateWithOnePartition, wantAllButFirstGone)
 }
 
 // As TestRewindTopicRecreatedWithFewerPartitionsIsGone, with the protocol
 // versions of Kafka 3.9 (OffsetFetch by topic name).
 func TestRewindTopicRecreatedWithFewerPartitionsIsGoneKafka39(t *testing.T) {
-	testRewindRecreatedFewer(t, "rewind-recreated-fewer-39", kafka39Protocol...)
+	testRewindGone(t, "rewind-recreated-fewer-39", 3, recreateWithOnePartition, wantAllButFirstGone, kafka39Protocol...)
 }
 
-func testRewindRecreatedFewer(t *testing.T, topic string, opts ...kgo.Opt) {
-	ctx, b, txn, r, tps := rewoundTxn(t, topic, 3, opts...)
-	kafkadriver.RecreateTopic(t, b, topic, 1)
+// testRewindGone rewinds the partitions of topic (of partitions
+// partitions, on a new broker) once as rewoundTxn does, changes the topic
+// with change, and rewinds them again: that Rewind must return no error
+// (an error stops Run), report gone what want accepts, and mark the topic
+// gone. The client made with opts.
+func testRewindGone(t *testing.T, topic string, partitions int32, change topicChange, want goneCheck, opts ...kgo.Opt) {
+	ctx, b, txn, r, tps := rewoundTxn(t, topic, partitions, opts...)
+	what := change(ctx, t, b, topic)
 	gone, err := txn.Rewind(ctx, tps)
 	if err != nil {
-		t.Fatalf("Rewind after the topic's recreation with 1 partition = %v; want partitions 1 and 2 gone, no error (an error stops Run)", err)
+		t.Fatalf("Rewind after %s = %v; want no error (an error stops Run)", what, err)
 	}
-	if !slices.Contains(gone, tps[1]) || !slices.Contains(gone, tps[2]) || !r.gone[topic] {
-		t.Fatalf("Rewind after the recreation: gone %v, topic marked %v; want %v and %v gone and the topic marked", gone, r.gone[topic], tps[1], tps[2])
+	if ok, wanted := want(gone, tps); !ok || !r.gone[topic] {
+		t.Fatalf("Rewind after %s: gone %v, topic marked %v; want %s and the topic marked", what, gone, r.gone[topic], wanted)
 	}
+}
+
+// topicChange changes topic on b within ctx and names the change.
+type topicChange func(ctx context.Context, t *testing.T, b *kafkatest.Broker, topic string) string
+
+// deleteTopic is a topicChange deleting the topic.
+func deleteTopic(ctx context.Context, t *testing.T, b *kafkatest.Broker, topic string) string {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
+		t.Fatalf("deleting %s: %v %v", topic, err, resp.Error())
+	}
+	return "the topic's deletion"
+}
+
+// recreateWithOnePartition is a topicChange recreating the topic with one
+// partition.
+func recreateWithOnePartition(_ context.Context, t *testing.T, b *kafkatest.Broker, topic string) string {
+	t.Helper()
+	kafkadriver.RecreateTopic(t, b, topic, 1)
+	return "the topic's recreation with 1 partition"
+}
+
+// goneCheck reports whether gone is what a Rewind of tps must report
+// gone, and says what that is.
+type goneCheck func(gone, tps []sluice.TopicPartition) (ok bool, want string)
+
+// wantAllGone wants exactly tps gone, in order.
+func wantAllGone(gone, tps []sluice.TopicPartition) (bool, string) {
+	return slices.Equal(gone, tps), fmt.Sprintf("%v gone", tps)
+}
+
+// wantAllButFirstGone wants every partition of tps but the first among
+// those gone.
+func wantAllButFirstGone(gone, tps []sluice.TopicPartition) (bool, string) {
+	ok := true
+	for _, tp := range tps[1:] {
+		ok = ok && slices.Contains(gone, tp)
+	}
+	return ok, fmt.Sprintf("%v gone", tps[1:])
 }
 
 // rewoundTxn creates topic with partitions partitions on a new broker and
