@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,6 +31,13 @@ func newSource(t testing.TB, brokers []string, group, topic string) *franz.Sourc
 // fastHeartbeats are the client options of the tests' sources:
 // heartbeats fast enough for tests.
 var fastHeartbeats = []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}
+
+// newProducer returns a producer on b, closed when the test ends (Close
+// must return nil).
+func newProducer(t *testing.T, b *kafkatest.Broker) *franz.Producer {
+	t.Helper()
+	return producertest.Open(t, func() (*franz.Producer, error) { return franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()}) })
+}
 
 // The records, messages and waits of the producer conformance suite.
 var (

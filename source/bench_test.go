@@ -148,6 +148,17 @@ func benchTunings(b *testing.B, consume func(b *testing.B, cfg Config) time.Dura
 	}
 }
 
+// benchSource returns a source of a new group on the bench topic of br
+// (benchConfig), failing b if it cannot be made.
+func benchSource(b *testing.B, br *kafkatest.Broker) *Source {
+	b.Helper()
+	src, err := NewSource(benchConfig(br))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src
+}
+
 // benchConfig is the config of a source of a new group on the bench topic
 // of br.
 func benchConfig(br *kafkatest.Broker) Config {
@@ -210,10 +221,7 @@ func BenchmarkPipeline(b *testing.B) {
 	br := benchTopic(b)
 	var window time.Duration
 	for range b.N {
-		src, err := NewSource(benchConfig(br))
-		if err != nil {
-			b.Fatal(err)
-		}
+		src := benchSource(b, br)
 		var n atomic.Int64
 		var first, last atomic.Int64 // unix nanos
 		done := make(chan struct{})
