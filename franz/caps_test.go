@@ -50,13 +50,8 @@ func meteredSource(t *testing.T, b *kafkatest.Broker, group, topic string) (*Sou
 // most an eighth of the limit (at least MaxBatch) and takes no more from
 // kgo meanwhile.
 func TestMaxInFlightIsACapOnFranz(t *testing.T) {
-	const (
-		partitions = 4
-		perPart    = 5000
-		limit      = 100
-	)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic("caps", partitions))
-	n := b.Fill(t, "caps", perPart, 100)
+	const partitions, perPart, limit = 4, 5000, 100
+	b, n := filledTopic(t, "caps", partitions, perPart)
 	src, m, peaks := meteredSource(t, b, "g-caps", "caps")
 	heldtest.GatedRun(t, src, m, int64(n), pipeline.WithMaxInFlight(limit))
 	heldtest.WantRecordsCap(t, m, limit, partitions)
@@ -79,12 +74,7 @@ const zstdBatch = 256 << 10
 // decompress to, one fetch (a broker) of about a 32nd of the budget, or
 // one batch when that is larger.
 func TestMaxInFlightBytesIsACapOnFranz(t *testing.T) {
-	const (
-		partitions = 4
-		perPart    = 200
-		value      = 64 << 10
-		budget     = 1 << 20
-	)
+	const partitions, perPart, value, budget = 4, 200, 64 << 10, 1 << 20
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic("zcaps", partitions))
 	n := heldtest.ProduceZstd(t, b.Addrs(), "zcaps", partitions, perPart, value, zstdBatch)
 	src, m, peaks := meteredSource(t, b, "g-zcaps", "zcaps")
@@ -108,13 +98,8 @@ func TestMaxInFlightBytesIsACapOnFranz(t *testing.T) {
 // in offset order, and the runtime never holds more of a partition than
 // its queue plus one delivery.
 func TestHeldRecordsDeliveredInOrderOnFranz(t *testing.T) {
-	const (
-		partitions = 4
-		perPart    = 3000
-		queue      = 50
-	)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic("held", partitions))
-	n := b.Fill(t, "held", perPart, 100)
+	const partitions, perPart, queue = 4, 3000, 50
+	b, n := filledTopic(t, "held", partitions, perPart)
 	src, m, peaks := meteredSource(t, b, "g-held", "held")
 	var mu sync.Mutex
 	got := map[int32][]int64{}

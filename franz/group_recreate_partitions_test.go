@@ -19,51 +19,37 @@ import (
 // every partition of the new topic is delivered from its start, and the
 // commits are exactly what was processed.
 func TestSourceTopicRecreatedMorePartitions(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecreatedPartitions(t, b, newRecreateSource(t, b), 1, 3, "classic")
+	testRecreatedPartitions(t, 1, 3, "classic")
 }
 
 // As TestSourceTopicRecreatedMorePartitions, with fewer partitions: the
 // partitions that no longer exist leave nothing behind.
 func TestSourceTopicRecreatedFewerPartitions(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecreatedPartitions(t, b, newRecreateSource(t, b), 3, 1, "classic")
+	testRecreatedPartitions(t, 3, 1, "classic")
 }
 
 // As TestSourceTopicRecreatedMorePartitions, in a KIP-848 group (the
 // consumer group protocol, server-side assignment).
 func TestSourceTopicRecreatedMorePartitions848(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecreatedPartitions(t, b, newRecreateSource848(t, b), 1, 3, "consumer")
+	testRecreatedPartitions(t, 1, 3, "consumer", kip848Group...)
 }
 
 // As TestSourceTopicRecreatedLonger, in a KIP-848 group.
-func TestSourceTopicRecreatedLonger848(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	kafkadriver.TopicRecreated(t, b, newRecreateSource848(t, b), 7)
-}
+func TestSourceTopicRecreatedLonger848(t *testing.T) { topicRecreated(t, 7, kip848Group...) }
 
 // As TestSourceTopicRecreatedRecordInFlight, in a KIP-848 group.
 func TestSourceTopicRecreatedRecordInFlight848(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	testRecordInFlight(t, b, newRecreateSource848(t, b), doneEnd)
-}
-
-func newRecreateSource848(t *testing.T, b *kafkatest.Broker) sluice.Source {
-	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)},
-		Opts: []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	recordInFlight(t, doneEnd, kip848Group...)
 }
 
 // testRecreatedPartitions consumes 2 records of each of the oldN
 // partitions of topic orders, recreates it with newN partitions, produces
 // 3 records to each and checks each is delivered once and committed, and
-// that the group is of groupType (as the broker names it) meanwhile.
-func testRecreatedPartitions(t *testing.T, b *kafkatest.Broker, src sluice.Source, oldN, newN int32, groupType string) {
+// that the group is of groupType (as the broker names it) meanwhile, on a
+// new broker with a source whose client is made with opts.
+func testRecreatedPartitions(t *testing.T, oldN, newN int32, groupType string, opts ...kgo.Opt) {
+	b := kafkatest.NewBroker(t)
+	src := newRecreateSource(t, b, opts...)
 	const topic, group = "orders", "g"
 	b.CreateTopic(t, topic, oldN)
 	produceTo(t, b, topic, oldN, 2, "old")
@@ -182,7 +168,5 @@ func waitCommittedAll(t *testing.T, b *kafkatest.Broker, group, topic string, n 
 // (UNKNOWN_TOPIC_ID): the partition is lost and the new topic consumed
 // from its start.
 func TestTransactionalSourceTopicRecreatedRecordInFlight848(t *testing.T) {
-	b := kafkatest.NewBroker(t)
-	src := newRecreateSource848(t, b)
-	testRecordInFlight(t, b, src, txnEnd(t, b, src.(*Source)))
+	recordInFlight(t, txnEnd, kip848Group...)
 }

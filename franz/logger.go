@@ -50,12 +50,14 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	a.log.Log(ctx, lvl, msg, append([]any{"source", "franz-go"}, keyvals...)...)
 }
 
+// slogLevels are the slog levels of kgo's Error and Warn levels.
+var slogLevels = map[kgo.LogLevel]slog.Level{kgo.LogLevelError: slog.LevelError, kgo.LogLevelWarn: slog.LevelWarn}
+
+// slogLevel is the slog level of kgo's level l: Error and Warn as slog's,
+// Info and Debug as slog's Debug.
 func slogLevel(l kgo.LogLevel) slog.Level {
-	switch l {
-	case kgo.LogLevelError:
-		return slog.LevelError
-	case kgo.LogLevelWarn:
-		return slog.LevelWarn
+	if lvl, ok := slogLevels[l]; ok {
+		return lvl
 	}
-	return slog.LevelDebug // kgo's Info and Debug
+	return slog.LevelDebug
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
-	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 // fetchedRecords is a kgo hook counting the records of every batch the
@@ -29,13 +28,8 @@ func (f *fetchedRecords) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int3
 // the source takes kgo's buffered records before it pauses a partition,
 // instead of letting kgo strip them and fetch them again.
 func TestPausedPartitionsRecordsNotFetchedAgain(t *testing.T) {
-	const (
-		partitions = 4
-		perPart    = 3000
-		limit      = 1000
-	)
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic("refetch", partitions))
-	n := b.Fill(t, "refetch", perPart, 100)
+	const partitions, perPart, limit = 4, 3000, 1000
+	b, n := filledTopic(t, "refetch", partitions, perPart)
 	fetched := &fetchedRecords{}
 	src := newTestSource(t, b, "g-refetch", "refetch", kgo.WithHooks(fetched))
 	pc := &pauseCounter{paused: map[sluice.TopicPartition]bool{}}

@@ -28,13 +28,7 @@ func ExampleNewProducer() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return sink.Produce(in, p, "shouted", upperCase)
-		}
-		runToEnd(t, b, src, "shout", build)
-		if err := p.Close(); err != nil { // after Run returned
-			t.Fatal(err)
-		}
+		shoutOrders(t, b, src, p)
 		for _, rec := range b.ReadAll(t, "shouted") {
 			fmt.Printf("%s\n", rec.Value)
 		}
@@ -108,6 +102,21 @@ func runToEnd(t *testing.T, b *kafkatest.Broker, src *franz.Source, group string
 	r := testkit.Start(t, src, build, opts...)
 	r.WaitUntil(t, "orders committed to its end", func() bool { return b.Committed(t, group, "orders")[0] == end })
 	if err := r.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shoutOrders runs, on src until group "shout" committed "orders" on b
+// to its end, a graph producing each order upper-cased (upperCase) to
+// topic "shouted" with p, then closes p (after Run returned), failing t
+// unless each returns nil.
+func shoutOrders(t *testing.T, b *kafkatest.Broker, src *franz.Source, p *franz.Producer) {
+	t.Helper()
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(in, p, "shouted", upperCase)
+	}
+	runToEnd(t, b, src, "shout", build)
+	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -20,19 +21,22 @@ const wait = 60 * time.Second
 // and heartbeats.
 func newSource(t testing.TB, brokers []string, group, topic string) *franz.Source {
 	t.Helper()
-	src, err := franz.NewSource(franz.Config{
-		GroupConfig: sluice.GroupConfig{
-			Brokers:        brokers,
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
-		},
-		Opts: []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)},
-	})
+	src, err := franz.NewSource(franz.Config{GroupConfig: producertest.SourceGroup(brokers, group, topic), Opts: fastHeartbeats})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return src
+}
+
+// fastHeartbeats are the client options of the tests' sources:
+// heartbeats fast enough for tests.
+var fastHeartbeats = []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(6 * time.Second)}
+
+// newProducer returns a producer on b, closed when the test ends (Close
+// must return nil).
+func newProducer(t *testing.T, b *kafkatest.Broker) *franz.Producer {
+	t.Helper()
+	return producertest.Open(t, func() (*franz.Producer, error) { return franz.NewProducer(franz.ProducerConfig{Brokers: b.Addrs()}) })
 }
 
 // The records, messages and waits of the producer conformance suite.

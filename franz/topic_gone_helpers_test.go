@@ -70,14 +70,21 @@ func startRun(t *testing.T, src sluice.Source, build pipeline.Builder) (cancel c
 	return cancel, d
 }
 
-// newKafka39Source returns a source of topic orders in group g on b whose
-// client speaks the protocol of Kafka 3.9 (kgo.MaxVersions).
-func newKafka39Source(t *testing.T, b *kafkatest.Broker) *Source {
+// Client options of the recreated topic tests' sources: the protocol of
+// Kafka 3.9 (kgo.MaxVersions), and a KIP-848 group (the consumer group
+// protocol, server-side assignment).
+var (
+	kafka39Protocol = []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}
+	kip848Group     = []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}
+)
+
+// newRecreateSource returns a source of topic orders in group g on b
+// whose client is made with opts.
+func newRecreateSource(t *testing.T, b *kafkatest.Broker, opts ...kgo.Opt) *Source {
 	t.Helper()
 	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"orders"},
-		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t),
-	},
-		Opts: []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}})
+		CommitInterval: 100 * time.Millisecond, CloseTimeout: 10 * time.Second, Logger: kafkatest.Logger(t)},
+		Opts: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

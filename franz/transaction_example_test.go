@@ -8,9 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
-	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/testkit"
 )
 
@@ -27,13 +25,7 @@ func ExampleNewTransactionalProducer() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-			return sink.Produce(in, p, "shouted", upperCase)
-		}
-		runToEnd(t, b, src, "shout", build)
-		if err := p.Close(); err != nil { // after Run returned
-			t.Fatal(err)
-		}
+		shoutOrders(t, b, src, p)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics("shouted"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		if err != nil {

@@ -94,53 +94,75 @@ func rawConsumer(b *testing.B, cfg Config) *kafka.Consumer {
 // BenchmarkRawPollLoop is the floor: a bare confluent-kafka-go consumer
 // polling messages and dropping them, same librdkafka settings as the source.
 func BenchmarkRawPollLoop(b *testing.B) {
+	benchTunings(b, func(b *testing.B, cfg Config) time.Duration {
+		c := rawConsumer(b, cfg)
+		var n int
+		var first time.Time
+		for n < benchMsgs {
+			switch e := c.Poll(100).(type) {
+			case *kafka.Message:
+				if n == 0 {
+					first = time.Now()
+				}
+				n++
+			case kafka.Error:
+				if e.IsFatal() {
+					b.Fatal(e)
+				}
+			}
+		}
+		window := time.Since(first)
+		_ = c.Close()
+		return window
+	})
+}
+
+// BenchmarkKafkaSource runs the source with a group that counts records.
+func BenchmarkKafkaSource(b *testing.B) {
+	benchTunings(b, func(b *testing.B, cfg Config) time.Duration {
+		src, err := NewSource(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := &countGroup{target: benchMsgs, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+		consumebench.RunUntil(b, g.done, func(ctx context.Context) error { return src.Run(ctx, g) })
+		return g.last.Sub(g.first)
+	})
+}
+
+// benchTunings runs consume as a sub-benchmark of b for each of the
+// tunings, once an iteration with the config of a new group on the bench
+// topic, and reports the rate over the windows consume returns.
+func benchTunings(b *testing.B, consume func(b *testing.B, cfg Config) time.Duration) {
 	br := benchTopic(b)
 	for _, tc := range tunings {
 		b.Run(tc.name, func(b *testing.B) {
 			var window time.Duration
 			for range b.N {
-				c := rawConsumer(b, Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}, Overrides: tc.ov})
-				var n int
-				var first time.Time
-				for n < benchMsgs {
-					switch e := c.Poll(100).(type) {
-					case *kafka.Message:
-						if n == 0 {
-							first = time.Now()
-						}
-						n++
-					case kafka.Error:
-						if e.IsFatal() {
-							b.Fatal(e)
-						}
-					}
-				}
-				window += time.Since(first)
-				_ = c.Close()
+				cfg := benchConfig(br)
+				cfg.Overrides = tc.ov
+				window += consume(b, cfg)
 			}
 			reportRate(b, b.N*benchMsgs, window)
 		})
 	}
 }
 
-// BenchmarkKafkaSource runs the source with a group that counts records.
-func BenchmarkKafkaSource(b *testing.B) {
-	br := benchTopic(b)
-	for _, tc := range tunings {
-		b.Run(tc.name, func(b *testing.B) {
-			var window time.Duration
-			for range b.N {
-				src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}, Overrides: tc.ov})
-				if err != nil {
-					b.Fatal(err)
-				}
-				g := &countGroup{target: benchMsgs, done: make(chan struct{}), wake: make(chan struct{}, 1)}
-				consumebench.RunUntil(b, g.done, func(ctx context.Context) error { return src.Run(ctx, g) })
-				window += g.last.Sub(g.first)
-			}
-			reportRate(b, b.N*benchMsgs, window)
-		})
+// benchSource returns a source of a new group on the bench topic of br
+// (benchConfig), failing b if it cannot be made.
+func benchSource(b *testing.B, br *kafkatest.Broker) *Source {
+	b.Helper()
+	src, err := NewSource(benchConfig(br))
+	if err != nil {
+		b.Fatal(err)
 	}
+	return src
+}
+
+// benchConfig is the config of a source of a new group on the bench topic
+// of br.
+func benchConfig(br *kafkatest.Broker) Config {
+	return Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}}
 }
 
 // countGroup is the cheapest possible Group: it counts delivered records.
@@ -199,10 +221,7 @@ func BenchmarkPipeline(b *testing.B) {
 	br := benchTopic(b)
 	var window time.Duration
 	for range b.N {
-		src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
-		if err != nil {
-			b.Fatal(err)
-		}
+		src := benchSource(b, br)
 		var n atomic.Int64
 		var first, last atomic.Int64 // unix nanos
 		done := make(chan struct{})

@@ -71,10 +71,7 @@ func BenchmarkGraphB(b *testing.B) {
 		var partial atomic.Int64
 		var tail time.Duration
 		for range b.N {
-			src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: br.Addrs(), Group: nextGroup(), Topics: []string{"bench"}}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			src := benchSource(b, br)
 			var started atomic.Bool
 			var n, mapped atomic.Int64
 			var lastMap atomic.Int64 // UnixNano of the last record's map call

@@ -1,8 +1,9 @@
 package source
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/sluice-go/sluice/internal/kafkadriver"
 )
 
 // Bad LeadersConfig fields are errors naming them: the brokers and groups
@@ -10,25 +11,11 @@ import (
 // mistake), the client's own options here.
 func TestNewLeadersErrors(t *testing.T) {
 	b := []string{"localhost:9092"}
-	for _, tc := range []struct {
-		name string
-		cfg  LeadersConfig
-		want string
-	}{
-		{"no brokers", LeadersConfig{Groups: []string{"a"}}, "LeadersConfig.Brokers is empty"},
-		{"no groups", LeadersConfig{Brokers: b}, "LeadersConfig.Groups is empty"},
-		{"bootstrap override", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"bootstrap.servers": "x:1"}}, `LeadersConfig.Overrides["bootstrap.servers"] cannot be set`},
-		{"bad value", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"socket.timeout.ms": 1.5}}, `Overrides["socket.timeout.ms"] = 1.5`},
-		{"unknown property", LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"no.such.property": 1}}, "no.such.property"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewLeaders(tc.cfg)
-			if err == nil {
-				l.Close()
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("NewLeaders: %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
+	kafkadriver.WantConfigErrors(t, NewLeaders, []kafkadriver.ConfigError[LeadersConfig]{
+		{Name: "no brokers", Config: LeadersConfig{Groups: []string{"a"}}, Want: "LeadersConfig.Brokers is empty"},
+		{Name: "no groups", Config: LeadersConfig{Brokers: b}, Want: "LeadersConfig.Groups is empty"},
+		{Name: "bootstrap override", Config: LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"bootstrap.servers": "x:1"}}, Want: `LeadersConfig.Overrides["bootstrap.servers"] cannot be set`},
+		{Name: "bad value", Config: LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"socket.timeout.ms": 1.5}}, Want: `Overrides["socket.timeout.ms"] = 1.5`},
+		{Name: "unknown property", Config: LeadersConfig{Brokers: b, Groups: []string{"a"}, Overrides: map[string]any{"no.such.property": 1}}, Want: "no.such.property"},
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
@@ -66,27 +65,11 @@ func TestTopicRecreatedWithMorePartitionsKIP848(t *testing.T) {
 	recreateShape(t, b, shapeSource(t, b, map[string]any{"group.protocol": "consumer"}), 1, 3, 1, map[int32]int{0: 7, 1: 2, 2: 1})
 }
 
+// shapeSource returns a source of topic orders in group g on b with
+// librdkafka's overrides (newSource).
 func shapeSource(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *source.Source {
 	t.Helper()
-	ov := map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000}
-	if overrides["group.protocol"] == "consumer" {
-		ov = map[string]any{}
-	}
-	maps.Copy(ov, overrides)
-	src, err := source.NewSource(source.Config{
-		GroupConfig: sluice.GroupConfig{
-			Brokers:        b.Addrs(),
-			Group:          "g",
-			Topics:         []string{"orders"},
-			CommitInterval: 50 * time.Millisecond,
-			Logger:         kafkatest.Logger(t),
-		},
-		Overrides: ov,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	return source.NewTestSource(t, b, "g", "orders", overrides)
 }
 
 // recreateShape consumes 5 records of each of oldParts partitions of

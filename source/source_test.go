@@ -58,16 +58,9 @@ func newSource(t testing.TB, b *kafkatest.Broker, group, topic string, overrides
 		ov["debug"] = d
 	}
 	maps.Copy(ov, overrides)
-	src, err := NewSource(Config{
-		GroupConfig: sluice.GroupConfig{
-			Brokers:        b.Addrs(),
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
-			Logger:         kafkatest.Logger(t),
-		},
-		Overrides: ov,
-	})
+	gc := producertest.SourceGroup(b.Addrs(), group, topic)
+	gc.Logger = kafkatest.Logger(t)
+	src, err := NewSource(Config{GroupConfig: gc, Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
 	}

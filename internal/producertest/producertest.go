@@ -85,6 +85,13 @@ func SourceOf[S sluice.Source](newSource func(t testing.TB, brokers []string, gr
 	}
 }
 
+// SourceGroup is the group config of the sources Harness.NewSource
+// returns and the backends' own tests use: group consuming topic on
+// brokers, committing every 50 ms.
+func SourceGroup(brokers []string, group, topic string) sluice.GroupConfig {
+	return sluice.GroupConfig{Brokers: brokers, Group: group, Topics: []string{topic}, CommitInterval: 50 * time.Millisecond}
+}
+
 // Config is a producer the suite asks for, in terms every backend maps to
 // its own settings. Zero fields keep the backend's defaults.
 type Config struct {

@@ -27,24 +27,28 @@ var inputEpoch = time.UnixMilli(time.Now().UnixMilli())
 // three headers (one key repeated, to check order). The backends' own
 // tests use it too.
 func Input(partitions int32, first, n int) []sluice.Record {
-	ts := inputEpoch
 	var out []sluice.Record
 	for i := first; i < first+n; i++ {
 		for p := range partitions {
-			out = append(out, sluice.Record{
-				Partition: p,
-				Key:       fmt.Appendf(nil, "k%d-%d", p, i),
-				Value:     fmt.Appendf(nil, "v%d-%d", p, i),
-				Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
-				Headers: []sluice.Header{
-					{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
-					{Key: "h", Value: []byte("second")},
-					{Key: "empty", Value: nil},
-				},
-			})
+			out = append(out, inputRecord(p, i))
 		}
 	}
 	return out
+}
+
+// inputRecord is Input's record i of partition p.
+func inputRecord(p int32, i int) sluice.Record {
+	return sluice.Record{
+		Partition: p,
+		Key:       fmt.Appendf(nil, "k%d-%d", p, i),
+		Value:     fmt.Appendf(nil, "v%d-%d", p, i),
+		Timestamp: inputEpoch.Add(time.Duration(i) * time.Millisecond),
+		Headers: []sluice.Header{
+			{Key: "h", Value: fmt.Appendf(nil, "%d", i)},
+			{Key: "h", Value: []byte("second")},
+			{Key: "empty", Value: nil},
+		},
+	}
 }
 
 func headersString(hs []sluice.Header) string {

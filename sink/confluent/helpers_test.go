@@ -24,18 +24,22 @@ func newProducer(t *testing.T, b *kafkatest.Broker, overrides map[string]any) *c
 	})
 }
 
+// outProducer returns a new broker with topic "out" of one partition, and
+// a producer on it (newProducer, without overrides).
+func outProducer(t *testing.T) (*kafkatest.Broker, *confluent.Producer) {
+	t.Helper()
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "out", 1)
+	return b, newProducer(t, b, nil)
+}
+
 // newSource returns a librdkafka source of group on topic with fast
 // commits and heartbeats.
 func newSource(t testing.TB, brokers []string, group, topic string) *source.Source {
 	t.Helper()
 	src, err := source.NewSource(source.Config{
-		GroupConfig: sluice.GroupConfig{
-			Brokers:        brokers,
-			Group:          group,
-			Topics:         []string{topic},
-			CommitInterval: 50 * time.Millisecond,
-		},
-		Overrides: map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000},
+		GroupConfig: producertest.SourceGroup(brokers, group, topic),
+		Overrides:   map[string]any{"heartbeat.interval.ms": 100, "session.timeout.ms": 6000},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -55,9 +55,7 @@ func fromOffsets(first, n int) []string {
 // offset; the records before it are delivered and committed.
 func TestProducePanicInToMsgNamesTheRecord(t *testing.T) {
 	t.Parallel()
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "out", 1)
-	p := newProducer(t, b, nil)
+	b, p := outProducer(t)
 	panicky := func(r sluice.Record) (sink.Message, error) {
 		if r.Offset == 3 {
 			panic("boom")
@@ -111,9 +109,7 @@ func (c *calls) OnStuck(stage string, _ sluice.TopicPartition, offset int64, _ t
 func TestProduceToMsgIsTimedAndWatched(t *testing.T) {
 	t.Parallel()
 	const n = 10
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "out", 1)
-	p := newProducer(t, b, nil)
+	_, p := outProducer(t)
 	release := make(chan struct{})
 	slow := func(r sluice.Record) (sink.Message, error) {
 		if r.Offset == 2 {
@@ -165,9 +161,7 @@ func TestProduceStopsMidChunkWhenCancelled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := kafkatest.NewBroker(t)
-			b.CreateTopic(t, "out", 1)
-			p := newProducer(t, b, nil)
+			b, p := outProducer(t)
 			reached := make(chan struct{})
 			build := func(part *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 				ctx := part.Context()
@@ -202,9 +196,7 @@ func TestProduceStopsMidChunkWhenCancelled(t *testing.T) {
 func TestProduceRetriesTransientToMsgError(t *testing.T) {
 	t.Parallel()
 	const n = 5
-	b := kafkatest.NewBroker(t)
-	b.CreateTopic(t, "out", 1)
-	p := newProducer(t, b, nil)
+	b, p := outProducer(t)
 	var mu sync.Mutex
 	failures := 2 // for offset 1
 	flaky := func(r sluice.Record) (sink.Message, error) {

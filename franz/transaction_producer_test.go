@@ -1,6 +1,7 @@
 package franz_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/franz"
 	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/testkit"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
 func txnTestSource(t *testing.T) *franz.Source {
@@ -108,5 +111,58 @@ func TestTransactionalProducerBeforeRun(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A transactional producer closed before its source's Run: Run fails
+// (its produces are refused) within a bound, and commits nothing: a
+// read_committed reader of the output sees nothing and the group has no
+// committed offset past what no output covers.
+func TestTransactionalProducerClosedBeforeRunCommitsNothing(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewKfake(t)
+	b.CreateTopic(t, "in", 1)
+	b.CreateTopic(t, "out", 1)
+	b.Produce(t, "in", input(1, 0, 10)...)
+	src, p := newTxnSource(t, b, "g", "in", "txn-closed-before-run", 0)
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close before Run = %v", err)
+	}
+	r := testkit.Start(t, src, produceTo(p, "out"))
+	err := within(t, wait, r.Wait)
+	t.Logf("Run = %v", err)
+	if err == nil {
+		t.Error("Run with a transactional producer closed before it returned nil")
+	}
+	if got := b.Committed(t, "g", "in"); len(got) != 0 {
+		t.Errorf("committed %v, want nothing: no output was produced", got)
+	}
+}
+
+// A transactional producer has no client of its own before its source's
+// Run: its dead-letter destination's start check looks the topic up with
+// a client made for it.
+func TestTransactionalDeadLetterTopicCheckedBeforeRun(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.NewBroker(t)
+	b.CreateTopic(t, "dlq", 1)
+	src, err := franz.NewSource(franz.Config{GroupConfig: sluice.GroupConfig{Brokers: b.Addrs(), Group: "g", Topics: []string{"in"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := franz.NewTransactionalProducer(src, franz.TransactionalConfig{
+		ProducerConfig: franz.ProducerConfig{Brokers: b.Addrs()}, TransactionConfig: sink.TransactionConfig{TransactionalID: "id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := p.DeadLetter("dlq").CheckStart(ctx); err != nil {
+		t.Errorf("CheckStart of an existing topic = %v, want nil", err)
+	}
+	if err := p.DeadLetter("dlg").CheckStart(ctx); !errors.Is(err, sluice.ErrMissingTopic) ||
+		!strings.Contains(err.Error(), `the dead-letter topic "dlg" (Producer.DeadLetter) does not exist`) {
+		t.Errorf("CheckStart of a missing topic = %v, want an error naming it", err)
 	}
 }

@@ -1,0 +1,4 @@
+package source
+
+// NewTestSource is newSource, for the package's external tests.
+var NewTestSource = newSource
