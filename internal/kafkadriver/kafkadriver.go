@@ -4,6 +4,9 @@
 // test of a source is one call:
 //
 //	sourcetest.Run(t, kafkadriver.Driver{Broker: b, Source: newSource})
+//
+// It also holds what both clients' tests check alike of their
+// constructors (WantConfigErrors).
 package kafkadriver
 
 import (
