@@ -349,3 +349,25 @@ func TestFinalCommitEagerRevokeCommitFailedIsAnError(t *testing.T) {
 func TestFinalCommitEagerRevokeBehindAnUnansweredIntervalCommitIsAnError(t *testing.T) {
 	revokedBehindAnUnansweredInterval(t, "an error naming the final commit that was not sent in time", tp0, tp1)
 }
+
+// A revoke of one partition while stopping whose commit fails with an
+// error that is no refusal of the group (the coordinator unreachable):
+// Run returns the error naming the revoked partition's final offset only,
+// as sent when it was revoked, and the final commit goes on with the
+// partition kept, at its same offset.
+func TestFinalCommitRevokeCommitFailedNamesTheRevokedOffsets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		stopped := h.stopRevoking(func() { h.core.Revoked([]TP{tp1}) }, commitAnswer{err: errRebalancing})
+		h.answerCommits(
+			commitStep{"commit in the revoke of in-1", finals, commitAnswer{err: errors.New("COORDINATOR_NOT_AVAILABLE")}},
+			commitStep{"final commit's retry", finals[:1], accepted})
+
+		err := <-stopped
+		const want = "the final commit of [in/1@5], sent when they were revoked, failed: COORDINATOR_NOT_AVAILABLE"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run = %v, want an error containing %q", err, want)
+		}
+		h.noCommit("after Run returned")
+	})
+}
