@@ -238,8 +238,8 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	rt.mu.Lock()
 	rt.batchRecords, rt.batchBytes = max(rt.batchRecords, int64(len(recs))), max(rt.batchBytes, b)
 	if len(rt.waiting) == 0 {
-		n := rt.fitLocked(recs)
-		if n > 0 && !rt.admitLocked(g, recs[:n], &a) {
+		n, nb := rt.fitLocked(recs, b)
+		if n > 0 && !rt.admitLocked(g, recs[:n], nb, &a) {
 			rt.mu.Unlock()
 			return false
 		}
