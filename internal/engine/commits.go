@@ -575,28 +575,20 @@ func (tr *tracker) advance() (int, int64) {
 	if tr.fault != nil {
 		return 0, 0
 	}
-	// A segment at a time: the completed slots of one segment are
-	// zeroed with one clear (one pass of write barriers while GC marks,
-	// not one call per slot).
 	for tr.size > 0 {
-		run := tr.q.run(tr.base)
-		run = run[:min(len(run), tr.size)]
-		k := 0
-		for ; k < len(run) && run[k].refs <= 0; k++ {
-			s := &run[k]
-			tr.next = s.rec.Offset + 1
-			b += recordBytes(&s.rec)
-			if tr.limit != nil && tr.tripped == nil {
-				tr.tripped = tr.limit.observe(s.invalid, &s.rec)
-			}
-		}
-		clear(run[:k])
-		tr.size -= k
-		tr.base += uint64(k)
-		n += k
-		if k < len(run) {
+		s := tr.q.at(tr.base)
+		if s.refs > 0 {
 			break
 		}
+		tr.next = s.rec.Offset + 1
+		b += recordBytes(&s.rec)
+		if tr.limit != nil && tr.tripped == nil {
+			tr.tripped = tr.limit.observe(s.invalid, &s.rec)
+		}
+		*s = slot{}
+		tr.size--
+		tr.base++
+		n++
 	}
 	tr.q.trim(tr.base)
 	tr.bytes -= b

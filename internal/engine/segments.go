@@ -63,13 +63,6 @@ func (q *slots) at(seq uint64) *slot {
 	return &q.segs[(q.head+int(off>>segmentShift))&(len(q.segs)-1)][off&(segmentSlots-1)]
 }
 
-// run returns the slots from sequence number seq to the end of its
-// segment, which must be in use.
-func (q *slots) run(seq uint64) []slot {
-	off := seq - q.first
-	return q.segs[(q.head+int(off>>segmentShift))&(len(q.segs)-1)][off&(segmentSlots-1):]
-}
-
 // ensure makes room for the slots of sequence numbers below end.
 func (q *slots) ensure(end uint64) {
 	for end > q.first+uint64(q.n)<<segmentShift {
