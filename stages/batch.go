@@ -51,7 +51,7 @@ func batch[T any](in pipeline.Stream[T], sp stagekit.StageSpec, maxSize int, max
 	if maxWait < 0 {
 		problem(&sp, "stages.Batch: maxWait is %v; want 0 (no time limit) or more", maxWait)
 	}
-	weigh := func(context.Context, T) (int, error) { return 1, nil }
+	var weigh func(context.Context, T) (int, error) // nil: each value counts 1
 	if weight != nil {
 		weigh = func(_ context.Context, v T) (int, error) { return weight(v), nil }
 	}
@@ -75,8 +75,8 @@ type batcher[T any] struct {
 	out     *stagekit.Outlet[[]T]
 	maxSize int
 	maxWait time.Duration
-	weigh   func(context.Context, T) (int, error)
-	weighed bool // a weight function, not a count, sizes batches
+	weigh   func(context.Context, T) (int, error) // nil unless weighed
+	weighed bool                                  // a weight function, not a count, sizes batches
 	timer   *stagekit.Timer
 
 	vals    []T
@@ -100,10 +100,13 @@ func (b *batcher[T]) chunk(chunk []stagekit.Item[T]) error {
 	ctx := b.s.Context()
 	buf := b.out.Buffer()
 	for _, it := range chunk {
-		w, err := stagekit.Protect(ctx, it.Value, b.weigh)
-		if err != nil { // the weight function panicked
-			b.out.Send(b.flush(buf)) // the values before it still complete
-			return b.s.Fail(it.Ticket, err)
+		w := 1 // counted: no function to call
+		if b.weighed {
+			var err error
+			if w, err = stagekit.Protect(ctx, it.Value, b.weigh); err != nil { // the weight function panicked
+				b.out.Send(b.flush(buf)) // the values before it still complete
+				return b.s.Fail(it.Ticket, err)
+			}
 		}
 		if len(b.vals) > 0 && b.weight+w > b.maxSize {
 			buf = b.flush(buf)

@@ -136,9 +136,11 @@ func (p *workerPool[In, Out]) recycle(c *poolChunk[In, Out]) {
 	clear(c.items)
 	clear(c.outs)
 	clear(c.errs)
-	for i := range c.fin {
-		c.fin[i].Store(false)
-	}
+	// A plain clear: every worker's store to fin happened before the
+	// emitter's load that saw it (the emitter recycles c once it saw
+	// every value finished), and c reaches a worker again only through
+	// a channel send.
+	clear(c.fin)
 	p.free.put(c)
 }
 

@@ -22,21 +22,25 @@ func (rt *Group) full(g *graph) bool {
 func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
 
 // fitLocked returns how many of recs, from the first, the budget admits
-// now: records while fewer than the limit are in flight, bytes while they
-// stay within the byte limit, except that a record heavier than what is
-// left goes alone when no bytes are in flight (else it would never fit).
-// Callers hold rt.mu.
-func (rt *Group) fitLocked(recs []Record) int {
+// now, and what they weigh: records while fewer than the limit are in
+// flight, bytes while they stay within the byte limit, except that a
+// record heavier than what is left goes alone when no bytes are in flight
+// (else it would never fit). total is what all of recs weigh, or -1 when
+// the caller did not sum it. Callers hold rt.mu.
+func (rt *Group) fitLocked(recs []Record, total int64) (int, int64) {
 	in, by := rt.inflight.Load(), rt.bytes.Load()
-	n := 0
+	if total >= 0 && int64(len(recs)) <= int64(rt.cfg.MaxInFlight)-in && total <= rt.cfg.MaxInFlightBytes-by {
+		return len(recs), total // all fit: no need to weigh them one by one
+	}
+	n, sum := 0, int64(0)
 	for n < len(recs) && in < int64(rt.cfg.MaxInFlight) {
 		b := recordBytes(&recs[n])
 		if by > 0 && b > rt.cfg.MaxInFlightBytes-by {
 			break
 		}
-		in, by, n = in+1, by+b, n+1
+		in, by, n, sum = in+1, by+b, n+1, sum+b
 	}
-	return n
+	return n, sum
 }
 
 // admission collects what admissions under rt.mu must report to observers
@@ -76,13 +80,9 @@ func (a *admission) report(rt *Group) {
 
 // admitLocked hands recs to g's feeder and counts them in the budget. It
 // returns false, admitting nothing, when g is closing. Callers hold rt.mu.
-func (rt *Group) admitLocked(g *graph, recs []Record, a *admission) bool {
-	if !g.deliver(recs) {
+func (rt *Group) admitLocked(g *graph, recs []Record, b int64, a *admission) bool {
+	if !g.deliver(recs, b) {
 		return false
-	}
-	var b int64
-	for i := range recs {
-		b += recordBytes(&recs[i])
 	}
 	rt.inflight.Add(int64(len(recs)))
 	rt.bytes.Add(b)
@@ -120,11 +120,11 @@ func (rt *Group) waitLocked(g *graph, recs []Record) {
 func (rt *Group) admitWaitingLocked(a *admission) {
 	for len(rt.waiting) > 0 {
 		g := rt.waiting[0]
-		n := rt.fitLocked(g.waiting)
+		n, b := rt.fitLocked(g.waiting, -1)
 		if n == 0 {
 			return
 		}
-		if !rt.admitLocked(g, g.waiting[:n], a) {
+		if !rt.admitLocked(g, g.waiting[:n], b, a) {
 			n = len(g.waiting)
 		}
 		clear(g.waiting[:n])

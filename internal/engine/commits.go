@@ -50,8 +50,18 @@ type tracker struct {
 	// its records: the goroutine that finds no call running (reporting
 	// unset) makes the calls, and completions that arrive meanwhile are
 	// added to unreported, for it to pass on before it stops.
+	//
+	// reporting is set under mu and cleared by the reporter without it;
+	// arrived is set, under mu, by every completion added to unreported
+	// and cleared when they are taken. The reporter clears reporting and
+	// then reads arrived, a completion sets arrived and then reads
+	// reporting: one of the two sees the other's write, so a completion
+	// is never left unreported, and a reporter that finds nothing
+	// arrived leaves without taking mu again (one lock per completion,
+	// which Each pays per value).
 	onCompleted     func(records int, next int64)
-	reporting       bool
+	reporting       atomic.Bool
+	arrived         atomic.Bool
 	unreported      int
 	unreportedBytes int64
 
@@ -118,6 +128,16 @@ func recordBytes(r *Record) int64 { return int64(len(r.Key)+len(r.Value)) + Reco
 // add appends records (in offset order) and returns the sequence number of
 // the first one; the others follow consecutively.
 func (tr *tracker) add(recs []Record) uint64 {
+	var b int64
+	for i := range recs {
+		b += recordBytes(&recs[i])
+	}
+	return tr.addWeighed(recs, b)
+}
+
+// addWeighed is add for records that weigh b bytes in all (the sum of
+// their recordBytes), which the caller summed already.
+func (tr *tracker) addWeighed(recs []Record, b int64) uint64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	first := tr.base + uint64(tr.size)
@@ -126,9 +146,9 @@ func (tr *tracker) add(recs []Record) uint64 {
 		s := tr.q.at(first + uint64(i))
 		s.rec = recs[i]
 		s.refs = 1
-		tr.size++
-		tr.bytes += recordBytes(&recs[i])
 	}
+	tr.size += len(recs)
+	tr.bytes += b
 	return first
 }
 
@@ -205,8 +225,8 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		tr.unreported += n
 		tr.unreportedBytes += b
 		n, b = 0, 0
-		if !tr.reporting {
-			tr.reporting = true
+		if !tr.reporting.Load() || tr.arrive() {
+			tr.reporting.Store(true)
 			reported, reportedBytes = tr.takeUnreported()
 		}
 	}
@@ -245,7 +265,18 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 func (tr *tracker) takeUnreported() (int, int64) {
 	n, b := tr.unreported, tr.unreportedBytes
 	tr.unreported, tr.unreportedBytes = 0, 0
+	if tr.arrived.Load() {
+		tr.arrived.Store(false)
+	}
 	return n, b
+}
+
+// arrive marks completions added to unreported while a reporter runs, and
+// reports whether that reporter has left meanwhile (then the caller
+// reports them). Callers hold mu.
+func (tr *tracker) arrive() bool {
+	tr.arrived.Store(true)
+	return !tr.reporting.Load()
 }
 
 // report passes n records and next to onCompleted and then returns their
@@ -261,7 +292,7 @@ func (tr *tracker) report(n int, b int64, next int64) {
 			return
 		}
 		tr.mu.Lock()
-		tr.reporting = false
+		tr.reporting.Store(false)
 		tr.mu.Unlock()
 		if !told { // onCompleted panicked: its records' budget still goes back
 			tr.onDone(n, b)
@@ -272,11 +303,18 @@ func (tr *tracker) report(n int, b int64, next int64) {
 		tr.onCompleted(n, next)
 		told = true
 		tr.onDone(n, b)
+		n, b = 0, 0
+		// Hand the role back, then take it again if completions arrived
+		// meanwhile and no other goroutine took it (see arrived).
+		tr.reporting.Store(false)
+		if !tr.arrived.Load() {
+			break
+		}
 		tr.mu.Lock()
-		n, b = tr.takeUnreported()
-		next = tr.next
-		if n == 0 {
-			tr.reporting = false
+		if !tr.reporting.Load() && tr.unreported > 0 {
+			tr.reporting.Store(true)
+			n, b = tr.takeUnreported()
+			next = tr.next
 		}
 		tr.mu.Unlock()
 	}

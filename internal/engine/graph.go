@@ -153,14 +153,15 @@ func (g *graph) buildError(err error) error {
 		Problem: fmt.Sprintf("the builder panicked: %v\n\n%s", pe.Value, pe.Stack), Err: pe}
 }
 
-// deliver queues records for the feeder; false if the graph is closing.
-func (g *graph) deliver(recs []Record) bool {
+// deliver queues records that weigh b bytes (the sum of their
+// recordBytes) for the feeder; false if the graph is closing.
+func (g *graph) deliver(recs []Record, b int64) bool {
 	g.qmu.Lock()
 	if g.closing {
 		g.qmu.Unlock()
 		return false
 	}
-	g.tr.add(recs)
+	g.tr.addWeighed(recs, b)
 	g.pending.Add(int64(len(recs)))
 	g.qmu.Unlock()
 	select {

@@ -24,10 +24,15 @@ type Group struct {
 
 	// The budget (see backpressure.go) is atomic so that completing records,
 	// which happens per value on stage goroutines, takes no lock unless
-	// records wait for admission. It only grows under mu.
+	// records wait for admission. It only grows under mu. It has cache
+	// lines of its own: every completion writes it, while the fields
+	// around it are read on every completion and delivery (hooks, wake,
+	// cfg), which would otherwise miss the cache each time.
+	_        [cacheLine]byte
 	inflight atomic.Int64
 	bytes    atomic.Int64
 	nwaiting atomic.Int32 // len(waiting)
+	_        [cacheLine]byte
 	// The InFlight hooks are called one at a time, by whoever holds
 	// inFlightMu, while inFlightChanged is set (inflight_report.go).
 	inFlightMu      sync.Mutex
@@ -55,6 +60,10 @@ type Group struct {
 	// unfinished: what Unfinished returns (drained.go); poll goroutine only.
 	unfinished []TopicPartition
 }
+
+// cacheLine is the padding that keeps fields written often by one
+// goroutine off the cache lines of fields that others read.
+const cacheLine = 64
 
 func newGroup(parent context.Context, cancel context.CancelCauseFunc, cfg Config, b Builder) *Group {
 	rt := &Group{cfg: cfg, build: b, parent: parent, cancel: cancel, hooks: newHookSet(cfg.Hooks),
@@ -140,12 +149,16 @@ func (rt *Group) signal() {
 func (rt *Group) release(n int, b int64) {
 	rt.inflight.Add(int64(-n))
 	rt.bytes.Add(-b)
-	var a admission
-	if rt.nwaiting.Load() > 0 {
-		rt.mu.Lock()
-		rt.admitWaitingLocked(&a)
-		rt.mu.Unlock()
+	if rt.nwaiting.Load() == 0 {
+		// The common case, per completion: no admission to report.
+		rt.signal()
+		rt.reportInFlight()
+		return
 	}
+	var a admission
+	rt.mu.Lock()
+	rt.admitWaitingLocked(&a)
+	rt.mu.Unlock()
 	rt.signal()
 	rt.reportInFlight()
 	a.report(rt)
@@ -238,8 +251,8 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	rt.mu.Lock()
 	rt.batchRecords, rt.batchBytes = max(rt.batchRecords, int64(len(recs))), max(rt.batchBytes, b)
 	if len(rt.waiting) == 0 {
-		n := rt.fitLocked(recs)
-		if n > 0 && !rt.admitLocked(g, recs[:n], &a) {
+		n, nb := rt.fitLocked(recs, b)
+		if n > 0 && !rt.admitLocked(g, recs[:n], nb, &a) {
 			rt.mu.Unlock()
 			return false
 		}

@@ -75,8 +75,19 @@ func (tr *tracker) faultLocked(t Ticket, kind faultKind) *ticketFault {
 }
 
 // heldLocked reports whether t still has a reference (the zero Ticket
-// always has). Callers hold tr.mu.
+// always has). Callers hold tr.mu. It is called per value of every chunk
+// a stage passes on and of every join: its common case, a record ticket
+// within the live slots while none completed early, is one unsigned
+// comparison (a joined ticket, or the zero one, falls outside it) small
+// enough to inline.
 func (tr *tracker) heldLocked(t Ticket) bool {
+	if tr.early == 0 && t.id-1-tr.base < uint64(tr.size) {
+		return true
+	}
+	return tr.heldSlow(t)
+}
+
+func (tr *tracker) heldSlow(t Ticket) bool {
 	if t.joined() {
 		return tr.joinOf(t) != nil
 	}

@@ -33,7 +33,7 @@ type StageSpec struct {
 }
 
 func (g *graph) newStage(spec StageSpec) *Stage {
-	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry}
+	s := &Stage{g: g, name: g.stageName(spec), retry: g.rt.cfg.Retry, observed: g.rt.hooks.timesStages()}
 	g.stages = append(g.stages, s)
 	g.pace.holds(spec.Holds)
 	if spec.Buffer < 0 {
@@ -69,6 +69,9 @@ type Stage struct {
 	retry    RetryPolicy
 	retryLog retryLog    // rate limit of its retry warnings (retry_log.go)
 	running  atomic.Bool // its goroutine has not exited (abandon.go)
+	// observed caches Observed: the Run's hooks are fixed when it starts,
+	// and a stage asks once per call.
+	observed bool
 }
 
 // Name returns the stage's name.
@@ -107,7 +110,7 @@ func (s *Stage) Drop(ts ...Ticket) {
 // Observed reports whether some hook handles stage calls
 // (sluice.HookStageCall) and so wants per-call timings (see Called).
 // Stages read no clock when it is false.
-func (s *Stage) Observed() bool { return s.g.rt.hooks.timesStages() }
+func (s *Stage) Observed() bool { return s.observed }
 
 // Called reports one call of the stage's user function to the stage-call
 // hooks: it took d and returned err.

@@ -67,8 +67,11 @@ func call(ctx context.Context, s *Stage, pr *Probe, t Ticket, try func() error) 
 
 // protect runs try once, turning a panic into a *sluice.PanicError.
 func protect(try func() error) (err error) {
-	defer engine.CatchPanic(&err)
-	return try()
+	returned := false
+	defer engine.CatchPanicUnless(&returned, &err)
+	err = try()
+	returned = true
+	return err
 }
 
 // Protect calls fn(ctx, v) once, turning a panic into a
@@ -77,6 +80,9 @@ func protect(try func() error) (err error) {
 // weight, a route chooser); the function a stage exists to call goes
 // through [Call].
 func Protect[In, Out any](ctx context.Context, v In, fn func(context.Context, In) (Out, error)) (out Out, err error) {
-	defer engine.CatchPanic(&err)
-	return fn(ctx, v)
+	returned := false
+	defer engine.CatchPanicUnless(&returned, &err)
+	out, err = fn(ctx, v)
+	returned = true
+	return out, err
 }
