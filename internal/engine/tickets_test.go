@@ -143,11 +143,7 @@ func BenchmarkTrackerChunk(b *testing.B) {
 			buf := make([]Item[Record], 0, chunk)
 			ts := make([]Ticket, chunk)
 			for i := 0; i < b.N; i += chunk {
-				tr.add(recs)
-				buf = tr.feed(buf[:0], chunk)
-				for j := range buf {
-					ts[j] = buf[j].Ticket
-				}
+				buf = addAndFeed(tr, recs, buf, ts)
 				if bc.outOfOrder {
 					tr.done(ts[chunk-1]) // the chunk's first record is still held
 					buf = buf[:chunk-1]

@@ -31,11 +31,7 @@ func BenchmarkTrackerFlow(b *testing.B) {
 			buf := make([]Item[Record], 0, chunk)
 			ts := make([]Ticket, chunk)
 			for i := 0; i < b.N; i += chunk {
-				tr.add(recs)
-				buf = tr.feed(buf[:0], chunk)
-				for j := range buf {
-					ts[j] = buf[j].Ticket
-				}
+				buf = addAndFeed(tr, recs, buf, ts)
 				clear(buf)
 				if perValue {
 					for _, t := range ts {
@@ -47,4 +43,16 @@ func BenchmarkTrackerFlow(b *testing.B) {
 			}
 		})
 	}
+}
+
+// addAndFeed adds recs to tr, feeds them into buf (emptied first) and
+// writes their tickets into ts, for the benchmarks that move chunks
+// through a tracker.
+func addAndFeed(tr *tracker, recs []Record, buf []Item[Record], ts []Ticket) []Item[Record] {
+	tr.add(recs)
+	buf = tr.feed(buf[:0], len(recs))
+	for j := range buf {
+		ts[j] = buf[j].Ticket
+	}
+	return buf
 }
