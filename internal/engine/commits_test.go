@@ -276,3 +276,30 @@ func TestTrackerBudgetPanicKeepsReporting(t *testing.T) {
 		t.Fatalf("OnRecordsCompleted calls with next %v, want two", calls)
 	}
 }
+
+// With a completion hook, the committable offset (what Group.Offsets hands
+// the source to commit on its interval) moves past records only once
+// OnRecordsCompleted was told about them: a commit of records the hook
+// has not counted yet must not be seen.
+func TestTrackerCommittableWaitsForTheHook(t *testing.T) {
+	var released atomic.Int64
+	inHook, leave := make(chan struct{}), make(chan struct{})
+	tr, first := hookTracker(1, &released, func(int, int64) {
+		inHook <- struct{}{}
+		<-leave
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.done(first)
+	}()
+	<-inHook
+	if c := tr.committable(); c != -1 {
+		t.Errorf("during the OnRecordsCompleted call for offset 0, committable is %d, want -1: the offset would be committed before the hook counted its record", c)
+	}
+	close(leave)
+	<-done
+	if c := tr.committable(); c != 1 {
+		t.Fatalf("after the call, committable is %d, want 1", c)
+	}
+}
