@@ -303,3 +303,33 @@ func TestTrackerCommittableWaitsForTheHook(t *testing.T) {
 		t.Fatalf("after the call, committable is %d, want 1", c)
 	}
 }
+
+// Records that complete on another goroutine during an OnRecordsCompleted
+// call that then panics wait for the next completion to be reported; when
+// none comes because the partition's graph is dropped (a hook panic stops
+// Run), drop still returns their budget: every record admitted comes back.
+func TestTrackerDropReturnsBudgetLeftByAPanickingReport(t *testing.T) {
+	var released atomic.Int64
+	inHook, leave := make(chan struct{}), make(chan struct{})
+	tr, first := hookTracker(2, &released, func(_ int, next int64) {
+		if next == 1 {
+			inHook <- struct{}{}
+			<-leave
+			panic("hook")
+		}
+	})
+	panicked := make(chan struct{})
+	go func() {
+		defer close(panicked)
+		defer func() { _ = recover() }()
+		tr.done(first)
+	}()
+	<-inHook
+	tr.done(Ticket{id: first.id + 1}) // during the call: left to the reporter
+	close(leave)
+	<-panicked
+	n, _ := tr.drop()
+	if got := released.Load() + int64(n); got != 2 {
+		t.Fatalf("budget of %d records returned (%d by completions, %d by drop), want 2", got, released.Load(), n)
+	}
+}
