@@ -618,11 +618,17 @@ func (tr *tracker) committable() int64 {
 
 // drop forgets every live slot of a stopped graph, gives its segments
 // back to the Run's pool, and returns how many records and bytes were
-// held.
+// held, with the completions no report is running for (left by a report
+// whose hook panicked): nothing completes after drop to report them. A
+// running report returns its own.
 func (tr *tracker) drop() (int, int64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	n, b := tr.size, tr.bytes
+	if !tr.reporting.Load() {
+		un, ub := tr.takeUnreported()
+		n, b = n+un, b+ub
+	}
 	tr.q.release(tr.base, tr.size)
 	tr.size, tr.bytes, tr.early = 0, 0, 0
 	tr.dropped = true
