@@ -59,7 +59,12 @@ type tracker struct {
 	// is never left unreported, and a reporter that finds nothing
 	// arrived leaves without taking mu again (one lock per completion,
 	// which Each pays per value).
-	onCompleted     func(records int, next int64)
+	onCompleted func(records int, next int64)
+	// shown is, with onCompleted, the next offset of the last call that
+	// returned, stored before that call's budget goes back: what
+	// committable hands the source, so that no commit is seen before
+	// the hook counted its records.
+	shown           atomic.Int64
 	reporting       atomic.Bool
 	arrived         atomic.Bool
 	unreported      int
@@ -110,7 +115,9 @@ type join struct {
 // newTracker returns a tracker whose slots come from pool (one per Run,
 // shared by its partitions).
 func newTracker(pool *segmentPool, onDone func(records int, bytes int64)) *tracker {
-	return &tracker{q: slots{pool: pool}, next: -1, onDone: onDone}
+	tr := &tracker{q: slots{pool: pool}, next: -1, onDone: onDone}
+	tr.shown.Store(-1)
+	return tr
 }
 
 // RecordOverhead is what the runtime itself holds per record in flight,
@@ -302,6 +309,7 @@ func (tr *tracker) report(n int, b int64, next int64) {
 		told = false
 		tr.onCompleted(n, next)
 		told = true
+		tr.shown.Store(next)
 		tr.onDone(n, b)
 		n, b = 0, 0
 		// Hand the role back, then take it again if completions arrived
@@ -596,8 +604,13 @@ func (tr *tracker) advance() (int, int64) {
 	return n, b
 }
 
-// committable returns the next offset to commit, or -1.
+// committable returns the next offset to commit, or -1. With a
+// completion hook it is the next offset of the last report made: records
+// that completed are committable once the hook was told about them.
 func (tr *tracker) committable() int64 {
+	if tr.onCompleted != nil {
+		return tr.shown.Load()
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.next
@@ -605,11 +618,17 @@ func (tr *tracker) committable() int64 {
 
 // drop forgets every live slot of a stopped graph, gives its segments
 // back to the Run's pool, and returns how many records and bytes were
-// held.
+// held, with the completions no report is running for (left by a report
+// whose hook panicked): nothing completes after drop to report them. A
+// running report returns its own.
 func (tr *tracker) drop() (int, int64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	n, b := tr.size, tr.bytes
+	if !tr.reporting.Load() {
+		un, ub := tr.takeUnreported()
+		n, b = n+un, b+ub
+	}
 	tr.q.release(tr.base, tr.size)
 	tr.size, tr.bytes, tr.early = 0, 0, 0
 	tr.dropped = true

@@ -276,3 +276,60 @@ func TestTrackerBudgetPanicKeepsReporting(t *testing.T) {
 		t.Fatalf("OnRecordsCompleted calls with next %v, want two", calls)
 	}
 }
+
+// With a completion hook, the committable offset (what Group.Offsets hands
+// the source to commit on its interval) moves past records only once
+// OnRecordsCompleted was told about them: a commit of records the hook
+// has not counted yet must not be seen.
+func TestTrackerCommittableWaitsForTheHook(t *testing.T) {
+	var released atomic.Int64
+	inHook, leave := make(chan struct{}), make(chan struct{})
+	tr, first := hookTracker(1, &released, func(int, int64) {
+		inHook <- struct{}{}
+		<-leave
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.done(first)
+	}()
+	<-inHook
+	if c := tr.committable(); c != -1 {
+		t.Errorf("during the OnRecordsCompleted call for offset 0, committable is %d, want -1: the offset would be committed before the hook counted its record", c)
+	}
+	close(leave)
+	<-done
+	if c := tr.committable(); c != 1 {
+		t.Fatalf("after the call, committable is %d, want 1", c)
+	}
+}
+
+// Records that complete on another goroutine during an OnRecordsCompleted
+// call that then panics wait for the next completion to be reported; when
+// none comes because the partition's graph is dropped (a hook panic stops
+// Run), drop still returns their budget: every record admitted comes back.
+func TestTrackerDropReturnsBudgetLeftByAPanickingReport(t *testing.T) {
+	var released atomic.Int64
+	inHook, leave := make(chan struct{}), make(chan struct{})
+	tr, first := hookTracker(2, &released, func(_ int, next int64) {
+		if next == 1 {
+			inHook <- struct{}{}
+			<-leave
+			panic("hook")
+		}
+	})
+	panicked := make(chan struct{})
+	go func() {
+		defer close(panicked)
+		defer func() { _ = recover() }()
+		tr.done(first)
+	}()
+	<-inHook
+	tr.done(Ticket{id: first.id + 1}) // during the call: left to the reporter
+	close(leave)
+	<-panicked
+	n, _ := tr.drop()
+	if got := released.Load() + int64(n); got != 2 {
+		t.Fatalf("budget of %d records returned (%d by completions, %d by drop), want 2", got, released.Load(), n)
+	}
+}
