@@ -89,8 +89,9 @@ type HookRecordsCompleted interface {
 	// calls come one at a time, with next increasing: records that
 	// complete during a call are reported by the next one, from the
 	// goroutine of the call before it. Records are counted here before
-	// they leave the in-flight budget, so no commit of them is seen
-	// before the call that reports them.
+	// they leave the in-flight budget, and the source commits only an
+	// offset a call that returned passed as next, so no commit of them
+	// is seen before the call that reports them.
 	OnRecordsCompleted(tp TopicPartition, n int, next int64)
 }
 

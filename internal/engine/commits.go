@@ -246,6 +246,16 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		tripped, tr.reported = tr.tripped, true
 	}
 	tr.mu.Unlock()
+	if n > 0 {
+		tr.onDone(n, b)
+	}
+	if reported > 0 {
+		// Before the acks: a share group's acknowledgement is its commit,
+		// so the records this call reports are acknowledged after the
+		// hook counted them; and the reporter's role is handed back
+		// before anything else runs.
+		tr.report(reported, reportedBytes, next)
+	}
 	if acks != nil {
 		tr.flushAcks(acks)
 	}
@@ -254,12 +264,6 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 		case tr.settled <- struct{}{}:
 		default:
 		}
-	}
-	if n > 0 {
-		tr.onDone(n, b)
-	}
-	if reported > 0 {
-		tr.report(reported, reportedBytes, next)
 	}
 	if tripped != nil {
 		tr.onLimit(tripped)

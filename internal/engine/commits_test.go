@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sluice-go/sluice"
 )
 
 // TestTrackerMatchesAModel drives the tracker with random deliveries,
@@ -331,5 +333,27 @@ func TestTrackerDropReturnsBudgetLeftByAPanickingReport(t *testing.T) {
 	n, _ := tr.drop()
 	if got := released.Load() + int64(n); got != 2 {
 		t.Fatalf("budget of %d records returned (%d by completions, %d by drop), want 2", got, released.Load(), n)
+	}
+}
+
+// In share mode a record's acknowledgement is its commit: the records a
+// completion reports are acknowledged only after OnRecordsCompleted
+// counted them.
+func TestTrackerShareAcksFollowTheHook(t *testing.T) {
+	var released atomic.Int64
+	share := &shareAcks{rt: &Group{}}
+	var pushedDuringHook int
+	tr, first := hookTracker(1, &released, func(int, int64) {
+		share.mu.Lock()
+		pushedDuringHook = len(share.acks)
+		share.mu.Unlock()
+	})
+	tr.share = share
+	tr.done(first)
+	if pushedDuringHook != 0 {
+		t.Errorf("%d acknowledgements were pushed before OnRecordsCompleted counted their record", pushedDuringHook)
+	}
+	if len(share.acks) != 1 || share.acks[0].Offset != 0 || share.acks[0].Outcome != sluice.AckAccepted {
+		t.Errorf("acks after the completion = %v, want offset 0 accepted", share.acks)
 	}
 }
