@@ -20,8 +20,7 @@ func TestTrackerReportStressBudgetNeverAheadOfHook(t *testing.T) {
 	var inCall atomic.Int32
 	var mu sync.Mutex
 	last := int64(-1)
-	var tr *tracker
-	tr = newTracker(&segmentPool{}, func(n int, b int64) {
+	tr := newTracker(&segmentPool{}, func(n int, b int64) {
 		if r, got := reported.Load(), released.Add(int64(n)); got > r {
 			t.Errorf("budget of %d records returned while the hook was told of %d", got, r)
 		}
