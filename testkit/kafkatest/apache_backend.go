@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // apacheBackend is a Broker's view of an Apache Kafka cluster: a shared one
@@ -74,34 +75,71 @@ func (a *apacheBackend) offsets(ctx context.Context, topic string) (start, end m
 }
 
 func (a *apacheBackend) committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
-	out := make(map[int32]int64)
-	// The group's offsets of every topic, then topic's: FetchOffsetsForTopics
-	// would look the topic up first, and fail (after retrying) when it does
-	// not exist, where kfake answers no commits.
-	rs, err := a.c.adm.FetchOffsets(ctx, group)
-	// The group's coordinator may not be ready yet (the offsets topic is
-	// created by the first group request, and loads after a restart):
-	// its retriable errors are asked again until ctx ends.
-	for err != nil && kerr.IsRetriable(err) {
+	for {
+		out, err := a.fetchCommitted(ctx, group, topic)
+		// The group's coordinator may not be ready yet (the offsets topic
+		// is created by the first group request, and loads after a
+		// restart), or a transaction holds offsets of the group: retriable
+		// errors are asked again until ctx ends.
+		if err == nil || !kerr.IsRetriable(err) {
+			return out, err
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w (still at %v)", ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
-		rs, err = a.c.adm.FetchOffsets(ctx, group)
 	}
+}
+
+// fetchCommitted asks group's coordinator once for its offsets of topic.
+//
+// Offsets a transaction sent are written to the group after EndTxn has
+// answered. Until then an offset fetch that requires stable offsets and
+// names their partitions is refused (UNSTABLE_OFFSET_COMMIT, retriable);
+// one that asks for all the group's offsets leaves out a partition with
+// no earlier commit. So the partitions of topic are named when it exists.
+// When it does not, the group's offsets of every topic are asked for and
+// topic's kept: the broker answers those of a deleted topic until it has
+// removed them, as kfake does.
+func (a *apacheBackend) fetchCommitted(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	listed, err := a.c.adm.ListTopics(ctx, topic)
 	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = group, true
+	if t := listed[topic]; t.Err == nil {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = topic
+		for p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, p)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, a.c.cl)
+	if err != nil {
+		return nil, err
+	}
+	// The client answers a one-group request in its top-level fields.
+	out := make(map[int32]int64)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return out, nil
 		}
 		return nil, err
 	}
-	for p, r := range rs[topic] {
-		if r.Err != nil {
-			return nil, fmt.Errorf("partition %d: %w", p, r.Err)
+	for _, rt := range resp.Topics {
+		if rt.Topic != topic {
+			continue
 		}
-		if r.At >= 0 {
-			out[p] = r.At
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return nil, fmt.Errorf("partition %d: %w", rp.Partition, err)
+			}
+			if rp.Offset >= 0 {
+				out[rp.Partition] = rp.Offset
+			}
 		}
 	}
 	return out, nil

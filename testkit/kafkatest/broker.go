@@ -262,7 +262,10 @@ func (b *Broker) LogStartOffsets(t testing.TB, topic string) map[int32]int64 {
 
 // CommittedContext returns the offsets group has committed for topic, by
 // partition. Partitions without a commit are absent; an unknown group
-// yields an empty map.
+// yields an empty map. Offsets a transaction sent to the group count once
+// the transaction has committed: on Apache Kafka they are written to the
+// group after EndTxn has answered, and CommittedContext waits (until ctx
+// ends) while a transaction holds offsets of topic's partitions.
 func (b *Broker) CommittedContext(ctx context.Context, group, topic string) (map[int32]int64, error) {
 	c, err := b.be.committed(ctx, group, topic)
 	if err != nil {
