@@ -52,7 +52,10 @@ func newBackend(o options, brokers []string, logger *slog.Logger, store sluice.O
 // producer on the same brokers, with the flags' overrides.
 func newLibrdkafkaBackend(o options, g sluice.GroupConfig) (*backend, error) {
 	src, err := source.NewSource(source.Config{GroupConfig: g, Overrides: o.consumerOverrides()})
-	return withProducer(src, err, func() (sink.Producer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return withProducer(src, func() (sink.Producer, error) {
 		return newLibrdkafkaProducer(o, src, confluent.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Overrides: o.producerOverrides()})
 	})
 }
@@ -61,17 +64,18 @@ func newLibrdkafkaBackend(o options, g sluice.GroupConfig) (*backend, error) {
 // the same brokers, with the flags' options.
 func newFranzBackend(o options, g sluice.GroupConfig) (*backend, error) {
 	src, err := franz.NewSource(franz.Config{GroupConfig: g, Opts: o.franzConsumerOpts()})
-	return withProducer(src, err, func() (sink.Producer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return withProducer(src, func() (sink.Producer, error) {
 		return newFranzProducer(o, src, franz.ProducerConfig{Brokers: g.Brokers, Logger: g.Logger, Opts: o.franzClientOpts()})
 	})
 }
 
-// withProducer is the backend of src (built with the error srcErr) and
-// the producer newProducer builds, or the first of their errors.
-func withProducer(src sluice.Source, srcErr error, newProducer func() (sink.Producer, error)) (*backend, error) {
-	if srcErr != nil {
-		return nil, srcErr
-	}
+// withProducer is the backend of src and the producer newProducer
+// builds, or newProducer's error. A source holds no client until it
+// runs, so there is nothing of src to close on that error.
+func withProducer(src sluice.Source, newProducer func() (sink.Producer, error)) (*backend, error) {
 	prod, err := newProducer()
 	if err != nil {
 		return nil, err

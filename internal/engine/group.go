@@ -149,16 +149,14 @@ func (rt *Group) signal() {
 func (rt *Group) release(n int, b int64) {
 	rt.inflight.Add(int64(-n))
 	rt.bytes.Add(-b)
-	if rt.nwaiting.Load() == 0 {
-		// The common case, per completion: no admission to report.
-		rt.signal()
-		rt.reportInFlight()
-		return
-	}
+	// The common case, per completion: no record waits, no admission to
+	// report.
 	var a admission
-	rt.mu.Lock()
-	rt.admitWaitingLocked(&a)
-	rt.mu.Unlock()
+	if rt.nwaiting.Load() != 0 {
+		rt.mu.Lock()
+		rt.admitWaitingLocked(&a)
+		rt.mu.Unlock()
+	}
 	rt.signal()
 	rt.reportInFlight()
 	a.report(rt)
