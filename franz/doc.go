@@ -196,8 +196,10 @@
 // returned. The contracts are package sink's (sink.Producer, sink.Produce;
 // the librdkafka producer of package sink/confluent runs on the same
 // internal core): a value commits only after its delivery was
-// acknowledged; a Produce stage keeps at most 1024 messages outstanding,
-// so kgo's promise goroutine, which calls every promise one at a time,
+// acknowledged; a Produce stage keeps at most its share of
+// kgo.MaxBufferedRecords outstanding (1,024 to 16,384 messages, see
+// sink.Produce) and has room for all their reports, so kgo's promise
+// goroutine, which calls every promise one at a time,
 // never waits on a stage's full channel; while kgo buffers
 // kgo.MaxBufferedRecords records (or kgo.MaxBufferedBytes bytes) a stage
 // or dead letter waits for a report (or 5ms) and sends again: kgo's

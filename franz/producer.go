@@ -216,6 +216,9 @@ func (c client) GaveUp(err error) bool {
 
 func (client) Classify(err error) error { return classify(err) }
 
+// MaxBuffered is kgo.MaxBufferedRecords.
+func (c client) MaxBuffered() int { return int(c.p.maxRecords) }
+
 // Topics returns the producer's topic checks (produce.TopicChecker).
 func (c client) Topics() *produce.Topics { return c.p.topics }
 

@@ -60,3 +60,27 @@ func TestProducerBufferedBytesDefault(t *testing.T) {
 		})
 	}
 }
+
+// The Produce stages' share of kgo's buffer is taken from
+// kgo.MaxBufferedRecords: kgo's default, or what Opts set.
+func TestProducerMaxBufferedIsMaxBufferedRecords(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []kgo.Opt
+		want int
+	}{
+		{"default", nil, 50000},
+		{"Opts", []kgo.Opt{kgo.MaxBufferedRecords(3000)}, 3000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := franz.NewProducer(franz.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, Opts: c.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if got := franz.MaxBuffered(p); got != c.want {
+				t.Errorf("MaxBuffered = %d, want %d", got, c.want)
+			}
+		})
+	}
+}

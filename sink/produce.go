@@ -78,8 +78,12 @@ type Producer interface {
 // Produce ends a graph by producing one message per value to topic with
 // p, in order. A value's records commit only after its delivery report
 // succeeded. A full producer buffer is backpressure (the stage waits for
-// deliveries), never a drop; each stage keeps at most 1024 messages
-// outstanding. A delivery that fails after the client's own retries (and
+// deliveries), never a drop. Each stage keeps a bounded number of
+// messages outstanding: its share of the producer's buffer
+// (kgo.MaxBufferedRecords, librdkafka's queue.buffering.max.messages)
+// among the Produce stages running when it starts, at least 1,024 and at
+// most 16,384; the client's delivery reports never wait for a stage. A
+// delivery that fails after the client's own retries (and
 // its delivery timeout: librdkafka's message.timeout.ms,
 // franz.ProducerConfig.DeliveryTimeout) stops pipeline.Run with a
 // *sluice.StageError naming the topic and the record's position.

@@ -182,6 +182,10 @@ func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produc
 
 func (client) QueueFull(error) bool { return false }
 
+// MaxBuffered: the fake buffers nothing (every message is reported as it
+// is sent).
+func (client) MaxBuffered() int { return 0 }
+
 func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
 	r := ev.(report)
 	return r.t, r.err, true

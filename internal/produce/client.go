@@ -60,6 +60,11 @@ type Client interface {
 	// Classify marks a produce or delivery error sluice.Permanent when
 	// producing again cannot fix it; others are returned unchanged.
 	Classify(err error) error
+	// MaxBuffered is the most messages the library holds undelivered
+	// (kgo.MaxBufferedRecords, librdkafka's
+	// queue.buffering.max.messages), or 0 when it has no such bound. A
+	// Produce stage sizes its report channel from it when it starts.
+	MaxBuffered() int
 }
 
 // Names are the backend's words in errors.

@@ -91,7 +91,7 @@ func TestLossStopsProducingAndDrainsReports(t *testing.T) {
 // too: nothing past the bound is produced, every report is still read.
 func TestLossAtTheBoundStopsProducing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const bound = produce.ReportBuffer
+		const bound = produce.MinReportBuffer
 		c := newStage(true)
 		f, r := c.start(t, bound+3, recordMessage)
 		waitOutPacing() // only the bound holds the rest back

@@ -2,6 +2,7 @@ package produce_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -37,13 +38,14 @@ func TestValueCommitsOnlyAfterItsReport(t *testing.T) {
 	})
 }
 
-// The stage never has more than ReportBuffer messages outstanding: with
-// every report held back it produces exactly that many and waits; each
-// report lets exactly one more through. So a report always finds room in
-// the stage's channel (the library's delivery goroutine never blocks).
+// The stage never has more messages outstanding than its report channel
+// holds, MinReportBuffer for a library with no buffer bound: with every
+// report held back it produces exactly that many and waits; each report
+// lets exactly one more through. So a report always finds room in the
+// stage's channel (the library's delivery goroutine never blocks).
 func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const bound = produce.ReportBuffer
+		const bound = produce.MinReportBuffer
 		const n = bound + 6
 		c := newStage(true)
 		f, r := c.start(t, n, recordMessage)
@@ -60,6 +62,50 @@ func TestOutstandingNeverExceedsTheReportBuffer(t *testing.T) {
 			t.Errorf("at most %d in flight, %d reports found their channel full; want %d and 0", maxInFlight, overflow, bound)
 		}
 	})
+}
+
+// A stage alone on a producer whose library buffers more than
+// MinReportBuffer messages keeps that many outstanding, up to
+// MaxReportBuffer, and never more: every report still finds room.
+func TestOutstandingIsTheStagesShareOfTheLibrarysBuffer(t *testing.T) {
+	for _, tc := range []struct{ buffered, bound int }{
+		{5000, 5000},
+		{100000, produce.MaxReportBuffer},
+	} {
+		t.Run(fmt.Sprint(tc.buffered), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newStage(true)
+				c.maxBuffered = tc.buffered
+				// A partition queue past the bound: only the stage holds
+				// records back.
+				f, r := c.start(t, tc.bound+2, recordMessage, pipeline.WithPartitionQueue(4*produce.MaxReportBuffer))
+				checkBoundedByReports(t, c, "messages", tc.bound, 1)
+				c.deliverAll()
+				f.WaitCommitted(t, "in", 0, int64(tc.bound+2))
+				must(t, r.Stop(t))
+				if _, maxInFlight, overflow := c.counts(); maxInFlight != tc.bound || overflow != 0 {
+					t.Errorf("at most %d in flight, %d reports found their channel full; want %d and 0", maxInFlight, overflow, tc.bound)
+				}
+			})
+		})
+	}
+}
+
+// A stage's report channel is its share of the library's buffer among
+// the Produce stages running on the producer when it starts, within
+// MinReportBuffer and MaxReportBuffer.
+func TestReportBufferIsAShareOfTheLibrarysBuffer(t *testing.T) {
+	for _, tc := range []struct{ buffered, stages, want int }{
+		{0, 1, produce.MinReportBuffer},
+		{50000, 1, produce.MaxReportBuffer},
+		{50000, 8, 6250},
+		{50000, 256, produce.MinReportBuffer},
+		{100000, 0, produce.MaxReportBuffer},
+	} {
+		if got := produce.ReportBufferFor(tc.buffered, tc.stages); got != tc.want {
+			t.Errorf("report buffer for %d buffered, %d stages = %d, want %d", tc.buffered, tc.stages, got, tc.want)
+		}
+	}
 }
 
 // A message the client refuses with a full queue is sent again, at once

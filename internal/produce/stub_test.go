@@ -88,7 +88,12 @@ type stub struct {
 	// written yet; maxInFlight is its high-water mark.
 	inFlight, maxInFlight int
 	overflow              int // reports that found their channel full
+	// maxBuffered is what MaxBuffered answers: the most messages the
+	// library would buffer (0: no bound).
+	maxBuffered int
 }
+
+func (c *stub) MaxBuffered() int { return c.maxBuffered }
 
 func newStub(tr *produce.Tracker, hold bool) *stub {
 	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}, blockFull: map[string]bool{}}

@@ -39,6 +39,9 @@ type Tracker struct {
 	gone     chan struct{}
 	goneOnce sync.Once
 
+	// stages counts the Produce stages running on the producer.
+	stages atomic.Int64
+
 	umu         sync.Mutex
 	undelivered []sluice.UndeliveredMessage // given up on by Close, as receivers read them
 
@@ -151,6 +154,13 @@ func (tr *Tracker) Gone() <-chan struct{} { return tr.gone }
 
 // MarkGone closes Gone; later calls do nothing.
 func (tr *Tracker) MarkGone() { tr.goneOnce.Do(func() { close(tr.gone) }) }
+
+// stageStarted counts a Produce stage in and returns how many run now,
+// itself included.
+func (tr *Tracker) stageStarted() int { return int(tr.stages.Add(1)) }
+
+// stageEnded counts a Produce stage out.
+func (tr *Tracker) stageEnded() { tr.stages.Add(-1) }
 
 // nextReport receives the next delivery report from reports. Once the
 // client is gone (tr.Gone) it still takes a report already sent, and

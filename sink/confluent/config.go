@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,25 @@ func defaultProducerProperties() kafka.ConfigMap {
 		"message.timeout.ms":         30000,
 		"queue.buffering.max.kbytes": 256 << 10,
 	}
+}
+
+// defaultQueueBufferingMaxMessages is librdkafka's default of
+// queue.buffering.max.messages.
+const defaultQueueBufferingMaxMessages = 100000
+
+// maxBufferedMessages returns queue.buffering.max.messages of m, a
+// configuration NewProducer validated (librdkafka accepted it), or
+// librdkafka's default.
+func maxBufferedMessages(m kafka.ConfigMap) int {
+	v, ok := m["queue.buffering.max.messages"]
+	if !ok {
+		return defaultQueueBufferingMaxMessages
+	}
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil {
+		return defaultQueueBufferingMaxMessages
+	}
+	return n
 }
 
 // eventsChannelSize is the capacity of the producer's Events channel.

@@ -50,3 +50,7 @@ func StageReport(p *Producer, topic string, m sluice.Message) (isReport bool, er
 	_, err, isReport = (client{p}).Report(<-reports)
 	return isReport, err
 }
+
+// MaxBuffered is the bound of librdkafka's buffer that p's Produce stages
+// share (queue.buffering.max.messages).
+func MaxBuffered(p *Producer) int { return (client{p}).MaxBuffered() }

@@ -34,6 +34,8 @@ type Producer struct {
 	p            *kafka.Producer
 	logger       *slog.Logger
 	closeTimeout time.Duration
+	// maxBuffered is librdkafka's queue.buffering.max.messages.
+	maxBuffered int
 	// tr is what the receivers (Produce stages, dead letters) and Close
 	// share: pending reports, the messages given up on; its Gone is
 	// closed once the client delivers no more reports (its poller
@@ -75,6 +77,7 @@ func newProducer(cfg ProducerConfig, m kafka.ConfigMap) (*Producer, error) {
 		p:            kp,
 		logger:       logger,
 		closeTimeout: cfg.CloseTimeout,
+		maxBuffered:  maxBufferedMessages(m),
 		tr:           produce.NewTracker(produce.Names{Package: "confluent", ErrClosed: ErrClosed}),
 	}
 	p.core = produce.NewCore(client{p}, p.tr)
@@ -136,6 +139,9 @@ func (client) GaveUp(err error) bool {
 }
 
 func (c client) Classify(err error) error { return c.p.classify(err) }
+
+// MaxBuffered is librdkafka's queue.buffering.max.messages.
+func (c client) MaxBuffered() int { return c.p.maxBuffered }
 
 // Topics returns the producer's topic checks (produce.TopicChecker).
 func (c client) Topics() *produce.Topics { return c.p.topics }
