@@ -39,14 +39,17 @@ func TestMessageLargerThanBufferFails(t *testing.T) {
 
 // NewProducer bounds kgo's produce buffer in bytes by default
 // (DefaultProducerMaxBufferedBytes); kgo.MaxBufferedBytes in Opts wins.
-func TestProducerBufferedBytesDefault(t *testing.T) {
+// The Produce stages share kgo.MaxBufferedRecords (kgo's default, or what
+// Opts set) as their bound of outstanding messages.
+func TestProducerBufferBounds(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		opts []kgo.Opt
-		want int64
+		name    string
+		opts    []kgo.Opt
+		bytes   int64
+		records int
 	}{
-		{"default", nil, franz.DefaultProducerMaxBufferedBytes},
-		{"Opts", []kgo.Opt{kgo.MaxBufferedBytes(1 << 20)}, 1 << 20},
+		{"default", nil, franz.DefaultProducerMaxBufferedBytes, 50000},
+		{"Opts", []kgo.Opt{kgo.MaxBufferedBytes(1 << 20), kgo.MaxBufferedRecords(3000)}, 1 << 20, 3000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := franz.NewProducer(franz.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, Opts: c.opts})
@@ -54,32 +57,11 @@ func TestProducerBufferedBytesDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			if got := franz.MaxBufferedBytesOf(p); got != c.want {
-				t.Errorf("kgo.MaxBufferedBytes = %d, want %d", got, c.want)
+			if got := franz.MaxBufferedBytesOf(p); got != c.bytes {
+				t.Errorf("kgo.MaxBufferedBytes = %d, want %d", got, c.bytes)
 			}
-		})
-	}
-}
-
-// The Produce stages' share of kgo's buffer is taken from
-// kgo.MaxBufferedRecords: kgo's default, or what Opts set.
-func TestProducerMaxBufferedIsMaxBufferedRecords(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		opts []kgo.Opt
-		want int
-	}{
-		{"default", nil, 50000},
-		{"Opts", []kgo.Opt{kgo.MaxBufferedRecords(3000)}, 3000},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			p, err := franz.NewProducer(franz.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, Opts: c.opts})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			if got := franz.MaxBuffered(p); got != c.want {
-				t.Errorf("MaxBuffered = %d, want %d", got, c.want)
+			if got := franz.MaxBuffered(p); got != c.records {
+				t.Errorf("MaxBuffered = %d, want %d", got, c.records)
 			}
 		})
 	}
