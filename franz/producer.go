@@ -216,8 +216,16 @@ func (c client) GaveUp(err error) bool {
 
 func (client) Classify(err error) error { return classify(err) }
 
-// MaxBuffered is kgo.MaxBufferedRecords.
-func (c client) MaxBuffered() int { return int(c.p.maxRecords) }
+// MaxBuffered is kgo.MaxBufferedRecords, or 0 (no known bound) while a
+// transactional producer has no client yet. It reads maxRecords only
+// after seeing the client attached, as usable does: a Produce stage may
+// start (in another source's Run) while the source's Run attaches it.
+func (c client) MaxBuffered() int {
+	if c.p.txn != nil && !c.p.txn.attached.Load() {
+		return 0
+	}
+	return int(c.p.maxRecords)
+}
 
 // Topics returns the producer's topic checks (produce.TopicChecker).
 func (c client) Topics() *produce.Topics { return c.p.topics }

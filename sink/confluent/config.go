@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 
@@ -83,18 +83,65 @@ func defaultProducerProperties() kafka.ConfigMap {
 const defaultQueueBufferingMaxMessages = 100000
 
 // maxBufferedMessages returns queue.buffering.max.messages of m, a
-// configuration NewProducer validated (librdkafka accepted it), or
-// librdkafka's default.
+// configuration NewProducer validated (librdkafka accepted it), read as
+// librdkafka reads it (see strtol), or librdkafka's default when m does
+// not set it.
 func maxBufferedMessages(m kafka.ConfigMap) int {
 	v, ok := m["queue.buffering.max.messages"]
 	if !ok {
 		return defaultQueueBufferingMaxMessages
 	}
-	n, err := strconv.Atoi(fmt.Sprint(v))
-	if err != nil {
+	n, ok := strtol(fmt.Sprint(v))
+	if !ok {
 		return defaultQueueBufferingMaxMessages
 	}
 	return n
+}
+
+// strtol reads the integer s starts with as librdkafka reads the text of
+// an integer property (C's strtol with base 0): after spaces and a sign,
+// 0x or 0X starts hex digits, a leading 0 octal ones, any other digit
+// decimal ones; what follows the digits is ignored. ok is false when no
+// digit starts s (librdkafka refuses it). Values past the int32 range
+// (librdkafka refuses them too) are cut to its bounds.
+func strtol(s string) (n int, ok bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && digitValue(s[2]) < 16:
+		base, s = 16, s[2:]
+	case s != "" && s[0] == '0':
+		base = 8
+	}
+	i := 0
+	for ; i < len(s) && digitValue(s[i]) < base; i++ {
+		n = min(n*base+digitValue(s[i]), math.MaxInt32+1)
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// digitValue is the value of the digit c in bases up to 16, or 16 when c
+// is no such digit.
+func digitValue(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return 16
 }
 
 // eventsChannelSize is the capacity of the producer's Events channel.

@@ -1,0 +1,130 @@
+package confluent_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/sink"
+	"github.com/sluice-go/sluice/internal/produce"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// TestProduceReportsNeverBlockTheProducer with more valid records than
+// the stage's report channel holds at its largest (MaxReportBuffer): the
+// stage waits at its bound before the invalid records, as the original did
+// at 1,024 with 2,000.
+func TestAdvReportsNeverBlockPastMaxReportBuffer(t *testing.T) {
+	t.Parallel()
+	const valid, invalid = produce.MaxReportBuffer + 1000, 4000
+	b := kafkatest.NewKfake(t)
+	b.CreateTopic(t, "in", 1)
+	b.CreateTopic(t, "out", 1)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", input(1, 0, valid+invalid)...)
+	// linger.ms 0: the 4000 dead letters go one at a time, and 5 ms of
+	// linger each would add 20 s to the test.
+	p := newProducer(t, b, map[string]any{"retry.backoff.ms": 20, "retry.backoff.max.ms": 50, "linger.ms": 0})
+	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
+	// The dead letters wait too, so the stage fills the dead-letter queue
+	// and waits for room in it.
+	refusedDLQ := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.NotEnoughReplicas, Count: -1})
+
+	sawInvalid := make(chan struct{})
+	var once sync.Once
+	toMsgOrInvalid := func(r sluice.Record) (sink.Message, error) {
+		if r.Offset >= valid {
+			once.Do(func() { close(sawInvalid) })
+			return sink.Message{}, sluice.Invalid(fmt.Errorf("offset %d", r.Offset))
+		}
+		return toMsg(r)
+	}
+	build := func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(s, p, "out", toMsgOrInvalid)
+	}
+	r := start(t, newSource(t, b.Addrs(), "g", "in"), build, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := refused.Wait(ctx, 10); err != nil {
+		t.Fatalf("waiting for refused produce requests: %v", err)
+	}
+	// A stage that keeps its reports bounded waits for them before it gets
+	// to the invalid records; one that does not is past them by now, its
+	// dead letters refused.
+	select {
+	case <-sawInvalid:
+		if err := refusedDLQ.Wait(ctx, 10); err != nil {
+			t.Fatalf("waiting for refused dead letters: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+	}
+	refused.Remove()
+	refusedDLQ.Remove()
+	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: valid + invalid})
+	stop(t, r)
+	if out, dlq := b.ReadAll(t, "out"), b.ReadAll(t, "dlq"); len(out) != valid || len(dlq) != invalid {
+		t.Errorf("produced %d records and %d dead letters, want %d and %d", len(out), len(dlq), valid, invalid)
+	}
+}
+
+// The original scenario (2,000 valid records, fewer than the stage's
+// bound now): the stage reaches the invalid records and waits for room
+// in the dead-letter queue while the 2,000 reports arrive; nothing waits
+// for good once the broker accepts again.
+func TestAdvReportsNeverBlockBelowTheBound(t *testing.T) {
+	t.Parallel()
+	const valid, invalid = 2000, 4000
+	b := kafkatest.NewKfake(t)
+	b.CreateTopic(t, "in", 1)
+	b.CreateTopic(t, "out", 1)
+	b.CreateTopic(t, "dlq", 1)
+	b.Produce(t, "in", input(1, 0, valid+invalid)...)
+	// linger.ms 0: the 4000 dead letters go one at a time, and 5 ms of
+	// linger each would add 20 s to the test.
+	p := newProducer(t, b, map[string]any{"retry.backoff.ms": 20, "retry.backoff.max.ms": 50, "linger.ms": 0})
+	refused := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: kerr.NotEnoughReplicas, Count: -1})
+	// The dead letters wait too, so the stage fills the dead-letter queue
+	// and waits for room in it.
+	refusedDLQ := b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "dlq", Err: kerr.NotEnoughReplicas, Count: -1})
+
+	sawInvalid := make(chan struct{})
+	var once sync.Once
+	toMsgOrInvalid := func(r sluice.Record) (sink.Message, error) {
+		if r.Offset >= valid {
+			once.Do(func() { close(sawInvalid) })
+			return sink.Message{}, sluice.Invalid(fmt.Errorf("offset %d", r.Offset))
+		}
+		return toMsg(r)
+	}
+	build := func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
+		return sink.Produce(s, p, "out", toMsgOrInvalid)
+	}
+	r := start(t, newSource(t, b.Addrs(), "g", "in"), build, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := refused.Wait(ctx, 10); err != nil {
+		t.Fatalf("waiting for refused produce requests: %v", err)
+	}
+	// A stage that keeps its reports bounded waits for them before it gets
+	// to the invalid records; one that does not is past them by now, its
+	// dead letters refused.
+	select {
+	case <-sawInvalid:
+	case <-time.After(2 * time.Second):
+	}
+	refused.Remove()
+	refusedDLQ.Remove()
+	waitCommitted(t, b, r, "g", "in", map[int32]int64{0: valid + invalid})
+	stop(t, r)
+	if out, dlq := b.ReadAll(t, "out"), b.ReadAll(t, "dlq"); len(out) != valid || len(dlq) != invalid {
+		t.Errorf("produced %d records and %d dead letters, want %d and %d", len(out), len(dlq), valid, invalid)
+	}
+}
