@@ -115,32 +115,6 @@ func TestProducerEffectiveConfig(t *testing.T) {
 }
 
 // Bad configuration is refused with an error naming the field or key.
-// The Produce stages' share of librdkafka's buffer is taken from
-// queue.buffering.max.messages, as an override sets it (a number or its
-// text), else librdkafka's default.
-func TestProducerMaxBufferedIsQueueBufferingMaxMessages(t *testing.T) {
-	for _, tc := range []struct {
-		override any
-		want     int
-	}{{nil, 100000}, {5000, 5000}, {"7000", 7000}} {
-		cfg := confluent.ProducerConfig{Brokers: []string{"localhost:1"}}
-		if tc.override != nil {
-			cfg.Overrides = map[string]any{"queue.buffering.max.messages": tc.override}
-		}
-		p, err := confluent.NewProducer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := confluent.MaxBuffered(p)
-		if err := p.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want {
-			t.Errorf("queue.buffering.max.messages %v: MaxBuffered = %d, want %d", tc.override, got, tc.want)
-		}
-	}
-}
-
 func TestNewProducerRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

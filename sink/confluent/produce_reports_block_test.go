@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/sink"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
@@ -20,13 +21,14 @@ import (
 // librdkafka hands every delivery report to one goroutine per producer,
 // which blocks while the report's channel is full. A Produce stage must
 // therefore never have more reports outstanding than its channel holds:
-// here 2000 reports arrive at once (the broker refused the output topic
-// until then) while the stage waits for room in the dead-letter queue,
+// here more reports than the largest channel holds could arrive at once
+// (the broker refused the output topic until then) while the stage waits
+// for room in the dead-letter queue,
 // whose deliveries need that same goroutine. The stage, the dead letters
 // and every other user of the producer would wait on each other for good.
 func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	t.Parallel()
-	const valid, invalid = 2000, 4000
+	const valid, invalid = produce.MaxReportBuffer + 1000, 4000
 	b := kafkatest.NewKfake(t)
 	b.CreateTopic(t, "in", 1)
 	b.CreateTopic(t, "out", 1)
@@ -52,7 +54,10 @@ func TestProduceReportsNeverBlockTheProducer(t *testing.T) {
 	build := func(_ *pipeline.Partition, s pipeline.Stream[sluice.Record]) pipeline.End {
 		return sink.Produce(s, p, "out", toMsgOrInvalid)
 	}
-	r := start(t, newSource(t, b.Addrs(), "g", "in"), build, pipeline.WithDeadLetter(p.DeadLetter("dlq")))
+	// A partition queue past the stage's bound: only the stage holds the
+	// records back.
+	r := start(t, newSource(t, b.Addrs(), "g", "in"), build, pipeline.WithDeadLetter(p.DeadLetter("dlq")),
+		pipeline.WithPartitionQueue(4*produce.MaxReportBuffer))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := refused.Wait(ctx, 10); err != nil {
