@@ -42,7 +42,7 @@ func (f *fetchedRecords) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int3
 // how many records a lingering producer puts in a batch depends on how
 // fast it is fed (the race detector makes batches a tenth as large), and
 // with small batches a partition taken while the budget is full costs
-// little. Taking records while the budget is full fetched this topic 3.5
+// little. Taking records while the budget is full fetched this topic 3.25
 // to 4.75 times; taking none, once (a fetch in flight when the budget
 // fills may still be read again).
 func TestPausedPartitionsRecordsNotFetchedAgain(t *testing.T) {
