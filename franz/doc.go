@@ -29,9 +29,11 @@
 // the source delivers it, and resumes the partition in kgo
 // (ResumeFetchPartitions) once nothing of it is left. The source keeps at
 // most an eighth of each in-flight limit (at least 128 records): a poll
-// takes at most as many records as that leaves room for, and none while
+// takes at most as many records as that leaves room for, none while
 // the source holds an eighth of the byte budget (see docs/lifecycle.md,
-// "Backpressure"). A partition revoked or lost while paused is resumed in
+// "Backpressure"), and none while the runtime's in-flight budget is full
+// (a record taken then would only pause its partition, and kgo would
+// fetch the rest of its batch again). A partition revoked or lost while paused is resumed in
 // kgo, which keeps pauses across assignments, and what the source kept of
 // it is dropped. The high watermark of every fetched
 // partition is reported to Group.HighWatermark when it moves; Polled after

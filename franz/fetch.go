@@ -34,7 +34,11 @@ import (
 //     records/fetchShare records, below the runtime's default partition
 //     queue (pipeline.DefaultPartitionQueue): a fetch that fills a
 //     partition's queue gets it paused, and kgo drops the rest of a paused
-//     partition's buffered records, to be fetched again on resume.
+//     partition's buffered records, to be fetched again on resume. A
+//     broker answers with whole batches (at least one whatever the
+//     limits), so a partition's part is at least its next batch, however
+//     many records that holds; pause.go says how the source keeps such a
+//     part from being stripped.
 //
 // Until the first batch is read a fetch asks for one byte: a broker
 // answers with one batch (always at least one, whatever the limits).

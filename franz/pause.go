@@ -21,6 +21,16 @@ import (
 // the order of a partition is kept; what the core had no room for is
 // stripped and fetched again, as without this step.
 //
+// kgo strips a paused partition's records when it is polled, not when it
+// is paused, and a broker answers a fetch with whole batches, which may
+// hold many times the source's share of a partition. So the poll loop
+// takes nothing from kgo while the runtime's budget is full (saturated):
+// a record taken then would only wait for admission and pause its
+// partition, and kgo would strip the rest of that partition's batch and
+// fetch it again on resume. kgo keeps its buffered fetch whole meanwhile
+// (it fetches no more from that broker until the fetch was taken), and a
+// partition paused and resumed before the next poll loses nothing.
+//
 // With a transactional producer the buffered records are not taken: an
 // aborted transaction moves kgo's positions (Rewind) while the poll's
 // records are handled, and a record taken after that move could not be
@@ -82,4 +92,21 @@ func (r *runner) unpend(tp sluice.TopicPartition) {
 		}
 		i++
 	}
+}
+
+// saturator is the part of the runtime's Group (internal/engine) that
+// tells whether its in-flight budget is full.
+type saturator interface{ Saturated() bool }
+
+// saturated reports whether g says its budget is full: a delivery of any
+// partition would then only wait for admission and pause its partition,
+// and kgo would strip the rest of that partition's buffered fetch (a
+// broker answers with whole batches, which may be many times the
+// source's share) to fetch it again on resume. So the poll loop takes
+// nothing from kgo meanwhile and kgo keeps its buffer whole. A Group
+// that wraps the runtime's and does not tell is never saturated: the
+// source then finds out from Deliver, as before.
+func saturated(g sluice.Group) bool {
+	s, ok := g.(saturator)
+	return ok && s.Saturated()
 }

@@ -248,10 +248,11 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 
 // poll polls the client for up to timeout, or until ctx is done or a
 // rebalance callback hands work to the loop, taking at most the records
-// the core has room for (Core.Room). While the core has none it takes
-// nothing and only waits as long: kgo keeps what it fetched (it fetches
-// no more from a broker until its buffered fetch was taken), and the
-// held records are delivered as the runtime resumes their partitions.
+// the core has room for (Core.Room). While the core has none, or the
+// runtime's budget is full (saturated), it takes nothing and only waits
+// as long: kgo keeps what it fetched (it fetches no more from a broker
+// until its buffered fetch was taken), and the held records are
+// delivered as the runtime resumes their partitions.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -262,7 +263,7 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	}
 	r.mu.Unlock()
 	var fetches kgo.Fetches
-	if room := r.core.Room(); room > 0 {
+	if room := r.core.Room(); room > 0 && !saturated(r.g) {
 		r.txns.polled()
 		fetches = r.cl.PollRecords(pctx, room)
 	} else {

@@ -18,6 +18,17 @@ func (rt *Group) full(g *graph) bool {
 		rt.inflight.Load() >= int64(rt.cfg.MaxInFlight) || rt.bytes.Load() >= rt.cfg.MaxInFlightBytes
 }
 
+// Saturated reports whether a delivery of any partition would now only
+// be queued for admission and pause its partition: records wait for
+// admission, or the records or bytes in flight reached their limit. It
+// takes no lock and is safe from any goroutine; a completion may end it
+// at any time. A source that can leave what its client fetched with the
+// client (kgo) takes nothing while it holds.
+func (rt *Group) Saturated() bool {
+	return rt.nwaiting.Load() != 0 || rt.inflight.Load() >= int64(rt.cfg.MaxInFlight) ||
+		rt.bytes.Load() >= rt.cfg.MaxInFlightBytes
+}
+
 // threeQuarters returns floor(3n/4) for n >= 0 without overflowing.
 func threeQuarters(n int64) int64 { return n/4*3 + n%4*3/4 }
 

@@ -65,3 +65,27 @@ func TestWaitingQueueReusesItsArray(t *testing.T) {
 		}
 	}
 }
+
+// Saturated holds while records wait for admission or either in-flight
+// limit is reached, and not below them.
+func TestSaturated(t *testing.T) {
+	rt := &Group{cfg: Config{MaxInFlight: 10, MaxInFlightBytes: 1000}}
+	for _, c := range []struct {
+		in, bytes int64
+		waiting   int32
+		want      bool
+	}{
+		{0, 0, 0, false},
+		{9, 999, 0, false},
+		{10, 0, 0, true},
+		{0, 1000, 0, true},
+		{0, 0, 1, true},
+	} {
+		rt.inflight.Store(c.in)
+		rt.bytes.Store(c.bytes)
+		rt.nwaiting.Store(c.waiting)
+		if got := rt.Saturated(); got != c.want {
+			t.Errorf("%d records, %d bytes in flight, %d waiting: Saturated() = %v, want %v", c.in, c.bytes, c.waiting, got, c.want)
+		}
+	}
+}
