@@ -250,10 +250,15 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 // rebalance callback hands work to the loop, taking at most the records
 // the core has room for (Core.Room). While the core has none, or the
 // runtime's budget is full (saturated), it takes nothing and only waits
-// as long: kgo keeps what it fetched (it fetches no more from a broker
-// until its buffered fetch was taken), and the held records are
-// delivered as the runtime resumes their partitions.
+// as long (while saturated, at most rebalance.PollPaused: a completion
+// may make room at any moment): kgo keeps what it fetched (it fetches no
+// more from a broker until its buffered fetch was taken), and the held
+// records are delivered as the runtime resumes their partitions.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
+	full := saturated(r.g)
+	if full {
+		timeout = min(timeout, rebalance.PollPaused)
+	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r.mu.Lock()
@@ -263,7 +268,7 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	}
 	r.mu.Unlock()
 	var fetches kgo.Fetches
-	if room := r.core.Room(); room > 0 && !saturated(r.g) {
+	if room := r.core.Room(); room > 0 && !full {
 		r.txns.polled()
 		fetches = r.cl.PollRecords(pctx, room)
 	} else {
