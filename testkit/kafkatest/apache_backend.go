@@ -44,6 +44,34 @@ func (a *apacheBackend) createTopic(ctx context.Context, topic string, partition
 }
 
 func (a *apacheBackend) offsets(ctx context.Context, topic string) (start, end map[int32]int64, err error) {
+	// A partition's leadership may still be moving to the broker the
+	// client's metadata names (NOT_LEADER_FOR_PARTITION right after the
+	// topic was created).
+	err = askedUntilSettled(ctx, func() (err error) {
+		start, end, err = a.listOffsets(ctx, topic)
+		return err
+	})
+	return start, end, err
+}
+
+// askedUntilSettled calls ask until it returns nil or an error that is
+// not retriable, 50 ms apart, or until ctx ends.
+func askedUntilSettled(ctx context.Context, ask func() error) error {
+	for {
+		err := ask()
+		if err == nil || !kerr.IsRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (still at %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// listOffsets asks once for the log start and end offsets of topic.
+func (a *apacheBackend) listOffsets(ctx context.Context, topic string) (start, end map[int32]int64, err error) {
 	so, err := a.c.adm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return nil, nil, err
@@ -74,22 +102,15 @@ func (a *apacheBackend) offsets(ctx context.Context, topic string) (start, end m
 	return start, end, nil
 }
 
-func (a *apacheBackend) committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
-	for {
-		out, err := a.fetchCommitted(ctx, group, topic)
-		// The group's coordinator may not be ready yet (the offsets topic
-		// is created by the first group request, and loads after a
-		// restart), or a transaction holds offsets of the group: retriable
-		// errors are asked again until ctx ends.
-		if err == nil || !kerr.IsRetriable(err) {
-			return out, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (still at %v)", ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+func (a *apacheBackend) committed(ctx context.Context, group, topic string) (out map[int32]int64, err error) {
+	// The group's coordinator may not be ready yet (the offsets topic is
+	// created by the first group request, and loads after a restart), or
+	// a transaction holds offsets of the group.
+	err = askedUntilSettled(ctx, func() (err error) {
+		out, err = a.fetchCommitted(ctx, group, topic)
+		return err
+	})
+	return out, err
 }
 
 // fetchCommitted asks group's coordinator once for its offsets of topic.
