@@ -253,7 +253,9 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 // as long (while saturated, at most rebalance.PollPaused: a completion
 // may make room at any moment): kgo keeps what it fetched (it fetches no
 // more from a broker until its buffered fetch was taken), and the held
-// records are delivered as the runtime resumes their partitions.
+// records are delivered as the runtime resumes their partitions. While
+// saturated it still takes what kgo buffered when that holds no record:
+// fetch errors, such as a deleted topic's, are handed over only by a poll.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	full := saturated(r.g)
 	if full {
@@ -268,10 +270,21 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	}
 	r.mu.Unlock()
 	var fetches kgo.Fetches
-	if room := r.core.Room(); room > 0 && !full {
+	switch room := r.core.Room(); {
+	case room > 0 && !full:
 		r.txns.polled()
 		fetches = r.cl.PollRecords(pctx, room)
-	} else {
+	case room > 0 && r.cl.BufferedFetchRecords() == 0:
+		// Saturated, and kgo holds no record: take what it buffered
+		// without waiting, its fetch errors (a deleted topic is seen
+		// only so, and losing its partitions may be what frees the
+		// budget). A record buffered since the check is delivered as
+		// any other.
+		r.txns.polled()
+		//lint:ignore SA1012 a nil context takes what is buffered, without waiting
+		fetches = r.cl.PollRecords(nil, room)
+		<-pctx.Done()
+	default:
 		<-pctx.Done()
 	}
 	r.mu.Lock()
