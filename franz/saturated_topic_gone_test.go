@@ -22,12 +22,27 @@ import (
 // poll hands it over. The source must still see it while saturated: the
 // old partitions are lost (which cancels the held record and frees the
 // budget) and the new topic is consumed from its start, its commits
-// exact.
+// exact. "record": partition 0 holds the held record alone; "batch": it
+// holds a batch of 1000 records, most of which kgo keeps buffered while
+// partition 0 is paused.
 func TestSaturatedSourceSeesTopicRecreated(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		old  int
+	}{{"record", 1}, {"batch", 1000}} {
+		t.Run(c.name, func(t *testing.T) { saturatedTopicRecreated(t, c.old) })
+	}
+}
+
+func saturatedTopicRecreated(t *testing.T, old int) {
 	const topic, group = "orders", "g"
 	b := kafkatest.NewBroker(t)
 	b.CreateTopic(t, topic, 2)
-	b.Produce(t, topic, sluice.Record{Partition: 0, Value: []byte("old-0")})
+	recs := make([]sluice.Record, old)
+	for i := range recs {
+		recs[i] = sluice.Record{Partition: 0, Value: fmt.Appendf(nil, "old-%d", i)}
+	}
+	b.Produce(t, topic, recs...)
 	src := newRecreateSource(t, b)
 	g, build := newHeldGraph("old-0", valueOffset, func(in pipeline.Stream[sluice.Record]) pipeline.End {
 		return doneEnd(t, b, src)(in)
