@@ -99,4 +99,3 @@ func produceToPartitions(t *testing.T, b *kafkatest.Broker, topic string, n map[
 		}
 	}
 }
-

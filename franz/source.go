@@ -27,6 +27,10 @@ const (
 	// defaultFetchMaxWait replaces kgo's 5s: a resumed partition otherwise
 	// waits behind a long-poll fetch of caught-up partitions.
 	defaultFetchMaxWait = 100 * time.Millisecond
+	// saturatedPollMax is the longest the poll loop takes nothing from
+	// kgo while the runtime stays saturated; then it polls once as when
+	// not saturated (see runner.poll).
+	saturatedPollMax = time.Second
 )
 
 // Source is a [sluice.Source] consuming a Kafka consumer group through
@@ -202,6 +206,9 @@ type runner struct {
 	// pausing: partitions the core paused whose pause in kgo waits for
 	// the end of the poll's handling (pause.go).
 	pausing []sluice.TopicPartition
+	// saturatedSince: since when every poll found the runtime saturated
+	// (zero when the last did not); see poll.
+	saturatedSince time.Time
 }
 
 var _ rebalance.Backend = (*runner)(nil)
@@ -256,8 +263,25 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 // records are delivered as the runtime resumes their partitions. While
 // saturated it still takes what kgo buffered when that holds no record:
 // fetch errors, such as a deleted topic's, are handed over only by a poll.
+// Once saturated for saturatedPollMax it polls as when not saturated,
+// once: a buffered fetch holding only records of paused partitions would
+// otherwise keep such an error from ever being fetched.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	full := saturated(r.g)
+	now := time.Now()
+	switch {
+	case !full:
+		r.saturatedSince = time.Time{}
+	case r.saturatedSince.IsZero():
+		r.saturatedSince = now
+	}
+	if full && now.Sub(r.saturatedSince) >= saturatedPollMax {
+		// Saturated that long: a graph holds the budget, and what kgo
+		// keeps buffered (a paused partition's records) may stand in
+		// front of a fetch error that would free it (a deleted topic's
+		// partitions are lost). Poll as when not saturated, once.
+		full, r.saturatedSince = false, now
+	}
 	if full {
 		timeout = min(timeout, rebalance.PollPaused)
 	}
