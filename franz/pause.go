@@ -29,7 +29,11 @@ import (
 // partition, and kgo would strip the rest of that partition's batch and
 // fetch it again on resume. kgo keeps its buffered fetch whole meanwhile
 // (it fetches no more from that broker until the fetch was taken), and a
-// partition paused and resumed before the next poll loses nothing.
+// partition paused and resumed before the next poll loses nothing. Two
+// exceptions keep fetch errors coming (a deleted topic is seen only in a
+// fetch, and losing its partitions may be what frees the budget): what
+// kgo buffered is taken when it holds no record, and after
+// saturatedPollMax of saturation the loop polls once as before.
 //
 // With a transactional producer the buffered records are not taken: an
 // aborted transaction moves kgo's positions (Rewind) while the poll's

@@ -27,6 +27,10 @@ const (
 	// defaultFetchMaxWait replaces kgo's 5s: a resumed partition otherwise
 	// waits behind a long-poll fetch of caught-up partitions.
 	defaultFetchMaxWait = 100 * time.Millisecond
+	// saturatedPollMax is the longest the poll loop takes nothing from
+	// kgo while the runtime stays saturated; then it polls once as when
+	// not saturated (see runner.poll).
+	saturatedPollMax = time.Second
 )
 
 // Source is a [sluice.Source] consuming a Kafka consumer group through
@@ -202,6 +206,9 @@ type runner struct {
 	// pausing: partitions the core paused whose pause in kgo waits for
 	// the end of the poll's handling (pause.go).
 	pausing []sluice.TopicPartition
+	// saturatedSince: since when every poll found the runtime saturated
+	// (zero when the last did not); see poll.
+	saturatedSince time.Time
 }
 
 var _ rebalance.Backend = (*runner)(nil)
@@ -253,9 +260,28 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 // as long (while saturated, at most rebalance.PollPaused: a completion
 // may make room at any moment): kgo keeps what it fetched (it fetches no
 // more from a broker until its buffered fetch was taken), and the held
-// records are delivered as the runtime resumes their partitions.
+// records are delivered as the runtime resumes their partitions. While
+// saturated it still takes what kgo buffered when that holds no record:
+// fetch errors, such as a deleted topic's, are handed over only by a poll.
+// Once saturated for saturatedPollMax it polls as when not saturated,
+// once: a buffered fetch holding only records of paused partitions would
+// otherwise keep such an error from ever being fetched.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	full := saturated(r.g)
+	now := time.Now()
+	switch {
+	case !full:
+		r.saturatedSince = time.Time{}
+	case r.saturatedSince.IsZero():
+		r.saturatedSince = now
+	}
+	if full && now.Sub(r.saturatedSince) >= saturatedPollMax {
+		// Saturated that long: a graph holds the budget, and what kgo
+		// keeps buffered (a paused partition's records) may stand in
+		// front of a fetch error that would free it (a deleted topic's
+		// partitions are lost). Poll as when not saturated, once.
+		full, r.saturatedSince = false, now
+	}
 	if full {
 		timeout = min(timeout, rebalance.PollPaused)
 	}
@@ -268,10 +294,21 @@ func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
 	}
 	r.mu.Unlock()
 	var fetches kgo.Fetches
-	if room := r.core.Room(); room > 0 && !full {
+	switch room := r.core.Room(); {
+	case room > 0 && !full:
 		r.txns.polled()
 		fetches = r.cl.PollRecords(pctx, room)
-	} else {
+	case room > 0 && r.cl.BufferedFetchRecords() == 0:
+		// Saturated, and kgo holds no record: take what it buffered
+		// without waiting, its fetch errors (a deleted topic is seen
+		// only so, and losing its partitions may be what frees the
+		// budget). A record buffered since the check is delivered as
+		// any other.
+		r.txns.polled()
+		//lint:ignore SA1012 a nil context takes what is buffered, without waiting
+		fetches = r.cl.PollRecords(nil, room)
+		<-pctx.Done()
+	default:
 		<-pctx.Done()
 	}
 	r.mu.Lock()
