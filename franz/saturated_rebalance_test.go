@@ -2,7 +2,6 @@ package franz
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,31 +43,19 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 	)
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(topic, partitions))
 	producePartitionByPartition(t, b, topic, partitions, perPart, 100)
-	var mu sync.Mutex
-	got := map[int32][]int64{}
-	gotB := map[int32]int{}
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
+	seen, seenB := &offsetsSeen{}, &offsetsSeen{}
+	g := newGate()
 	build := func(member string) pipeline.Builder {
 		return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
 				if member == "A" {
-					select {
-					case entered <- struct{}{}:
-					default:
+					if err := g.pass(ctx); err != nil {
+						return err
 					}
-					select {
-					case <-release:
-					case <-ctx.Done():
-						return context.Cause(ctx)
-					}
+				} else {
+					seenB.add(r)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				got[r.Partition] = append(got[r.Partition], r.Offset)
-				if member == "B" {
-					gotB[r.Partition]++
-				}
+				seen.add(r)
 				return nil
 			})
 		}
@@ -76,7 +63,7 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 	runA := testkit.Start(t, newTestSource(t, b, group, topic, opts...), build("A"),
 		pipeline.WithMaxInFlight(8), pipeline.WithDrainTimeout(2*time.Second))
 	select {
-	case <-entered:
+	case <-g.entered:
 	case <-runA.Done():
 		t.Fatalf("Run of A returned %v", runA.Err())
 	case <-time.After(time.Minute):
@@ -85,11 +72,9 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 	runB := testkit.Start(t, newTestSource(t, b, group, topic, opts...), build("B"))
 	// B gets two of the four partitions; A holds every record it has.
 	bDone := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		n := 0
-		for _, c := range gotB {
-			if c == perPart {
+		for _, offs := range seenB.byPartition() {
+			if len(offs) == perPart {
 				n++
 			}
 		}
@@ -98,9 +83,7 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 	deadline := time.Now().Add(time.Minute)
 	for !bDone() {
 		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("B did not consume two partitions to the end in a minute while A was saturated: B processed %v", gotB)
+			t.Fatalf("B did not consume two partitions to the end in a minute while A was saturated: B processed %v", seenB.byPartition())
 		}
 		select {
 		case <-runA.Done():
@@ -110,7 +93,7 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	close(release)
+	close(g.release)
 	want := map[int32]int64{}
 	for p := range int32(partitions) {
 		want[p] = perPart
@@ -122,7 +105,5 @@ func saturatedRebalance(t *testing.T, opts []kgo.Opt) {
 	if err := runA.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	checkEveryOffsetInOrder(t, got, partitions, perPart)
+	checkEveryOffsetInOrder(t, seen.byPartition(), partitions, perPart)
 }

@@ -3,7 +3,6 @@ package franz
 import (
 	"context"
 	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,41 +25,31 @@ func TestSaturatedShutdownCommitsExactly(t *testing.T) {
 	)
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(topic, partitions))
 	producePartitionByPartition(t, b, topic, partitions, perPart, 100)
-	var mu sync.Mutex
-	got := map[int32][]int64{}
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
+	seen := &offsetsSeen{}
+	g := newGate()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() {
 		done <- pipeline.Run(ctx, newTestSource(t, b, group, topic), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-				select {
-				case entered <- struct{}{}:
-				default:
+				if err := g.pass(ctx); err != nil {
+					return err
 				}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				got[r.Partition] = append(got[r.Partition], r.Offset)
+				seen.add(r)
 				return nil
 			})
 		}, pipeline.WithMaxInFlight(8))
 	}()
 	select {
-	case <-entered:
+	case <-g.entered:
 	case err := <-done:
 		t.Fatalf("Run returned %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("nothing processed in a minute")
 	}
 	cancel()
-	close(release)
+	close(g.release)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -69,10 +58,8 @@ func TestSaturatedShutdownCommitsExactly(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("Run did not return within a minute of its context's end")
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	want := map[int32]int64{}
-	for p, offs := range got {
+	for p, offs := range seen.byPartition() {
 		for i, o := range offs {
 			if o != int64(i) {
 				t.Fatalf("partition %d processed offsets %v, want 0, 1, ... in order", p, offs)

@@ -2,7 +2,6 @@ package franz
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/sluice-go/sluice"
@@ -39,13 +38,10 @@ func tinyBudget(t *testing.T, valueSize int, limit pipeline.Option) {
 	)
 	b := kafkatest.NewBroker(t, kafkatest.WithTopic(topic, partitions))
 	producePartitionByPartition(t, b, topic, partitions, perPart, valueSize)
-	var mu sync.Mutex
-	got := map[int32][]int64{}
+	seen := &offsetsSeen{}
 	run := testkit.Start(t, newTestSource(t, b, group, topic), func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			mu.Lock()
-			defer mu.Unlock()
-			got[r.Partition] = append(got[r.Partition], r.Offset)
+			seen.add(r)
 			return nil
 		})
 	}, limit)
@@ -53,7 +49,5 @@ func tinyBudget(t *testing.T, valueSize int, limit pipeline.Option) {
 	if err := run.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	checkEveryOffsetInOrder(t, got, partitions, perPart)
+	checkEveryOffsetInOrder(t, seen.byPartition(), partitions, perPart)
 }

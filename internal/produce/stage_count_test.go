@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // checkStagesRunning checks how many Produce stages c's tracker counts.
@@ -31,15 +32,7 @@ func TestStageCountReturnsToZeroOnEveryEnd(t *testing.T) {
 		run  func(t *testing.T, c *stub)
 	}{
 		{"revoke drains", func(t *testing.T, c *stub) {
-			f, r := c.started(t, 3, recordMessage)
-			checkStagesRunning(t, c, 1, "while running")
-			revoked := inBackground(func() error { return f.Revoke("in", 0) })
-			synctest.Wait()
-			c.release("v0", "v1", "v2")
-			must(t, <-revoked)
-			synctest.Wait()
-			checkStagesRunning(t, c, 0, "after the revoke")
-			must(t, r.Stop(t))
+			endWithReportsHeld(t, c, "revoke", (*testkit.Fake).Revoke)
 		}},
 		{"failed delivery", func(t *testing.T, c *stub) {
 			c.fail["v1"] = errFatal
@@ -74,15 +67,7 @@ func TestStageCountReturnsToZeroOnEveryEnd(t *testing.T) {
 			}
 		}},
 		{"lost with reports outstanding", func(t *testing.T, c *stub) {
-			f, r := c.started(t, 3, recordMessage)
-			lost := inBackground(func() error { return f.Lose("in", 0) })
-			synctest.Wait()
-			checkStagesRunning(t, c, 1, "lost, reports outstanding")
-			c.release("v0", "v1", "v2")
-			must(t, <-lost)
-			synctest.Wait()
-			checkStagesRunning(t, c, 0, "after the loss")
-			must(t, r.Stop(t))
+			endWithReportsHeld(t, c, "loss", (*testkit.Fake).Lose)
 		}},
 		{"producer closed", func(t *testing.T, c *stub) {
 			_, r := c.started(t, 3, recordMessage)
@@ -152,4 +137,20 @@ func TestShareAfterManyPartitionsEnded(t *testing.T) {
 			t.Errorf("at most %d in flight, %d reports found their channel full; want %d and 0", maxInFlight, overflow, buffered)
 		}
 	})
+}
+
+// endWithReportsHeld ends in/0 with end (what: a revoke or a loss) while
+// the reports of its three messages are held: the stage still counts
+// while it waits for them, and counts itself out once it read them.
+func endWithReportsHeld(t *testing.T, c *stub, what string, end func(f *testkit.Fake, topic string, partitions ...int32) error) {
+	t.Helper()
+	f, r := c.started(t, 3, recordMessage)
+	ended := inBackground(func() error { return end(f, "in", 0) })
+	synctest.Wait()
+	checkStagesRunning(t, c, 1, what+" with reports outstanding")
+	c.release("v0", "v1", "v2")
+	must(t, <-ended)
+	synctest.Wait()
+	checkStagesRunning(t, c, 0, "after the "+what)
+	must(t, r.Stop(t))
 }
