@@ -253,6 +253,27 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 	return r.fatal
 }
 
+// holdBack reports whether this poll takes no record from kgo because
+// the runtime is saturated. After saturatedPollMax of unbroken saturation
+// it answers false once: a graph holds the budget, and what kgo keeps
+// buffered (a paused partition's records) may stand in front of a fetch
+// error that would free it (a deleted topic's partitions are lost).
+func (r *runner) holdBack() bool {
+	if !saturated(r.g) {
+		r.saturatedSince = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if r.saturatedSince.IsZero() {
+		r.saturatedSince = now
+	}
+	if now.Sub(r.saturatedSince) >= saturatedPollMax {
+		r.saturatedSince = now
+		return false
+	}
+	return true
+}
+
 // poll polls the client for up to timeout, or until ctx is done or a
 // rebalance callback hands work to the loop, taking at most the records
 // the core has room for (Core.Room). While the core has none, or the
@@ -267,21 +288,7 @@ func (r *runner) Poll(ctx context.Context, timeout time.Duration) error {
 // once: a buffered fetch holding only records of paused partitions would
 // otherwise keep such an error from ever being fetched.
 func (r *runner) poll(ctx context.Context, timeout time.Duration) kgo.Fetches {
-	full := saturated(r.g)
-	now := time.Now()
-	switch {
-	case !full:
-		r.saturatedSince = time.Time{}
-	case r.saturatedSince.IsZero():
-		r.saturatedSince = now
-	}
-	if full && now.Sub(r.saturatedSince) >= saturatedPollMax {
-		// Saturated that long: a graph holds the budget, and what kgo
-		// keeps buffered (a paused partition's records) may stand in
-		// front of a fetch error that would free it (a deleted topic's
-		// partitions are lost). Poll as when not saturated, once.
-		full, r.saturatedSince = false, now
-	}
+	full := r.holdBack()
 	if full {
 		timeout = min(timeout, rebalance.PollPaused)
 	}
