@@ -46,6 +46,8 @@ type Result struct {
 	CPUSec     float64     `json:"cpu_s"`                    // user+sys CPU of the process within the window
 	CPUTotal   float64     `json:"cpu_total_s"`              // user+sys CPU of the whole process
 	PeakRSSKiB int64       `json:"peak_rss_kib"`             // VmHWM
+	GCCycles   uint64      `json:"gc_cycles"`                // garbage collections of the whole process
+	GCCPUSec   float64     `json:"gc_cpu_s"`                 // the collector's CPU time in the whole process
 	PeakCalls  int64       `json:"peak_calls,omitempty"`     // most calls of the slow function at once
 	PeakBytes  int64       `json:"peak_in_flight,omitempty"` // most in-flight bytes (Sluice cases that note them)
 	Parts      []PartStats `json:"parts"`
@@ -154,6 +156,8 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	}
 	res.CPUTotal = ru.cpu.Seconds()
 	res.PeakRSSKiB = ru.maxRSSKiB
+	gc := readGC()
+	res.GCCycles, res.GCCPUSec = gc.cycles, gc.cpuSec
 	return res, err
 }
 

@@ -42,6 +42,14 @@ func (rn run) windowCPUPerRecord() float64 {
 
 func (rn run) rssMiB() float64 { return float64(rn.res.PeakRSSKiB) / 1024 }
 
+// gcShare is the collector's share of the process's CPU time, in percent.
+func (rn run) gcShare() float64 {
+	if rn.res.CPUTotal <= 0 {
+		return 0
+	}
+	return 100 * rn.res.GCCPUSec / rn.res.CPUTotal
+}
+
 // brokerCPUPerRecord is the broker's CPU time during the run (the run
 // child's whole life) per record, in microseconds.
 func (rn run) brokerCPUPerRecord() float64 {
@@ -76,8 +84,8 @@ func runLine(rn run) string {
 	if isPG(rn.name) {
 		extra = fmt.Sprintf(", PostgreSQL CPU %5.2f µs/record", rn.dbCPUPerRecord())
 	}
-	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s (%9.0f from assignment), window %6.3f s, CPU %5.2f µs/record (%5.2f in the window), peak RSS %6.1f MiB, broker CPU %5.2f µs/record (%.2f cores)%s, %s",
-		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.msgPerSecFromAssign(), rn.res.WindowSec, rn.cpuPerRecord(), rn.windowCPUPerRecord(), rn.rssMiB(), rn.brokerCPUPerRecord(), rn.brokerCores(), extra, verdict)
+	return fmt.Sprintf("run %d %-24s %3d partitions: %9.0f msg/s (%9.0f from assignment), window %6.3f s, CPU %5.2f µs/record (%5.2f in the window), peak RSS %6.1f MiB, GC %d cycles (%4.1f%% of CPU), broker CPU %5.2f µs/record (%.2f cores)%s, %s",
+		rn.round+1, rn.name, rn.l.partitions, rn.msgPerSec(), rn.msgPerSecFromAssign(), rn.res.WindowSec, rn.cpuPerRecord(), rn.windowCPUPerRecord(), rn.rssMiB(), rn.res.GCCycles, rn.gcShare(), rn.brokerCPUPerRecord(), rn.brokerCores(), extra, verdict)
 }
 
 // median returns the median of xs (the mean of the middle two for an
