@@ -33,9 +33,10 @@
 // the source holds an eighth of the byte budget (see docs/lifecycle.md,
 // "Backpressure"), and none while the runtime's in-flight budget is full
 // (a record taken then would only pause its partition, and kgo would
-// fetch the rest of its batch again) except kgo's fetch errors (a deleted
-// topic is seen only in a fetch) and one poll after each second the
-// budget stays full. A partition revoked or lost while paused is resumed
+// fetch the rest of its batch again; the groups of exactly-once and of a
+// follow.Source tell it as the runtime's does) except kgo's fetch errors
+// (a deleted topic is seen only in a fetch) and one poll after each
+// second the budget stays full. A partition revoked or lost while paused is resumed
 // in kgo, which keeps pauses across assignments, and what the source kept
 // of it is dropped. The high watermark of every fetched
 // partition is reported to Group.HighWatermark when it moves; Polled after

@@ -98,8 +98,10 @@ func (r *runner) unpend(tp sluice.TopicPartition) {
 	}
 }
 
-// saturator is the part of the runtime's Group (internal/engine) that
-// tells whether its in-flight budget is full.
+// saturator is the part of a Group that tells whether the runtime's
+// in-flight budget is full: the runtime's (internal/engine) and the
+// groups wrapping it for exactly-once (internal/exactlyonce) and for a
+// follower (follow), which pass its answer through.
 type saturator interface{ Saturated() bool }
 
 // saturated reports whether g says its budget is full: a delivery of any
@@ -108,8 +110,10 @@ type saturator interface{ Saturated() bool }
 // broker answers with whole batches, which may be many times the
 // source's share) to fetch it again on resume. So the poll loop takes
 // nothing from kgo meanwhile and kgo keeps its buffer whole. A Group
-// that wraps the runtime's and does not tell is never saturated: the
-// source then finds out from Deliver, as before.
+// that does not tell (one wrapping the runtime's without a Saturated of
+// its own) is never saturated: the source then finds out from Deliver,
+// and kgo strips and fetches again what a paused partition had
+// buffered.
 func saturated(g sluice.Group) bool {
 	s, ok := g.(saturator)
 	return ok && s.Saturated()
