@@ -1,9 +1,6 @@
 package follow
 
-// saturator is the part of the runtime's group that tells whether its
-// in-flight budget is full (a source that can leave fetched records with
-// its client takes none meanwhile).
-type saturator interface{ Saturated() bool }
+import "github.com/sluice-go/sluice/internal/saturation"
 
 // Saturated reports whether the wrapped group says its in-flight budget
 // is full; false when it does not tell. A source that asks takes no
@@ -18,6 +15,5 @@ type saturator interface{ Saturated() bool }
 // whatever the follower holds. Like the runtime's, it takes no lock and
 // touches none of the follower's state.
 func (g *group) Saturated() bool {
-	s, ok := g.Group.(saturator)
-	return ok && s.Saturated()
+	return saturation.Of(g.Group)
 }

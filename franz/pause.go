@@ -2,6 +2,7 @@ package franz
 
 import (
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/saturation"
 )
 
 // This file pauses and resumes partitions in kgo for the core.
@@ -98,12 +99,6 @@ func (r *runner) unpend(tp sluice.TopicPartition) {
 	}
 }
 
-// saturator is the part of a Group that tells whether the runtime's
-// in-flight budget is full: the runtime's (internal/engine) and the
-// groups wrapping it for exactly-once (internal/exactlyonce) and for a
-// follower (follow), which pass its answer through.
-type saturator interface{ Saturated() bool }
-
 // saturated reports whether g says its budget is full: a delivery of any
 // partition would then only wait for admission and pause its partition,
 // and kgo would strip the rest of that partition's buffered fetch (a
@@ -115,6 +110,5 @@ type saturator interface{ Saturated() bool }
 // and kgo strips and fetches again what a paused partition had
 // buffered.
 func saturated(g sluice.Group) bool {
-	s, ok := g.(saturator)
-	return ok && s.Saturated()
+	return saturation.Of(g)
 }

@@ -3,7 +3,6 @@ package franz
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,9 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
-	"github.com/sluice-go/sluice/testkit"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -46,49 +42,7 @@ func (f *fetchedRecords) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int3
 // to 4.75 times; taking none, once (a fetch in flight when the budget
 // fills may still be read again).
 func TestPausedPartitionsRecordsNotFetchedAgain(t *testing.T) {
-	const partitions, perPart, perBatch, limit = 4, 3000, 3000, 1000
-	b := kafkatest.NewBroker(t, kafkatest.WithTopic("refetch", partitions))
-	n := produceInBatches(t, b, "refetch", partitions, perPart, perBatch)
-	fetched := &fetchedRecords{}
-	src := newTestSource(t, b, "g-refetch", "refetch", kgo.WithHooks(fetched))
-	pc := &pauseCounter{paused: map[sluice.TopicPartition]bool{}}
-	var mu sync.Mutex
-	got := map[int32][]int64{}
-	var done atomic.Int64
-	release := make(chan struct{})
-	run := testkit.Start(t, src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			got[r.Partition] = append(got[r.Partition], r.Offset)
-			done.Add(1)
-			return nil
-		})
-	}, pipeline.WithMaxInFlight(limit), pipeline.WithHooks(pc))
-	run.WaitUntil(t, "a partition paused", func() bool { return pc.count() > 0 })
-	after := pc.polls.Load() + 50
-	run.WaitUntil(t, "50 polls after the pauses", func() bool { return pc.polls.Load() >= after })
-	close(release)
-	run.WaitUntil(t, "every record done", func() bool { return done.Load() == int64(n) })
-	if err := run.Stop(t); err != nil {
-		t.Fatal(err)
-	}
-	checkEveryOffsetInOrder(t, got, partitions, perPart)
-	if pc.count() == 0 {
-		t.Fatal("no partition was paused: the test did not exercise a pause")
-	}
-	// Each batch read again counts 3000 records, a quarter of the topic:
-	// up to four are allowed.
-	fetchedN := fetched.n.Load()
-	t.Logf("kgo fetched %d records for the %d of the topic", fetchedN, n)
-	if fetchedN > int64(n)*2 {
-		t.Errorf("kgo fetched %d records for the %d of the topic; want at most twice the topic", fetchedN, n)
-	}
+	notFetchedAgain(t, func(_ *testing.T, src *Source) sluice.Source { return src })
 }
 
 // produceInBatches writes perPart records of 100-byte values to each of

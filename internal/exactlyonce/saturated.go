@@ -1,9 +1,6 @@
 package exactlyonce
 
-// saturator is the part of the runtime's group that tells whether its
-// in-flight budget is full (a source that can leave fetched records with
-// its client takes none meanwhile).
-type saturator interface{ Saturated() bool }
+import "github.com/sluice-go/sluice/internal/saturation"
 
 // Saturated reports whether the wrapped group says its in-flight budget
 // is full; false when it does not tell. A source that asks takes no
@@ -20,6 +17,5 @@ type saturator interface{ Saturated() bool }
 // holdPause records a partition. Saturated takes no lock and touches none
 // of the Group's state.
 func (g *Group) Saturated() bool {
-	s, ok := g.Group.(saturator)
-	return ok && s.Saturated()
+	return saturation.Of(g.Group)
 }
