@@ -64,7 +64,9 @@
 // heartbeat was rejected with ILLEGAL_GENERATION) through Group.Lose and no
 // commit. A newly assigned partition that this consumer left paused in an
 // earlier assignment is resumed, as librdkafka keeps a partition paused
-// across revoke and re-assign; the others are not touched.
+// across revoke and re-assign; the others are not touched. The resume is
+// sent before the assign call: sent while librdkafka starts the
+// partition, it may be dropped as outdated, leaving the partition paused.
 //
 // A topic deleted and created again under the same name while Run reads
 // it is a new topic, but librdkafka keeps the partitions' fetch position

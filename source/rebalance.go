@@ -81,8 +81,20 @@ func (r *runner) answerInClose(ev kafka.Event) {
 	r.log.Warn("rebalance callback served inside Close", "event", ev.String(), "err", err)
 }
 
-// assigned serves an assignment (rebalance.Core.Assigned), then gives
+// assigned serves an assignment (rebalance.Core.Assigned), resumes the
+// partitions of it given up while paused (resumeLeftPaused), then gives
 // librdkafka the partitions.
+//
+// The resume comes before the assign call, while librdkafka does nothing
+// with those partitions: librdkafka (v2.11.1) orders the operations on a
+// partition by a version each takes when it is created
+// (rd_kafka_toppar_version_new_barrier, src/rdkafka_partition.c) and
+// drops one served after a newer one (rd_kafka_toppar_op_serve: "received
+// outdated op"). After the assign call its main thread starts the
+// partitions (a library resume and a fetch start, once the committed
+// offsets are fetched); a resume sent from here meanwhile can take an
+// older version than theirs and reach the queue after them, and is then
+// dropped: the partition stays paused by the application, never fetched.
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
 	if r.fatal == nil {
@@ -94,6 +106,7 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 			r.core.Assigned(tps, "cooperative", cooperative)
 		}
 	}
+	r.resumeLeftPaused(tps)
 	var err error
 	if cooperative {
 		err = r.c.IncrementalAssign(parts)
@@ -102,9 +115,7 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	}
 	if err != nil {
 		r.fatal = fmt.Errorf("source: assign partitions %v: %w", tps, err)
-		return
 	}
-	r.resumeLeftPaused(tps)
 }
 
 // resumeLeftPaused resumes the partitions of tps given up while paused:
@@ -112,7 +123,8 @@ func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 // across a loss the source serves itself), so whatever was paused in an
 // earlier assignment must not stay paused. Only those are resumed
 // (resuming a partition that is not paused is not a no-op in every
-// librdkafka version).
+// librdkafka version). A partition given up in a rebalance is resumed
+// before it is assigned again (see assigned).
 func (r *runner) resumeLeftPaused(tps []sluice.TopicPartition) {
 	var stale []sluice.TopicPartition
 	for _, tp := range tps {
@@ -153,7 +165,8 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 }
 
 // GaveUpPaused remembers tps: librdkafka keeps them paused, so a later
-// assignment resumes them (see assigned).
+// assignment resumes them, before it gives them to librdkafka (see
+// assigned).
 func (r *runner) GaveUpPaused(tps []sluice.TopicPartition) {
 	for _, tp := range tps {
 		r.leftPaused[tp] = true
