@@ -40,13 +40,15 @@ func (s *Source) takeTransactions() *transactions {
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
-// the producer's transactions.
+// the producer's transactions (the exactly-once Group goes beneath g's
+// layers, next to the runtime's group: exactlyonce.Insert).
 func (t *transactions) wrap(ctx context.Context, g sluice.Group) sluice.Group {
 	if t == nil {
 		return g
 	}
-	t.eg = exactlyonce.Wrap(ctx, g, t.txn, t.cfg)
-	return t.eg
+	feed, eg := exactlyonce.Insert(ctx, g, t.txn, t.cfg)
+	t.eg = eg
+	return feed
 }
 
 // initWatch is the watch of start, for the client's logger; nil without

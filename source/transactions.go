@@ -50,14 +50,16 @@ func (k *Source) initTransactions(b exactlyonce.Binding[*kafka.Producer], bound 
 }
 
 // wrap returns the Group the poll loop feeds: g, or g committing through
-// transactions of t's producer with c's group metadata.
+// transactions of t's producer with c's group metadata (the exactly-once
+// Group goes beneath g's layers, next to the runtime's group:
+// exactlyonce.Insert).
 func (t *transactions) wrap(ctx context.Context, c *kafka.Consumer, g sluice.Group) sluice.Group {
 	if t.p == nil {
 		return g
 	}
-	cfg := t.cfg
-	t.eg = exactlyonce.Wrap(ctx, g, confluentTxn{p: t.p, c: c, t: t}, cfg)
-	return t.eg
+	feed, eg := exactlyonce.Insert(ctx, g, confluentTxn{p: t.p, c: c, t: t}, t.cfg)
+	t.eg = eg
+	return feed
 }
 
 // confluentTxn is exactlyonce.Txn on a librdkafka transactional producer

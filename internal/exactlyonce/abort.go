@@ -117,6 +117,7 @@ func (g *Group) rewind(tps []sluice.TopicPartition) error {
 	for _, tp := range tps {
 		g.parts[tp] = newPartition() // what was held is dropped: it is fetched again
 	}
+	g.rewound(tps) // and so is what the layers above hold
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.CommitTimeoutOrDefault())
 	defer cancel()
 	gone, err := g.txn.Rewind(ctx, tps)

@@ -12,8 +12,9 @@ import (
 )
 
 // Group is a [sluice.Group] that commits through Kafka transactions: a
-// source running exactly-once wraps the runtime's group in it ([Wrap]) and
-// hands the result to its poll loop instead. It begins a transaction
+// source running exactly-once wraps the runtime's group in it and hands
+// the result to its poll loop instead ([Insert]: beneath the [Layer]s of
+// the group it was given, when it was given one, as a follower's). It begins a transaction
 // before the first record a graph gets, and commits it at every commit
 // point (the source's interval Offsets call, a graceful Revoke, Shutdown)
 // after a barrier: no record is handed to a graph until every record
@@ -75,6 +76,9 @@ type Group struct {
 	inDeliver     bool
 	deferred      []sluice.TopicPartition
 	deferredCause error
+	// layers: the groups above the Group that hold records back (Insert),
+	// outermost first; told of every rewind.
+	layers []Layer
 }
 
 // partition is what the Group knows of one owned partition. Offsets are

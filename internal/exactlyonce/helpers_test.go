@@ -149,8 +149,11 @@ type driver struct {
 	cfg   Config
 	calls chan func(g *Group)
 	ready chan *Group
-	// wrap, if set, wraps the runtime's group before Wrap does.
+	// wrap, if set, wraps the runtime's group before Insert does.
 	wrap func(sluice.Group) sluice.Group
+	// outer is the group Insert returned: the wrapping group when it is a
+	// Layer, else the Group. Read it on the poll loop only.
+	outer sluice.Group
 }
 
 func newDriver(txn *stubTxn, cfg Config) *driver {
@@ -161,7 +164,8 @@ func (d *driver) Run(ctx context.Context, inner sluice.Group) error {
 	if d.wrap != nil {
 		inner = d.wrap(inner)
 	}
-	g := Wrap(ctx, inner, d.txn, d.cfg)
+	feed, g := Insert(ctx, inner, d.txn, d.cfg)
+	d.outer = feed
 	d.ready <- g
 	for {
 		select {
