@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/rebalance"
+	"github.com/sluice-go/sluice/internal/saturation"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -111,6 +112,10 @@ type group struct {
 	sluice.Group
 	m *Meter
 }
+
+// Saturated passes the runtime's answer on (false when it does not tell),
+// so that a measured source behaves as it does unmeasured.
+func (g group) Saturated() bool { return saturation.Of(g.Group) }
 
 func (g group) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	g.m.delivered(tp, recs)

@@ -324,6 +324,17 @@ func (c *CheckingGroup) MaxInFlight() int { return c.g.MaxInFlight() }
 // be called from any goroutine, so it is not checked.
 func (c *CheckingGroup) MaxInFlightBytes() int64 { return c.g.MaxInFlightBytes() }
 
+// Saturated reports whether the wrapped Group says the runtime's in-flight
+// budget is full, false when it does not tell: the runtime's Group
+// answers a source that asks (the franz-go source takes nothing from its
+// client while it is), and a checked source must see what it sees
+// unchecked. It is no call of the Source contract, takes no lock and may
+// be called from any goroutine, so it is not checked.
+func (c *CheckingGroup) Saturated() bool {
+	s, ok := c.g.(interface{ Saturated() bool })
+	return ok && s.Saturated()
+}
+
 // Deliver implements sluice.Group.
 func (c *CheckingGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
 	c.enter("Deliver", true)

@@ -232,3 +232,26 @@ func checkQuotes(t *testing.T, file, what string, from, to int) {
 		}
 	}
 }
+
+// saturatedGroup is a stubGroup that tells whether the runtime's budget
+// is full.
+type saturatedGroup struct {
+	stubGroup
+	full bool
+}
+
+func (s *saturatedGroup) Saturated() bool { return s.full }
+
+// A checked source sees the runtime's saturation as an unchecked one does:
+// the CheckingGroup passes the wrapped Group's answer on, and answers
+// false for a Group that does not tell.
+func TestCheckingGroupPassesSaturatedOn(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		if got := sourcetest.NewCheckingGroup(&saturatedGroup{full: full}).Saturated(); got != full {
+			t.Errorf("Saturated = %v over a group saying %v", got, full)
+		}
+	}
+	if sourcetest.NewCheckingGroup(&stubGroup{}).Saturated() {
+		t.Error("Saturated = true over a group that does not tell")
+	}
+}
