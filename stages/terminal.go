@@ -8,12 +8,10 @@ import (
 )
 
 // Each calls fn for every value, in order, and ends the graph: a value's
-// records complete when fn returns nil for it; while calls take under
-// 10µs each, in groups of up to 64 values (see stagekit.Sink), and the
-// values before a failed one complete before it is handled. Write side
-// effects here (and make them idempotent: delivery is at-least-once). A
-// nil fn fails the build. Calls are one at a time per partition, as in
-// [Map], which says how to limit them across the consumer.
+// records complete when fn returns nil for it. Write side effects here
+// (and make them idempotent: delivery is at-least-once). A nil fn fails
+// the build. Calls are one at a time per partition, as in [Map], which
+// says how to limit them across the consumer.
 func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts ...CallOption) pipeline.End {
 	cs := specOf("Each", opts)
 	if fn == nil {

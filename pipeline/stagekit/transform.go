@@ -99,3 +99,30 @@ func (t *transformer[In, Out]) flush() bool {
 	t.em.buf = nil
 	return t.out.Send(buf)
 }
+
+// Sink adds a terminal stage that calls fn for every value, in order,
+// from one goroutine, through [Call] (like [Transform]): a value is done
+// as soon as fn returned nil for it, so the commit never waits for the
+// rest of its chunk; an error goes to [Stage.Fail]. A nil fn fails the build
+// naming the stage.
+func Sink[In any](in pipeline.Stream[In], spec StageSpec, fn func(ctx context.Context, v In) error) pipeline.End {
+	if fn == nil && spec.Problem == nil {
+		spec.Problem = errors.New("the function is nil")
+	}
+	return AddEnd(in, spec, func(s *Stage, inl *Inlet[In]) error {
+		ctx, pr := s.Context(), s.Probe()
+		return ForEachChunk(s, inl, func(chunk []Item[In]) error {
+			for i := range chunk {
+				it := &chunk[i]
+				if err := call(ctx, s, pr, it.Ticket, func() error { return fn(ctx, it.Value) }); err != nil {
+					if err := s.Fail(it.Ticket, err); err != nil {
+						return err
+					}
+					continue
+				}
+				s.Done(it.Ticket)
+			}
+			return nil
+		})
+	})
+}
