@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -51,6 +52,47 @@ func TestEachValuesThatReturnedReleaseTheBudgetWhileACallWaits(t *testing.T) {
 		h.Send("t", 1, testkit.Values(1)...)
 		h.WaitCommitted("t", 1, 1)
 		h.WaitCommitted("t", 0, 2*budget)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}
+
+// The same without any dependency between partitions: a slow call (10s,
+// an external call near its timeout) on t/0, in the middle of a group,
+// keeps the 63 values before it in the budget. Under a budget of 64,
+// t/1's record waits for that call to return before it is even admitted,
+// although every value but one of t/0 is done: it must run at once, as
+// it does when t/0's values complete as their calls return.
+func TestEachSlowCallInsideAGroupDoesNotHoldOtherPartitionsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const budget = 64
+		slow := int64(2*budget - 1)
+		var start time.Time
+		ran := make(chan time.Duration, 1) // how long after start t/1's record ran
+		h := testkit.New(t, func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Each(in, func(ctx context.Context, r sluice.Record) error {
+				switch {
+				case r.Partition == 1:
+					ran <- time.Since(start)
+				case r.Offset == slow:
+					time.Sleep(10 * time.Second)
+				}
+				return nil
+			})
+		}, pipeline.WithMaxInFlight(budget))
+		h.Assign("t", 0, 1)
+		h.Send("t", 0, testkit.Values(budget)...)
+		h.WaitCommitted("t", 0, budget) // the first chunk: the calls are fast
+		h.Send("t", 0, testkit.Values(budget)...)
+		synctest.Wait() // t/0's 64 to 126 returned, 127 sleeps: the budget is full
+		start = time.Now()
+		h.Send("t", 1, testkit.Values(1)...)
+		if d := <-ran; d != 0 {
+			t.Errorf("t/1's record ran %v after it was sent, want at once (t/0 has one value in progress, 63 done)", d)
+		}
+		h.WaitCommitted("t", 0, 2*budget)
+		h.WaitCommitted("t", 1, 1)
 		if err := h.Stop(); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
