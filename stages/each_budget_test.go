@@ -14,16 +14,15 @@ import (
 
 // Each's values whose call returned hold their share of the in-flight
 // budget until they complete. Under a budget of 64 records, partition
-// t/0's second chunk (64 fast calls, after a fast first chunk, so they
-// complete in a group) fills the budget, and the call for its last value
+// t/0's second chunk (64 fast calls, after a fast first chunk) fills the
+// budget, and the call for its last value
 // (offset 127) waits for t/1's record 0 to be processed (a function that
 // waits for another partition's progress, as an event-time alignment
 // across partitions does). The 63 values before it returned nil: once
-// they complete, t/1's record is admitted, runs, and releases t/0. With
-// the grouping they are held in the Sink's pending group while the call
-// for 127 waits, the budget stays full, t/1's record is never admitted,
-// and the consumer hangs: nothing is committed for either partition until
-// the shutdown's drain timeout cancels the waiting call.
+// they complete, t/1's record is admitted, runs, and releases t/0. Were
+// they kept back until the call for 127 returned, the budget would stay
+// full, t/1's record would never be admitted, and the consumer would hang
+// until the shutdown's drain timeout cancelled the waiting call.
 func TestEachValuesThatReturnedReleaseTheBudgetWhileACallWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const budget = 64
@@ -59,12 +58,12 @@ func TestEachValuesThatReturnedReleaseTheBudgetWhileACallWaits(t *testing.T) {
 }
 
 // The same without any dependency between partitions: a slow call (10s,
-// an external call near its timeout) on t/0, in the middle of a group,
-// keeps the 63 values before it in the budget. Under a budget of 64,
-// t/1's record waits for that call to return before it is even admitted,
-// although every value but one of t/0 is done: it must run at once, as
-// it does when t/0's values complete as their calls return.
-func TestEachSlowCallInsideAGroupDoesNotHoldOtherPartitionsBack(t *testing.T) {
+// an external call near its timeout) on t/0 after 63 fast ones must not
+// keep those 63 in the budget. Under a budget of 64,
+// t/1's record must run at once, not wait for that call to return before
+// it is even admitted: every value but one of t/0 is done, and each
+// completed as its call returned.
+func TestEachSlowCallDoesNotHoldOtherPartitionsBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const budget = 64
 		slow := int64(2*budget - 1)

@@ -14,25 +14,22 @@ import (
 )
 
 // The tests of this file run Each's fast calls (no time passes in the
-// bubble), so that after the first chunk its values complete in groups,
-// and then hold one call in the middle of a group. They pin down what
-// the values whose call returned before it become.
+// bubble) through a first chunk, then hold one call in the middle of the
+// second. They pin down what the values whose call returned before it
+// become.
 
-// A function that ignores its context, in the middle of a group of fast
-// calls, is abandoned by a revoke or a shutdown past the drain timeout.
+// A function that ignores its context, after a run of fast calls, is
+// abandoned by a revoke or a shutdown past the drain timeout.
 // Each of the 100 values before it (offsets 256 to 355 of the second
 // chunk) had its call return nil, so they are finished: the partition
 // must be committed exactly up to the abandoned record (356) and the
 // *StageError wrapping ErrAbandoned must name that record, as it does
 // when the same happens in the first chunk
-// (pipeline TestRevokeOrLossAbandonsAFunctionThatIgnoresItsContext).
-// The values of the open group (320 to 355) are never completed: they are
-// held in the Sink's pending group while its goroutine is inside the
-// abandoned call, and the commit stops at 320, the start of that group;
-// the error names 320, a record whose function returned nil, instead of
-// the one still running, and 36 finished records are processed again by
-// the next owner.
-func TestEachAbandonedInsideAGroupCommitsTheValuesBeforeIt(t *testing.T) {
+// (pipeline TestRevokeOrLossAbandonsAFunctionThatIgnoresItsContext):
+// values whose call returned complete while the stage's goroutine is
+// inside the next call, so none of them is processed again by the next
+// owner.
+func TestEachAbandonedCallCommitsTheValuesBeforeIt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		end  func(h *testkit.Harness) error

@@ -17,14 +17,13 @@ import (
 // In a share group, a shutdown acknowledges every finished record and
 // releases the unfinished ones (docs/share.md, "Clean shutdown"). Each
 // runs over the fake share source, whose polls take 32 records: the first
-// batch (0 to 31) is fast, so the second one (32 to 63) completes in a
-// group, and the call for offset 52 ignores its context, so the shutdown
-// abandons it. The calls for 32 to 51 returned nil: those records must be
+// batch (0 to 31) is fast, as is the second one (32 to 63) but for the
+// call for offset 52, which ignores its context, so the shutdown abandons
+// it. The calls for 32 to 51 returned nil: those records must be
 // accepted, and only the 12 records from 52 on (52 still running, 53 to
-// 63 never called) released and left unacknowledged. With the grouping,
-// 32 to 51 are held in the Sink's pending group while its goroutine is
-// inside the abandoned call: they are never completed, so they are
-// released with the rest and delivered again.
+// 63 never called) released and left unacknowledged: a record whose call
+// returned completes then, not once the stage's goroutine is out of the
+// next call, so it is not released with the rest and delivered again.
 func TestEachShareShutdownAcceptsTheValuesBeforeAnAbandonedCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const batch = 32
