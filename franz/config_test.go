@@ -70,6 +70,7 @@ func TestNewSourceRefusesReservedOpts(t *testing.T) {
 			return m, nil
 		}),
 		"WithLogger": kgo.WithLogger(kgo.BasicLogger(io.Discard, kgo.LogLevelInfo, nil)),
+		"WithPools":  kgo.WithPools(new(recordPool)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := validConfig()

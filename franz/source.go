@@ -141,6 +141,7 @@ func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	}
 	sizer := newFetchSizer(budgetOf(g), recordsOf(g)) // fetch.go
 	opts = append(opts, sizer.opts()...)
+	opts = append(opts, kgo.WithPools(new(recordPool))) // record_pool.go
 	opts = append(opts, txns.defaultOpts()...)
 	opts = append(opts, timeouts...)
 	opts = append(opts, s.cfg.Opts...)
@@ -344,6 +345,7 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		r.fetchError(topic, fp.Partition, fp.Err)
 	}
 	tp := sluice.TopicPartition{Topic: topic, Partition: fp.Partition}
+	defer recycle(fp.Records) // converted or dropped: their slices go back to the pool
 	if !r.core.Owns(tp) || r.core.Closing() {
 		return // fenced: not ours (stale records around a rebalance)
 	}
@@ -360,6 +362,15 @@ func (r *runner) partition(topic string, fp *kgo.FetchPartition) {
 		r.core.Add(toRecord(kr, &r.hdrs))
 	}
 	r.core.Flush()
+}
+
+// recycle hands recs back to kgo (kgo.Record.Recycle): their slice goes
+// back to the source's recordPool once every record of its batch was
+// recycled. Nothing may read them after.
+func recycle(recs []*kgo.Record) {
+	for _, kr := range recs {
+		kr.Recycle()
+	}
 }
 
 // toRecord converts a record kgo returned into a record, its headers
