@@ -47,14 +47,19 @@ func (p *recordPool) GetRecords(n int) []kgo.Record {
 	return make([]kgo.Record, 0, 1<<c)
 }
 
-// PutRecords implements kgo.PoolRecords. kgo zeroes every record before
-// it puts a slice back (Recycle); a slice whose capacity is no class's is
-// dropped.
+// PutRecords implements kgo.PoolRecords. kgo zeroes only the records
+// that were recycled: those it decoded and did not keep (below the offset
+// a fetch asked for, as when a fetch starts inside a batch) still point
+// into the fetched bytes, so the whole slice is cleared before it is kept,
+// and a pooled slice holds nothing of an earlier fetch. A slice whose
+// capacity is no class's is dropped.
 func (p *recordPool) PutRecords(s []kgo.Record) {
 	c := bits.Len(uint(cap(s))) - 1
 	if cap(s) == 0 || cap(s) != 1<<c || c > maxRecordClass {
 		return
 	}
+	s = s[:cap(s)]
+	clear(s)
 	s = s[:0]
 	p.classes[c].Put(&s)
 }

@@ -33,14 +33,11 @@ func batchOf(first int64, n, valueSize int) []byte {
 // the pooled slice, and kgo keeps none of them: they are never handed
 // over, so never recycled (zeroed), and kgo's release puts the slice back
 // into the recordPool without clearing them (pools.go, release: only the
-// decompressed bytes are zeroed). PutRecords says "kgo zeroes every record
-// before it puts a slice back" and pools the slice as it is, so the pool
-// holds records whose Key, Value, Headers and Context still point at the
-// fetched bytes: for an uncompressed batch, into the buffer of the whole
-// fetch response, which then lives for as long as the slice cycles
-// through the pool (every later batch of the same size class that decodes
-// fewer records leaves them in place). Without the pool the slice, and
-// with it the response, died with the batch.
+// decompressed bytes are zeroed). Their Key, Value, Headers and Context
+// point at the fetched bytes (for an uncompressed batch, the buffer of the
+// whole fetch response), so PutRecords clears the whole slice: a pooled
+// slice must hold nothing of an earlier fetch, or the response would live
+// for as long as the slice cycles through the pool.
 //
 // The test decodes one batch of 1000 records of 4 KiB values from offset
 // 999, as kgo does for a fetch at that offset, recycles the one record
