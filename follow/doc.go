@@ -23,6 +23,14 @@
 // partitions they give up (never delivered, so nothing is committed past
 // them). A failed read keeps the offsets read before.
 //
+// Over a source running exactly-once (a transactional producer bound to
+// it), the source puts its transactional group beneath the follower's,
+// next to the runtime's: only the records the follower hands on enter a
+// transaction, a partition whose leaders stall holds up none of the
+// other partitions' commits, and a transaction that aborts and rewinds
+// partitions makes the follower drop what it holds of them (fetched
+// again from the committed offsets).
+//
 // [Hook] reports, per partition, the leaders' offset, how many records
 // are held back and how far behind the leaders the follower is
 // ([Status].Lag); metrics.Metrics implements it (sluice_follower_*
