@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -181,6 +182,10 @@ func (c *Core) report(why string, offs []sluice.Offset, took time.Duration, err 
 	c.log.Warn("commit failed", "why", why, "err", err, "offsets", offs)
 }
 
+// errNotSent is what commitSync's error wraps when it sent nothing: the
+// commit in flight was not answered by the deadline.
+var errNotSent = errors.New("not sent")
+
 // commitSync commits offs (callers fence them themselves) once the commit
 // in flight, if any, was answered, waiting for both until deadline. Past
 // deadline a commit that was sent is abandoned (it stays in flight until
@@ -195,8 +200,8 @@ func (c *Core) commitSync(offs []sluice.Offset, why string, deadline time.Time) 
 	began := time.Now()
 	if !c.await(deadline) {
 		prev := c.inflight
-		err = fmt.Errorf("not sent: the earlier %s commit of %s was still unanswered after %v",
-			prev.why, engine.OffsetsString(prev.offs), time.Since(prev.began).Round(time.Millisecond))
+		err = fmt.Errorf("%w: the earlier %s commit of %s was still unanswered after %v",
+			errNotSent, prev.why, engine.OffsetsString(prev.offs), time.Since(prev.began).Round(time.Millisecond))
 		c.log.Warn("commit not sent in time", "why", why, "offsets", offs, "err", err)
 		c.g.Committed(offs, time.Since(began), &sluice.CommitError{Reason: why, Offsets: offs, Err: err})
 		return false, err

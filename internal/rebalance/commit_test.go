@@ -347,3 +347,56 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A retry of a final commit the group refused (its generation moved) that
+// is still unanswered when the commit timeout runs out is a refusal too:
+// Run returns nil and logs FinalCommitRefused, as when the last answer
+// was a refusal. The commits before it were refused, so whether it lands
+// or not, no record is lost.
+func TestFinalCommitRetryCutByTheDeadlineAfterRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := newLogRecorder()
+		h := startLogged(t, slog.New(logs))
+		h.assign(tp0)
+		h.setFinal(off(tp0, 9))
+		deadline := time.Now().Add(h.core.commitTimeout())
+		stopped := h.stopAsync()
+		var last *commitCall
+		for last == nil {
+			c := h.nextCommit()
+			wantOffsets(t, "final commit", c.offs, off(tp0, 9))
+			if time.Until(deadline) < 3*FinalCommitRetry {
+				last = c // left unanswered past the deadline
+				break
+			}
+			c.answer <- commitAnswer{err: errMovedOn}
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Run = %v, want nil (the group refused the commits before the one cut short)", err)
+		}
+		if !logs.logged(slog.LevelWarn, FinalCommitRefused) {
+			t.Fatalf("logs %q, want a warning %q", logs.all(), FinalCommitRefused)
+		}
+		last.answer <- commitAnswer{err: errMovedOn}
+		h.bg.Wait()
+	})
+}
+
+// A first final commit still unanswered at the deadline, with no refusal
+// before it, stays an error naming CloseTimeout: nothing says the group
+// moved on.
+func TestFinalCommitUnansweredWithoutRefusalIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t)
+		h.assign(tp0)
+		h.setFinal(off(tp0, 9))
+		stopped := h.stopAsync()
+		c := h.nextCommit()
+		err := <-stopped
+		if err == nil || !strings.Contains(err.Error(), "did not finish within Config.CloseTimeout") {
+			t.Fatalf("Run = %v, want the final commit not finished within CloseTimeout", err)
+		}
+		c.ok()
+		h.bg.Wait()
+	})
+}

@@ -56,9 +56,14 @@ const FinalCommitRefused = "the group refused the final commit (its membership m
 // partition no longer owned drops out of the retry. A
 // refusal because the group moved on, also a REBALANCE_IN_PROGRESS still
 // answered when the deadline nears, is logged as a warning
-// (FinalCommitRefused) and is no error. Any other error wraps the last
-// commit error.
+// (FinalCommitRefused) and is no error, and so is a retry of such a
+// refusal, sent, that the deadline cuts short: the group refused the
+// commits before it, and whether it lands or not, no record is lost (a
+// retry not sent because another commit, a revoke's, was still unanswered
+// stays an error: nothing says that one was refused).
+// Any other error wraps the last commit error.
 func (c *Core) commitFinal(deadline time.Time) error {
+	var refused error // the last refusal retried, if any
 	for {
 		c.b.BeforeFinalCommit(deadline)
 		offs := filterTPs(c.final, c.OwnedList())
@@ -68,6 +73,9 @@ func (c *Core) commitFinal(deadline time.Time) error {
 		finished, err := c.commitSync(offs, "shutdown", deadline)
 		retriable := err != nil && c.b.RetriableCommitError(err)
 		switch {
+		case !finished && refused != nil && !errors.Is(err, errNotSent):
+			c.log.Warn(FinalCommitRefused, "offsets", offs, "err", refused, "retry", err)
+			return nil
 		case !finished:
 			return c.finalCommitError(offs, "", false, err)
 		case err == nil:
@@ -77,6 +85,9 @@ func (c *Core) commitFinal(deadline time.Time) error {
 			return nil
 		case !retriable:
 			return c.finalCommitError(offs, "", true, err)
+		}
+		if c.b.ExpectedCommitError(err) {
+			refused = err
 		}
 		c.b.WaitToRetryCommit(FinalCommitRetry)
 	}
