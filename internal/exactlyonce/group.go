@@ -14,7 +14,7 @@ import (
 // Group is a [sluice.Group] that commits through Kafka transactions: a
 // source running exactly-once wraps the runtime's group in it and hands
 // the result to its poll loop instead ([Insert]: beneath the [Layer]s of
-// the group it was given, when it was given one, as a follower's). It begins a transaction
+// the group it was given, as a follower's). It begins a transaction
 // before the first record a graph gets, and commits it at every commit
 // point (the source's interval Offsets call, a graceful Revoke, Shutdown)
 // after a barrier: no record is handed to a graph until every record

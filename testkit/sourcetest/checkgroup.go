@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/saturation"
 )
 
 // CheckingGroup is a sluice.Group that forwards every call to the Group
@@ -330,10 +331,7 @@ func (c *CheckingGroup) MaxInFlightBytes() int64 { return c.g.MaxInFlightBytes()
 // client while it is), and a checked source must see what it sees
 // unchecked. It is no call of the Source contract, takes no lock and may
 // be called from any goroutine, so it is not checked.
-func (c *CheckingGroup) Saturated() bool {
-	s, ok := c.g.(interface{ Saturated() bool })
-	return ok && s.Saturated()
-}
+func (c *CheckingGroup) Saturated() bool { return saturation.Of(c.g) }
 
 // Deliver implements sluice.Group.
 func (c *CheckingGroup) Deliver(tp sluice.TopicPartition, recs []sluice.Record) bool {
