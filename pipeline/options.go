@@ -135,8 +135,8 @@ func WithMaxInFlight(records int) Option {
 // not counted, nor the clients' prefetch, which the Kafka sources size
 // from n: franz-go's fetches decompress to about n/8 in all (at the
 // compression ratio of the batches read lately, and at least one batch
-// per fetch), librdkafka's queue holds n/8 of keys and values plus a
-// fetch response per broker. See docs/lifecycle.md, "Backpressure".
+// per fetch), librdkafka's queue holds n/256 of keys and values (at least
+// 1 MiB) plus a fetch response per broker. See docs/lifecycle.md, "Backpressure".
 func WithMaxInFlightBytes(n int64) Option {
 	return positive("WithMaxInFlightBytes", "the limit", n, func(c *config) *int64 { return &c.MaxInFlightBytes })
 }

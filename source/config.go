@@ -60,10 +60,14 @@ type Config struct {
 	//
 	// Unless overridden, librdkafka's prefetch follows the runtime's
 	// in-flight byte budget (pipeline.WithMaxInFlightBytes), whatever the
-	// number of partitions: queued.max.messages.kbytes is an eighth of it
-	// (at least 1 MiB, at most librdkafka's default 64 MiB; librdkafka
-	// lowers fetch.max.bytes to it), queued.min.messages that size over
-	// 128 bytes (1000 to librdkafka's default 100000).
+	// number of partitions: queued.max.messages.kbytes is a 256th of it
+	// (at least 1 MiB, so 1 MiB at the default budget, at most
+	// librdkafka's default 64 MiB; librdkafka lowers fetch.max.bytes to
+	// it), queued.min.messages that size over 128 bytes (1000 to
+	// librdkafka's default 100000). A larger queue costs CPU per record
+	// and memory without adding throughput (docs/performance.md); raise
+	// it only for a link whose round trip is long against what 1 MiB
+	// takes to cross it.
 	Overrides map[string]any
 }
 

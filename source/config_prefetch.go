@@ -28,6 +28,15 @@ import (
 // the partition's version) and fetched again on resume, so a smaller
 // queue also wastes less on each pause.
 //
+// The queue is small on purpose: a 256th of the budget, so 1 MiB at the
+// default budget. A queue larger than what the poll loop takes between
+// two fetch responses buys no throughput; it only lets the poll loop run
+// further ahead of the stages, so records wait longer (in librdkafka's
+// queue, then in the graph up to the whole budget), are cold in the CPU
+// caches when a stage reads them, and swell the heap the collector
+// scans. docs/performance.md ("librdkafka's prefetch queue") has the
+// measurements.
+//
 // The source sets queued.max.messages.kbytes and queued.min.messages;
 // librdkafka then lowers fetch.max.bytes to the queue's size itself, but
 // not below message.max.bytes (rdkafka_conf.c, rd_kafka_conf_finalize),
@@ -35,7 +44,7 @@ import (
 const (
 	// queueShare: the consumer queue holds at most budget/queueShare
 	// bytes of keys and values.
-	queueShare = 8
+	queueShare = 256
 	// minQueueBytes keeps tiny budgets fetching; a broker still returns
 	// a batch larger than the request's limit, so progress never stalls.
 	minQueueBytes = 1 << 20

@@ -26,8 +26,9 @@ func TestPrefetchSizesFollowTheBudget(t *testing.T) {
 		budget              int64
 		queueKiB, queueMsgs int
 	}{
-		{budget: 16 << 20, queueKiB: 2048, queueMsgs: 16384},
-		{budget: 256 << 20, queueKiB: 32768, queueMsgs: 100000},
+		{budget: 16 << 20, queueKiB: 1024, queueMsgs: 8192},
+		{budget: 256 << 20, queueKiB: 1024, queueMsgs: 8192},
+		{budget: 1 << 30, queueKiB: 4096, queueMsgs: 32768},
 		// Tiny budgets keep fetching; huge ones stop at librdkafka's defaults.
 		{budget: 1 << 10, queueKiB: 1024, queueMsgs: 8192},
 		{budget: 64 << 30, queueKiB: 65536, queueMsgs: 100000},
@@ -46,17 +47,17 @@ func TestPrefetchKeepsOverrides(t *testing.T) {
 		overrides map[string]any
 		want      map[string]any
 	}{
-		{"none", nil, map[string]any{"queued.max.messages.kbytes": 2048, "queued.min.messages": 16384}},
+		{"none", nil, map[string]any{"queued.max.messages.kbytes": 4096, "queued.min.messages": 32768}},
 		{"queue overridden", map[string]any{"queued.max.messages.kbytes": 65536, "queued.min.messages": "5"},
 			map[string]any{"queued.max.messages.kbytes": 65536, "queued.min.messages": "5"}},
 		{"count overridden", map[string]any{"queued.min.messages": float64(500)},
-			map[string]any{"queued.max.messages.kbytes": 2048, "queued.min.messages": 500}},
+			map[string]any{"queued.max.messages.kbytes": 4096, "queued.min.messages": 500}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Overrides = tc.overrides
 			k, cm := configMapOf(t, cfg, 20*time.Second)
-			k.cfg.prefetch(cm, 16<<20)
+			k.cfg.prefetch(cm, 1<<30)
 			for key, want := range tc.want {
 				if got := cm[key]; got != want {
 					t.Errorf("%s = %v (%T), want %v", key, got, got, want)
@@ -83,8 +84,8 @@ func TestRunSizesPrefetchFromBudget(t *testing.T) {
 		group    func() sluice.Group
 		queueKiB string
 	}{
-		{"budget 16 MiB", func() sluice.Group { return budgetGroup{newFakeGroup(), 16 << 20} }, "2048"},
-		{"the default budget, 256 MiB", func() sluice.Group { return newFakeGroup() }, "32768"},
+		{"budget 2 GiB", func() sluice.Group { return budgetGroup{newFakeGroup(), 2 << 30} }, "8192"},
+		{"the default budget, 256 MiB", func() sluice.Group { return newFakeGroup() }, "1024"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

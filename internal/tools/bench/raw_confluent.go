@@ -17,11 +17,23 @@ const pollMs = 100
 // interval).
 const commitEvery = time.Second
 
+// rawQueueKiB and rawQueueMessages are the prefetch queue package source
+// gives librdkafka at pipeline's default in-flight byte budget
+// (queued.max.messages.kbytes and queued.min.messages; see
+// source/config_prefetch.go).
+const (
+	rawQueueKiB      = 1024
+	rawQueueMessages = 8192
+)
+
 // rawConsumerConfig is the librdkafka configuration of the raw loops: the
 // settings package source sets (earliest, fetch.queue.backoff.ms=10,
-// fetch.wait.max.ms=100, cooperative-sticky) with its own commit policy.
+// fetch.wait.max.ms=100, cooperative-sticky, its prefetch queue at the
+// default budget) with its own commit policy.
 func rawConsumerConfig(cfg runConfig) kafka.ConfigMap {
 	return kafka.ConfigMap{
+		"queued.max.messages.kbytes":    rawQueueKiB,
+		"queued.min.messages":           rawQueueMessages,
 		"bootstrap.servers":             strings.Join(cfg.brokers, ","),
 		"group.id":                      cfg.group,
 		"auto.offset.reset":             "earliest",
@@ -39,7 +51,21 @@ func rawConsumerConfig(cfg runConfig) kafka.ConfigMap {
 // auto-commits every second; the loop commits synchronously once the last
 // record is recorded, then closes.
 func rawConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
+	return rawConfluentWith(ctx, cfg, rawConsumerConfig(cfg), tr, w)
+}
+
+// rawConfluentDefaultQueue is rawConfluent with librdkafka's own prefetch
+// queue (64 MiB and 100,000 messages), what a loop that does not set it
+// gets.
+func rawConfluentDefaultQueue(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
 	cm := rawConsumerConfig(cfg)
+	delete(cm, "queued.max.messages.kbytes")
+	delete(cm, "queued.min.messages")
+	return rawConfluentWith(ctx, cfg, cm, tr, w)
+}
+
+// rawConfluentWith runs the raw loop with the client configuration cm.
+func rawConfluentWith(ctx context.Context, cfg runConfig, cm kafka.ConfigMap, tr *tracker, w *window) error {
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
 		return err

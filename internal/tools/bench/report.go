@@ -224,7 +224,7 @@ func report(w io.Writer, o options, speed, mem, slow []run) {
 			b := float64(rn.budget) / (1 << 20)
 			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %s |\n", rn.name, rn.l.partitions, b, rn.rssMiB(), rn.rssMiB()-b, rn.msgPerSec(), verdictText(rn))
 		}
-		fmt.Fprintln(w, "\nPeak RSS is the run's VmHWM. Prefetched data outside the budget counts in it: librdkafka's queue (queued.max.messages.kbytes, 64 MiB by default) and franz-go's buffered fetches.")
+		fmt.Fprintln(w, "\nPeak RSS is the run's VmHWM. Prefetched data outside the budget counts in it: librdkafka's queue (queued.max.messages.kbytes, which package source sizes from the budget: 1 MiB at budgets up to 256 MiB) and franz-go's buffered fetches.")
 	}
 	if len(slow) > 0 {
 		if len(speed)+len(mem) > 0 {

@@ -43,7 +43,7 @@ type rssSettings struct {
 	budget     int64         // pipeline.WithMaxInFlightBytes
 	consume    int           // records the child processes before it stops
 	work       time.Duration // time the stage spends per record, one record at a time across partitions
-	queueKiB   int           // librdkafka's queued.max.messages.kbytes; 0 keeps its default (64 MiB)
+	queueKiB   int           // librdkafka's queued.max.messages.kbytes; 0 keeps package source's (a 256th of the budget, at least 1 MiB)
 }
 
 const rssTopic = "rss"
@@ -64,7 +64,7 @@ func (r *rssSettings) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.size, "rss-size", 1024, "-rss: value bytes per record")
 	fs.Int64Var(&r.budget, "rss-budget", 16<<20, "-rss: the pipeline's in-flight byte budget (WithMaxInFlightBytes)")
 	fs.IntVar(&r.consume, "rss-consume", 60_000, "-rss: records the consumer processes before it stops")
-	fs.IntVar(&r.queueKiB, "rss-queue-kb", 0, "-rss: librdkafka's queued.max.messages.kbytes (its prefetch, outside the budget); 0 keeps librdkafka's 65536")
+	fs.IntVar(&r.queueKiB, "rss-queue-kb", 0, "-rss: librdkafka's queued.max.messages.kbytes (its prefetch, outside the budget); 0 keeps package source's, a 256th of the budget (at least 1024)")
 	fs.DurationVar(&r.work, "rss-work", 200*time.Microsecond, "-rss: time the slow stage spends per record (one record at a time in all)")
 }
 
@@ -116,7 +116,7 @@ func runRSS(ctx context.Context, kind kafkatest.Kind, set rssSettings, timeout t
 	}
 	sup := newSupervisor(self)
 	defer sup.killAll()
-	queue := "librdkafka's default queued.max.messages.kbytes"
+	queue := "package source's queued.max.messages.kbytes"
 	if set.queueKiB > 0 {
 		queue = fmt.Sprintf("queued.max.messages.kbytes=%d", set.queueKiB)
 	}
@@ -219,7 +219,7 @@ func rssChild(args []string) int {
 	budget := fs.Int64("budget", 16<<20, "in-flight byte budget")
 	consume := fs.Int("consume", 60_000, "records to process before stopping")
 	work := fs.Duration("work", 200*time.Microsecond, "time spent per record, one record at a time in all")
-	queueKiB := fs.Int("queue-kb", 0, "librdkafka's queued.max.messages.kbytes; 0 keeps its default")
+	queueKiB := fs.Int("queue-kb", 0, "librdkafka's queued.max.messages.kbytes; 0 keeps package source's")
 	fs.String("client-id", "", "ignored (the supervisor names every process)")
 	if err := fs.Parse(args); err != nil {
 		return 2
