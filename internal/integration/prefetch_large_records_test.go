@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,11 +114,16 @@ func (c *valueChecker) see(t testing.TB, r sluice.Record) {
 // largeAndSmallSizes: records of 1.5 MiB and 3 MiB (larger than the
 // prefetch queue at the default budget, and than librdkafka's
 // fetch.max.bytes, which it lowers to the queue) between runs of small
-// ones; two large records in a row, and a large one first and last.
+// ones; two large records in a row, and a large one first and last; and
+// a run of 150 records of 32 KiB, produced together, whose batches hold
+// several MiB (compressed, far less on the wire).
 func largeAndSmallSizes() []int {
 	const small, mid, big = 100, 3 << 19, 3 << 20
 	var s []int
 	s = append(s, big)
+	for range 150 {
+		s = append(s, 32<<10)
+	}
 	for range 3 {
 		for range 40 {
 			s = append(s, small)
@@ -127,37 +133,72 @@ func largeAndSmallSizes() []int {
 	return append(s, big)
 }
 
+// largeCase is one way of writing and reading the records of
+// TestPrefetchRecordsLargerThanTheQueue.
+type largeCase struct {
+	name      string
+	produce   []kgo.Opt      // after largeProducer's
+	overrides map[string]any // the source's Overrides
+}
+
+var largeCases = []largeCase{
+	{name: "default"},
+	// Batches that decompress to far more than the queue and than the
+	// fetch.max.bytes that bounded them on the wire.
+	{name: "zstd", produce: []kgo.Opt{kgo.ProducerBatchCompression(kgo.ZstdCompression())}},
+	{name: "lz4", produce: []kgo.Opt{kgo.ProducerBatchCompression(kgo.Lz4Compression())}},
+	{name: "snappy", produce: []kgo.Opt{kgo.ProducerBatchCompression(kgo.SnappyCompression())}},
+	// Overrides of the prefetch: a queue of 64 KiB, fetch.max.bytes at
+	// librdkafka's floor (message.max.bytes), and one far above the queue.
+	{name: "queue-64KiB", overrides: map[string]any{"queued.max.messages.kbytes": 64}},
+	{name: "fetch-max-1MB", overrides: map[string]any{"fetch.max.bytes": 1000000}},
+	{name: "fetch-max-50MiB", overrides: map[string]any{"fetch.max.bytes": 50 << 20}},
+}
+
 // TestPrefetchRecordsLargerThanTheQueue: records larger than librdkafka's
 // prefetch queue (1 MiB at the default budget) and than the fetch.max.bytes
-// librdkafka derives from it, mixed with small ones, on four partitions.
-// A broker returns a batch larger than the request's limit when it is the
-// first of the response, so the consumer keeps making progress: every
-// record is processed exactly once with its whole value, and the group
-// commits the high watermarks.
+// librdkafka derives from it, mixed with small ones, on four partitions;
+// uncompressed, compressed (the small ones then share batches that
+// decompress to several MiB), and with Overrides of the queue and of
+// fetch.max.bytes. A broker returns a batch larger than the request's
+// limit when it is the first of the response, so the consumer keeps making
+// progress: every record is processed exactly once, in order, with its
+// whole value, and the group commits the high watermarks.
 func TestPrefetchRecordsLargerThanTheQueue(t *testing.T) {
-	t.Parallel()
+	eachCase(t, largeCases, func(c largeCase) string { return c.name }, largeRecordsRun)
+}
+
+func largeRecordsRun(t *testing.T, lc largeCase) {
 	const parts = 4
 	b := kafkatest.NewBroker(t)
-	const topic, group = "prefetch-large", "prefetch-large-g"
+	topic, group := "prefetch-large-"+lc.name, "prefetch-large-"+lc.name+"-g"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := b.CreateTopicContext(ctx, topic, parts, map[string]string{"max.message.bytes": fmt.Sprint(largeTopicMaxBytes)}); err != nil {
 		t.Fatal(err)
 	}
-	vals := produceSizes(t, largeProducer(t, b), topic, parts, largeAndSmallSizes())
+	vals := produceSizes(t, largeProducer(t, b, lc.produce...), topic, parts, largeAndSmallSizes())
 	hw := b.HighWatermarks(t, topic)
 	vc := &valueChecker{offsets: newOffsets(hw), vals: vals}
+	next := make([]int64, parts) // each partition's stage runs on its own goroutine
 	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			if r.Offset != next[r.Partition] {
+				t.Errorf("partition %d: processed offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition] = r.Offset + 1
 			vc.see(t, r)
 			return nil
 		})
 	}
-	src := newSource(t, b, group, topic, nil)
+	src := newSource(t, b, group, topic, lc.overrides)
 	began := time.Now()
-	c := startConsumer(t, "large", src, build)
-	waitGroupAt(t, b, group, topic, hw, c)
-	t.Logf("%d records, all committed after %v", vc.total.Load(), time.Since(began))
+	c := startConsumer(t, lc.name, src, build)
+	waitFor(t, fmt.Sprintf("commits at the high watermarks %v", hw), func() bool {
+		got, err := b.CommittedContext(t.Context(), group, topic)
+		return err == nil && maps.Equal(got, hw)
+	}, c)
+	t.Logf("%v: %d records, all committed after %v", b.Kind(), vc.total.Load(), time.Since(began))
 	c.stop(t)
 	if dups := vc.offsets.check(t); dups != 0 {
 		t.Errorf("%d duplicate processings, want none (one consumer, no rebalance)", dups)
