@@ -356,7 +356,7 @@ func fillUncompressed(t *testing.T, b *kafkatest.Broker, topic string, partition
 // A source run under a follower sizes its client's fetches from the
 // runtime's byte budget exactly as it does alone: the follower's Group
 // hands the budget on. With a 4 MiB budget librdkafka fetches up to
-// 1 MiB (its queue, an eighth of the budget, at least 1 MiB), kgo up to
+// 1 MiB (its queue, a 256th of the budget, at least 1 MiB), kgo up to
 // 128 KiB (a 32nd: batches are uncompressed and records small enough
 // that a 32nd of the record limit weighs more).
 func TestFollowedSourceSizesFetchesFromTheBudget(t *testing.T) {

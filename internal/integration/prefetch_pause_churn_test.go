@@ -122,7 +122,7 @@ func pauseChurnRun(t *testing.T, tc churnCase) {
 	if dups := vc.offsets.check(t); dups != 0 {
 		t.Errorf("%d duplicate processings, want none (one consumer that keeps its partitions)", dups)
 	}
-	if a, r, l := obs.assigned.Load(), obs.revoked.Load(), obs.lost.Load(); a != parts || l != 0 {
+	if a, r, l := obs.assigned.Load(), obs.revoked.Load(), obs.lost.Load(); a != parts || r != parts || l != 0 {
 		t.Errorf("%d partitions assigned, %d revoked, %d lost; want %d, %d (at shutdown), 0", a, r, l, parts, parts)
 	}
 	if obs.paused.Load() == 0 {

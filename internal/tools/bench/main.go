@@ -17,7 +17,8 @@
 // -case NAME ..."), so the CPU time and peak RSS a run reports are its
 // own; the broker's CPU time during each run (its child process and
 // everything it started) is reported beside it. Cases: the raw
-// confluent-kafka-go poll loop, the raw franz-go loop, Sluice on each
+// confluent-kafka-go poll loop (with package source's prefetch queue, and
+// with librdkafka's own), the raw franz-go loop, Sluice on each
 // backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
 // Each; consume → produce: a raw loop on each client and Sluice's Map →
 // Pool(8) → Produce; and the dead-letter pair on each backend: Map →
