@@ -1,7 +1,6 @@
 package franz
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -58,27 +57,9 @@ func produceInBatches(t *testing.T, b *kafkatest.Broker, topic string, partition
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	value := make([]byte, 100)
-	var failed atomic.Pointer[error]
-	for i := 0; i < perPart; i += perBatch {
-		for p := range int32(partitions) {
-			for j := i; j < i+perBatch; j++ {
-				r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, j), Value: value}
-				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-				})
-			}
-		}
-		if err := cl.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := failed.Load(); err != nil {
-		t.Fatal(*err)
-	}
+	produceRounds(t, cl, int32(partitions), perPart, perBatch, func(p int32, j int) *kgo.Record {
+		return &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "%d-%d", p, j), Value: value}
+	})
 	return partitions * perPart
 }

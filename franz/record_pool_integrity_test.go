@@ -78,30 +78,13 @@ func produceContent(t *testing.T, b *kafkatest.Broker, topic string, partitions 
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var failed atomic.Pointer[error]
-	for i := 0; i < perPart; i += perBatch {
-		for p := range partitions {
-			for j := i; j < min(i+perBatch, perPart); j++ {
-				r := &kgo.Record{Topic: topic, Partition: p, Key: pooledKey(p, j), Value: pooledValue(p, j), Timestamp: pooledTime(p, j)}
-				for _, h := range pooledHeaders(p, j) {
-					r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-				}
-				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-				})
-			}
+	produceRounds(t, cl, partitions, perPart, perBatch, func(p int32, j int) *kgo.Record {
+		r := &kgo.Record{Topic: topic, Partition: p, Key: pooledKey(p, j), Value: pooledValue(p, j), Timestamp: pooledTime(p, j)}
+		for _, h := range pooledHeaders(p, j) {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
-		if err := cl.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := failed.Load(); err != nil {
-		t.Fatal(*err)
-	}
+		return r
+	})
 }
 
 // contentDiff returns how r differs from what pooledContent put at its
