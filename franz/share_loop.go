@@ -41,7 +41,8 @@ type shareRunner struct {
 	acks     []sluice.Ack
 	joined   bool
 	fatal    error
-	gone     goneTopics // see topicsGone
+	gone     goneTopics   // see topicsGone
+	anew     consumedAnew // the topics topicsGone consumed anew lately
 }
 
 func newShareRunner(s *ShareSource, g sluice.AckGroup) *shareRunner {
@@ -94,6 +95,7 @@ func (r *shareRunner) run(ctx context.Context) error {
 func (r *shareRunner) poll(ctx context.Context) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, pollIdle)
 	defer cancel()
+	r.anew.polling(time.Now())
 	return r.cl.PollRecords(pctx, 0)
 }
 
@@ -199,11 +201,22 @@ func (r *shareRunner) fetchError(topic string, p int32, err error) {
 // UNKNOWN_TOPIC_ID, logged by ackResults), and the topic is purged from
 // the client and added back, so that the records of a recreated topic are
 // delivered (to new graphs) from where the share group starts on it.
+//
+// A report about a topic consumed anew lately may come from a fetch sent
+// under its old ID (see consumedAnew): it is ignored, and the topic's
+// graphs and records of the new ID are kept. A real deletion goes on
+// being reported and is handled once the grace is over.
 func (r *shareRunner) topicsGone() {
 	if len(r.gone) == 0 {
 		return
 	}
+	now := time.Now()
 	for topic := range r.gone {
+		if r.anew.stale(topic, now) {
+			r.log.Debug("ignored a report that the broker no longer knows the topic's ID: it was consumed anew under its current ID lately, and a fetch sent before may answer for the old one",
+				"topic", topic)
+			continue
+		}
 		var tps []sluice.TopicPartition
 		for tp := range r.assigned {
 			if tp.Topic == topic {
@@ -220,15 +233,10 @@ func (r *shareRunner) topicsGone() {
 			}
 		}
 		r.g.Lose(tps)
-		// A fetch already under way when the topic was purged may
-		// report it gone once more: nothing is lost then.
-		level := slog.LevelInfo
-		if len(tps) > 0 || dropped > 0 {
-			level = slog.LevelWarn
-		}
-		r.log.Log(context.Background(), level, "the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
+		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
 		resubscribe(r.cl, topic)
+		r.anew.consumed(topic)
 	}
 	clear(r.gone)
 	// Outcomes the lost graphs reported before they stopped are for

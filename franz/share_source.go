@@ -126,5 +126,6 @@ func (s *ShareSource) Run(ctx context.Context, g sluice.Group) error {
 		return fmt.Errorf("franz: create share client: %w", err)
 	}
 	r.cl = cl
+	r.anew = newConsumedAnew(cl)
 	return r.run(ctx)
 }
