@@ -1,0 +1,292 @@
+package franz
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// consumedAnewHandler is a slog handler that sends on ch the topic of
+// each log of the share source saying it consumes a topic anew (its
+// topicsGone acted on a report that the broker no longer knows the
+// topic's ID), and passes every record on to next (when not nil).
+type consumedAnewHandler struct {
+	ch   chan<- string
+	next slog.Handler
+}
+
+func (h consumedAnewHandler) Enabled(ctx context.Context, l slog.Level) bool { return true }
+
+func (h consumedAnewHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "the broker no longer knows the topic's ID: it was deleted") {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "topic" {
+				h.ch <- a.Value.String()
+			}
+			return true
+		})
+	}
+	if h.next != nil && h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h consumedAnewHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithAttrs(as)
+	}
+	return h
+}
+
+func (h consumedAnewHandler) WithGroup(g string) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithGroup(g)
+	}
+	return h
+}
+
+// consumedAnewLogger returns a logger for consumedAnewHandler on ch that
+// also logs to kafkatest.Logger(t).
+func consumedAnewLogger(t *testing.T, ch chan<- string) *slog.Logger {
+	var next slog.Handler
+	if l := kafkatest.Logger(t); l != nil {
+		next = l.Handler()
+	}
+	return slog.New(consumedAnewHandler{ch: ch, next: next})
+}
+
+// A ShareFetch the client sent under a deleted topic's old ID, before the
+// source consumed the topic anew, is answered after the first poll that
+// followed (here, the broker answers it a second late; a broker may take
+// up to the fetch max wait plus the request timeout overhead), while that
+// poll returned a record of another topic, from another broker. The
+// source polls again only once that record has its outcome, which takes
+// longer than the grace: the next poll returns the old fetch's report,
+// which kgo buffered within the grace. It is still stale: the topic was
+// deleted once, and must be consumed anew once. Acting on it loses the
+// graph of the recreated topic and releases the new topic's record it
+// just delivered, which the broker then redelivers.
+func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testing.T) {
+	const group = "g"
+	b := kafkatest.NewKfake(t, kafkatest.WithNodes(2), kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+		"group.share.heartbeat.interval.ms": "100",
+	})))
+	c := b.Cluster()
+	b.CreateTopic(t, "orders", 1)
+	b.CreateTopic(t, "stays", 1)
+	// The old topic's partition on node 0, stays' on node 1.
+	for topic, node := range map[string]int32{"orders": 0, "stays": 1} {
+		if err := c.MoveTopicPartition(topic, 0, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
+
+	seen := make(chan string, 64)
+	release := make(chan struct{})  // ends old-0's processing
+	stayHeld := make(chan struct{}) // stay-0 is in the graph
+	stayDone := make(chan struct{}) // ends stay-0's processing
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
+			var wait chan struct{}
+			switch string(r.Value) {
+			case "old-0":
+				wait = release
+			case "stay-0":
+				close(stayHeld)
+				wait = stayDone
+			}
+			if wait != nil {
+				select {
+				case <-wait:
+				case <-ctx.Done():
+				}
+			}
+			return r, nil
+		}))
+	}
+	anew := make(chan string, 16)
+	// Grace: the fetch max wait (100ms) plus the overhead (2s).
+	const overhead = 2 * time.Second
+	const grace = defaultFetchMaxWait + overhead
+	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
+		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
+			CloseTimeout: 5 * time.Second, Logger: consumedAnewLogger(t, anew),
+			Opts: []kgo.Opt{kgo.RequestTimeoutOverhead(overhead)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}}
+	src := driver.NewShareSource(t, group, "orders")
+	cancel, done := startRun(t, src, build)
+
+	deadline := time.After(recreateWait)
+	got := map[string]int{}
+	await := func(want ...string) {
+		t.Helper()
+		for _, v := range want {
+			for got[v] == 0 {
+				select {
+				case s := <-seen:
+					got[s]++
+				case err := <-done:
+					t.Fatalf("Run returned %v while record %s was awaited", err, v)
+				case <-deadline:
+					t.Fatalf("record %s not delivered within %v", v, recreateWait)
+				}
+			}
+		}
+	}
+	await("orders:old-0@0")
+
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	details, err := adm.ListTopics(t.Context(), "orders")
+	if err != nil || details["orders"].Err != nil {
+		t.Fatalf("orders' topic ID: %v %v", err, details["orders"].Err)
+	}
+	oldID := [16]byte(details["orders"].ID)
+
+	// The broker answers a second late every ShareFetch of a share
+	// session holding the old ID's partition, from the fifth one after
+	// the deletion on (kgo surfaces UNKNOWN_TOPIC_ID on the sixth
+	// answer; the fetch it sends once the source polled that report is
+	// the late one).
+	var (
+		mu       sync.Mutex
+		deleted  bool
+		oldAfter int
+		session  = map[int32]bool{} // by node: its share session holds the old partition
+	)
+	lateAnswered := make(chan struct{}, 64)
+	ended := make(chan struct{}) // the test is over: no answer waits any longer
+	t.Cleanup(func() { close(ended) })
+	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		deleted = true
+		mu.Unlock()
+		return nil, nil, false
+	})
+	c.ControlKey(kmsg.ShareFetch.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.ShareFetchRequest)
+		node := c.CurrentNode()
+		mu.Lock()
+		if req.ShareSessionEpoch <= 0 {
+			session[node] = false
+		}
+		for _, rt := range req.Topics {
+			if rt.TopicID == oldID {
+				session[node] = true
+			}
+		}
+		for _, ft := range req.ForgottenTopicsData {
+			if ft.TopicID == oldID {
+				session[node] = false
+			}
+		}
+		old := session[node] && deleted
+		if old {
+			oldAfter++
+		}
+		late := old && oldAfter >= 5
+		mu.Unlock()
+		if late {
+			c.SleepControl(func() {
+				select {
+				case <-time.After(time.Second):
+				case <-ended:
+				}
+			})
+			select {
+			case lateAnswered <- struct{}{}:
+			default:
+			}
+		}
+		return nil, nil, false
+	})
+
+	kafkadriver.RecreateTopic(t, b, "orders", 1)
+	// The new topic's partition on node 0 first, where the client's
+	// cursor of the old one stays; on node 1 once consumed anew.
+	if err := c.MoveTopicPartition("orders", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+
+	// The source sees the topic gone and consumes it anew; the first
+	// poll after that returns a record of stays, held past the grace.
+	select {
+	case topic := <-anew:
+		if topic != "orders" {
+			t.Fatalf("consumed %s anew, want orders", topic)
+		}
+	case err := <-done:
+		t.Fatalf("Run returned %v before consuming orders anew", err)
+	case <-deadline:
+		t.Fatalf("orders not consumed anew within %v", recreateWait)
+	}
+	if err := c.MoveTopicPartition("orders", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")})
+	select {
+	case <-stayHeld:
+	case <-deadline:
+		t.Fatalf("stay-0 not delivered within %v", recreateWait)
+	}
+	held := time.After(grace + time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
+	defer pcancel()
+	if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lateAnswered:
+	case <-deadline:
+		t.Fatalf("no ShareFetch under the old ID answered late within %v", recreateWait)
+	}
+	<-held // stay-0's processing takes longer than the grace
+	close(stayDone)
+
+	await("stays:stay-0@0", "orders:new-0@0")
+	if lag := driver.AwaitUnacknowledged(t, group, "orders", map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
+		t.Errorf("share group %s's unacknowledged records of orders = %v, want {0: 0}", group, lag)
+	}
+	stopRun(t, cancel, done)
+	for len(seen) > 0 {
+		got[<-seen]++
+	}
+	for v, n := range got {
+		if n > 1 {
+			t.Errorf("record %s delivered %d times, want once", v, n)
+		}
+	}
+	if n := len(anew); n > 0 {
+		t.Errorf("orders, deleted and recreated once, consumed anew %d times more (its new graph lost, its records released)", n)
+	}
+}
