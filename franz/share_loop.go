@@ -67,7 +67,15 @@ func (r *shareRunner) run(ctx context.Context) error {
 		}
 		if len(r.held) == 0 {
 			r.handle(r.poll(ctx))
-			r.topicsGone()
+			if r.topicsGone() {
+				// kgo buffers a fetch's error at once: a topic deleted
+				// again within its grace must not be fetched (and
+				// ignored) at round-trip pace until the grace ends.
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+				}
+			}
 			if !r.joined {
 				r.joined = true
 				r.g.Joined()
@@ -205,14 +213,17 @@ func (r *shareRunner) fetchError(topic string, p int32, err error) {
 // A report about a topic consumed anew lately may come from a fetch sent
 // under its old ID (see consumedAnew): it is ignored, and the topic's
 // graphs and records of the new ID are kept. A real deletion goes on
-// being reported and is handled once the grace is over.
-func (r *shareRunner) topicsGone() {
+// being reported and is handled once the grace is over; meanwhile the
+// caller polls at most once per pollIdle (it reports whether it ignored
+// a report).
+func (r *shareRunner) topicsGone() (ignored bool) {
 	if len(r.gone) == 0 {
-		return
+		return false
 	}
 	now := time.Now()
 	for topic := range r.gone {
-		if r.anew.stale(topic, now) {
+		if r.anew.stale(topic) {
+			ignored = true
 			r.log.Debug("ignored a report that the broker no longer knows the topic's ID: it was consumed anew under its current ID lately, and a fetch sent before may answer for the old one",
 				"topic", topic)
 			continue
@@ -236,12 +247,13 @@ func (r *shareRunner) topicsGone() {
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
 		resubscribe(r.cl, topic)
-		r.anew.consumed(topic)
+		r.anew.consumed(topic, now)
 	}
 	clear(r.gone)
 	// Outcomes the lost graphs reported before they stopped are for
 	// records no longer held: applyAcks ignores them.
 	r.applyAcks()
+	return ignored
 }
 
 // ackStatus maps a runtime outcome to kgo's acknowledgement.

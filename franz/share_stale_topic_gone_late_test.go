@@ -73,7 +73,7 @@ func consumedAnewLogger(t *testing.T, ch chan<- string) *slog.Logger {
 // A ShareFetch the client sent under a deleted topic's old ID, before the
 // source consumed the topic anew, is answered after the first poll that
 // followed (here, the broker answers it a second late; a broker may take
-// up to the fetch max wait plus the request timeout overhead), while that
+// up to the fetch max wait plus kgo's bound on a share fetch), while that
 // poll returned a record of another topic, from another broker. The
 // source polls again only once that record has its outcome, which takes
 // longer than the grace: the next poll returns the old fetch's report,
@@ -122,13 +122,12 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 		}))
 	}
 	anew := make(chan string, 16)
-	// Grace: the fetch max wait (100ms) plus the overhead (2s).
-	const overhead = 2 * time.Second
-	const grace = defaultFetchMaxWait + overhead
+	// The grace: the fetch max wait, kgo's bound on a share fetch, and
+	// a second to handle the answer.
+	const grace = defaultFetchMaxWait + shareFetchBound + time.Second
 	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
 		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: 5 * time.Second, Logger: consumedAnewLogger(t, anew),
-			Opts: []kgo.Opt{kgo.RequestTimeoutOverhead(overhead)}})
+			CloseTimeout: 5 * time.Second, Logger: consumedAnewLogger(t, anew)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,9 +65,9 @@ func recordsFetch(topic string, offsets ...int64) kgo.Fetches {
 // deletion, and is handled.
 func TestShareSourceIgnoresTopicGoneFromAFetchUnderTheOldID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const grace = 3 * time.Second
+		const grace = time.Second + shareFetchBound + time.Second
 		cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.ShareGroup("g"), kgo.ConsumeTopics("orders"),
-			kgo.FetchMaxWait(time.Second), kgo.RequestTimeoutOverhead(2*time.Second))
+			kgo.FetchMaxWait(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestShareSourceIgnoresTopicGoneFromAFetchUnderTheOldID(t *testing.T) {
 		r.cl = cl
 		r.anew = newConsumedAnew(cl)
 		if r.anew.grace != grace {
-			t.Fatalf("grace = %v, want the fetch max wait plus the request timeout overhead (%v)", r.anew.grace, grace)
+			t.Fatalf("grace = %v, want the fetch max wait plus kgo's bound on a share fetch plus a second (%v)", r.anew.grace, grace)
 		}
 		orders := sluice.TopicPartition{Topic: "orders", Partition: 0}
 		poll := func(f kgo.Fetches) {
@@ -92,18 +92,18 @@ func TestShareSourceIgnoresTopicGoneFromAFetchUnderTheOldID(t *testing.T) {
 			t.Fatalf("after the first report: lost %v, held %d records; want lost %v, nothing held", g.lost, len(r.held), want)
 		}
 
-		// The first poll under the new ID delivers a record of the new
-		// topic, and the next one carries the old fetch's report.
+		// A poll under the new ID delivers a record of the new topic;
+		// the first poll to start after the grace carries the old
+		// fetch's report, buffered before the grace ended.
 		poll(recordsFetch("orders", 0))
-		time.Sleep(grace - time.Millisecond)
+		time.Sleep(grace)
 		poll(topicGoneFetch("orders"))
 		if len(g.lost) != 1 || len(r.held) != 1 || !r.assigned[orders] {
-			t.Fatalf("a report within the grace after the topic was consumed anew lost %v (want only the first), held %d records (want 1), assigned %v",
+			t.Fatalf("a report up to the first poll after the grace lost %v (want only the first), held %d records (want 1), assigned %v",
 				g.lost, len(r.held), r.assigned)
 		}
 
-		// Reported again past the grace: a new deletion.
-		time.Sleep(time.Millisecond)
+		// Reported by the next poll: a new deletion.
 		poll(topicGoneFetch("orders"))
 		if len(g.lost) != 2 || len(r.held) != 0 || r.assigned[orders] {
 			t.Fatalf("a report past the grace: lost %v (want orders twice), held %d records (want 0), assigned %v",
@@ -115,32 +115,33 @@ func TestShareSourceIgnoresTopicGoneFromAFetchUnderTheOldID(t *testing.T) {
 	})
 }
 
-// The grace of a topic consumed anew starts with the first poll after it:
-// a report the client buffered before the purge comes back in that poll,
-// however long the source waited for outcomes before polling.
-func TestConsumedAnewGraceStartsWithTheNextPoll(t *testing.T) {
+// A report of a topic consumed anew is stale from then up to and including
+// the first poll that starts after the grace (it returns what was answered
+// before), however long the source waited before polling.
+func TestConsumedAnewStaleUntilThePollAfterTheGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := consumedAnew{grace: time.Second}
-		if c.stale("orders", time.Now()) {
+		if c.stale("orders") {
 			t.Fatal("a topic never consumed anew reported stale")
 		}
-		c.consumed("orders")
-		time.Sleep(time.Hour) // outcomes awaited before the next poll
-		if !c.stale("orders", time.Now()) {
-			t.Fatal("a report before the first poll after the topic was consumed anew not stale")
-		}
+		c.consumed("orders", time.Now())
 		c.polling(time.Now())
 		time.Sleep(time.Second - time.Nanosecond)
-		if !c.stale("orders", time.Now()) || c.stale("stays", time.Now()) {
+		c.polling(time.Now())
+		if !c.stale("orders") || c.stale("stays") {
 			t.Fatal("stale wrong within the grace")
 		}
-		time.Sleep(time.Nanosecond)
-		if c.stale("orders", time.Now()) {
-			t.Fatal("a report at the end of the grace stale")
+		time.Sleep(time.Hour) // outcomes awaited before the next poll
+		if !c.stale("orders") {
+			t.Fatal("a report before the first poll after the grace not stale")
 		}
 		c.polling(time.Now())
-		if len(c.until) != 0 {
-			t.Fatalf("topics past their grace kept: %v", c.until)
+		if !c.stale("orders") {
+			t.Fatal("a report of the first poll after the grace not stale")
+		}
+		c.polling(time.Now())
+		if c.stale("orders") || len(c.anew) != 0 {
+			t.Fatalf("a report of the second poll after the grace stale; kept %v", c.anew)
 		}
 	})
 }

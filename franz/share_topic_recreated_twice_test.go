@@ -48,18 +48,11 @@ func (h ignoredReportsHandler) WithGroup(g string) slog.Handler {
 // still answer): the second deletion goes on being reported and is
 // handled once the grace ends. The source consumes the topic anew once
 // per deletion, and the records of the third topic are delivered once
-// each and acknowledged.
+// each and acknowledged. Meanwhile it polls at most once per poll idle:
+// kgo buffers every answer carrying the error at once, without a
+// backoff, so polling again at once would fetch at round-trip pace for
+// the whole grace.
 func TestShareSourceTopicRecreatedTwiceWithinTheGrace(t *testing.T) {
-	recreateTwice(t)
-}
-
-// While the source ignores the reports of a topic deleted again within
-// the grace, it must not poll (and the client fetch) at round-trip pace
-// for the whole grace: kgo buffers every answer carrying the error at
-// once, without a backoff, so each ignored report is followed at once by
-// another ShareFetch. At most one report per poll idle (100ms) is
-// reasonable.
-func TestShareSourceTopicGoneWithinTheGraceNotFetchedAtRoundTripPace(t *testing.T) {
 	ignored, within := recreateTwice(t)
 	if limit := int64(within/pollIdle) + 10; ignored > limit {
 		t.Errorf("%d reports of the topic gone ignored within %v (a ShareFetch and a poll each), want at most %d (one per %v)",

@@ -16,55 +16,67 @@ import (
 // recreated topic: their acknowledgements would then be refused (kgo
 // drops a purged topic's acknowledgements) and the records redelivered.
 //
-// A fetch sent before the purge is answered within the client's fetch max
-// wait plus its request timeout overhead (the deadline kgo sets on it),
-// and the first poll after the purge returns what was buffered: a report
-// of the topic gone is believed again once that much time has passed
-// since the first poll after the purge. A real deletion in the meantime
-// is not missed, only handled later: kgo reports a topic gone on every
-// fetch once it persists.
+// kgo gives a share fetch at most its max wait plus 5 seconds, connecting
+// to the broker included, and buffers the answer for the next poll, which
+// returns what every broker answered. So a fetch sent before the topic
+// was consumed anew has answered, or been given up, within the grace
+// (the fetch max wait, shareFetchBound, and a second for kgo to handle
+// the answer) after the topic was consumed anew, and a
+// report of the topic gone is stale up to and including the first poll
+// that starts after the grace: that poll returns anything answered
+// before. A real deletion in the meantime is not missed, only handled
+// later: kgo reports a topic gone on every fetch once it persists.
 //
 // Poll goroutine only.
 type consumedAnew struct {
 	grace time.Duration
-	// until maps each topic consumed anew to the end of its grace; zero
-	// until the first poll after it was consumed anew.
-	until map[string]time.Time
+	// anew maps each topic consumed anew to the end of its grace.
+	anew map[string]*anewTopic
 }
 
-// newConsumedAnew returns a tracker whose grace is cl's fetch max wait
-// plus its request timeout overhead.
+// anewTopic is a topic consumed anew: when its grace ends, and whether
+// the poll that returns the last of its stale reports has started.
+type anewTopic struct {
+	end  time.Time
+	last bool
+}
+
+// shareFetchBound is how long kgo lets a share fetch take beyond its max
+// wait (consumer_share.go: MaxWait + 5s).
+const shareFetchBound = 5 * time.Second
+
+// newConsumedAnew returns a tracker whose grace is cl's fetch max wait,
+// plus shareFetchBound, plus a second for kgo to handle the answer.
 func newConsumedAnew(cl *kgo.Client) consumedAnew {
 	wait, _ := cl.OptValue(kgo.FetchMaxWait).(time.Duration)
-	overhead, _ := cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration)
-	return consumedAnew{grace: wait + overhead}
+	return consumedAnew{grace: wait + shareFetchBound + time.Second}
 }
 
-// consumed records that topic was just consumed anew.
-func (c *consumedAnew) consumed(topic string) {
-	if c.until == nil {
-		c.until = make(map[string]time.Time)
+// consumed records that topic was consumed anew at now.
+func (c *consumedAnew) consumed(topic string, now time.Time) {
+	if c.anew == nil {
+		c.anew = make(map[string]*anewTopic)
 	}
-	c.until[topic] = time.Time{}
+	c.anew[topic] = &anewTopic{end: now.Add(c.grace)}
 }
 
-// polling is called as a poll starts, at now: the grace of each topic
-// consumed anew since the previous poll starts, and those of the topics
-// whose grace ended are forgotten.
+// polling is called as a poll starts, at now. A topic whose last poll
+// (the first to start after its grace) has been handled is forgotten;
+// this poll is the last of those whose grace ended.
 func (c *consumedAnew) polling(now time.Time) {
-	for topic, end := range c.until {
+	for topic, a := range c.anew {
 		switch {
-		case end.IsZero():
-			c.until[topic] = now.Add(c.grace)
-		case !now.Before(end):
-			delete(c.until, topic)
+		case a.last:
+			delete(c.anew, topic)
+		case !now.Before(a.end):
+			a.last = true
 		}
 	}
 }
 
-// stale reports whether a report, at now, that the broker no longer knows
-// topic's ID may come from a fetch sent before topic was consumed anew.
-func (c *consumedAnew) stale(topic string, now time.Time) bool {
-	end, ok := c.until[topic]
-	return ok && (end.IsZero() || now.Before(end))
+// stale reports whether a report that the broker no longer knows topic's
+// ID may come from a fetch sent before topic was consumed anew.
+func (c *consumedAnew) stale(topic string) bool {
+	_, ok := c.anew[topic]
+	return ok
 }
