@@ -230,7 +230,11 @@
 // Defaults: kgo's acks=all and idempotent writes, no linger
 // ([DefaultProducerLinger]: kgo batches what is produced while a request
 // is in flight; on the embedded broker 0 beat librdkafka's 5ms and kgo's 10ms,
-// BenchmarkProduceLinger), and ProducerConfig.DeliveryTimeout (30s) as
+// BenchmarkProduceLinger), metadata at most every second
+// ([DefaultProducerMetadataMinAge]: a partition that refused a write
+// without naming its new leader is retried once kgo knows where it went,
+// and kgo's 5s stalled the Produce stages writing to it), and
+// ProducerConfig.DeliveryTimeout (30s) as
 // each record's produce context. kgo.RecordDeliveryTimeout is refused: kgo counts it
 // from the record's timestamp, which a dead letter keeps from the invalid
 // record, so old records' dead letters would fail at once. Also refused in

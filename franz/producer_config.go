@@ -30,6 +30,19 @@ const (
 	// Produce stage waits for room); a message larger than the limit fails
 	// at once with MESSAGE_TOO_LARGE.
 	DefaultProducerMaxBufferedBytes = 64 << 20
+	// DefaultProducerMetadataMinAge is the kgo.MetadataMinAge NewProducer
+	// (and NewTransactionalProducer) sets before the options of the
+	// user: the shortest time between two metadata requests, which is
+	// also how soon kgo learns where a partition it could not write to
+	// went (kgo's default is 5s). A partition that answers
+	// NOT_LEADER_FOR_PARTITION without naming the new leader (a topic
+	// just created, whose leader is not ready yet; a broker restarting)
+	// holds its records until that request: with kgo's 5s, a Produce
+	// stage writing to it stalls, and with it the commits of every input
+	// partition that has a record for it, until the in-flight limit
+	// stops the consumer. Java's producer and librdkafka retry within
+	// 100ms to 1s.
+	DefaultProducerMetadataMinAge = time.Second
 	// DefaultDeliveryTimeout is the ProducerConfig.DeliveryTimeout used
 	// when it is zero (librdkafka's message.timeout.ms in package sink/confluent).
 	DefaultDeliveryTimeout = 30 * time.Second
@@ -61,7 +74,8 @@ type ProducerConfig struct {
 	// Opts are passed to kgo.NewClient after the producer's defaults
 	// (kgo's acks=all and idempotent writes, kgo.ProducerLinger
 	// [DefaultProducerLinger], kgo.MaxBufferedBytes
-	// [DefaultProducerMaxBufferedBytes]): TLS, SASL, compression, batch and
+	// [DefaultProducerMaxBufferedBytes], kgo.MetadataMinAge
+	// [DefaultProducerMetadataMinAge]): TLS, SASL, compression, batch and
 	// buffer sizes, acks and so on. kgo.DisableIdempotentWrite with more
 	// than one produce request in flight lets kgo's retries reorder a
 	// partition's records, dead letters included (up to 1024 of a
@@ -131,6 +145,7 @@ func producerOpts(cfg ProducerConfig, logger *slog.Logger) ([]kgo.Opt, error) {
 	if err := checkProducerOpts(cfg.Opts); err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger), kgo.MaxBufferedBytes(DefaultProducerMaxBufferedBytes)}, cfg.Opts...)
+	opts := append([]kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger), kgo.MaxBufferedBytes(DefaultProducerMaxBufferedBytes),
+		kgo.MetadataMinAge(DefaultProducerMetadataMinAge)}, cfg.Opts...)
 	return append(opts, kgo.SeedBrokers(cfg.Brokers...), kgo.WithLogger(slogAdapter{log: logger})), nil
 }

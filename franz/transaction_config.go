@@ -118,11 +118,13 @@ func (cfg TransactionalConfig) validate(src *Source) (TransactionalConfig, error
 }
 
 // defaultClientOpts are the options the shared client gets before the
-// source's Config.Opts: the producer's linger, and read_committed input
+// source's Config.Opts: the producer's linger and metadata age
+// (DefaultProducerMetadataMinAge), and read_committed input
 // (as librdkafka's default), so that the transactional outputs of an
 // upstream pipeline are read once committed, never when aborted.
 func (cfg TransactionalConfig) defaultClientOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger), kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	return []kgo.Opt{kgo.ProducerLinger(DefaultProducerLinger), kgo.MetadataMinAge(DefaultProducerMetadataMinAge),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
 }
 
 // clientOpts are the options the shared client gets after the source's
