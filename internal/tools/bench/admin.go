@@ -100,11 +100,14 @@ func (a *admin) createTopic(ctx context.Context, topic string, partitions int) e
 	for {
 		led, err := a.led(ctx, topic)
 		if err == nil && led == partitions {
+			led, err = a.served(ctx, topic)
+		}
+		if err == nil && led == partitions {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("create topic %s: %d of %d partitions have a leader (%v): %w", topic, led, partitions, err, ctx.Err())
+			return fmt.Errorf("create topic %s: %d of %d partitions have a leader that serves them (%v): %w", topic, led, partitions, err, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -126,6 +129,27 @@ func (a *admin) led(ctx context.Context, topic string) (int, error) {
 			n++
 		}
 	}
+	return n, nil
+}
+
+// served returns how many partitions of topic their leader serves: a
+// leader in the metadata may not be ready yet and answer a write with
+// NOT_LEADER_FOR_PARTITION, which holds a kgo producer's records of that
+// partition until its next metadata request (up to its
+// kgo.MetadataMinAge later), so a run into a topic created a moment
+// before would measure that wait. ListOffsets is answered by the leader
+// as a write is.
+func (a *admin) served(ctx context.Context, topic string) (int, error) {
+	listed, err := a.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			n++
+		}
+	})
 	return n, nil
 }
 
