@@ -138,21 +138,7 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 
 	deadline := time.After(recreateWait)
 	got := map[string]int{}
-	await := func(want ...string) {
-		t.Helper()
-		for _, v := range want {
-			for got[v] == 0 {
-				select {
-				case s := <-seen:
-					got[s]++
-				case err := <-done:
-					t.Fatalf("Run returned %v while record %s was awaited", err, v)
-				case <-deadline:
-					t.Fatalf("record %s not delivered within %v", v, recreateWait)
-				}
-			}
-		}
-	}
+	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
 	await("orders:old-0@0")
 
 	adm, err := b.Admin()
@@ -287,5 +273,26 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 	}
 	if n := len(anew); n > 0 {
 		t.Errorf("orders, deleted and recreated once, consumed anew %d times more (its new graph lost, its records released)", n)
+	}
+}
+
+// recordAwaiter returns a function that waits until each record it is
+// given was seen (counted in got), failing t when Run returns or when
+// deadline (within after the test started) passes.
+func recordAwaiter(t *testing.T, seen <-chan string, done <-chan error, deadline <-chan time.Time, within time.Duration, got map[string]int) func(want ...string) {
+	return func(want ...string) {
+		t.Helper()
+		for _, v := range want {
+			for got[v] == 0 {
+				select {
+				case s := <-seen:
+					got[s]++
+				case err := <-done:
+					t.Fatalf("Run returned %v while record %s was awaited", err, v)
+				case <-deadline:
+					t.Fatalf("record %s not delivered within %v", v, within)
+				}
+			}
+		}
 	}
 }

@@ -96,21 +96,7 @@ func recreateTwice(t *testing.T) (ignored int64, within time.Duration) {
 
 	deadline := time.After(2 * recreateWait)
 	got := map[string]int{}
-	await := func(want ...string) {
-		t.Helper()
-		for _, v := range want {
-			for got[v] == 0 {
-				select {
-				case s := <-seen:
-					got[s]++
-				case err := <-done:
-					t.Fatalf("Run returned %v while record %s was awaited", err, v)
-				case <-deadline:
-					t.Fatalf("record %s not delivered within %v", v, 2*recreateWait)
-				}
-			}
-		}
-	}
+	await := recordAwaiter(t, seen, done, deadline, 2*recreateWait, got)
 	awaitAnew := func() time.Time {
 		t.Helper()
 		select {
