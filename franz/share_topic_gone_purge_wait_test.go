@@ -111,11 +111,7 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 	ended := make(chan struct{})     // the test is over: no answer waits any longer
 	t.Cleanup(func() { close(ended) })
 	anew := make(chan string, 16)
-	var next slog.Handler
-	if l := kafkatest.Logger(t); l != nil {
-		next = l.Handler()
-	}
-	logger := slog.New(consumingAnewHook{next: next, fn: func(topic string, at time.Time) {
+	logger := consumingAnewLogger(t, func(topic string, at time.Time) {
 		mu.Lock()
 		anewN++
 		if anewN == 1 {
@@ -124,7 +120,7 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 		}
 		mu.Unlock()
 		anew <- topic
-	}})
+	})
 
 	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
 		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
@@ -296,4 +292,14 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 	if n := len(anew); n > 0 {
 		t.Errorf("orders, deleted and recreated once, consumed anew %d times more (its new graph lost, its records released)", n)
 	}
+}
+
+// consumingAnewLogger returns a logger calling fn as consumingAnewHook does
+// and logging to kafkatest.Logger(t).
+func consumingAnewLogger(t *testing.T, fn func(topic string, at time.Time)) *slog.Logger {
+	var next slog.Handler
+	if l := kafkatest.Logger(t); l != nil {
+		next = l.Handler()
+	}
+	return slog.New(consumingAnewHook{next: next, fn: fn})
 }
