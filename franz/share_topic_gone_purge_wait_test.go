@@ -67,14 +67,14 @@ func (h consumingAnewHook) WithGroup(g string) slog.Handler {
 // runs on kgo's metadata loop and waits for the Metadata request in flight
 // (bounded only by the request timeout, 10s by default, and retried).
 // Until the purge has run, the client's cursor of the old topic ID is
-// live: a ShareFetch sent meanwhile under the old ID (here, after two
+// live: a ShareFetch sent meanwhile under the old ID (here, after
 // fetches whose connection dropped, each followed by kgo's backoff) has
 // kgo's whole bound on a share fetch (its max wait plus 5s) from when it
 // was sent, so its answer can come after the grace and after the first
 // poll that starts after it. The source then takes that report, from the
 // deletion it already handled, for a new deletion and consumes the
 // recreated topic anew a second time (its new graphs lost, its records
-// released).
+// released, its record redelivered once its acknowledgement is refused).
 //
 // Here the broker answers the share client's Metadata requests late from
 // the deletion until 3.5s after the source started consuming the topic
