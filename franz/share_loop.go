@@ -220,7 +220,6 @@ func (r *shareRunner) topicsGone() (ignored bool) {
 	if len(r.gone) == 0 {
 		return false
 	}
-	now := time.Now()
 	for topic := range r.gone {
 		if r.anew.stale(topic) {
 			ignored = true
@@ -247,7 +246,10 @@ func (r *shareRunner) topicsGone() (ignored bool) {
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
 		resubscribe(r.cl, topic)
-		r.anew.consumed(topic, now)
+		// The grace starts once the purge is done (it waits for kgo's
+		// metadata loop): a fetch sent until then still names the old
+		// ID.
+		r.anew.consumed(topic, time.Now())
 	}
 	clear(r.gone)
 	// Outcomes the lost graphs reported before they stopped are for

@@ -52,7 +52,8 @@ func newConsumedAnew(cl *kgo.Client) consumedAnew {
 	return consumedAnew{grace: wait + shareFetchBound + time.Second}
 }
 
-// consumed records that topic was consumed anew at now.
+// consumed records that topic was consumed anew at now: once its purge
+// from the client returned, after which no fetch names its old ID.
 func (c *consumedAnew) consumed(topic string, now time.Time) {
 	if c.anew == nil {
 		c.anew = make(map[string]*anewTopic)
