@@ -1,0 +1,144 @@
+package franz
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// A share source is told to stop while it consumes a deleted (and
+// recreated) topic anew, its purge from the client
+// (kgo.Client.PurgeTopicsFromClient) waiting on kgo's metadata loop for a
+// Metadata request the broker answers late (well within the client's
+// request timeout). Nothing is held and nothing is left to drain: Run
+// must return within ShareConfig.CloseTimeout of its context's end (plus
+// a margin for the runtime's drain). A purge the source waits for, on
+// its poll goroutine, without watching its context, keeps Run from
+// stopping for as long as the broker takes to answer the Metadata
+// request, although the client is about to be closed and the purge is
+// of no use any more.
+func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) {
+	const (
+		group        = "g"
+		closeTimeout = time.Second
+		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
+		metadataLate = 8 * time.Second // after Run's context ended
+	)
+	b := kafkatest.NewKfake(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+		"group.share.heartbeat.interval.ms": "100",
+	})))
+	c := b.Cluster()
+	b.CreateTopic(t, "orders", 1)
+	b.CreateTopic(t, "stays", 1)
+	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
+
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Discard(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
+			return r, nil
+		}))
+	}
+	anew := make(chan string, 16)
+	logger := consumingAnewLogger(t, func(topic string, _ time.Time) { anew <- topic })
+	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
+		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
+			CloseTimeout: closeTimeout, Logger: logger,
+			// The client keeps a Metadata request in flight; each may
+			// take up to 30s before kgo gives it up.
+			Opts: []kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
+				kgo.RequestTimeoutOverhead(30 * time.Second)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}}
+	src := driver.NewShareSource(t, group, "orders")
+	cancel, done := startRun(t, src, build)
+
+	deadline := time.After(recreateWait)
+	got := map[string]int{}
+	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
+	await("orders:old-0@0")
+
+	var (
+		mu      sync.Mutex
+		deleted bool
+	)
+	release := make(chan struct{}) // the broker answers the held Metadata requests
+	ended := make(chan struct{})   // the test is over: no answer waits any longer
+	t.Cleanup(func() { close(ended) })
+	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		deleted = true
+		mu.Unlock()
+		return nil, nil, false
+	})
+	// From the deletion on, the share client's Metadata requests (only
+	// it names stays) are answered once release is closed.
+	c.ControlKey(kmsg.Metadata.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.MetadataRequest)
+		mu.Lock()
+		hold := deleted
+		mu.Unlock()
+		if !hold || !slices.ContainsFunc(req.Topics, func(t kmsg.MetadataRequestTopic) bool {
+			return t.Topic != nil && *t.Topic == "stays"
+		}) {
+			return nil, nil, false
+		}
+		c.SleepControl(func() {
+			select {
+			case <-release:
+			case <-ended:
+			}
+		})
+		return nil, nil, false
+	})
+
+	kafkadriver.RecreateTopic(t, b, "orders", 1)
+
+	// The source logs that it consumes orders anew just before it purges
+	// the topic from the client.
+	select {
+	case topic := <-anew:
+		if topic != "orders" {
+			t.Fatalf("consumed %s anew, want orders", topic)
+		}
+	case err := <-done:
+		t.Fatalf("Run returned %v before consuming orders anew", err)
+	case <-deadline:
+		t.Fatalf("orders not consumed anew within %v", recreateWait)
+	}
+	cancel()
+	stopped := time.Now()
+	answer := time.AfterFunc(metadataLate, func() { close(release) })
+	defer answer.Stop()
+
+	select {
+	case err := <-done:
+		took := time.Since(stopped)
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+		if limit := closeTimeout + margin; took > limit {
+			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within ShareConfig.CloseTimeout (%v) plus %v",
+				took.Round(time.Millisecond), metadataLate, closeTimeout, margin)
+		}
+	case <-time.After(recreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
+	}
+}
