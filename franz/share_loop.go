@@ -67,7 +67,7 @@ func (r *shareRunner) run(ctx context.Context) error {
 		}
 		if len(r.held) == 0 {
 			r.handle(r.poll(ctx))
-			if r.topicsGone() {
+			if r.topicsGone(ctx) {
 				// kgo buffers a fetch's error at once: a topic deleted
 				// again within its grace must not be fetched (and
 				// ignored) at round-trip pace until the grace ends.
@@ -216,7 +216,7 @@ func (r *shareRunner) fetchError(topic string, p int32, err error) {
 // being reported and is handled once the grace is over; meanwhile the
 // caller polls at most once per pollIdle (it reports whether it ignored
 // a report).
-func (r *shareRunner) topicsGone() (ignored bool) {
+func (r *shareRunner) topicsGone(ctx context.Context) (ignored bool) {
 	if len(r.gone) == 0 {
 		return false
 	}
@@ -245,7 +245,9 @@ func (r *shareRunner) topicsGone() (ignored bool) {
 		r.g.Lose(tps)
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); the outcomes of its records still unfinished are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps), "records_dropped", dropped)
-		resubscribe(r.cl, topic)
+		if !r.resubscribe(ctx, topic) {
+			break // Run stops: stop releases and acknowledges the rest
+		}
 		// The grace starts once the purge is done (it waits for kgo's
 		// metadata loop): a fetch sent until then still names the old
 		// ID.
@@ -256,6 +258,39 @@ func (r *shareRunner) topicsGone() (ignored bool) {
 	// records no longer held: applyAcks ignores them.
 	r.applyAcks()
 	return ignored
+}
+
+// resubscribe purges topic from the client and adds it back on a
+// goroutine of its own, and waits for it while this (the poll) goroutine
+// goes on acknowledging the outcomes the graphs report and renewing the
+// locks of the records still held: the purge runs on kgo's metadata loop
+// and waits for a Metadata request in flight there (kgo retries a slow
+// one), and records of other topics must not see their locks expire
+// meanwhile. It reports false when ctx ended first: Run stops, and
+// closing the client ends the purge.
+func (r *shareRunner) resubscribe(ctx context.Context, topic string) bool {
+	done := make(chan struct{})
+	r.s.background.Add(1)
+	go func() {
+		defer r.s.background.Done()
+		defer close(done)
+		resubscribe(r.cl, topic)
+	}()
+	tick := time.NewTicker(pollIdle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return true
+		case <-r.g.Wake():
+			r.applyAcks()
+		case <-tick.C:
+			r.applyAcks()
+			r.renew(time.Now())
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // ackStatus maps a runtime outcome to kgo's acknowledgement.

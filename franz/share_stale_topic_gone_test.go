@@ -1,6 +1,7 @@
 package franz
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -39,6 +40,8 @@ func (g *lossRecordingGroup) Deliver(_ sluice.TopicPartition, recs []sluice.Reco
 func (g *lossRecordingGroup) HighWatermark(sluice.TopicPartition, int64) {}
 
 func (g *lossRecordingGroup) Acks(dst []sluice.Ack) []sluice.Ack { return dst }
+
+func (g *lossRecordingGroup) Wake() <-chan struct{} { return nil }
 
 // topicGoneFetch is a poll in which the client reports topic's partition 0
 // gone (its ID unknown to the broker).
@@ -83,7 +86,7 @@ func TestShareSourceIgnoresTopicGoneFromAFetchUnderTheOldID(t *testing.T) {
 		poll := func(f kgo.Fetches) {
 			r.anew.polling(time.Now())
 			r.handle(f)
-			r.topicsGone()
+			r.topicsGone(context.Background())
 		}
 
 		poll(recordsFetch("orders", 0, 1))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ import (
 // its poll goroutine, without watching its context, keeps Run from
 // stopping for as long as the broker takes to answer the Metadata
 // request, although the client is about to be closed and the purge is
-// of no use any more.
+// of no use any more. Run may say that closing the client goes on in the
+// background: kgo's Close waits for that request.
 func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) {
 	const (
 		group        = "g"
@@ -131,8 +133,10 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 	select {
 	case err := <-done:
 		took := time.Since(stopped)
-		if err != nil {
-			t.Errorf("Run = %v, want nil", err)
+		// kgo's Close waits for the Metadata request held by the
+		// broker: past CloseTimeout Run says it left Close running.
+		if err != nil && !strings.Contains(err.Error(), "closing the share client did not finish within ShareConfig.CloseTimeout") {
+			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
 		}
 		if limit := closeTimeout + margin; took > limit {
 			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within ShareConfig.CloseTimeout (%v) plus %v",
