@@ -3,7 +3,6 @@ package franz
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -84,10 +83,6 @@ func TestShareSourceRecordsOfAnotherTopicKeepTheirLocksWhileAPurgeWaitsForMetada
 	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
 	await("orders:old-0@0")
 
-	var (
-		mu      sync.Mutex
-		deleted bool
-	)
 	ended := make(chan struct{}) // the test is over: no answer waits any longer
 	t.Cleanup(func() {
 		close(ended)
@@ -96,46 +91,22 @@ func TestShareSourceRecordsOfAnotherTopicKeepTheirLocksWhileAPurgeWaitsForMetada
 			answer.Stop()
 		}
 	})
-	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		mu.Lock()
-		deleted = true
-		mu.Unlock()
-		return nil, nil, false
-	})
+	deletion := watchDeletion(c)
 	// From the deletion on, the share client's Metadata requests (only
 	// it names both topics) are answered once release is closed.
-	names := func(req *kmsg.MetadataRequest, topic string) bool {
-		return slices.ContainsFunc(req.Topics, func(t kmsg.MetadataRequestTopic) bool {
-			return t.Topic != nil && *t.Topic == topic
-		})
-	}
-	c.ControlKey(kmsg.Metadata.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kr.(*kmsg.MetadataRequest)
-		mu.Lock()
-		hold := deleted
-		mu.Unlock()
-		if !hold || !names(req, "stays") || !names(req, "orders") {
-			return nil, nil, false
+	holdMetadataAfterDeletion(c, deletion, func() {
+		select {
+		case <-release:
+		case <-ended:
 		}
-		c.SleepControl(func() {
-			select {
-			case <-release:
-			case <-ended:
-			}
-		})
-		return nil, nil, false
-	})
+	}, "stays", "orders")
 
 	// Until then, the broker answers each ShareFetch 300ms late: a
 	// Metadata request is in flight (and held) by the time the client
 	// reports orders gone, on its sixth ShareFetch after the deletion.
 	c.ControlKey(kmsg.ShareFetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		mu.Lock()
-		slow := deleted
-		mu.Unlock()
-		if slow {
+		if deletion.seen() {
 			c.SleepControl(func() {
 				select {
 				case <-time.After(300 * time.Millisecond):

@@ -20,12 +20,14 @@ import (
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
-// consumedAnewHandler is a slog handler that sends on ch the topic of
-// each log of the share source saying it consumes a topic anew (its
-// topicsGone acted on a report that the broker no longer knows the
-// topic's ID), and passes every record on to next (when not nil).
+// consumedAnewHandler is a slog handler that calls fn, on the goroutine
+// that logs, with the topic and time of each log of the share source
+// saying it consumes a topic anew (its topicsGone acted on a report that
+// the broker no longer knows the topic's ID; it logs that just before it
+// purges the topic and adds it back), and passes every record on to next
+// (when not nil).
 type consumedAnewHandler struct {
-	ch   chan<- string
+	fn   func(topic string, at time.Time)
 	next slog.Handler
 }
 
@@ -35,7 +37,7 @@ func (h consumedAnewHandler) Handle(ctx context.Context, r slog.Record) error {
 	if strings.HasPrefix(r.Message, "the broker no longer knows the topic's ID: it was deleted") {
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "topic" {
-				h.ch <- a.Value.String()
+				h.fn(a.Value.String(), r.Time)
 			}
 			return true
 		})
@@ -60,14 +62,27 @@ func (h consumedAnewHandler) WithGroup(g string) slog.Handler {
 	return h
 }
 
-// consumedAnewLogger returns a logger for consumedAnewHandler on ch that
-// also logs to kafkatest.Logger(t).
+// consumedAnewLogger returns a logger sending on ch the topics the share
+// source consumes anew (consumedAnewHandler) and logging to
+// kafkatest.Logger(t).
 func consumedAnewLogger(t *testing.T, ch chan<- string) *slog.Logger {
+	return consumingAnewLogger(t, sendTopic(ch))
+}
+
+// consumingAnewLogger returns a logger calling fn as consumedAnewHandler
+// does and logging to kafkatest.Logger(t).
+func consumingAnewLogger(t *testing.T, fn func(topic string, at time.Time)) *slog.Logger {
 	var next slog.Handler
 	if l := kafkatest.Logger(t); l != nil {
 		next = l.Handler()
 	}
-	return slog.New(consumedAnewHandler{ch: ch, next: next})
+	return slog.New(consumedAnewHandler{fn: fn, next: next})
+}
+
+// sendTopic returns a consumedAnewHandler function sending the topic on
+// ch.
+func sendTopic(ch chan<- string) func(string, time.Time) {
+	return func(topic string, _ time.Time) { ch <- topic }
 }
 
 // A ShareFetch the client sent under a deleted topic's old ID, before the

@@ -3,15 +3,12 @@ package franz
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
@@ -76,40 +73,17 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
 	await("orders:old-0@0")
 
-	var (
-		mu      sync.Mutex
-		deleted bool
-	)
 	release := make(chan struct{}) // the broker answers the held Metadata requests
 	ended := make(chan struct{})   // the test is over: no answer waits any longer
 	t.Cleanup(func() { close(ended) })
-	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		mu.Lock()
-		deleted = true
-		mu.Unlock()
-		return nil, nil, false
-	})
 	// From the deletion on, the share client's Metadata requests (only
 	// it names stays) are answered once release is closed.
-	c.ControlKey(kmsg.Metadata.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kr.(*kmsg.MetadataRequest)
-		mu.Lock()
-		hold := deleted
-		mu.Unlock()
-		if !hold || !slices.ContainsFunc(req.Topics, func(t kmsg.MetadataRequestTopic) bool {
-			return t.Topic != nil && *t.Topic == "stays"
-		}) {
-			return nil, nil, false
+	holdMetadataAfterDeletion(c, watchDeletion(c), func() {
+		select {
+		case <-release:
+		case <-ended:
 		}
-		c.SleepControl(func() {
-			select {
-			case <-release:
-			case <-ended:
-			}
-		})
-		return nil, nil, false
-	})
+	}, "stays")
 
 	kafkadriver.RecreateTopic(t, b, "orders", 1)
 

@@ -89,7 +89,7 @@ func recreateTwice(t *testing.T) (ignored int64, within time.Duration) {
 	if l := kafkatest.Logger(t); l != nil {
 		next = l.Handler()
 	}
-	logger := slog.New(ignoredReportsHandler{n: &nIgnored, consumedAnewHandler: consumedAnewHandler{ch: anew, next: next}})
+	logger := slog.New(ignoredReportsHandler{n: &nIgnored, consumedAnewHandler: consumedAnewHandler{fn: sendTopic(anew), next: next}})
 	driver := recreateDriver(b, func(testing.TB) *slog.Logger { return logger })
 	src := driver.NewShareSource(t, group, topic)
 	cancel, done := startRun(t, src, build)
