@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
@@ -141,7 +142,24 @@ func deleteTopic(ctx context.Context, t *testing.T, b *kafkatest.Broker, topic s
 	if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
 		t.Fatalf("deleting %s: %v %v", topic, err, resp.Error())
 	}
-	return "the topic's deletion"
+	// Apache Kafka's broker applies the deletion a moment after
+	// DeleteTopics returns: until then it still answers ListOffsets for
+	// the topic, and a Rewind would find it.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		listed, err := adm.ListEndOffsets(ctx, topic)
+		served := false
+		listed.Each(func(o kadm.ListedOffset) { served = served || o.Err == nil })
+		if !served && (err == nil || topicGoneErr(err)) {
+			return "the topic's deletion"
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still served after its deletion: %v", topic, err)
+		case <-tick.C:
+		}
+	}
 }
 
 // recreateWithOnePartition is a topicChange recreating the topic with one
