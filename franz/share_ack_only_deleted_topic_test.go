@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -33,10 +32,7 @@ import (
 // do: error code 0, acknowledge error code UNKNOWN_TOPIC_ID).
 func TestShareFetchAcknowledgingOnlyADeletedTopicSetsNoFetchError(t *testing.T) {
 	const group = "g"
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
-	b.CreateTopic(t, "orders", 1)
+	b := shareTopicsBroker(t, kafkatest.NewBroker, []string{"orders"})
 	b.SetGroupConfig(t, group, "share.auto.offset.reset", "earliest")
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 

@@ -12,9 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/kafkadriver"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -35,23 +32,14 @@ func TestShareSourceRecordsOfAnotherTopicKeepTheirLocksWhileAPurgeWaitsForMetada
 		lock         = 2 * time.Second
 		metadataLate = 6 * time.Second // after the source consumed orders anew
 	)
-	b := kafkatest.NewKfake(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms":   "100",
-		"group.share.record.lock.duration.ms": fmt.Sprint(lock.Milliseconds()),
-		"share.record.lock.sweep.interval.ms": "100",
-	})))
+	b := shareTopicsBroker(t, kafkatest.NewKfake, []string{"orders", "stays"},
+		kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
+			"group.share.record.lock.duration.ms": fmt.Sprint(lock.Milliseconds()),
+			"share.record.lock.sweep.interval.ms": "100",
+		})))
 	c := b.Cluster()
-	b.CreateTopic(t, "orders", 1)
-	b.CreateTopic(t, "stays", 1)
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 
-	seen := make(chan string, 1024)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			return r, nil
-		}))
-	}
 	anew := make(chan string, 16)
 	release := make(chan struct{}) // the broker answers the held Metadata requests
 	var answer *time.Timer
@@ -60,28 +48,16 @@ func TestShareSourceRecordsOfAnotherTopicKeepTheirLocksWhileAPurgeWaitsForMetada
 		answerOnce.Do(func() { answer = time.AfterFunc(metadataLate, func() { close(release) }) })
 		anew <- topic
 	})
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: 5 * time.Second, Logger: logger,
-			Opts: []kgo.Opt{
-				// A few records of stays in every ShareFetch.
-				kgo.ShareMaxRecords(perFetch), kgo.ShareMaxRecordsStrict(),
-				// The client keeps a Metadata request in flight; each
-				// may take up to 30s before kgo gives it up.
-				kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
-				kgo.RequestTimeoutOverhead(30 * time.Second)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	src := driver.NewShareSource(t, group, "orders")
-	cancel, done := startRun(t, src, build)
-
-	deadline := time.After(recreateWait)
-	got := map[string]int{}
-	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
-	await("orders:old-0@0")
+	r := startShareRun(t, b, ShareConfig{Group: group, Topics: []string{"orders", "stays"},
+		CloseTimeout: 5 * time.Second, Logger: logger,
+		Opts: []kgo.Opt{
+			// A few records of stays in every ShareFetch.
+			kgo.ShareMaxRecords(perFetch), kgo.ShareMaxRecordsStrict(),
+			// The client keeps a Metadata request in flight; each
+			// may take up to 30s before kgo gives it up.
+			kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
+			kgo.RequestTimeoutOverhead(30 * time.Second)}}, reportingGraph)
+	r.await("orders:old-0@0")
 
 	ended := make(chan struct{}) // the test is over: no answer waits any longer
 	t.Cleanup(func() {
@@ -145,28 +121,14 @@ func TestShareSourceRecordsOfAnotherTopicKeepTheirLocksWhileAPurgeWaitsForMetada
 		t.Fatal(err)
 	}
 
-	select {
-	case topic := <-anew:
-		if topic != "orders" {
-			t.Fatalf("consumed %s anew, want orders", topic)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned %v before consuming orders anew", err)
-	case <-deadline:
-		t.Fatalf("orders not consumed anew within %v", recreateWait)
-	}
-	await(want...)
-	if lag := driver.AwaitUnacknowledged(t, group, "stays", map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
-		t.Errorf("share group %s's unacknowledged records of stays = %v, want {0: 0}", group, lag)
-	}
-	stopRun(t, cancel, done)
-	for len(seen) > 0 {
-		got[<-seen]++
-	}
+	r.awaitConsumedAnew(anew, "orders")
+	r.await(want...)
+	r.wantAcknowledged("stays")
+	r.stop()
 	var twice []string
 	for _, v := range want {
-		if got[v] > 1 {
-			twice = append(twice, fmt.Sprintf("%s (%d times)", v, got[v]))
+		if r.got[v] > 1 {
+			twice = append(twice, fmt.Sprintf("%s (%d times)", v, r.got[v]))
 		}
 	}
 	if len(twice) > 0 {

@@ -2,15 +2,12 @@ package franz
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
@@ -98,12 +95,8 @@ func sendTopic(ch chan<- string) func(string, time.Time) {
 // just delivered, which the broker then redelivers.
 func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testing.T) {
 	const group = "g"
-	b := kafkatest.NewKfake(t, kafkatest.WithNodes(2), kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
+	b := shareTopicsBroker(t, kafkatest.NewKfake, []string{"orders", "stays"}, kafkatest.WithNodes(2))
 	c := b.Cluster()
-	b.CreateTopic(t, "orders", 1)
-	b.CreateTopic(t, "stays", 1)
 	// The old topic's partition on node 0, stays' on node 1.
 	for topic, node := range map[string]int32{"orders": 0, "stays": 1} {
 		if err := c.MoveTopicPartition(topic, 0, node); err != nil {
@@ -112,60 +105,40 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 	}
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 
-	seen := make(chan string, 64)
 	release := make(chan struct{})  // ends old-0's processing
 	stayHeld := make(chan struct{}) // stay-0 is in the graph
 	stayDone := make(chan struct{}) // ends stay-0's processing
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			var wait chan struct{}
-			switch string(r.Value) {
-			case "old-0":
-				wait = release
-			case "stay-0":
-				close(stayHeld)
-				wait = stayDone
-			}
-			if wait != nil {
-				select {
-				case <-wait:
-				case <-ctx.Done():
+	graph := func(seen chan<- string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+				seen <- topicValueOffset(r)
+				var wait chan struct{}
+				switch string(r.Value) {
+				case "old-0":
+					wait = release
+				case "stay-0":
+					close(stayHeld)
+					wait = stayDone
 				}
-			}
-			return r, nil
-		}))
+				if wait != nil {
+					select {
+					case <-wait:
+					case <-ctx.Done():
+					}
+				}
+				return r, nil
+			}))
+		}
 	}
 	anew := make(chan string, 16)
 	// The grace: the fetch max wait, kgo's bound on a share fetch, and
 	// a second to handle the answer.
 	const grace = defaultFetchMaxWait + shareFetchBound + time.Second
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: 5 * time.Second, Logger: consumedAnewLogger(t, anew)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	src := driver.NewShareSource(t, group, "orders")
-	cancel, done := startRun(t, src, build)
+	r := startShareRun(t, b, ShareConfig{Group: group, Topics: []string{"orders", "stays"},
+		CloseTimeout: 5 * time.Second, Logger: consumedAnewLogger(t, anew)}, graph)
+	r.await("orders:old-0@0")
 
-	deadline := time.After(recreateWait)
-	got := map[string]int{}
-	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
-	await("orders:old-0@0")
-
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	details, err := adm.ListTopics(t.Context(), "orders")
-	if err != nil || details["orders"].Err != nil {
-		t.Fatalf("orders' topic ID: %v %v", err, details["orders"].Err)
-	}
-	oldID := [16]byte(details["orders"].ID)
-
+	holdsOld := oldIDSessions(t, b, "orders")
 	// The broker answers a second late every ShareFetch of a share
 	// session holding the old ID's partition, from the fifth one after
 	// the deletion on (kgo surfaces UNKNOWN_TOPIC_ID on the sixth
@@ -173,38 +146,16 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 	// the late one).
 	var (
 		mu       sync.Mutex
-		deleted  bool
 		oldAfter int
-		session  = map[int32]bool{} // by node: its share session holds the old partition
 	)
 	lateAnswered := make(chan struct{}, 64)
 	ended := make(chan struct{}) // the test is over: no answer waits any longer
 	t.Cleanup(func() { close(ended) })
-	c.ControlKey(kmsg.DeleteTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		mu.Lock()
-		deleted = true
-		mu.Unlock()
-		return nil, nil, false
-	})
+	deletion := watchDeletion(c)
 	c.ControlKey(kmsg.ShareFetch.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		req := kr.(*kmsg.ShareFetchRequest)
-		node := c.CurrentNode()
+		old := holdsOld(kr) && deletion.seen()
 		mu.Lock()
-		if req.ShareSessionEpoch <= 0 {
-			session[node] = false
-		}
-		for _, rt := range req.Topics {
-			if rt.TopicID == oldID {
-				session[node] = true
-			}
-		}
-		for _, ft := range req.ForgottenTopicsData {
-			if ft.TopicID == oldID {
-				session[node] = false
-			}
-		}
-		old := session[node] && deleted
 		if old {
 			oldAfter++
 		}
@@ -235,57 +186,30 @@ func TestShareSourceTopicGoneFromAFetchUnderTheOldIDPolledAfterTheGrace(t *testi
 
 	// The source sees the topic gone and consumes it anew; the first
 	// poll after that returns a record of stays, held past the grace.
-	select {
-	case topic := <-anew:
-		if topic != "orders" {
-			t.Fatalf("consumed %s anew, want orders", topic)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned %v before consuming orders anew", err)
-	case <-deadline:
-		t.Fatalf("orders not consumed anew within %v", recreateWait)
-	}
+	r.awaitConsumedAnew(anew, "orders")
 	if err := c.MoveTopicPartition("orders", 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")})
 	select {
 	case <-stayHeld:
-	case <-deadline:
+	case <-r.deadline:
 		t.Fatalf("stay-0 not delivered within %v", recreateWait)
 	}
 	held := time.After(grace + time.Second)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
-	defer pcancel()
-	if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceFresh(t, b, "orders", sluice.Record{Value: []byte("new-0")})
 	select {
 	case <-lateAnswered:
-	case <-deadline:
+	case <-r.deadline:
 		t.Fatalf("no ShareFetch under the old ID answered late within %v", recreateWait)
 	}
 	<-held // stay-0's processing takes longer than the grace
 	close(stayDone)
 
-	await("stays:stay-0@0", "orders:new-0@0")
-	if lag := driver.AwaitUnacknowledged(t, group, "orders", map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
-		t.Errorf("share group %s's unacknowledged records of orders = %v, want {0: 0}", group, lag)
-	}
-	stopRun(t, cancel, done)
-	for len(seen) > 0 {
-		got[<-seen]++
-	}
-	for v, n := range got {
-		if n > 1 {
-			t.Errorf("record %s delivered %d times, want once", v, n)
-		}
-	}
+	r.await("stays:stay-0@0", "orders:new-0@0")
+	r.wantAcknowledged("orders")
+	r.stop()
+	r.deliveredOnce()
 	if n := len(anew); n > 0 {
 		t.Errorf("orders, deleted and recreated once, consumed anew %d times more (its new graph lost, its records released)", n)
 	}

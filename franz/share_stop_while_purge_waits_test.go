@@ -1,19 +1,14 @@
 package franz
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -36,42 +31,19 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
 		metadataLate = 8 * time.Second // after Run's context ended
 	)
-	b := kafkatest.NewKfake(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
+	b := shareTopicsBroker(t, kafkatest.NewKfake, []string{"orders", "stays"})
 	c := b.Cluster()
-	b.CreateTopic(t, "orders", 1)
-	b.CreateTopic(t, "stays", 1)
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 
-	seen := make(chan string, 64)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			return r, nil
-		}))
-	}
 	anew := make(chan string, 16)
 	logger := consumingAnewLogger(t, func(topic string, _ time.Time) { anew <- topic })
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: closeTimeout, Logger: logger,
-			// The client keeps a Metadata request in flight; each may
-			// take up to 30s before kgo gives it up.
-			Opts: []kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
-				kgo.RequestTimeoutOverhead(30 * time.Second)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	src := driver.NewShareSource(t, group, "orders")
-	cancel, done := startRun(t, src, build)
-
-	deadline := time.After(recreateWait)
-	got := map[string]int{}
-	await := recordAwaiter(t, seen, done, deadline, recreateWait, got)
-	await("orders:old-0@0")
+	r := startShareRun(t, b, ShareConfig{Group: group, Topics: []string{"orders", "stays"},
+		CloseTimeout: closeTimeout, Logger: logger,
+		// The client keeps a Metadata request in flight; each may
+		// take up to 30s before kgo gives it up.
+		Opts: []kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
+			kgo.RequestTimeoutOverhead(30 * time.Second)}}, reportingGraph)
+	r.await("orders:old-0@0")
 
 	release := make(chan struct{}) // the broker answers the held Metadata requests
 	ended := make(chan struct{})   // the test is over: no answer waits any longer
@@ -89,23 +61,14 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 
 	// The source logs that it consumes orders anew just before it purges
 	// the topic from the client.
-	select {
-	case topic := <-anew:
-		if topic != "orders" {
-			t.Fatalf("consumed %s anew, want orders", topic)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned %v before consuming orders anew", err)
-	case <-deadline:
-		t.Fatalf("orders not consumed anew within %v", recreateWait)
-	}
-	cancel()
+	r.awaitConsumedAnew(anew, "orders")
+	r.cancel()
 	stopped := time.Now()
 	answer := time.AfterFunc(metadataLate, func() { close(release) })
 	defer answer.Stop()
 
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		took := time.Since(stopped)
 		// kgo's Close waits for the Metadata request held by the
 		// broker: past CloseTimeout Run says it left Close running.

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
@@ -67,18 +64,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 	// topic, then let them finish. A fresh client produces to the new
 	// topic (a kgo client that saw the old topic ID refuses the new one).
 	kafkadriver.RecreateTopic(t, b, topic, 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
-	defer pcancel()
-	for i := range 3 {
-		if err := cl.ProduceSync(pctx, &kgo.Record{Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produceFresh(t, b, topic, sluice.Record{Value: []byte("new-0")}, sluice.Record{Value: []byte("new-1")}, sluice.Record{Value: []byte("new-2")})
 	close(release)
 
 	await(map[string]bool{"new-0@0": true, "new-1@1": true, "new-2@2": true})
@@ -93,11 +79,7 @@ func TestShareSourceTopicRecreated(t *testing.T) {
 // share groups heartbeat every 100ms on kfake.
 func recreateBroker(t *testing.T, topic string) *kafkatest.Broker {
 	t.Helper()
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
-	b.CreateTopic(t, topic, 1)
-	return b
+	return shareTopicsBroker(t, kafkatest.NewBroker, []string{topic})
 }
 
 // recreateDriver makes the share sources of the topic deletion tests,
@@ -224,41 +206,28 @@ func (h goneHandler) WithGroup(string) slog.Handler      { return h }
 // and of the other one are delivered once each.
 func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	const group = "g"
-	b := kafkatest.NewBroker(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
-	b.CreateTopic(t, "orders", 1)
-	b.CreateTopic(t, "stays", 1)
+	b := shareTopicsBroker(t, kafkatest.NewBroker, []string{"orders", "stays"})
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-0")}, sluice.Record{Value: []byte("stay-1")})
 
-	seen := make(chan string, 64)
 	release := make(chan struct{})
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			if string(r.Value[:3]) == "old" {
-				select {
-				case <-release:
-				case <-ctx.Done():
+	graph := func(seen chan<- string) pipeline.Builder {
+		return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 8, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+				seen <- topicValueOffset(r)
+				if string(r.Value[:3]) == "old" {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
 				}
-			}
-			return r, nil
-		}))
-	}
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: 5 * time.Second, Logger: kafkatest.Logger(t)})
-		if err != nil {
-			t.Fatal(err)
+				return r, nil
+			}))
 		}
-		return s
-	}}
-	src := driver.NewShareSource(t, group, "orders")
+	}
+	r := startShareRun(t, b, ShareConfig{Group: group, Topics: []string{"orders", "stays"},
+		CloseTimeout: 5 * time.Second, Logger: kafkatest.Logger(t)}, graph)
 
-	cancel, done := startRun(t, src, build)
-
-	deadline := time.After(recreateWait)
 	// A share source polls again only once every record it polled has an
 	// outcome, and a broker may serve the two topics in separate polls:
 	// a record of stays may come before or after the held old records.
@@ -273,15 +242,15 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 		}
 		for len(want) > 0 {
 			select {
-			case v := <-seen:
+			case v := <-r.seen:
 				if got[v] {
 					t.Errorf("record %s delivered twice", v)
 				}
 				got[v] = true
 				delete(want, v)
-			case err := <-done:
+			case err := <-r.done:
 				t.Fatalf("Run returned %v while records %v were awaited", err, want)
-			case <-deadline:
+			case <-r.deadline:
 				t.Fatalf("records %v not delivered within %v", want, recreateWait)
 			}
 		}
@@ -289,26 +258,15 @@ func TestShareSourceTopicRecreatedOtherTopic(t *testing.T) {
 	await(map[string]bool{"orders:old-0@0": true, "orders:old-1@1": true})
 
 	kafkadriver.RecreateTopic(t, b, "orders", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
-	defer pcancel()
-	if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceFresh(t, b, "orders", sluice.Record{Value: []byte("new-0")})
 	// The source polls again (and sees the topic gone) once every held
 	// record has its outcome.
 	close(release)
 	b.Produce(t, "stays", sluice.Record{Value: []byte("stay-2")})
 	await(map[string]bool{"orders:new-0@0": true, "stays:stay-0@0": true, "stays:stay-1@1": true, "stays:stay-2@2": true})
 
-	stopRun(t, cancel, done)
+	r.stop()
 	for _, topic := range []string{"orders", "stays"} {
-		if lag := driver.AwaitUnacknowledged(t, group, topic, map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
-			t.Errorf("share group %s's unacknowledged records of %s = %v, want {0: 0}", group, topic, lag)
-		}
+		r.wantAcknowledged(topic)
 	}
 }

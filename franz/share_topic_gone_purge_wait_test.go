@@ -1,21 +1,16 @@
 package franz
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit/kafkatest"
 )
 
@@ -40,27 +35,14 @@ import (
 // kgo's bound of 5.1s).
 func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *testing.T) {
 	const group = "g"
-	b := kafkatest.NewKfake(t, kafkatest.WithKfakeOptions(kfake.BrokerConfigs(map[string]string{
-		"group.share.heartbeat.interval.ms": "100",
-	})))
+	b := shareTopicsBroker(t, kafkatest.NewKfake, []string{"orders", "stays"})
 	c := b.Cluster()
-	b.CreateTopic(t, "orders", 1)
-	b.CreateTopic(t, "stays", 1)
 	b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
-
-	seen := make(chan string, 64)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Discard(stages.Map(in, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-			seen <- fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
-			return r, nil
-		}))
-	}
 
 	var (
 		mu       sync.Mutex
 		anewAt   time.Time // when the source first consumed orders anew
 		anewN    int
-		session  = map[int32]bool{} // by node: its share session holds the old partition
 		lateSent bool
 	)
 	purgeGate := make(chan struct{}) // closed 3.5s after the source consumed orders anew
@@ -78,49 +60,14 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 		anew <- topic
 	})
 
-	driver := kafkadriver.ShareDriver{Broker: b, Source: func(t *testing.T, group, _ string) sluice.Source {
-		s, err := NewShareSource(ShareConfig{Brokers: b.Addrs(), Group: group, Topics: []string{"orders", "stays"},
-			CloseTimeout: 5 * time.Second, Logger: logger,
-			// The client keeps a Metadata request in flight (each is
-			// answered late below, within the 10s request timeout).
-			Opts: []kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	src := driver.NewShareSource(t, group, "orders")
-	cancel, done := startRun(t, src, build)
+	r := startShareRun(t, b, ShareConfig{Group: group, Topics: []string{"orders", "stays"},
+		CloseTimeout: 5 * time.Second, Logger: logger,
+		// The client keeps a Metadata request in flight (each is
+		// answered late below, within the 10s request timeout).
+		Opts: []kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second)}}, reportingGraph)
+	r.await("orders:old-0@0")
 
-	deadline := time.After(recreateWait)
-	got := map[string]int{}
-	await := func(want ...string) {
-		t.Helper()
-		for _, v := range want {
-			for got[v] == 0 {
-				select {
-				case s := <-seen:
-					got[s]++
-				case err := <-done:
-					t.Fatalf("Run returned %v while record %s was awaited", err, v)
-				case <-deadline:
-					t.Fatalf("record %s not delivered within %v", v, recreateWait)
-				}
-			}
-		}
-	}
-	await("orders:old-0@0")
-
-	adm, err := b.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	details, err := adm.ListTopics(t.Context(), "orders")
-	if err != nil || details["orders"].Err != nil {
-		t.Fatalf("orders' topic ID: %v %v", err, details["orders"].Err)
-	}
-	oldID := [16]byte(details["orders"].ID)
-
+	holdsOld := oldIDSessions(t, b, "orders")
 	deletion := watchDeletion(c)
 	// The share client's Metadata requests (only it names stays) wait
 	// for the purge gate, up to 9s each.
@@ -133,25 +80,7 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 	}, "stays")
 	c.ControlKey(kmsg.ShareFetch.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		req := kr.(*kmsg.ShareFetchRequest)
-		node := c.CurrentNode()
-		mu.Lock()
-		if req.ShareSessionEpoch <= 0 {
-			session[node] = false
-		}
-		for _, rt := range req.Topics {
-			if rt.TopicID == oldID {
-				session[node] = true
-			}
-		}
-		for _, ft := range req.ForgottenTopicsData {
-			if ft.TopicID == oldID {
-				session[node] = false
-			}
-		}
-		old := session[node] && deletion.seen()
-		mu.Unlock()
-		if !old {
+		if !holdsOld(kr) || !deletion.seen() {
 			return nil, nil, false
 		}
 		arrived := time.Now()
@@ -187,41 +116,14 @@ func TestShareSourceTopicGoneFromAFetchSentWhileThePurgeWaitedForMetadata(t *tes
 
 	kafkadriver.RecreateTopic(t, b, "orders", 1)
 
-	select {
-	case topic := <-anew:
-		if topic != "orders" {
-			t.Fatalf("consumed %s anew, want orders", topic)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned %v before consuming orders anew", err)
-	case <-deadline:
-		t.Fatalf("orders not consumed anew within %v", recreateWait)
-	}
+	r.awaitConsumedAnew(anew, "orders")
 	<-purgeGate
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), recreateWait)
-	defer pcancel()
-	if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("new-0")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceFresh(t, b, "orders", sluice.Record{Value: []byte("new-0")})
 
-	await("orders:new-0@0")
-	if lag := driver.AwaitUnacknowledged(t, group, "orders", map[int32]int64{0: 0}); lag[0] != 0 || len(lag) != 1 {
-		t.Errorf("share group %s's unacknowledged records of orders = %v, want {0: 0}", group, lag)
-	}
-	stopRun(t, cancel, done)
-	for len(seen) > 0 {
-		got[<-seen]++
-	}
-	for v, n := range got {
-		if n > 1 {
-			t.Errorf("record %s delivered %d times, want once", v, n)
-		}
-	}
+	r.await("orders:new-0@0")
+	r.wantAcknowledged("orders")
+	r.stop()
+	r.deliveredOnce()
 	mu.Lock()
 	defer mu.Unlock()
 	if !lateSent {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/kafkadriver"
 	"github.com/sluice-go/sluice/pipeline"
@@ -113,18 +111,7 @@ func recreateTwice(t *testing.T) (ignored int64, within time.Duration) {
 	}
 	produce := func(v string) {
 		t.Helper()
-		// A fresh client for each topic (one that saw an old topic ID
-		// refuses the new one).
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), recreateWait)
-		defer cancel()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		produceFresh(t, b, topic, sluice.Record{Value: []byte(v)})
 	}
 	await("first-0@0")
 
