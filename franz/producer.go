@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -57,6 +58,12 @@ type Producer struct {
 	// Send handed kgo whose promise has not run yet: what kgo buffers,
 	// read without kgo's producer lock (full).
 	buffered bufferedCount
+	// reserve serialises the receivers' reservations of room in kgo's
+	// buffer (SendChunk: reading buffered, finding what fits, counting it
+	// in): two receivers that read the same count would each take the
+	// room left, and one would wait in kgo's Produce for deliveries. The
+	// promise only ever frees room, without it.
+	reserve sync.Mutex
 	// promise is reported's method value, made once: the promise of
 	// every record (producer_record.go).
 	promise func(*kgo.Record, error)
@@ -158,30 +165,11 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	if err := c.p.usable(); err != nil {
 		return 0, err
 	}
-	records, bytes := c.p.buffered.load()
-	n, size := 0, int64(0)
-	for n < len(os) {
-		s := messageSize(&os[n].Message)
-		if c.p.full(records+int64(n), bytes+size, s) {
-			break
-		}
-		size += s
-		n++
-	}
+	n, err := c.p.reserveRoom(os)
 	if n == 0 {
-		if c.p.tr.Closing() {
-			return 0, c.p.tr.Names().ErrClosed
-		}
-		return 0, errBufferFull
-	}
-	// Admitted without a lock held across Produce, which may still block
-	// if other receivers filled the buffer since full: Close must not
-	// wait for it.
-	if err := c.p.tr.Admit(n); err != nil {
 		return 0, err
 	}
 	now := time.Now()
-	c.p.buffered.add(int64(n), size)
 	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
 	for i := range os[:n] {
 		or := newOutRecord(&os[i], reports)
@@ -189,6 +177,39 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 		or.rec.Context = ctx
 		c.p.cl.Produce(ctx, &or.rec, c.p.promise)
 	}
+	return n, err
+}
+
+// reserveRoom counts as buffered (and pending: Tracker.Admit) the
+// messages of os that fit in kgo's buffer, a prefix of os, and returns
+// how many; with none, the error saying why (ErrClosed, errBufferFull).
+// Under p.reserve, so that what the receivers reserve together never
+// exceeds the buffer: kgo's Produce then waits for room only the moment
+// kgo's own count lags behind the promise (see full). Admitted without
+// a lock held across Produce: Close must not wait for it.
+func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
+	p.reserve.Lock()
+	defer p.reserve.Unlock()
+	records, bytes := p.buffered.load()
+	n, size := 0, int64(0)
+	for n < len(os) {
+		s := messageSize(&os[n].Message)
+		if p.full(records+int64(n), bytes+size, s) {
+			break
+		}
+		size += s
+		n++
+	}
+	if n == 0 {
+		if p.tr.Closing() {
+			return 0, p.tr.Names().ErrClosed
+		}
+		return 0, errBufferFull
+	}
+	if err := p.tr.Admit(n); err != nil {
+		return 0, err
+	}
+	p.buffered.add(int64(n), size)
 	if n < len(os) {
 		return n, errBufferFull
 	}

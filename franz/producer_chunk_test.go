@@ -59,3 +59,69 @@ func TestSendChunkHandsOverWhatFitsTheBuffer(t *testing.T) {
 	default:
 	}
 }
+
+// Receivers that send chunks at the same time share kgo's buffer: between
+// them they hand kgo no more records than it buffers, so none of their
+// calls waits inside kgo's Produce (deaf to its partition's end) for room
+// that only deliveries make. The broker never answers, so a call that
+// waited there would wait until Close gives up.
+func TestConcurrentSendChunksNeverOverfillTheBuffer(t *testing.T) {
+	const (
+		maxRecords = 256
+		senders    = 4
+		rounds     = 3
+	)
+	for round := range rounds {
+		p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: time.Millisecond,
+			Opts: []kgo.Opt{kgo.MaxBufferedRecords(maxRecords)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		handed := make(chan int, senders)
+		reports := make([]chan produce.Event, senders)
+		for i := range senders {
+			reports[i] = make(chan produce.Event, maxRecords)
+			// Headers make each call take a while to size its chunk.
+			headers := make([]sluice.Header, 64)
+			chunk := make([]produce.Outgoing, maxRecords)
+			for j := range chunk {
+				chunk[j] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: headers}}
+			}
+			go func() {
+				<-start
+				n, _ := (client{p}).SendChunk(context.Background(), chunk, reports[i])
+				handed <- n
+			}()
+		}
+		close(start)
+		total, returned := 0, 0
+		// A deadline only to tell a call waiting in kgo's Produce from
+		// one that returned: those return within microseconds.
+		timeout := time.After(10 * time.Second)
+	collect:
+		for returned < senders {
+			select {
+			case n := <-handed:
+				total += n
+				returned++
+			case <-timeout:
+				break collect
+			}
+		}
+		blocked := senders - returned
+		_ = p.Close() // gives up on what kgo buffers: a call waiting in Produce returns
+		for range blocked {
+			total += <-handed
+		}
+		for i := range senders {
+			for len(reports[i]) > 0 {
+				_, _, _ = (client{p}).Report(<-reports[i])
+			}
+		}
+		if blocked > 0 || total > maxRecords {
+			t.Fatalf("round %d: %d concurrent SendChunk calls handed kgo %d records with kgo.MaxBufferedRecords(%d); %d of them waited in kgo's Produce until Close",
+				round, senders, total, maxRecords, blocked)
+		}
+	}
+}
