@@ -176,10 +176,14 @@ func (st *producing) flush(ctx, sendCtx context.Context) error {
 			}
 			continue
 		}
-		n, err := st.chunks.SendChunk(sendCtx, b[:min(room, len(b))], st.reports)
+		part := b[:min(room, len(b))]
+		n, err := st.chunks.SendChunk(sendCtx, part, st.reports)
 		st.outstanding += n
 		b = b[n:]
-		if err == nil || ctx.Err() != nil {
+		// With all of part handed over, err concerns none of b (a send
+		// that blocked and took its message when sendCtx ended says so):
+		// the next call answers for b[0].
+		if err == nil || n == len(part) || ctx.Err() != nil {
 			continue
 		}
 		if !st.c.QueueFull(err) {

@@ -3,6 +3,7 @@ package produce_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -139,4 +140,68 @@ func TestChunkGoesOutInPiecesThatFitTheBound(t *testing.T) {
 		}
 		checkNonePending(t, c.tr)
 	})
+}
+
+// A client that takes chunks may block on the last message of a chunk
+// until Close starts, take it and say why it returned (the send
+// context's end): everything was handed over, so the stage has no
+// message to fail for that error and goes on as with Send, reading the
+// message's report (here the failure the blocked send ended with).
+func TestChunkWhoseLastSendEndedWithCloseIsAllHandedOver(t *testing.T) {
+	for _, chunks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunks=%v", chunks), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newStage(false)
+				c.chunks = chunks
+				c.block["v0"] = true
+				f, r := c.started(t, 1, recordMessage)
+				must(t, c.tr.Close(c.closeSteps()))
+				checkStageError(t, r.Wait(t), 0, "delivery to out failed: context canceled")
+				checkSent(t, c, "v0")
+				checkInCommitted(t, f, -1, "v0 not delivered")
+				checkNonePending(t, c.tr)
+			})
+		})
+	}
+}
+
+// The same when the send that ended with Close took the last message the
+// stage's bound let it hand over, the rest of the chunk waiting for
+// room: the error concerns no message of the rest, which goes on as with
+// Send (at the bound, then refused: the producer closed).
+func TestChunkCutAtTheBoundWhoseLastSendEndedWithClose(t *testing.T) {
+	errs := map[bool]string{}
+	for _, chunks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunks=%v", chunks), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newStage(true)
+				c.chunks = chunks
+				bound := produce.MinReportBuffer
+				last := fmt.Sprintf("v%d", bound)
+				c.block[last] = true
+				n := bound + 256
+				f, r := c.start(t, n, recordMessage, pipeline.WithPartitionQueue(2*n))
+				waitOutPacing()
+				checkSent(t, c, valueNames(0, bound)...)
+				c.release("v0") // room for one more: the next chunk's first, which blocks
+				synctest.Wait()
+				if got := len(c.triesOf(last)); got != 1 {
+					t.Fatalf("%s sent %d times, want once (blocked)", last, got)
+				}
+				if chunks && c.chunkLens[len(c.chunkLens)-1] != 1 {
+					t.Fatalf("SendChunk called with %v values, want the last with %s alone (the bound)", c.chunkLens, last)
+				}
+				closed := inBackground(func() error { return c.tr.Close(c.closeSteps()) })
+				err := r.Wait(t)
+				<-closed
+				errs[chunks] = fmt.Sprint(err)
+				checkSent(t, c, valueNames(0, bound+1)...)
+				checkInCommitted(t, f, 1, "v0 delivered, the others given up on")
+				checkNonePending(t, c.tr)
+			})
+		})
+	}
+	if errs[true] != errs[false] {
+		t.Errorf("Run returned, with a client that takes chunks:\n\t%s\nwith Send:\n\t%s", errs[true], errs[false])
+	}
 }
