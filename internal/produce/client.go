@@ -79,11 +79,12 @@ type ChunkSender interface {
 	// os. When n < len(os), err says why os[n] was not: an error for which
 	// QueueFull is true (the caller waits for a report or a few
 	// milliseconds and sends os[n:] again), or another. When ctx ends
-	// while it blocks (as Send may), it hands over nothing more; it may
-	// then return ctx's error even with n == len(os), which the caller
-	// ignores (every message was handed over). os is the
-	// caller's and only valid during the call. It is called like Send:
-	// one goroutine per receiver, concurrently across receivers.
+	// while it blocks (as Send may), it takes the message it blocked on
+	// (as Send does) and hands over nothing more, returning ctx's error
+	// (even with n == len(os)): the caller then sends the rest again,
+	// which a closed producer refuses. os is the caller's and only valid
+	// during the call. It is called like Send: one goroutine per
+	// receiver, concurrently across receivers.
 	SendChunk(ctx context.Context, os []Outgoing, reports chan Event) (n int, err error)
 }
 

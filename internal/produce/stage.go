@@ -180,10 +180,12 @@ func (st *producing) flush(ctx, sendCtx context.Context) error {
 		n, err := st.chunks.SendChunk(sendCtx, part, st.reports)
 		st.outstanding += n
 		b = b[n:]
-		// With all of part handed over, err concerns none of b (a send
-		// that blocked and took its message when sendCtx ended says so):
-		// the next call answers for b[0].
-		if err == nil || n == len(part) || ctx.Err() != nil {
+		// A send that blocked until sendCtx ended (Close started) took
+		// its message and handed over nothing more, saying why: that
+		// concerns none of b, whose next call answers for b[0] (a closed
+		// producer refuses it, as the next Send). So does any error
+		// with all of part handed over.
+		if err == nil || n == len(part) || ctx.Err() != nil || n > 0 && errors.Is(err, sendCtx.Err()) {
 			continue
 		}
 		if !st.c.QueueFull(err) {

@@ -205,3 +205,30 @@ func TestChunkCutAtTheBoundWhoseLastSendEndedWithClose(t *testing.T) {
 		t.Errorf("Run returned, with a client that takes chunks:\n\t%s\nwith Send:\n\t%s", errs[true], errs[false])
 	}
 }
+
+// A send that blocked inside a chunk until Close started takes its
+// message and hands over nothing more, saying why (the send context's
+// end): the rest of the chunk is refused by the closed producer, as the
+// next Send is, and Run stops with an error wrapping ErrClosed at the
+// first value not handed over.
+func TestChunkWhoseSendEndedWithCloseFailsTheRestWithErrClosed(t *testing.T) {
+	for _, chunks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunks=%v", chunks), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newStage(false)
+				c.chunks = chunks
+				c.block["v1"] = true
+				f, r := c.start(t, 3, recordMessage)
+				synctest.Wait()
+				if chunks && !slices.Equal(c.chunkLens, []int{3}) {
+					t.Fatalf("SendChunk called with %v values, want [3]", c.chunkLens)
+				}
+				must(t, c.tr.Close(c.closeSteps()))
+				checkClosedError(t, r.Wait(t), 2)
+				checkSent(t, c, "v0", "v1")
+				checkInCommitted(t, f, 1, "v0 delivered")
+				checkNonePending(t, c.tr)
+			})
+		})
+	}
+}
