@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -56,6 +58,12 @@ type Producer struct {
 	// Send handed kgo whose promise has not run yet: what kgo buffers,
 	// read without kgo's producer lock (full).
 	buffered bufferedCount
+	// reserve serialises the receivers' reservations of room in kgo's
+	// buffer (SendChunk: reading buffered, finding what fits, counting it
+	// in): two receivers that read the same count would each take the
+	// room left, and one would wait in kgo's Produce for deliveries. The
+	// promise only ever frees room, without it.
+	reserve sync.Mutex
 	// promise is reported's method value, made once: the promise of
 	// every record (producer_record.go).
 	promise func(*kgo.Record, error)
@@ -133,59 +141,93 @@ type client struct{ p *Producer }
 // bytes) as it may: the core waits for a report and sends again.
 var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 
-// Send hands o to kgo, or returns errBufferFull while kgo buffers
-// kgo.MaxBufferedRecords records (or kgo.MaxBufferedBytes bytes): kgo's
-// Produce would block there, deaf to the partition's end, and ctx is not
-// passed to kgo, which would fail buffered records once it ends. Every
-// record is produced under a context ending at its delivery timeout or
-// when Close gives up: a record once buffered is delivered or
-// fails then, never because a partition ended, so its report always
-// comes. The records sent within a few milliseconds share that context
-// (see deadlines).
-// kgo calls promises one at
-// a time from one goroutine: the receiver keeps room for the report (the
+// Send hands o to kgo as SendChunk does a chunk of one.
+func (c client) Send(ctx context.Context, o *produce.Outgoing, reports chan produce.Event) error {
+	_, err := c.SendChunk(ctx, unsafe.Slice(o, 1), reports)
+	return err
+}
+
+// SendChunk hands kgo the messages of os that fit in its buffer, in
+// order, and returns how many; errBufferFull when the next would make kgo
+// buffer more than kgo.MaxBufferedRecords records (or
+// kgo.MaxBufferedBytes bytes): kgo's Produce would block there, deaf to
+// the partition's end, and ctx is not passed to kgo, which would fail
+// buffered records once it ends. Every record is produced under a
+// context ending at its delivery timeout or when Close gives up: a
+// record once buffered is delivered or fails then, never because a
+// partition ended, so its report always comes. The records sent within
+// a few milliseconds share that context (see deadlines); the records of
+// one call share the closed check, the clock read and the updates of
+// the counters every stage shares. kgo calls promises one at a time
+// from one goroutine: the receiver keeps room for the reports (the
 // core's outstanding bound), so a promise never blocks.
-func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
+func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan produce.Event) (int, error) {
 	if err := c.p.usable(); err != nil {
-		return err
+		return 0, err
 	}
-	or, size := newOutRecord(o, reports)
-	if c.p.full(size) {
-		or.release()
-		if c.p.tr.Closing() {
-			return c.p.tr.Names().ErrClosed
-		}
-		return errBufferFull
-	}
-	// Admitted without a lock held across Produce, which may still block
-	// if other receivers filled the buffer since full: Close must not
-	// wait for it.
-	if err := c.p.tr.Admit(); err != nil {
-		or.release()
-		return err
+	n, err := c.p.reserveRoom(os)
+	if n == 0 {
+		return 0, err
 	}
 	now := time.Now()
-	stamp(&or.rec, now)
-	or.size = size
-	c.p.buffered.add(1, size)
 	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
-	or.rec.Context = ctx
-	c.p.cl.Produce(ctx, &or.rec, c.p.promise)
-	return nil
+	for i := range os[:n] {
+		or := newOutRecord(&os[i], reports)
+		stamp(&or.rec, now)
+		or.rec.Context = ctx
+		c.p.cl.Produce(ctx, &or.rec, c.p.promise)
+	}
+	return n, err
+}
+
+// reserveRoom counts as buffered (and pending: Tracker.Admit) the
+// messages of os that fit in kgo's buffer, a prefix of os, and returns
+// how many; with none, the error saying why (ErrClosed, errBufferFull).
+// Under p.reserve, so that what the receivers reserve together never
+// exceeds the buffer: kgo's Produce then waits for room only the moment
+// kgo's own count lags behind the promise (see full). Admitted without
+// a lock held across Produce: Close must not wait for it.
+func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
+	p.reserve.Lock()
+	defer p.reserve.Unlock()
+	records, bytes := p.buffered.load()
+	n, size := 0, int64(0)
+	for n < len(os) {
+		s := messageSize(&os[n].Message)
+		if p.full(records+int64(n), bytes+size, s) {
+			break
+		}
+		size += s
+		n++
+	}
+	if n == 0 {
+		if p.tr.Closing() {
+			return 0, p.tr.Names().ErrClosed
+		}
+		return 0, errBufferFull
+	}
+	if err := p.tr.Admit(n); err != nil {
+		return 0, err
+	}
+	p.buffered.add(int64(n), size)
+	if n < len(os) {
+		return n, errBufferFull
+	}
+	return n, nil
 }
 
 // full reports whether a record of size bytes would make kgo's Produce
-// wait for room. A record larger than kgo.MaxBufferedBytes never fits:
-// kgo fails it at once (MESSAGE_TOO_LARGE), so it is not full's to wait.
-// It counts the records Send handed kgo and the promise did not report
-// yet (p.buffered): kgo's count of the same records (BufferedProduceRecords,
-// BufferedProduceBytes, each a lock of kgo's producer shared with its
-// promise goroutine) drops just after the promise returned, so Produce
-// may wait that moment for room. The producer's client produces nothing
-// but Send's records (a transactional producer's is the source's, which
-// produces nothing).
-func (p *Producer) full(size int64) bool {
-	records, bytes := p.buffered.load()
+// wait for room while records records of bytes bytes are buffered. A
+// record larger than kgo.MaxBufferedBytes never fits: kgo fails it at
+// once (MESSAGE_TOO_LARGE), so it is not full's to wait. The counts are
+// those of the records Send handed kgo and the promise did not report
+// yet (p.buffered): kgo's count of the same records
+// (BufferedProduceRecords, BufferedProduceBytes, each a lock of kgo's
+// producer shared with its promise goroutine) drops just after the
+// promise returned, so Produce may wait that moment for room. The
+// producer's client produces nothing but Send's records (a transactional
+// producer's is the source's, which produces nothing).
+func (p *Producer) full(records, bytes, size int64) bool {
 	if p.maxRecords > 0 && records >= p.maxRecords {
 		return true
 	}

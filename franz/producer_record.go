@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
@@ -51,16 +52,15 @@ func outRecordOf(r *kgo.Record) *outRecord {
 // next Send.
 var outRecords = sync.Pool{New: func() any { return new(outRecord) }}
 
-// newOutRecord returns the outRecord of o, reported to reports, and the
-// bytes kgo counts against kgo.MaxBufferedBytes. The record's Context
-// (the send window) and a zero timestamp are left to set before Produce;
-// a record not produced goes back with release.
-func newOutRecord(o *produce.Outgoing, reports chan produce.Event) (*outRecord, int64) {
+// newOutRecord returns the outRecord of o, reported to reports, with the
+// bytes kgo counts against kgo.MaxBufferedBytes (messageSize). The
+// record's Context (the send window) and a zero timestamp are left to
+// set before Produce.
+func newOutRecord(o *produce.Outgoing, reports chan produce.Event) *outRecord {
 	or := outRecords.Get().(*outRecord)
 	or.t, or.reports = o.Ticket, reports
 	r := &or.rec
 	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
-	size := int64(len(r.Key) + len(r.Value))
 	r.Headers = r.Headers[:0]
 	if n := len(o.Message.Headers); cap(r.Headers) < n {
 		// One allocation, not one per doubling (a dead letter carries
@@ -69,9 +69,19 @@ func newOutRecord(o *produce.Outgoing, reports chan produce.Event) (*outRecord, 
 	}
 	for _, h := range o.Message.Headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	or.size = messageSize(&o.Message)
+	return or
+}
+
+// messageSize is the bytes kgo counts of m against kgo.MaxBufferedBytes:
+// its key, value and headers.
+func messageSize(m *sluice.Message) int64 {
+	size := int64(len(m.Key) + len(m.Value))
+	for _, h := range m.Headers {
 		size += int64(len(h.Key) + len(h.Value))
 	}
-	return or, size
+	return size
 }
 
 // release forgets what or refers to (the message's bytes, the channel,

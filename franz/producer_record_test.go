@@ -23,7 +23,8 @@ func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 		Key: []byte("k"), Value: []byte("value"),
 		Headers: []sluice.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
 	}}
-	or, size := newOutRecord(o, reports)
+	or := newOutRecord(o, reports)
+	size := or.size
 	r := &or.rec
 	r.Context = context.Background()
 	if r.Topic != "out" || string(r.Key) != "k" || string(r.Value) != "value" || !r.Timestamp.Equal(ts) ||
@@ -66,7 +67,7 @@ func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
 	ended, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for _, window := range []context.Context{ended, context.Background()} {
-		or, _ := newOutRecord(&produce.Outgoing{Topic: "out"}, reports)
+		or := newOutRecord(&produce.Outgoing{Topic: "out"}, reports)
 		or.rec.Context = window
 		p.reported(&or.rec, context.DeadlineExceeded) // as kgo reports a record whose context ended
 	}
@@ -91,7 +92,7 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 	reports := make(chan produce.Event, 1)
 	o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: []sluice.Header{{Key: "h"}}}}
 	allocs := testing.AllocsPerRun(100, func() {
-		or, _ := newOutRecord(o, reports)
+		or := newOutRecord(o, reports)
 		or.rec.Context = context.Background()
 		p.promise(&or.rec, nil)
 		_, _, _ = (client{p}).Report(<-reports)
@@ -109,25 +110,28 @@ func TestFullCountsRecordsUntilReported(t *testing.T) {
 	p := newProducerFor(ProducerConfig{}, nil)
 	p.maxRecords, p.maxBytes = 2, 100
 	reports := make(chan produce.Event, 2)
+	full := func(size int64) bool {
+		records, bytes := p.buffered.load()
+		return p.full(records, bytes, size)
+	}
 	var sent []*outRecord
 	for range 2 {
-		or, size := newOutRecord(&produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}, reports)
+		or := newOutRecord(&produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}, reports)
 		or.rec.Context = context.Background()
-		or.size = size
-		p.buffered.add(1, size) // as Send does before kgo.Produce
+		p.buffered.add(1, or.size) // as SendChunk does before kgo.Produce
 		sent = append(sent, or)
 	}
-	if !p.full(1) {
+	if !full(1) {
 		t.Error("not full with 2 records buffered of kgo.MaxBufferedRecords 2")
 	}
 	p.reported(&sent[0].rec, nil)
-	if p.full(60) {
+	if full(60) {
 		t.Error("full after a report: 1 record and 40 B buffered, 60 B more fit 100 B")
 	}
-	if !p.full(61) {
+	if !full(61) {
 		t.Error("61 B fit with 40 of kgo.MaxBufferedBytes 100 buffered")
 	}
-	if p.full(101) {
+	if full(101) {
 		t.Error("a record larger than kgo.MaxBufferedBytes waits for room that never comes")
 	}
 	p.reported(&sent[1].rec, nil)

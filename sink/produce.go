@@ -91,7 +91,13 @@ type Producer interface {
 // toMsg is called like any stage function: timed for hooks, watched by
 // the stuck detector, retried under the stage's retry policy on a
 // transient error, a panic reported at the record's offset; an error
-// marked with sluice.Invalid dead-letters the record.
+// marked with sluice.Invalid dead-letters the record. With a franz-go
+// producer the stage calls toMsg for every value of the chunk at hand,
+// then hands the messages to kgo together (one closed check, one clock
+// read and one update of the counters the stages share, for the chunk),
+// as a Map stage sends its chunk on; with the others each message goes
+// to the client once toMsg returned for it. Either way the messages go
+// out in order.
 //
 // On a graceful revoke the stage waits for the delivery reports of
 // everything it produced. When the partition is lost or its drain times

@@ -173,7 +173,7 @@ type client struct{ p *Producer }
 // proceeds and the message's receiver stops waiting once the producer is
 // closed, as with the Kafka producers.
 func (c client) Send(_ context.Context, o *produce.Outgoing, reports chan produce.Event) error {
-	if err := c.p.tr.Admit(); err != nil {
+	if err := c.p.tr.Admit(1); err != nil {
 		return err
 	}
 	reports <- report{t: o.Ticket, err: c.p.send(o.Topic, o.Message)}

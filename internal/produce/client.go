@@ -67,6 +67,27 @@ type Client interface {
 	MaxBuffered() int
 }
 
+// ChunkSender is a [Client] that also takes a run of messages in one
+// call, paying once per call what Send pays per message (the closed
+// check, the clock, the counters every receiver shares). A Produce stage
+// hands each chunk of its input to SendChunk when its client has it,
+// and each message to Send otherwise.
+type ChunkSender interface {
+	// SendChunk hands os to the library in order, each as Send would, its
+	// delivery report to go to reports (which the caller keeps room in
+	// for all of os), and returns how many it handed over: a prefix of
+	// os. When n < len(os), err says why os[n] was not: an error for which
+	// QueueFull is true (the caller waits for a report or a few
+	// milliseconds and sends os[n:] again), or another. When ctx ends
+	// while it blocks (as Send may), it takes the message it blocked on
+	// (as Send does) and hands over nothing more, returning ctx's error
+	// (even with n == len(os)): the caller then sends the rest again,
+	// which a closed producer refuses. os is the caller's and only valid
+	// during the call. It is called like Send: one goroutine per
+	// receiver, concurrently across receivers.
+	SendChunk(ctx context.Context, os []Outgoing, reports chan Event) (n int, err error)
+}
+
 // Names are the backend's words in errors.
 type Names struct {
 	// Package prefixes the producer's own errors ("sink", "franz").

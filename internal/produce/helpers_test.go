@@ -61,6 +61,9 @@ func newProducer(c produce.Client, tr *produce.Tracker) producer {
 // produceTo returns a builder whose graph produces every record to "out"
 // with c and tr through the stage under test.
 func produceTo(c produce.Client, tr *produce.Tracker, toMsg func(sluice.Record) (sluice.Message, error)) pipeline.Builder {
+	if s, ok := c.(*stub); ok && s.chunks {
+		c = chunkSender{s}
+	}
 	p := newProducer(c, tr)
 	return func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return produce.Stage(in, "stub.Produce", p, "out", toMsg, nil)

@@ -81,6 +81,7 @@ func Stage[T any](in pipeline.Stream[T], name string, p Backend, topic string, t
 		stages := tr.stageStarted()
 		defer tr.stageEnded()
 		st := &producing{c: c, tr: tr, s: s, topic: topic, reports: make(chan Event, reportBuffer(c.MaxBuffered(), stages))}
+		st.chunks, _ = c.(ChunkSender)
 		defer st.waitAll()
 		ctx := s.Context()
 		// Sends blocked on a full buffer return when the partition's
@@ -112,31 +113,101 @@ type producing struct {
 	// out is the Outgoing handed to Client.Send, reused for every
 	// message (Send keeps nothing of it).
 	out Outgoing
+	// chunks is c as a ChunkSender, or nil: then each message goes to
+	// Send. batch holds the messages of the chunk at hand until they are
+	// handed to chunks (flush), reused from chunk to chunk.
+	chunks ChunkSender
+	batch  []Outgoing
 	// done are the tickets of delivered values not marked done yet
 	// (report).
 	done []stagekit.Ticket
 }
 
-// produceChunk converts and produces the values of chunk in order. It
-// stops at once when ctx ends (the partition was lost or its drain timed
-// out): nothing more of the chunk is produced.
+// produceChunk converts and produces the values of chunk in order: one
+// by one with Send, or, when the client is a ChunkSender, the converted
+// values together (flush), before a value whose conversion failed is
+// failed and at the chunk's end. It stops at once when ctx ends (the
+// partition was lost or its drain timed out): nothing more of the chunk
+// is produced.
 func produceChunk[T any](ctx, sendCtx context.Context, st *producing, pr *stagekit.Probe, chunk []stagekit.Item[T], convert func(context.Context, T) (sluice.Message, error)) error {
+	defer st.forget()
 	for _, it := range chunk {
 		m, err := stagekit.Call(ctx, st.s, pr, it, convert)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
+			if err := st.flush(ctx, sendCtx); err != nil {
+				return err
+			}
 			if err := st.s.Fail(it.Ticket, err); err != nil {
 				return err
 			}
+			continue
+		}
+		if st.chunks != nil {
+			st.batch = append(st.batch, Outgoing{Topic: st.topic, Message: m, Ticket: it.Ticket})
 			continue
 		}
 		if err := st.produce(ctx, sendCtx, m, it.Ticket); err != nil {
 			return err
 		}
 	}
+	return st.flush(ctx, sendCtx)
+}
+
+// flush hands the messages of st.batch to st.chunks, at most as many at
+// a time as the report channel has room for (waiting for reports while
+// it has none), and waits for a report or QueueFullWait when the
+// library's buffer is full. It stops, producing nothing more, when ctx
+// ends; a message the client refuses fails its value (a Fail that
+// dead-letters it lets the rest go on).
+func (st *producing) flush(ctx, sendCtx context.Context) error {
+	b := st.batch
+	defer st.forget()
+	for len(b) > 0 {
+		if ctx.Err() != nil {
+			return nil
+		}
+		room := cap(st.reports) - st.outstanding
+		if room <= 0 {
+			if ok, err := st.await(ctx, nil); !ok {
+				return err
+			}
+			continue
+		}
+		part := b[:min(room, len(b))]
+		n, err := st.chunks.SendChunk(sendCtx, part, st.reports)
+		st.outstanding += n
+		b = b[n:]
+		// A send that blocked until sendCtx ended (Close started) took
+		// its message and handed over nothing more, saying why: that
+		// concerns none of b, whose next call answers for b[0] (a closed
+		// producer refuses it, as the next Send). So does any error
+		// with all of part handed over.
+		if err == nil || n == len(part) || ctx.Err() != nil || n > 0 && errors.Is(err, sendCtx.Err()) {
+			continue
+		}
+		if !st.c.QueueFull(err) {
+			if err := st.s.Fail(b[0].Ticket, fmt.Errorf("producing to %s: %w", st.topic, err)); err != nil {
+				return err
+			}
+			b = b[1:]
+			continue
+		}
+		// Backpressure: handle a delivery report (or wait a little) and
+		// send the rest again.
+		if ok, err := st.await(ctx, time.After(QueueFullWait)); !ok {
+			return err
+		}
+	}
 	return nil
+}
+
+// forget empties st.batch, dropping its messages' bytes.
+func (st *producing) forget() {
+	clear(st.batch)
+	st.batch = st.batch[:0]
 }
 
 func (st *producing) produce(ctx, sendCtx context.Context, m sluice.Message, t stagekit.Ticket) error {
@@ -228,14 +299,15 @@ func (st *producing) take(ev Event) error {
 		st.complete()
 		return st.failed(t, err)
 	}
-	st.tr.Received()
 	st.done = append(st.done, t)
 	return nil
 }
 
-// complete marks the values of st.done done.
+// complete records the reports of st.done as received and marks their
+// values done.
 func (st *producing) complete() {
 	if len(st.done) > 0 {
+		st.tr.ReceivedN(len(st.done))
 		st.s.Done(st.done...)
 		st.done = st.done[:0]
 	}

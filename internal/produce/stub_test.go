@@ -91,12 +91,16 @@ type stub struct {
 	// maxBuffered is what MaxBuffered answers: the most messages the
 	// library would buffer (0: no bound).
 	maxBuffered int
+	// chunks makes the stage's client a produce.ChunkSender (chunkSender).
+	chunks bool
+	// chunkLens are the lengths of the SendChunk calls, in order.
+	chunkLens []int
 }
 
 func (c *stub) MaxBuffered() int { return c.maxBuffered }
 
 func newStub(tr *produce.Tracker, hold bool) *stub {
-	return &stub{tr: tr, hold: hold, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}, blockFull: map[string]bool{}}
+	return &stub{tr: tr, hold: hold, chunks: stubsTakeChunks, refuse: map[string]int{}, sendErr: map[string]error{}, fail: map[string]error{}, block: map[string]bool{}, blockFull: map[string]bool{}}
 }
 
 func (c *stub) Send(ctx context.Context, o *produce.Outgoing, reports chan produce.Event) error {

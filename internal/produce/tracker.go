@@ -83,19 +83,19 @@ func (tr *Tracker) Send(hand func() error) error {
 	return nil
 }
 
-// Admit counts one message as pending unless Close started (then it
+// Admit counts n messages as pending unless Close started (then it
 // returns Names.ErrClosed), for a library whose produce call may block
-// and must not hold Close up: the caller then hands the message over
-// without a lock, and the library must report it (a message it takes
+// and must not hold Close up: the caller then hands the messages over
+// without a lock, and the library must report each (a message it takes
 // after closing may never be reported: its receiver stops waiting at
 // Gone).
-func (tr *Tracker) Admit() error {
+func (tr *Tracker) Admit(n int) error {
 	tr.mu.RLock()
 	defer tr.mu.RUnlock()
 	if tr.closing.Load() {
 		return tr.names.ErrClosed
 	}
-	tr.pending.Add(1)
+	tr.pending.Add(int64(n))
 	return nil
 }
 
@@ -125,8 +125,12 @@ func (tr *Tracker) Pending() int64 { return tr.pending.Load() }
 
 // Received records that a receiver read a message's delivery report (a
 // success, or a failure that is not Close giving up).
-func (tr *Tracker) Received() {
-	if tr.pending.Add(-1) == 0 && tr.closing.Load() {
+func (tr *Tracker) Received() { tr.ReceivedN(1) }
+
+// ReceivedN records that a receiver read n delivery reports of delivered
+// messages, as n calls of Received would.
+func (tr *Tracker) ReceivedN(n int) {
+	if tr.pending.Add(-int64(n)) == 0 && tr.closing.Load() {
 		tr.idleOnce.Do(func() { close(tr.idle) })
 	}
 }

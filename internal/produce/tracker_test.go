@@ -14,7 +14,7 @@ import (
 )
 
 // A message the library accepts is pending until its report is read; one
-// it refuses never is.
+// it refuses never is. Admit and ReceivedN count several at once.
 func TestTrackerCountsAcceptedMessagesOnly(t *testing.T) {
 	tr := produce.NewTracker(names)
 	errRefused := errors.New("refused")
@@ -22,10 +22,11 @@ func TestTrackerCountsAcceptedMessagesOnly(t *testing.T) {
 		t.Fatalf("Send returned %v, want the library's error", err)
 	}
 	must(t, tr.Send(func() error { return nil }))
-	must(t, tr.Admit())
-	if n := tr.Pending(); n != 2 {
-		t.Fatalf("%d pending, want 2", n)
+	must(t, tr.Admit(3))
+	if n := tr.Pending(); n != 4 {
+		t.Fatalf("%d pending, want 4", n)
 	}
+	tr.ReceivedN(2)
 	tr.Received()
 	if gaveUp := tr.Failed(false, sluice.UndeliveredMessage{}); gaveUp {
 		t.Error("Failed(false, ...) reported a give-up")
@@ -52,7 +53,7 @@ func TestTrackerRefusesAfterClose(t *testing.T) {
 		if err := tr.Send(func() error { called = true; return nil }); err != errClosed || called {
 			t.Errorf("Send after Close returned %v (library called: %v), want ErrClosed and no call", err, called)
 		}
-		if err := tr.Admit(); err != errClosed {
+		if err := tr.Admit(1); err != errClosed {
 			t.Errorf("Admit after Close returned %v, want ErrClosed", err)
 		}
 		if tr.WhileOpen(func() { called = true }) || called {

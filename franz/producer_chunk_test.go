@@ -1,0 +1,127 @@
+package franz
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/produce"
+)
+
+// SendChunk hands kgo the prefix of a chunk that fits kgo's buffer, in
+// order, and says the buffer is full for the rest: the records handed
+// over are counted (pending, buffered) once, exactly, and each gets its
+// report; the rest are not counted and never reach kgo.
+func TestSendChunkHandsOverWhatFitsTheBuffer(t *testing.T) {
+	// No broker answers: what kgo takes stays buffered until Close gives up.
+	p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: 100 * time.Millisecond,
+		Opts: []kgo.Opt{kgo.MaxBufferedRecords(3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan produce.Event, 5)
+	chunk := make([]produce.Outgoing, 5)
+	for i := range chunk {
+		chunk[i] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte{byte('a' + i)}}}
+	}
+	n, err := (client{p}).SendChunk(context.Background(), chunk, reports)
+	if n != 3 || err != errBufferFull {
+		t.Fatalf("SendChunk of 5 with room for 3 = %d, %v; want 3, errBufferFull", n, err)
+	}
+	if records, bytes := p.buffered.load(); records != 3 || bytes != 3 {
+		t.Errorf("buffered %d records of %d bytes, want 3 of 3", records, bytes)
+	}
+	if got := p.tr.Pending(); got != 3 {
+		t.Errorf("%d pending, want 3", got)
+	}
+	if n, err := (client{p}).SendChunk(context.Background(), chunk[3:], reports); n != 0 || err != errBufferFull {
+		t.Errorf("SendChunk with the buffer full = %d, %v; want 0, errBufferFull", n, err)
+	}
+	var cerr *sluice.CloseError
+	if err := p.Close(); !errors.As(err, &cerr) {
+		t.Fatalf("Close with 3 records buffered: %v, want a *sluice.CloseError", err)
+	}
+	for i := range 3 {
+		ev := <-reports
+		value := string(ev.(*outRecord).rec.Value)
+		_, err, ok := (client{p}).Report(ev)
+		if want := string(rune('a' + i)); !ok || err == nil || value != want {
+			t.Errorf("report %d: of %q, error %v (a report: %v); want of %q, given up on", i, value, err, ok, want)
+		}
+	}
+	select {
+	case ev := <-reports:
+		t.Errorf("a fourth report %v for a record never handed over", ev)
+	default:
+	}
+}
+
+// Receivers that send chunks at the same time share kgo's buffer: between
+// them they hand kgo no more records than it buffers, so none of their
+// calls waits inside kgo's Produce (deaf to its partition's end) for room
+// that only deliveries make. The broker never answers, so a call that
+// waited there would wait until Close gives up.
+func TestConcurrentSendChunksNeverOverfillTheBuffer(t *testing.T) {
+	const (
+		maxRecords = 256
+		senders    = 4
+		rounds     = 3
+	)
+	for round := range rounds {
+		p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: time.Millisecond,
+			Opts: []kgo.Opt{kgo.MaxBufferedRecords(maxRecords)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		handed := make(chan int, senders)
+		reports := make([]chan produce.Event, senders)
+		for i := range senders {
+			reports[i] = make(chan produce.Event, maxRecords)
+			// Headers make each call take a while to size its chunk.
+			headers := make([]sluice.Header, 64)
+			chunk := make([]produce.Outgoing, maxRecords)
+			for j := range chunk {
+				chunk[j] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: headers}}
+			}
+			go func() {
+				<-start
+				n, _ := (client{p}).SendChunk(context.Background(), chunk, reports[i])
+				handed <- n
+			}()
+		}
+		close(start)
+		total, returned := 0, 0
+		// A deadline only to tell a call waiting in kgo's Produce from
+		// one that returned: those return within microseconds.
+		timeout := time.After(10 * time.Second)
+	collect:
+		for returned < senders {
+			select {
+			case n := <-handed:
+				total += n
+				returned++
+			case <-timeout:
+				break collect
+			}
+		}
+		blocked := senders - returned
+		_ = p.Close() // gives up on what kgo buffers: a call waiting in Produce returns
+		for range blocked {
+			total += <-handed
+		}
+		for i := range senders {
+			for len(reports[i]) > 0 {
+				_, _, _ = (client{p}).Report(<-reports[i])
+			}
+		}
+		if blocked > 0 || total > maxRecords {
+			t.Fatalf("round %d: %d concurrent SendChunk calls handed kgo %d records with kgo.MaxBufferedRecords(%d); %d of them waited in kgo's Produce until Close",
+				round, senders, total, maxRecords, blocked)
+		}
+	}
+}
