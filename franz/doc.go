@@ -227,10 +227,10 @@
 // kgo.UnknownTopicRetries, a closed client) are sluice.Permanent; a
 // delivery timeout is transient.
 //
-// Defaults: kgo's acks=all and idempotent writes, no linger
-// ([DefaultProducerLinger]: kgo batches what is produced while a request
-// is in flight; on the embedded broker 0 beat librdkafka's 5ms and kgo's 10ms,
-// BenchmarkProduceLinger), metadata at most every second
+// Defaults: kgo's acks=all and idempotent writes, a linger of 5ms
+// ([DefaultProducerLinger], as librdkafka's and Java's: fewer, larger
+// produce requests for a steady flow, at most 5ms more before a delivery
+// report), metadata at most every second
 // ([DefaultProducerMetadataMinAge]: a partition that refused a write
 // without naming its new leader is retried once kgo knows where it went,
 // and kgo's 5s stalled the Produce stages writing to it), and
