@@ -198,8 +198,11 @@
 //     are cancelled, nothing of theirs is committed), purges the topic from
 //     the client and adds it back; the group assigns the new topic's
 //     partitions, consumed from the start offset (the committed offsets
-//     belonged to the deleted topic). The librdkafka source keeps its
-//     fetch position across the recreation instead.
+//     belonged to the deleted topic). The purge waits for kgo's metadata
+//     loop, so it runs in the background, the topic paused meanwhile: the
+//     other topics go on being consumed and committed, and Run stops when
+//     ctx is done. The librdkafka source keeps its fetch position across
+//     the recreation instead.
 //   - Commits carry no leader epoch (-1).
 //
 // # Producing

@@ -21,9 +21,11 @@ func (r *runner) WaitToRetryCommit(d time.Duration) {
 }
 
 // Leave makes later callbacks return at once (the revoke kgo raises when
-// leaving needs no answer) and leaves the group, until deadline. A leave
-// that did not finish is logged: Close does the rest.
+// leaving needs no answer), keeps a purge that ends from now on from
+// adding its topic back (group_purge.go), and leaves the group, until
+// deadline. A leave that did not finish is logged: Close does the rest.
 func (r *runner) Leave(deadline time.Time) error {
+	r.leaving.Store(true)
 	r.endHandOff()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	err := r.cl.LeaveGroupContext(ctx)
@@ -35,12 +37,16 @@ func (r *runner) Leave(deadline time.Time) error {
 }
 
 // Close closes the client on its own goroutine and waits for it until
-// deadline (at the earliest now). Past deadline Close is left running:
-// the error says so.
+// deadline (at the earliest now), then for the purges still running
+// (group_purge.go), which the closed client ends at once. Past deadline
+// Close is left running, and so are the purges: the error says so.
 func (r *runner) Close(deadline time.Time) error {
-	_, err := r.core.CloseClient(deadline, func() error {
+	finished, err := r.core.CloseClient(deadline, func() error {
 		r.cl.Close()
 		return nil
 	})
+	if finished {
+		r.awaitPurges()
+	}
 	return err
 }

@@ -189,6 +189,12 @@ type runner struct {
 	highs map[sluice.TopicPartition]int64 // last high watermark reported
 	fatal error                           // ends the loop
 	gone  goneTopics                      // see topicsGone
+	// purges: the topics being consumed anew, each with the channel its
+	// purge from the client closes when done (group_purge.go).
+	purges map[string]chan struct{}
+	// leaving: Leave started; a purge that ends later does not add its
+	// topic back (group_purge.go). Read off the poll goroutine.
+	leaving atomic.Bool
 	// ids: the topic IDs the records were fetched under, which Commit
 	// checks (topic_ids.go).
 	ids fetchedIDs
@@ -409,7 +415,12 @@ func (r *runner) fetchError(topic string, p int32, err error) {
 // would skip records of the new one). The topic is then purged from the
 // client (which rebalances) and added back, so that the group assigns the
 // partitions of the recreated topic anew and they are consumed from the
-// group's committed offset or, without one, Config's start offset.
+// group's committed offset or, without one, Config's start offset. The
+// purge runs on a goroutine of its own (consumeAnew): the poll loop goes
+// on meanwhile. A topic reported again while its purge runs loses the
+// partitions owned of it again (a rebalance may have assigned some
+// meanwhile) and is not purged a second time: the purge running adds the
+// topic back under the ID the broker knows then.
 func (r *runner) topicsGone() {
 	if len(r.gone) == 0 {
 		return
@@ -423,9 +434,13 @@ func (r *runner) topicsGone() {
 			}
 		}
 		r.core.Lost(tps) // may mark more topics gone (an aborted transaction's rewind)
+		if r.purging(topic) {
+			r.log.Debug(goneAgain, "topic", topic, "partitions_lost", len(tps))
+			continue
+		}
 		r.log.Warn("the broker no longer knows the topic's ID: it was deleted (and maybe recreated); its partitions are lost, and it is consumed anew under its current ID",
 			"topic", topic, "partitions_lost", len(tps))
-		resubscribe(r.cl, topic)
+		r.consumeAnew(topic)
 	}
 }
 

@@ -35,8 +35,8 @@ var errTopicReplaced = fmt.Errorf("franz: the topic was deleted (and maybe recre
 
 // fetchedIDs are the topic IDs the runner's records were fetched under
 // (kgo.FetchTopic.TopicID), by topic: kgo keeps the ID it first saw for a
-// topic until the topic is purged from the client (resubscribe), which
-// happens only after the topic's partitions were lost (topicsGone), so
+// topic until the topic is purged from the client (consumeAnew), which
+// starts only after the topic's partitions were lost (topicsGone), so
 // every offset the core holds for a topic belongs to a record fetched
 // under the ID recorded here. The poll goroutine records (saw); the
 // commit goroutine reads (of).

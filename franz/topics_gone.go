@@ -63,7 +63,8 @@ func topicGoneCode(code int16) bool {
 
 // resubscribe purges topic from cl and adds it back: kgo never adopts a
 // recreated topic's new ID by itself, and fails the topic with
-// UNKNOWN_TOPIC_ID until it is purged. A group client rebalances.
+// UNKNOWN_TOPIC_ID until it is purged. The share source uses it; the
+// group source's purge is consumeAnew (group_purge.go).
 func resubscribe(cl *kgo.Client, topic string) {
 	cl.PurgeTopicsFromClient(topic)
 	cl.AddConsumeTopics(topic)

@@ -35,11 +35,22 @@ func (d *deletionWatch) seen() bool {
 }
 
 // holdMetadataAfterDeletion makes c answer each Metadata request that
-// names every one of topics (the share client's, in these tests) only
-// once wait returned, from the first deletion d saw on: kgo purges a
-// topic from a client on its metadata loop, which waits for that
-// request.
+// names every one of topics only once wait returned, from the first
+// deletion d saw on (holdMetadata).
 func holdMetadataAfterDeletion(c *kfake.Cluster, d *deletionWatch, wait func(), topics ...string) {
+	holdMetadata(c, d.seen, wait, topics...)
+}
+
+// holdMetadata makes c answer each Metadata request that names every one
+// of topics, and that hold reports true for, only once wait returned.
+// The tests pick topics that only the source's client names together (its
+// metadata loop asks for every topic it consumes): kgo purges a topic
+// from a client on that loop, which waits for the request. hold and wait
+// run in c's control function (c.CurrentNode is the node the request
+// came to). A broker answers the requests of one connection in order:
+// the client's later requests to that node on the same connection (kgo
+// sends Metadata, OffsetCommit and Heartbeat requests on one) wait too.
+func holdMetadata(c *kfake.Cluster, hold func() bool, wait func(), topics ...string) {
 	c.ControlKey(kmsg.Metadata.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kr.(*kmsg.MetadataRequest)
@@ -48,7 +59,7 @@ func holdMetadataAfterDeletion(c *kfake.Cluster, d *deletionWatch, wait func(), 
 				return t.Topic != nil && *t.Topic == topic
 			})
 		}
-		if !d.seen() || !all(topics, names) {
+		if !all(topics, names) || !hold() {
 			return nil, nil, false
 		}
 		c.SleepControl(wait)

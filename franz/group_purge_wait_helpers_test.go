@@ -1,0 +1,180 @@
+package franz
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/kafkadriver"
+	"github.com/sluice-go/sluice/testkit/kafkatest"
+)
+
+// purgeWait is the setting of the tests of a group source consuming a
+// deleted (and recreated) topic anew while its purge from the client
+// (kgo.Client.PurgeTopicsFromClient) waits on kgo's metadata loop for a
+// Metadata request a broker answers late.
+//
+// A kfake cluster of two nodes holds topics orders and stays (one
+// partition each, led by the same node), and a source of both in group g
+// has the node that is not the group's coordinator, slow, as its only
+// seed broker. Its client keeps a Metadata request in flight
+// (MetadataMaxAge) and gives none up before the test ends (a request may
+// take 10 minutes). From the deletion of a topic on, the slow node
+// answers the Metadata requests naming both topics (the source's: tests
+// produce to stays with produceFresh) once release is closed, or the test
+// ended; kgo spreads the metadata loop's requests over the brokers it
+// knows, the seed included, so one soon waits there. Until it does, no
+// fetch is answered: the source reports the topic gone once the metadata
+// loop waits. A broker answers the requests of one connection in order:
+// the coordinator's connection, which the commits and heartbeats take, is
+// never held; a commit's check of the topic IDs (a Metadata request to
+// any broker, naming stays alone) that goes to the slow node waits there
+// until the commit's timeout, and the commit is retried.
+type purgeWait struct {
+	b       *kafkatest.Broker
+	src     *Source
+	anew    chan string   // the topics the source consumes anew
+	release chan struct{} // closed: the broker answers the held Metadata requests
+	// goneAgain counts the source's reports of a topic gone while its
+	// purge runs.
+	goneAgain atomic.Int64
+}
+
+// newPurgeWait returns a purgeWait whose source has closeTimeout and
+// whose client is made with opts too.
+func newPurgeWait(t *testing.T, closeTimeout time.Duration, opts ...kgo.Opt) *purgeWait {
+	t.Helper()
+	b := kafkatest.NewKfake(t, kafkatest.WithNodes(2))
+	b.CreateTopic(t, "orders", 1)
+	b.CreateTopic(t, "stays", 1)
+	c := b.Cluster()
+	coordinator := c.CoordinatorFor("g")
+	slow := 1 - coordinator
+	// One leader: a fetch holding stays' partition is not backed off
+	// when orders' partition fails.
+	if err := c.MoveTopicPartition("stays", 0, c.LeaderFor("orders", 0)); err != nil {
+		t.Fatal(err)
+	}
+	p := &purgeWait{b: b, anew: make(chan string, 16), release: make(chan struct{})}
+	// The source logs that it consumes a topic anew just before it
+	// purges the topic from the client.
+	logger := slog.New(countingHandler{next: consumingAnewLogger(t, sendTopic(p.anew)).Handler(), msg: goneAgain, n: &p.goneAgain})
+	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: []string{nodeAddr(t, b, slow)}, Group: "g",
+		Topics: []string{"orders", "stays"}, CommitInterval: 100 * time.Millisecond, CloseTimeout: closeTimeout, Logger: logger},
+		Opts: append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
+			kgo.RequestTimeoutOverhead(10 * time.Minute)}, opts...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.src = src
+	ended := make(chan struct{}) // the test is over: no answer waits any longer
+	t.Cleanup(func() { close(ended) })
+	deletion := watchDeletion(c)
+	held := make(chan struct{}) // closed once a Metadata request is held
+	var heldOnce sync.Once
+	holdMetadata(c, func() bool { return deletion.seen() && c.CurrentNode() == slow }, func() {
+		heldOnce.Do(func() { close(held) })
+		select {
+		case <-p.release:
+		case <-ended:
+		}
+	}, "orders", "stays")
+	// No fetch is answered from the deletion on until a Metadata request
+	// is held: the client reports orders gone only then.
+	c.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !deletion.seen() {
+			return nil, nil, false
+		}
+		select {
+		case <-held:
+		default:
+			c.SleepControl(func() {
+				select {
+				case <-held:
+				case <-ended:
+				}
+			})
+		}
+		return nil, nil, false
+	})
+	return p
+}
+
+// nodeAddr returns the address of node of b.
+func nodeAddr(t *testing.T, b *kafkatest.Broker, node int32) string {
+	t.Helper()
+	adm, err := b.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range brokers {
+		if d.NodeID == node {
+			return fmt.Sprintf("%s:%d", d.Host, d.Port)
+		}
+	}
+	t.Fatalf("no node %d in %v", node, brokers)
+	return ""
+}
+
+// recreateOrders deletes orders and creates it again, led by the same
+// node, then waits until
+// the source consumes it anew (Run, whose end done reports, still runs).
+func (p *purgeWait) recreateOrders(t *testing.T, done <-chan error) {
+	t.Helper()
+	c := p.b.Cluster()
+	leader := c.LeaderFor("orders", 0)
+	kafkadriver.RecreateTopic(t, p.b, "orders", 1)
+	// The old leader leads the new topic too: a fetch under the old ID
+	// then fails with the topic's ID unknown, not with another leader to
+	// look up in the metadata the client waits for.
+	if err := c.MoveTopicPartition("orders", 0, leader); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case topic := <-p.anew:
+		if topic != "orders" {
+			t.Fatalf("consumed %s anew, want orders", topic)
+		}
+	case err := <-done:
+		t.Fatalf("Run returned %v before consuming orders anew", err)
+	case <-time.After(recreateWait):
+		t.Fatalf("orders not consumed anew within %v", recreateWait)
+	}
+}
+
+// awaitBackground waits, within recreateWait, for the goroutines of
+// client calls src's Run started (Source.background): once Run returned
+// nil, its client was closed in time and no purge may still wait.
+func awaitBackground(t *testing.T, src *Source) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		src.background.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(recreateWait):
+		t.Fatalf("goroutines of client calls still running %v after Run returned", recreateWait)
+	}
+}
+
+// topicValueOffset names a record "topic:value@offset".
+func topicValueOffset(r sluice.Record) string {
+	return r.Topic + ":" + valueOffset(r)
+}

@@ -1,0 +1,69 @@
+package franz
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+)
+
+// A group source is told to stop while it consumes a deleted (and
+// recreated) topic anew, its purge from the client waiting on kgo's
+// metadata loop for a Metadata request the broker answers late (well
+// within the client's request timeout; see purgeWait). Nothing is left
+// to drain or commit: Run must return within Config.CloseTimeout of its
+// context's end (plus a margin for the runtime's drain). A purge the
+// poll goroutine waits for keeps it from seeing the context's end for as
+// long as the broker takes to answer, although the client is about to be
+// closed and the purge is of no use any more. Run may say that closing
+// the client goes on in the background: kgo's Close may wait for that
+// request. When it does not, closing the client ends the purge: nothing
+// Run started is left running.
+func TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) {
+	const (
+		closeTimeout = time.Second
+		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
+		metadataLate = 8 * time.Second // after Run's context ended
+	)
+	p := newPurgeWait(t, closeTimeout)
+	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
+	seen := make(chan string, 64)
+	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
+			seen <- topicValueOffset(r)
+			return nil
+		})
+	}
+	cancel, done := startRun(t, p.src, build)
+	got := map[string]int{}
+	recordAwaiter(t, seen, done, time.After(recreateWait), recreateWait, got)("orders:old-0@0")
+	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
+
+	p.recreateOrders(t, done)
+	cancel()
+	stopped := time.Now()
+	answer := time.AfterFunc(metadataLate, func() { close(p.release) })
+	defer answer.Stop()
+
+	select {
+	case err := <-done:
+		took := time.Since(stopped)
+		t.Logf("Run = %v, %v after its context ended", err, took.Round(time.Millisecond))
+		if err != nil && !strings.Contains(err.Error(), "closing the client did not finish within Config.CloseTimeout") {
+			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
+		}
+		if err == nil {
+			awaitBackground(t, p.src)
+		}
+		if limit := closeTimeout + margin; took > limit {
+			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within Config.CloseTimeout (%v) plus %v",
+				took.Round(time.Millisecond), metadataLate, closeTimeout, margin)
+		}
+	case <-time.After(recreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
+	}
+}
