@@ -67,7 +67,7 @@ func commitsWhileAPurgeWaits(t *testing.T, opts ...kgo.Opt) {
 	await("orders:new-0@0")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 1})
 	stopRun(t, cancel, done)
-	awaitBackground(t, p.src)
+	awaitBackground(t, &p.src.background)
 	if c := p.b.Committed(t, group, "stays"); c[0] != 5 || len(c) != 1 {
 		t.Errorf("committed offsets of stays = %v, want {0: 5}", c)
 	}

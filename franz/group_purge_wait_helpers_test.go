@@ -158,13 +158,14 @@ func (p *purgeWait) recreateOrders(t *testing.T, done <-chan error) {
 }
 
 // awaitBackground waits, within recreateWait, for the goroutines of
-// client calls src's Run started (Source.background): once Run returned
-// nil, its client was closed in time and no purge may still wait.
-func awaitBackground(t *testing.T, src *Source) {
+// client calls a source's Run started (Source.background,
+// ShareSource.background): after Run returned, a client Close it left
+// running or a purge still waiting.
+func awaitBackground(t *testing.T, background *sync.WaitGroup) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
-		src.background.Wait()
+		background.Wait()
 		close(done)
 	}()
 	select {

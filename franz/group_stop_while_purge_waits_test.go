@@ -57,7 +57,7 @@ func TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) 
 			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
 		}
 		if err == nil {
-			awaitBackground(t, p.src)
+			awaitBackground(t, &p.src.background)
 		}
 		if limit := closeTimeout + margin; took > limit {
 			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within Config.CloseTimeout (%v) plus %v",

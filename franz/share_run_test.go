@@ -2,7 +2,6 @@ package franz
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -38,6 +37,7 @@ type shareRun struct {
 	driver kafkadriver.ShareDriver
 	seen   chan string    // each record the graph reports
 	got    map[string]int // how many times each record was seen
+	src    *ShareSource
 	cancel context.CancelFunc
 	done   <-chan error
 	// deadline passes recreateWait after Run started; each wait of the
@@ -65,6 +65,7 @@ func startShareRun(t *testing.T, b *kafkatest.Broker, cfg ShareConfig, graph fun
 		return s
 	}}
 	src := r.driver.NewShareSource(t, cfg.Group, cfg.Topics[0])
+	r.src = src.(*ShareSource)
 	r.cancel, r.done = startRun(t, src, graph(r.seen))
 	r.deadline = time.After(recreateWait)
 	r.await = recordAwaiter(t, r.seen, r.done, r.deadline, recreateWait, r.got)
@@ -80,11 +81,6 @@ func reportingGraph(seen chan<- string) pipeline.Builder {
 			return r, nil
 		}))
 	}
-}
-
-// topicValueOffset names a record "topic:value@offset".
-func topicValueOffset(r sluice.Record) string {
-	return fmt.Sprintf("%s:%s@%d", r.Topic, r.Value, r.Offset)
 }
 
 // awaitConsumedAnew waits until the source says, on anew (a
