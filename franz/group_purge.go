@@ -15,8 +15,10 @@ package franz
 // locks, which kgo never holds while it waits for a rebalance callback,
 // and then only signals the group (a rejoin, or a heartbeat under
 // KIP-848); the rebalance that follows hands its callbacks to the poll
-// loop as any other (rebalance.go), and a revoke of the purged topic's
-// partitions finds them lost already. The topic's partitions were lost
+// loop as any other (rebalance.go): a revoke of the purged topic's
+// partitions finds them lost already, or, if the group assigned them
+// again while the purge waited, owned with nothing fetched and so
+// nothing to commit. The topic's partitions were lost
 // before the purge started, so nothing of the old topic is committed, and
 // a partition of it the group assigns while the purge waits gets no
 // record: the topic stays paused in kgo (PauseFetchTopics) until it is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,4 +179,36 @@ func awaitBackground(t *testing.T, background *sync.WaitGroup) {
 // topicValueOffset names a record "topic:value@offset".
 func topicValueOffset(r sluice.Record) string {
 	return r.Topic + ":" + valueOffset(r)
+}
+
+// stopWhilePurgeWaits cancels Run (cancel, done) while p's purge of a
+// recreated topic waits for a held Metadata request, and has the broker
+// answer it metadataLate after that. Run must return within closeTimeout
+// (Config.CloseTimeout) plus margin (the runtime's drain), with nil or
+// the error that closing the client goes on in the background; once the
+// broker answered, nothing Run started may be left running.
+func (p *purgeWait) stopWhilePurgeWaits(t *testing.T, cancel context.CancelFunc, done <-chan error, closeTimeout, margin, metadataLate time.Duration) {
+	t.Helper()
+	cancel()
+	stopped := time.Now()
+	answer := time.AfterFunc(metadataLate, func() { close(p.release) })
+	defer answer.Stop()
+	select {
+	case err := <-done:
+		took := time.Since(stopped)
+		t.Logf("Run = %v, %v after its context ended", err, took.Round(time.Millisecond))
+		if err != nil && !strings.Contains(err.Error(), "closing the client did not finish within Config.CloseTimeout") {
+			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
+		}
+		if limit := closeTimeout + margin; took > limit {
+			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within Config.CloseTimeout (%v) plus %v",
+				took.Round(time.Millisecond), metadataLate, closeTimeout, margin)
+		}
+	case <-time.After(recreateWait):
+		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
+	}
+	if answer.Stop() {
+		close(p.release)
+	}
+	awaitBackground(t, &p.src.background)
 }

@@ -1,7 +1,6 @@
 package franz
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -69,24 +68,5 @@ func TestTransactionalSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t
 	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
 
 	p.recreateOrders(t, done)
-	cancel()
-	stopped := time.Now()
-	answer := time.AfterFunc(metadataLate, func() { close(p.release) })
-	defer answer.Stop()
-	select {
-	case err := <-done:
-		took := time.Since(stopped)
-		t.Logf("Run = %v, %v after its context ended", err, took.Round(time.Millisecond))
-		if err != nil && !strings.Contains(err.Error(), "closing the client did not finish within Config.CloseTimeout") {
-			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
-		}
-		if err == nil {
-			awaitBackground(t, &p.src.background)
-		}
-		if limit := closeTimeout + margin; took > limit {
-			t.Errorf("Run returned %v after its context ended, want within %v", took.Round(time.Millisecond), limit)
-		}
-	case <-time.After(recreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
-	}
+	p.stopWhilePurgeWaits(t, cancel, done, closeTimeout, margin, metadataLate)
 }

@@ -64,6 +64,11 @@ type Producer struct {
 	// room left, and one would wait in kgo's Produce for deliveries. The
 	// promise only ever frees room, without it.
 	reserve sync.Mutex
+	// handing counts the SendChunk calls that reserved room and are still
+	// handing their records to kgo; handed is closed when it drops to
+	// zero while Close waits for it (handedOver). Both under reserve.
+	handing int
+	handed  chan struct{}
 	// promise is reported's method value, made once: the promise of
 	// every record (producer_record.go).
 	promise func(*kgo.Record, error)
@@ -169,6 +174,7 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	if n == 0 {
 		return 0, err
 	}
+	defer c.p.handOverDone()
 	now := time.Now()
 	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
 	for i := range os[:n] {
@@ -186,7 +192,9 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 // Under p.reserve, so that what the receivers reserve together never
 // exceeds the buffer: kgo's Produce then waits for room only the moment
 // kgo's own count lags behind the promise (see full). Admitted without
-// a lock held across Produce: Close must not wait for it.
+// a lock held across Produce, which Close must not wait for beyond its
+// timeout; the call counts in p.handing until it handed its records
+// over (handOverDone).
 func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
@@ -210,10 +218,47 @@ func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
 		return 0, err
 	}
 	p.buffered.add(int64(n), size)
+	p.handing++
 	if n < len(os) {
 		return n, errBufferFull
 	}
 	return n, nil
+}
+
+// handOverDone says a SendChunk call that reserved room handed its
+// records to kgo.
+func (p *Producer) handOverDone() {
+	p.reserve.Lock()
+	defer p.reserve.Unlock()
+	p.handing--
+	if p.handing == 0 && p.handed != nil {
+		close(p.handed)
+		p.handed = nil
+	}
+}
+
+// handedOver waits, until ctx ends, for the SendChunk calls that
+// reserved room to hand their records to kgo: Close calls it once no
+// call can reserve any more (Tracker.Close stops Admit first), so that
+// kgo's Flush, and Close's count of what it gives up on, include every
+// record admitted before Close started. It reports whether they did.
+func (p *Producer) handedOver(ctx context.Context) bool {
+	p.reserve.Lock()
+	if p.handing == 0 {
+		p.reserve.Unlock()
+		return true
+	}
+	if p.handed == nil {
+		p.handed = make(chan struct{})
+	}
+	handed := p.handed
+	p.reserve.Unlock()
+	select {
+	case <-handed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // full reports whether a record of size bytes would make kgo's Produce

@@ -3,6 +3,7 @@ package franz
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -123,5 +124,53 @@ func TestConcurrentSendChunksNeverOverfillTheBuffer(t *testing.T) {
 			t.Fatalf("round %d: %d concurrent SendChunk calls handed kgo %d records with kgo.MaxBufferedRecords(%d); %d of them waited in kgo's Produce until Close",
 				round, senders, total, maxRecords, blocked)
 		}
+	}
+}
+
+// Close waits (within its timeout) for a send admitted before it started
+// to hand its record to kgo: the record is flushed and, the cluster gone,
+// given up on and counted in Close's error, instead of reaching kgo
+// after Close checked what kgo holds.
+func TestCloseCountsARecordAdmittedBeforeItStarted(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan produce.Event, 1)
+	chunk := []produce.Outgoing{{Topic: "out", Message: sluice.Message{Value: []byte("v")}}}
+	// SendChunk's first half: the record is admitted, not handed over yet.
+	if n, err := p.reserveRoom(chunk); n != 1 || err != nil {
+		t.Fatalf("reserveRoom = %d, %v; want 1, nil", n, err)
+	}
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- p.Close() }()
+	deadline := time.After(time.Minute)
+	for waiting := false; !waiting; runtime.Gosched() {
+		p.reserve.Lock()
+		waiting = p.handed != nil // Close waits in handedOver
+		p.reserve.Unlock()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v before the admitted record was handed over", err)
+		case <-deadline:
+			t.Fatal("Close never waited for the admitted record")
+		default:
+		}
+	}
+	// SendChunk's second half.
+	or := newOutRecord(&chunk[0], reports)
+	or.rec.Context = p.giveUp
+	p.cl.Produce(p.giveUp, &or.rec, p.promise)
+	p.handOverDone()
+
+	err = <-closed
+	var ce *sluice.CloseError
+	if !errors.As(err, &ce) || ce.Count() != 1 {
+		t.Errorf("Close = %v, want a *sluice.CloseError counting the record", err)
+	}
+	if took := time.Since(start); took < timeout {
+		t.Errorf("Close took %v, want at least its timeout %v (kgo flushing the record)", took, timeout)
 	}
 }

@@ -15,7 +15,9 @@ import (
 // pipeline.Run returned; called while Run runs, later produce calls fail
 // with ErrClosed and Run stops with that error unless the partition was
 // already being taken away. Later calls wait for the first and return its
-// result. With kgo, giving up is kgo.AbortBufferedRecords (which waits for
+// result. A message a stage was handing to kgo when Close started is
+// flushed (or given up on) with the rest. With kgo, giving up is
+// kgo.AbortBufferedRecords (which waits for
 // the answers to requests in flight, bounded by a second), and a produce
 // waiting for buffer room returns at Close.
 func (p *Producer) Close() error {
@@ -24,9 +26,14 @@ func (p *Producer) Close() error {
 	}
 	return p.tr.Close(produce.CloseSteps{
 		Timeout: p.closeTimeout,
+		// The records of the sends admitted before Close started reach
+		// kgo before it flushes (handedOver).
 		Flush: func(d time.Duration) bool {
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
+			if !p.handedOver(ctx) {
+				return true
+			}
 			return p.cl.Flush(ctx) != nil
 		},
 		// Every aborted record's promise reports kgo.ErrAborting (or the

@@ -83,7 +83,8 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
 	}
 	// The client's Close, left running, ends once the broker answers.
-	answer.Stop()
-	close(release)
+	if answer.Stop() {
+		close(release)
+	}
 	awaitBackground(t, &r.src.background)
 }
