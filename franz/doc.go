@@ -231,7 +231,7 @@
 // delivery timeout is transient.
 //
 // Defaults: kgo's acks=all and idempotent writes, a linger of 5ms
-// ([DefaultProducerLinger], as librdkafka's and Java's: fewer, larger
+// ([DefaultProducerLinger], as librdkafka's and, since Kafka 4.0, Java's: fewer, larger
 // produce requests for a steady flow, at most 5ms more before a delivery
 // report), metadata at most every second
 // ([DefaultProducerMetadataMinAge]: a partition that refused a write

@@ -26,10 +26,11 @@ package franz
 // with UNKNOWN_TOPIC_ID at once, at the pace of the broker's answers.
 // The pause ends with the purge, before the topic is added back.
 //
-// Closing the client ends a purge still waiting (kgo gives up waiting for
-// its metadata loop once the client's context is cancelled), so Run
-// returns with no purge running, unless Close itself did not finish in
-// time: then the purge ends with it, in the background.
+// Closing the client ends a purge still waiting for the metadata loop to
+// take it (kgo stops waiting once the client's context is cancelled); one
+// the loop took finishes first. So Run returns with no purge running,
+// unless Close itself did not finish in time: then the purge ends with
+// it, in the background.
 
 // goneAgain is the debug log of a topic reported gone while its purge
 // runs (runner.topicsGone).

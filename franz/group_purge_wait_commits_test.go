@@ -16,8 +16,8 @@ import (
 // Meanwhile the record finishes and more records of stays come: each
 // must be delivered, and the group's committed offset of stays must
 // reach exactly what was processed of it, while the purge still waits.
-// A purge the poll goroutine waits for stops the poll loop: no commit
-// interval, no poll. Meanwhile orders is not fetched under its old ID
+// The poll loop must go on polling and committing while the purge waits.
+// Meanwhile orders is not fetched under its old ID
 // (each such fetch fails at once). Once the broker answers, orders is
 // consumed anew from the start of the new topic.
 func TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata(t *testing.T) {

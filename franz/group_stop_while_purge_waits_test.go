@@ -15,10 +15,9 @@ import (
 // metadata loop for a Metadata request the broker answers late (well
 // within the client's request timeout; see purgeWait). Nothing is left
 // to drain or commit: Run must return within Config.CloseTimeout of its
-// context's end (plus a margin for the runtime's drain). A purge the
-// poll goroutine waits for keeps it from seeing the context's end for as
-// long as the broker takes to answer, although the client is about to be
-// closed and the purge is of no use any more. Run may say that closing
+// context's end (plus a margin for the runtime's drain): the poll
+// goroutine does not wait for the purge, so it sees the context's end at
+// once, the client being about to close. Run may say that closing
 // the client goes on in the background: kgo's Close may wait for that
 // request. When it does not, closing the client ends the purge: nothing
 // Run started is left running.

@@ -55,8 +55,9 @@ type Producer struct {
 	// kgo.MaxBufferedBytes (0: no limit).
 	maxRecords, maxBytes int64
 	// buffered counts the records (and their bytes, as kgo counts them)
-	// Send handed kgo whose promise has not run yet: what kgo buffers,
-	// read without kgo's producer lock (full).
+	// SendChunk reserved room for (reserveRoom) whose promise has not run
+	// yet: what kgo buffers, or is about to be handed, read without kgo's
+	// producer lock (full).
 	buffered bufferedCount
 	// reserve serialises the receivers' reservations of room in kgo's
 	// buffer (SendChunk: reading buffered, finding what fits, counting it
@@ -265,12 +266,12 @@ func (p *Producer) handedOver(ctx context.Context) bool {
 // wait for room while records records of bytes bytes are buffered. A
 // record larger than kgo.MaxBufferedBytes never fits: kgo fails it at
 // once (MESSAGE_TOO_LARGE), so it is not full's to wait. The counts are
-// those of the records Send handed kgo and the promise did not report
+// those of the records SendChunk reserved and the promise did not report
 // yet (p.buffered): kgo's count of the same records
 // (BufferedProduceRecords, BufferedProduceBytes, each a lock of kgo's
 // producer shared with its promise goroutine) drops just after the
 // promise returned, so Produce may wait that moment for room. The
-// producer's client produces nothing but Send's records (a transactional
+// producer's client produces nothing but SendChunk's records (a transactional
 // producer's is the source's, which produces nothing).
 func (p *Producer) full(records, bytes, size int64) bool {
 	if p.maxRecords > 0 && records >= p.maxRecords {

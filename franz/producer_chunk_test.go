@@ -3,6 +3,8 @@ package franz
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -130,13 +132,39 @@ func TestConcurrentSendChunksNeverOverfillTheBuffer(t *testing.T) {
 // Close waits (within its timeout) for a send admitted before it started
 // to hand its record to kgo: the record is flushed and, the cluster gone,
 // given up on and counted in Close's error, instead of reaching kgo
-// after Close checked what kgo holds.
+// after Close checked what kgo holds. So does a transactional producer's
+// Close, on the client its source's Run gave it.
 func TestCloseCountsARecordAdmittedBeforeItStarted(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
+	for _, transactional := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactional=%v", transactional), func(t *testing.T) {
+			var p *Producer
+			if transactional {
+				cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close() // the source's Run would close it
+				p = newProducerFor(ProducerConfig{CloseTimeout: timeout}, slog.New(slog.DiscardHandler))
+				p.txn = &txnState{}
+				p.attach(cl)
+			} else {
+				var err error
+				if p, err = NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: timeout}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			closeWhileHandingOver(t, p, timeout)
+		})
 	}
+}
+
+// closeWhileHandingOver admits a record on p as SendChunk does, closes p
+// while the record is not yet handed to kgo, hands it over once Close
+// waits for it, and checks that Close flushed it for its timeout and
+// counted it as given up on.
+func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
+	t.Helper()
 	reports := make(chan produce.Event, 1)
 	chunk := []produce.Outgoing{{Topic: "out", Message: sluice.Message{Value: []byte("v")}}}
 	// SendChunk's first half: the record is admitted, not handed over yet.
@@ -165,7 +193,7 @@ func TestCloseCountsARecordAdmittedBeforeItStarted(t *testing.T) {
 	p.cl.Produce(p.giveUp, &or.rec, p.promise)
 	p.handOverDone()
 
-	err = <-closed
+	err := <-closed
 	var ce *sluice.CloseError
 	if !errors.As(err, &ce) || ce.Count() != 1 {
 		t.Errorf("Close = %v, want a *sluice.CloseError counting the record", err)

@@ -15,8 +15,9 @@ import (
 // pipeline.Run returned; called while Run runs, later produce calls fail
 // with ErrClosed and Run stops with that error unless the partition was
 // already being taken away. Later calls wait for the first and return its
-// result. A message a stage was handing to kgo when Close started is
-// flushed (or given up on) with the rest. With kgo, giving up is
+// result. A message a receiver (a Produce stage, a dead letter) was
+// handing to kgo when Close started is flushed with the rest, or given
+// up on if it does not reach kgo within the timeout. With kgo, giving up is
 // kgo.AbortBufferedRecords (which waits for
 // the answers to requests in flight, bounded by a second), and a produce
 // waiting for buffer room returns at Close.
@@ -26,16 +27,7 @@ func (p *Producer) Close() error {
 	}
 	return p.tr.Close(produce.CloseSteps{
 		Timeout: p.closeTimeout,
-		// The records of the sends admitted before Close started reach
-		// kgo before it flushes (handedOver).
-		Flush: func(d time.Duration) bool {
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			defer cancel()
-			if !p.handedOver(ctx) {
-				return true
-			}
-			return p.cl.Flush(ctx) != nil
-		},
+		Flush:   p.flushWithin,
 		// Every aborted record's promise reports kgo.ErrAborting (or the
 		// give-up context's end) to its receiver, which fails the value
 		// and records it as undelivered.
@@ -51,4 +43,18 @@ func (p *Producer) Close() error {
 		},
 		Logger: p.logger,
 	})
+}
+
+// flushWithin is Close's flush step: it waits up to d for the sends
+// admitted before Close started to hand their records to kgo
+// (handedOver), so that kgo's Flush sees them, then for kgo to deliver
+// or fail everything it buffers. It reports whether records were still
+// outstanding at d.
+func (p *Producer) flushWithin(d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if !p.handedOver(ctx) {
+		return true
+	}
+	return p.cl.Flush(ctx) != nil
 }

@@ -21,8 +21,8 @@ func (r *runner) WaitToRetryCommit(d time.Duration) {
 }
 
 // Leave makes later callbacks return at once (the revoke kgo raises when
-// leaving needs no answer), keeps a purge that ends from now on from
-// adding its topic back (group_purge.go), and leaves the group, until
+// leaving needs no answer), keeps a purge that has not yet checked it
+// from adding its topic back (group_purge.go), and leaves the group, until
 // deadline. A leave that did not finish is logged: Close does the rest.
 func (r *runner) Leave(deadline time.Time) error {
 	r.leaving.Store(true)

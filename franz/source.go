@@ -40,7 +40,8 @@ type Source struct {
 	ut      userTimeouts // group timeouts set in Config.Opts
 	log     *slog.Logger
 	started atomic.Bool
-	// background counts the goroutines of client calls (commits, Close);
+	// background counts the goroutines of client calls (commits, Close,
+	// the purges of deleted topics: group_purge.go);
 	// those Run stopped waiting for (past their bound) end when kgo
 	// answers or gives up. Tests wait for them.
 	background sync.WaitGroup

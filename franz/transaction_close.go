@@ -21,9 +21,7 @@ func (p *Producer) closeTransactional() error {
 			if !attached {
 				return false
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			defer cancel()
-			return p.cl.Flush(ctx) != nil
+			return p.flushWithin(d)
 		},
 		GiveUp: func(ctx context.Context) {
 			p.cancelGiveUp()

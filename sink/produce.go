@@ -92,12 +92,15 @@ type Producer interface {
 // the stuck detector, retried under the stage's retry policy on a
 // transient error, a panic reported at the record's offset; an error
 // marked with sluice.Invalid dead-letters the record. With a franz-go
-// producer the stage calls toMsg for every value of the chunk at hand,
-// then hands the messages to kgo together (one closed check, one clock
-// read and one update of the counters the stages share, for the chunk),
-// as a Map stage sends its chunk on; with the others each message goes
-// to the client once toMsg returned for it. Either way the messages go
-// out in order.
+// producer (franz.NewProducer, franz.NewTransactionalProducer) the stage
+// calls toMsg for the values of the chunk at hand and hands the converted
+// messages to kgo in as few calls as there is room for (one closed
+// check, one clock read and one update of the counters the stages share
+// per call), before a value whose toMsg failed is failed and at the
+// chunk's end: a message reaches kgo once toMsg returned for the values
+// after it in the chunk, as a Map stage sends its chunk on. With the
+// other producers each message goes to the client once toMsg returned
+// for it. Either way the messages go out in the order of their values.
 //
 // On a graceful revoke the stage waits for the delivery reports of
 // everything it produced. When the partition is lost or its drain times

@@ -38,8 +38,9 @@ type Event interface{ String() string }
 type Client interface {
 	// Send hands o to the library, its delivery report to go to reports
 	// (which the caller keeps room in: Send may have the library write to
-	// it without blocking). It must call Tracker.Send, so a closed
-	// producer fails it with Names.ErrClosed. o is the caller's and only
+	// it without blocking). It must count the message with Tracker.Send
+	// or Tracker.Admit, so a closed producer fails it with
+	// Names.ErrClosed. o is the caller's and only
 	// valid during the call (a stage reuses it for its next message):
 	// Send copies what it keeps. It may block while the
 	// library's buffer is full, until ctx ends or Close starts (then the
@@ -70,8 +71,9 @@ type Client interface {
 // ChunkSender is a [Client] that also takes a run of messages in one
 // call, paying once per call what Send pays per message (the closed
 // check, the clock, the counters every receiver shares). A Produce stage
-// hands each chunk of its input to SendChunk when its client has it,
-// and each message to Send otherwise.
+// hands the converted messages of each chunk to SendChunk when its
+// client has it, in as many calls as its report channel's room and the
+// library's buffer require, and each message to Send otherwise.
 type ChunkSender interface {
 	// SendChunk hands os to the library in order, each as Send would, its
 	// delivery report to go to reports (which the caller keeps room in
@@ -82,7 +84,10 @@ type ChunkSender interface {
 	// while it blocks (as Send may), it takes the message it blocked on
 	// (as Send does) and hands over nothing more, returning ctx's error
 	// (even with n == len(os)): the caller then sends the rest again,
-	// which a closed producer refuses. os is the caller's and only valid
+	// which a closed producer refuses (franz's SendChunk never blocks on
+	// a full buffer: it returns a QueueFull error instead). It must count
+	// what it hands over with Tracker.Admit, so that a closed producer
+	// refuses it with Names.ErrClosed. os is the caller's and only valid
 	// during the call. It is called like Send: one goroutine per
 	// receiver, concurrently across receivers.
 	SendChunk(ctx context.Context, os []Outgoing, reports chan Event) (n int, err error)

@@ -137,7 +137,9 @@ func produceChunk[T any](ctx, sendCtx context.Context, st *producing, pr *stagek
 			return nil
 		}
 		if err != nil {
-			if err := st.flush(ctx, sendCtx); err != nil {
+			// The values before it go out first; flush may wait, and
+			// once ctx ended nothing more is produced or dead-lettered.
+			if err := st.flush(ctx, sendCtx); err != nil || ctx.Err() != nil {
 				return err
 			}
 			if err := st.s.Fail(it.Ticket, err); err != nil {

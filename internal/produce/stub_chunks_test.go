@@ -8,8 +8,10 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/testkit"
 )
 
 // chunkSender is the stub as a produce.ChunkSender: SendChunk sends each
@@ -231,4 +233,25 @@ func TestChunkWhoseSendEndedWithCloseFailsTheRestWithErrClosed(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A value whose toMsg fails in the middle of a chunk waits for the values
+// before it to be handed over; if the partition is lost meanwhile, it is
+// neither dead-lettered nor failed: nothing more of the chunk is produced.
+func TestLossWhileAChunkWaitsDeadLettersNothingAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newStage(false)
+		c.chunks = true
+		c.refuse["v1"] = 1 << 30 // full for good: the flush before v2 waits
+		dead := testkit.NewDeadLetters()
+		f, r := c.started(t, 3, failingAt("v2", sluice.Invalid(errors.New("not an order"))), dead.Option())
+		checkSent(t, c, "v0")
+		must(t, f.Lose("in", 0))
+		must(t, r.Stop(t))
+		checkSent(t, c, "v0")
+		if dead.Len() != 0 {
+			t.Errorf("%d dead letters after the loss (offsets %v), want none", dead.Len(), dead.Offsets("in", 0))
+		}
+		checkInCommitted(t, f, 1, "v0, delivered before the loss, and nothing after it")
+	})
 }

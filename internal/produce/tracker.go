@@ -68,7 +68,7 @@ func (tr *Tracker) Names() Names { return tr.names }
 // Send runs hand, the library call that accepts one message, unless
 // Close started (then it returns Names.ErrClosed and hand is not called).
 // A message hand accepts (it returns nil) counts as pending until its
-// report is passed to Received or Failed; one it refuses does not.
+// report is passed to Received, ReceivedN or Failed; one it refuses does not.
 func (tr *Tracker) Send(hand func() error) error {
 	tr.mu.RLock()
 	defer tr.mu.RUnlock()
@@ -127,8 +127,8 @@ func (tr *Tracker) Pending() int64 { return tr.pending.Load() }
 // success, or a failure that is not Close giving up).
 func (tr *Tracker) Received() { tr.ReceivedN(1) }
 
-// ReceivedN records that a receiver read n delivery reports of delivered
-// messages, as n calls of Received would.
+// ReceivedN records that a receiver read n delivery reports, each as
+// Received would (a success, or a failure that is not Close giving up).
 func (tr *Tracker) ReceivedN(n int) {
 	if tr.pending.Add(-int64(n)) == 0 && tr.closing.Load() {
 		tr.idleOnce.Do(func() { close(tr.idle) })
