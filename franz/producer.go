@@ -171,7 +171,9 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	if err := c.p.usable(); err != nil {
 		return 0, err
 	}
-	n, err := c.p.reserveRoom(os)
+	sizes := chunkSizes.Get().(*[]int64)
+	defer chunkSizes.Put(sizes)
+	n, err := c.p.reserveRoom(os, sizes)
 	if n == 0 {
 		return 0, err
 	}
@@ -179,7 +181,7 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	now := time.Now()
 	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
 	for i := range os[:n] {
-		or := newOutRecord(&os[i], reports)
+		or := newOutRecord(&os[i], (*sizes)[i], reports)
 		stamp(&or.rec, now)
 		or.rec.Context = ctx
 		c.p.cl.Produce(ctx, &or.rec, c.p.promise)
@@ -187,25 +189,35 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	return n, err
 }
 
+// chunkSizes recycles the slices that carry the sizes of a chunk's
+// messages (messageSize) from reserveRoom, which computes them, to the
+// outRecords SendChunk makes (outRecord.size): a message is sized once,
+// and a call allocates nothing once a slice has room for its chunk.
+var chunkSizes = sync.Pool{New: func() any { return new([]int64) }}
+
 // reserveRoom counts as buffered (and pending: Tracker.Admit) the
 // messages of os that fit in kgo's buffer, a prefix of os, and returns
 // how many; with none, the error saying why (ErrClosed, errBufferFull).
+// It sets *sizes to the sizes of the messages it counted
+// (messageSize), in order.
 // Under p.reserve, so that what the receivers reserve together never
 // exceeds the buffer: kgo's Produce then waits for room only the moment
 // kgo's own count lags behind the promise (see full). Admitted without
 // a lock held across Produce, which Close must not wait for beyond its
 // timeout; the call counts in p.handing until it handed its records
 // over (handOverDone).
-func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
+func (p *Producer) reserveRoom(os []produce.Outgoing, sizes *[]int64) (int, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
 	records, bytes := p.buffered.load()
 	n, size := 0, int64(0)
+	*sizes = (*sizes)[:0]
 	for n < len(os) {
 		s := messageSize(&os[n].Message)
 		if p.full(records+int64(n), bytes+size, s) {
 			break
 		}
+		*sizes = append(*sizes, s)
 		size += s
 		n++
 	}

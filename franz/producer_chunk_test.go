@@ -1,11 +1,13 @@
 package franz
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +19,9 @@ import (
 
 // SendChunk hands kgo the prefix of a chunk that fits kgo's buffer, in
 // order, and says the buffer is full for the rest: the records handed
-// over are counted (pending, buffered) once, exactly, and each gets its
-// report; the rest are not counted and never reach kgo.
+// over are counted (pending, buffered) once, exactly, each of its own
+// size, and each gets its report; the rest are not counted and never
+// reach kgo.
 func TestSendChunkHandsOverWhatFitsTheBuffer(t *testing.T) {
 	// No broker answers: what kgo takes stays buffered until Close gives up.
 	p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: 100 * time.Millisecond,
@@ -29,14 +32,15 @@ func TestSendChunkHandsOverWhatFitsTheBuffer(t *testing.T) {
 	reports := make(chan produce.Event, 5)
 	chunk := make([]produce.Outgoing, 5)
 	for i := range chunk {
-		chunk[i] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte{byte('a' + i)}}}
+		// Each value of its own size: i+1 bytes.
+		chunk[i] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: bytes.Repeat([]byte{byte('a' + i)}, i+1)}}
 	}
 	n, err := (client{p}).SendChunk(context.Background(), chunk, reports)
 	if n != 3 || err != errBufferFull {
 		t.Fatalf("SendChunk of 5 with room for 3 = %d, %v; want 3, errBufferFull", n, err)
 	}
-	if records, bytes := p.buffered.load(); records != 3 || bytes != 3 {
-		t.Errorf("buffered %d records of %d bytes, want 3 of 3", records, bytes)
+	if records, bytes := p.buffered.load(); records != 3 || bytes != 1+2+3 {
+		t.Errorf("buffered %d records of %d bytes, want 3 of 6", records, bytes)
 	}
 	if got := p.tr.Pending(); got != 3 {
 		t.Errorf("%d pending, want 3", got)
@@ -50,16 +54,20 @@ func TestSendChunkHandsOverWhatFitsTheBuffer(t *testing.T) {
 	}
 	for i := range 3 {
 		ev := <-reports
-		value := string(ev.(*outRecord).rec.Value)
+		value, size := string(ev.(*outRecord).rec.Value), ev.(*outRecord).size
 		_, err, ok := (client{p}).Report(ev)
-		if want := string(rune('a' + i)); !ok || err == nil || value != want {
-			t.Errorf("report %d: of %q, error %v (a report: %v); want of %q, given up on", i, value, err, ok, want)
+		if want := strings.Repeat(string(rune('a'+i)), i+1); !ok || err == nil || value != want || size != int64(len(want)) {
+			t.Errorf("report %d: of %q, %d bytes, error %v (a report: %v); want of %q, %d bytes, given up on",
+				i, value, size, err, ok, want, len(want))
 		}
 	}
 	select {
 	case ev := <-reports:
 		t.Errorf("a fourth report %v for a record never handed over", ev)
 	default:
+	}
+	if records, bytes := p.buffered.load(); records != 0 || bytes != 0 {
+		t.Errorf("buffered %d records of %d bytes once every record was reported, want 0 of 0", records, bytes)
 	}
 }
 
@@ -168,7 +176,8 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	reports := make(chan produce.Event, 1)
 	chunk := []produce.Outgoing{{Topic: "out", Message: sluice.Message{Value: []byte("v")}}}
 	// SendChunk's first half: the record is admitted, not handed over yet.
-	if n, err := p.reserveRoom(chunk); n != 1 || err != nil {
+	var sizes []int64
+	if n, err := p.reserveRoom(chunk, &sizes); n != 1 || err != nil {
 		t.Fatalf("reserveRoom = %d, %v; want 1, nil", n, err)
 	}
 	closed := make(chan error, 1)
@@ -188,7 +197,7 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 		}
 	}
 	// SendChunk's second half.
-	or := newOutRecord(&chunk[0], reports)
+	or := newOutRecord(&chunk[0], sizes[0], reports)
 	or.rec.Context = p.giveUp
 	p.cl.Produce(p.giveUp, &or.rec, p.promise)
 	p.handOverDone()

@@ -52,13 +52,13 @@ func outRecordOf(r *kgo.Record) *outRecord {
 // next Send.
 var outRecords = sync.Pool{New: func() any { return new(outRecord) }}
 
-// newOutRecord returns the outRecord of o, reported to reports, with the
-// bytes kgo counts against kgo.MaxBufferedBytes (messageSize). The
-// record's Context (the send window) and a zero timestamp are left to
-// set before Produce.
-func newOutRecord(o *produce.Outgoing, reports chan produce.Event) *outRecord {
+// newOutRecord returns the outRecord of o, reported to reports, of size
+// bytes: what kgo counts of o against kgo.MaxBufferedBytes (messageSize,
+// which reserveRoom computed). The record's Context (the send window)
+// and a zero timestamp are left to set before Produce.
+func newOutRecord(o *produce.Outgoing, size int64, reports chan produce.Event) *outRecord {
 	or := outRecords.Get().(*outRecord)
-	or.t, or.reports = o.Ticket, reports
+	or.t, or.reports, or.size = o.Ticket, reports, size
 	r := &or.rec
 	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
 	r.Headers = r.Headers[:0]
@@ -70,7 +70,6 @@ func newOutRecord(o *produce.Outgoing, reports chan produce.Event) *outRecord {
 	for _, h := range o.Message.Headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
-	or.size = messageSize(&o.Message)
 	return or
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/sluice-go/sluice/internal/produce"
 )
 
-// newOutRecord carries every field of the message to kgo's record and
-// counts the bytes kgo counts; the promise finds it from its kgo.Record
+// newOutRecord carries every field of the message to kgo's record, and
+// messageSize counts the bytes kgo counts of it; the promise finds it from its kgo.Record
 // and sends it, as its report, to its receiver's channel; reading the
 // report recycles it, keeping nothing of the message.
 func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
@@ -23,7 +23,7 @@ func TestOutRecordCarriesTheMessageAndIsReleased(t *testing.T) {
 		Key: []byte("k"), Value: []byte("value"),
 		Headers: []sluice.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
 	}}
-	or := newOutRecord(o, reports)
+	or := newOutRecord(o, messageSize(&o.Message), reports)
 	size := or.size
 	r := &or.rec
 	r.Context = context.Background()
@@ -67,7 +67,7 @@ func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
 	ended, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for _, window := range []context.Context{ended, context.Background()} {
-		or := newOutRecord(&produce.Outgoing{Topic: "out"}, reports)
+		or := newOutRecord(&produce.Outgoing{Topic: "out"}, 0, reports)
 		or.rec.Context = window
 		p.reported(&or.rec, context.DeadlineExceeded) // as kgo reports a record whose context ended
 	}
@@ -92,7 +92,7 @@ func TestOutRecordsAreRecycled(t *testing.T) {
 	reports := make(chan produce.Event, 1)
 	o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: []sluice.Header{{Key: "h"}}}}
 	allocs := testing.AllocsPerRun(100, func() {
-		or := newOutRecord(o, reports)
+		or := newOutRecord(o, messageSize(&o.Message), reports)
 		or.rec.Context = context.Background()
 		p.promise(&or.rec, nil)
 		_, _, _ = (client{p}).Report(<-reports)
@@ -116,7 +116,8 @@ func TestFullCountsRecordsUntilReported(t *testing.T) {
 	}
 	var sent []*outRecord
 	for range 2 {
-		or := newOutRecord(&produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}, reports)
+		o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}
+		or := newOutRecord(o, messageSize(&o.Message), reports)
 		or.rec.Context = context.Background()
 		p.buffered.add(1, or.size) // as SendChunk does before kgo.Produce
 		sent = append(sent, or)
