@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -147,9 +146,11 @@ type client struct{ p *Producer }
 // bytes) as it may: the core waits for a report and sends again.
 var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 
-// Send hands o to kgo as SendChunk does a chunk of one.
+// Send hands o to kgo as SendChunk does a chunk of one (a copy of o, on
+// the stack: SendChunk keeps no reference to its chunk).
 func (c client) Send(ctx context.Context, o *produce.Outgoing, reports chan produce.Event) error {
-	_, err := c.SendChunk(ctx, unsafe.Slice(o, 1), reports)
+	chunk := [1]produce.Outgoing{*o}
+	_, err := c.SendChunk(ctx, chunk[:], reports)
 	return err
 }
 
