@@ -69,6 +69,9 @@ type Producer struct {
 	// zero while Close waits for it (handedOver). Both under reserve.
 	handing int
 	handed  chan struct{}
+	// awaitingHandOver, nil but in tests, is called when Close starts
+	// waiting in handedOver for calls still handing records over.
+	awaitingHandOver func()
 	// promise is reported's method value, made once: the promise of
 	// every record (producer_record.go).
 	promise func(*kgo.Record, error)
@@ -178,15 +181,7 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	if n == 0 {
 		return 0, err
 	}
-	defer c.p.handOverDone()
-	now := time.Now()
-	ctx := c.p.deadlines.context(c.p.giveUp, c.p.delivery, now)
-	for i := range os[:n] {
-		or := newOutRecord(&os[i], (*sizes)[i], reports)
-		stamp(&or.rec, now)
-		or.rec.Context = ctx
-		c.p.cl.Produce(ctx, &or.rec, c.p.promise)
-	}
+	c.p.handOver(os[:n], *sizes, reports)
 	return n, err
 }
 
@@ -196,17 +191,16 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 // and a call allocates nothing once a slice has room for its chunk.
 var chunkSizes = sync.Pool{New: func() any { return new([]int64) }}
 
-// reserveRoom counts as buffered (and pending: Tracker.Admit) the
-// messages of os that fit in kgo's buffer, a prefix of os, and returns
-// how many; with none, the error saying why (ErrClosed, errBufferFull).
-// It sets *sizes to the sizes of the messages it counted
-// (messageSize), in order.
-// Under p.reserve, so that what the receivers reserve together never
-// exceeds the buffer: kgo's Produce then waits for room only the moment
-// kgo's own count lags behind the promise (see full). Admitted without
-// a lock held across Produce, which Close must not wait for beyond its
-// timeout; the call counts in p.handing until it handed its records
-// over (handOverDone).
+// reserveRoom is SendChunk's first half: it counts as buffered (and
+// pending: Tracker.Admit) the messages of os that fit in kgo's buffer, a
+// prefix of os, sets *sizes to their sizes (messageSize), in order, and
+// returns how many; with none, the error saying why (ErrClosed,
+// errBufferFull). Under p.reserve, so that what the receivers reserve
+// together never exceeds the buffer: kgo's Produce then waits for room
+// only the moment kgo's own count lags behind the promise (see full).
+// Admitted without a lock held across Produce, which Close must not wait
+// for beyond its timeout; the call counts in p.handing until it handed
+// its records over (handOver).
 func (p *Producer) reserveRoom(os []produce.Outgoing, sizes *[]int64) (int, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
@@ -239,6 +233,23 @@ func (p *Producer) reserveRoom(os []produce.Outgoing, sizes *[]int64) (int, erro
 	return n, nil
 }
 
+// handOver is SendChunk's second half: it hands kgo the messages of os,
+// for which reserveRoom reserved room (sizes are theirs, in order), their
+// reports to go to reports, and then says it did (handOverDone). It
+// holds no lock: Close waits for it within its timeout only
+// (handedOver).
+func (p *Producer) handOver(os []produce.Outgoing, sizes []int64, reports chan produce.Event) {
+	defer p.handOverDone()
+	now := time.Now()
+	ctx := p.deadlines.context(p.giveUp, p.delivery, now)
+	for i := range os {
+		or := newOutRecord(&os[i], sizes[i], reports)
+		stamp(&or.rec, now)
+		or.rec.Context = ctx
+		p.cl.Produce(ctx, &or.rec, p.promise)
+	}
+}
+
 // handOverDone says a SendChunk call that reserved room handed its
 // records to kgo.
 func (p *Producer) handOverDone() {
@@ -267,6 +278,9 @@ func (p *Producer) handedOver(ctx context.Context) bool {
 	}
 	handed := p.handed
 	p.reserve.Unlock()
+	if p.awaitingHandOver != nil {
+		p.awaitingHandOver()
+	}
 	select {
 	case <-handed:
 		return true

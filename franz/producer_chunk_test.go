@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,15 +167,17 @@ func TestCloseCountsARecordAdmittedBeforeItStarted(t *testing.T) {
 	}
 }
 
-// closeWhileHandingOver admits a record on p as SendChunk does, closes p
-// while the record is not yet handed to kgo, hands it over once Close
-// waits for it, and checks that Close flushed it for its timeout and
-// counted it as given up on.
+// closeWhileHandingOver admits a record on p with SendChunk's first half
+// (reserveRoom), closes p while the record is not yet handed to kgo,
+// hands it over with SendChunk's second half (handOver) once Close waits
+// for it, and checks that Close flushed it for its timeout and counted
+// it as given up on.
 func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	t.Helper()
 	reports := make(chan produce.Event, 1)
 	chunk := []produce.Outgoing{{Topic: "out", Message: sluice.Message{Value: []byte("v")}}}
-	// SendChunk's first half: the record is admitted, not handed over yet.
+	waiting := make(chan struct{}) // closed: Close waits in handedOver
+	p.awaitingHandOver = sync.OnceFunc(func() { close(waiting) })
 	var sizes []int64
 	if n, err := p.reserveRoom(chunk, &sizes); n != 1 || err != nil {
 		t.Fatalf("reserveRoom = %d, %v; want 1, nil", n, err)
@@ -183,24 +185,12 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	closed := make(chan error, 1)
 	start := time.Now()
 	go func() { closed <- p.Close() }()
-	deadline := time.After(time.Minute)
-	for waiting := false; !waiting; runtime.Gosched() {
-		p.reserve.Lock()
-		waiting = p.handed != nil // Close waits in handedOver
-		p.reserve.Unlock()
-		select {
-		case err := <-closed:
-			t.Fatalf("Close returned %v before the admitted record was handed over", err)
-		case <-deadline:
-			t.Fatal("Close never waited for the admitted record")
-		default:
-		}
+	select {
+	case <-waiting:
+	case err := <-closed:
+		t.Fatalf("Close returned %v before the admitted record was handed over", err)
 	}
-	// SendChunk's second half.
-	or := newOutRecord(&chunk[0], sizes[0], reports)
-	or.rec.Context = p.giveUp
-	p.cl.Produce(p.giveUp, &or.rec, p.promise)
-	p.handOverDone()
+	p.handOver(chunk, sizes, reports)
 
 	err := <-closed
 	var ce *sluice.CloseError
@@ -209,5 +199,9 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	}
 	if took := time.Since(start); took < timeout {
 		t.Errorf("Close took %v, want at least its timeout %v (kgo flushing the record)", took, timeout)
+	}
+	// The record's report says Close gave up on it.
+	if _, err, ok := (client{p}).Report(<-reports); !ok || err == nil {
+		t.Errorf("report of the record: error %v (a report: %v), want given up on", err, ok)
 	}
 }
