@@ -21,25 +21,25 @@ import (
 // (each such fetch fails at once). Once the broker answers, orders is
 // consumed anew from the start of the new topic.
 func TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata(t *testing.T) {
-	commitsWhileAPurgeWaits(t)
+	commitsWhileAPurgeWaits(t, doneEnd)
 }
 
 // As TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata, in a
 // KIP-848 group (the broker revokes the purged topic's partitions in a
 // heartbeat's answer).
 func TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata848(t *testing.T) {
-	commitsWhileAPurgeWaits(t, kip848Group...)
+	commitsWhileAPurgeWaits(t, doneEnd, kip848Group...)
 }
 
 // commitsWhileAPurgeWaits runs the scenario of
-// TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata with a client
-// made with opts too.
-func commitsWhileAPurgeWaits(t *testing.T, opts ...kgo.Opt) {
+// TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata with a graph
+// ending in end and a client made with opts too.
+func commitsWhileAPurgeWaits(t *testing.T, end recreatedEnd, opts ...kgo.Opt) {
 	const group = "g"
 	p := newPurgeWait(t, 2*time.Second, opts...)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-0")}, sluice.Record{Value: []byte("stay-1")})
-	g, build := newHeldGraph("stay-2", topicValueOffset, doneEnd(t, nil, nil))
+	g, build := newHeldGraph("stay-2", topicValueOffset, end(t, p.b, p.src))
 	cancel, done := startRun(t, p.src, build)
 	got := map[string]int{}
 	await := recordAwaiter(t, g.seen, done, time.After(recreateWait), recreateWait, got)
