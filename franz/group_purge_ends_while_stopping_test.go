@@ -28,22 +28,19 @@ func stoppedAsAPurgeEnds(t *testing.T, opts ...kgo.Opt) {
 	p := newPurgeWait(t, 5*time.Second, opts...)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-0")})
-	g, build := newHeldGraph("stay-1", topicValueOffset, doneEnd(t, nil, nil))
-	cancel, done := startRun(t, p.src, build)
-	got := map[string]int{}
-	await := recordAwaiter(t, g.seen, done, time.After(recreateWait), recreateWait, got)
-	await("orders:old-0@0", "orders:old-1@1", "stays:stay-0@0")
+	r := p.startHeld(t, "stay-1", doneEnd)
+	r.await("orders:old-0@0", "orders:old-1@1", "stays:stay-0@0")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 2})
 	p.b.WaitCommitted(t, group, "stays", map[int32]int64{0: 1})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-1")})
-	g.waitHeld(t, time.After(recreateWait))
+	r.g.waitHeld(t, time.After(recreateWait))
 
-	p.recreateOrders(t, done)
+	p.recreateOrders(t, r.done)
 	produceFresh(t, p.b, "orders", sluice.Record{Value: []byte("new-0")})
 	close(p.release)
-	cancel()
-	close(g.release)
-	stopRun(t, cancel, done)
+	r.cancel()
+	close(r.g.release)
+	stopRun(t, r.cancel, r.done)
 	awaitBackground(t, &p.src.background)
 	if c := p.b.Committed(t, group, "stays"); c[0] != 2 || len(c) != 1 {
 		t.Errorf("committed offsets of stays = %v, want {0: 2}", c)
@@ -51,14 +48,14 @@ func stoppedAsAPurgeEnds(t *testing.T, opts ...kgo.Opt) {
 	// The new topic's record may or may not have been processed before
 	// the stop: its offset is then 1, or nothing.
 	c := p.b.Committed(t, group, "orders")
-	for len(g.seen) > 0 {
-		got[<-g.seen]++
+	for len(r.g.seen) > 0 {
+		r.got[<-r.g.seen]++
 	}
 	want := map[int32]int64{}
-	if got["orders:new-0@0"] > 0 {
+	if r.got["orders:new-0@0"] > 0 {
 		want[0] = 1
 	}
 	if len(c) != len(want) || c[0] != want[0] {
-		t.Errorf("committed offsets of orders = %v, want %v (records seen %v)", c, want, got)
+		t.Errorf("committed offsets of orders = %v, want %v (records seen %v)", c, want, r.got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/kafkadriver"
 )
 
 // A group source consumes a deleted (and recreated) topic, orders, anew
@@ -33,42 +32,34 @@ func recreatedAgainWhilePurgeWaits(t *testing.T, opts ...kgo.Opt) {
 	p := newPurgeWait(t, 2*time.Second, opts...)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")}, sluice.Record{Value: []byte("old-1")})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-0")})
-	g, build := newHeldGraph("never", topicValueOffset, doneEnd(t, nil, nil))
-	cancel, done := startRun(t, p.src, build)
-	got := map[string]int{}
-	await := recordAwaiter(t, g.seen, done, time.After(recreateWait), recreateWait, got)
-	await("orders:old-0@0", "orders:old-1@1", "stays:stay-0@0")
+	r := p.startHeld(t, "never", doneEnd)
+	r.await("orders:old-0@0", "orders:old-1@1", "stays:stay-0@0")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 2})
 
-	p.recreateOrders(t, done)
+	p.recreateOrders(t, r.done)
 	// The first new topic gets a record; then it is deleted and
 	// recreated while the purge still waits.
 	produceFresh(t, p.b, "orders", sluice.Record{Value: []byte("mid-0")})
-	c := p.b.Cluster()
-	leader := c.LeaderFor("orders", 0)
-	kafkadriver.RecreateTopic(t, p.b, "orders", 1)
-	if err := c.MoveTopicPartition("orders", 0, leader); err != nil {
-		t.Fatal(err)
-	}
+	p.recreateOrdersOnItsLeader(t)
 	produceFresh(t, p.b, "orders", sluice.Record{Value: []byte("new-0")}, sluice.Record{Value: []byte("new-1")})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-1")})
-	await("stays:stay-1@1")
+	r.await("stays:stay-1@1")
 	p.b.WaitCommitted(t, group, "stays", map[int32]int64{0: 2})
 
 	close(p.release)
-	await("orders:new-0@0", "orders:new-1@1")
+	r.await("orders:new-0@0", "orders:new-1@1")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 2})
 	produceFresh(t, p.b, "orders", sluice.Record{Value: []byte("new-2")})
-	await("orders:new-2@2")
+	r.await("orders:new-2@2")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 3})
-	stopRun(t, cancel, done)
+	stopRun(t, r.cancel, r.done)
 	awaitBackground(t, &p.src.background)
-	for rec, n := range got {
+	for rec, n := range r.got {
 		if n != 1 {
 			t.Errorf("%s delivered %d times, want once", rec, n)
 		}
 	}
-	if n := got["orders:mid-0@0"]; n != 0 {
+	if n := r.got["orders:mid-0@0"]; n != 0 {
 		t.Errorf("a record of the topic deleted meanwhile delivered %d times", n)
 	}
 	if c := p.b.Committed(t, group, "orders"); c[0] != 3 || len(c) != 1 {

@@ -39,22 +39,19 @@ func commitsWhileAPurgeWaits(t *testing.T, end recreatedEnd, opts ...kgo.Opt) {
 	p := newPurgeWait(t, 2*time.Second, opts...)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-0")}, sluice.Record{Value: []byte("stay-1")})
-	g, build := newHeldGraph("stay-2", topicValueOffset, end(t, p.b, p.src))
-	cancel, done := startRun(t, p.src, build)
-	got := map[string]int{}
-	await := recordAwaiter(t, g.seen, done, time.After(recreateWait), recreateWait, got)
-	await("orders:old-0@0", "stays:stay-0@0", "stays:stay-1@1")
+	r := p.startHeld(t, "stay-2", end)
+	r.await("orders:old-0@0", "stays:stay-0@0", "stays:stay-1@1")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 1})
 	p.b.WaitCommitted(t, group, "stays", map[int32]int64{0: 2})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-2")})
-	g.waitHeld(t, time.After(recreateWait))
+	r.g.waitHeld(t, time.After(recreateWait))
 
-	p.recreateOrders(t, done)
-	close(g.release)
-	await("stays:stay-2@2")
+	p.recreateOrders(t, r.done)
+	close(r.g.release)
+	r.await("stays:stay-2@2")
 	p.b.WaitCommitted(t, group, "stays", map[int32]int64{0: 3})
 	produceFresh(t, p.b, "stays", sluice.Record{Value: []byte("stay-3")}, sluice.Record{Value: []byte("stay-4")})
-	await("stays:stay-3@3", "stays:stay-4@4")
+	r.await("stays:stay-3@3", "stays:stay-4@4")
 	p.b.WaitCommitted(t, group, "stays", map[int32]int64{0: 5})
 	// The fetches of orders under its old ID fail at once: kgo must not
 	// fetch it while it waits to be purged.
@@ -64,9 +61,9 @@ func commitsWhileAPurgeWaits(t *testing.T, end recreatedEnd, opts ...kgo.Opt) {
 
 	close(p.release)
 	produceFresh(t, p.b, "orders", sluice.Record{Value: []byte("new-0")})
-	await("orders:new-0@0")
+	r.await("orders:new-0@0")
 	p.b.WaitCommitted(t, group, "orders", map[int32]int64{0: 1})
-	stopRun(t, cancel, done)
+	stopRun(t, r.cancel, r.done)
 	awaitBackground(t, &p.src.background)
 	if c := p.b.Committed(t, group, "stays"); c[0] != 5 || len(c) != 1 {
 		t.Errorf("committed offsets of stays = %v, want {0: 5}", c)

@@ -132,20 +132,37 @@ func nodeAddr(t *testing.T, b *kafkatest.Broker, node int32) string {
 	return ""
 }
 
+// heldRun is a Run of a purgeWait's source whose graph is a heldGraph
+// naming its records topicValueOffset.
+type heldRun struct {
+	g      *heldGraph
+	cancel context.CancelFunc
+	done   <-chan error // Run's end
+	// got counts the records await saw, by name.
+	got map[string]int
+	// await waits until each record it is given was seen
+	// (recordAwaiter), within recreateWait of Run's start.
+	await func(want ...string)
+}
+
+// startHeld starts Run of p's source with a heldGraph holding the record
+// valued hold and ending in end (doneEnd, txnEnd); the test ends it with
+// stopRun or stopWhilePurgeWaits.
+func (p *purgeWait) startHeld(t *testing.T, hold string, end recreatedEnd) *heldRun {
+	t.Helper()
+	g, build := newHeldGraph(hold, topicValueOffset, end(t, p.b, p.src))
+	r := &heldRun{g: g, got: map[string]int{}}
+	r.cancel, r.done = startRun(t, p.src, build)
+	r.await = recordAwaiter(t, g.seen, r.done, time.After(recreateWait), recreateWait, r.got)
+	return r
+}
+
 // recreateOrders deletes orders and creates it again, led by the same
-// node, then waits until
-// the source consumes it anew (Run, whose end done reports, still runs).
+// node (recreateOrdersOnItsLeader), then waits until the source consumes
+// it anew (Run, whose end done reports, still runs).
 func (p *purgeWait) recreateOrders(t *testing.T, done <-chan error) {
 	t.Helper()
-	c := p.b.Cluster()
-	leader := c.LeaderFor("orders", 0)
-	kafkadriver.RecreateTopic(t, p.b, "orders", 1)
-	// The old leader leads the new topic too: a fetch under the old ID
-	// then fails with the topic's ID unknown, not with another leader to
-	// look up in the metadata the client waits for.
-	if err := c.MoveTopicPartition("orders", 0, leader); err != nil {
-		t.Fatal(err)
-	}
+	p.recreateOrdersOnItsLeader(t)
 	select {
 	case topic := <-p.anew:
 		if topic != "orders" {
@@ -155,6 +172,20 @@ func (p *purgeWait) recreateOrders(t *testing.T, done <-chan error) {
 		t.Fatalf("Run returned %v before consuming orders anew", err)
 	case <-time.After(recreateWait):
 		t.Fatalf("orders not consumed anew within %v", recreateWait)
+	}
+}
+
+// recreateOrdersOnItsLeader deletes orders and creates it again, led by
+// the node that led it: a fetch under the old ID then fails with the
+// topic's ID unknown, not with another leader to look up in the metadata
+// the client waits for.
+func (p *purgeWait) recreateOrdersOnItsLeader(t *testing.T) {
+	t.Helper()
+	c := p.b.Cluster()
+	leader := c.LeaderFor("orders", 0)
+	kafkadriver.RecreateTopic(t, p.b, "orders", 1)
+	if err := c.MoveTopicPartition("orders", 0, leader); err != nil {
+		t.Fatal(err)
 	}
 }
 

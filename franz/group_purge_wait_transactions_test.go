@@ -28,12 +28,10 @@ func TestTransactionalSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t
 	)
 	p := newPurgeWait(t, closeTimeout)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
-	g, build := newHeldGraph("never", topicValueOffset, txnEnd(t, p.b, p.src))
-	cancel, done := startRun(t, p.src, build)
-	got := map[string]int{}
-	recordAwaiter(t, g.seen, done, time.After(recreateWait), recreateWait, got)("orders:old-0@0")
+	r := p.startHeld(t, "never", txnEnd)
+	r.await("orders:old-0@0")
 	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
 
-	p.recreateOrders(t, done)
-	p.stopWhilePurgeWaits(t, cancel, done, closeTimeout, margin, metadataLate)
+	p.recreateOrders(t, r.done)
+	p.stopWhilePurgeWaits(t, r.cancel, r.done, closeTimeout, margin, metadataLate)
 }
