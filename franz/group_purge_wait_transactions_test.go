@@ -1,11 +1,6 @@
 package franz
 
-import (
-	"testing"
-	"time"
-
-	"github.com/sluice-go/sluice"
-)
+import "testing"
 
 // As TestSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata, with a
 // transactional producer bound to the source (exactly-once, the same
@@ -21,17 +16,5 @@ func TestTransactionalSourceCommitsAnotherTopicWhileAPurgeWaitsForMetadata(t *te
 // Config.CloseTimeout of its context's end (plus a margin), and the
 // producer close cleanly after.
 func TestTransactionalSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) {
-	const (
-		closeTimeout = time.Second
-		margin       = 2 * time.Second
-		metadataLate = 8 * time.Second
-	)
-	p := newPurgeWait(t, closeTimeout)
-	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
-	r := p.startHeld(t, "never", txnEnd)
-	r.await("orders:old-0@0")
-	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
-
-	p.recreateOrders(t, r.done)
-	p.stopWhilePurgeWaits(t, r.cancel, r.done, closeTimeout, margin, metadataLate)
+	stopsWhileAPurgeWaits(t, txnEnd)
 }

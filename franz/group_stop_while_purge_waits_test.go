@@ -1,13 +1,10 @@
 package franz
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/pipeline"
-	"github.com/sluice-go/sluice/stages"
 )
 
 // A group source is told to stop while it consumes a deleted (and
@@ -22,6 +19,13 @@ import (
 // request. When it does not, closing the client ends the purge: nothing
 // Run started is left running.
 func TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) {
+	stopsWhileAPurgeWaits(t, doneEnd)
+}
+
+// stopsWhileAPurgeWaits runs the scenario of
+// TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata with a
+// graph ending in end.
+func stopsWhileAPurgeWaits(t *testing.T, end recreatedEnd) {
 	const (
 		closeTimeout = time.Second
 		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
@@ -29,18 +33,10 @@ func TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) 
 	)
 	p := newPurgeWait(t, closeTimeout)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
-	seen := make(chan string, 64)
-	build := func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-		return stages.Each(in, func(_ context.Context, r sluice.Record) error {
-			seen <- topicValueOffset(r)
-			return nil
-		})
-	}
-	cancel, done := startRun(t, p.src, build)
-	got := map[string]int{}
-	recordAwaiter(t, seen, done, time.After(recreateWait), recreateWait, got)("orders:old-0@0")
+	r := p.startHeld(t, "never", end)
+	r.await("orders:old-0@0")
 	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
 
-	p.recreateOrders(t, done)
-	p.stopWhilePurgeWaits(t, cancel, done, closeTimeout, margin, metadataLate)
+	p.recreateOrders(t, r.done)
+	p.stopWhilePurgeWaits(t, r.cancel, r.done, closeTimeout, margin, metadataLate)
 }
