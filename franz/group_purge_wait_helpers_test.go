@@ -212,34 +212,64 @@ func topicValueOffset(r sluice.Record) string {
 	return r.Topic + ":" + valueOffset(r)
 }
 
-// stopWhilePurgeWaits cancels Run (cancel, done) while p's purge of a
-// recreated topic waits for a held Metadata request, and has the broker
-// answer it metadataLate after that. Run must return within closeTimeout
-// (Config.CloseTimeout) plus margin (the runtime's drain), with nil or
-// the error that closing the client goes on in the background; once the
-// broker answered, nothing Run started may be left running.
-func (p *purgeWait) stopWhilePurgeWaits(t *testing.T, cancel context.CancelFunc, done <-chan error, closeTimeout, margin, metadataLate time.Duration) {
+// The timing of a stop while a purge waits (stopWhilePurgeWaits).
+const (
+	// stopMargin is what Run may take past the source's CloseTimeout to
+	// return: the runtime's drain, with nothing to drain.
+	stopMargin = 2 * time.Second
+	// stopMetadataLate is when the broker answers the held Metadata
+	// request, after Run's context ended.
+	stopMetadataLate = 8 * time.Second
+)
+
+// purgeWaitStop is a Run of a source (a group's or a share group's)
+// whose purge of a recreated topic waits for a Metadata request the
+// broker holds until release is closed: what stopWhilePurgeWaits stops.
+type purgeWaitStop struct {
+	cancel  context.CancelFunc // ends Run's context
+	done    <-chan error       // Run's end
+	release chan struct{}      // closed: the broker answers the held requests
+	// background counts the goroutines of client calls Run started
+	// (Source.background, ShareSource.background).
+	background *sync.WaitGroup
+	// closeTimeout is the source's CloseTimeout, setting its name
+	// ("Config.CloseTimeout").
+	closeTimeout time.Duration
+	setting      string
+	// inBackground is in Run's error when closing the client goes on in
+	// the background.
+	inBackground string
+}
+
+// stopWhilePurgeWaits cancels s's Run while its purge waits for the held
+// Metadata request, and has the broker answer it stopMetadataLate after
+// that. Run must return within s.closeTimeout plus stopMargin, with nil
+// or the error that closing the client goes on in the background (kgo's
+// Close may wait for the held request); once the broker answered,
+// nothing Run started may be left running.
+func stopWhilePurgeWaits(t *testing.T, s purgeWaitStop) {
 	t.Helper()
-	cancel()
+	s.cancel()
 	stopped := time.Now()
-	answer := time.AfterFunc(metadataLate, func() { close(p.release) })
+	answer := time.AfterFunc(stopMetadataLate, func() { close(s.release) })
 	defer answer.Stop()
 	select {
-	case err := <-done:
+	case err := <-s.done:
 		took := time.Since(stopped)
 		t.Logf("Run = %v, %v after its context ended", err, took.Round(time.Millisecond))
-		if err != nil && !strings.Contains(err.Error(), "closing the client did not finish within Config.CloseTimeout") {
+		if err != nil && !strings.Contains(err.Error(), s.inBackground) {
 			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
 		}
-		if limit := closeTimeout + margin; took > limit {
-			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within Config.CloseTimeout (%v) plus %v",
-				took.Round(time.Millisecond), metadataLate, closeTimeout, margin)
+		if limit := s.closeTimeout + stopMargin; took > limit {
+			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within %s (%v) plus %v",
+				took.Round(time.Millisecond), stopMetadataLate, s.setting, s.closeTimeout, stopMargin)
 		}
 	case <-time.After(recreateWait):
 		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
 	}
+	// A client Close left running ends once the broker answers.
 	if answer.Stop() {
-		close(p.release)
+		close(s.release)
 	}
-	awaitBackground(t, &p.src.background)
+	awaitBackground(t, s.background)
 }

@@ -26,11 +26,7 @@ func TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testing.T) 
 // TestSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata with a
 // graph ending in end.
 func stopsWhileAPurgeWaits(t *testing.T, end recreatedEnd) {
-	const (
-		closeTimeout = time.Second
-		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
-		metadataLate = 8 * time.Second // after Run's context ended
-	)
+	const closeTimeout = time.Second
 	p := newPurgeWait(t, closeTimeout)
 	p.b.Produce(t, "orders", sluice.Record{Value: []byte("old-0")})
 	r := p.startHeld(t, "never", end)
@@ -38,5 +34,7 @@ func stopsWhileAPurgeWaits(t *testing.T, end recreatedEnd) {
 	p.b.WaitCommitted(t, "g", "orders", map[int32]int64{0: 1})
 
 	p.recreateOrders(t, r.done)
-	p.stopWhilePurgeWaits(t, r.cancel, r.done, closeTimeout, margin, metadataLate)
+	stopWhilePurgeWaits(t, purgeWaitStop{cancel: r.cancel, done: r.done, release: p.release, background: &p.src.background,
+		closeTimeout: closeTimeout, setting: "Config.CloseTimeout",
+		inBackground: "closing the client did not finish within Config.CloseTimeout"})
 }

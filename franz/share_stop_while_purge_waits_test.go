@@ -1,7 +1,6 @@
 package franz
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +27,6 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 	const (
 		group        = "g"
 		closeTimeout = time.Second
-		margin       = 2 * time.Second // the runtime's drain, with nothing to drain
-		metadataLate = 8 * time.Second // after Run's context ended
 	)
 	b := shareTopicsBroker(t, kafkatest.NewKfake, []string{"orders", "stays"})
 	c := b.Cluster()
@@ -62,29 +59,7 @@ func TestShareSourceStopsWithinCloseTimeoutWhileAPurgeWaitsForMetadata(t *testin
 	// The source logs that it consumes orders anew just before it purges
 	// the topic from the client.
 	r.awaitConsumedAnew(anew, "orders")
-	r.cancel()
-	stopped := time.Now()
-	answer := time.AfterFunc(metadataLate, func() { close(release) })
-	defer answer.Stop()
-
-	select {
-	case err := <-r.done:
-		took := time.Since(stopped)
-		// kgo's Close waits for the Metadata request held by the
-		// broker: past CloseTimeout Run says it left Close running.
-		if err != nil && !strings.Contains(err.Error(), "closing the share client did not finish within ShareConfig.CloseTimeout") {
-			t.Errorf("Run = %v, want nil or the error that Close goes on in the background", err)
-		}
-		if limit := closeTimeout + margin; took > limit {
-			t.Errorf("Run returned %v after its context ended (a Metadata request answered %v late), want within ShareConfig.CloseTimeout (%v) plus %v",
-				took.Round(time.Millisecond), metadataLate, closeTimeout, margin)
-		}
-	case <-time.After(recreateWait):
-		t.Fatalf("Run did not return within %v of its context's end", recreateWait)
-	}
-	// The client's Close, left running, ends once the broker answers.
-	if answer.Stop() {
-		close(release)
-	}
-	awaitBackground(t, &r.src.background)
+	stopWhilePurgeWaits(t, purgeWaitStop{cancel: r.cancel, done: r.done, release: release, background: &r.src.background,
+		closeTimeout: closeTimeout, setting: "ShareConfig.CloseTimeout",
+		inBackground: "closing the share client did not finish within ShareConfig.CloseTimeout"})
 }
