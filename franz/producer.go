@@ -142,7 +142,7 @@ type core = produce.Core
 
 // client is the kgo side of the produce core: a delivery report is the
 // record's *outRecord, which kgo's promise sends to the receiver's channel
-// and client.Report recycles.
+// and client.Report reads.
 type client struct{ p *Producer }
 
 // errBufferFull is Send's error while kgo buffers as many records (or
@@ -311,12 +311,10 @@ func (p *Producer) full(records, bytes, size int64) bool {
 func (client) QueueFull(err error) bool { return err == errBufferFull }
 
 // Report reads a delivery report, the record's *outRecord (see
-// Producer.reported), and recycles it.
+// Producer.reported).
 func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
 	or := ev.(*outRecord)
-	t, err := or.t, or.err
-	or.release()
-	return t, err, true
+	return or.t, or.err, true
 }
 
 // GaveUp: Close aborts what is left (kgo.ErrAborting, or

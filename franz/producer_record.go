@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -21,16 +20,16 @@ import (
 // report (a produce.Event) on the receiver's channel. The promise, shared
 // by every record (Producer.reported), finds the outRecord from the
 // *kgo.Record it is given (the address of rec), so a produce costs no
-// closure, and no allocation once outRecords are recycled (sending the
-// pointer as a produce.Event allocates nothing either). kgo reads nothing
-// of a record once its promise was called (kgo v1.22.3, producer.go,
-// finishRecordPromise: the sizes are read before the promise, nothing
-// after), so the receiver that reads the report recycles it
-// (client.Report); a kgo.WithHooks hook in ProducerConfig.Opts must not
-// keep a record past OnProduceRecordUnbuffered either. The record's Context is its send
-// window's (deadlines.context), never the outRecord: kgo keeps a record's
-// context past its promise (waitUnknownTopic selects on it while the
-// topic's partitions load).
+// closure: one allocation, the outRecord (sending its pointer as a
+// produce.Event allocates nothing), and its header array when the
+// message has headers. An outRecord is never reused: the receiver reads
+// its report and drops it. (Recycling them through a sync.Pool cost
+// more CPU than allocating: a recycled outRecord was last written by
+// kgo's promise goroutine or by another receiver, and reading it missed
+// the CPU's caches; docs/performance.md.) The record's Context is its
+// send window's (deadlines.context), never the outRecord: kgo keeps a
+// record's context past its promise (waitUnknownTopic selects on it while
+// the topic's partitions load).
 type outRecord struct {
 	rec     kgo.Record
 	t       stagekit.Ticket
@@ -48,27 +47,19 @@ func outRecordOf(r *kgo.Record) *outRecord {
 	return (*outRecord)(unsafe.Add(unsafe.Pointer(r), -unsafe.Offsetof(outRecord{}.rec)))
 }
 
-// outRecords recycles outRecords between the read of a report and the
-// next Send.
-var outRecords = sync.Pool{New: func() any { return new(outRecord) }}
-
-// newOutRecord returns the outRecord of o, reported to reports, of size
+// newOutRecord returns a new outRecord of o, reported to reports, of size
 // bytes: what kgo counts of o against kgo.MaxBufferedBytes (messageSize,
 // which reserveRoom computed). The record's Context (the send window)
 // and a zero timestamp are left to set before Produce.
 func newOutRecord(o *produce.Outgoing, size int64, reports chan produce.Event) *outRecord {
-	or := outRecords.Get().(*outRecord)
-	or.t, or.reports, or.size = o.Ticket, reports, size
+	or := &outRecord{t: o.Ticket, reports: reports, size: size}
 	r := &or.rec
 	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
-	r.Headers = r.Headers[:0]
-	if n := len(o.Message.Headers); cap(r.Headers) < n {
-		// One allocation, not one per doubling (a dead letter carries
-		// at least five headers).
-		r.Headers = make([]kgo.RecordHeader, 0, n)
-	}
-	for _, h := range o.Message.Headers {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	if len(o.Message.Headers) > 0 {
+		r.Headers = make([]kgo.RecordHeader, len(o.Message.Headers))
+		for i, h := range o.Message.Headers {
+			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+		}
 	}
 	return or
 }
@@ -83,23 +74,11 @@ func messageSize(m *sluice.Message) int64 {
 	return size
 }
 
-// release forgets what or refers to (the message's bytes, the channel,
-// the window, the outcome) and recycles it; or's header array is kept for
-// the next record.
-func (or *outRecord) release() {
-	hdrs := or.rec.Headers
-	clear(hdrs)
-	*or = outRecord{}
-	or.rec.Headers = hdrs[:0]
-	outRecords.Put(or)
-}
-
 // reported is the promise of every record p's Send hands kgo (as
 // Producer.promise; called by kgo's promise goroutine, one at a time): it
 // sends the record, its outcome set, as its report to its receiver's
 // channel, which has room for it (the core's outstanding bound). The
-// receiver recycles it (client.Report): the promise touches it no more
-// once sent.
+// promise touches it no more once sent: the receiver owns it.
 func (p *Producer) reported(r *kgo.Record, err error) {
 	or := outRecordOf(r)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context.Err() != nil {
