@@ -319,12 +319,12 @@ func (client) Report(ev produce.Event) (stagekit.Ticket, error, bool) {
 
 // GaveUp: Close aborts what is left (kgo.ErrAborting, or
 // context.Canceled: the give-up context); what kgo's own close fails
-// (kgo.ErrClientClosed) is given up on too.
+// (kgo.ErrClientClosed) is given up on too. Only once Close started: a
+// transactional producer's abort (kgoTxn.Abort) fails the records it
+// buffers with kgo.ErrAborting too, and their inputs are processed
+// again, not undelivered.
 func (c client) GaveUp(err error) bool {
-	if errors.Is(err, kgo.ErrAborting) {
-		return true
-	}
-	return c.p.tr.Closing() && (errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled))
+	return c.p.tr.Closing() && (errors.Is(err, kgo.ErrAborting) || errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled))
 }
 
 func (client) Classify(err error) error { return classify(err) }
