@@ -42,10 +42,14 @@ const (
 	// DefaultPartitionQueue is how many records one partition may hold
 	// before it is paused. It is above what a graph of a few stages holds
 	// in its edges alone (Map → Pool(8) → Batch(500) → Each: about 10,000
-	// records), so that a pause means the graph is really behind: a pause
-	// costs librdkafka the partition's prefetched records, refetched on
-	// resume. The global limits still cap memory.
-	DefaultPartitionQueue = 16384
+	// records), and above what a graph ending in sink.Produce holds with
+	// the stage's outstanding deliveries (up to 16,384 messages awaiting
+	// their reports, besides its edges), so that a pause means the graph
+	// is really behind: a pause costs librdkafka the partition's
+	// prefetched records, and kgo what it buffered of the partition beyond
+	// the source's spare room, both fetched again on resume. The global
+	// limits (WithMaxInFlight, WithMaxInFlightBytes) still cap memory.
+	DefaultPartitionQueue = 32768
 )
 
 // chunkSize is the most values in one chunk on a graph's edges.
@@ -143,7 +147,7 @@ func WithMaxInFlightBytes(n int64) Option {
 
 // WithPartitionQueue sets how many records one partition may hold
 // (admitted, not yet committable) before the source pauses it (default
-// [DefaultPartitionQueue], 16384). The delivery that reaches the limit is
+// [DefaultPartitionQueue], 32768). The delivery that reaches the limit is
 // admitted whole, so a partition holds at most records plus one delivery,
 // minus one. It resumes
 // when half of them completed (and the global budget has room, see

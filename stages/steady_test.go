@@ -68,7 +68,7 @@ func steadyAllocs(t *testing.T, wire func(in pipeline.Stream[int64]) pipeline.En
 	build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		return wire(stages.Map(in, func(_ context.Context, r sluice.Record) (int64, error) { return r.Offset, nil }))
 	}
-	// A queue of 4096 (not the default 16384) keeps the tracker's ring,
+	// A queue of 4096 (not the default 32768) keeps the tracker's ring,
 	// whose size follows the records in flight, at its final size by the
 	// end of the warm-up: a doubling in the window would count as bytes
 	// per record.
