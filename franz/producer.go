@@ -175,44 +175,33 @@ func (c client) SendChunk(_ context.Context, os []produce.Outgoing, reports chan
 	if err := c.p.usable(); err != nil {
 		return 0, err
 	}
-	sizes := chunkSizes.Get().(*[]int64)
-	defer chunkSizes.Put(sizes)
-	n, err := c.p.reserveRoom(os, sizes)
+	n, err := c.p.reserveRoom(os)
 	if n == 0 {
 		return 0, err
 	}
-	c.p.handOver(os[:n], *sizes, reports)
+	c.p.handOver(os[:n], reports)
 	return n, err
 }
 
-// chunkSizes recycles the slices that carry the sizes of a chunk's
-// messages (messageSize) from reserveRoom, which computes them, to the
-// outRecords SendChunk makes (outRecord.size): a message is sized once,
-// and a call allocates nothing once a slice has room for its chunk.
-var chunkSizes = sync.Pool{New: func() any { return new([]int64) }}
-
 // reserveRoom is SendChunk's first half: it counts as buffered (and
 // pending: Tracker.Admit) the messages of os that fit in kgo's buffer, a
-// prefix of os, sets *sizes to their sizes (messageSize), in order, and
-// returns how many; with none, the error saying why (ErrClosed,
+// prefix of os, and returns how many; with none, the error saying why (ErrClosed,
 // errBufferFull). Under p.reserve, so that what the receivers reserve
 // together never exceeds the buffer: kgo's Produce then waits for room
 // only the moment kgo's own count lags behind the promise (see full).
 // Admitted without a lock held across Produce, which Close must not wait
 // for beyond its timeout; the call counts in p.handing until it handed
 // its records over (handOver).
-func (p *Producer) reserveRoom(os []produce.Outgoing, sizes *[]int64) (int, error) {
+func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
 	records, bytes := p.buffered.load()
 	n, size := 0, int64(0)
-	*sizes = (*sizes)[:0]
 	for n < len(os) {
 		s := messageSize(&os[n].Message)
 		if p.full(records+int64(n), bytes+size, s) {
 			break
 		}
-		*sizes = append(*sizes, s)
 		size += s
 		n++
 	}
@@ -234,16 +223,15 @@ func (p *Producer) reserveRoom(os []produce.Outgoing, sizes *[]int64) (int, erro
 }
 
 // handOver is SendChunk's second half: it hands kgo the messages of os,
-// for which reserveRoom reserved room (sizes are theirs, in order), their
-// reports to go to reports, and then says it did (handOverDone). It
+// for which reserveRoom reserved room, their reports to go to reports, and then says it did (handOverDone). It
 // holds no lock: Close waits for it within its timeout only
 // (handedOver).
-func (p *Producer) handOver(os []produce.Outgoing, sizes []int64, reports chan produce.Event) {
+func (p *Producer) handOver(os []produce.Outgoing, reports chan produce.Event) {
 	defer p.handOverDone()
 	now := time.Now()
 	ctx := p.deadlines.context(p.giveUp, p.delivery, now)
 	for i := range os {
-		or := newOutRecord(&os[i], sizes[i], reports)
+		or := newOutRecord(&os[i], reports)
 		stamp(&or.rec, now)
 		or.rec.Context = ctx
 		p.cl.Produce(ctx, &or.rec, p.promise)

@@ -178,8 +178,7 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	chunk := []produce.Outgoing{{Topic: "out", Message: sluice.Message{Value: []byte("v")}}}
 	waiting := make(chan struct{}) // closed: Close waits in handedOver
 	p.awaitingHandOver = sync.OnceFunc(func() { close(waiting) })
-	var sizes []int64
-	if n, err := p.reserveRoom(chunk, &sizes); n != 1 || err != nil {
+	if n, err := p.reserveRoom(chunk); n != 1 || err != nil {
 		t.Fatalf("reserveRoom = %d, %v; want 1, nil", n, err)
 	}
 	closed := make(chan error, 1)
@@ -190,7 +189,7 @@ func closeWhileHandingOver(t *testing.T, p *Producer, timeout time.Duration) {
 	case err := <-closed:
 		t.Fatalf("Close returned %v before the admitted record was handed over", err)
 	}
-	p.handOver(chunk, sizes, reports)
+	p.handOver(chunk, reports)
 
 	err := <-closed
 	var ce *sluice.CloseError

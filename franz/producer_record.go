@@ -47,12 +47,12 @@ func outRecordOf(r *kgo.Record) *outRecord {
 	return (*outRecord)(unsafe.Add(unsafe.Pointer(r), -unsafe.Offsetof(outRecord{}.rec)))
 }
 
-// newOutRecord returns a new outRecord of o, reported to reports, of size
-// bytes: what kgo counts of o against kgo.MaxBufferedBytes (messageSize,
-// which reserveRoom computed). The record's Context (the send window)
+// newOutRecord returns a new outRecord of o, reported to reports, with
+// the bytes kgo counts of o against kgo.MaxBufferedBytes (messageSize: a
+// few lengths, cheaper to sum again than to carry from reserveRoom). The record's Context (the send window)
 // and a zero timestamp are left to set before Produce.
-func newOutRecord(o *produce.Outgoing, size int64, reports chan produce.Event) *outRecord {
-	or := &outRecord{t: o.Ticket, reports: reports, size: size}
+func newOutRecord(o *produce.Outgoing, reports chan produce.Event) *outRecord {
+	or := &outRecord{t: o.Ticket, reports: reports, size: messageSize(&o.Message)}
 	r := &or.rec
 	r.Topic, r.Key, r.Value, r.Timestamp = o.Topic, o.Message.Key, o.Message.Value, o.Timestamp
 	if len(o.Message.Headers) > 0 {

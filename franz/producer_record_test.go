@@ -25,7 +25,7 @@ func TestOutRecordCarriesTheMessageToItsReport(t *testing.T) {
 		Key: []byte("k"), Value: []byte("value"),
 		Headers: []sluice.Header{{Key: "trace", Value: []byte("t1")}, {Key: "s", Value: nil}},
 	}}
-	or := newOutRecord(o, messageSize(&o.Message), reports)
+	or := newOutRecord(o, reports)
 	size := or.size
 	r := &or.rec
 	r.Context = context.Background()
@@ -65,7 +65,7 @@ func TestReportedNamesTheDeliveryTimeout(t *testing.T) {
 	ended, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	defer cancel()
 	for _, window := range []context.Context{ended, context.Background()} {
-		or := newOutRecord(&produce.Outgoing{Topic: "out"}, 0, reports)
+		or := newOutRecord(&produce.Outgoing{Topic: "out"}, reports)
 		or.rec.Context = window
 		p.reported(&or.rec, context.DeadlineExceeded) // as kgo reports a record whose context ended
 	}
@@ -92,7 +92,7 @@ func TestOutRecordIsTheOnlyAllocationOfAProduce(t *testing.T) {
 	}{{"no headers", nil, 1}, {"headers", []sluice.Header{{Key: "h"}, {Key: "i"}}, 2}} {
 		o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v"), Headers: c.headers}}
 		allocs := testing.AllocsPerRun(100, func() {
-			or := newOutRecord(o, messageSize(&o.Message), reports)
+			or := newOutRecord(o, reports)
 			or.rec.Context = context.Background()
 			p.promise(&or.rec, nil)
 			_, _, _ = (client{p}).Report(<-reports)
@@ -118,7 +118,7 @@ func TestFullCountsRecordsUntilReported(t *testing.T) {
 	var sent []*outRecord
 	for range 2 {
 		o := &produce.Outgoing{Topic: "out", Message: sluice.Message{Value: make([]byte, 40)}}
-		or := newOutRecord(o, messageSize(&o.Message), reports)
+		or := newOutRecord(o, reports)
 		or.rec.Context = context.Background()
 		p.buffered.add(1, or.size) // as SendChunk does before kgo.Produce
 		sent = append(sent, or)
