@@ -10,9 +10,9 @@ import (
 // pair last), then consume → produce (k2k), then consume → PostgreSQL
 // (pg; see pg.go), which the report shows in a table of their own.
 var caseOrder = []string{
-	"raw-confluent", "raw-confluent-default-queue", "sluice-confluent-each", "sluice-confluent-graph",
+	"raw-confluent", "raw-confluent-default-queue", "raw-confluent-handoff", "sluice-confluent-each", "sluice-confluent-graph",
 	"sluice-confluent-valid", "sluice-confluent-dlq",
-	"raw-franz", "sluice-franz-each", "sluice-franz-graph",
+	"raw-franz", "raw-franz-handoff", "sluice-franz-each", "sluice-franz-graph",
 	"sluice-franz-valid", "sluice-franz-dlq",
 	"k2k-raw-confluent", "k2k-sluice-confluent",
 	"k2k-raw-franz", "k2k-sluice-franz",
@@ -24,11 +24,13 @@ var caseOrder = []string{
 var cases = map[string]caseFunc{
 	"raw-confluent":               rawConfluent,
 	"raw-confluent-default-queue": rawConfluentDefaultQueue,
+	"raw-confluent-handoff":       rawConfluentHandoff,
 	"sluice-confluent-each":       sluiceEach(confluentSource),
 	"sluice-confluent-graph":      sluiceGraph(confluentSource),
 	"sluice-confluent-valid":      sluiceDeadLetters(confluentSource, newSinkProducer, false),
 	"sluice-confluent-dlq":        sluiceDeadLetters(confluentSource, newSinkProducer, true),
 	"raw-franz":                   rawFranz,
+	"raw-franz-handoff":           rawFranzHandoff,
 	"sluice-franz-each":           sluiceEach(franzSource),
 	"sluice-franz-graph":          sluiceGraph(franzSource),
 	"sluice-franz-valid":          sluiceDeadLetters(franzSource, newFranzProducer, false),

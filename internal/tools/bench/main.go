@@ -18,7 +18,9 @@
 // own; the broker's CPU time during each run (its child process and
 // everything it started) is reported beside it. Cases: the raw
 // confluent-kafka-go poll loop (with package source's prefetch queue, and
-// with librdkafka's own), the raw franz-go loop, Sluice on each
+// with librdkafka's own), the raw franz-go loop, each raw loop handing its
+// records to a goroutine per partition (-handoff: the least a consumer
+// that processes records off its poll loop does), Sluice on each
 // backend with (a) one Each stage and (b) Map → Pool(8) → Batch(500) →
 // Each; consume → produce: a raw loop on each client and Sluice's Map →
 // Pool(8) → Produce; and the dead-letter pair on each backend: Map →

@@ -20,7 +20,7 @@ import (
 func TestSmoke(t *testing.T) {
 	o := options{
 		records: 20_000, partitions: 8, value: 100, runs: 1, timeout: time.Minute,
-		cases: []string{"raw-franz", "sluice-confluent-graph", "k2k-sluice-confluent", "sluice-franz-valid", "sluice-franz-dlq"},
+		cases: []string{"raw-franz", "raw-confluent-handoff", "raw-franz-handoff", "sluice-confluent-graph", "k2k-sluice-confluent", "sluice-franz-valid", "sluice-franz-dlq"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -30,7 +30,7 @@ func TestSmoke(t *testing.T) {
 	}
 	report := out.String()
 	checkRowsEnd(t, report, oneRunVerified,
-		"| raw-franz | ", "| sluice-confluent-graph | ", "| k2k-sluice-confluent | ", "| sluice-franz-valid | ", "| sluice-franz-dlq | ")
+		"| raw-franz | ", "| raw-confluent-handoff | ", "| raw-franz-handoff | ", "| sluice-confluent-graph | ", "| k2k-sluice-confluent | ", "| sluice-franz-valid | ", "| sluice-franz-dlq | ")
 	if got := strings.Count(report, "-graph | "); got != 1+len(memoryPartitions)*2 {
 		t.Errorf("the report has %d graph rows, want 1 speed row and %d memory rows:\n%s", got, len(memoryPartitions)*2, report)
 	}
