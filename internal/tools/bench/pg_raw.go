@@ -148,14 +148,9 @@ func rawPGConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) 
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	cm := rawConsumerConfig(cfg)
-	cm["enable.auto.offset.store"] = false
-	c, err := kafka.NewConsumer(&cm)
+	c, err := subscribed(cfg, storingConsumerConfig(cfg), w)
 	if err != nil {
 		return err
-	}
-	if err := c.SubscribeTopics([]string{cfg.topic}, onAssigned(w)); err != nil {
-		return errors.Join(err, c.Close())
 	}
 	b := pgBatch{rows: make([][]any, 0, batchSize)}
 	next := make(map[int32]int64) // the batch's next offset by partition

@@ -64,14 +64,34 @@ func rawConfluentDefaultQueue(ctx context.Context, cfg runConfig, tr *tracker, w
 	return rawConfluentWith(ctx, cfg, cm, tr, w)
 }
 
-// rawConfluentWith runs the raw loop with the client configuration cm.
-func rawConfluentWith(ctx context.Context, cfg runConfig, cm kafka.ConfigMap, tr *tracker, w *window) error {
+// storingConsumerConfig is rawConsumerConfig for the loops that store
+// the offsets to commit themselves (enable.auto.offset.store=false;
+// librdkafka still auto-commits what was stored every second).
+func storingConsumerConfig(cfg runConfig) kafka.ConfigMap {
+	cm := rawConsumerConfig(cfg)
+	cm["enable.auto.offset.store"] = false
+	return cm
+}
+
+// subscribed returns a consumer with the configuration cm, subscribed to
+// the input topic with onAssigned(w); it closes the consumer if the
+// subscription fails.
+func subscribed(cfg runConfig, cm kafka.ConfigMap, w *window) (*kafka.Consumer, error) {
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.SubscribeTopics([]string{cfg.topic}, onAssigned(w)); err != nil {
-		return errors.Join(err, c.Close())
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// rawConfluentWith runs the raw loop with the client configuration cm.
+func rawConfluentWith(ctx context.Context, cfg runConfig, cm kafka.ConfigMap, tr *tracker, w *window) error {
+	c, err := subscribed(cfg, cm, w)
+	if err != nil {
+		return err
 	}
 	target := int64(cfg.l.records)
 	var n int64
@@ -129,8 +149,7 @@ func commitStored(c *kafka.Consumer) error {
 // stored offsets every second). Once the last record is delivered it
 // stores and commits synchronously, then closes.
 func k2kRawConfluent(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-	cm := rawConsumerConfig(cfg)
-	cm["enable.auto.offset.store"] = false
+	cm := storingConsumerConfig(cfg)
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
 		return err

@@ -58,17 +58,27 @@ func rawFranz(ctx context.Context, cfg runConfig, tr *tracker, w *window) error 
 	return cl.CommitUncommittedOffsets(ctx)
 }
 
+// pollFetches polls cl once, within pctx. Its error is ctx's once ctx is
+// done, or the first fetch error that is not a context's.
+func pollFetches(ctx, pctx context.Context, cl *kgo.Client) (kgo.Fetches, error) {
+	fs := cl.PollFetches(pctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := fetchErr(fs); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
 // pollRecorded polls cl once, within pctx, and records every record it
 // returns (tr, w), then hands it to each (if not nil). It returns how
 // many records it polled, or an error: the poll failed, ctx is done, or
 // a record is of a partition tr does not know (the records after it are
 // still recorded and handed on).
 func pollRecorded(ctx, pctx context.Context, cl *kgo.Client, tr *tracker, w *window, each func(*kgo.Record)) (int64, error) {
-	fs := cl.PollFetches(pctx)
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if err := fetchErr(fs); err != nil {
+	fs, err := pollFetches(ctx, pctx, cl)
+	if err != nil {
 		return 0, err
 	}
 	var n int64

@@ -173,14 +173,9 @@ func runHandoff[R any](ctx context.Context, h *handoff[R], target int64, poll fu
 // (enable.auto.offset.store off) and auto-commits them every second; the
 // loop commits what is left synchronously at the end.
 func rawConfluentHandoff(ctx context.Context, cfg runConfig, tr *tracker, w *window) error {
-	cm := rawConsumerConfig(cfg)
-	cm["enable.auto.offset.store"] = false
-	c, err := kafka.NewConsumer(&cm)
+	c, err := subscribed(cfg, storingConsumerConfig(cfg), w)
 	if err != nil {
 		return err
-	}
-	if err := c.SubscribeTopics([]string{cfg.topic}, onAssigned(w)); err != nil {
-		return errors.Join(err, c.Close())
 	}
 	target := int64(cfg.l.records)
 	h := newHandoff(tr, w, target, func(m *kafka.Message) (int32, int64, []byte) {
@@ -251,11 +246,8 @@ func rawFranzHandoff(ctx context.Context, cfg runConfig, tr *tracker, w *window)
 		}
 	}
 	poll := func() (int64, error) {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if err := fetchErr(fs); err != nil {
+		fs, err := pollFetches(ctx, ctx, cl)
+		if err != nil {
 			return 0, err
 		}
 		var n int64
