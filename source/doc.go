@@ -85,7 +85,10 @@
 // its Claim), which also drops what librdkafka fetched before, and gives
 // them new graphs. librdkafka waits fetch.error.backoff.ms after the fetch
 // error that made it look before it fetches the new topic, so the loop
-// sees the line first. A commit of the old topic's offsets sent before
+// sees the line first; a topic recreated again before librdkafka's
+// metadata showed it may be fetched from the restart's start before its
+// line is seen, so the loop learns the topic's ID just before the seek
+// and leaves the partitions alone on a later line naming that ID. A commit of the old topic's offsets sent before
 // the line was seen may still land on the new topic (librdkafka commits
 // by topic name): the new topic is then consumed from there. See
 // docs/lifecycle.md, "A topic deleted or recreated".

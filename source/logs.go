@@ -9,15 +9,15 @@ import (
 
 // forwardLogs copies librdkafka's log events to log until the consumer's
 // Close closes the channel or stop is closed, then closes done. It passes
-// the topic of each log line reporting a recreated topic (recreatedTopic)
-// to recreated.
+// the topic and new topic ID of each log line reporting a recreated topic
+// (recreatedTopic) to recreated.
 //
 // librdkafka uses syslog levels: 0-3 are errors, 4 warnings, 5-6 info and 7
 // debug (only produced for the contexts of the "debug" property). Debug
 // lines are forwarded only when debug is set (Overrides sets "debug"):
 // the "metadata" context the source adds itself is watched, not logged.
 func forwardLogs(log *slog.Logger, ch <-chan kafka.LogEvent, stop <-chan struct{}, done chan<- struct{},
-	recreated func(topic string), debug bool) {
+	recreated func(topic, id string), debug bool) {
 	defer close(done)
 	ctx := context.Background()
 	for {
@@ -31,8 +31,8 @@ func forwardLogs(log *slog.Logger, ch <-chan kafka.LogEvent, stop <-chan struct{
 		case <-stop:
 			return
 		}
-		if topic, ok := recreatedTopic(ev); ok {
-			recreated(topic)
+		if topic, id, ok := recreatedTopic(ev); ok {
+			recreated(topic, id)
 		}
 		if ev.Level >= 7 && !debug {
 			continue

@@ -97,6 +97,7 @@ func (r *runner) answerInClose(ev kafka.Event) {
 // dropped: the partition stays paused by the application, never fetched.
 func (r *runner) assigned(parts []kafka.TopicPartition, cooperative bool) {
 	tps := pipelineTPs(parts)
+	r.forgetRestarts(tps) // started from the group's commit
 	if r.fatal == nil {
 		r.recordTopicIDs(tps)
 		if start, err := r.core.Claim(tps); err != nil {
@@ -161,6 +162,7 @@ func (r *runner) revoked(parts []kafka.TopicPartition, cooperative, lost bool) {
 		}
 	}
 	r.forgetTopicIDs()
+	r.forgetRestarts(tps)
 	r.unassign(parts, cooperative)
 }
 

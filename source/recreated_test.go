@@ -16,19 +16,19 @@ import (
 func TestRecreatedTopic(t *testing.T) {
 	for _, tc := range []struct {
 		tag, msg string
-		want     string
+		want, id string
 	}{
-		{"METADATA", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", "orders"},
-		{"METADATA", "[thrd:main]: Topic a.b-c_1 changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", "a.b-c_1"},
-		{"METADATA", "[thrd:main]: Topic orders changed id from AAAAAAAAAAAAAAAAAAAAAA to XaHnyk5tgPBgwIoL3IOGDA", ""},
-		{"METADATA", "[thrd:main]: Topic orders changed id from XaHnyk5tgPBgwIoL3IOGDA to XaHnyk5tgPBgwIoL3IOGDA", ""},
-		{"METADATA", "[thrd:main]: Topic orders [0] Leader 0 Epoch 0", ""},
-		{"METADATA", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw", ""},
-		{"TOPIC", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", ""},
+		{"METADATA", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", "orders", "XaHnyk5tgPBgwIoL3IOGDA"},
+		{"METADATA", "[thrd:main]: Topic a.b-c_1 changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", "a.b-c_1", "XaHnyk5tgPBgwIoL3IOGDA"},
+		{"METADATA", "[thrd:main]: Topic orders changed id from AAAAAAAAAAAAAAAAAAAAAA to XaHnyk5tgPBgwIoL3IOGDA", "", ""},
+		{"METADATA", "[thrd:main]: Topic orders changed id from XaHnyk5tgPBgwIoL3IOGDA to XaHnyk5tgPBgwIoL3IOGDA", "", ""},
+		{"METADATA", "[thrd:main]: Topic orders [0] Leader 0 Epoch 0", "", ""},
+		{"METADATA", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw", "", ""},
+		{"TOPIC", "[thrd:main]: Topic orders changed id from LipfQUdmF90at/xQzcaFSw to XaHnyk5tgPBgwIoL3IOGDA", "", ""},
 	} {
-		got, ok := recreatedTopic(kafka.LogEvent{Tag: tc.tag, Message: tc.msg, Level: 7})
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("recreatedTopic(%s %q) = %q, %v; want %q", tc.tag, tc.msg, got, ok, tc.want)
+		got, id, ok := recreatedTopic(kafka.LogEvent{Tag: tc.tag, Message: tc.msg, Level: 7})
+		if got != tc.want || id != tc.id || ok != (tc.want != "") {
+			t.Errorf("recreatedTopic(%s %q) = %q, %q, %v; want %q, %q", tc.tag, tc.msg, got, id, ok, tc.want, tc.id)
 		}
 	}
 }
@@ -65,10 +65,10 @@ func TestForwardLogsRecreated(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		var topics []string
 		done := make(chan struct{})
-		forwardLogs(log, ch, make(chan struct{}), done, func(topic string) { topics = append(topics, topic) }, debug)
+		forwardLogs(log, ch, make(chan struct{}), done, func(topic, id string) { topics = append(topics, topic+" "+id) }, debug)
 		<-done
-		if len(topics) != 1 || topics[0] != "orders" {
-			t.Errorf("debug=%v: recreated topics %v, want [orders]", debug, topics)
+		if len(topics) != 1 || topics[0] != "orders XaHnyk5tgPBgwIoL3IOGDA" {
+			t.Errorf("debug=%v: recreated topics %v, want [orders XaHnyk5tgPBgwIoL3IOGDA]", debug, topics)
 		}
 		want := 1
 		if debug {
@@ -85,13 +85,13 @@ func TestRecreatedTopicsTake(t *testing.T) {
 	if got := s.take(); len(got) != 0 {
 		t.Fatalf("take of nothing = %v", got)
 	}
-	s.add("a")
-	s.add("a")
+	s.add("a", "id1")
+	s.add("a", "id2")
 	if !s.waiting.Load() {
 		t.Fatal("any not set by add")
 	}
-	if got := s.take(); len(got) != 1 || got[0] != "a" {
-		t.Fatalf("take = %v, want [a]", got)
+	if got := s.take(); len(got) != 1 || got["a"] != "id2" {
+		t.Fatalf("take = %v, want map[a:id2] (the later report)", got)
 	}
 	if s.waiting.Load() || len(s.take()) != 0 {
 		t.Fatal("take did not forget")

@@ -42,6 +42,12 @@ type Source struct {
 	// every poll with the records the core holds for paused partitions
 	// and their weight.
 	polled func(records int, bytes int64)
+	// reportRecreated, when set (tests), is given at the start of Run
+	// what the log goroutine reports a recreated topic with (topic, new
+	// topic ID); servedRecreated, when set (tests), is called on the poll
+	// goroutine after each such report was served (topicsRecreated).
+	reportRecreated func(report func(topic, id string))
+	servedRecreated func(topic, id string)
 	// txn holds the transactional producer confluent.NewTransactionalProducer
 	// bound to the source (through librdkafka.SourceSlot); Run takes it.
 	txn exactlyonce.Slot[*kafka.Producer]
@@ -135,19 +141,23 @@ func (k *Source) Run(ctx context.Context, g sluice.Group) error {
 	}
 	logsDone, logsStop := make(chan struct{}), make(chan struct{})
 	recreated := new(recreatedTopics)
+	if k.reportRecreated != nil {
+		k.reportRecreated(recreated.add)
+	}
 	go forwardLogs(k.log, c.Logs(), logsStop, logsDone, recreated.add, userDebug)
 
 	g = txns.wrap(ctx, c, g)
 	r := &runner{
-		k:          k,
-		c:          c,
-		g:          g,
-		txns:       txns,
-		log:        k.log,
-		leftPaused: make(map[sluice.TopicPartition]bool),
-		highs:      make(map[sluice.TopicPartition]int64),
-		recreated:  recreated,
-		topicIDs:   make(topicIDs),
+		k:           k,
+		c:           c,
+		g:           g,
+		txns:        txns,
+		log:         k.log,
+		leftPaused:  make(map[sluice.TopicPartition]bool),
+		highs:       make(map[sluice.TopicPartition]int64),
+		recreated:   recreated,
+		restartedIn: make(map[sluice.TopicPartition]string),
+		topicIDs:    make(topicIDs),
 	}
 	r.core = rebalance.New(r, g, rebalance.Options{
 		Settings:   k.cfg.settings(),
@@ -218,6 +228,10 @@ type runner struct {
 	// recreated: the topics librdkafka reported deleted and created again,
 	// filled by the log goroutine, served by topicsRecreated.
 	recreated *recreatedTopics
+	// restartedIn: the topic ID each partition started anew by
+	// topicsRecreated was started in, as learnt just before its seek
+	// (recreated.go); a rebalance of the partition forgets it.
+	restartedIn map[sluice.TopicPartition]string
 	// topicIDs: under KIP-848, the topic ID of each assigned topic, checked
 	// before a revoke commits (topic_ids.go).
 	topicIDs topicIDs

@@ -79,15 +79,15 @@ func (r *runner) recordTopicIDs(tps []sluice.TopicPartition) {
 	}
 }
 
-// rerecordTopicID records topic's current ID again, replacing the one
-// recorded: its owned partitions were started anew in the new topic (see
-// topicsRecreated), so a later revoke of them is the new topic's.
-func (r *runner) rerecordTopicID(topic string) {
+// rerecordTopicID records id, topic's current ID if known, replacing the
+// one recorded: its owned partitions were started anew in the new topic
+// (see topicsRecreated), so a later revoke of them is the new topic's.
+func (r *runner) rerecordTopicID(topic, id string, known bool) {
 	if !r.checksTopicIDs() {
 		return
 	}
 	delete(r.topicIDs, topic)
-	if id, ok := r.describeTopicIDs([]string{topic})[topic]; ok {
+	if known {
 		r.topicIDs[topic] = id
 	}
 }
