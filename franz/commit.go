@@ -30,7 +30,7 @@ import (
 func (r *runner) Commit(offs []sluice.Offset) (rejected []rebalance.Rejected, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.s.cfg.closeTimeout())
 	defer cancel()
-	replaced, unverified, err := replacedTopics(ctx, r.cl, r.ids.of(offsetTopics(offs)))
+	replaced, unverified, err := replacedTopics(ctx, r.cl, r.coord.of(r.cl), r.ids.of(offsetTopics(offs)))
 	if err != nil {
 		return nil, err
 	}

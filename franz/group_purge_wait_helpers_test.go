@@ -37,8 +37,8 @@ import (
 // loop waits. A broker answers the requests of one connection in order:
 // the coordinator's connection, which the commits and heartbeats take, is
 // never held; a commit's check of the topic IDs (a Metadata request to
-// any broker, naming stays alone) that goes to the slow node waits there
-// until the commit's timeout, and the commit is retried.
+// any broker, naming stays alone) goes to the coordinator too, so no
+// commit waits behind the held request (failedChecks).
 type purgeWait struct {
 	b       *kafkatest.Broker
 	src     *Source
@@ -47,6 +47,10 @@ type purgeWait struct {
 	// goneAgain counts the source's reports of a topic gone while its
 	// purge runs.
 	goneAgain atomic.Int64
+	// failedChecks counts the commits that failed because their check of
+	// the topic IDs got no answer (the source's "sluice: commit failed"
+	// warnings with that error).
+	failedChecks atomic.Int64
 }
 
 // newPurgeWait returns a purgeWait whose source has closeTimeout and
@@ -67,7 +71,8 @@ func newPurgeWait(t *testing.T, closeTimeout time.Duration, opts ...kgo.Opt) *pu
 	p := &purgeWait{b: b, anew: make(chan string, 16), release: make(chan struct{})}
 	// The source logs that it consumes a topic anew just before it
 	// purges the topic from the client.
-	logger := slog.New(countingHandler{next: consumingAnewLogger(t, sendTopic(p.anew)).Handler(), msg: goneAgain, n: &p.goneAgain})
+	logger := slog.New(failedCheckHandler{n: &p.failedChecks,
+		next: countingHandler{next: consumingAnewLogger(t, sendTopic(p.anew)).Handler(), msg: goneAgain, n: &p.goneAgain}})
 	src, err := NewSource(Config{GroupConfig: sluice.GroupConfig{Brokers: []string{nodeAddr(t, b, slow)}, Group: "g",
 		Topics: []string{"orders", "stays"}, CommitInterval: 100 * time.Millisecond, CloseTimeout: closeTimeout, Logger: logger},
 		Opts: append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
@@ -273,3 +278,28 @@ func stopWhilePurgeWaits(t *testing.T, s purgeWaitStop) {
 	}
 	awaitBackground(t, s.background)
 }
+
+// failedCheckHandler counts in n the warnings that a commit failed whose
+// error is that of a check of the topic IDs that got no answer
+// (replacedTopics), and passes every record on to next.
+type failedCheckHandler struct {
+	next slog.Handler
+	n    *atomic.Int64
+}
+
+func (h failedCheckHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h failedCheckHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "sluice: commit failed" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" && strings.Contains(a.Value.String(), "checking the topic IDs of the offsets (Metadata)") {
+				h.n.Add(1)
+			}
+			return true
+		})
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h failedCheckHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h failedCheckHandler) WithGroup(string) slog.Handler      { return h }

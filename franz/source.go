@@ -135,7 +135,7 @@ func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 	}
 	r := newRunner(s, txns.wrap(ctx, g))
 	r.txns = txns
-	txns.attach(r.core, &r.gone, &r.ids)
+	txns.attach(r.core, &r.gone, &r.ids, &r.coord)
 	opts := []kgo.Opt{
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -157,6 +157,7 @@ func (s *Source) Run(ctx context.Context, g sluice.Group) error {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.handOff(cbLost, m) }),
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 		kgo.WithLogger(slogAdapter{log: s.log, init: txns.initWatch()}),
+		kgo.WithHooks(&r.coord),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -199,6 +200,9 @@ type runner struct {
 	// ids: the topic IDs the records were fetched under, which Commit
 	// checks (topic_ids.go).
 	ids fetchedIDs
+	// coord: the group's coordinator, where Commit sends its check of the
+	// topic IDs (topic_ids.go); a hook of the client.
+	coord groupCoordinator
 
 	// mu guards the hand-off from kgo's callbacks (see rebalance.go).
 	mu         sync.Mutex

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,6 +26,18 @@ import (
 // committed topics per commit (an interval, a revoke, the final commit, a
 // transaction), whatever the protocol version, which also spares newer
 // brokers a commit they would refuse (UNKNOWN_TOPIC_ID).
+//
+// The check goes to the group's coordinator (groupCoordinator), the broker
+// the commit itself goes to, not to any broker: kgo sends a Metadata
+// request to the next broker of its rotation, on the connection of that
+// broker that also carries the metadata loop's requests, and a broker
+// answers the requests of one connection in order. While a broker is slow
+// to answer the metadata loop (a purge of a deleted topic from the client
+// waits for that answer), a check sent there would wait behind it until
+// the commit's timeout, and an exactly-once commit would abort, its
+// records processed again, each time the rotation lands there. On the
+// coordinator's connection the check waits only where the commit, and the
+// group's heartbeats, would wait anyway.
 
 // errTopicReplaced is the reason the offsets of a topic are not committed:
 // the broker no longer knows the topic ID their records were fetched
@@ -74,8 +88,46 @@ func (f *fetchedIDs) of(topics []string) map[string][16]byte {
 	return out
 }
 
-// replacedTopics asks the broker (one Metadata request through cl, for
-// just the topics of fetched) for the current ID of each topic of
+// groupCoordinator is a kgo.HookBrokerWrite recording the broker the
+// client last wrote a request of its group to (a heartbeat, a join, a
+// sync, an offset fetch or commit): the group's coordinator, where
+// replacedTopics sends its check. kgo tells no other way which broker it
+// found the coordinator on, and asking (FindCoordinator) goes to any
+// broker, as a Metadata request would. A coordinator that moved since is
+// still a broker: it answers the check as any broker would.
+type groupCoordinator struct {
+	node  atomic.Int32
+	known atomic.Bool
+}
+
+var _ kgo.HookBrokerWrite = (*groupCoordinator)(nil)
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (c *groupCoordinator) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	switch kmsg.Key(key) {
+	case kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.SyncGroup,
+		kmsg.TxnOffsetCommit, kmsg.ConsumerGroupHeartbeat:
+		c.node.Store(meta.NodeID)
+		c.known.Store(true)
+	}
+}
+
+// of returns the broker of cl the client last wrote a group request to,
+// or nil before any.
+func (c *groupCoordinator) of(cl *kgo.Client) *kgo.Broker {
+	if c == nil || !c.known.Load() {
+		return nil
+	}
+	return cl.Broker(int(c.node.Load()))
+}
+
+// replacedTopics asks the broker (one Metadata request, for just the
+// topics of fetched, to coord, the group's coordinator, or through cl to
+// any broker when coord is nil or the request to it fails other than by
+// ctx's end) for the current ID of each topic of
 // fetched, which maps a topic to the ID its records were fetched under,
 // and returns the topics the broker knows under another ID. unverified
 // maps a topic whose ID the answer does not tell (a topic error, such as
@@ -84,7 +136,7 @@ func (f *fetchedIDs) of(topics []string) map[string][16]byte {
 // committed either. A
 // broker answering without topic IDs (Metadata below v10) verifies
 // nothing and replaces nothing. err is the request's error.
-func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]byte) (replaced []string, unverified map[string]error, err error) {
+func replacedTopics(ctx context.Context, cl *kgo.Client, coord *kgo.Broker, fetched map[string][16]byte) (replaced []string, unverified map[string]error, err error) {
 	if len(fetched) == 0 {
 		return nil, nil, nil
 	}
@@ -95,7 +147,7 @@ func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := metadataOf(ctx, cl, coord, req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("checking the topic IDs of the offsets (Metadata): %w", err)
 	}
@@ -132,6 +184,22 @@ func replacedTopics(ctx context.Context, cl *kgo.Client, fetched map[string][16]
 	}
 	slices.Sort(replaced)
 	return replaced, unverified, nil
+}
+
+// metadataOf sends req to coord, or through cl to any broker when coord
+// is nil or the request to coord failed other than by ctx's end (the
+// broker is gone, or unreachable).
+func metadataOf(ctx context.Context, cl *kgo.Client, coord *kgo.Broker, req *kmsg.MetadataRequest) (*kmsg.MetadataResponse, error) {
+	if coord != nil {
+		kresp, err := coord.Request(ctx, req)
+		if err == nil {
+			return kresp.(*kmsg.MetadataResponse), nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return req.RequestWith(ctx, cl)
 }
 
 func addErr(m map[string]error, topic string, err error) map[string]error {

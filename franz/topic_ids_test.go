@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestReplacedTopics(t *testing.T) {
 		"recreated": {1}, // the ID of a topic since deleted
 		"deleted":   {2},
 	}
-	replaced, unverified, err := replacedTopics(ctx, cl, fetched)
+	replaced, unverified, err := replacedTopics(ctx, cl, nil, fetched)
 	if err != nil || len(unverified) != 1 || !errors.Is(unverified["deleted"], kerr.UnknownTopicOrPartition) || !slices.Equal(replaced, []string{"recreated"}) {
 		t.Fatalf("replacedTopics = %v, %v, %v; want [recreated], deleted unverified (UNKNOWN_TOPIC_OR_PARTITION), nil", replaced, unverified, err)
 	}
@@ -51,7 +52,7 @@ func TestReplacedTopics(t *testing.T) {
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil, true
 	})
-	replaced, unverified, err = replacedTopics(ctx, cl, map[string][16]byte{"same": ids["same"]})
+	replaced, unverified, err = replacedTopics(ctx, cl, nil, map[string][16]byte{"same": ids["same"]})
 	if err != nil || len(replaced) != 0 || !errors.Is(unverified["same"], kerr.TopicAuthorizationFailed) {
 		t.Fatalf("replacedTopics = %v, %v, %v; want none, same: TOPIC_AUTHORIZATION_FAILED, nil", replaced, unverified, err)
 	}
@@ -174,5 +175,73 @@ func TestSourceTopicUnknownInOneMetadataAnswerIsNotGone(t *testing.T) {
 	}
 	if c := b.Committed(t, group, topic); c[0] != 10 || len(c) != 1 {
 		t.Errorf("committed offsets of %s = %v, want {0: 10}", topic, c)
+	}
+}
+
+// A broker other than the group's coordinator answers no Metadata request
+// (as one slow to answer kgo's metadata loop, whose requests share a
+// connection with any other Metadata request to it): the check of the
+// topic IDs goes to the coordinator, which groupCoordinator learnt from
+// the group's requests, so each check is answered, however many there
+// are. Through any broker, kgo's rotation would soon send one to the
+// other broker, where it would wait for its context's end.
+func TestReplacedTopicsAskTheGroupCoordinator(t *testing.T) {
+	const group, topic = "g", "stays"
+	b := kafkatest.NewKfake(t, kafkatest.WithNodes(2))
+	b.CreateTopic(t, topic, 1)
+	c := b.Cluster()
+	coordinator := c.CoordinatorFor(group)
+	other := 1 - coordinator
+	var coord groupCoordinator
+	assigned := make(chan struct{})
+	var assignedOnce sync.Once
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.WithHooks(&coord), kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			assignedOnce.Do(func() { close(assigned) })
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := topicIDsOf(t, cl, topic)
+	polling, stopPolling := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for polling.Err() == nil {
+			cl.PollFetches(polling)
+		}
+	}()
+	defer func() {
+		stopPolling()
+		<-polled
+		cl.Close()
+	}()
+	select {
+	case <-assigned:
+	case <-time.After(kafkadriver.RecreateWait):
+		t.Fatalf("no partition assigned within %v", kafkadriver.RecreateWait)
+	}
+	if n := coord.node.Load(); !coord.known.Load() || n != coordinator {
+		t.Fatalf("groupCoordinator = %d (known %v), want %d", n, coord.known.Load(), coordinator)
+	}
+
+	answer := make(chan struct{}) // closed: other answers again
+	defer close(answer)
+	c.ControlKey(kmsg.Metadata.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if c.CurrentNode() == other {
+			c.SleepControl(func() { <-answer })
+		}
+		return nil, nil, false
+	})
+	// More checks than kgo's rotation has brokers (the two discovered
+	// and the seeds).
+	for i := range 2 * (2 + len(b.Addrs())) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		replaced, unverified, err := replacedTopics(ctx, cl, coord.of(cl), map[string][16]byte{topic: ids[topic]})
+		cancel()
+		if err != nil || len(replaced) != 0 || len(unverified) != 0 {
+			t.Fatalf("check %d: replacedTopics = %v, %v, %v; want none, none, nil", i, replaced, unverified, err)
+		}
 	}
 }

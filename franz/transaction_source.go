@@ -61,10 +61,11 @@ func (t *transactions) initWatch() *initWatch {
 }
 
 // attach tells the transactions the poll loop's core, gone topics and
-// fetched topic IDs (see kgoTxn.core, kgoTxn.gone and kgoTxn.ids).
-func (t *transactions) attach(c *rebalance.Core, gone *goneTopics, ids *fetchedIDs) {
+// fetched topic IDs, and the group's coordinator (see kgoTxn.core,
+// kgoTxn.gone, kgoTxn.ids and kgoTxn.coord).
+func (t *transactions) attach(c *rebalance.Core, gone *goneTopics, ids *fetchedIDs, coord *groupCoordinator) {
 	if t != nil {
-		t.txn.core, t.txn.gone, t.txn.ids = c, gone, ids
+		t.txn.core, t.txn.gone, t.txn.ids, t.txn.coord = c, gone, ids, coord
 	}
 }
 

@@ -48,6 +48,9 @@ type kgoTxn struct {
 	// under (TxnOffsetCommit v6 names topics by ID; checkTopicIDs compares
 	// them with the broker's).
 	ids *fetchedIDs
+	// coord is the poll loop's: the group's coordinator, where
+	// checkTopicIDs sends its check (topic_ids.go).
+	coord *groupCoordinator
 	// rewound are the partitions Rewind moved back since the last poll:
 	// their records in the fetches at hand predate the seek.
 	rewound map[sluice.TopicPartition]bool
@@ -177,7 +180,7 @@ func groupMovedTxn(err error) error {
 // does not tell, or a failed request, is an error too: nothing is
 // committed unchecked.
 func (t *kgoTxn) checkTopicIDs(ctx context.Context, offs []sluice.Offset) error {
-	replaced, unverified, err := replacedTopics(ctx, t.cl, t.ids.of(offsetTopics(offs)))
+	replaced, unverified, err := replacedTopics(ctx, t.cl, t.coord.of(t.cl), t.ids.of(offsetTopics(offs)))
 	if err != nil {
 		return err
 	}
