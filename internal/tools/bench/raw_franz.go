@@ -77,23 +77,37 @@ func pollFetches(ctx, pctx context.Context, cl *kgo.Client) (kgo.Fetches, error)
 // a record is of a partition tr does not know (the records after it are
 // still recorded and handed on).
 func pollRecorded(ctx, pctx context.Context, cl *kgo.Client, tr *tracker, w *window, each func(*kgo.Record)) (int64, error) {
+	return pollEach(ctx, pctx, cl, w, func(r *kgo.Record) error {
+		var err error
+		if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) {
+			err = fmt.Errorf("record of unknown partition %d", r.Partition)
+		}
+		if each != nil {
+			each(r)
+		}
+		return err
+	})
+}
+
+// pollEach polls cl once, within pctx, marks the window open and calls fn
+// on every record it returns. It returns how many records it polled, or
+// an error: the poll failed, ctx is done, or fn's first error (fn still
+// sees the records after it).
+func pollEach(ctx, pctx context.Context, cl *kgo.Client, w *window, fn func(*kgo.Record) error) (int64, error) {
 	fs, err := pollFetches(ctx, pctx, cl)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	var bad error
+	var first error
 	fs.EachRecord(func(r *kgo.Record) {
 		w.open()
-		if !tr.record(r.Partition, r.Offset, valueHash(r.Value)) && bad == nil {
-			bad = fmt.Errorf("record of unknown partition %d", r.Partition)
+		if err := fn(r); err != nil && first == nil {
+			first = err
 		}
 		n++
-		if each != nil {
-			each(r)
-		}
 	})
-	return n, bad
+	return n, first
 }
 
 // k2kRawFranz is the raw consume → produce loop on franz-go: one client

@@ -40,18 +40,19 @@ const (
 type handoff[R any] struct {
 	runs     []chan []R
 	next     []atomic.Int64 // per partition: the offset after the last recorded, 0 if none
+	marked   []int64        // per partition: the last offset marks passed on
 	pending  []R            // the run being filled, of partition pendingP
 	pendingP int32
 	wg       sync.WaitGroup
-	bad      atomic.Pointer[error]
 }
 
 // newHandoff starts one goroutine per partition of tr's layout; each
 // records its runs with tr (at is a record's partition, offset and
-// value) and closes w once tr holds target records.
+// value; add passes on only partitions of the layout) and closes w once
+// tr holds target records.
 func newHandoff[R any](tr *tracker, w *window, target int64, at func(R) (int32, int64, []byte)) *handoff[R] {
 	n := tr.l.partitions
-	h := &handoff[R]{runs: make([]chan []R, n), next: make([]atomic.Int64, n)}
+	h := &handoff[R]{runs: make([]chan []R, n), next: make([]atomic.Int64, n), marked: make([]int64, n)}
 	var recorded atomic.Int64
 	for p := range n {
 		h.runs[p] = make(chan []R, handoffQueue)
@@ -60,10 +61,7 @@ func newHandoff[R any](tr *tracker, w *window, target int64, at func(R) (int32, 
 				var last int64
 				for _, r := range run {
 					part, o, v := at(r)
-					if !tr.record(part, o, valueHash(v)) {
-						err := fmt.Errorf("record of unknown partition %d", part)
-						h.bad.CompareAndSwap(nil, &err)
-					}
+					tr.record(part, o, valueHash(v))
 					last = o
 				}
 				h.next[p].Store(last + 1)
@@ -106,64 +104,60 @@ func (h *handoff[R]) flush() {
 }
 
 // marks calls mark for every partition whose published offset moved
-// since the last call, with the offset; seen holds the last ones.
-func (h *handoff[R]) marks(seen []int64, mark func(p int32, next int64)) {
+// since the last call, with the offset. Call it from the poll loop.
+func (h *handoff[R]) marks(mark func(p int32, next int64)) {
 	for p := range h.next {
-		if next := h.next[p].Load(); next > seen[p] {
-			seen[p] = next
+		if next := h.next[p].Load(); next > h.marked[p] {
+			h.marked[p] = next
 			mark(int32(p), next)
 		}
 	}
 }
 
-// close passes on the run being filled, stops the goroutines once they
-// recorded everything, and returns the first record error.
-func (h *handoff[R]) close() error {
+// close passes on the run being filled and stops the goroutines once
+// they recorded everything.
+func (h *handoff[R]) close() {
 	h.flush()
 	for _, c := range h.runs {
 		close(c)
 	}
 	h.wg.Wait()
-	if err := h.bad.Load(); err != nil {
-		return *err
-	}
-	return nil
-}
-
-// stopped stops the goroutines after an error of the poll loop and
-// returns that error.
-func (h *handoff[R]) stopped(err error) error {
-	return errors.Join(err, h.close())
 }
 
 // runHandoff drives a handoff loop: poll (which adds what it polled to h
 // and returns how many; the run being filled is passed on after each
 // call, as the sources deliver at the end of a poll) until target
 // records were polled, marking the published offsets every handoffMark;
-// then it waits for every record to be recorded and marks once more.
-// It returns the first error of poll, of a record, or of ctx.
-func runHandoff[R any](ctx context.Context, h *handoff[R], target int64, poll func() (int64, error), mark func()) error {
-	lastMark := time.Now()
-	for n := int64(0); n < target; {
-		if err := ctx.Err(); err != nil {
-			return h.stopped(err)
+// then it waits for every record to be recorded and marks once more. It
+// stops the goroutines however it returns, and returns the first error
+// of poll, of mark, or of ctx.
+func runHandoff[R any](ctx context.Context, h *handoff[R], target int64, poll func() (int64, error), mark func() error) error {
+	err := func() error {
+		lastMark := time.Now()
+		for n := int64(0); n < target; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			polled, err := poll()
+			if err != nil {
+				return err
+			}
+			h.flush()
+			n += polled
+			if time.Since(lastMark) >= handoffMark {
+				if err := mark(); err != nil {
+					return err
+				}
+				lastMark = time.Now()
+			}
 		}
-		polled, err := poll()
-		if err != nil {
-			return h.stopped(err)
-		}
-		h.flush()
-		n += polled
-		if time.Since(lastMark) >= handoffMark {
-			mark()
-			lastMark = time.Now()
-		}
-	}
-	if err := h.close(); err != nil {
+		return nil
+	}()
+	h.close()
+	if err != nil {
 		return err
 	}
-	mark()
-	return nil
+	return mark()
 }
 
 // rawConfluentHandoff is rawConfluent with its records processed off the
@@ -181,16 +175,16 @@ func rawConfluentHandoff(ctx context.Context, cfg runConfig, tr *tracker, w *win
 	h := newHandoff(tr, w, target, func(m *kafka.Message) (int32, int64, []byte) {
 		return m.TopicPartition.Partition, int64(m.TopicPartition.Offset), m.Value
 	})
-	var storeErr error
-	seen := make([]int64, cfg.l.partitions)
-	mark := func() {
+	mark := func() error {
 		var tps []kafka.TopicPartition
-		h.marks(seen, func(p int32, next int64) {
+		h.marks(func(p int32, next int64) {
 			tps = append(tps, kafka.TopicPartition{Topic: &cfg.topic, Partition: p, Offset: kafka.Offset(next)})
 		})
-		if len(tps) > 0 && storeErr == nil {
-			_, storeErr = c.StoreOffsets(tps)
+		if len(tps) == 0 {
+			return nil
 		}
+		_, err := c.StoreOffsets(tps)
+		return err
 	}
 	poll := func() (int64, error) {
 		var n int64
@@ -213,12 +207,12 @@ func rawConfluentHandoff(ctx context.Context, cfg runConfig, tr *tracker, w *win
 				}
 			}
 		}
-		return n, storeErr
+		return n, nil
 	}
 	if err := runHandoff(ctx, h, target, poll, mark); err != nil {
 		return errors.Join(err, c.Close())
 	}
-	return errors.Join(storeErr, commitStored(c), c.Close())
+	return errors.Join(commitStored(c), c.Close())
 }
 
 // rawFranzHandoff is rawFranz with its records processed off the poll
@@ -235,31 +229,18 @@ func rawFranzHandoff(ctx context.Context, cfg runConfig, tr *tracker, w *window)
 	h := newHandoff(tr, w, target, func(r *kgo.Record) (int32, int64, []byte) {
 		return r.Partition, r.Offset, r.Value
 	})
-	seen := make([]int64, cfg.l.partitions)
-	mark := func() {
+	mark := func() error {
 		offs := make(map[int32]kgo.EpochOffset)
-		h.marks(seen, func(p int32, next int64) {
+		h.marks(func(p int32, next int64) {
 			offs[p] = kgo.EpochOffset{Epoch: -1, Offset: next}
 		})
 		if len(offs) > 0 {
 			cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{cfg.topic: offs})
 		}
+		return nil
 	}
 	poll := func() (int64, error) {
-		fs, err := pollFetches(ctx, ctx, cl)
-		if err != nil {
-			return 0, err
-		}
-		var n int64
-		var bad error
-		fs.EachRecord(func(r *kgo.Record) {
-			w.open()
-			if err := h.add(r.Partition, r); err != nil && bad == nil {
-				bad = err
-			}
-			n++
-		})
-		return n, bad
+		return pollEach(ctx, ctx, cl, w, func(r *kgo.Record) error { return h.add(r.Partition, r) })
 	}
 	if err := runHandoff(ctx, h, target, poll, mark); err != nil {
 		return err
