@@ -85,7 +85,8 @@ type HookRecordsCompleted interface {
 	// OnRecordsCompleted: n records of tp became committable; next is
 	// the offset the source will commit for tp. Called from a goroutine
 	// that completed records of tp (a stage, a pool worker, a shared
-	// batcher's writer, a dead-letter goroutine); for one partition the
+	// batcher's writer, a dead-letter goroutine, or the source's when it
+	// completes what an Each kept, see stagekit.Sink); for one partition the
 	// calls come one at a time, with next increasing: records that
 	// complete during a call are reported by the next one, from the
 	// goroutine of the call before it. Records are counted here before

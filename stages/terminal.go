@@ -8,10 +8,17 @@ import (
 )
 
 // Each calls fn for every value, in order, and ends the graph: a value's
-// records complete when fn returns nil for it. Write side effects here
+// records complete once fn returned nil for it. Write side effects here
 // (and make them idempotent: delivery is at-least-once). A nil fn fails
 // the build. Calls are one at a time per partition, as in [Map], which
 // says how to limit them across the consumer.
+//
+// While calls are fast (under 5 µs each over the previous chunk) the
+// values whose call returned are completed up to 32 at a time; the
+// runtime completes them itself before a commit, when the in-flight
+// budget is full and before it abandons a call that ignores its context,
+// so none of those waits for the call in progress (see
+// [stagekit.Sink]).
 func Each[T any](in pipeline.Stream[T], fn func(context.Context, T) error, opts ...CallOption) pipeline.End {
 	cs := specOf("Each", opts)
 	if fn == nil {

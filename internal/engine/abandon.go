@@ -50,6 +50,9 @@ func (g *graph) abandon(why string) {
 	g.dl.mu.Unlock()
 	g.dl.signal()
 
+	// Values whose call returned before the one still running complete
+	// first, so that the error and the commit stop at that one.
+	g.flushDone()
 	stage, others := g.stillRunning()
 	err := &StageError{Stage: stage, Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: g.tr.firstUnfinished(),
 		Err: fmt.Errorf("%w: still running %v after %s", sluice.ErrAbandoned, g.rt.exitGrace(), why)}

@@ -20,13 +20,36 @@ func (rt *Group) full(g *graph) bool {
 
 // Saturated reports whether a delivery of any partition would now only
 // be queued for admission and pause its partition: records wait for
-// admission, or the records or bytes in flight reached their limit. It
-// takes no lock and is safe from any goroutine; a completion may end it
-// at any time. A source that can leave what its client fetched with the
-// client (kgo) takes nothing while it holds.
+// admission, or the records or bytes in flight reached their limit. When
+// it would hold while stages keep completions (DoneLater), it completes
+// them first and looks again (done_later.go); otherwise it takes no lock.
+// It is safe from any goroutine; a completion may end it at any time. A
+// source that can leave what its client fetched with the client (kgo)
+// takes nothing while it holds.
 func (rt *Group) Saturated() bool {
+	if !rt.saturated() {
+		return false
+	}
+	if rt.later.n.Load() == 0 {
+		return true
+	}
+	// Values whose call returned may hold the budget (done_later.go).
+	rt.later.flush()
+	return rt.saturated()
+}
+
+func (rt *Group) saturated() bool {
 	return rt.nwaiting.Load() != 0 || rt.inflight.Load() >= int64(rt.cfg.MaxInFlight) ||
 		rt.bytes.Load() >= rt.cfg.MaxInFlightBytes
+}
+
+// roomFor reports whether n records weighing b bytes would be admitted
+// into g at once and leave g unpaused: nothing waits for admission and
+// they fit the budget and g's queue. It takes no lock; a completion may
+// change the answer at any time.
+func (rt *Group) roomFor(g *graph, n int, b int64) bool {
+	return rt.nwaiting.Load() == 0 && rt.inflight.Load()+int64(n) < int64(rt.cfg.MaxInFlight) &&
+		rt.bytes.Load()+b < rt.cfg.MaxInFlightBytes && g.pending.Load()+int64(n) < int64(rt.cfg.PartitionQueue)
 }
 
 // threeQuarters returns floor(3n/4) for n >= 0 without overflowing.

@@ -43,6 +43,9 @@ type Group struct {
 	// chunks holds the edges' free chunks, shared by every partition
 	// (edges_pool.go).
 	chunks chunkPools
+	// later holds the stages with completions kept by DoneLater, flushed
+	// when the budget is full (done_later.go).
+	later laterStages
 
 	mu      sync.Mutex
 	paused  []*graph // paused partitions, oldest pause first
@@ -245,6 +248,9 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 	for i := range recs {
 		b += recordBytes(&recs[i])
 	}
+	if rt.later.n.Load() != 0 && !rt.roomFor(g, len(recs), b) {
+		rt.later.flush()
+	}
 	var a admission
 	rt.mu.Lock()
 	rt.batchRecords, rt.batchBytes = max(rt.batchRecords, int64(len(recs))), max(rt.batchBytes, b)
@@ -297,6 +303,7 @@ func (rt *Group) Wake() <-chan struct{} { return rt.wake }
 
 // Offsets implements sluice.Group.
 func (rt *Group) Offsets() []Offset {
+	rt.later.flush() // what the stages kept is committable (done_later.go)
 	var out []Offset
 	for tp, g := range rt.m.All() {
 		if next := g.tr.committable(); next >= 0 && next != g.reported {

@@ -72,6 +72,8 @@ type Stage struct {
 	// observed caches Observed: the Run's hooks are fixed when it starts,
 	// and a stage asks once per call.
 	observed bool
+	// later holds the completions DoneLater kept (done_later.go).
+	later laterDone
 }
 
 // Name returns the stage's name.
