@@ -155,11 +155,13 @@ const MaxOutstandingDeadLetters = 1024
 // goroutine outlived it): nothing it delivered could be committed.
 func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, ok bool) {
 	q := &g.dl
+	flushed := false
 	for {
 		q.mu.Lock()
-		settled, found := false, false
+		settled, found, looked := false, false, false
 		if len(q.failures) == 0 && len(q.queued()) > 0 && q.outstanding < MaxOutstandingDeadLetters {
 			settled, found = g.tr.settledRecord(q.queued()[0].seq, &it.rec)
+			looked = true
 		}
 		switch {
 		case len(q.failures) > 0:
@@ -192,6 +194,15 @@ func (g *graph) nextDeadLetter() (it deadLetterItem, retry []failedDeadLetter, o
 			return deadLetterItem{}, nil, false
 		}
 		q.mu.Unlock()
+		if looked && !flushed {
+			// Records before the head may be finished and kept by a
+			// stage (done_later.go): complete them and look again. A
+			// value kept after this signals wake.
+			flushed = true
+			g.flushDone()
+			continue
+		}
+		flushed = false
 		<-q.wake
 	}
 }

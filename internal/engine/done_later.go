@@ -24,11 +24,18 @@ import (
 //     whose call returned, as if each had completed at once; the first
 //     value kept into an empty list signals Wake, for a source that
 //     commits when woken (testkit's fake);
-//   - an admission that finds no room (Deliver, Saturated): the budget
+//   - an admission that finds no room (Deliver, Saturated) and a source
+//     asking which paused partitions may resume (Resumable, on Wake,
+//     which the first value kept into an empty list signals): the budget
 //     held by values whose call returned goes back before a partition is
-//     paused or a source stops taking records, so a slow call never holds
-//     other partitions back with its stage's finished values, and a call
-//     that waits for another partition's progress gets it;
+//     paused, stays paused or a source stops taking records, so a slow
+//     call never holds other partitions back with its stage's finished
+//     values, and a call that waits for another partition's progress
+//     gets it;
+//   - the partition's feeder before it waits for room (pace.go) and its
+//     dead-letter goroutine before it waits for the records before a
+//     dead letter to finish: a value kept while either waits signals it
+//     to look again;
 //   - an abandoned partition (abandon.go): its committed offset and the
 //     error name the first record whose call did not return.
 //
@@ -61,9 +68,24 @@ func (s *Stage) DoneLater(t Ticket) {
 	l.ts = append(l.ts, t)
 	l.mu.Unlock()
 	if first {
-		// A source that commits when woken (testkit's fake) asks for
-		// Offsets, which flushes.
+		// A source that commits or resumes when woken asks for Offsets
+		// or Resumable, which flush.
 		s.g.rt.signal()
+	}
+	// The partition's feeder and dead-letter goroutine flush before they
+	// wait for completions; one that waits already looks again.
+	g := s.g
+	if g.pace.waiting.Load() {
+		select {
+		case g.qsig <- struct{}{}:
+		default:
+		}
+	}
+	if g.tr.watched.Load() {
+		select {
+		case g.tr.settled <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -61,7 +62,8 @@ func keptRunErr(t *testing.T, check func(g sluice.Group)) (runErr error) {
 			g.Shutdown()
 			return nil
 		})
-		opts := []pipeline.Option{pipeline.WithMaxInFlight(budget), pipeline.WithDrainTimeout(4 * time.Second)}
+		opts := []pipeline.Option{pipeline.WithMaxInFlight(budget), pipeline.WithDrainTimeout(4 * time.Second),
+			pipeline.WithLogger(slog.New(slog.DiscardHandler))}
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() { errc <- pipeline.Run(ctx, src, build, opts...) }()

@@ -213,9 +213,12 @@ func (g *graph) feed(e *edge[Record]) {
 			p.observe(time.Now(), base, queued == 0)
 			n := min(queued, g.rt.cfg.Chunk)
 			if n > 0 && held >= p.limit {
-				// Completions signal qsig from now on; one that came
-				// before the flag was set shows in a second look.
+				// Completions (and values kept, done_later.go) signal
+				// qsig from now on; one that came before the flag was
+				// set shows in a second look, after the values the
+				// stages kept completed.
 				p.waiting.Store(true)
+				g.flushDone()
 				if _, held, base = g.tr.backlog(); held >= p.limit {
 					wake = p.wait(base)
 					p.idle = false

@@ -286,6 +286,7 @@ func (rt *Group) Deliver(tp TopicPartition, recs []Record) bool {
 // resumableLocked); when more had room, Wake is signalled again so that
 // the source comes back for them after the resumed ones delivered.
 func (rt *Group) Resumable() []TopicPartition {
+	rt.later.flush() // what the stages kept makes room too (done_later.go)
 	rt.mu.Lock()
 	out, more := rt.resumableLocked()
 	rt.mu.Unlock()
