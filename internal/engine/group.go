@@ -43,8 +43,9 @@ type Group struct {
 	// chunks holds the edges' free chunks, shared by every partition
 	// (edges_pool.go).
 	chunks chunkPools
-	// later holds the stages with completions kept by DoneLater, flushed
-	// when the budget is full (done_later.go).
+	// later holds the stages with completions kept by DoneLater, which
+	// the runtime flushes whenever it needs their values completed
+	// (done_later.go).
 	later laterStages
 
 	mu      sync.Mutex
