@@ -37,13 +37,19 @@ import (
 //     dead letter to finish: a value kept while either waits signals it
 //     to look again;
 //   - an abandoned partition (abandon.go): its committed offset and the
-//     error name the first record whose call did not return.
+//     error name the first record whose call did not return;
+//   - every poll of the source (Polled), for the lists that outlived the
+//     poll before: so the completion hooks, and what waits for them, see
+//     a kept value within about two polls.
 //
 // A share group's stages keep nothing: a share group acknowledges each
 // record as it completes, and a kept record's acquisition lock could run
 // out while the stage's next call runs. So what keeping changes is only
-// when the hooks count a finished value while its stage's next call runs.
+// when the hooks count a finished value while its stage's next call runs:
+// at most about two polls later.
 type laterDone struct {
+	// mu is held while the list is completed (FlushDone), so that a
+	// flush that finds the list empty knows its values completed.
 	mu sync.Mutex
 	ts []Ticket
 }
@@ -91,26 +97,18 @@ func (s *Stage) DoneLater(t Ticket) {
 
 // FlushDone completes the stage's tickets kept by DoneLater. Any goroutine
 // may call it; each kept ticket is completed once, by the first flush
-// that finds it.
+// that finds it, and a flush returns only once every ticket kept before
+// it was called completed (another flush's included).
 func (s *Stage) FlushDone() {
 	l := &s.later
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.ts) == 0 {
-		l.mu.Unlock()
 		return
 	}
 	s.g.rt.later.remove(s)
-	ts := l.ts
-	l.ts = nil
-	l.mu.Unlock()
-	s.Done(ts...)
-	// The list goes back for reuse unless another DoneLater started one
-	// meanwhile.
-	l.mu.Lock()
-	if l.ts == nil {
-		l.ts = ts[:0]
-	}
-	l.mu.Unlock()
+	s.Done(l.ts...)
+	l.ts = l.ts[:0]
 }
 
 // flushDone completes what the stages of g kept with DoneLater.
@@ -122,18 +120,21 @@ func (g *graph) flushDone() {
 
 // laterStages is the set of one Run's stages whose DoneLater list is not
 // empty, for the runtime to flush when it needs their values completed.
+// Each stage is stored with the poll round in which its list began
+// (see stale).
 type laterStages struct {
 	mu     sync.Mutex
-	stages map[*Stage]struct{}
+	stages map[*Stage]uint64
+	round  uint64       // polls seen (stale)
 	n      atomic.Int32 // len(stages)
 }
 
 func (ls *laterStages) add(s *Stage) {
 	ls.mu.Lock()
 	if ls.stages == nil {
-		ls.stages = make(map[*Stage]struct{})
+		ls.stages = make(map[*Stage]uint64)
 	}
-	ls.stages[s] = struct{}{}
+	ls.stages[s] = ls.round
 	ls.n.Store(int32(len(ls.stages)))
 	ls.mu.Unlock()
 }
@@ -157,6 +158,31 @@ func (ls *laterStages) flush() {
 	for s := range ls.stages {
 		stages = append(stages, s)
 	}
+	ls.mu.Unlock()
+	for _, s := range stages {
+		s.FlushDone()
+	}
+}
+
+// stale is called once per poll of the source (Group.Polled): it
+// completes the lists that began before the previous poll. A stage
+// flushes its own list within microseconds while its calls are fast, so
+// a list that outlived a whole poll waits behind a call that blocks; no
+// value whose call returned waits longer than about two polls (100 ms
+// each at most for the Kafka sources) for the completion hooks, whatever
+// else flushes.
+func (ls *laterStages) stale() {
+	if ls.n.Load() == 0 {
+		return
+	}
+	ls.mu.Lock()
+	var stages []*Stage
+	for s, round := range ls.stages {
+		if round < ls.round {
+			stages = append(stages, s)
+		}
+	}
+	ls.round++
 	ls.mu.Unlock()
 	for _, s := range stages {
 		s.FlushDone()

@@ -36,14 +36,15 @@ func (w *nextWatch) OnRecordsCompleted(_ sluice.TopicPartition, _ int, next int6
 // first chunk of fast calls (0 to 63), the even branch's call for 100
 // waits for the odd branch's 101, after the calls for 64 to 98 returned;
 // the odd branch's call for 65 waits until the hooks report 64
-// committable (next > 64). 64 returned nil: the hook must tell at once.
-// The source commits every 5s (Offsets), as the Kafka sources do, and
-// asks Resumable on Wake only while it paused a partition (none here), as
-// their poll loop does (internal/rebalance Core.resume).
+// committable (next > 64). 64 returned nil: the hook must tell within
+// two polls, not at the next commit. The source polls every 100ms
+// (Polled) and commits every 5s (Offsets), as the Kafka sources do when
+// idle, and asks Resumable on Wake only while it paused a partition (none
+// here), as their poll loop does (internal/rebalance Core.resume).
 func TestEachKeptValueDoesNotDelayTheCompletionHookAnotherBranchWaitsFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp := sluice.TopicPartition{Topic: "t", Partition: 0}
-		const commitInterval = 5 * time.Second
+		const commitInterval, pollEvery = 5 * time.Second, 100 * time.Millisecond
 		w := &nextWatch{after: 64, ch: make(chan struct{})}
 		b101 := make(chan struct{})
 		var start time.Time
@@ -83,12 +84,15 @@ func TestEachKeptValueDoesNotDelayTheCompletionHookAnotherBranchWaitsFor(t *test
 			g.Offsets()
 			start = time.Now()
 			g.Deliver(tp, recs[64:])
-			commit := time.NewTicker(commitInterval)
+			commit, poll := time.NewTicker(commitInterval), time.NewTicker(pollEvery)
 			defer commit.Stop()
+			defer poll.Stop()
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
+				case <-poll.C:
+					g.Polled()
 				case <-commit.C:
 					g.Offsets()
 				}
@@ -97,8 +101,8 @@ func TestEachKeptValueDoesNotDelayTheCompletionHookAnotherBranchWaitsFor(t *test
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() { errc <- pipeline.Run(ctx, src, build, pipeline.WithHooks(w)) }()
-		if d := <-waited; d != 0 {
-			t.Errorf("the odd branch's call for 65 saw 64 committable %v after 64's call returned, want at once (the even branch kept it while its call for 100 waits for the odd branch; the commit interval is %v)", d, commitInterval)
+		if d := <-waited; d > 2*pollEvery {
+			t.Errorf("the odd branch's call for 65 saw 64 committable %v after 64's call returned, want within two polls (%v; the even branch kept it while its call for 100 waits for the odd branch; the commit interval is %v)", d, 2*pollEvery, commitInterval)
 		}
 		synctest.Wait()
 		cancel()

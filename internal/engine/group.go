@@ -317,7 +317,10 @@ func (rt *Group) Offsets() []Offset {
 }
 
 // Polled implements sluice.Group.
-func (rt *Group) Polled() { rt.hooks.Polled() }
+func (rt *Group) Polled() {
+	rt.later.stale() // lists kept behind a call that blocks (done_later.go)
+	rt.hooks.Polled()
+}
 
 // Joined implements sluice.Group.
 func (rt *Group) Joined() { rt.hooks.Joined() }

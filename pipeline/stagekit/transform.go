@@ -113,11 +113,14 @@ func (t *transformer[In, Out]) flush() bool {
 // longer ends the keeping for the rest of its chunk. The runtime completes
 // the kept values itself whenever it needs them while the stage is inside
 // its next call: the source's periodic commit (Offsets), a delivery or a
-// source that finds the in-flight budget full, a drain that abandons the
-// call. So the commit never waits for the rest of a chunk, a finished
+// source that finds the in-flight budget full, a paused partition's
+// resume, the partition's feeder and dead-letter goroutine when they wait
+// for completions, a drain that abandons the call. So the commit never waits for the rest of a chunk, a finished
 // value never holds the budget that another partition needs, and an
 // abandoned call's error and commit stop at it; only the completion hooks
-// may count a kept value later. A share group's values are never kept.
+// may count a kept value later, by about two polls of the source at most
+// (each poll completes what outlived the one before). A share group's
+// values are never kept.
 func Sink[In any](in pipeline.Stream[In], spec StageSpec, fn func(ctx context.Context, v In) error) pipeline.End {
 	if fn == nil && spec.Problem == nil {
 		spec.Problem = errors.New("the function is nil")
