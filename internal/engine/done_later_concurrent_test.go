@@ -81,12 +81,7 @@ func eachKeptFlushedConcurrently(t *testing.T) {
 		if err := g.Assign(tps); err != nil {
 			return err
 		}
-		recs := make(map[sluice.TopicPartition][]sluice.Record)
-		for _, tp := range tps {
-			recs[tp] = recordsOf(tp, total)
-		}
-		pos := map[sluice.TopicPartition]int{}
-		paused := map[sluice.TopicPartition]bool{}
+		f := newPollFeed(tps, total, batch)
 		last := map[sluice.TopicPartition]int64{}
 		for {
 			for _, o := range g.Offsets() {
@@ -98,24 +93,10 @@ func eachKeptFlushedConcurrently(t *testing.T) {
 			if last[tps[0]] == total && last[tps[1]] == total {
 				return nil
 			}
-			_ = saturation.Of(g)
-			for _, tp := range tps {
-				if paused[tp] || pos[tp] == total {
-					continue
-				}
-				end := min(pos[tp]+batch, total)
-				paused[tp] = g.Deliver(tp, recs[tp][pos[tp]:end])
-				pos[tp] = end
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-g.Wake():
-				for _, tp := range g.Resumable() {
-					paused[tp] = false
-				}
-			default:
-			}
+			f.round(g)
 		}
 	})
 	err := pipeline.Run(context.Background(), src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -133,4 +114,50 @@ func eachKeptFlushedConcurrently(t *testing.T) {
 			t.Errorf("%v: completion hooks counted %d records, last next %d, want %d and %d", tp, p.count, p.next, total, total)
 		}
 	}
+}
+
+// pollFeed is a poll loop's delivery of total records to each of tps, a
+// batch at a time: each round asks Saturated (which completes what Each
+// kept when the budget is full), delivers the next batch of every
+// partition not paused, and on Wake asks Resumable.
+type pollFeed struct {
+	tps    []sluice.TopicPartition
+	total  int
+	batch  int
+	recs   map[sluice.TopicPartition][]sluice.Record
+	pos    map[sluice.TopicPartition]int
+	paused map[sluice.TopicPartition]bool
+}
+
+func newPollFeed(tps []sluice.TopicPartition, total, batch int) *pollFeed {
+	f := &pollFeed{tps: tps, total: total, batch: batch, recs: map[sluice.TopicPartition][]sluice.Record{},
+		pos: map[sluice.TopicPartition]int{}, paused: map[sluice.TopicPartition]bool{}}
+	for _, tp := range tps {
+		f.recs[tp] = recordsOf(tp, total)
+	}
+	return f
+}
+
+func (f *pollFeed) round(g sluice.Group) {
+	_ = saturation.Of(g)
+	for _, tp := range f.tps {
+		if f.paused[tp] || f.pos[tp] == f.total {
+			continue
+		}
+		end := min(f.pos[tp]+f.batch, f.total)
+		f.paused[tp] = g.Deliver(tp, f.recs[tp][f.pos[tp]:end])
+		f.pos[tp] = end
+	}
+	select {
+	case <-g.Wake():
+		for _, tp := range g.Resumable() {
+			f.paused[tp] = false
+		}
+	default:
+	}
+}
+
+// restart delivers tp again from next, as after an assignment.
+func (f *pollFeed) restart(tp sluice.TopicPartition, next int64) {
+	f.pos[tp], f.paused[tp] = int(next), false
 }

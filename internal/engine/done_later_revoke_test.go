@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/saturation"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -65,9 +64,8 @@ func TestEachKeptValuesFlushedWhilePartitionsAreRevokedAndLost(t *testing.T) {
 			in: map[sluice.TopicPartition]bool{}}
 		var dlMu sync.Mutex
 		dls := map[sluice.TopicPartition]int{}
-		recs := map[sluice.TopicPartition][]sluice.Record{}
+		f := newPollFeed(tps, total, batch)
 		for _, tp := range tps {
-			recs[tp] = recordsOf(tp, total)
 			hook.assigned(tp, 0)
 		}
 		var final []sluice.Offset
@@ -75,9 +73,7 @@ func TestEachKeptValuesFlushedWhilePartitionsAreRevokedAndLost(t *testing.T) {
 			if err := g.Assign(tps); err != nil {
 				return err
 			}
-			pos := map[sluice.TopicPartition]int{}
 			committed := map[sluice.TopicPartition]int64{}
-			paused := map[sluice.TopicPartition]bool{}
 			round := 0
 			for {
 				round++
@@ -94,29 +90,14 @@ func TestEachKeptValuesFlushedWhilePartitionsAreRevokedAndLost(t *testing.T) {
 					final = g.Shutdown()
 					return nil
 				}
-				_ = saturation.Of(g)
-				for _, tp := range tps {
-					if paused[tp] || pos[tp] == total {
-						continue
-					}
-					end := min(pos[tp]+batch, total)
-					paused[tp] = g.Deliver(tp, recs[tp][pos[tp]:end])
-					pos[tp] = end
-				}
-				select {
-				case <-g.Wake():
-					for _, tp := range g.Resumable() {
-						paused[tp] = false
-					}
-				default:
-				}
+				f.round(g)
 				switch {
 				case round%13 == 0:
 					// t/1 lost with calls in flight: assigned again from its
 					// commit.
 					tp := tps[1]
 					g.Lose([]sluice.TopicPartition{tp})
-					pos[tp], paused[tp] = int(committed[tp]), false
+					f.restart(tp, committed[tp])
 					hook.assigned(tp, committed[tp])
 					if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 						return err
@@ -131,11 +112,11 @@ func TestEachKeptValuesFlushedWhilePartitionsAreRevokedAndLost(t *testing.T) {
 					for _, o := range offs {
 						next = o.Next
 					}
-					if next < committed[tp] || next > int64(pos[tp]) {
-						t.Errorf("round %d: Revoke(t/2) = %v, want between the commit %d and the delivered %d", round, offs, committed[tp], pos[tp])
+					if next < committed[tp] || next > int64(f.pos[tp]) {
+						t.Errorf("round %d: Revoke(t/2) = %v, want between the commit %d and the delivered %d", round, offs, committed[tp], f.pos[tp])
 					}
 					committed[tp] = next
-					pos[tp], paused[tp] = int(next), false
+					f.restart(tp, next)
 					hook.assigned(tp, next)
 					if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 						return err
@@ -147,17 +128,17 @@ func TestEachKeptValuesFlushedWhilePartitionsAreRevokedAndLost(t *testing.T) {
 					tp := tps[0]
 					synctest.Wait()
 					for _, tp := range g.Resumable() {
-						paused[tp] = false
+						f.paused[tp] = false
 					}
 					synctest.Wait()
 					offs := g.Revoke([]sluice.TopicPartition{tp})
-					if pos[tp] > int(committed[tp]) && (len(offs) != 1 || offs[0].Next != int64(pos[tp])) {
-						t.Errorf("round %d: Revoke(t/0) after its %d delivered records ran = %v, want %d", round, pos[tp], offs, pos[tp])
+					if f.pos[tp] > int(committed[tp]) && (len(offs) != 1 || offs[0].Next != int64(f.pos[tp])) {
+						t.Errorf("round %d: Revoke(t/0) after its %d delivered records ran = %v, want %d", round, f.pos[tp], offs, f.pos[tp])
 					}
 					if len(offs) == 1 {
 						committed[tp] = offs[0].Next
 					}
-					pos[tp], paused[tp] = int(committed[tp]), false
+					f.restart(tp, committed[tp])
 					hook.assigned(tp, committed[tp])
 					if err := g.Assign([]sluice.TopicPartition{tp}); err != nil {
 						return err
