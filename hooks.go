@@ -18,7 +18,10 @@ import "time"
 // the order they were registered. Hooks must not panic: Run does not
 // recover hook panics as such; one on a stage goroutine stops Run like a
 // panic of that stage's function, one on any other goroutine (the poll
-// loop, the stuck detector) crashes the program.
+// loop, a partition's feeder or dead-letter goroutine, the stuck
+// detector) crashes the program. The completion and admission hooks run
+// on those too when they complete what an Each kept (see
+// stagekit.Sink).
 //
 // New events may be added as new interfaces at any time; a hook keeps
 // compiling and working, and simply does not see them.
@@ -76,7 +79,9 @@ type HookPartitionResumed interface {
 type HookRecordsDelivered interface {
 	// OnRecordsDelivered: n records of tp were admitted into its graph by
 	// the in-flight budget. Called from the poll goroutine, or from the
-	// stage goroutine whose completion made room for records that waited.
+	// goroutine whose completion made room for records that waited (a
+	// stage's, or one that completed what an Each kept: the poll
+	// goroutine, a partition's feeder or dead-letter goroutine).
 	OnRecordsDelivered(tp TopicPartition, n int)
 }
 
@@ -85,8 +90,9 @@ type HookRecordsCompleted interface {
 	// OnRecordsCompleted: n records of tp became committable; next is
 	// the offset the source will commit for tp. Called from a goroutine
 	// that completed records of tp (a stage, a pool worker, a shared
-	// batcher's writer, a dead-letter goroutine, or the source's when it
-	// completes what an Each kept, see stagekit.Sink); for one partition the
+	// batcher's writer, a dead-letter goroutine, or, when they complete
+	// what an Each kept (stagekit.Sink), the poll goroutine and a
+	// partition's feeder); for one partition the
 	// calls come one at a time, with next increasing: records that
 	// complete during a call are reported by the next one, from the
 	// goroutine of the call before it. Records are counted here before

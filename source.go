@@ -124,9 +124,13 @@ type Group interface {
 	Offsets() []Offset
 
 	// The remaining methods report what only the source sees, for hooks
-	// (metrics, health). They are cheap and never block.
+	// (metrics, health). They are cheap and never wait for a user's
+	// function.
 
-	// Polled reports that a poll of the client completed.
+	// Polled reports that a poll of the client completed; call it once
+	// per poll. It also completes the values an Each kept (stagekit.Sink)
+	// behind a call that blocks, which without it reach the completion
+	// hooks only at the next Offsets or admission.
 	Polled()
 	// Joined reports that the consumer became a member of its group
 	// (its first assignment, possibly empty, arrived).

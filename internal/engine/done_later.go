@@ -107,8 +107,12 @@ func (s *Stage) FlushDone() {
 		return
 	}
 	s.g.rt.later.remove(s)
-	s.Done(l.ts...)
-	l.ts = l.ts[:0]
+	// The list is emptied before Done, whose hooks may panic: a panic
+	// must leave no ticket to complete twice.
+	ts := l.ts
+	l.ts = nil
+	s.Done(ts...)
+	l.ts = ts[:0]
 }
 
 // flushDone completes what the stages of g kept with DoneLater.
