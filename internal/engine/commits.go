@@ -259,12 +259,7 @@ func (tr *tracker) done(ts ...Ticket) *ticketFault {
 	if acks != nil {
 		tr.flushAcks(acks)
 	}
-	if tr.watched.Load() {
-		select {
-		case tr.settled <- struct{}{}:
-		default:
-		}
-	}
+	tr.signalSettled()
 	if tripped != nil {
 		tr.onLimit(tripped)
 	}
@@ -637,4 +632,15 @@ func (tr *tracker) drop() (int, int64) {
 	tr.size, tr.bytes, tr.early = 0, 0, 0
 	tr.dropped = true
 	return n, b
+}
+
+// signalSettled wakes the dead-letter goroutine while it waits for the
+// records before a dead letter to finish (watched).
+func (tr *tracker) signalSettled() {
+	if tr.watched.Load() {
+		select {
+		case tr.settled <- struct{}{}:
+		default:
+		}
+	}
 }

@@ -80,19 +80,8 @@ func (s *Stage) DoneLater(t Ticket) {
 	}
 	// The partition's feeder and dead-letter goroutine flush before they
 	// wait for completions; one that waits already looks again.
-	g := s.g
-	if g.pace.waiting.Load() {
-		select {
-		case g.qsig <- struct{}{}:
-		default:
-		}
-	}
-	if g.tr.watched.Load() {
-		select {
-		case g.tr.settled <- struct{}{}:
-		default:
-		}
-	}
+	s.g.wakeWaitingFeeder()
+	s.g.tr.signalSettled()
 }
 
 // FlushDone completes the stage's tickets kept by DoneLater. Any goroutine

@@ -70,12 +70,7 @@ func newGraph(rt *Group, tp TopicPartition) *graph {
 	g.pace.init(rt.cfg.DrainTimeout, rt.cfg.Chunk)
 	g.tr = newTracker(&rt.segments, func(n int, b int64) {
 		g.pending.Add(int64(-n))
-		if g.pace.waiting.Load() {
-			select {
-			case g.qsig <- struct{}{}:
-			default:
-			}
-		}
+		g.wakeWaitingFeeder()
 		rt.release(n, b)
 	})
 	if rt.hooks.completesRecords() {
@@ -337,4 +332,15 @@ const onCloseStage = "OnClose"
 func runHook(hook func(context.Context) error, ctx context.Context) (err error) {
 	defer CatchPanic(&err)
 	return hook(ctx)
+}
+
+// wakeWaitingFeeder wakes the feeder while it waits for completions to
+// make room (pace.waiting).
+func (g *graph) wakeWaitingFeeder() {
+	if g.pace.waiting.Load() {
+		select {
+		case g.qsig <- struct{}{}:
+		default:
+		}
+	}
 }

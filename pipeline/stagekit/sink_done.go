@@ -37,11 +37,8 @@ const (
 
 // begin starts a chunk.
 func (d *sinkDone) begin() {
-	d.chunk, d.group, d.calls, d.kept = time.Now(), time.Time{}, 0, 0
-	d.later = d.fast
-	if d.later {
-		d.group = d.chunk
-	}
+	d.chunk, d.calls, d.kept = time.Now(), 0, 0
+	d.group, d.later = d.chunk, d.fast
 }
 
 // done completes t, a value whose call returned nil.
