@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -26,6 +27,17 @@ import (
 // nothing is queued, so a partition whose pool is idle holds none. For a
 // limit across the consumer give a [Limiter] as an option (and [LockKey]
 // for one call at a time per key across the consumer).
+//
+// While calls are fast (under 5 µs each) and nothing waits to be
+// emitted, the pool makes them on its own goroutine, one after another,
+// and hands no value to a worker: handing a value over and back costs
+// more than such a call. The workers join as soon as the calls turn
+// slow (a call that took longer than that, or a few that did on
+// average) or a call has run for 1 to 2 ms, and at the first failed
+// value; a blocked call so holds the values after it for 2 ms at most,
+// and the pool still makes up to workers calls at once. The next chunks
+// go to the workers until their calls are fast again. PoolByKey always
+// hands values to its workers.
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
 	return pool(in, cs, "Pool", workers, nil, fn)
@@ -75,6 +87,24 @@ type workerPool[In, Out any] struct {
 	free *poolChunkPool[In, Out]
 	pcs  []piece[In, Out] // dispatch's scratch (pieces are sent by value)
 	crew *crew            // the workers running now
+
+	// The channels between the stage's goroutine (dispatch), the workers
+	// and the emitter, and the stage's output; set by run.
+	queues   []chan piece[In, Out]
+	ordered  chan *poolChunk[In, Out]
+	progress chan struct{} // a worker finished a value
+	quit     chan struct{} // closed when the emitter returned
+	out      *stagekit.Outlet[Out]
+
+	// The calls the stage's own goroutine makes (pool_inline.go).
+	// outstanding counts the chunks queued for the emitter and not yet
+	// emitted: while it is zero the stage's goroutine owns the output.
+	// fast says whether the latest calls measured took under fastCall
+	// each (set by the stage's goroutine and by the workers).
+	outstanding atomic.Int32
+	fast        atomic.Bool
+	probe       *stagekit.Probe // the stage goroutine's
+	hedge       hedge[In, Out]
 }
 
 // poolChunk is one input chunk being processed by the workers. fin[i] is
@@ -162,61 +192,75 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 
 	// Without a key every worker takes pieces from one queue; with a key
 	// each worker has its own, so one key always lands on one worker.
-	queues := make([]chan piece[In, Out], 1)
+	p.queues = make([]chan piece[In, Out], 1)
 	if p.key != nil {
-		queues = make([]chan piece[In, Out], p.workers)
+		p.queues = make([]chan piece[In, Out], p.workers)
 	}
-	for i := range queues {
-		queues[i] = make(chan piece[In, Out], 2*p.workers)
+	for i := range p.queues {
+		p.queues[i] = make(chan piece[In, Out], 2*p.workers)
 	}
-	ordered := make(chan *poolChunk[In, Out], 2*p.workers)
-	progress := make(chan struct{}, 1) // a worker finished a value
+	p.ordered = make(chan *poolChunk[In, Out], 2*p.workers)
+	p.progress = make(chan struct{}, 1)
 	// quit is closed when the emitter returned: every chunk was emitted
 	// (or nothing more will be), so the workers stop. The queues are
 	// never closed: workers post pieces to them too (see work).
-	quit := make(chan struct{})
+	p.quit = make(chan struct{})
+	p.out = out
 	var workers sync.WaitGroup
 	defer workers.Wait() // a worker leaves once quit is closed
-	p.crew = newCrew(ctx, s, len(queues), p.workers/len(queues), func(w *worker) {
+	p.crew = newCrew(ctx, s, len(p.queues), p.workers/len(p.queues), func(w *worker) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			p.work(ctx, w, queues[w.queue], quit, progress)
+			p.work(ctx, w, p.queues[w.queue])
 		}()
 	})
+	// Unkeyed pools start with the stage's goroutine making the calls
+	// (pool_inline.go); the hedge is stopped before the workers are
+	// waited for, so that it starts none after that.
+	p.probe = s.Probe()
+	p.fast.Store(p.key == nil)
+	p.hedge.init(p)
+	defer p.hedge.stop()
 
 	g.Go(func() error {
-		defer close(quit)
-		return p.emit(ctx, s, out, ordered, progress)
+		defer close(p.quit)
+		return p.emit(ctx, s, out)
 	})
 
 	// A dispatch error (the key function panicked) is reported after the
 	// chunks before it were emitted, like an error of fn.
 	dispatchErr := stagekit.RunLoop(s, inl, stagekit.Loop[In, struct{}]{
-		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items, queues, ordered, quit) },
+		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items) },
 		Wake:    ctx.Done,
 		OnWake:  func() error { return stagekit.ErrStop }, // the emitter failed
 	})
-	close(ordered)
+	close(p.ordered)
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	return dispatchErr
 }
 
-// dispatch splits one input chunk into pieces for the workers and queues
-// the chunk, in order, for the emitter. It returns an error only when the
-// key function panicked (ErrStop when ctx ended or the emitter returned).
-func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In], queues []chan piece[In, Out], ordered chan<- *poolChunk[In, Out], quit <-chan struct{}) error {
+// dispatch handles one input chunk: while the calls are fast and the
+// emitter has nothing left to emit, the stage's goroutine makes them
+// itself (pool_inline.go); otherwise it splits the chunk into pieces for
+// the workers and queues the chunk, in order, for the emitter. It
+// returns an error when the key function panicked or a value failed on
+// the stage's goroutine (ErrStop when ctx ended or the emitter returned).
+func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In]) error {
 	c := p.chunk(items)
+	if p.key == nil && p.outstanding.Load() == 0 && p.fast.Load() {
+		return p.inline(ctx, c)
+	}
 	// On a split error, c holds only the values before the failing one:
 	// they are still processed and emitted, then the error is returned.
-	pcs, splitErr := p.split(c, len(queues))
+	pcs, splitErr := p.split(c, len(p.queues))
 	if splitErr != nil && len(c.items) == 0 {
 		p.recycle(c)
 		return splitErr
 	}
-	if !sendOrStop(ctx, ordered, c, quit) {
+	if !p.toEmitter(ctx, c) {
 		return stagekit.ErrStop
 	}
 	for _, pc := range pcs {
@@ -224,12 +268,19 @@ func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Ite
 		if p.key != nil {
 			qi = pc.lo
 		}
-		if !sendOrStop(ctx, queues[qi], pc, quit) {
+		if !sendOrStop(ctx, p.queues[qi], pc, p.quit) {
 			return stagekit.ErrStop
 		}
 		p.crew.posted(qi)
 	}
 	return splitErr
+}
+
+// toEmitter queues c for the emitter, which emits it after the chunks
+// queued before it; false when ctx ended or the emitter returned.
+func (p *workerPool[In, Out]) toEmitter(ctx context.Context, c *poolChunk[In, Out]) bool {
+	p.outstanding.Add(1)
+	return sendOrStop(ctx, p.ordered, c, p.quit)
 }
 
 // sendOrStop sends v on ch and reports true, or reports false when ctx
@@ -294,39 +345,21 @@ func (p *workerPool[In, Out]) keyOf(_ context.Context, v In) (string, error) { r
 
 // work runs fn on the values of the pieces it takes from q, the queue of
 // w, until q is empty or quit is closed; then it hands w back and returns
-// (see crew). An unkeyed piece is a chunk whose values the worker claims one
+// (see crew). The pace of an unkeyed piece's calls sets p.fast. An unkeyed piece is a chunk whose values the worker claims one
 // at a time; before calling fn on its first claimed value it posts the
 // piece again (without waiting) while values are left unclaimed and fewer
 // than workers pieces of the chunk were posted, so that an idle worker
 // joins in. A slow fn so has every worker busy within a few wake-ups,
 // while a fast one finishes a chunk on one or two workers instead of
 // waking all of them for a few values each.
-func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[In, Out], quit <-chan struct{}, progress chan<- struct{}) {
+func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[In, Out]) {
 	pr := w.probe
-	one := func(c *poolChunk[In, Out], i int) {
-		if err := ctx.Err(); err != nil {
-			// The emitter failed or the partition is gone: nothing of
-			// this value will be emitted, so do not call fn for it.
-			c.errs[i] = err
-		} else {
-			c.outs[i], c.errs[i] = stagekit.Call(ctx, p.s, pr, c.items[i], p.fn)
-		}
-		c.fin[i].Store(true)
-		// The emitter stores wait before it checks fin[i] again: either
-		// it sees fin[i] set, or this sees wait == i and wakes it.
-		if c.wait.Load() == int32(i) {
-			select {
-			case progress <- struct{}{}:
-			default:
-			}
-		}
-	}
 	yielded := false
 	for {
 		var pc piece[In, Out]
 		select {
 		case pc = <-q:
-		case <-quit:
+		case <-p.quit:
 			p.crew.leave(w, func() bool { return true })
 			return
 		default:
@@ -346,10 +379,11 @@ func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[
 		yielded = false
 		if pc.idx != nil {
 			for _, i := range pc.idx {
-				one(pc.c, int(i))
+				p.compute(ctx, pr, pc.c, int(i))
 			}
 			continue
 		}
+		start, calls := time.Now(), 0
 		for first := true; ; first = false {
 			i := pc.c.claimNext(pc.gen, pc.n)
 			if i < 0 {
@@ -358,7 +392,32 @@ func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[
 			if first && i+1 < pc.n {
 				p.help(pc, w.queue, q)
 			}
-			one(pc.c, i)
+			p.compute(ctx, pr, pc.c, i)
+			calls++
+		}
+		if calls > 0 {
+			p.fast.Store(time.Since(start) <= time.Duration(calls)*fastCall)
+		}
+	}
+}
+
+// compute makes the call for value i of c on the goroutine owning pr and
+// marks it finished, waking the emitter if it waits for that value.
+func (p *workerPool[In, Out]) compute(ctx context.Context, pr *stagekit.Probe, c *poolChunk[In, Out], i int) {
+	if err := ctx.Err(); err != nil {
+		// The emitter failed or the partition is gone: nothing of
+		// this value will be emitted, so do not call fn for it.
+		c.errs[i] = err
+	} else {
+		c.outs[i], c.errs[i] = stagekit.Call(ctx, p.s, pr, c.items[i], p.fn)
+	}
+	c.fin[i].Store(true)
+	// The emitter stores wait before it checks fin[i] again: either
+	// it sees fin[i] set, or this sees wait == i and wakes it.
+	if c.wait.Load() == int32(i) {
+		select {
+		case p.progress <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -381,8 +440,9 @@ func (p *workerPool[In, Out]) help(pc piece[In, Out], qi int, q chan<- piece[In,
 
 // emit sends finished values downstream in input order, as soon as the
 // values before them finished, so the commit follows the finished prefix.
-func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, out *stagekit.Outlet[Out], ordered <-chan *poolChunk[In, Out], progress <-chan struct{}) error {
-	for c := range ordered {
+// Once a chunk is emitted it counts down outstanding.
+func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, out *stagekit.Outlet[Out]) error {
+	for c := range p.ordered {
 		for i := 0; i < len(c.items); {
 			if !c.fin[i].Load() {
 				c.wait.Store(int32(i))
@@ -390,29 +450,41 @@ func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, out *
 					continue
 				}
 				select {
-				case <-progress: // maybe for an earlier value: check again
+				case <-p.progress: // maybe for an earlier value: check again
 				case <-ctx.Done():
 					return nil
 				}
 				continue
 			}
-			buf := out.Buffer()
-			for ; i < len(c.items) && c.fin[i].Load(); i++ {
-				it := c.items[i]
-				if err := c.errs[i]; err != nil {
-					if err := s.Fail(it.Ticket, err); err != nil {
-						out.Send(buf) // what finished before the failure still completes
-						return err
-					}
-					continue
-				}
-				buf = append(buf, stagekit.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
-			}
-			if !out.Send(buf) {
-				return nil
+			var err error
+			var sent bool
+			if i, sent, err = emitFinished(s, out, c, i); err != nil || !sent {
+				return err
 			}
 		}
 		p.recycle(c)
+		p.outstanding.Add(-1)
 	}
 	return nil
+}
+
+// emitFinished sends, in one chunk, the finished values of c from index
+// i up to the first unfinished one, and returns the index after them.
+// A failed value goes to s.Fail; an error from it ends the emission
+// after the values before it were sent. sent is false when the output
+// took nothing (the partition's context is done).
+func emitFinished[In, Out any](s *stagekit.Stage, out *stagekit.Outlet[Out], c *poolChunk[In, Out], i int) (next int, sent bool, err error) {
+	buf := out.Buffer()
+	for ; i < len(c.items) && c.fin[i].Load(); i++ {
+		it := c.items[i]
+		if err := c.errs[i]; err != nil {
+			if err := s.Fail(it.Ticket, err); err != nil {
+				out.Send(buf) // what finished before the failure still completes
+				return i, false, err
+			}
+			continue
+		}
+		buf = append(buf, stagekit.Item[Out]{Value: c.outs[i], Ticket: it.Ticket})
+	}
+	return i, out.Send(buf), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/pipeline"
@@ -34,6 +35,10 @@ func TestPoolRunsWorkersCallsAtOnceFromOneChunk(t *testing.T) {
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, testkit.Values(n)...) // one delivery: one chunk
+		// The first call runs on the pool's own goroutine (its calls are
+		// fast until one is not); the workers join once it ran for two
+		// milliseconds at most.
+		time.Sleep(2 * time.Millisecond)
 		synctest.Wait()
 		if got := running.Load(); got != workers {
 			t.Fatalf("%d calls run at once with every worker blocked, want %d", got, workers)
@@ -66,9 +71,11 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 		})
 		h.Assign("t", 0)
 		h.Send("t", 0, testkit.Values(n)...)
+		time.Sleep(2 * time.Millisecond) // the most a blocked call holds its neighbours
 		synctest.Wait()
-		// The first worker is blocked on value 0; its helper (and the
-		// helpers it posted) claimed and finished every other value.
+		// The pool's goroutine is blocked on value 0; the worker the
+		// hedge posted (and the helpers it posted) claimed and finished
+		// every other value.
 		if got := calls.Load(); got != n-1 {
 			t.Fatalf("%d values done while value 0 blocks, want %d", got, n-1)
 		}
@@ -123,6 +130,7 @@ func TestPoolIdleHoldsNoWorkers(t *testing.T) {
 				}
 				// Values that block keep their workers until released.
 				h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+				time.Sleep(2 * time.Millisecond) // a blocked call on the pool's goroutine has the workers join
 				synctest.Wait()
 				if got := workersRunning(); got < 1 || got > workers {
 					t.Fatalf("%d workers running with %d blocked values, want 1 to %d", got, n, workers)
