@@ -41,15 +41,16 @@ const (
 // the first failed value, or once the calls turn slow, it hands c to the
 // emitter (which has nothing before it) and goes on claiming values as
 // one of c's workers: a failure is emitted as soon as the values before
-// it are, and stops the calls as in the workers' path. A chunk that a
-// worker the hedge posted took values of goes to the emitter too.
+// it are, and stops the calls as in the workers' path; slow calls also
+// post c for a worker. A chunk that a worker the hedge posted took values
+// of goes to the emitter too.
 func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out]) error {
 	n := len(c.items)
 	pc := piece[In, Out]{c: c, gen: uint32(c.claim.Load() >> 32), n: n}
 	p.hedge.arm(pc)
 	start := time.Now()
 	group, size, calls := start, 1, 0
-	own, handed := 0, false
+	own, handed, slow := 0, false, false
 	for {
 		i := c.claimNext(pc.gen, n)
 		if i < 0 {
@@ -57,14 +58,13 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 		}
 		p.compute(ctx, p.probe, c, i)
 		own++
-		if handed {
-			continue
-		}
-		if c.errs[i] != nil {
+		if !handed && c.errs[i] != nil {
 			if handed = true; !p.toEmitter(ctx, c) {
 				p.hedge.disarm()
 				return stagekit.ErrStop
 			}
+		}
+		if slow {
 			continue
 		}
 		// The clock is read after 1, 2, 4, ... maxGroup calls, then
@@ -78,30 +78,30 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 			group, calls, size = now, 0, min(2*size, maxGroup)
 			continue
 		}
-		p.fast.Store(false)
-		if handed = true; !p.toEmitter(ctx, c) {
-			p.hedge.disarm()
-			return stagekit.ErrStop
+		slow = true
+		if !handed {
+			if handed = true; !p.toEmitter(ctx, c) {
+				p.hedge.disarm()
+				return stagekit.ErrStop
+			}
 		}
 		if i+1 < n {
 			p.help(pc, 0, p.queues[0])
 		}
 	}
 	p.hedge.disarm()
+	p.fast.Store(!slow && own == n && time.Since(start) <= time.Duration(n)*fastCall)
 	switch {
 	case handed:
-		p.fast.Store(false)
 		return nil
 	case own < n:
 		// A worker the hedge posted took values of c: the emitter
 		// emits it once they finished.
-		p.fast.Store(false)
 		if !p.toEmitter(ctx, c) {
 			return stagekit.ErrStop
 		}
 		return nil
 	}
-	p.fast.Store(time.Since(start) <= time.Duration(n)*fastCall)
 	_, sent, err := emitFinished(p.s, p.out, c, 0)
 	p.recycle(c)
 	if err != nil {
