@@ -147,7 +147,7 @@ func TestPoolKeepsOrderAcrossTheHandOver(t *testing.T) {
 			})
 		})
 		h.Assign("t", 0)
-		h.Send("t", 0, testkit.Values(n / 2)...)
+		h.Send("t", 0, testkit.Values(n/2)...)
 		h.Send("t", 0, testkit.Values(n)[n/2:]...)
 		h.WaitCommitted("t", 0, n)
 		mu.Lock()
