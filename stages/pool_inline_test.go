@@ -124,6 +124,31 @@ func TestPoolSlowCallsGoToWorkersAndBack(t *testing.T) {
 	})
 }
 
+// A chunk whose first call took long has the workers join as soon as that
+// call returned, not only when a call blocks: by the time the first of
+// 1 ms calls returned, workers calls run at once.
+func TestPoolWorkersJoinAfterTheFirstSlowCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 4, 40
+		var started atomic.Int32
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (int64, error) {
+				started.Add(1)
+				time.Sleep(time.Millisecond)
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		time.Sleep(1500 * time.Microsecond)
+		synctest.Wait()
+		if got := started.Load(); got != 1+workers {
+			t.Fatalf("%d calls started 1.5 ms into 1 ms calls, want %d (the first, then %d at once)", got, 1+workers, workers)
+		}
+		h.WaitCommitted("t", 0, n)
+	})
+}
+
 // Values stay in input order when a chunk moves from the pool's
 // goroutine to the workers part-way (fast values, then slow ones of
 // uneven lengths), and when the next chunk comes back.
