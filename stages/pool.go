@@ -124,6 +124,10 @@ type poolChunk[In, Out any] struct {
 	claim atomic.Uint64
 	// helpers counts the pieces posted for the chunk (unkeyed pools).
 	helpers atomic.Int32
+	// refs counts who still uses the chunk: the emitter, and the stage's
+	// goroutine too while it works on a chunk it handed to the emitter
+	// (pool_inline.go); the last to let go recycles it (release).
+	refs atomic.Int32
 	// byWorker[w] lists the values of worker w (keyed pools only).
 	byWorker [][]int32
 }
@@ -139,6 +143,7 @@ func (p *workerPool[In, Out]) chunk(items []stagekit.Item[In]) *poolChunk[In, Ou
 	copy(c.items, items)
 	c.wait.Store(-1)
 	c.helpers.Store(1)
+	c.refs.Store(1)
 	// A new generation, published after the values: a worker that claims
 	// index i of it sees them.
 	c.claim.Store((c.claim.Load()>>32 + 1) << 32)
@@ -157,6 +162,14 @@ func (c *poolChunk[In, Out]) claimNext(gen uint32, n int) int {
 		if c.claim.CompareAndSwap(v, v+1) {
 			return int(uint32(v))
 		}
+	}
+}
+
+// release lets go of c for one of its users and recycles it when that
+// was the last.
+func (p *workerPool[In, Out]) release(c *poolChunk[In, Out]) {
+	if c.refs.Add(-1) == 0 {
+		p.recycle(c)
 	}
 }
 
@@ -462,7 +475,7 @@ func (p *workerPool[In, Out]) emit(ctx context.Context, s *stagekit.Stage, out *
 				return err
 			}
 		}
-		p.recycle(c)
+		p.release(c)
 		p.outstanding.Add(-1)
 	}
 	return nil

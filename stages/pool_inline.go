@@ -38,12 +38,13 @@ const (
 )
 
 // inline makes the calls of c on the stage's goroutine and emits it. At
-// the first failed value, or once the calls turn slow, it hands c to the
-// emitter (which has nothing before it) and goes on claiming values as
-// one of c's workers: a failure is emitted as soon as the values before
-// it are, and stops the calls as in the workers' path; slow calls also
-// post c for a worker. A chunk that a worker the hedge posted took values
-// of goes to the emitter too.
+// the first failed value, once the calls turn slow, or when the hedge
+// finds a call blocked, c goes to the emitter (which has nothing before
+// it) and the stage's goroutine goes on claiming values as one of c's
+// workers: the emitter sends the finished values before a blocked call
+// (so they commit), a failure as soon as the values before it, and its
+// failure stops the calls as in the workers' path; slow calls also post
+// c for a worker.
 func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out]) error {
 	n := len(c.items)
 	pc := piece[In, Out]{c: c, gen: uint32(c.claim.Load() >> 32), n: n}
@@ -59,10 +60,8 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 		p.compute(ctx, p.probe, c, i)
 		own++
 		if !handed && c.errs[i] != nil {
-			if handed = true; !p.toEmitter(ctx, c) {
-				p.hedge.disarm()
-				return stagekit.ErrStop
-			}
+			handed = true
+			p.hedge.handOver()
 		}
 		if slow {
 			continue
@@ -78,28 +77,18 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 			group, calls, size = now, 0, min(2*size, maxGroup)
 			continue
 		}
-		slow = true
-		if !handed {
-			if handed = true; !p.toEmitter(ctx, c) {
-				p.hedge.disarm()
-				return stagekit.ErrStop
-			}
-		}
+		slow, handed = true, true
+		p.hedge.handOver()
 		if i+1 < n {
 			p.help(pc, 0, p.queues[0])
 		}
 	}
-	p.hedge.disarm()
+	handed = p.hedge.disarm()
 	p.fast.Store(!slow && own == n && time.Since(start) <= time.Duration(n)*fastCall)
-	switch {
-	case handed:
-		return nil
-	case own < n:
-		// A worker the hedge posted took values of c: the emitter
-		// emits it once they finished.
-		if !p.toEmitter(ctx, c) {
-			return stagekit.ErrStop
-		}
+	if handed {
+		// The emitter emits c, and whichever of it and this goroutine
+		// lets go of c last recycles it.
+		p.release(c)
 		return nil
 	}
 	_, sent, err := emitFinished(p.s, p.out, c, 0)
@@ -113,20 +102,22 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 	return nil
 }
 
-// hedge lets the workers join a chunk whose values the stage's goroutine
-// claims while one call of it runs long: a timer checks every hedgeAfter
-// whether the goroutine claimed another value since the check before,
-// and posts the chunk for a worker when it did not. Armed for one chunk
-// at a time, by the stage's goroutine.
+// hedge watches the chunk the stage's goroutine works on: a timer checks
+// every hedgeAfter whether the goroutine claimed another value since the
+// check before, and when it did not (a call is blocked) hands the chunk
+// to the emitter, which sends the finished values before the call, and
+// posts it for a worker, which takes the values after it. Armed for one
+// chunk at a time, by the stage's goroutine.
 type hedge[In, Out any] struct {
 	p  *workerPool[In, Out]
 	mu sync.Mutex
-	// pc is the chunk being worked on (pc.c is nil when none): once
-	// disarm cleared it, the timer posts nothing for that chunk, so the
-	// chunk can be recycled.
-	pc   piece[In, Out]
-	seen uint32 // pc's next unclaimed index at the previous check
-	t    *time.Timer
+	// pc is the chunk being worked on (pc.c is nil when none). The chunk
+	// is not recycled before disarm: the stage's goroutine holds a
+	// reference to it until then.
+	pc     piece[In, Out]
+	seen   uint32 // pc's next unclaimed index at the previous check
+	handed bool   // pc went to the emitter
+	t      *time.Timer
 }
 
 func (h *hedge[In, Out]) init(p *workerPool[In, Out]) {
@@ -138,17 +129,20 @@ func (h *hedge[In, Out]) init(p *workerPool[In, Out]) {
 // arm starts watching pc.
 func (h *hedge[In, Out]) arm(pc piece[In, Out]) {
 	h.mu.Lock()
-	h.pc, h.seen = pc, uint32(pc.c.claim.Load())
+	h.pc, h.seen, h.handed = pc, uint32(pc.c.claim.Load()), false
 	h.mu.Unlock()
 	h.t.Reset(hedgeAfter)
 }
 
-// disarm stops watching: no piece is posted for the chunk afterwards.
-func (h *hedge[In, Out]) disarm() {
+// disarm stops watching and reports whether the chunk went to the
+// emitter; nothing is posted for the chunk afterwards.
+func (h *hedge[In, Out]) disarm() bool {
 	h.mu.Lock()
-	h.pc = piece[In, Out]{}
+	handed := h.handed
+	h.pc, h.handed = piece[In, Out]{}, false
 	h.mu.Unlock()
 	h.t.Stop()
+	return handed
 }
 
 // stop disarms the hedge for good (the stage is ending).
@@ -158,9 +152,31 @@ func (h *hedge[In, Out]) stop() {
 	}
 }
 
-// check runs on the timer's goroutine: it posts the chunk for a worker
-// when no value was claimed since the previous check and values are
-// left, and otherwise checks again after hedgeAfter.
+// handOver gives the watched chunk to the emitter, unless it went
+// already: the first of the stage's goroutine and the timer to call it
+// does. The stage's goroutine keeps a reference to it. The emitter has
+// no chunk queued while a chunk is watched (inline runs only then), so
+// the send does not block.
+func (h *hedge[In, Out]) handOver() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.handOverLocked()
+}
+
+func (h *hedge[In, Out]) handOverLocked() {
+	if h.handed || h.pc.c == nil {
+		return
+	}
+	h.handed = true
+	h.pc.c.refs.Store(2)
+	h.p.outstanding.Add(1)
+	h.p.ordered <- h.pc.c
+}
+
+// check runs on the timer's goroutine: when no value was claimed since
+// the previous check and values are left, it hands the chunk to the
+// emitter and posts it for a worker; otherwise it checks again after
+// hedgeAfter.
 func (h *hedge[In, Out]) check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -174,6 +190,7 @@ func (h *hedge[In, Out]) check() {
 		h.t.Reset(hedgeAfter)
 		return
 	}
+	h.handOverLocked()
 	if int(next) < pc.n {
 		h.p.help(pc, 0, h.p.queues[0])
 	}

@@ -24,12 +24,10 @@ func onWorker() bool {
 	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "stages.(*workerPool[...]).work(")
 }
 
-// callLog records, per offset, whether its call ran on a worker, and the
-// order in which values reached the end of the graph.
+// callLog records, per offset, whether its call ran on a worker.
 type callLog struct {
 	mu       sync.Mutex
 	onWorker map[int64]bool
-	emitted  []int64
 }
 
 func (l *callLog) called(off int64) {
