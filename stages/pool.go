@@ -31,13 +31,13 @@ import (
 // While calls are fast (under 5 µs each) and nothing waits to be
 // emitted, the pool makes them on its own goroutine, one after another,
 // and hands no value to a worker: handing a value over and back costs
-// more than such a call. The workers join as soon as the calls turn
-// slow (a call that took longer than that, or a few that did on
-// average) or a call has run for 1 to 2 ms, and at the first failed
-// value; a blocked call so holds the values after it for 2 ms at most,
-// and the pool still makes up to workers calls at once. The next chunks
-// go to the workers until their calls are fast again. PoolByKey always
-// hands values to its workers.
+// more than such a call. The workers join when the calls turn slow (one
+// call, or a few on average, took longer than that), when one call has
+// run for 1 to 2 ms, and at the first failed value: the values finished
+// before a blocked call are then passed on (and commit), the values after
+// it go to the workers, and the pool still makes at most workers calls at
+// once. The next chunks go to the workers until their calls are fast
+// again. PoolByKey always hands values to its workers.
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
 	return pool(in, cs, "Pool", workers, nil, fn)
@@ -358,13 +358,14 @@ func (p *workerPool[In, Out]) keyOf(_ context.Context, v In) (string, error) { r
 
 // work runs fn on the values of the pieces it takes from q, the queue of
 // w, until q is empty or quit is closed; then it hands w back and returns
-// (see crew). The pace of an unkeyed piece's calls sets p.fast. An unkeyed piece is a chunk whose values the worker claims one
-// at a time; before calling fn on its first claimed value it posts the
+// (see crew). An unkeyed piece is a chunk whose values the worker claims
+// one at a time; before calling fn on its first claimed value it posts the
 // piece again (without waiting) while values are left unclaimed and fewer
 // than workers pieces of the chunk were posted, so that an idle worker
 // joins in. A slow fn so has every worker busy within a few wake-ups,
 // while a fast one finishes a chunk on one or two workers instead of
-// waking all of them for a few values each.
+// waking all of them for a few values each. The pace of an unkeyed
+// piece's calls sets p.fast.
 func (p *workerPool[In, Out]) work(ctx context.Context, w *worker, q chan piece[In, Out]) {
 	pr := w.probe
 	yielded := false
