@@ -1,0 +1,350 @@
+package stages_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// Pool calls fn for up to workers values at once (its doc). A call
+// blocked on the pool's own goroutine must not stop the calls of the
+// chunks after it: with the workers, a blocked value holds back the
+// commit, but the following chunks are still called, workers at once.
+// Here each record arrives in a chunk of its own (a trickle of single
+// records, as a lightly loaded partition delivers them): the first call
+// after a fast chunk blocks, and the next workers-1 records must still be
+// called while it does.
+func TestPoolCallsLaterChunksWhileACallBlocksOnItsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 4, 20
+		stuck := int64(n)
+		release := make(chan struct{})
+		var calledAfter atomic.Int32
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (int64, error) {
+				if r.Offset == stuck {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+				if r.Offset > stuck {
+					calledAfter.Add(1)
+				}
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n) // fast: the next chunk runs on the pool's goroutine
+		for o := n; o < n+workers; o++ {
+			h.Send("t", 0, testkit.Values(o + 1)[o:]...) // one record, one chunk
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		got := calledAfter.Load()
+		close(release)
+		h.WaitCommitted("t", 0, n+workers)
+		stopClean(t, h)
+		if got != workers-1 {
+			t.Fatalf("%d of the %d records after a call blocked for 100ms were called, want %d (Pool makes up to %d calls at once)", got, workers-1, workers-1, workers)
+		}
+	})
+}
+
+// The same with a value retried on the pool's goroutine: its backoff
+// (here 50 ms) stops the calls of the next chunk for as long as it waits,
+// where a retry on a worker leaves the other workers calling.
+func TestPoolCallsLaterChunksWhileAValueRetriesOnItsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 4, 20
+		flaky := int64(n)
+		var mu sync.Mutex
+		called := map[int64]int{}
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (int64, error) {
+				mu.Lock()
+				called[r.Offset]++
+				k := called[r.Offset]
+				mu.Unlock()
+				if r.Offset == flaky && k < 3 {
+					return 0, errors.New("try again")
+				}
+				return r.Offset, nil
+			}, stages.Retry(sluice.RetryPolicy{Attempts: 3, Initial: 50 * time.Millisecond, Max: 50 * time.Millisecond})))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		h.Send("t", 0, testkit.Values(3 * n)[2*n:]...)
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		got := 0
+		for o := flaky + 1; o < 3*n; o++ {
+			got += called[o]
+		}
+		mu.Unlock()
+		h.WaitCommitted("t", 0, 3*n)
+		stopClean(t, h)
+		if want := 3*n - int(flaky) - 1; got != want {
+			t.Fatalf("%d of the %d values after a value waiting 50ms to be retried were called 10ms in, want %d (the next chunk's too)", got, want, want)
+		}
+	})
+}
+
+// The hedge finds the last value of a chunk blocked (every value is
+// claimed, none is left for a worker): it still hands the chunk to the
+// emitter, so the values before it commit within 2 ms of fake time, and
+// no worker is called on.
+func TestPoolCommitsBeforeABlockedLastValueOnItsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		stuck := int64(2*n - 1)
+		release := make(chan struct{})
+		var calls atomic.Int32
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 4, func(ctx context.Context, r sluice.Record) (int64, error) {
+				calls.Add(1)
+				if r.Offset == stuck {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		time.Sleep(2*time.Millisecond + time.Microsecond)
+		synctest.Wait()
+		got := h.Committed("t", 0)
+		close(release)
+		h.WaitCommitted("t", 0, 2*n)
+		stopClean(t, h)
+		if got != stuck {
+			t.Errorf("committed %d 2 ms into a blocked last value, want %d", got, stuck)
+		}
+		if c := calls.Load(); c != 2*n {
+			t.Errorf("%d calls, want %d (each value once)", c, 2*n)
+		}
+	})
+}
+
+// A value failing for good on the pool's goroutine hands its chunk to the
+// emitter, and the pool's goroutine goes on with the next value, which
+// blocks until its context ends. The emitter's failure ends that call:
+// Run returns the failure at its offset, the values before it committed,
+// and no value after the blocked one is called.
+func TestPoolEmitterFailureEndsTheCallOnItsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		failing := int64(n + 3)
+		var calls atomic.Int32
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 4, func(ctx context.Context, r sluice.Record) (int64, error) {
+				calls.Add(1)
+				switch r.Offset {
+				case failing:
+					return 0, sluice.Permanent(errors.New("boom"))
+				case failing + 1:
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		err := h.Wait()
+		var se *sluice.StageError
+		if !errors.As(err, &se) || se.Offset != failing {
+			t.Fatalf("Run returned %v, want a StageError at offset %d", err, failing)
+		}
+		checkCommitted(t, h, failing, "every value before the failing one returned")
+		if c := calls.Load(); c != int32(failing+2) {
+			t.Errorf("%d calls, want %d (none after the call the failure ended)", c, failing+2)
+		}
+	})
+}
+
+// As above, but the call after the failing value ignores its context.
+// A function that ignores its context is abandoned past the exit grace
+// (docs/misuse.md): Run must still return, with the failure, and the
+// values before it committed. (The pool reports the emitter's failure
+// only once every call it started returned, so nothing stops the
+// partition and nothing abandons the call: Run never returns. With the
+// call on a worker, before the pool made calls on its own goroutine, the
+// same happens.)
+func TestPoolRunReturnsAfterAFailureWhileACallIgnoresItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		failing := int64(n + 3)
+		release := make(chan struct{})
+		defer close(release) // also when Wait fails the test
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 4, func(_ context.Context, r sluice.Record) (int64, error) {
+				switch r.Offset {
+				case failing:
+					return 0, sluice.Permanent(errors.New("boom"))
+				case failing + 1:
+					<-release
+				}
+				return r.Offset, nil
+			}))
+		}, pipeline.WithDrainTimeout(4*time.Second))
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		err := h.Wait()
+		var se *sluice.StageError
+		if !errors.As(err, &se) || se.Offset != failing {
+			t.Fatalf("Run returned %v, want a StageError at offset %d", err, failing)
+		}
+		checkCommitted(t, h, failing, "every value before the failing one returned")
+	})
+}
+
+// A revoke whose drain times out while a call on the pool's goroutine
+// blocks until its context ends: the values before it are committed
+// exactly, none after it, and Run goes on (the revoke returns).
+func TestPoolDrainTimeoutDuringACallOnItsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		stuck := int64(n + 10)
+		var calls atomic.Int32
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, 4, func(ctx context.Context, r sluice.Record) (int64, error) {
+				calls.Add(1)
+				if r.Offset == stuck {
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				return r.Offset, nil
+			}))
+		}, pipeline.WithDrainTimeout(time.Second))
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		checkCommitted(t, h, stuck, "the values before the blocked call returned")
+		_ = h.Fake().Revoke("t", 0)
+		checkCommitted(t, h, stuck, "the blocked call never returned a value")
+		if c := calls.Load(); c != 2*n {
+			t.Errorf("%d calls, want %d (each value once)", c, 2*n)
+		}
+		stopClean(t, h)
+	})
+}
+
+// Without synctest, on several partitions whose pools share their free
+// chunks, chunks flip between the pool's goroutine and the workers in
+// real time: some calls pass the hedge's millisecond, some are a few tens
+// of microseconds, some values are invalid (a failed value hands the chunk
+// over on the pool's goroutine), and chunks of one record come between
+// larger ones. Every value is called once, at most workers at once per
+// partition, every invalid value is dead-lettered once, the others are
+// emitted once and in order, and everything commits.
+func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		t.Run(strconv.Itoa(workers), func(t *testing.T) {
+			const parts, rounds = 6, 5
+			c := newPoolCalls(t, workers)
+			invalid := func(o int64) bool { return o%13 == 4 }
+			work := func(r sluice.Record) {
+				switch {
+				case r.Offset%37 == 5:
+					time.Sleep(1200 * time.Microsecond)
+				case r.Offset%11 == 3:
+					time.Sleep(20 * time.Microsecond)
+				case r.Offset%3 == 0:
+					runtime.Gosched()
+				}
+			}
+			inner := c.call(false, work)
+			var mu sync.Mutex
+			dead := map[int32][]int64{}
+			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				return stages.Each(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
+					r, err := inner(ctx, r)
+					if err == nil && invalid(r.Offset) {
+						return r, sluice.Invalid(errors.New("bad"))
+					}
+					return r, err
+				}), c.end)
+			}, pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
+				mu.Lock()
+				defer mu.Unlock()
+				dead[d.Record.Partition] = append(dead[d.Record.Partition], d.Record.Offset)
+				return nil
+			}))
+			ps := make([]int32, parts)
+			for i := range ps {
+				ps[i] = int32(i)
+			}
+			h.Assign("t", ps...)
+			sizes := []int{1, 1, 40, 3, 1, 130, 2, 33, 1, 64}
+			want := map[int32]int{}
+			var wg sync.WaitGroup
+			for _, p := range ps {
+				for r := range rounds * len(sizes) {
+					want[p] += sizes[(r+int(p))%len(sizes)]
+				}
+				wg.Go(func() {
+					for r := range rounds * len(sizes) {
+						h.Send("t", p, testkit.Values(sizes[(r+int(p))%len(sizes)])...)
+					}
+				})
+			}
+			wg.Wait()
+			for _, p := range ps {
+				h.WaitCommitted("t", p, int64(want[p]))
+			}
+			stopClean(t, h)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range ps {
+				var wantEmitted, wantDead []int64
+				for o := range int64(want[p]) {
+					if invalid(o) {
+						wantDead = append(wantDead, o)
+					} else {
+						wantEmitted = append(wantEmitted, o)
+					}
+					if !c.called[p][o] {
+						t.Errorf("partition %d: offset %d never called", p, o)
+					}
+				}
+				if !slices.Equal(c.emitted[p], wantEmitted) {
+					t.Errorf("partition %d emitted %d values, want %d in order", p, len(c.emitted[p]), len(wantEmitted))
+				}
+				if !slices.Equal(dead[p], wantDead) {
+					t.Errorf("partition %d dead-lettered %v, want %v", p, dead[p], wantDead)
+				}
+			}
+		})
+	}
+}
