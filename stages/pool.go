@@ -35,9 +35,11 @@ import (
 // call, or a few on average, took longer than that), when one call has
 // run for 1 to 2 ms, and at the first failed value: the values finished
 // before a blocked call are then passed on (and commit), the values after
-// it go to the workers, and the pool still makes at most workers calls at
-// once. The next chunks go to the workers until their calls are fast
-// again. PoolByKey always hands values to its workers.
+// it in its chunk go to the workers, and the pool still makes at most
+// workers calls at once. The chunks after it wait until the call returns
+// (a retry's backoff too), as their values would wait for it to be
+// passed on in any case; then they go to the workers until the calls are
+// fast again. PoolByKey always hands values to its workers.
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
 	return pool(in, cs, "Pool", workers, nil, fn)
@@ -238,7 +240,15 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 
 	g.Go(func() error {
 		defer close(p.quit)
-		return p.emit(ctx, s, out)
+		err := p.emit(ctx, s, out)
+		if err != nil {
+			// Stop Run now, not when the stage returns: that waits for
+			// every call it started, and a call that ignores its context
+			// would hold the partition forever instead of being
+			// abandoned past the exit grace.
+			s.Abort(err)
+		}
+		return err // ends ctx, so that no more calls are made
 	})
 
 	// A dispatch error (the key function panicked) is reported after the
@@ -249,8 +259,8 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 		OnWake:  func() error { return stagekit.ErrStop }, // the emitter failed
 	})
 	close(p.ordered)
-	if err := g.Wait(); err != nil {
-		return err
+	if g.Wait() != nil {
+		return nil // the emitter's failure, reported with Abort
 	}
 	return dispatchErr
 }

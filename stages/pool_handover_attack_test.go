@@ -18,23 +18,22 @@ import (
 	"github.com/sluice-go/sluice/testkit"
 )
 
-// Pool calls fn for up to workers values at once (its doc). A call
-// blocked on the pool's own goroutine must not stop the calls of the
-// chunks after it: with the workers, a blocked value holds back the
-// commit, but the following chunks are still called, workers at once.
-// Here each record arrives in a chunk of its own (a trickle of single
-// records, as a lightly loaded partition delivers them): the first call
-// after a fast chunk blocks, and the next workers-1 records must still be
-// called while it does.
-func TestPoolCallsLaterChunksWhileACallBlocksOnItsGoroutine(t *testing.T) {
+// A call blocked on the pool's own goroutine holds back the chunks after
+// its own until it returns (the Pool doc): the pool emits in input order,
+// so their values could not be passed on before it anyway. Here each
+// record arrives in a chunk of its own (a trickle of single records): the
+// first call after a fast chunk blocks, the next records wait, and once
+// it returns every record is called once and committed.
+func TestPoolLaterChunksWaitForACallBlockedOnItsGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers, n = 4, 20
 		stuck := int64(n)
-		release := make(chan struct{})
+		release, blocked := make(chan struct{}), make(chan struct{})
 		var calledAfter atomic.Int32
 		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			return stages.Discard(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (int64, error) {
 				if r.Offset == stuck {
+					close(blocked)
 					select {
 					case <-release:
 					case <-ctx.Done():
@@ -49,28 +48,35 @@ func TestPoolCallsLaterChunksWhileACallBlocksOnItsGoroutine(t *testing.T) {
 		h.Assign("t", 0)
 		h.Send("t", 0, testkit.Values(n)...)
 		h.WaitCommitted("t", 0, n) // fast: the next chunk runs on the pool's goroutine
-		for o := n; o < n+workers; o++ {
-			h.Send("t", 0, testkit.Values(o + 1)[o:]...) // one record, one chunk
+		h.Send("t", 0, testkit.Values(n + 1)[n:]...)
+		<-blocked // the later records come in chunks of their own
+		for o := n + 1; o < n+workers; o++ {
+			h.Send("t", 0, testkit.Values(o + 1)[o:]...)
 		}
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
-		got := calledAfter.Load()
+		if got := calledAfter.Load(); got != 0 {
+			t.Errorf("%d records of later chunks called while the call on the pool's goroutine blocks, want 0", got)
+		}
+		checkCommitted(t, h, stuck, "the values before the blocked call returned")
 		close(release)
 		h.WaitCommitted("t", 0, n+workers)
 		stopClean(t, h)
-		if got != workers-1 {
-			t.Fatalf("%d of the %d records after a call blocked for 100ms were called, want %d (Pool makes up to %d calls at once)", got, workers-1, workers-1, workers)
+		if got := calledAfter.Load(); got != workers-1 {
+			t.Fatalf("%d records after the blocked call were called, want %d", got, workers-1)
 		}
 	})
 }
 
-// The same with a value retried on the pool's goroutine: its backoff
-// (here 50 ms) stops the calls of the next chunk for as long as it waits,
-// where a retry on a worker leaves the other workers calling.
-func TestPoolCallsLaterChunksWhileAValueRetriesOnItsGoroutine(t *testing.T) {
+// The same with a value retried on the pool's goroutine: while it waits
+// for its backoff (50 ms) the workers call the rest of its chunk (the
+// hedge hands them over within 2 ms), the next chunks wait for it, and
+// then every value is called once and committed.
+func TestPoolRetryOnItsGoroutineHandsTheRestOfItsChunkToTheWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers, n = 4, 20
 		flaky := int64(n)
+		failed := make(chan struct{})
 		var mu sync.Mutex
 		called := map[int64]int{}
 		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
@@ -80,6 +86,9 @@ func TestPoolCallsLaterChunksWhileAValueRetriesOnItsGoroutine(t *testing.T) {
 				k := called[r.Offset]
 				mu.Unlock()
 				if r.Offset == flaky && k < 3 {
+					if k == 1 {
+						close(failed)
+					}
 					return 0, errors.New("try again")
 				}
 				return r.Offset, nil
@@ -89,19 +98,28 @@ func TestPoolCallsLaterChunksWhileAValueRetriesOnItsGoroutine(t *testing.T) {
 		h.Send("t", 0, testkit.Values(n)...)
 		h.WaitCommitted("t", 0, n)
 		h.Send("t", 0, testkit.Values(2 * n)[n:]...)
+		<-failed // the next values come in a chunk of their own
 		h.Send("t", 0, testkit.Values(3 * n)[2*n:]...)
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()
-		mu.Lock()
-		got := 0
-		for o := flaky + 1; o < 3*n; o++ {
-			got += called[o]
+		count := func(from, to int64) (got int) {
+			mu.Lock()
+			defer mu.Unlock()
+			for o := from; o < to; o++ {
+				got += called[o]
+			}
+			return got
 		}
-		mu.Unlock()
+		if got, want := count(flaky+1, 2*n), 2*n-int(flaky)-1; got != want {
+			t.Errorf("%d of the %d values after the retried one in its chunk were called 10ms in, want %d", got, want, want)
+		}
+		if got := count(2*n, 3*n); got != 0 {
+			t.Errorf("%d values of the next chunk were called while the retried value waits, want 0", got)
+		}
 		h.WaitCommitted("t", 0, 3*n)
 		stopClean(t, h)
-		if want := 3*n - int(flaky) - 1; got != want {
-			t.Fatalf("%d of the %d values after a value waiting 50ms to be retried were called 10ms in, want %d (the next chunk's too)", got, want, want)
+		if got, want := count(flaky+1, 3*n), 3*n-int(flaky)-1; got != want {
+			t.Fatalf("%d calls for the %d values after the retried one, want %d (each once)", got, want, want)
 		}
 	})
 }

@@ -126,10 +126,15 @@ func (h *hedge[In, Out]) init(p *workerPool[In, Out]) {
 	h.t.Stop()
 }
 
+// unseen is a claim index no chunk reaches: the first check after arm
+// only notes where the goroutine is, so that a check due for the chunk
+// before, running late, never takes a chunk just armed for a blocked one.
+const unseen = ^uint32(0)
+
 // arm starts watching pc.
 func (h *hedge[In, Out]) arm(pc piece[In, Out]) {
 	h.mu.Lock()
-	h.pc, h.seen, h.handed = pc, uint32(pc.c.claim.Load()), false
+	h.pc, h.seen, h.handed = pc, unseen, false
 	h.mu.Unlock()
 	h.t.Reset(hedgeAfter)
 }
