@@ -35,10 +35,10 @@ import (
 // call, or a few on average, took longer than that), when one call has
 // run for 1 to 2 ms, and at the first failed value: the values finished
 // before a blocked call are then passed on (and commit), the values after
-// it in its chunk go to the workers, and the pool still makes at most
-// workers calls at once. The chunks after it wait until the call returns
-// (a retry's backoff too), as their values would wait for it to be
-// passed on in any case; then they go to the workers until the calls are
+// it in its chunk go to the workers, another goroutine takes the next
+// chunks in (a blocked call, or a retry's backoff, holds back no input),
+// and the pool still makes at most workers calls at once, the blocked
+// one included. The next chunks go to the workers until their calls are
 // fast again. PoolByKey always hands values to its workers.
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
@@ -90,8 +90,9 @@ type workerPool[In, Out any] struct {
 	pcs  []piece[In, Out] // dispatch's scratch (pieces are sent by value)
 	crew *crew            // the workers running now
 
-	// The channels between the stage's goroutine (dispatch), the workers
-	// and the emitter, and the stage's output; set by run.
+	// The stage's input and output, and the channels between the
+	// dispatchers, the workers and the emitter; set by run.
+	in       *stagekit.Inlet[In]
 	queues   []chan piece[In, Out]
 	ordered  chan *poolChunk[In, Out]
 	progress chan struct{} // a worker finished a value
@@ -105,8 +106,14 @@ type workerPool[In, Out any] struct {
 	// each (set by the stage's goroutine and by the workers).
 	outstanding atomic.Int32
 	fast        atomic.Bool
-	probe       *stagekit.Probe // the stage goroutine's
 	hedge       hedge[In, Out]
+
+	// The relief dispatchers (pool_intake.go): the input loop's result
+	// of the last one, their goroutines, and the probes of those that
+	// stepped down (guarded by hedge.mu).
+	result chan error
+	relief sync.WaitGroup
+	probes []*stagekit.Probe
 }
 
 // poolChunk is one input chunk being processed by the workers. fin[i] is
@@ -220,9 +227,11 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	// (or nothing more will be), so the workers stop. The queues are
 	// never closed: workers post pieces to them too (see work).
 	p.quit = make(chan struct{})
-	p.out = out
+	p.in, p.out = inl, out
+	p.result = make(chan error, 1)
 	var workers sync.WaitGroup
-	defer workers.Wait() // a worker leaves once quit is closed
+	defer workers.Wait()  // a worker leaves once quit is closed
+	defer p.relief.Wait() // a dispatcher that stepped down is done with its chunk
 	p.crew = newCrew(ctx, s, len(p.queues), p.workers/len(p.queues), func(w *worker) {
 		workers.Add(1)
 		go func() {
@@ -231,11 +240,10 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 		}()
 	})
 	// Unkeyed pools start with the stage's goroutine making the calls
-	// (pool_inline.go); the hedge is stopped before the workers are
-	// waited for, so that it starts none after that.
-	p.probe = s.Probe()
+	// (pool_inline.go); the hedge is stopped before the workers and the
+	// relief dispatchers are waited for, so that it starts none after.
 	p.fast.Store(p.key == nil)
-	p.hedge.init(p)
+	p.hedge.init(ctx, p)
 	defer p.hedge.stop()
 
 	g.Go(func() error {
@@ -252,12 +260,12 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	})
 
 	// A dispatch error (the key function panicked) is reported after the
-	// chunks before it were emitted, like an error of fn.
-	dispatchErr := stagekit.RunLoop(s, inl, stagekit.Loop[In, struct{}]{
-		OnChunk: func(items []stagekit.Item[In]) error { return p.dispatch(ctx, items) },
-		Wake:    ctx.Done,
-		OnWake:  func() error { return stagekit.ErrStop }, // the emitter failed
-	})
+	// chunks before it were emitted, like an error of fn. When a relief
+	// dispatcher took the input over, the last one reports the result.
+	dispatchErr := p.takeInput(ctx, &dispatcher{probe: s.Probe()})
+	if dispatchErr == errRelieved {
+		dispatchErr = <-p.result
+	}
 	close(p.ordered)
 	if g.Wait() != nil {
 		return nil // the emitter's failure, reported with Abort
@@ -265,16 +273,17 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 	return dispatchErr
 }
 
-// dispatch handles one input chunk: while the calls are fast and the
-// emitter has nothing left to emit, the stage's goroutine makes them
-// itself (pool_inline.go); otherwise it splits the chunk into pieces for
-// the workers and queues the chunk, in order, for the emitter. It
-// returns an error when the key function panicked or a value failed on
-// the stage's goroutine (ErrStop when ctx ended or the emitter returned).
-func (p *workerPool[In, Out]) dispatch(ctx context.Context, items []stagekit.Item[In]) error {
+// dispatch handles one input chunk on dispatcher d: while the calls are
+// fast and the emitter has nothing left to emit, d makes them itself
+// (pool_inline.go); otherwise it splits the chunk into pieces for the
+// workers and queues the chunk, in order, for the emitter. It returns an
+// error when the key function panicked or a value failed on d (ErrStop
+// when ctx ended or the emitter returned, errRelieved when d no longer
+// takes the input).
+func (p *workerPool[In, Out]) dispatch(ctx context.Context, d *dispatcher, items []stagekit.Item[In]) error {
 	c := p.chunk(items)
 	if p.key == nil && p.outstanding.Load() == 0 && p.fast.Load() {
-		return p.inline(ctx, c)
+		return p.inline(ctx, d, c)
 	}
 	// On a split error, c holds only the values before the failing one:
 	// they are still processed and emitted, then the error is returned.

@@ -80,3 +80,29 @@ func (c *crew) leave(w *worker, empty func() bool) bool {
 	c.spare = append(c.spare, w)
 	return true
 }
+
+// enlist counts a goroutine that is not one of the crew's (a dispatcher
+// whose call blocks, pool_intake.go) among queue q's workers, unless
+// limit run already: then it reports false.
+func (c *crew) enlist(q int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[q] >= c.limit {
+		return false
+	}
+	c.running[q]++
+	return true
+}
+
+// discharge undoes enlist once that goroutine is done, and starts a
+// worker for q if pieces wait there (waiting is called after the count
+// went down): a piece posted while the enlisted goroutine made limit
+// started none.
+func (c *crew) discharge(q int, waiting func() bool) {
+	c.mu.Lock()
+	c.running[q]--
+	c.mu.Unlock()
+	if waiting() {
+		c.posted(q)
+	}
+}

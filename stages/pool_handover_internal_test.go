@@ -22,17 +22,18 @@ func TestPoolHedgeCheckOfTheChunkBeforeLeavesAChunkJustArmedAlone(t *testing.T) 
 	p.ordered = make(chan *poolChunk[in, int], 4)
 	p.crew = newCrew(context.Background(), nil, 1, 2, func(*worker) {})
 	p.crew.running[0] = 2 // its workers are busy: posted starts none
-	p.hedge.init(p)
+	p.hedge.init(context.Background(), p)
 	items := make([]stagekit.Item[in], 4)
+	d := &dispatcher{}
 
 	// Chunk a: the pool's goroutine claims every value (fast calls), and
 	// the timer fires as it is done; its check is late.
 	a := p.chunk(items)
-	p.hedge.arm(piece[in, int]{c: a, gen: uint32(a.claim.Load() >> 32), n: len(items)})
+	p.hedge.arm(d, piece[in, int]{c: a, gen: uint32(a.claim.Load() >> 32), n: len(items)})
 	p.hedge.t.Stop() // the test runs the check itself
 	for a.claimNext(uint32(a.claim.Load()>>32), len(items)) >= 0 {
 	}
-	if p.hedge.disarm() {
+	if handed, _ := p.hedge.disarm(d); handed {
 		t.Fatal("chunk a was handed over")
 	}
 	p.recycle(a)
@@ -40,10 +41,10 @@ func TestPoolHedgeCheckOfTheChunkBeforeLeavesAChunkJustArmedAlone(t *testing.T) 
 	// Chunk b is armed; the check due for chunk a runs now, before the
 	// pool's goroutine claimed b's first value.
 	b := p.chunk(items)
-	p.hedge.arm(piece[in, int]{c: b, gen: uint32(b.claim.Load() >> 32), n: len(items)})
+	p.hedge.arm(d, piece[in, int]{c: b, gen: uint32(b.claim.Load() >> 32), n: len(items)})
 	p.hedge.t.Stop()
 	p.hedge.check()
-	handed := p.hedge.disarm()
+	handed, _ := p.hedge.disarm(d)
 	if handed || len(p.ordered) != 0 || len(p.queues[0]) != 0 {
 		t.Errorf("a check of the chunk before handed chunk b over (%v; %d queued for the emitter, %d pieces posted) before any of its calls ran, want none", handed, len(p.ordered), len(p.queues[0]))
 	}

@@ -29,12 +29,13 @@ func TestPoolHedgeLeavesAChunkReusedByAnotherPoolAlone(t *testing.T) {
 	}
 	y, x := newPool(), newPool()
 	items := make([]stagekit.Item[in], 4)
+	d := &dispatcher{}
 
 	// y's goroutine works on c, with its hedge armed (the timer itself
 	// is stopped: the test runs its check), and hands it to the emitter.
 	c := y.chunk(items)
-	y.hedge.init(y)
-	y.hedge.arm(piece[in, int]{c: c, gen: uint32(c.claim.Load() >> 32), n: len(items)})
+	y.hedge.init(context.Background(), y)
+	y.hedge.arm(d, piece[in, int]{c: c, gen: uint32(c.claim.Load() >> 32), n: len(items)})
 	y.hedge.t.Stop()
 	y.hedge.handOver()
 	if got := <-y.ordered; got != c {
@@ -49,7 +50,8 @@ func TestPoolHedgeLeavesAChunkReusedByAnotherPoolAlone(t *testing.T) {
 	if c2 == c {
 		t.Fatal("x reused y's chunk while y's goroutine still held it")
 	}
-	y.hedge.check() // y's timer fires now
+	y.hedge.check() // y's timer fires now: it notes where y's goroutine is
+	y.hedge.check() // and again: no value claimed since
 	if h := c2.helpers.Load(); h != 1 {
 		t.Errorf("x's chunk counts %d helpers before x posted any, want 1", h)
 	}
@@ -57,7 +59,7 @@ func TestPoolHedgeLeavesAChunkReusedByAnotherPoolAlone(t *testing.T) {
 		t.Errorf("y's hedge posted %d pieces of a chunk whose values were all claimed, want 0", n)
 	}
 	// Once y's goroutine disarmed and let go, the chunk is free again.
-	if !y.hedge.disarm() {
+	if handed, _ := y.hedge.disarm(d); !handed {
 		t.Error("disarm does not report the hand-over")
 	}
 	y.release(c)

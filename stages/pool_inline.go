@@ -8,21 +8,23 @@ import (
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
 
-// This file is how an unkeyed Pool makes fast calls: on its own
-// goroutine. Handing a value to a worker and its result to the emitter
-// costs two goroutine hand-offs per chunk, more than a call that takes
-// well under a microsecond. So while the calls are fast (under fastCall
-// each, as measured by the stage's goroutine or by the workers) and the
-// emitter has nothing left to emit, the stage's goroutine claims the
-// chunk's values itself, one at a time, and emits the chunk. As soon as
-// the calls turn slow the workers join: a group of calls that took longer
-// than their share of fastCall posts the chunk for a worker at once, and
-// a single call still running after hedgeAfter has the hedge post it.
-// Each worker that joins posts it again, as in the workers' path, so a
-// slow chunk keeps every worker busy; the emitter then emits it, and the
+// This file is how an unkeyed Pool makes fast calls: on the goroutine
+// taking its input (the stage's own, or a relief, pool_intake.go).
+// Handing a value to a worker and its result to the emitter costs two
+// goroutine hand-offs per chunk, more than a call that takes well under a
+// microsecond. So while the calls are fast (under fastCall each, as
+// measured by that goroutine or by the workers) and the emitter has
+// nothing left to emit, the goroutine claims the chunk's values itself,
+// one at a time, and emits the chunk. The chunk goes to the emitter, and
+// the goroutine goes on as one of its workers, at the first failed value
+// and as soon as the calls turn slow: a group of calls that took longer
+// than their share of fastCall also posts the chunk for a worker, and a
+// single call still running after hedgeAfter has the hedge post it and
+// start a relief. Each worker that joins posts it again, as in the
+// workers' path, so a slow chunk keeps every worker busy, and the
 // following chunks go to the workers until their calls are fast again.
-// A chunk any worker took a value of is always emitted by the emitter,
-// in order after what the stage's goroutine emitted before.
+// Either the goroutine emits the whole chunk or the emitter does, after
+// everything emitted before it.
 
 const (
 	// fastCall is the longest call the pool's own goroutine keeps
@@ -37,18 +39,18 @@ const (
 	hedgeAfter = time.Millisecond
 )
 
-// inline makes the calls of c on the stage's goroutine and emits it. At
-// the first failed value, once the calls turn slow, or when the hedge
-// finds a call blocked, c goes to the emitter (which has nothing before
-// it) and the stage's goroutine goes on claiming values as one of c's
-// workers: the emitter sends the finished values before a blocked call
-// (so they commit), a failure as soon as the values before it, and its
-// failure stops the calls as in the workers' path; slow calls also post
-// c for a worker.
-func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out]) error {
+// inline makes the calls of c on dispatcher d and emits it. At the first
+// failed value, once the calls turn slow, or when the hedge finds a call
+// blocked, c goes to the emitter (which has nothing before it) and d goes
+// on claiming values as one of c's workers: the emitter sends the
+// finished values before a blocked call (so they commit), a failure as
+// soon as the values before it, and its failure stops the calls as in
+// the workers' path; slow calls also post c for a worker. A d the hedge
+// relieved (pool_intake.go) stops taking input once done with c.
+func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *poolChunk[In, Out]) error {
 	n := len(c.items)
 	pc := piece[In, Out]{c: c, gen: uint32(c.claim.Load() >> 32), n: n}
-	p.hedge.arm(pc)
+	p.hedge.arm(d, pc)
 	start := time.Now()
 	group, size, calls := start, 1, 0
 	own, handed, slow := 0, false, false
@@ -57,7 +59,7 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 		if i < 0 {
 			break
 		}
-		p.compute(ctx, p.probe, c, i)
+		p.compute(ctx, d.probe, c, i)
 		own++
 		if !handed && c.errs[i] != nil {
 			handed = true
@@ -83,12 +85,16 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 			p.help(pc, 0, p.queues[0])
 		}
 	}
-	handed = p.hedge.disarm()
+	handed, relieved := p.hedge.disarm(d)
 	p.fast.Store(!slow && own == n && time.Since(start) <= time.Duration(n)*fastCall)
 	if handed {
-		// The emitter emits c, and whichever of it and this goroutine
-		// lets go of c last recycles it.
+		// The emitter emits c, and whichever of it and d lets go of c
+		// last recycles it.
 		p.release(c)
+		if relieved {
+			p.stepDown(d)
+			return errRelieved
+		}
 		return nil
 	}
 	_, sent, err := emitFinished(p.s, p.out, c, 0)
@@ -102,66 +108,74 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, c *poolChunk[In, Out])
 	return nil
 }
 
-// hedge watches the chunk the stage's goroutine works on: a timer checks
-// every hedgeAfter whether the goroutine claimed another value since the
-// check before, and when it did not (a call is blocked) hands the chunk
-// to the emitter, which sends the finished values before the call, and
-// posts it for a worker, which takes the values after it. Armed for one
-// chunk at a time, by the stage's goroutine.
+// hedge watches the chunk a dispatcher works on: a timer checks every
+// hedgeAfter whether the dispatcher claimed another value since the check
+// before, and when it did not (a call is blocked) hands the chunk to the
+// emitter, which sends the finished values before the call, posts it for
+// a worker, which takes the values after it, and starts a dispatcher that
+// takes the input over (pool_intake.go). Armed for one chunk at a time,
+// by the dispatcher taking the input.
 type hedge[In, Out any] struct {
-	p  *workerPool[In, Out]
-	mu sync.Mutex
-	// pc is the chunk being worked on (pc.c is nil when none). The chunk
-	// is not recycled before disarm: the stage's goroutine holds a
+	p   *workerPool[In, Out]
+	ctx context.Context // the pool's
+	mu  sync.Mutex
+	// owner is the dispatcher whose chunk pc is watched (nil when none).
+	// The chunk is not recycled before the owner disarmed: it holds a
 	// reference to it until then.
-	pc     piece[In, Out]
-	seen   uint32 // pc's next unclaimed index at the previous check
-	handed bool   // pc went to the emitter
-	t      *time.Timer
+	owner *dispatcher
+	pc    piece[In, Out]
+	seen  uint32 // pc's next unclaimed index at the previous check
+	t     *time.Timer
 }
 
-func (h *hedge[In, Out]) init(p *workerPool[In, Out]) {
-	h.p = p
+func (h *hedge[In, Out]) init(ctx context.Context, p *workerPool[In, Out]) {
+	h.p, h.ctx = p, ctx
 	h.t = time.AfterFunc(time.Hour, h.check)
 	h.t.Stop()
 }
 
 // unseen is a claim index no chunk reaches: the first check after arm
-// only notes where the goroutine is, so that a check due for the chunk
+// only notes where the dispatcher is, so that a check due for the chunk
 // before, running late, never takes a chunk just armed for a blocked one.
 const unseen = ^uint32(0)
 
-// arm starts watching pc.
-func (h *hedge[In, Out]) arm(pc piece[In, Out]) {
+// arm starts watching pc, the chunk of d.
+func (h *hedge[In, Out]) arm(d *dispatcher, pc piece[In, Out]) {
 	h.mu.Lock()
-	h.pc, h.seen, h.handed = pc, unseen, false
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	h.owner, h.pc, h.seen = d, pc, unseen
+	d.handed = false
 	h.t.Reset(hedgeAfter)
 }
 
-// disarm stops watching and reports whether the chunk went to the
-// emitter; nothing is posted for the chunk afterwards.
-func (h *hedge[In, Out]) disarm() bool {
+// disarm stops watching the chunk of d, if it is still watched, and
+// reports whether the chunk went to the emitter and whether d was
+// relieved; nothing is posted for the chunk afterwards. (Once d's chunk
+// went to the emitter and was emitted, its relief may have armed the
+// hedge for a chunk of its own already.)
+func (h *hedge[In, Out]) disarm(d *dispatcher) (handed, relieved bool) {
 	h.mu.Lock()
-	handed := h.handed
-	h.pc, h.handed = piece[In, Out]{}, false
-	h.mu.Unlock()
-	h.t.Stop()
-	return handed
+	defer h.mu.Unlock()
+	if h.owner == d {
+		h.owner, h.pc = nil, piece[In, Out]{}
+		h.t.Stop()
+	}
+	return d.handed, d.relieved
 }
 
 // stop disarms the hedge for good (the stage is ending).
 func (h *hedge[In, Out]) stop() {
-	if h.t != nil {
-		h.disarm()
-	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.owner, h.pc = nil, piece[In, Out]{}
+	h.t.Stop()
 }
 
 // handOver gives the watched chunk to the emitter, unless it went
-// already: the first of the stage's goroutine and the timer to call it
-// does. The stage's goroutine keeps a reference to it. The emitter has
-// no chunk queued while a chunk is watched (inline runs only then), so
-// the send does not block.
+// already: the first of its dispatcher and the timer to call it does. The
+// dispatcher keeps a reference to it. The emitter has no chunk queued
+// while a chunk is watched (inline runs only then), so the send does not
+// block.
 func (h *hedge[In, Out]) handOver() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -169,24 +183,26 @@ func (h *hedge[In, Out]) handOver() {
 }
 
 func (h *hedge[In, Out]) handOverLocked() {
-	if h.handed || h.pc.c == nil {
+	if h.owner == nil || h.owner.handed {
 		return
 	}
-	h.handed = true
+	h.owner.handed = true
 	h.pc.c.refs.Store(2)
 	h.p.outstanding.Add(1)
 	h.p.ordered <- h.pc.c
 }
 
 // check runs on the timer's goroutine: when no value was claimed since
-// the previous check and values are left, it hands the chunk to the
-// emitter and posts it for a worker; otherwise it checks again after
+// the previous check, a call blocks: it hands the chunk to the emitter,
+// posts it for a worker if values are left, and has a relief dispatcher
+// take the input over (or checks again after hedgeAfter while the crew
+// has no room for the blocked one). Otherwise it checks again after
 // hedgeAfter.
 func (h *hedge[In, Out]) check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pc := h.pc
-	if pc.c == nil {
+	if h.owner == nil {
 		return
 	}
 	next := uint32(pc.c.claim.Load())
@@ -198,5 +214,8 @@ func (h *hedge[In, Out]) check() {
 	h.handOverLocked()
 	if int(next) < pc.n {
 		h.p.help(pc, 0, h.p.queues[0])
+	}
+	if !h.owner.relieved && !h.p.relieveLocked(h.ctx, h.owner) {
+		h.t.Reset(hedgeAfter)
 	}
 }
