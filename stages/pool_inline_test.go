@@ -249,3 +249,48 @@ func TestPoolFailureOnThePoolsGoroutine(t *testing.T) {
 		})
 	})
 }
+
+// While a call blocks on the goroutine that took the pool's input, and
+// another goroutine has taken the input over, the blocked call counts as
+// one of the pool's workers: the chunks after it get workers-1 calls at
+// once until it returns.
+func TestPoolReliefKeepsTheWorkersLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, n = 2, 20
+		var running, peak atomic.Int32
+		blocked, release := make(chan struct{}), make(chan struct{})
+		h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+			return stages.Discard(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (int64, error) {
+				if r.Offset < n {
+					return r.Offset, nil
+				}
+				cur := running.Add(1)
+				for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
+				}
+				if r.Offset == n {
+					close(blocked)
+				}
+				<-release
+				running.Add(-1)
+				return r.Offset, nil
+			}))
+		})
+		h.Assign("t", 0)
+		h.Send("t", 0, testkit.Values(n)...)
+		h.WaitCommitted("t", 0, n)
+		h.Send("t", 0, testkit.Values(n + 1)[n:]...) // blocks on the pool's goroutine
+		<-blocked
+		time.Sleep(3 * time.Millisecond) // the relief takes the input over
+		h.Send("t", 0, testkit.Values(n + 10)[n+1:]...)
+		time.Sleep(3 * time.Millisecond)
+		synctest.Wait()
+		if got := running.Load(); got != workers {
+			t.Errorf("%d calls running with every call blocked, want %d", got, workers)
+		}
+		close(release)
+		h.WaitCommitted("t", 0, n+10)
+		if got := peak.Load(); got != workers {
+			t.Fatalf("at most %d calls ran at once, want %d", got, workers)
+		}
+	})
+}
