@@ -83,11 +83,12 @@ func (c *crew) leave(w *worker, empty func() bool) bool {
 
 // enlist counts a goroutine that is not one of the crew's (a dispatcher
 // whose call blocks, pool_intake.go) among queue q's workers, unless
-// limit run already: then it reports false.
+// limit run already or the pool's context is done (then no goroutine
+// should start for it): then it reports false.
 func (c *crew) enlist(q int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running[q] >= c.limit {
+	if c.running[q] >= c.limit || c.ctx.Err() != nil {
 		return false
 	}
 	c.running[q]++

@@ -37,7 +37,7 @@ func TestPoolHedgeLeavesAChunkReusedByAnotherPoolAlone(t *testing.T) {
 	y.hedge.init(context.Background(), y)
 	y.hedge.arm(d, piece[in, int]{c: c, gen: uint32(c.claim.Load() >> 32), n: len(items)})
 	y.hedge.t.Stop()
-	y.hedge.handOver()
+	y.hedge.handOver(d)
 	if got := <-y.ordered; got != c {
 		t.Fatal("the hand-over queued another chunk")
 	}

@@ -63,7 +63,7 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 		own++
 		if !handed && c.errs[i] != nil {
 			handed = true
-			p.hedge.handOver()
+			p.hedge.handOver(d)
 		}
 		if slow {
 			continue
@@ -80,7 +80,7 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 			continue
 		}
 		slow, handed = true, true
-		p.hedge.handOver()
+		p.hedge.handOver(d)
 		if i+1 < n {
 			p.help(pc, 0, p.queues[0])
 		}
@@ -171,15 +171,17 @@ func (h *hedge[In, Out]) stop() {
 	h.t.Stop()
 }
 
-// handOver gives the watched chunk to the emitter, unless it went
-// already: the first of its dispatcher and the timer to call it does. The
-// dispatcher keeps a reference to it. The emitter has no chunk queued
-// while a chunk is watched (inline runs only then), so the send does not
-// block.
-func (h *hedge[In, Out]) handOver() {
+// handOver gives the chunk of d to the emitter, unless it went already
+// (the first of d and the timer to call it does) or is no longer watched
+// (d was relieved, and its relief armed the hedge for a chunk of its
+// own). d keeps a reference to it. The emitter has no chunk queued while
+// a chunk is watched (inline runs only then), so the send does not block.
+func (h *hedge[In, Out]) handOver(d *dispatcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.handOverLocked()
+	if h.owner == d {
+		h.handOverLocked()
+	}
 }
 
 func (h *hedge[In, Out]) handOverLocked() {

@@ -49,7 +49,7 @@ func TestPoolRelievedDispatcherLeavesTheReliefsChunkAlone(t *testing.T) {
 
 	// The relieved dispatcher finds its call was slow and hands "its"
 	// chunk over, as inline does.
-	p.hedge.handOver()
+	p.hedge.handOver(blocked)
 
 	handed, _ := p.hedge.disarm(relief)
 	if handed || len(p.ordered) != 0 || p.outstanding.Load() != 0 {
