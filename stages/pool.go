@@ -22,24 +22,27 @@ import (
 //
 // workers is a limit per partition: each partition's graph has its own
 // pool, so a consumer owning n partitions makes up to n*workers calls at
-// once. Workers are goroutines started as values arrive (one more while a
-// chunk has values no worker took, up to workers) that leave once
-// nothing is queued, so a partition whose pool is idle holds none. For a
-// limit across the consumer give a [Limiter] as an option (and [LockKey]
-// for one call at a time per key across the consumer).
+// once. Workers are goroutines started as slow calls need them (one more
+// while a chunk has values no worker took, up to workers) that leave once
+// nothing is queued, so a partition whose pool is idle, or whose calls
+// are fast, holds none. For a limit across the consumer give a [Limiter]
+// as an option (and [LockKey] for one call at a time per key across the
+// consumer).
 //
-// While calls are fast (under 5 µs each) and nothing waits to be
-// emitted, the pool makes them on its own goroutine, one after another,
-// and hands no value to a worker: handing a value over and back costs
-// more than such a call. The workers join when the calls turn slow (one
-// call, or a few on average, took longer than that), when one call has
-// run for 1 to 2 ms, and at the first failed value: the values finished
-// before a blocked call are then passed on (and commit), the values after
-// it in its chunk go to the workers, another goroutine takes the next
-// chunks in (a blocked call, or a retry's backoff, holds back no input),
-// and the pool still makes at most workers calls at once, the blocked
-// one included. The next chunks go to the workers until their calls are
-// fast again. PoolByKey always hands values to its workers.
+// While calls are fast (under 5 µs each, on average over groups of up to
+// 32) and nothing waits to be emitted, the pool makes them on the
+// goroutine taking its input, one after another, and hands no value to a
+// worker: handing a value over and back costs more than such a call. At
+// the first failed value the chunk goes to the emitter, so that the
+// failure is handled as soon as the values before it are. Once the calls
+// turn slow the rest of the chunk goes to the workers and the next
+// chunks too, until their calls are fast again. A call that runs for 1 to
+// 2 ms (blocked, or waiting for a retry's backoff) has the values
+// finished before it passed on (they commit), the values after it go to
+// the workers (unless workers is 1), and another goroutine takes the input
+// over, so that it holds back no input; the pool still makes at most
+// workers calls at once, the blocked one included. PoolByKey always hands
+// values to its workers.
 func Pool[In, Out any](in pipeline.Stream[In], workers int, fn func(context.Context, In) (Out, error), opts ...CallOption) pipeline.Stream[Out] {
 	cs := specOf("Pool", opts)
 	return pool(in, cs, "Pool", workers, nil, fn)

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -15,16 +16,16 @@ import (
 // microsecond. So while the calls are fast (under fastCall each, as
 // measured by that goroutine or by the workers) and the emitter has
 // nothing left to emit, the goroutine claims the chunk's values itself,
-// one at a time, and emits the chunk. The chunk goes to the emitter, and
-// the goroutine goes on as one of its workers, at the first failed value
-// and as soon as the calls turn slow: a group of calls that took longer
-// than their share of fastCall also posts the chunk for a worker, and a
-// single call still running after hedgeAfter has the hedge post it and
-// start a relief. Each worker that joins posts it again, as in the
-// workers' path, so a slow chunk keeps every worker busy, and the
-// following chunks go to the workers until their calls are fast again.
-// Either the goroutine emits the whole chunk or the emitter does, after
-// everything emitted before it.
+// one at a time, and emits the chunk. At the first failed value the chunk
+// goes to the emitter and the goroutine goes on as one of its workers.
+// When a group of calls took longer than its share of fastCall, the chunk
+// goes to the emitter, a worker takes the goroutine's place (each worker
+// that joins posts the chunk again, as in the workers' path) and the
+// goroutine goes back to the input; the following chunks go to the
+// workers until their calls are fast again. When one call runs for one to
+// two hedgeAfter, the hedge hands the chunk over, posts it for a worker
+// and starts a relief that takes the input. Either the goroutine emits
+// the whole chunk or the emitter does, after everything emitted before.
 
 const (
 	// fastCall is the longest call the pool's own goroutine keeps
@@ -40,13 +41,13 @@ const (
 )
 
 // inline makes the calls of c on dispatcher d and emits it. At the first
-// failed value, once the calls turn slow, or when the hedge finds a call
-// blocked, c goes to the emitter (which has nothing before it) and d goes
-// on claiming values as one of c's workers: the emitter sends the
-// finished values before a blocked call (so they commit), a failure as
-// soon as the values before it, and its failure stops the calls as in
-// the workers' path; slow calls also post c for a worker. A d the hedge
-// relieved (pool_intake.go) stops taking input once done with c.
+// failed value c goes to the emitter (which has nothing before it), so
+// that the failure is emitted as soon as the values before it, and d goes
+// on claiming values as one of c's workers. Once the calls turn slow, c
+// goes to the emitter and d leaves the rest to the workers and goes back
+// to the input, as the workers' path does; so does a d the hedge relieved
+// (pool_intake.go) once its blocked call returned, and it then stops
+// taking input.
 func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *poolChunk[In, Out]) error {
 	n := len(c.items)
 	pc := piece[In, Out]{c: c, gen: uint32(c.claim.Load() >> 32), n: n}
@@ -60,13 +61,14 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 			break
 		}
 		p.compute(ctx, d.probe, c, i)
+		d.calls.Add(1)
 		own++
+		if (slow || d.relieved.Load()) && p.leave(pc) {
+			break
+		}
 		if !handed && c.errs[i] != nil {
 			handed = true
 			p.hedge.handOver(d)
-		}
-		if slow {
-			continue
 		}
 		// The clock is read after 1, 2, 4, ... maxGroup calls, then
 		// every maxGroup: a slow function is noticed after its first
@@ -79,10 +81,10 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 			group, calls, size = now, 0, min(2*size, maxGroup)
 			continue
 		}
-		slow, handed = true, true
+		slow, calls, size = true, 0, math.MaxInt
 		p.hedge.handOver(d)
-		if i+1 < n {
-			p.help(pc, 0, p.queues[0])
+		if p.leave(pc) {
+			break
 		}
 	}
 	handed, relieved := p.hedge.disarm(d)
@@ -108,6 +110,24 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 	return nil
 }
 
+// leave reports whether the dispatcher may stop claiming values of pc's
+// chunk (which went to the emitter): when none is left unclaimed, or once
+// the chunk is posted for a worker that takes its place (the chunk's
+// count of helpers stays as it is). With the workers' queue full it
+// reports false, and the dispatcher goes on claiming.
+func (p *workerPool[In, Out]) leave(pc piece[In, Out]) bool {
+	if int(uint32(pc.c.claim.Load())) >= pc.n {
+		return true
+	}
+	select {
+	case p.queues[0] <- pc:
+		p.crew.posted(0)
+		return true
+	default:
+		return false
+	}
+}
+
 // hedge watches the chunk a dispatcher works on: a timer checks every
 // hedgeAfter whether the dispatcher claimed another value since the check
 // before, and when it did not (a call is blocked) hands the chunk to the
@@ -124,7 +144,7 @@ type hedge[In, Out any] struct {
 	// reference to it until then.
 	owner *dispatcher
 	pc    piece[In, Out]
-	seen  uint32 // pc's next unclaimed index at the previous check
+	seen  uint32 // the owner's calls at the previous check
 	t     *time.Timer
 }
 
@@ -134,8 +154,8 @@ func (h *hedge[In, Out]) init(ctx context.Context, p *workerPool[In, Out]) {
 	h.t.Stop()
 }
 
-// unseen is a claim index no chunk reaches: the first check after arm
-// only notes where the dispatcher is, so that a check due for the chunk
+// unseen is a count of calls the hedge never reads: the first check after
+// arm only notes the owner's calls, so that a check due for the chunk
 // before, running late, never takes a chunk just armed for a blocked one.
 const unseen = ^uint32(0)
 
@@ -160,7 +180,7 @@ func (h *hedge[In, Out]) disarm(d *dispatcher) (handed, relieved bool) {
 		h.owner, h.pc = nil, piece[In, Out]{}
 		h.t.Stop()
 	}
-	return d.handed, d.relieved
+	return d.handed, d.relieved.Load()
 }
 
 // stop disarms the hedge for good (the stage is ending).
@@ -194,12 +214,12 @@ func (h *hedge[In, Out]) handOverLocked() {
 	h.p.ordered <- h.pc.c
 }
 
-// check runs on the timer's goroutine: when no value was claimed since
-// the previous check, a call blocks: it hands the chunk to the emitter,
-// posts it for a worker if values are left, and has a relief dispatcher
-// take the input over (or checks again after hedgeAfter while the crew
-// has no room for the blocked one). Otherwise it checks again after
-// hedgeAfter.
+// check runs on the timer's goroutine: when the owner made no call since
+// the previous check, a call of it blocks: it hands the chunk to the
+// emitter, posts it for a worker if values are left, and has a relief
+// dispatcher take the input over (or checks again after hedgeAfter while
+// the crew has no room for the blocked one). Otherwise it checks again
+// after hedgeAfter.
 func (h *hedge[In, Out]) check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -207,17 +227,16 @@ func (h *hedge[In, Out]) check() {
 	if h.owner == nil {
 		return
 	}
-	next := uint32(pc.c.claim.Load())
-	if next != h.seen {
-		h.seen = next
+	if calls := h.owner.calls.Load(); calls != h.seen {
+		h.seen = calls
 		h.t.Reset(hedgeAfter)
 		return
 	}
 	h.handOverLocked()
-	if int(next) < pc.n {
+	if int(uint32(pc.c.claim.Load())) < pc.n {
 		h.p.help(pc, 0, h.p.queues[0])
 	}
-	if !h.owner.relieved && !h.p.relieveLocked(h.ctx, h.owner) {
+	if !h.owner.relieved.Load() && !h.p.relieveLocked(h.ctx, h.owner) {
 		h.t.Reset(hedgeAfter)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/pipeline/stagekit"
 )
@@ -27,9 +28,14 @@ import (
 // dispatcher is a goroutine taking the pool's input.
 type dispatcher struct {
 	probe *stagekit.Probe // the probe of its calls
-	// Guarded by the hedge's mutex:
-	handed   bool // the chunk it works on went to the emitter
-	relieved bool // another dispatcher takes the input from now on
+	// calls counts the calls it made on its chunks: the hedge reads it
+	// to tell whether this goroutine is blocked in one (the chunk's claim
+	// counter also moves when workers claim its values).
+	calls atomic.Uint32
+	// relieved is set once another dispatcher takes the input (it is
+	// read after each call, without the hedge's mutex).
+	relieved atomic.Bool
+	handed   bool // the chunk it works on went to the emitter; guarded by the hedge's mutex
 }
 
 // errRelieved ends the input loop of a dispatcher that was relieved.
@@ -52,7 +58,7 @@ func (p *workerPool[In, Out]) relieveLocked(ctx context.Context, blocked *dispat
 	if !p.crew.enlist(0) {
 		return false
 	}
-	blocked.relieved = true
+	blocked.relieved.Store(true)
 	d := &dispatcher{probe: p.spareProbeLocked()}
 	p.relief.Add(1)
 	go func() {

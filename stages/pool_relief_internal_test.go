@@ -36,7 +36,7 @@ func TestPoolRelievedDispatcherLeavesTheReliefsChunkAlone(t *testing.T) {
 	}
 	p.hedge.mu.Lock()
 	p.hedge.handOverLocked()
-	blocked.relieved = true
+	blocked.relieved.Store(true)
 	p.hedge.mu.Unlock()
 
 	// The call returns; the emitter emits a; the relief takes the next
