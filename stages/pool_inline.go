@@ -113,7 +113,11 @@ func (p *workerPool[In, Out]) inline(ctx context.Context, d *dispatcher, c *pool
 // leave reports whether the dispatcher may stop claiming values of pc's
 // chunk (which went to the emitter): when none is left unclaimed, or once
 // the chunk is posted for a worker that takes its place (the chunk's
-// count of helpers stays as it is). With the workers' queue full it
+// count of helpers stays as it is) and, room and the workers limit
+// permitting, for one more: the dispatcher goes back to the input and may
+// fill the queue with the next chunks' pieces before the first worker
+// claimed a value, and a worker that blocks on its first value could then
+// post no helper, holding every value after it. With the queue full it
 // reports false, and the dispatcher goes on claiming.
 func (p *workerPool[In, Out]) leave(pc piece[In, Out]) bool {
 	if int(uint32(pc.c.claim.Load())) >= pc.n {
@@ -122,10 +126,13 @@ func (p *workerPool[In, Out]) leave(pc piece[In, Out]) bool {
 	select {
 	case p.queues[0] <- pc:
 		p.crew.posted(0)
-		return true
 	default:
 		return false
 	}
+	if int(uint32(pc.c.claim.Load()))+1 < pc.n {
+		p.help(pc, 0, p.queues[0])
+	}
+	return true
 }
 
 // hedge watches the chunk a dispatcher works on: a timer checks every
@@ -145,6 +152,7 @@ type hedge[In, Out any] struct {
 	owner *dispatcher
 	pc    piece[In, Out]
 	seen  uint32 // the owner's calls at the previous check
+	noted bool   // seen holds a count for the chunk watched
 	t     *time.Timer
 }
 
@@ -154,16 +162,14 @@ func (h *hedge[In, Out]) init(ctx context.Context, p *workerPool[In, Out]) {
 	h.t.Stop()
 }
 
-// unseen is a count of calls the hedge never reads: the first check after
-// arm only notes the owner's calls, so that a check due for the chunk
-// before, running late, never takes a chunk just armed for a blocked one.
-const unseen = ^uint32(0)
-
 // arm starts watching pc, the chunk of d.
 func (h *hedge[In, Out]) arm(d *dispatcher, pc piece[In, Out]) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.owner, h.pc, h.seen = d, pc, unseen
+	// The first check only notes the owner's calls, so that a check due
+	// for the chunk before, running late, never takes a chunk just armed
+	// for a blocked one.
+	h.owner, h.pc, h.noted = d, pc, false
 	d.handed = false
 	h.t.Reset(hedgeAfter)
 }
@@ -227,8 +233,8 @@ func (h *hedge[In, Out]) check() {
 	if h.owner == nil {
 		return
 	}
-	if calls := h.owner.calls.Load(); calls != h.seen {
-		h.seen = calls
+	if calls := h.owner.calls.Load(); !h.noted || calls != h.seen {
+		h.seen, h.noted = calls, true
 		h.t.Reset(hedgeAfter)
 		return
 	}

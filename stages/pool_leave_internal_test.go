@@ -8,13 +8,13 @@ import (
 )
 
 // The hedge's first check after arm only notes the dispatcher's count of
-// calls (seen starts at unseen), so that a dispatcher making calls is
-// never taken for a blocked one. The count is the dispatcher's calls
-// since it started, across chunks, in 32 bits: a dispatcher making fast
-// calls for a few minutes passes every value, unseen included. Here the
-// dispatcher's count is one short of it when the hedge is armed, and it
-// makes a call before the first check: that check must only note the
-// count, not hand the chunk over as if the call blocked.
+// calls, so that a dispatcher making calls is never taken for a blocked
+// one. The count is the dispatcher's calls since it started, across
+// chunks, in 32 bits: a dispatcher making fast calls for a few minutes
+// passes every value. Here the count is about to wrap when the hedge is
+// armed, and the dispatcher makes a call before the first check: that
+// check must only note the count, not hand the chunk over as if the call
+// blocked.
 func TestPoolHedgeFirstCheckNotesAnyCountOfCalls(t *testing.T) {
 	type in [6]int8 // a type of its own: free chunks no other test uses
 	p := &workerPool[in, int]{workers: 2, free: poolChunksOf[in, int]()}
@@ -26,7 +26,7 @@ func TestPoolHedgeFirstCheckNotesAnyCountOfCalls(t *testing.T) {
 	defer p.hedge.stop()
 	items := make([]stagekit.Item[in], 4)
 	d := &dispatcher{}
-	d.calls.Store(unseen - 1)
+	d.calls.Store(^uint32(0) - 1) // the count wraps
 
 	c := p.chunk(items)
 	pc := piece[in, int]{c: c, gen: uint32(c.claim.Load() >> 32), n: len(items)}
