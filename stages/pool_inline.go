@@ -136,7 +136,7 @@ func (p *workerPool[In, Out]) leave(pc piece[In, Out]) bool {
 }
 
 // hedge watches the chunk a dispatcher works on: a timer checks every
-// hedgeAfter whether the dispatcher claimed another value since the check
+// hedgeAfter whether the dispatcher made another call since the check
 // before, and when it did not (a call is blocked) hands the chunk to the
 // emitter, which sends the finished values before the call, posts it for
 // a worker, which takes the values after it, and starts a dispatcher that

@@ -15,7 +15,8 @@ import (
 // blocks, the pool's input would wait for it. So when the hedge finds a
 // call blocked it also starts another goroutine that takes the input over
 // (a relief dispatcher), and the blocked one, once its call returned,
-// finishes its chunk as one of the chunk's workers and stops taking input.
+// leaves the rest of its chunk to a worker (or finishes it, while the
+// workers' queue is full) and stops taking input.
 // A relief dispatcher may in turn be relieved the same way. The one taking
 // the input when it ends (closed, or the partition's context done) hands
 // its result to the stage's goroutine, which returns it.
