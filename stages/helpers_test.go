@@ -3,12 +3,15 @@ package stages_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
 )
@@ -126,4 +129,42 @@ func stopClean(t *testing.T, h *testkit.Harness) {
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deadLetterOffsets records, per partition, the offsets a Run
+// dead-lettered, in the order it did.
+type deadLetterOffsets struct {
+	mu sync.Mutex
+	m  map[int32][]int64
+}
+
+// option is the dead-letter destination that records them.
+func (d *deadLetterOffsets) option() pipeline.Option {
+	return pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.m == nil {
+			d.m = map[int32][]int64{}
+		}
+		d.m[dl.Record.Partition] = append(d.m[dl.Record.Partition], dl.Record.Offset)
+		return nil
+	})
+}
+
+// of returns the offsets dead-lettered from partition p.
+func (d *deadLetterOffsets) of(p int32) []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.m[p])
+}
+
+// assignPartitions assigns partitions 0 to n-1 of topic "t" and returns
+// them.
+func assignPartitions(h *testkit.Harness, n int) []int32 {
+	ps := make([]int32, n)
+	for i := range ps {
+		ps[i] = int32(i)
+	}
+	h.Assign("t", ps...)
+	return ps
 }

@@ -302,8 +302,7 @@ func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
 				}
 			}
 			inner := c.call(false, work)
-			var mu sync.Mutex
-			dead := map[int32][]int64{}
+			var dead deadLetterOffsets
 			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				return stages.Each(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
 					r, err := inner(ctx, r)
@@ -312,17 +311,8 @@ func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
 					}
 					return r, err
 				}), c.end)
-			}, pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
-				mu.Lock()
-				defer mu.Unlock()
-				dead[d.Record.Partition] = append(dead[d.Record.Partition], d.Record.Offset)
-				return nil
-			}))
-			ps := make([]int32, parts)
-			for i := range ps {
-				ps[i] = int32(i)
-			}
-			h.Assign("t", ps...)
+			}, dead.option())
+			ps := assignPartitions(h, parts)
 			sizes := []int{1, 1, 40, 3, 1, 130, 2, 33, 1, 64}
 			want := map[int32]int{}
 			var wg sync.WaitGroup
@@ -343,8 +333,6 @@ func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
 			stopClean(t, h)
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			mu.Lock()
-			defer mu.Unlock()
 			for _, p := range ps {
 				var wantEmitted, wantDead []int64
 				for o := range int64(want[p]) {
@@ -360,8 +348,8 @@ func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
 				if !slices.Equal(c.emitted[p], wantEmitted) {
 					t.Errorf("partition %d emitted %d values, want %d in order", p, len(c.emitted[p]), len(wantEmitted))
 				}
-				if !slices.Equal(dead[p], wantDead) {
-					t.Errorf("partition %d dead-lettered %v, want %v", p, dead[p], wantDead)
+				if !slices.Equal(dead.of(p), wantDead) {
+					t.Errorf("partition %d dead-lettered %v, want %v", p, dead.of(p), wantDead)
 				}
 			}
 		})

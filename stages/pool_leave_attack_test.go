@@ -178,22 +178,12 @@ func TestPoolLeavesAcrossPartitionsInRealTime(t *testing.T) {
 				}
 				return nil
 			}
-			var mu sync.Mutex
-			dead := map[int32][]int64{}
+			var dead deadLetterOffsets
 			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 				return stages.Each(stages.Pool(in, workers, c.call(work),
 					stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond, Max: time.Millisecond})), c.end)
-			}, pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
-				mu.Lock()
-				defer mu.Unlock()
-				dead[d.Record.Partition] = append(dead[d.Record.Partition], d.Record.Offset)
-				return nil
-			}))
-			ps := make([]int32, parts)
-			for i := range ps {
-				ps[i] = int32(i)
-			}
-			h.Assign("t", ps...)
+			}, dead.option())
+			ps := assignPartitions(h, parts)
 			want := map[int32]int{}
 			size := func(p int32, r int) int {
 				v := maphash.Comparable(seed, int64(p)<<32|int64(r))
@@ -221,8 +211,6 @@ func TestPoolLeavesAcrossPartitionsInRealTime(t *testing.T) {
 				h.WaitCommitted("t", p, int64(want[p]))
 			}
 			stopClean(t, h)
-			mu.Lock()
-			defer mu.Unlock()
 			for _, p := range ps {
 				var wantEmitted, wantDead []int64
 				for o := range int64(want[p]) {
@@ -233,8 +221,8 @@ func TestPoolLeavesAcrossPartitionsInRealTime(t *testing.T) {
 					}
 				}
 				c.checkEmitted(p, wantEmitted)
-				if !slices.Equal(dead[p], wantDead) {
-					t.Errorf("partition %d dead-lettered %v, want %v", p, dead[p], wantDead)
+				if !slices.Equal(dead.of(p), wantDead) {
+					t.Errorf("partition %d dead-lettered %v, want %v", p, dead.of(p), wantDead)
 				}
 				c.checkAttempts(p, want[p], func(o int64) int {
 					if paceOf(seed, o) == paceRetried {
