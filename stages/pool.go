@@ -102,11 +102,11 @@ type workerPool[In, Out any] struct {
 	quit     chan struct{} // closed when the emitter returned
 	out      *stagekit.Outlet[Out]
 
-	// The calls the stage's own goroutine makes (pool_inline.go).
+	// The calls the dispatcher taking the input makes (pool_inline.go).
 	// outstanding counts the chunks queued for the emitter and not yet
-	// emitted: while it is zero the stage's goroutine owns the output.
-	// fast says whether the latest calls measured took under fastCall
-	// each (set by the stage's goroutine and by the workers).
+	// emitted: while it is zero that dispatcher owns the output. fast
+	// says whether the latest calls measured took under fastCall each
+	// (set by the dispatchers and by the workers).
 	outstanding atomic.Int32
 	fast        atomic.Bool
 	hedge       hedge[In, Out]
@@ -136,8 +136,8 @@ type poolChunk[In, Out any] struct {
 	claim atomic.Uint64
 	// helpers counts the pieces posted for the chunk (unkeyed pools).
 	helpers atomic.Int32
-	// refs counts who still uses the chunk: the emitter, and the stage's
-	// goroutine too while it works on a chunk it handed to the emitter
+	// refs counts who still uses the chunk: the emitter, and the
+	// dispatcher too while it works on a chunk it handed to the emitter
 	// (pool_inline.go); the last to let go recycles it (release).
 	refs atomic.Int32
 	// byWorker[w] lists the values of worker w (keyed pools only).
@@ -280,9 +280,8 @@ func (p *workerPool[In, Out]) run(s *stagekit.Stage, inl *stagekit.Inlet[In], ou
 // fast and the emitter has nothing left to emit, d makes them itself
 // (pool_inline.go); otherwise it splits the chunk into pieces for the
 // workers and queues the chunk, in order, for the emitter. It returns an
-// error when the key function panicked or a value failed on d (ErrStop
-// when ctx ended or the emitter returned, errRelieved when d no longer
-// takes the input).
+// error when the key function panicked (ErrStop when ctx ended or the
+// emitter returned, errRelieved when d no longer takes the input).
 func (p *workerPool[In, Out]) dispatch(ctx context.Context, d *dispatcher, items []stagekit.Item[In]) error {
 	c := p.chunk(items)
 	if p.key == nil && p.outstanding.Load() == 0 && p.fast.Load() {

@@ -52,9 +52,10 @@ func (p *workerPool[In, Out]) takeInput(ctx context.Context, d *dispatcher) erro
 	})
 }
 
-// relieve starts a dispatcher that takes the input over from the owner of
-// the hedge, whose call blocks, unless the crew has its workers running
-// already (then it reports false). Called with the hedge's mutex held.
+// relieveLocked starts a dispatcher that takes the input over from the
+// owner of the hedge, whose call blocks, unless the crew has its workers
+// running already or the pool's context is done (then it reports false).
+// Called with the hedge's mutex held.
 func (p *workerPool[In, Out]) relieveLocked(ctx context.Context, blocked *dispatcher) bool {
 	if !p.crew.enlist(0) {
 		return false
