@@ -39,7 +39,7 @@ func bench(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{o.cpuprofile, o.memprofile} {
+	for _, d := range []string{o.cpuprofile, o.memprofile, o.trace} {
 		if d == "" {
 			continue
 		}
@@ -211,6 +211,9 @@ func (r *runner) measure(ctx context.Context, section, name string, round int, t
 	}
 	if r.o.memprofile != "" {
 		args = append(args, "-memprofile", filepath.Join(r.o.memprofile, tag+".heap"))
+	}
+	if r.o.trace != "" {
+		args = append(args, "-trace", filepath.Join(r.o.trace, tag+".trace"))
 	}
 	cpu0, cpuErr := procTreeCPU(r.brokerPID)
 	db0, dbErr := r.dbCPU()

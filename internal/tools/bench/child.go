@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ type runConfig struct {
 	budget     int64 // Sluice's in-flight byte budget; 0 keeps pipeline's default
 	cpuprofile string
 	memprofile string
+	trace      string
 	gauges     *gauges // where the case notes its peaks (set by measure)
 
 	pg          string             // DSN of the PostgreSQL cases' database
@@ -76,6 +78,7 @@ func runChild(args []string) int {
 	fs.IntVar(&cfg.l.valueSize, "value", 0, "value bytes per record")
 	fs.Int64Var(&cfg.budget, "budget", 0, "Sluice's in-flight byte budget (0: pipeline's default)")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&cfg.trace, "trace", "", "write an execution trace of the run to this file")
 	fs.StringVar(&cfg.pg, "pg", "", "DSN of the PostgreSQL database (PostgreSQL cases)")
 	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile to this file when the last record is done (graphs still running)")
 	if err := fs.Parse(args); err != nil {
@@ -115,7 +118,7 @@ func runChild(args []string) int {
 	return 0
 }
 
-// measure runs one case under the CPU profiler if asked and collects its
+// measure runs one case under the CPU profiler and the execution tracer if asked and collects its
 // Result.
 func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	res := Result{Case: cfg.name}
@@ -129,6 +132,17 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 			return res, err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.trace != "" {
+		f, err := os.Create(cfg.trace)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return res, err
+		}
+		defer trace.Stop()
 	}
 	tr := newTracker(cfg.l)
 	w := newWindow()

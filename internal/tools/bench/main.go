@@ -9,6 +9,7 @@
 //	go run ./internal/tools/bench -slow           # a 1 ms call per record through Pool(32), 64 partitions
 //	go run ./internal/tools/bench -cpuprofile /tmp/prof   # one CPU profile per case and run
 //	go run ./internal/tools/bench -memory -memprofile /tmp/prof   # one heap profile per run
+//	go run ./internal/tools/bench -cases sluice-franz-graph -runs 1 -trace /tmp/trace   # one execution trace per run
 //
 // The broker runs in a child process of this program ("bench broker"):
 // kfake in that process (-broker kfake, the default), or Apache Kafka in
@@ -77,7 +78,7 @@ const defaultMemoryBudget = 16 << 20
 type options struct {
 	records, partitions, value, runs int
 	cases                            []string
-	cpuprofile, memprofile           string
+	cpuprofile, memprofile, trace    string
 	budget                           int64
 	memory, noMemory                 bool
 	slow, noSlow                     bool
@@ -136,6 +137,7 @@ func parseFlags(args []string) (options, error) {
 	list := fs.String("cases", "all", "comma-separated cases: all, or some of "+strings.Join(caseOrder, ", "))
 	fs.StringVar(&o.memprofile, "memprofile", "", "directory for one heap profile per run, taken when its last record is done (<section>-<case>-p<partitions>-<run>.heap)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "directory for one CPU profile per run (<section>-<case>-p<partitions>-<run>.pprof, section speed or memory)")
+	fs.StringVar(&o.trace, "trace", "", "directory for one execution trace per run (<section>-<case>-p<partitions>-<run>.trace; go tool trace reads it)")
 	fs.Int64Var(&o.budget, "budget", 0, fmt.Sprintf("Sluice's in-flight byte budget, pipeline.WithMaxInFlightBytes (0: pipeline's default for the speed runs, %d MiB for the memory and slow runs)", defaultMemoryBudget>>20))
 	fs.BoolVar(&o.memory, "memory", false, "run only the memory section: graph (b) on each backend with 8 and 256 partitions")
 	fs.BoolVar(&o.noMemory, "no-memory", false, "skip the memory section")
