@@ -3,9 +3,6 @@ package stages_test
 import (
 	"context"
 	"errors"
-	"runtime"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,83 +272,4 @@ func TestPoolDrainTimeoutDuringACallOnItsGoroutine(t *testing.T) {
 		}
 		stopClean(t, h)
 	})
-}
-
-// Without synctest, on several partitions whose pools share their free
-// chunks, chunks flip between the pool's goroutine and the workers in
-// real time: some calls pass the hedge's millisecond, some are a few tens
-// of microseconds, some values are invalid (a failed value hands the chunk
-// over on the pool's goroutine), and chunks of one record come between
-// larger ones. Every value is called once, at most workers at once per
-// partition, every invalid value is dead-lettered once, the others are
-// emitted once and in order, and everything commits.
-func TestPoolHandOversAcrossPartitionsInRealTime(t *testing.T) {
-	for _, workers := range []int{1, 2, 3} {
-		t.Run(strconv.Itoa(workers), func(t *testing.T) {
-			const parts, rounds = 6, 5
-			c := newPoolCalls(t, workers)
-			invalid := func(o int64) bool { return o%13 == 4 }
-			work := func(r sluice.Record) {
-				switch {
-				case r.Offset%37 == 5:
-					time.Sleep(1200 * time.Microsecond)
-				case r.Offset%11 == 3:
-					time.Sleep(20 * time.Microsecond)
-				case r.Offset%3 == 0:
-					runtime.Gosched()
-				}
-			}
-			inner := c.call(false, work)
-			var dead deadLetterOffsets
-			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return stages.Each(stages.Pool(in, workers, func(ctx context.Context, r sluice.Record) (sluice.Record, error) {
-					r, err := inner(ctx, r)
-					if err == nil && invalid(r.Offset) {
-						return r, sluice.Invalid(errors.New("bad"))
-					}
-					return r, err
-				}), c.end)
-			}, dead.option())
-			ps := assignPartitions(h, parts)
-			sizes := []int{1, 1, 40, 3, 1, 130, 2, 33, 1, 64}
-			want := map[int32]int{}
-			var wg sync.WaitGroup
-			for _, p := range ps {
-				for r := range rounds * len(sizes) {
-					want[p] += sizes[(r+int(p))%len(sizes)]
-				}
-				wg.Go(func() {
-					for r := range rounds * len(sizes) {
-						h.Send("t", p, testkit.Values(sizes[(r+int(p))%len(sizes)])...)
-					}
-				})
-			}
-			wg.Wait()
-			for _, p := range ps {
-				h.WaitCommitted("t", p, int64(want[p]))
-			}
-			stopClean(t, h)
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			for _, p := range ps {
-				var wantEmitted, wantDead []int64
-				for o := range int64(want[p]) {
-					if invalid(o) {
-						wantDead = append(wantDead, o)
-					} else {
-						wantEmitted = append(wantEmitted, o)
-					}
-					if !c.called[p][o] {
-						t.Errorf("partition %d: offset %d never called", p, o)
-					}
-				}
-				if !slices.Equal(c.emitted[p], wantEmitted) {
-					t.Errorf("partition %d emitted %d values, want %d in order", p, len(c.emitted[p]), len(wantEmitted))
-				}
-				if !slices.Equal(dead.of(p), wantDead) {
-					t.Errorf("partition %d dead-lettered %v, want %v", p, dead.of(p), wantDead)
-				}
-			}
-		})
-	}
 }

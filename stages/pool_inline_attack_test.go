@@ -3,9 +3,7 @@ package stages_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,62 +158,6 @@ func TestPoolShareShutdownAcceptsTheValuesBeforeACallBlockedOnItsGoroutine(t *te
 		}
 		close(release)
 	})
-}
-
-// Without synctest, so that real schedules interleave the pool's
-// goroutine, the hedge's timer, the workers and the emitter: calls of
-// mixed paces (most fast, some a few tens of microseconds, some past the
-// hedge's millisecond) on several partitions whose pools share their free
-// chunks. Every value is called once, at most workers at once per
-// partition (the pool's goroutine counts), and emitted in order.
-func TestPoolInlineKeepsTheLimitsUnderMixedPaces(t *testing.T) {
-	for _, workers := range []int{1, 2, 3} {
-		t.Run(strconv.Itoa(workers), func(t *testing.T) {
-			const parts, rounds = 4, 6
-			c := newPoolCalls(t, workers)
-			work := func(r sluice.Record) {
-				switch {
-				case r.Offset%41 == 7:
-					time.Sleep(1500 * time.Microsecond) // the hedge posts the rest
-				case r.Offset%11 == 3:
-					time.Sleep(20 * time.Microsecond) // a slow group
-				case r.Offset%3 == 0:
-					runtime.Gosched()
-				}
-			}
-			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return stages.Each(stages.Pool(in, workers, c.call(false, work)), c.end)
-			})
-			ps := []int32{0, 1, 2, 3}
-			h.Assign("t", ps...)
-			sizes := []int{1, 7, 64, 3, 130, 2, 33}
-			var wg sync.WaitGroup
-			total := 0
-			for r := range rounds {
-				total += sizes[r%len(sizes)] + sizes[(r+3)%len(sizes)]
-			}
-			for _, p := range ps {
-				wg.Go(func() {
-					for r := range rounds {
-						h.Send("t", p, testkit.Values(sizes[(r+int(p))%len(sizes)])...)
-						h.Send("t", p, testkit.Values(sizes[(r+int(p)+3)%len(sizes)])...)
-					}
-				})
-			}
-			wg.Wait()
-			want := map[int32]int{}
-			for _, p := range ps {
-				for r := range rounds {
-					want[p] += sizes[(r+int(p))%len(sizes)] + sizes[(r+int(p)+3)%len(sizes)]
-				}
-				h.WaitCommitted("t", p, int64(want[p]))
-			}
-			for _, p := range ps {
-				c.checkEmitted(p, want[p])
-			}
-			stopClean(t, h)
-		})
-	}
 }
 
 // Transient errors retried on the pool's goroutine: each value is called

@@ -36,6 +36,28 @@ const (
 	paceInvalid      // dead-lettered
 )
 
+// call is a call of pace p, attempt k (from 1): it takes the pace's
+// time, or fails as the pace says.
+func (p pace) call(k int) error {
+	switch p {
+	case paceSlow:
+		time.Sleep(20 * time.Microsecond)
+	case paceSlower:
+		time.Sleep(300 * time.Microsecond)
+	case paceHedged:
+		time.Sleep(1500 * time.Microsecond)
+	case paceBlocked:
+		time.Sleep(4 * time.Millisecond)
+	case paceRetried:
+		if k == 1 {
+			return errors.New("try again")
+		}
+	case paceInvalid:
+		return sluice.Invalid(errors.New("bad"))
+	}
+	return nil
+}
+
 func paceOf(seed maphash.Seed, o int64) pace {
 	v := maphash.Comparable(seed, o) % 100
 	switch {
@@ -71,23 +93,7 @@ func TestPoolLeavesUnderMixedPacesKeepTheContract(t *testing.T) {
 					seed := maphash.MakeSeed()
 					c := newReliefCalls(t, workers)
 					work := func(_ context.Context, r sluice.Record, k int) error {
-						switch paceOf(seed, r.Offset) {
-						case paceSlow:
-							time.Sleep(20 * time.Microsecond)
-						case paceSlower:
-							time.Sleep(300 * time.Microsecond)
-						case paceHedged:
-							time.Sleep(1500 * time.Microsecond)
-						case paceBlocked:
-							time.Sleep(4 * time.Millisecond)
-						case paceRetried:
-							if k == 1 {
-								return errors.New("try again")
-							}
-						case paceInvalid:
-							return sluice.Invalid(errors.New("bad"))
-						}
-						return nil
+						return paceOf(seed, r.Offset).call(k)
 					}
 					var mu sync.Mutex
 					var dead []int64
@@ -143,95 +149,6 @@ func TestPoolLeavesUnderMixedPacesKeepTheContract(t *testing.T) {
 				})
 			})
 		}
-	}
-}
-
-// Without synctest, on 8 partitions: the mixed paces of
-// TestPoolLeavesUnderMixedPacesKeepTheContract in real time (a slow group
-// has the dispatcher leave its chunk, blocked calls have the hedge relieve
-// it, retries wait 1 ms), chunks of 1 to 40 records sent as fast as they
-// go or with gaps. Every value is called once (a retried one twice), at
-// most workers at once per partition, the valid ones are emitted once and
-// in order, the invalid ones dead-lettered once, and everything commits.
-func TestPoolLeavesAcrossPartitionsInRealTime(t *testing.T) {
-	for _, workers := range []int{1, 2, 4} {
-		t.Run(fmt.Sprint(workers), func(t *testing.T) {
-			const parts, rounds = 8, 60
-			seed := maphash.MakeSeed()
-			c := newReliefCalls(t, workers)
-			work := func(_ context.Context, r sluice.Record, k int) error {
-				switch paceOf(seed, r.Offset) {
-				case paceSlow:
-					time.Sleep(20 * time.Microsecond)
-				case paceSlower:
-					time.Sleep(300 * time.Microsecond)
-				case paceHedged:
-					time.Sleep(1500 * time.Microsecond)
-				case paceBlocked:
-					time.Sleep(3 * time.Millisecond)
-				case paceRetried:
-					if k == 1 {
-						return errors.New("try again")
-					}
-				case paceInvalid:
-					return sluice.Invalid(errors.New("bad"))
-				}
-				return nil
-			}
-			var dead deadLetterOffsets
-			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
-				return stages.Each(stages.Pool(in, workers, c.call(work),
-					stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond, Max: time.Millisecond})), c.end)
-			}, dead.option())
-			ps := assignPartitions(h, parts)
-			want := map[int32]int{}
-			size := func(p int32, r int) int {
-				v := maphash.Comparable(seed, int64(p)<<32|int64(r))
-				if v%3 == 0 {
-					return 1
-				}
-				return 1 + int(v%40)
-			}
-			var wg sync.WaitGroup
-			for _, p := range ps {
-				for r := range rounds {
-					want[p] += size(p, r)
-				}
-				wg.Go(func() {
-					for r := range rounds {
-						h.Send("t", p, testkit.Values(size(p, r))...)
-						if r%4 == int(p)%4 {
-							time.Sleep(time.Duration(r%3) * 700 * time.Microsecond)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			for _, p := range ps {
-				h.WaitCommitted("t", p, int64(want[p]))
-			}
-			stopClean(t, h)
-			for _, p := range ps {
-				var wantEmitted, wantDead []int64
-				for o := range int64(want[p]) {
-					if paceOf(seed, o) == paceInvalid {
-						wantDead = append(wantDead, o)
-					} else {
-						wantEmitted = append(wantEmitted, o)
-					}
-				}
-				c.checkEmitted(p, wantEmitted)
-				if !slices.Equal(dead.of(p), wantDead) {
-					t.Errorf("partition %d dead-lettered %v, want %v", p, dead.of(p), wantDead)
-				}
-				c.checkAttempts(p, want[p], func(o int64) int {
-					if paceOf(seed, o) == paceRetried {
-						return 2
-					}
-					return 1
-				})
-			}
-		})
 	}
 }
 
