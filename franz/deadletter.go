@@ -15,7 +15,10 @@ import (
 // when Run retries one, a call waits for the acknowledgement (or for Close
 // to give up on it). A delivery failure is returned and stops Run. What is
 // particular to kgo: a full buffer is waited out until the call's context
-// ends, and the failures marked sluice.Permanent (Run stops at once) are
+// ends or Close starts, ahead of the Produce stages of the same producer
+// (while a dead letter waits, the room a delivery frees goes to it, and
+// the stages find the buffer full), and the failures marked
+// sluice.Permanent (Run stops at once) are
 // a closed producer ([ErrClosed]), a message too large, an unknown topic,
 // an authorization failure and any broker error kgo does not retry; others
 // (a delivery that timed out) are retried under Run's retry policy. The

@@ -62,8 +62,12 @@ type Producer struct {
 	// buffer (SendChunk: reading buffered, finding what fits, counting it
 	// in): two receivers that read the same count would each take the
 	// room left, and one would wait in kgo's Produce for deliveries. The
-	// promise only ever frees room, without it.
+	// promise only ever frees room, without it (but to wake the dead
+	// letters waiting).
 	reserve sync.Mutex
+	// first is what the dead letters waiting for room take of the
+	// buffer (producer_first.go).
+	first firstRoom
 	// handing counts the SendChunk calls that reserved room and are still
 	// handing their records to kgo; handed is closed when it drops to
 	// zero while Close waits for it (handedOver). Both under reserve.
@@ -150,11 +154,16 @@ type client struct{ p *Producer }
 var errBufferFull = errors.New("franz: kgo's produce buffer is full")
 
 // Send hands o to kgo as SendChunk does a chunk of one (a copy of o, on
-// the stack: SendChunk keeps no reference to its chunk).
+// the stack: SendChunk keeps no reference to its chunk), except that it
+// waits for room while kgo's buffer is full, ahead of the Produce stages:
+// Send is the dead letters' path (a Produce stage hands its messages to
+// SendChunk), see producer_first.go.
 func (c client) Send(ctx context.Context, o *produce.Outgoing, reports chan produce.Event) error {
+	if err := c.p.usable(); err != nil {
+		return err
+	}
 	chunk := [1]produce.Outgoing{*o}
-	_, err := c.SendChunk(ctx, chunk[:], reports)
-	return err
+	return c.p.sendFirst(ctx, chunk[:], reports)
 }
 
 // SendChunk hands kgo the messages of os that fit in its buffer, in
@@ -196,6 +205,8 @@ func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
 	records, bytes := p.buffered.load()
+	// Room is left for the dead letters waiting (producer_first.go).
+	records, bytes = records+p.first.records, bytes+p.first.bytes
 	n, size := 0, int64(0)
 	for n < len(os) {
 		s := messageSize(&os[n].Message)

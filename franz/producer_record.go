@@ -88,6 +88,7 @@ func (p *Producer) reported(r *kgo.Record, err error) {
 		p.acknowledged()
 	}
 	p.buffered.add(-1, -or.size)
+	p.roomFreed()
 	or.err = err
 	or.reports <- or
 }
