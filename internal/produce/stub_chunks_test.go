@@ -53,6 +53,7 @@ func TestStageTestsWithAChunkSender(t *testing.T) {
 		{"CloseGivesUpOnOutstandingMessages", TestCloseGivesUpOnOutstandingMessages},
 		{"CloseWithReportsNeverDelivered", TestCloseWithReportsNeverDelivered},
 		{"CloseEndsAQueueFullWait", TestCloseEndsAQueueFullWait},
+		{"StagesHoldBackWhileADeadLetterWaits", TestStagesHoldBackWhileADeadLetterWaits},
 		{"LossEndsABlockedSend", TestLossEndsABlockedSend},
 		{"CloseEndsABlockedSend", TestCloseEndsABlockedSend},
 		{"StageCountReturnsToZeroOnEveryEnd", TestStageCountReturnsToZeroOnEveryEnd},
