@@ -16,8 +16,9 @@ import (
 // to give up on it). A delivery failure is returned and stops Run. What is
 // particular to kgo: a full buffer is waited out until the call's context
 // ends or Close starts, ahead of the Produce stages of the same producer
-// (while a dead letter waits, the room a delivery frees goes to it, and
-// the stages find the buffer full), and the failures marked
+// (while dead letters wait, in the order they came, the room a delivery
+// frees goes to them, and the stages find the buffer full; one larger
+// than kgo.MaxBufferedBytes fails at once), and the failures marked
 // sluice.Permanent (Run stops at once) are
 // a closed producer ([ErrClosed]), a message too large, an unknown topic,
 // an authorization failure and any broker error kgo does not retry; others

@@ -291,7 +291,8 @@ func (p *Producer) handedOver(ctx context.Context) bool {
 // full reports whether a record of size bytes would make kgo's Produce
 // wait for room while records records of bytes bytes are buffered. A
 // record larger than kgo.MaxBufferedBytes never fits: kgo fails it at
-// once (MESSAGE_TOO_LARGE), so it is not full's to wait. The counts are
+// once (MESSAGE_TOO_LARGE) before it looks at its buffer, so it is not
+// full's to wait, whatever is buffered. The counts are
 // those of the records SendChunk reserved and the promise did not report
 // yet (p.buffered): kgo's count of the same records
 // (BufferedProduceRecords, BufferedProduceBytes, each a lock of kgo's
@@ -300,10 +301,13 @@ func (p *Producer) handedOver(ctx context.Context) bool {
 // producer's client produces nothing but SendChunk's records (a transactional
 // producer's is the source's, which produces nothing).
 func (p *Producer) full(records, bytes, size int64) bool {
+	if p.maxBytes > 0 && size > p.maxBytes {
+		return false // kgo fails it before it counts its buffer
+	}
 	if p.maxRecords > 0 && records >= p.maxRecords {
 		return true
 	}
-	return p.maxBytes > 0 && size <= p.maxBytes && bytes+size > p.maxBytes
+	return p.maxBytes > 0 && bytes+size > p.maxBytes
 }
 
 // QueueFull: kgo's buffer is full (errBufferFull).

@@ -2,6 +2,7 @@ package franz
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/internal/produce"
@@ -14,30 +15,37 @@ import (
 // with the stages keeping the buffer full it would find the room taken
 // each time it looked, and the partition's commit would stay behind the
 // invalid record for as long as the stages had messages to send. So a
-// dead letter that finds the buffer full waits in Send, counted in
-// firstRoom: the stages' reservations leave room for it (reserveRoom
-// counts it as buffered), and a report that frees room while one waits
-// wakes it.
+// dead letter that finds the buffer full waits in Send, in line
+// (firstRoom): the stages' reservations leave room for every dead letter
+// in line (reserveRoom counts them as buffered), the dead letters go in
+// in the order they came, and a report that frees room while one waits
+// wakes them.
 
-// firstRoom is what the dead letters waiting for room take of kgo's
-// buffer: their records and bytes, and the channel a report closes when
-// it frees room (nil while nobody waits on it), under Producer.reserve;
-// waiting mirrors records for the promise, which reads it without the
-// lock.
+// firstRoom is the line of dead letters waiting for room in kgo's
+// buffer, oldest first, with their records and bytes, and the channel
+// closed when the one first in line may find room (a report freed some,
+// or the one before it left the line; nil while nobody waits on it); all
+// under Producer.reserve. waiting mirrors len(line) for the promise,
+// which reads it without the lock.
 type firstRoom struct {
+	line           []*firstWaiter
 	records, bytes int64
 	freed          chan struct{}
 	waiting        atomic.Int64
 }
 
-// sendFirst hands os (one message) to kgo once it fits in the buffer,
-// waiting ahead of the stages while it does not, until ctx ends or Close
-// starts (ErrClosed).
+// firstWaiter is one dead letter in line: its size as kgo counts it.
+type firstWaiter struct{ size int64 }
+
+// sendFirst hands os (one message) to kgo once it fits in the buffer and
+// the dead letters before it went in, waiting ahead of the stages while
+// it does not. When ctx ends first it returns errBufferFull, having taken
+// nothing (the caller's wait for a full buffer then returns ctx's cause);
+// once Close started, ErrClosed.
 func (p *Producer) sendFirst(ctx context.Context, os []produce.Outgoing, reports chan produce.Event) error {
-	size := messageSize(&os[0].Message)
-	waiting := false
+	w := &firstWaiter{size: messageSize(&os[0].Message)}
 	for {
-		freed, err := p.reserveFirst(size, &waiting)
+		freed, err := p.reserveFirst(w)
 		if err == nil {
 			p.handOver(os, reports)
 			return nil
@@ -48,80 +56,86 @@ func (p *Producer) sendFirst(ctx context.Context, os []produce.Outgoing, reports
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			p.stopWaiting(size, &waiting)
-			return context.Cause(ctx)
+			p.leaveLine(w)
+			return errBufferFull
 		case <-p.tr.ClosingContext().Done():
-			p.stopWaiting(size, &waiting)
+			p.leaveLine(w)
 			return p.tr.Names().ErrClosed
 		}
 	}
 }
 
-// reserveFirst counts a message of size bytes as buffered (and pending:
-// Tracker.Admit) when it fits, ahead of the stages; otherwise it returns
-// errBufferFull with the channel to wait on, the message counted among
-// the dead letters waiting (once: *waiting says whether it is).
-// ErrClosed once Close started.
-func (p *Producer) reserveFirst(size int64, waiting *bool) (<-chan struct{}, error) {
+// reserveFirst counts w's message as buffered (and pending:
+// Tracker.Admit) when it is first in line and fits; otherwise it returns
+// errBufferFull with the channel to wait on, w in line (it joins at the
+// end the first time). A message larger than kgo.MaxBufferedBytes goes to
+// kgo at once (full), which fails it. ErrClosed once Close started.
+func (p *Producer) reserveFirst(w *firstWaiter) (<-chan struct{}, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
 	if p.tr.Closing() {
-		p.leaveFirstLocked(size, waiting)
+		p.leaveLineLocked(w)
 		return nil, p.tr.Names().ErrClosed
 	}
-	// Counted as waiting before the buffer is read: a report that frees
-	// room after that read sees it waiting, and wakes it (roomFreed).
-	if !*waiting {
-		*waiting = true
+	// In line before the buffer is read: a report that frees room after
+	// that read sees it waiting, and wakes it (roomFreed).
+	if !slices.Contains(p.first.line, w) {
+		p.first.line = append(p.first.line, w)
 		p.first.records++
-		p.first.bytes += size
+		p.first.bytes += w.size
 		p.first.waiting.Add(1)
 	}
 	records, bytes := p.buffered.load()
-	if p.full(records, bytes, size) {
+	if p.first.line[0] != w || p.full(records, bytes, w.size) {
 		if p.first.freed == nil {
 			p.first.freed = make(chan struct{})
 		}
 		return p.first.freed, errBufferFull
 	}
-	p.leaveFirstLocked(size, waiting)
+	p.leaveLineLocked(w)
 	if err := p.tr.Admit(1); err != nil {
 		return nil, err
 	}
-	p.buffered.add(1, size)
+	p.buffered.add(1, w.size)
 	p.handing++
 	return nil, nil
 }
 
-// stopWaiting takes a dead letter that gives up out of the waiting ones.
-func (p *Producer) stopWaiting(size int64, waiting *bool) {
+// leaveLine takes a dead letter that gives up out of the line.
+func (p *Producer) leaveLine(w *firstWaiter) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
-	p.leaveFirstLocked(size, waiting)
+	p.leaveLineLocked(w)
 }
 
-// leaveFirstLocked takes a dead letter of size bytes out of the waiting
-// ones, if it is among them. Under reserve.
-func (p *Producer) leaveFirstLocked(size int64, waiting *bool) {
-	if !*waiting {
+// leaveLineLocked takes w out of the line, if it is in it, and wakes the
+// others: the one now first may fit. Under reserve.
+func (p *Producer) leaveLineLocked(w *firstWaiter) {
+	i := slices.Index(p.first.line, w)
+	if i < 0 {
 		return
 	}
-	*waiting = false
+	p.first.line = slices.Delete(p.first.line, i, i+1)
 	p.first.records--
-	p.first.bytes -= size
+	p.first.bytes -= w.size
 	p.first.waiting.Add(-1)
+	p.wakeLineLocked()
 }
 
-// roomFreed wakes the dead letters waiting for room; the promise calls
-// it after each report, once it freed the room of its record (a dead
-// letter counts itself waiting before it reads the buffer, so one of the
-// two sees the other).
+// roomFreed wakes the dead letters in line; the promise calls it after
+// each report, once it freed the room of its record (a dead letter joins
+// the line before it reads the buffer, so one of the two sees the other).
 func (p *Producer) roomFreed() {
 	if p.first.waiting.Load() == 0 {
 		return
 	}
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
+	p.wakeLineLocked()
+}
+
+// wakeLineLocked closes the channel the line waits on. Under reserve.
+func (p *Producer) wakeLineLocked() {
 	if p.first.freed != nil {
 		close(p.first.freed)
 		p.first.freed = nil

@@ -103,14 +103,16 @@ func TestDeadLetterGoesAheadOfTheStages(t *testing.T) {
 }
 
 // A dead letter that stops waiting (its context ended, or Close started)
-// leaves the room it kept to the stages, with the error saying why.
+// leaves the room it kept to the stages, having handed nothing over, with
+// the error saying why.
 func TestDeadLetterGivingUpLeavesTheRoom(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		stop func(t *testing.T, cancel context.CancelFunc, p *Producer)
 		want error
 	}{
-		{"context", func(_ *testing.T, cancel context.CancelFunc, _ *Producer) { cancel() }, context.Canceled},
+		// The caller's wait for a full buffer returns the context's cause.
+		{"context", func(_ *testing.T, cancel context.CancelFunc, _ *Producer) { cancel() }, errBufferFull},
 		{"Close", func(t *testing.T, _ context.CancelFunc, p *Producer) { closeGivingUp(t, p) }, ErrClosed},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -44,9 +44,11 @@ type Client interface {
 	// valid during the call (a stage reuses it for its next message):
 	// Send copies what it keeps. It may block while the
 	// library's buffer is full, until ctx ends or Close starts (then the
-	// report carries the failure); or it returns an error for which
-	// QueueFull is true, and the core waits for a report or a few
-	// milliseconds and sends again.
+	// report carries the failure, or, for a Send that waits for room
+	// before it hands anything over, it returns an error for which
+	// QueueFull is true, having taken nothing); or it returns an error
+	// for which QueueFull is true, and the core waits for a report or a
+	// few milliseconds and sends again.
 	Send(ctx context.Context, o *Outgoing, reports chan Event) error
 	// QueueFull reports whether err, returned by Send, means the
 	// library's buffer is full for now.
