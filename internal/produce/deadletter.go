@@ -216,19 +216,13 @@ func (d *deadLetterReport) outcome(err error) error {
 }
 
 // sendDeadLetter hands o to the client, waiting out a full queue until
-// ctx ends or Close starts, and meanwhile holding the Produce stages of
-// the producer back (deadletter_first.go). ctx goes to Send as it is:
-// librdkafka's Send refuses a full queue at once, and kgo's waits for room
-// itself, ahead of the stages, until ctx ends or Close starts (franz's
-// producer_first.go); a context merged with Close's for every dead
-// letter cost a tenth of the dead-letter path's CPU.
+// ctx ends or Close starts. ctx goes to Send as it is: librdkafka's Send
+// refuses a full queue at once, and kgo's waits for room itself (ahead of
+// the Produce stages, franz's producer_first.go) and, when ctx ends
+// first, says the queue is full having taken nothing; a context merged
+// with Close's for every dead letter cost a tenth of the dead-letter
+// path's CPU.
 func sendDeadLetter(ctx context.Context, c Client, tr *Tracker, o *Outgoing, report chan Event) error {
-	waiting := false
-	defer func() {
-		if waiting {
-			tr.deadLetters.Add(-1)
-		}
-	}()
 	for {
 		err := c.Send(ctx, o, report)
 		if err == nil {
@@ -236,11 +230,6 @@ func sendDeadLetter(ctx context.Context, c Client, tr *Tracker, o *Outgoing, rep
 		}
 		if !c.QueueFull(err) {
 			return c.Classify(fmt.Errorf("dead letter to %s: %w", o.Topic, err))
-		}
-		if !waiting {
-			// The stages hold back while it waits (deadletter_first.go).
-			waiting = true
-			tr.deadLetters.Add(1)
 		}
 		t := time.NewTimer(QueueFullWait)
 		select {

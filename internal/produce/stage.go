@@ -178,9 +178,6 @@ func (st *producing) flush(ctx, sendCtx context.Context) error {
 			}
 			continue
 		}
-		if ok, err := st.yieldToDeadLetters(ctx); !ok {
-			return err
-		}
 		part := b[:min(room, len(b))]
 		n, err := st.chunks.SendChunk(sendCtx, part, st.reports)
 		st.outstanding += n
@@ -231,9 +228,6 @@ func (st *producing) produce(ctx, sendCtx context.Context, m sluice.Message, t s
 		}
 	}
 	for {
-		if ok, err := st.yieldToDeadLetters(ctx); !ok {
-			return err
-		}
 		err := st.c.Send(sendCtx, o, st.reports)
 		if err == nil {
 			st.outstanding++

@@ -53,7 +53,6 @@ func TestStageTestsWithAChunkSender(t *testing.T) {
 		{"CloseGivesUpOnOutstandingMessages", TestCloseGivesUpOnOutstandingMessages},
 		{"CloseWithReportsNeverDelivered", TestCloseWithReportsNeverDelivered},
 		{"CloseEndsAQueueFullWait", TestCloseEndsAQueueFullWait},
-		{"StagesHoldBackWhileADeadLetterWaits", TestStagesHoldBackWhileADeadLetterWaits},
 		{"LossEndsABlockedSend", TestLossEndsABlockedSend},
 		{"CloseEndsABlockedSend", TestCloseEndsABlockedSend},
 		{"StageCountReturnsToZeroOnEveryEnd", TestStageCountReturnsToZeroOnEveryEnd},

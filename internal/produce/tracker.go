@@ -41,10 +41,6 @@ type Tracker struct {
 
 	// stages counts the Produce stages running on the producer.
 	stages atomic.Int64
-	// deadLetters counts the dead letters waiting for room in the
-	// library's buffer (sendDeadLetter); the stages send nothing while
-	// one does (deadletter_first.go).
-	deadLetters atomic.Int64
 
 	umu         sync.Mutex
 	undelivered []sluice.UndeliveredMessage // given up on by Close, as receivers read them

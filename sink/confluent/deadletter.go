@@ -8,9 +8,7 @@ import (
 // DeadLetter returns the destination to pass to pipeline.WithDeadLetter,
 // with the contract of sink.Producer.DeadLetter. What is particular to
 // librdkafka: a full producer queue is waited out until the call's
-// context ends or Close starts, tried again every 5 ms while the Produce
-// stages of the same producer send nothing (the room their deliveries
-// free is the dead letter's), and the failures marked sluice.Permanent
+// context ends or Close starts, and the failures marked sluice.Permanent
 // (Run stops at once) are the producer closed ([ErrClosed]) or failed
 // fatally, a message too large, an unknown topic, bad configuration or
 // credentials; others (a delivery that timed out after
