@@ -62,11 +62,11 @@ type Producer struct {
 	// buffer (SendChunk: reading buffered, finding what fits, counting it
 	// in): two receivers that read the same count would each take the
 	// room left, and one would wait in kgo's Produce for deliveries. The
-	// promise only ever frees room, without it (but to wake the dead
-	// letters waiting).
+	// promise only ever frees room, without it (it takes it only to
+	// wake the dead letters waiting, see first).
 	reserve sync.Mutex
-	// first is what the dead letters waiting for room take of the
-	// buffer (producer_first.go).
+	// first is the line of dead letters waiting for room, which the
+	// stages' reservations leave room for (producer_first.go).
 	first firstRoom
 	// handing counts the SendChunk calls that reserved room and are still
 	// handing their records to kgo; handed is closed when it drops to
