@@ -31,6 +31,7 @@ func roomProducer(t *testing.T, records, bytes int64, fill []produce.Outgoing) *
 		t.Fatal(err)
 	}
 	p.maxRecords, p.maxBytes = records, bytes
+	p.first.joined = make(chan struct{}, 100)
 	if len(fill) > 0 {
 		if n, err := (client{p}).SendChunk(context.Background(), fill, make(chan produce.Event, len(fill))); n != len(fill) || err != nil {
 			t.Fatalf("SendChunk of %d into an empty buffer = %d, %v", len(fill), n, err)
@@ -48,24 +49,35 @@ func sized(n, size int) []produce.Outgoing {
 	return os
 }
 
-// deadLetterOf starts a dead letter's Send of size bytes and waits until
-// it returned or counts among the dead letters waiting (waiting of them
-// in all); its error comes on the channel returned.
-func deadLetterOf(t *testing.T, ctx context.Context, p *Producer, size int, waiting int64) <-chan error {
+// deadLetterOf starts a dead letter's Send of size bytes and returns once
+// it went in (or failed) or joined the line of dead letters waiting; its
+// error comes on the channel returned.
+func deadLetterOf(t *testing.T, ctx context.Context, p *Producer, size int) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		o := produce.Outgoing{Topic: "dlq", Message: sluice.Message{Value: bytes.Repeat([]byte{'d'}, size)}}
 		done <- (client{p}).Send(ctx, &o, make(chan produce.Event, 1))
 	}()
-	deadline := time.Now().Add(testkit.WaitTimeout)
-	for p.first.waiting.Load() < waiting && len(done) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead letter of %d bytes neither went in nor waited", size)
-		}
-		time.Sleep(time.Millisecond) // polling the producer's count, with a deadline
+	select {
+	case err := <-done:
+		done <- err
+	case <-p.first.joined:
+	case <-time.After(testkit.WaitTimeout):
+		t.Fatalf("the dead letter of %d bytes neither went in nor waited", size)
 	}
 	return done
+}
+
+// waitJoined returns once a dead letter joined p's line of dead letters
+// waiting for room.
+func waitJoined(t *testing.T, p *Producer) {
+	t.Helper()
+	select {
+	case <-p.first.joined:
+	case <-time.After(testkit.WaitTimeout):
+		t.Fatal("the dead letter never waited for room")
+	}
 }
 
 // freeRoom does what a report does for a record of size bytes: the
@@ -82,7 +94,7 @@ func unfree(p *Producer, records, bytes int64) { p.buffered.add(records, bytes) 
 func firstCounts(p *Producer) (int64, int64) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
-	return p.first.records, p.first.bytes
+	return int64(len(p.first.line)), p.first.bytes
 }
 
 // A dead letter that waits for room until its context ends returns the
@@ -108,13 +120,7 @@ func TestDeadLetterWaitingForRoomReturnsTheContextsCause(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- p.DeadLetter("dlq")(ctx, dl) }()
-		deadline := time.Now().Add(testkit.WaitTimeout)
-		for p.first.waiting.Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the dead letter never waited for room")
-			}
-			time.Sleep(time.Millisecond) // polling the producer's count, with a deadline
-		}
+		waitJoined(t, p)
 		cancel(errDrain)
 		if err := <-done; err != errDrain {
 			t.Errorf("dead letter waiting for room until its context ended returned %q, want the context's cause %q", err, errDrain)
@@ -155,13 +161,13 @@ func TestWaitingDeadLetterIsNotPassedByLaterOnes(t *testing.T) {
 	// 100 bytes, as ten stage records of 10.
 	p := roomProducer(t, 0, 100, sized(10, 10))
 	defer closeGivingUp(t, p)
-	big := deadLetterOf(t, context.Background(), p, 60, 1)
+	big := deadLetterOf(t, context.Background(), p, 60)
 	freed, later, stageRefused := int64(0), 0, 0
 	for range 10 {
 		freeRoom(p, 10)
 		freed++
 		// Another partition's dead letter of 10 bytes.
-		small := deadLetterOf(t, context.Background(), p, 10, 2)
+		small := deadLetterOf(t, context.Background(), p, 10)
 		select {
 		case err := <-small:
 			if err != nil {
@@ -193,37 +199,26 @@ func TestDeadLettersWaitingTogetherEachGoInAheadOfTheStages(t *testing.T) {
 	p := roomProducer(t, 2, 0, sized(2, 1))
 	defer closeGivingUp(t, p)
 	var dones []<-chan error
-	for i := range 3 {
-		dones = append(dones, deadLetterOf(t, context.Background(), p, 4, int64(i+1)))
-	}
-	wentIn := func() int {
-		n := 0
-		for _, d := range dones {
-			if len(d) > 0 {
-				n++
-			}
-		}
-		return n
+	for range 3 {
+		dones = append(dones, deadLetterOf(t, context.Background(), p, 4))
 	}
 	for i := range 3 {
 		freeRoom(p, 1)
-		deadline := time.Now().Add(testkit.WaitTimeout)
-		for wentIn() < i+1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d dead letters went in after %d records of room were freed, want %d", wentIn(), i+1, i+1)
+		select {
+		case err := <-dones[i]:
+			if err != nil {
+				t.Errorf("dead letter %d's Send: %v", i, err)
 			}
-			time.Sleep(time.Millisecond) // polling the dead letters' results, with a deadline
+		case <-time.After(testkit.WaitTimeout):
+			t.Fatalf("dead letter %d did not go in after %d records of room were freed", i, i+1)
 		}
-		if got := wentIn(); got != i+1 {
-			t.Fatalf("%d dead letters went in after %d records of room were freed, want %d", got, i+1, i+1)
+		for _, d := range dones[i+1:] {
+			if len(d) > 0 {
+				t.Fatalf("a dead letter after the %d first went in with %d records of room freed", i+1, i+1)
+			}
 		}
 		if n, err := (client{p}).SendChunk(context.Background(), sized(1, 1), make(chan produce.Event, 1)); n != 0 || err != errBufferFull {
 			t.Fatalf("a stage's SendChunk with %d dead letters in and the buffer full = %d, %v; want 0, errBufferFull", i+1, n, err)
-		}
-	}
-	for _, d := range dones {
-		if err := <-d; err != nil {
-			t.Errorf("a dead letter's Send: %v", err)
 		}
 	}
 	if r, b := firstCounts(p); r != 0 || b != 0 || p.first.waiting.Load() != 0 {
@@ -243,8 +238,8 @@ func TestDeadLetterGivingUpAmongOthersLeavesOnlyItsRoom(t *testing.T) {
 	p := roomProducer(t, 2, 10, sized(2, 1))
 	defer closeGivingUp(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
-	leaving := deadLetterOf(t, ctx, p, 3, 1)
-	staying := deadLetterOf(t, context.Background(), p, 4, 2)
+	leaving := deadLetterOf(t, ctx, p, 3)
+	staying := deadLetterOf(t, context.Background(), p, 4)
 	cancel()
 	if err := <-leaving; err != errBufferFull {
 		t.Fatalf("the dead letter whose context ended returned %v, want errBufferFull (nothing taken: its caller returns the context's cause)", err)
@@ -274,7 +269,7 @@ func TestDeadLetterGivingUpAmongOthersLeavesOnlyItsRoom(t *testing.T) {
 func TestDeadLetterWaitingForBytesKeepsThemFromTheStages(t *testing.T) {
 	p := roomProducer(t, 0, 10, sized(10, 1))
 	defer closeGivingUp(t, p)
-	done := deadLetterOf(t, context.Background(), p, 4, 1)
+	done := deadLetterOf(t, context.Background(), p, 4)
 	for range 3 {
 		freeRoom(p, 1)
 	}
@@ -310,13 +305,7 @@ func TestCloseWhileADeadLetterWaitsAndTheStagesFindTheBufferFull(t *testing.T) {
 		rec := sluice.Record{Topic: "in", Offset: 3, Value: []byte("bad")}
 		dl <- p.DeadLetter("dlq")(context.Background(), sluice.DeadLetter{Record: rec, Stage: "decode", Err: errors.New("bad")})
 	}()
-	deadline := time.Now().Add(testkit.WaitTimeout)
-	for p.first.waiting.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the dead letter never waited for room")
-		}
-		time.Sleep(time.Millisecond) // polling the producer's count, with a deadline
-	}
+	waitJoined(t, p)
 	if n, err := (client{p}).SendChunk(context.Background(), sized(1, 1), make(chan produce.Event, 1)); n != 0 || err != errBufferFull {
 		t.Fatalf("a stage's SendChunk with the buffer full = %d, %v; want 0, errBufferFull", n, err)
 	}

@@ -206,7 +206,7 @@ func (p *Producer) reserveRoom(os []produce.Outgoing) (int, error) {
 	defer p.reserve.Unlock()
 	records, bytes := p.buffered.load()
 	// Room is left for the dead letters waiting (producer_first.go).
-	records, bytes = records+p.first.records, bytes+p.first.bytes
+	records, bytes = records+int64(len(p.first.line)), bytes+p.first.bytes
 	n, size := 0, int64(0)
 	for n < len(os) {
 		s := messageSize(&os[n].Message)

@@ -22,16 +22,19 @@ import (
 // wakes them.
 
 // firstRoom is the line of dead letters waiting for room in kgo's
-// buffer, oldest first, with their records and bytes, and the channel
+// buffer, oldest first, with the bytes of their messages, and the channel
 // closed when the one first in line may find room (a report freed some,
 // or the one before it left the line; nil while nobody waits on it); all
 // under Producer.reserve. waiting mirrors len(line) for the promise,
 // which reads it without the lock.
 type firstRoom struct {
-	line           []*firstWaiter
-	records, bytes int64
-	freed          chan struct{}
-	waiting        atomic.Int64
+	line    []*firstWaiter
+	bytes   int64
+	freed   chan struct{}
+	waiting atomic.Int64
+	// joined, nil but in tests, gets a value (without blocking) each
+	// time a dead letter joins the line.
+	joined chan struct{}
 }
 
 // firstWaiter is one dead letter in line: its size as kgo counts it.
@@ -43,9 +46,10 @@ type firstWaiter struct{ size int64 }
 // nothing (the caller's wait for a full buffer then returns ctx's cause);
 // once Close started, ErrClosed.
 func (p *Producer) sendFirst(ctx context.Context, os []produce.Outgoing, reports chan produce.Event) error {
-	w := &firstWaiter{size: messageSize(&os[0].Message)}
+	size := messageSize(&os[0].Message)
+	var w *firstWaiter // set once it joins the line
 	for {
-		freed, err := p.reserveFirst(w)
+		freed, err := p.reserveFirst(size, &w)
 		if err == nil {
 			p.handOver(os, reports)
 			return nil
@@ -65,40 +69,57 @@ func (p *Producer) sendFirst(ctx context.Context, os []produce.Outgoing, reports
 	}
 }
 
-// reserveFirst counts w's message as buffered (and pending:
-// Tracker.Admit) when it is first in line and fits; otherwise it returns
-// errBufferFull with the channel to wait on, w in line (it joins at the
-// end the first time). A message larger than kgo.MaxBufferedBytes goes to
-// kgo at once (full), which fails it. ErrClosed once Close started.
-func (p *Producer) reserveFirst(w *firstWaiter) (<-chan struct{}, error) {
+// reserveFirst counts a message of size bytes as buffered (and pending:
+// Tracker.Admit) when it fits and no dead letter waits before it (*w, the
+// message's place in line, is nil until it joins); otherwise it returns
+// errBufferFull with the channel to wait on, the message in line. A
+// message larger than kgo.MaxBufferedBytes goes to kgo at once (full),
+// which fails it. ErrClosed once Close started.
+func (p *Producer) reserveFirst(size int64, w **firstWaiter) (<-chan struct{}, error) {
 	p.reserve.Lock()
 	defer p.reserve.Unlock()
 	if p.tr.Closing() {
-		p.leaveLineLocked(w)
+		p.leaveLineLocked(*w)
 		return nil, p.tr.Names().ErrClosed
 	}
-	// In line before the buffer is read: a report that frees room after
-	// that read sees it waiting, and wakes it (roomFreed).
-	if !slices.Contains(p.first.line, w) {
-		p.first.line = append(p.first.line, w)
-		p.first.records++
-		p.first.bytes += w.size
-		p.first.waiting.Add(1)
-	}
 	records, bytes := p.buffered.load()
-	if p.first.line[0] != w || p.full(records, bytes, w.size) {
+	if *w == nil {
+		if len(p.first.line) == 0 && !p.full(records, bytes, size) {
+			return nil, p.reserveLocked(size)
+		}
+		// In line before the buffer is read again: a report that frees
+		// room after that read sees it waiting, and wakes it (roomFreed).
+		*w = &firstWaiter{size: size}
+		p.first.line = append(p.first.line, *w)
+		p.first.bytes += size
+		p.first.waiting.Add(1)
+		if p.first.joined != nil {
+			select {
+			case p.first.joined <- struct{}{}:
+			default:
+			}
+		}
+		records, bytes = p.buffered.load()
+	}
+	if p.first.line[0] != *w || p.full(records, bytes, size) {
 		if p.first.freed == nil {
 			p.first.freed = make(chan struct{})
 		}
 		return p.first.freed, errBufferFull
 	}
-	p.leaveLineLocked(w)
+	p.leaveLineLocked(*w)
+	return nil, p.reserveLocked(size)
+}
+
+// reserveLocked counts a message of size bytes as buffered and pending.
+// Under reserve.
+func (p *Producer) reserveLocked(size int64) error {
 	if err := p.tr.Admit(1); err != nil {
-		return nil, err
+		return err
 	}
-	p.buffered.add(1, w.size)
+	p.buffered.add(1, size)
 	p.handing++
-	return nil, nil
+	return nil
 }
 
 // leaveLine takes a dead letter that gives up out of the line.
@@ -108,15 +129,15 @@ func (p *Producer) leaveLine(w *firstWaiter) {
 	p.leaveLineLocked(w)
 }
 
-// leaveLineLocked takes w out of the line, if it is in it, and wakes the
-// others: the one now first may fit. Under reserve.
+// leaveLineLocked takes w out of the line, if it is in it (a nil w never
+// joined), and wakes the others: the one now first may fit. Under
+// reserve.
 func (p *Producer) leaveLineLocked(w *firstWaiter) {
 	i := slices.Index(p.first.line, w)
-	if i < 0 {
+	if w == nil || i < 0 {
 		return
 	}
 	p.first.line = slices.Delete(p.first.line, i, i+1)
-	p.first.records--
 	p.first.bytes -= w.size
 	p.first.waiting.Add(-1)
 	p.wakeLineLocked()

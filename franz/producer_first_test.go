@@ -6,62 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/produce"
 	"github.com/sluice-go/sluice/testkit"
 )
-
-// firstProducer returns a producer whose buffer holds two records by its
-// own count (kgo's holds more, and no broker answers: what kgo takes
-// stays buffered until Close gives up), filled by a stage's SendChunk.
-func firstProducer(t *testing.T) (*Producer, chan produce.Event) {
-	t.Helper()
-	p, err := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, CloseTimeout: 100 * time.Millisecond,
-		Opts: []kgo.Opt{kgo.MaxBufferedRecords(100)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.maxRecords = 2
-	reports := make(chan produce.Event, 10)
-	if n, err := (client{p}).SendChunk(context.Background(), outgoing(2), reports); n != 2 || err != nil {
-		t.Fatalf("SendChunk of 2 into an empty buffer of 2 = %d, %v", n, err)
-	}
-	return p, reports
-}
-
-func outgoing(n int) []produce.Outgoing {
-	os := make([]produce.Outgoing, n)
-	for i := range os {
-		os[i] = produce.Outgoing{Topic: "out", Message: sluice.Message{Value: []byte("v")}}
-	}
-	return os
-}
-
-// sendDeadLetter starts a dead letter's Send and waits until it waits for
-// room; its error comes on the channel returned.
-func sendDeadLetter(t *testing.T, ctx context.Context, p *Producer, reports chan produce.Event) <-chan error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		o := produce.Outgoing{Topic: "dlq", Message: sluice.Message{Value: []byte("dead")}}
-		done <- (client{p}).Send(ctx, &o, reports)
-	}()
-	deadline := time.Now().Add(testkit.WaitTimeout)
-	for p.first.waiting.Load() == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the dead letter's Send returned %v with the buffer full, want it to wait", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the dead letter never waited for room")
-		}
-		time.Sleep(time.Millisecond) // polling the producer's count, with a deadline
-	}
-	return done
-}
 
 // closeGivingUp closes p, which gives up on what kgo buffered.
 func closeGivingUp(t *testing.T, p *Producer) {
@@ -76,12 +24,12 @@ func closeGivingUp(t *testing.T, p *Producer) {
 // stages: the room a report frees is left to it (a stage's send finds the
 // buffer full), and the report wakes it.
 func TestDeadLetterGoesAheadOfTheStages(t *testing.T) {
-	p, reports := firstProducer(t)
+	p := roomProducer(t, 2, 0, sized(2, 1))
 	defer closeGivingUp(t, p)
-	done := sendDeadLetter(t, context.Background(), p, reports)
-	// A report frees the room of one record (what the promise does).
+	done := deadLetterOf(t, context.Background(), p, 4)
+	// A report frees the room of one record, without the wake-up yet.
 	p.buffered.add(-1, -1)
-	if n, err := (client{p}).SendChunk(context.Background(), outgoing(1), reports); n != 0 || err != errBufferFull {
+	if n, err := (client{p}).SendChunk(context.Background(), sized(1, 1), make(chan produce.Event, 1)); n != 0 || err != errBufferFull {
 		t.Fatalf("a stage's SendChunk while a dead letter waits for the room freed = %d, %v; want 0, errBufferFull", n, err)
 	}
 	p.roomFreed()
@@ -93,13 +41,13 @@ func TestDeadLetterGoesAheadOfTheStages(t *testing.T) {
 	case <-time.After(testkit.WaitTimeout):
 		t.Fatal("the dead letter was not woken by the report that freed room")
 	}
-	if got := p.first.waiting.Load(); got != 0 {
-		t.Errorf("%d dead letters counted waiting once it went in, want 0", got)
+	if r, b := firstCounts(p); r != 0 || b != 0 || p.first.waiting.Load() != 0 {
+		t.Errorf("%d records of %d bytes still kept for dead letters once it went in, want none", r, b)
 	}
 	if records, _ := p.buffered.load(); records != 2 {
 		t.Errorf("%d records buffered, want 2 (one stage record, the dead letter)", records)
 	}
-	p.buffered.add(1, 1) // the record the test freed is still in kgo: its report comes at Close
+	unfree(p, 1, 1) // the record the test freed is still in kgo: its report comes at Close
 }
 
 // A dead letter that stops waiting (its context ended, or Close started)
@@ -116,11 +64,11 @@ func TestDeadLetterGivingUpLeavesTheRoom(t *testing.T) {
 		{"Close", func(t *testing.T, _ context.CancelFunc, p *Producer) { closeGivingUp(t, p) }, ErrClosed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, reports := firstProducer(t)
+			p := roomProducer(t, 2, 0, sized(2, 1))
 			defer closeGivingUp(t, p)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := sendDeadLetter(t, ctx, p, reports)
+			done := deadLetterOf(t, ctx, p, 4)
 			c.stop(t, cancel, p)
 			select {
 			case err := <-done:
@@ -130,11 +78,8 @@ func TestDeadLetterGivingUpLeavesTheRoom(t *testing.T) {
 			case <-time.After(testkit.WaitTimeout):
 				t.Fatal("the dead letter went on waiting")
 			}
-			p.reserve.Lock()
-			records, bytes := p.first.records, p.first.bytes
-			p.reserve.Unlock()
-			if records != 0 || bytes != 0 || p.first.waiting.Load() != 0 {
-				t.Errorf("%d records of %d bytes still kept for dead letters, want none", records, bytes)
+			if r, b := firstCounts(p); r != 0 || b != 0 || p.first.waiting.Load() != 0 {
+				t.Errorf("%d records of %d bytes still kept for dead letters, want none", r, b)
 			}
 		})
 	}
