@@ -7,8 +7,9 @@ import (
 )
 
 // WithDeadLetter sets where records marked with [sluice.Invalid] go. fn is
-// called on the partition's dead-letter goroutine (one per partition), not on
-// the stage that found the record invalid, which goes on meanwhile. Within a
+// called on the partition's dead-letter goroutine (one per partition, started
+// with its first dead letter), not on the stage that found the record
+// invalid, which goes on meanwhile. Within a
 // partition, calls come one record at a time and in offset order: a record is
 // handed over once every record before it finished or was found invalid
 // itself, so a record that a later stage finds invalid at a lower offset still

@@ -41,6 +41,7 @@ type deadLetters struct {
 	mu      sync.Mutex
 	pending fifo[queuedDeadLetter] // by sequence number
 	closed  bool                   // every stage exited: nothing more is queued
+	started bool                   // the dead-letter goroutine started (with the first record queued)
 	failed  bool                   // a delivery failed for good: nothing more is delivered
 	wake    chan struct{}          // capacity one: pending, closed, an outcome or the tracker changed
 	claims  []claimed              // scratch space of deadLetter
@@ -115,9 +116,24 @@ func (g *graph) deadLetter(s *Stage, t Ticket, err error) bool {
 	}
 	clear(recs)
 	g.tr.watched.Store(true)
+	if !q.started {
+		// A partition with nothing to dead-letter runs no dead-letter
+		// goroutine. Starting it before closed is set (under q.mu) adds
+		// it to what exited waits for before the stages' share ends.
+		q.started = true
+		g.ending.Add(1)
+		go g.runDeadLetters()
+	}
 	q.mu.Unlock()
 	q.signal()
 	return true
+}
+
+// runDeadLetters is the partition's dead-letter goroutine, started by the
+// first record queued (deadLetter).
+func (g *graph) runDeadLetters() {
+	defer g.endOne()
+	g.sendDeadLetters()
 }
 
 // closeDeadLetters tells the dead-letter goroutine that nothing more will

@@ -32,10 +32,15 @@ type graph struct {
 	stages   []*Stage // in the order they were added
 	edges    []edgeInfo
 	starts   []func()
-	wg       sync.WaitGroup
-	exited   chan struct{}
-	dl       deadLetters
-	dlLog    retryLog // rate limit of dead-letter retry warnings (retry_log.go)
+	// live counts the feeder and the stage goroutines not exited yet; the
+	// last one to exit closes the dead-letter queue (exitOne). ending
+	// counts what exited waits for: that, and the dead-letter goroutine
+	// once one started (endOne).
+	live   atomic.Int32
+	ending atomic.Int32
+	exited chan struct{}
+	dl     deadLetters
+	dlLog  retryLog // rate limit of dead-letter retry warnings (retry_log.go)
 
 	// Deliver adds records to the tracker, whose ring is also the input
 	// queue of the feeder goroutine (tracker.feed); qmu orders deliveries
@@ -95,24 +100,32 @@ func (g *graph) build(b Builder) error {
 		g.close() // hooks registered before the failure still run
 		return err
 	}
-	g.wg.Add(len(g.starts) + 1)
+	g.live.Store(int32(len(g.starts) + 1))
+	g.ending.Store(1)
 	for _, start := range g.starts {
 		go start()
 	}
 	go g.feed(in)
-	dlqDone := make(chan struct{})
-	go func() {
-		defer close(dlqDone)
-		g.sendDeadLetters()
-	}()
-	go func() {
-		// Stages first: until they exited they may queue dead letters.
-		g.wg.Wait()
-		g.closeDeadLetters()
-		<-dlqDone
-		close(g.exited)
-	}()
 	return nil
+}
+
+// exitOne is the last thing the feeder and each stage goroutine do. The
+// last of them closes the dead-letter queue (until every stage exited,
+// one may queue a dead letter) and so ends its share of exited.
+func (g *graph) exitOne() {
+	if g.live.Add(-1) == 0 {
+		g.closeDeadLetters()
+		g.endOne()
+	}
+}
+
+// endOne ends one of the things exited waits for (see ending): the graph's
+// goroutines, and the dead-letter goroutine if one started. The last one
+// closes exited.
+func (g *graph) endOne() {
+	if g.ending.Add(-1) == 0 {
+		close(g.exited)
+	}
 }
 
 // wire runs the builder and checks what it wired. A wiring mistake is a
@@ -176,7 +189,7 @@ func (g *graph) isClosing() bool {
 // feed moves queued records into the graph, a chunk at a time, paced to
 // what the graph can drain (pace.go).
 func (g *graph) feed(e *edge[Record]) {
-	defer g.wg.Done()
+	defer g.exitOne()
 	defer close(e.ch)
 	p := &g.pace
 	defer func() {

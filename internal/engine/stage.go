@@ -333,7 +333,7 @@ type buildPanic struct{ problem string }
 func (g *graph) spawn(s *Stage, discard func(), run func() error, closeOut func()) {
 	s.running.Store(true)
 	g.starts = append(g.starts, func() {
-		defer g.wg.Done()
+		defer g.exitOne()
 		defer s.running.Store(false)
 		defer closeOut()
 		err := runStage(run)
