@@ -2,14 +2,13 @@ package stages_test
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -85,16 +84,7 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 }
 
 // workersRunning counts the goroutines running a Pool worker's loop.
-func workersRunning() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "stages.(*workerPool[...]).work(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+func workersRunning() int { return enginetest.GoroutinesIn("stages.(*workerPool[...]).work(") }
 
 // A Pool starts its workers when values arrive and lets them go once it
 // has nothing to do, so an idle partition holds no worker goroutine; the

@@ -3,29 +3,19 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
 // deadLetterGoroutines counts the goroutines running a partition's
 // dead-letter loop.
-func deadLetterGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "engine.(*graph).runDeadLetters(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+func deadLetterGoroutines() int { return enginetest.GoroutinesIn("engine.(*graph).runDeadLetters(") }
 
 // invalidAt is an Each function that finds the records at the given
 // offsets of partition 0 invalid.
