@@ -165,9 +165,10 @@ func TestPoolCommitsBeforeABlockedLastValueOnItsGoroutine(t *testing.T) {
 
 // A value failing for good on the pool's goroutine hands its chunk to the
 // emitter, and the pool's goroutine goes on with the next value, which
-// blocks until its context ends. The emitter's failure ends that call:
-// Run returns the failure at its offset, the values before it committed,
-// and no value after the blocked one is called.
+// blocks until its context ends (unless the emitter's failure came
+// first). The emitter's failure ends that call: Run returns the failure
+// at its offset, the values before it committed, and no value after the
+// blocked one is called.
 func TestPoolEmitterFailureEndsTheCallOnItsGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 20
@@ -196,8 +197,10 @@ func TestPoolEmitterFailureEndsTheCallOnItsGoroutine(t *testing.T) {
 			t.Fatalf("Run returned %v, want a StageError at offset %d", err, failing)
 		}
 		checkCommitted(t, h, failing, "every value before the failing one returned")
-		if c := calls.Load(); c != int32(failing+2) {
-			t.Errorf("%d calls, want %d (none after the call the failure ended)", c, failing+2)
+		// The call after the failing value is made unless the emitter's
+		// failure ended the partition's context first; none after it is.
+		if c := calls.Load(); c < int32(failing+1) || c > int32(failing+2) {
+			t.Errorf("%d calls, want %d or %d (none after the call the failure ended)", c, failing+1, failing+2)
 		}
 	})
 }

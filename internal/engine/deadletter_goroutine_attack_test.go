@@ -8,7 +8,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
+	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -72,31 +72,7 @@ func (r *dlRecorder) reset() []string {
 // dead-letter loop in the caller's synctest bubble (goroutines of other
 // tests may still be on their way out).
 func bubbleDeadLetterGoroutines() int {
-	self := make([]byte, 256)
-	self = self[:runtime.Stack(self, false)]
-	header, _, _ := strings.Cut(string(self), "\n")
-	_, bubble, ok := strings.Cut(header, ", synctest bubble ")
-	if !ok {
-		panic("bubbleDeadLetterGoroutines called outside a synctest bubble")
-	}
-	bubble = ", synctest bubble " + bubble // "..., synctest bubble 7]:"
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(g, "\n")
-		if strings.HasSuffix(header, bubble) && strings.Contains(g, "engine.(*graph).runDeadLetters(") {
-			count++
-		}
-	}
-	return count
+	return enginetest.BubbleGoroutinesIn("engine.(*graph).runDeadLetters(")
 }
 
 // awaitNoDeadLetterGoroutines waits, up to a deadline, until no

@@ -13,8 +13,8 @@ import (
 	"github.com/sluice-go/sluice/stages"
 )
 
-// deadLetterGoroutines counts the goroutines running a partition's
-// dead-letter loop.
+// deadLetterGoroutines counts the goroutines of the process running a
+// partition's dead-letter loop.
 func deadLetterGoroutines() int { return enginetest.GoroutinesIn("engine.(*graph).runDeadLetters(") }
 
 // invalidAt is an Each function that finds the records at the given
@@ -44,12 +44,12 @@ func TestDeadLetterGoroutineStartsWithTheFirstDeadLetter(t *testing.T) {
 			}
 			g.Deliver(tp1, recordsOf(tp1, 100))
 			synctest.Wait()
-			if n := deadLetterGoroutines(); n != 0 {
+			if n := bubbleDeadLetterGoroutines(); n != 0 {
 				t.Errorf("%d dead-letter goroutines with nothing to dead-letter, want 0", n)
 			}
 			g.Deliver(tp0, recordsOf(tp0, 100))
 			synctest.Wait()
-			if n := deadLetterGoroutines(); n != 1 {
+			if n := bubbleDeadLetterGoroutines(); n != 1 {
 				t.Errorf("%d dead-letter goroutines with one partition's record invalid, want 1", n)
 			}
 			offs := g.Revoke([]sluice.TopicPartition{tp0, tp1})
@@ -58,7 +58,8 @@ func TestDeadLetterGoroutineStartsWithTheFirstDeadLetter(t *testing.T) {
 			if !slices.Equal(offs, want) {
 				t.Errorf("Revoke = %v, want %v", offs, want)
 			}
-			if n := deadLetterGoroutines(); n != 0 {
+			synctest.Wait() // the dead-letter goroutine returns after it let the revoke go on
+			if n := bubbleDeadLetterGoroutines(); n != 0 {
 				t.Errorf("%d dead-letter goroutines after the revoke, want 0", n)
 			}
 			close(checked)
@@ -123,7 +124,7 @@ func TestRevokeWaitsForADeadLetterOfTheLastValue(t *testing.T) {
 			t.Fatalf("Revoke returned %v while the dead letter of the last record was not delivered, want it to wait", offs)
 		default:
 		}
-		if n := deadLetterGoroutines(); n != 1 {
+		if n := bubbleDeadLetterGoroutines(); n != 1 {
 			t.Errorf("%d dead-letter goroutines while one delivers, want 1", n)
 		}
 		close(gate)
