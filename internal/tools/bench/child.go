@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -122,35 +123,23 @@ func runChild(args []string) int {
 // Result.
 func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	res := Result{Case: cfg.name}
-	if cfg.cpuprofile != "" {
-		f, err := os.Create(cfg.cpuprofile)
-		if err != nil {
-			return res, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startRecording(cfg.cpuprofile, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return res, err
 	}
-	if cfg.trace != "" {
-		f, err := os.Create(cfg.trace)
-		if err != nil {
-			return res, err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return res, err
-		}
-		defer trace.Stop()
+	defer stopProfile()
+	stopTrace, err := startRecording(cfg.trace, trace.Start, trace.Stop)
+	if err != nil {
+		return res, err
 	}
+	defer stopTrace()
 	tr := newTracker(cfg.l)
 	w := newWindow()
 	cfg.gauges = &gauges{}
 	heapErr := make(chan error, 1)
 	ran := make(chan struct{})
 	go func() { heapErr <- writeHeapProfile(cfg.memprofile, w.done, ran) }()
-	err := run(ctx, cfg, tr, w)
+	err = run(ctx, cfg, tr, w)
 	close(ran)
 	err = errors.Join(err, <-heapErr)
 	if err == nil && !w.closed() {
@@ -173,6 +162,27 @@ func measure(ctx context.Context, cfg runConfig, run caseFunc) (Result, error) {
 	gc := readGC()
 	res.GCCycles, res.GCCPUSec = gc.cycles, gc.cpuSec
 	return res, err
+}
+
+// startRecording starts a recorder of the run (the CPU profiler, the
+// execution tracer) writing to a file created at path, and returns what
+// stops it and closes the file; with an empty path it starts nothing.
+func startRecording(path string, start func(io.Writer) error, stop func()) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		stop()
+		f.Close()
+	}, nil
 }
 
 // writeHeapProfile writes a heap profile to path (nothing if it is empty)
