@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/enginetest"
+	"github.com/sluice-go/sluice/internal/goroutinetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 	"github.com/sluice-go/sluice/testkit"
@@ -84,7 +84,7 @@ func TestPoolSlowValueDoesNotHoldItsNeighbours(t *testing.T) {
 }
 
 // workersRunning counts the goroutines running a Pool worker's loop.
-func workersRunning() int { return enginetest.GoroutinesIn("stages.(*workerPool[...]).work(") }
+func workersRunning() int { return goroutinetest.Count("stages.(*workerPool[...]).work(") }
 
 // A Pool starts its workers when values arrive and lets them go once it
 // has nothing to do, so an idle partition holds no worker goroutine; the

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"runtime"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/internal/goroutinetest"
 )
 
 // A goroutine that is not one of the partition's (as a shared batch's
@@ -84,7 +83,7 @@ func TestDeadLetterFromAnotherGoroutineRacesWithTheLastStageExit(t *testing.T) {
 		}
 		return nil
 	})
-	awaitDeadLetterLoopsEnded(t)
+	goroutinetest.AwaitGone(t, "engine.(*graph).runDeadLetters(")
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
@@ -141,28 +140,6 @@ func TestDeadLetterQueuedAsTheLastGoroutineEnds(t *testing.T) {
 		}
 		g.cancel(nil)
 	}
-	awaitDeadLetterLoopsEnded(t)
+	goroutinetest.AwaitGone(t, "engine.(*graph).runDeadLetters(")
 	t.Logf("dead letter queued before the queue closed in %d rounds, refused in %d", queued, refused)
-}
-
-// awaitDeadLetterLoopsEnded waits, up to a deadline, until no goroutine
-// runs a dead-letter loop: the one that ended the last graph may still be
-// on its way out, and tests that count them follow.
-func awaitDeadLetterLoopsEnded(t *testing.T) {
-	t.Helper()
-	count := func() int {
-		buf := make([]byte, 1<<20)
-		for {
-			n := runtime.Stack(buf, true)
-			if n < len(buf) {
-				return strings.Count(string(buf[:n]), "engine.(*graph).runDeadLetters(")
-			}
-			buf = make([]byte, 2*len(buf))
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); count() > 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dead-letter goroutines 10s after the test's graphs ended", count())
-		}
-	}
 }

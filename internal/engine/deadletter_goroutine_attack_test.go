@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice"
 	"github.com/sluice-go/sluice/internal/engine"
-	"github.com/sluice-go/sluice/internal/enginetest"
+	"github.com/sluice-go/sluice/internal/goroutinetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
@@ -59,6 +59,27 @@ func (r *dlRecorder) of(tp sluice.TopicPartition) []int64 {
 	return slices.Clone(r.got[tp])
 }
 
+// destination returns the dead-letter option recording into r; with a
+// gate, each delivery first waits for it to close.
+func (r *dlRecorder) destination(gate <-chan struct{}) pipeline.Option {
+	return pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
+		if gate != nil {
+			<-gate
+		}
+		r.add(dl)
+		return nil
+	})
+}
+
+// checkOnce fails t if a dead letter was delivered twice, and forgets
+// what was delivered.
+func (r *dlRecorder) checkOnce(t *testing.T) {
+	t.Helper()
+	if dups := r.reset(); len(dups) > 0 {
+		t.Errorf("dead-lettered twice: %v", dups)
+	}
+}
+
 // reset forgets what was delivered and returns the duplicates seen.
 func (r *dlRecorder) reset() []string {
 	r.mu.Lock()
@@ -72,20 +93,7 @@ func (r *dlRecorder) reset() []string {
 // dead-letter loop in the caller's synctest bubble (goroutines of other
 // tests may still be on their way out).
 func bubbleDeadLetterGoroutines() int {
-	return enginetest.BubbleGoroutinesIn("engine.(*graph).runDeadLetters(")
-}
-
-// awaitNoDeadLetterGoroutines waits, up to a deadline, until no
-// goroutine of the process runs a dead-letter loop: a test under real
-// scheduling ends with the goroutine that ended a graph on its way out,
-// which a test counting them after it (deadLetterGoroutines) would see.
-func awaitNoDeadLetterGoroutines(t *testing.T) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); deadLetterGoroutines() > 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dead-letter goroutines 10s after Run returned", deadLetterGoroutines())
-		}
-	}
+	return goroutinetest.CountInBubble(deadLetterLoop)
 }
 
 func recordsFrom(tp sluice.TopicPartition, from, to int64) []sluice.Record {
@@ -151,17 +159,11 @@ func TestRevokeWaitsForDeadLettersOfABatchFlushedByTheDrain(t *testing.T) {
 			return stages.Each(stages.Batch(in, 100, time.Hour), func(context.Context, []sluice.Record) error {
 				return sluice.Invalid(errors.New("bad batch"))
 			})
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			<-gate
-			dls.add(dl)
-			return nil
-		}))
+		}, dls.destination(gate))
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if dups := dls.reset(); len(dups) > 0 {
-			t.Errorf("dead-lettered twice: %v", dups)
-		}
+		dls.checkOnce(t)
 	})
 }
 
@@ -255,7 +257,7 @@ func TestDeadLettersQueuedAsTheLastStageExitsAreDeliveredOnceBeforeTheRevokeRetu
 		return nil
 	}), quiet)
 	pending.Wait()
-	awaitNoDeadLetterGoroutines(t)
+	goroutinetest.AwaitGone(t, deadLetterLoop)
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
@@ -333,17 +335,11 @@ func TestSharedBatchWriterStartsTheDeadLetterGoroutineOfARevokedPartition(t *tes
 			}
 			return nil
 		})
-		err := pipeline.Run(t.Context(), src, sharedBuild(batcher), pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			<-dlGate
-			dls.add(dl)
-			return nil
-		}))
+		err := pipeline.Run(t.Context(), src, sharedBuild(batcher), dls.destination(dlGate))
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if dups := dls.reset(); len(dups) > 0 {
-			t.Errorf("dead-lettered twice: %v", dups)
-		}
+		dls.checkOnce(t)
 	})
 }
 
@@ -395,16 +391,11 @@ func TestSharedBatchFailedAfterAPartitionWasLostDeadLettersNothingOfIt(t *testin
 			}
 			return nil
 		})
-		err := pipeline.Run(t.Context(), src, sharedBuild(batcher), pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			dls.add(dl)
-			return nil
-		}))
+		err := pipeline.Run(t.Context(), src, sharedBuild(batcher), dls.destination(nil))
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if dups := dls.reset(); len(dups) > 0 {
-			t.Errorf("dead-lettered twice: %v", dups)
-		}
+		dls.checkOnce(t)
 	})
 }
 
@@ -495,7 +486,7 @@ func TestSharedBatchFailedWhileAPartitionIsLostRace(t *testing.T) {
 		dls.add(dl)
 		return nil
 	}), pipeline.WithDrainTimeout(time.Minute), quiet)
-	awaitNoDeadLetterGoroutines(t)
+	goroutinetest.AwaitGone(t, deadLetterLoop)
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
@@ -543,11 +534,7 @@ func TestShareModeRevokeWaitsForTheFirstDeadLetterFromThePollGoroutine(t *testin
 			}
 			return nil
 		})
-		err := pipeline.Run(t.Context(), src, (&ranGraph{}).build, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			<-gate
-			dls.add(dl)
-			return nil
-		}))
+		err := pipeline.Run(t.Context(), src, (&ranGraph{}).build, dls.destination(gate))
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
@@ -680,10 +667,7 @@ func TestAbandonedStageFindingItsRecordInvalidLaterDeadLettersNothing(t *testing
 						}
 						return nil
 					})
-				}, pipeline.WithDrainTimeout(4*time.Second), quiet, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-					dls.add(dl)
-					return nil
-				}))
+				}, pipeline.WithDrainTimeout(4*time.Second), quiet, dls.destination(nil))
 				if !errors.Is(err, sluice.ErrAbandoned) {
 					t.Errorf("Run = %v, want ErrAbandoned", err)
 				}
@@ -810,10 +794,7 @@ func TestDeadLetterQueuedAsTheGraphIsAbandoned(t *testing.T) {
 				}
 				return nil
 			})
-		}, pipeline.WithDrainTimeout(drain), quiet, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			dls.add(dl)
-			return nil
-		}))
+		}, pipeline.WithDrainTimeout(drain), quiet, dls.destination(nil))
 		synctest.Wait()
 		got := dls.of(tpA)
 		t.Logf("Revoke = %v, dead letters %v, abandoned %v", offs, got, errors.Is(runErr, sluice.ErrAbandoned))
@@ -874,16 +855,11 @@ func TestPoolDeadLettersFromWorkersAndReliefsBeforeTheRevokeReturns(t *testing.T
 				return r, nil
 			})
 			return stages.Discard(checked)
-		}, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-			dls.add(dl)
-			return nil
-		}))
+		}, dls.destination(nil))
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if dups := dls.reset(); len(dups) > 0 {
-			t.Errorf("dead-lettered twice: %v", dups)
-		}
+		dls.checkOnce(t)
 	})
 }
 
@@ -950,11 +926,8 @@ func TestTeeBranchesQueueTheFirstDeadLetterAtOnce(t *testing.T) {
 	err := pipeline.Run(t.Context(), src, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 		branches := stages.Tee(in, 2)
 		return pipeline.All(stages.Each(branches[0], bad), stages.Each(branches[1], bad))
-	}, quiet, pipeline.WithDeadLetter(func(_ context.Context, dl sluice.DeadLetter) error {
-		dls.add(dl)
-		return nil
-	}))
-	awaitNoDeadLetterGoroutines(t)
+	}, quiet, dls.destination(nil))
+	goroutinetest.AwaitGone(t, deadLetterLoop)
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}

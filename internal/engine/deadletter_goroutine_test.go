@@ -8,14 +8,13 @@ import (
 	"testing/synctest"
 
 	"github.com/sluice-go/sluice"
-	"github.com/sluice-go/sluice/internal/enginetest"
 	"github.com/sluice-go/sluice/pipeline"
 	"github.com/sluice-go/sluice/stages"
 )
 
-// deadLetterGoroutines counts the goroutines of the process running a
-// partition's dead-letter loop.
-func deadLetterGoroutines() int { return enginetest.GoroutinesIn("engine.(*graph).runDeadLetters(") }
+// deadLetterLoop is how a goroutine stack shows a partition's dead-letter
+// goroutine.
+const deadLetterLoop = "engine.(*graph).runDeadLetters("
 
 // invalidAt is an Each function that finds the records at the given
 // offsets of partition 0 invalid.

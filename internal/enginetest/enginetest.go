@@ -1,9 +1,8 @@
 // Package enginetest holds the small fixtures the runtime's tests share
 // across packages (pipeline, stages, internal/engine, metrics): a Source
 // whose poll loop is the test's own function, a stage function that
-// fails with Invalid for values that are not numbers, the loop of the
-// runtime's benchmarks (BenchCommitted) and a count of the goroutines
-// running a function (GoroutinesIn).
+// fails with Invalid for values that are not numbers, and the loop of the
+// runtime's benchmarks (BenchCommitted).
 package enginetest
 
 import (
