@@ -62,11 +62,19 @@ func poolChunksOf[In, Out any]() *poolChunkPool[In, Out] {
 // gcCycles counts the agings done (tests).
 var gcCycles atomic.Int64
 
+// agingSentinel is the fresh object whose unreachability ages the pools.
+// It is 16 bytes, the least the runtime never packs into a tiny block:
+// tiny objects (pointer-free and smaller) share a 16-byte block that is
+// freed only once all of them are unreachable, so a sentinel sharing one
+// with a long-lived object would never be found unreachable, and the
+// free chunks would never age again.
+type agingSentinel [16]byte
+
 // ageAtNextGC arranges for every pool to age once the next garbage
 // collection found a fresh object unreachable, and again after each
 // following one. The cleanup runs on the runtime's cleanup goroutine.
 func ageAtNextGC() {
-	runtime.AddCleanup(new(byte), func(struct{}) {
+	runtime.AddCleanup(new(agingSentinel), func(struct{}) {
 		agedMu.Lock()
 		pools := agedPools
 		agedMu.Unlock()

@@ -63,6 +63,10 @@ type Group struct {
 	share        *shareAcks // share mode (share.go); set before the first Assign
 	// unfinished: what Unfinished returns (drained.go); poll goroutine only.
 	unfinished []TopicPartition
+	// slots: the consumer-wide objects the Run's graphs use, by where
+	// they use them (kit.go, claimSlot).
+	slotsMu sync.Mutex
+	slots   map[sharedSlot]any
 }
 
 // cacheLine is the padding that keeps fields written often by one

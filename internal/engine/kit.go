@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"weak"
 )
@@ -76,7 +75,7 @@ type Use struct {
 type Shared struct {
 	mu   sync.Mutex
 	run  weak.Pointer[Group] // the Run it belongs to; zero until first used
-	last *graph              // the graph that used it last
+	last weak.Pointer[graph] // the graph that used it last
 }
 
 // sharedSlot is where, in the graphs of one Run, a consumer-wide object is
@@ -88,15 +87,8 @@ type sharedSlot struct {
 	use   bool // a Use (its Kind names the object), not a Shared (the stage's kind)
 }
 
-// sharedSlots records, per Run, which consumer-wide object each slot holds.
-// Entries go away with their Run (a cleanup on the Group).
-var sharedSlots struct {
-	mu   sync.Mutex
-	runs map[weak.Pointer[Group]]map[sharedSlot]any
-}
-
 func (sh *Shared) claim(g *graph, kind string, pos int) error {
-	run := weak.Make(g.rt)
+	run, graph := weak.Make(g.rt), weak.Make(g)
 	sh.mu.Lock()
 	switch {
 	case sh.run == (weak.Pointer[Group]{}):
@@ -104,42 +96,31 @@ func (sh *Shared) claim(g *graph, kind string, pos int) error {
 	case sh.run != run:
 		sh.mu.Unlock()
 		return fmt.Errorf("this %s is already used by another pipeline.Run; create one per Run", kind)
-	case sh.last == g:
+	case sh.last == graph:
 		sh.mu.Unlock()
 		return fmt.Errorf("this %s is used twice in one partition's graph; use it once per graph (join the streams first)", kind)
 	}
-	sh.last = g
+	sh.last = graph
 	sh.mu.Unlock()
 
 	return claimSlot(g, sharedSlot{kind: kind, topic: g.tp.Topic, pos: pos}, sh)
 }
 
 // claimSlot records that g's Run holds obj at slot, or returns an error
-// when another graph of the Run holds a different object there.
+// when another graph of the Run holds a different object there. The
+// record is the Run's own (Group.slots), so it goes away with the Run.
 func claimSlot(g *graph, slot sharedSlot, obj any) error {
-	run := weak.Make(g.rt)
-	sharedSlots.mu.Lock()
-	defer sharedSlots.mu.Unlock()
-	if sharedSlots.runs == nil {
-		sharedSlots.runs = make(map[weak.Pointer[Group]]map[sharedSlot]any)
+	rt := g.rt
+	rt.slotsMu.Lock()
+	defer rt.slotsMu.Unlock()
+	if rt.slots == nil {
+		rt.slots = make(map[sharedSlot]any)
 	}
-	slots, ok := sharedSlots.runs[run]
-	if !ok {
-		slots = make(map[sharedSlot]any)
-		sharedSlots.runs[run] = slots
-		runtime.AddCleanup(g.rt, forgetRun, run)
-	}
-	if other, ok := slots[slot]; ok && other != obj {
+	if other, ok := rt.slots[slot]; ok && other != obj {
 		return fmt.Errorf("another partition's graph has a different %s at this place: the builder creates one per partition; create it once, before pipeline.Run, and use it in every graph", slot.kind)
 	}
-	slots[slot] = obj
+	rt.slots[slot] = obj
 	return nil
-}
-
-func forgetRun(run weak.Pointer[Group]) {
-	sharedSlots.mu.Lock()
-	defer sharedSlots.mu.Unlock()
-	delete(sharedSlots.runs, run)
 }
 
 // Mark attaches mark to the stream, for the stage that will consume it:
