@@ -1,0 +1,150 @@
+package stages_test
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluice-go/sluice"
+	"github.com/sluice-go/sluice/pipeline"
+	"github.com/sluice-go/sluice/stages"
+	"github.com/sluice-go/sluice/testkit"
+)
+
+// commitWatch checks every commit and every completion report as it
+// happens, not only where the offsets end up: an offset committed (or
+// reported complete by OnRecordsCompleted) must have every record below
+// it finished, its Each call returned or its dead letter delivered, at
+// some point before. A commit that passes a record still in a worker,
+// kept by a stage or waiting for its dead letter, and later catches up
+// with the records, is invisible to a test that only waits for the final
+// offsets.
+type commitWatch struct {
+	t  testing.TB
+	mu sync.Mutex
+	// finished[p][o]: offset o of partition p reached the end (set before
+	// the call or the dead-letter destination returned).
+	finished [4]map[int64]bool
+	// checked[p]: every offset below it was found finished already.
+	checked  [4]int64
+	attempts [4]map[int64]int
+	bad      int
+}
+
+func newCommitWatch(t testing.TB) *commitWatch {
+	w := &commitWatch{t: t}
+	for i := range w.finished {
+		w.finished[i] = map[int64]bool{}
+		w.attempts[i] = map[int64]int{}
+	}
+	return w
+}
+
+// attempt counts a call for r and returns its number (from 1), per
+// ownership or not: a record delivered again after a revoke or a loss
+// succeeds at once if it failed before.
+func (w *commitWatch) attempt(r sluice.Record) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attempts[r.Partition][r.Offset]++
+	return w.attempts[r.Partition][r.Offset]
+}
+
+func (w *commitWatch) finish(p int32, o int64) {
+	w.mu.Lock()
+	w.finished[p][o] = true
+	w.mu.Unlock()
+}
+
+// check fails the test if offset next of p passes a record not finished.
+func (w *commitWatch) check(what string, tp sluice.TopicPartition, next int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := tp.Partition
+	for o := w.checked[p]; o < next; o++ {
+		if !w.finished[p][o] {
+			if w.bad++; w.bad <= 5 {
+				w.t.Errorf("%s: partition %d at %d, past offset %d that never reached the end", what, p, next, o)
+			}
+			return
+		}
+		w.checked[p] = o + 1
+	}
+}
+
+func (w *commitWatch) OnCommitted(offs []sluice.Offset, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	for _, o := range offs {
+		w.check("commit", o.TopicPartition, o.Next)
+	}
+}
+
+func (w *commitWatch) OnRecordsCompleted(tp sluice.TopicPartition, _ int, next int64) {
+	w.check("completion report", tp, next)
+}
+
+// Mixed paces in fake time on two partitions, with every commit and every
+// completion report watched as it happens (commitWatch): a Pool whose
+// calls are fast, slow, blocked past the hedge, retried or invalid (dead
+// lettered) feeds an Each whose fast calls are kept and completed in
+// groups; meanwhile partitions are revoked and assigned again, and lost
+// and assigned again. No commit and no report may pass a record that did
+// not reach the end; in the end every offset is committed.
+func TestPoolEachCommitsNeverPassAnUnfinishedRecord(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		for seedNo := range 8 {
+			t.Run(fmt.Sprintf("%d/%d", workers, seedNo), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					seed := maphash.MakeSeed()
+					w := newCommitWatch(t)
+					h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+						pooled := stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+							return r, nil
+						})
+						pooled = stages.Pool(pooled, workers, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+							return r, paceOf(seed, r.Offset*7+int64(r.Partition)).call(w.attempt(r))
+						}, stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: 2 * time.Millisecond, Max: 2 * time.Millisecond}))
+						return stages.Each(pooled, func(_ context.Context, r sluice.Record) error {
+							w.finish(r.Partition, r.Offset)
+							return nil
+						})
+					}, pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
+						w.finish(d.Record.Partition, d.Record.Offset)
+						return nil
+					}), pipeline.WithHooks(w))
+					h.Assign("t", 0, 1)
+					total := [2]int{}
+					for r := range 120 {
+						v := maphash.Comparable(seed, -int64(r)-1)
+						p := int32(v % 2)
+						s := 1 + int(v>>4%40)
+						h.Send("t", p, testkit.Values(s)...)
+						total[p] += s
+						switch v >> 12 % 16 {
+						case 0:
+							h.Revoke("t", p)
+							h.Assign("t", p)
+						case 1:
+							h.Lose("t", p)
+							h.Assign("t", p)
+						}
+						if g := time.Duration(v>>20%4) * time.Millisecond; g > 0 && v%2 == 0 {
+							time.Sleep(g)
+						}
+					}
+					h.WaitCommitted("t", 0, int64(total[0]))
+					h.WaitCommitted("t", 1, int64(total[1]))
+					stopClean(t, h)
+					w.check("end", sluice.TopicPartition{Topic: "t", Partition: 0}, int64(total[0]))
+					w.check("end", sluice.TopicPartition{Topic: "t", Partition: 1}, int64(total[1]))
+				})
+			})
+		}
+	}
+}
