@@ -148,3 +148,59 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecord(t *testing.T) {
 		}
 	}
 }
+
+// The same in real time on four partitions, so that real schedules
+// interleave the Pools' dispatchers, reliefs, hedges, workers and
+// emitters, Each's kept groups and the runtime's flushes of them (commits,
+// admission, revokes, losses) with every commit watched. time.Sleep in a
+// call stands for its duration, and between sends for a gap in the input.
+func TestPoolEachCommitsNeverPassAnUnfinishedRecordInRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			seed := maphash.MakeSeed()
+			w := newCommitWatch(t)
+			h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+				pooled := stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+					return r, paceOf(seed, r.Offset*7+int64(r.Partition)).call(w.attempt(r))
+				}, stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond, Max: time.Millisecond}))
+				return stages.Each(pooled, func(_ context.Context, r sluice.Record) error {
+					w.finish(r.Partition, r.Offset)
+					return nil
+				})
+			}, pipeline.WithDeadLetter(func(_ context.Context, d sluice.DeadLetter) error {
+				w.finish(d.Record.Partition, d.Record.Offset)
+				return nil
+			}), pipeline.WithHooks(w), pipeline.WithMaxInFlight(300))
+			h.Assign("t", 0, 1, 2, 3)
+			total := [4]int{}
+			for r := range 400 {
+				v := maphash.Comparable(seed, -int64(r)-1)
+				p := int32(v % 4)
+				s := 1 + int(v>>4%60)
+				h.Send("t", p, testkit.Values(s)...)
+				total[p] += s
+				switch v >> 12 % 32 {
+				case 0:
+					h.Revoke("t", p)
+					h.Assign("t", p)
+				case 1:
+					h.Lose("t", p)
+					h.Assign("t", p)
+				}
+				if v>>20%8 == 0 {
+					time.Sleep(time.Duration(v>>24%3) * 500 * time.Microsecond)
+				}
+			}
+			for p := range int32(4) {
+				h.WaitCommitted("t", p, int64(total[p]))
+			}
+			stopClean(t, h)
+			for p := range int32(4) {
+				w.check("end", sluice.TopicPartition{Topic: "t", Partition: p}, int64(total[p]))
+			}
+		})
+	}
+}
