@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -202,5 +203,106 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecordInRealTime(t *testing.T) {
 				w.check("end", sluice.TopicPartition{Topic: "t", Partition: p}, int64(total[p]))
 			}
 		})
+	}
+}
+
+// completionReports checks the contract of OnRecordsCompleted per
+// partition: one call at a time, next increasing within an ownership, and
+// n the records between two calls' next (testkit's offsets have no gaps).
+type completionReports struct {
+	t     testing.TB
+	mu    sync.Mutex
+	in    [4]bool
+	next  [4]int64 // -1: no call in this ownership yet
+	total [4]int
+	bad   int
+}
+
+func newCompletionReports(t testing.TB) *completionReports {
+	c := &completionReports{t: t}
+	for i := range c.next {
+		c.next[i] = -1
+	}
+	return c
+}
+
+func (c *completionReports) errorf(format string, args ...any) {
+	if c.bad++; c.bad <= 5 {
+		c.t.Errorf(format, args...)
+	}
+}
+
+func (c *completionReports) OnPartitionAssigned(tp sluice.TopicPartition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next[tp.Partition] = -1
+}
+
+func (c *completionReports) OnRecordsCompleted(tp sluice.TopicPartition, n int, next int64) {
+	p := tp.Partition
+	c.mu.Lock()
+	if c.in[p] {
+		c.errorf("partition %d: a completion report (n %d, next %d) while another runs", p, n, next)
+	}
+	c.in[p] = true
+	prev := c.next[p]
+	switch {
+	case n <= 0:
+		c.errorf("partition %d: a completion report of %d records (next %d)", p, n, next)
+	case prev >= 0 && next <= prev:
+		c.errorf("partition %d: next %d after %d", p, next, prev)
+	case prev >= 0 && int64(n) != next-prev:
+		c.errorf("partition %d: %d records reported from %d to %d", p, n, prev, next)
+	}
+	c.next[p] = next
+	c.total[p] += n
+	c.mu.Unlock()
+	runtime.Gosched() // leave room for a report that should wait for this one
+	c.mu.Lock()
+	c.in[p] = false
+	c.mu.Unlock()
+}
+
+// The completion reports of a Pool→Each graph whose Each keeps its values
+// while the runtime completes them from the poll goroutine (commits,
+// admissions into a small budget) and the feeder: one at a time per
+// partition, next increasing, n exact.
+func TestPoolEachCompletionReportsInRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	seed := maphash.MakeSeed()
+	c := newCompletionReports(t)
+	h := testkit.New(t, func(_ *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
+		pooled := stages.Pool(in, 2, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+			switch paceOf(seed, r.Offset*5+int64(r.Partition)) {
+			case paceHedged, paceBlocked:
+				time.Sleep(1500 * time.Microsecond)
+			case paceSlower:
+				time.Sleep(50 * time.Microsecond)
+			}
+			return r, nil
+		})
+		return stages.Each(pooled, func(context.Context, sluice.Record) error { return nil })
+	}, pipeline.WithHooks(c), pipeline.WithMaxInFlight(200))
+	h.Assign("t", 0, 1, 2, 3)
+	total := [4]int{}
+	for r := range 600 {
+		v := maphash.Comparable(seed, -int64(r)-1)
+		p := int32(v % 4)
+		s := 1 + int(v>>4%100)
+		h.Send("t", p, testkit.Values(s)...)
+		total[p] += s
+	}
+	for p := range int32(4) {
+		h.WaitCommitted("t", p, int64(total[p]))
+	}
+	stopClean(t, h)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := range 4 {
+		if c.total[p] != total[p] {
+			t.Errorf("partition %d: %d records reported complete, want %d", p, c.total[p], total[p])
+		}
 	}
 }
