@@ -30,19 +30,30 @@ import (
 // watermarks. It runs on both backends (SLUICE_TEST_BROKER=apache for a
 // real broker).
 func TestPoolEachGraphUnderChurn(t *testing.T) {
-	t.Run("librdkafka", func(t *testing.T) {
-		t.Parallel()
-		poolEachChurn(t, 20_000, func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
-			return newSource(t, b, group, topic, map[string]any{"partition.assignment.strategy": "cooperative-sticky"})
+	for _, budget := range []int{0, 300} {
+		// A budget of 300 records for up to 8 partitions a member pauses
+		// partitions all the time: the sources hold what the client
+		// returned for a paused partition and deliver it on resume.
+		var opts []pipeline.Option
+		name := "default budget"
+		if budget > 0 {
+			opts = append(opts, pipeline.WithMaxInFlight(budget))
+			name = fmt.Sprintf("budget %d", budget)
+		}
+		t.Run("librdkafka/"+name, func(t *testing.T) {
+			t.Parallel()
+			poolEachChurn(t, 20_000, func(t *testing.T, b *kafkatest.Broker, group, topic string) sluice.Source {
+				return newSource(t, b, group, topic, map[string]any{"partition.assignment.strategy": "cooperative-sticky"})
+			}, opts...)
 		})
-	})
-	t.Run("franz", func(t *testing.T) {
-		t.Parallel()
-		poolEachChurn(t, 20_000, franzMember(kgo.Balancers(kgo.CooperativeStickyBalancer())))
-	})
+		t.Run("franz/"+name, func(t *testing.T) {
+			t.Parallel()
+			poolEachChurn(t, 20_000, franzMember(kgo.Balancers(kgo.CooperativeStickyBalancer())), opts...)
+		})
+	}
 }
 
-func poolEachChurn(t *testing.T, perPartition int, newSrc newMemberSource) {
+func poolEachChurn(t *testing.T, perPartition int, newSrc newMemberSource, opts ...pipeline.Option) {
 	const parts = 8
 	b := kafkatest.NewBroker(t)
 	const topic, group = "poolchurn", "poolchurn-g"
@@ -56,8 +67,10 @@ func poolEachChurn(t *testing.T, perPartition int, newSrc newMemberSource) {
 	var wrong atomic.Int64
 	var firstWrong atomic.Pointer[string]
 
+	var observers []*groupObserver
 	member := func(name string) (*consumer, *groupObserver) {
 		obs := newGroupObserver()
+		observers = append(observers, obs)
 		build := func(p *pipeline.Partition, in pipeline.Stream[sluice.Record]) pipeline.End {
 			e := es.begin(name, p.Partition)
 			type seenRec struct {
@@ -90,7 +103,7 @@ func poolEachChurn(t *testing.T, perPartition int, newSrc newMemberSource) {
 				return nil
 			})
 		}
-		return startConsumer(t, name, newSrc(t, b, group, topic), build, pipeline.WithHooks(obs)), obs
+		return startConsumer(t, name, newSrc(t, b, group, topic), build, append([]pipeline.Option{pipeline.WithHooks(obs)}, opts...)...), obs
 	}
 	progress := func(frac float64) func() bool {
 		return func() bool { return seen.total.Load() >= int64(frac*float64(total)) }
@@ -116,7 +129,11 @@ func poolEachChurn(t *testing.T, perPartition int, newSrc newMemberSource) {
 	}
 	dups := seen.check(t)
 	perMember := es.check(t)
-	t.Logf("processed per member %v; %d ownership epochs; %v", perMember, len(es.all), time.Since(began))
+	var paused int64
+	for _, o := range observers {
+		paused += o.paused.Load()
+	}
+	t.Logf("processed per member %v; %d ownership epochs; %d pauses; %v", perMember, len(es.all), paused, time.Since(began))
 	if dups != 0 {
 		t.Errorf("%d records processed twice, want none (cooperative-sticky)", dups)
 	}
