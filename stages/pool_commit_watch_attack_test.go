@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -150,7 +151,7 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecord(t *testing.T) {
 	}
 }
 
-// The same in real time on four partitions, so that real schedules
+// The same in real time on four partitions, with a PoolByKey after the Pool, so that real schedules
 // interleave the Pools' dispatchers, reliefs, hedges, workers and
 // emitters, Each's kept groups and the runtime's flushes of them (commits,
 // admission, revokes, losses) with every commit watched. time.Sleep in a
@@ -167,6 +168,13 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecordInRealTime(t *testing.T) {
 				pooled := stages.Pool(in, workers, func(_ context.Context, r sluice.Record) (sluice.Record, error) {
 					return r, paceOf(seed, r.Offset*7+int64(r.Partition)).call(w.attempt(r))
 				}, stages.Retry(sluice.RetryPolicy{Attempts: 2, Initial: time.Millisecond, Max: time.Millisecond}))
+				pooled = stages.PoolByKey(pooled, workers+1, func(r sluice.Record) string { return strconv.FormatInt(r.Offset%5, 10) },
+					func(_ context.Context, r sluice.Record) (sluice.Record, error) {
+						if r.Offset%23 == 0 {
+							time.Sleep(300 * time.Microsecond)
+						}
+						return r, nil
+					})
 				return stages.Each(pooled, func(_ context.Context, r sluice.Record) error {
 					w.finish(r.Partition, r.Offset)
 					return nil
