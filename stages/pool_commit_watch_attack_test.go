@@ -123,19 +123,8 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecord(t *testing.T) {
 					h.Assign("t", 0, 1)
 					total := [2]int{}
 					for r := range 120 {
-						v := maphash.Comparable(seed, -int64(r)-1)
-						p := int32(v % 2)
-						s := 1 + int(v>>4%40)
-						h.Send("t", p, testkit.Values(s)...)
+						v, p, s := sendAndChurn(h, seed, r, 2, 40, 16)
 						total[p] += s
-						switch v >> 12 % 16 {
-						case 0:
-							h.Revoke("t", p)
-							h.Assign("t", p)
-						case 1:
-							h.Lose("t", p)
-							h.Assign("t", p)
-						}
 						if g := time.Duration(v>>20%4) * time.Millisecond; g > 0 && v%2 == 0 {
 							time.Sleep(g)
 						}
@@ -186,19 +175,8 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecordInRealTime(t *testing.T) {
 			h.Assign("t", 0, 1, 2, 3)
 			total := [4]int{}
 			for r := range 400 {
-				v := maphash.Comparable(seed, -int64(r)-1)
-				p := int32(v % 4)
-				s := 1 + int(v>>4%60)
-				h.Send("t", p, testkit.Values(s)...)
+				v, p, s := sendAndChurn(h, seed, r, 4, 60, 32)
 				total[p] += s
-				switch v >> 12 % 32 {
-				case 0:
-					h.Revoke("t", p)
-					h.Assign("t", p)
-				case 1:
-					h.Lose("t", p)
-					h.Assign("t", p)
-				}
 				if v>>20%8 == 0 {
 					time.Sleep(time.Duration(v>>24%3) * 500 * time.Microsecond)
 				}
@@ -212,6 +190,27 @@ func TestPoolEachCommitsNeverPassAnUnfinishedRecordInRealTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendAndChurn sends the r-th burst of records, drawn from seed: 1 to
+// most values to one of parts partitions, which is then revoked and
+// assigned again, or lost and assigned again, once in churnOneIn bursts
+// each. It returns the draw (for the caller's own choices), the partition
+// and the values sent.
+func sendAndChurn(h *testkit.Harness, seed maphash.Seed, r, parts, most int, churnOneIn uint64) (v uint64, p int32, n int) {
+	v = maphash.Comparable(seed, -int64(r)-1)
+	p = int32(v % uint64(parts))
+	n = 1 + int(v>>4%uint64(most))
+	h.Send("t", p, testkit.Values(n)...)
+	switch v >> 12 % churnOneIn {
+	case 0:
+		h.Revoke("t", p)
+		h.Assign("t", p)
+	case 1:
+		h.Lose("t", p)
+		h.Assign("t", p)
+	}
+	return v, p, n
 }
 
 // completionReports checks the contract of OnRecordsCompleted per
