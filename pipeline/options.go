@@ -121,9 +121,9 @@ func WithDrainTimeout(d time.Duration) Option {
 // docs/lifecycle.md, "Backpressure". Paused partitions resume in turn:
 // only as many at once as the free budget has room for one delivery each.
 // A limit of a few hundred records pauses source.Source's partitions all
-// the time, and librdkafka fetches again what each pause threw away, so
-// it moves only a few thousand records a second (docs/production.md,
-// "librdkafka's prefetch").
+// the time, and librdkafka fetches again what each pause threw away: in
+// the project's churn test it moved a few thousand records a second
+// (docs/production.md, "librdkafka's prefetch").
 func WithMaxInFlight(records int) Option {
 	return positive("WithMaxInFlight", "the limit", records, func(c *config) *int { return &c.MaxInFlight })
 }
