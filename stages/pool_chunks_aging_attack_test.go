@@ -18,17 +18,12 @@ import (
 var agingPin *byte
 
 // The free chunks of every Pool age at each garbage collection through a
-// cleanup attached to new(byte) (pool_chunks.go), re-armed by the cleanup
-// itself. A one-byte pointer-free object comes from the runtime's tiny
-// allocator, which packs such objects into shared 16-byte blocks; a block
-// is freed only once all of its objects are unreachable, and
-// runtime.AddCleanup says that a cleanup for an object in such a block
-// "may never run if it always exists in the same batch as a referenced
-// object". Any tiny object the program keeps for long (a short string in a
-// map, a small counter) allocated on the same P right after the sentinel
-// stops the aging for the life of the process: every free chunk of every
-// Pool is then kept, at the size of the largest burst, instead of being
-// dropped after two collections.
+// cleanup attached to a fresh sentinel (pool_chunks.go), re-armed by the
+// cleanup itself. The runtime's tiny allocator packs small pointer-free
+// objects into shared 16-byte blocks, freed only once all of their
+// objects are unreachable, so the agings must go on while a tiny object
+// allocated right before the sentinel lives: the sentinel must not share
+// its block.
 //
 // The child process of this test (a process of its own, so that its first
 // Pool arms the aging) lines the tiny block up, keeps one byte beside the
@@ -61,13 +56,8 @@ func TestPoolChunksAgeWhileATinyObjectBesideTheSentinelLives(t *testing.T) {
 	}
 	type in [3]int8 // a type of its own
 	poolChunksOf[in, int]()
-	for i := range 50 {
-		if gcCycles.Load() > 0 {
-			t.Logf("the free chunks aged after %d collections", i)
-			return
-		}
-		runtime.GC()
-		runtime.Gosched()
+	if agesWithin(50) {
+		return
 	}
 	t.Fatalf("50 garbage collections and the free chunks never aged: the aging's sentinel shares its tiny block with a live object (%p)", agingPin)
 }

@@ -68,15 +68,10 @@ func awaitCollected(collected <-chan struct{}) bool {
 }
 
 // A Run that returned, and that nothing refers to any more, is garbage:
-// its runtime, graphs, trackers and hooks go away. A Run with a
-// SharedBatcher registers the batcher in a process-wide table of the
-// consumer-wide objects of each Run (engine's sharedSlots), whose entries
-// a cleanup on the Run's runtime removes; but the batcher's declaration
-// (engine.Shared) keeps the last graph that used it, and the graph keeps
-// the runtime: the table holds the runtime, its cleanup never runs, and
-// every Run that used a SharedBatcher (and the batcher, and its last
-// graph with its tracker) stays in memory for the life of the process.
-// Without a SharedBatcher the same Run is collected (the control).
+// its runtime, graphs, trackers and hooks go away, also when its graphs
+// used a consumer-wide object (a SharedBatcher), which the Run records
+// and which records the last graph that used it. Without a SharedBatcher
+// the same Run is the control.
 func TestRunsWithASharedBatcherAreCollected(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		name := map[bool]string{false: "without", true: "SharedBatcher"}[shared]

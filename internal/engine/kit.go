@@ -88,7 +88,7 @@ type sharedSlot struct {
 }
 
 func (sh *Shared) claim(g *graph, kind string, pos int) error {
-	run, graph := weak.Make(g.rt), weak.Make(g)
+	run, self := weak.Make(g.rt), weak.Make(g)
 	sh.mu.Lock()
 	switch {
 	case sh.run == (weak.Pointer[Group]{}):
@@ -96,11 +96,11 @@ func (sh *Shared) claim(g *graph, kind string, pos int) error {
 	case sh.run != run:
 		sh.mu.Unlock()
 		return fmt.Errorf("this %s is already used by another pipeline.Run; create one per Run", kind)
-	case sh.last == graph:
+	case sh.last == self:
 		sh.mu.Unlock()
 		return fmt.Errorf("this %s is used twice in one partition's graph; use it once per graph (join the streams first)", kind)
 	}
-	sh.last = graph
+	sh.last = self
 	sh.mu.Unlock()
 
 	return claimSlot(g, sharedSlot{kind: kind, topic: g.tp.Topic, pos: pos}, sh)

@@ -18,7 +18,7 @@ import (
 
 // TestPoolEachGraphUnderChurn is the churn of TestGroupMembershipChurn
 // (cooperative-sticky: nothing may be processed twice) with a graph whose
-// stages take the paths rewritten for speed: a Pool whose calls alternate
+// stages take their fast paths and leave them: a Pool whose calls alternate
 // between stretches of a thousand fast ones (made on its own goroutine) and
 // of slow ones (on its workers), with a call every 257th record that blocks
 // for 3ms (the hedge hands its chunk to the workers and a relief takes the
